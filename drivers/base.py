@@ -1,0 +1,88 @@
+"""The contract between the PyTorch front end and a machine: devices, compile(Program), execute, sync, stats.
+
+A driver never imports torch. Buffers are whatever the driver's storage layer hands out: host numpy views for
+the simulator, device buffers keyed by storage for PJRT. Executables are cached by the Program's structural key.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchtpu.drivers.ir import Program
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    compiles: int = 0
+    compile_seconds: float = 0.0
+
+
+@dataclass
+class Executable:
+    program: Program
+    payload: Any = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Driver(ABC):
+    """One machine kind: the simulator, or a PJRT client."""
+
+    name: str = "driver"
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple, Executable] = {}
+        self.cache_stats = CacheStats()
+
+    # -- devices --
+    @abstractmethod
+    def device_count(self) -> int: ...
+
+    @abstractmethod
+    def device_name(self, index: int) -> str: ...
+
+    @abstractmethod
+    def device_properties(self, index: int) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def memory_limit(self, index: int) -> int:
+        """Bytes of device memory on device `index` (the allocator enforces it)."""
+
+    # -- programs --
+    def compile(self, program: Program) -> Executable:
+        """The executable for `program`, compiled once per structure and then served from the cache."""
+        key = program.key()
+        exe = self._cache.get(key)
+        if exe is not None:
+            self.cache_stats.hits += 1
+            return exe
+        self.cache_stats.misses += 1
+        start = time.perf_counter()
+        exe = self._compile(program)
+        self.cache_stats.compiles += 1
+        self.cache_stats.compile_seconds += time.perf_counter() - start
+        self._cache[key] = exe
+        return exe
+
+    @abstractmethod
+    def _compile(self, program: Program) -> Executable: ...
+
+    @abstractmethod
+    def execute(self, exe: Executable, inputs: Sequence[Any], outputs: Sequence[Any], device: int = 0) -> None:
+        """Runs `exe` reading `inputs` and writing its results into `outputs` (buffers of the right shape)."""
+
+    @abstractmethod
+    def synchronize(self, device: int | None = None) -> None:
+        """Waits until every launched executable on `device` (all devices if None) has finished."""
+
+    # -- stats --
+    @abstractmethod
+    def stats(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def reset_stats(self) -> None: ...

@@ -1,0 +1,183 @@
+"""The IR: a StableHLO subset as an SSA graph, with a shape/dtype rule per op, a printer and a structural key.
+
+Values carry only a shape and a dtype (no data). A Program is the unit a driver compiles and runs: its inputs
+are buffers the caller passes in, its outputs are buffers the caller receives. Op names and semantics follow the
+StableHLO spec (https://openxla.org/stablehlo/spec) wherever an equivalent exists; a few ops (gather along an
+axis, scatter along an axis, cumulative, argmax, rng) are simpler forms of StableHLO's general gather, scatter,
+reduce_window and rng_bit_generator, and their pjrt emitters expand them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+DTYPES = ("float32", "bfloat16", "float16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
+          "complex64")
+FLOAT_DTYPES = frozenset({"float32", "bfloat16", "float16", "float64"})
+INT_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
+ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
+            "int8": 1, "uint8": 1, "bool": 1, "complex64": 8}
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * ITEMSIZE[self.dtype]
+
+    def __str__(self) -> str:
+        return f"tensor<{'x'.join(map(str, self.shape))}{'x' if self.shape else ''}{self.dtype}>"
+
+
+@dataclass(eq=False, slots=True)
+class Value:
+    id: int
+    type: TensorType
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.type.shape)
+
+    def __repr__(self) -> str:
+        return f"%{self.id}:{self.type}"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    name: str
+    inputs: tuple[Value, ...]
+    attrs: tuple[tuple[str, Any], ...]
+    outputs: tuple[Value, ...]
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == key:
+                return v
+        return default
+
+    @property
+    def attr_dict(self) -> dict[str, Any]:
+        return dict(self.attrs)
+
+
+@dataclass(slots=True)
+class Program:
+    inputs: list[Value]
+    ops: list[Op]
+    outputs: list[Value]
+    name: str = "main"
+    _key: tuple | None = field(default=None, repr=False)
+
+    def key(self) -> tuple:
+        """A structural key: equal for programs with the same op graph, shapes, dtypes and attributes."""
+        if self._key is None:
+            number = {v.id: i for i, v in enumerate(self.inputs)}
+            parts: list[Any] = [tuple((v.shape, v.dtype) for v in self.inputs)]
+            for op in self.ops:
+                for o in op.outputs:
+                    number[o.id] = len(number)
+                parts.append((op.name, tuple(number[v.id] for v in op.inputs), op.attrs,
+                              tuple((o.shape, o.dtype) for o in op.outputs)))
+            parts.append(tuple(number[v.id] for v in self.outputs))
+            self._key = tuple(parts)
+        return self._key
+
+    def text(self) -> str:
+        """StableHLO-flavoured text, for debugging and golden tests."""
+        args = ", ".join(f"%{v.id}: {v.type}" for v in self.inputs)
+        lines = [f"func.func @{self.name}({args}) {{"]
+        for op in self.ops:
+            outs = ", ".join(f"%{o.id}" for o in op.outputs)
+            ins = ", ".join(f"%{v.id}" for v in op.inputs)
+            attrs = ", ".join(f"{k}={v!r}" for k, v in op.attrs)
+            types = ", ".join(str(o.type) for o in op.outputs)
+            lines.append(f"  {outs} = {op.name}({ins}){' {' + attrs + '}' if attrs else ''} : {types}")
+        lines.append(f"  return {', '.join(f'%{v.id}' for v in self.outputs)}")
+        lines.append("}")
+        return "\n".join(lines)
+
+
+ShapeRule = Callable[..., list[TensorType]]
+
+
+@dataclass(frozen=True, slots=True)
+class OpDef:
+    name: str
+    arity: int | None  # None: variadic
+    shape_rule: ShapeRule
+    kind: str  # "elementwise" | "reduction" | "movement" | "matmul" | "other"
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def define(name: str, arity: int | None, kind: str) -> Callable[[ShapeRule], ShapeRule]:
+    def register(rule: ShapeRule) -> ShapeRule:
+        if name in OPS:
+            raise ValueError(f"IR op {name!r} is defined twice")
+        OPS[name] = OpDef(name, arity, rule, kind)
+        return rule
+
+    return register
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, list | tuple):
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+class Builder:
+    """Builds a Program op by op, checking each op with its shape rule as it is added."""
+
+    def __init__(self) -> None:
+        self.inputs: list[Value] = []
+        self.ops: list[Op] = []
+        self._next = 0
+
+    def _value(self, t: TensorType) -> Value:
+        self._next += 1
+        return Value(self._next, t)
+
+    def input(self, shape: Sequence[int], dtype: str) -> Value:
+        v = self._value(TensorType(tuple(int(d) for d in shape), dtype))
+        self.inputs.append(v)
+        return v
+
+    def emit(self, name: str, inputs: Sequence[Value], **attrs: Any) -> list[Value]:
+        opdef = OPS.get(name)
+        if opdef is None:
+            raise KeyError(f"unknown IR op {name!r}")
+        if opdef.arity is not None and len(inputs) != opdef.arity:
+            raise TypeError(f"IR op {name} takes {opdef.arity} inputs, got {len(inputs)}")
+        frozen = tuple(sorted((k, _freeze(v)) for k, v in attrs.items()))
+        out_types = opdef.shape_rule(*[v.type for v in inputs], **dict(frozen))
+        outs = tuple(self._value(t) for t in out_types)
+        self.ops.append(Op(name, tuple(inputs), frozen, outs))
+        return list(outs)
+
+    def finish(self, outputs: Sequence[Value], name: str = "main") -> Program:
+        return Program(list(self.inputs), list(self.ops), list(outputs), name)
+
+
+from torchtpu.drivers import ir_ops as _ir_ops  # noqa: E402,F401  (defines the op set)

@@ -1,0 +1,253 @@
+"""The IR op set and each op's shape/dtype rule (no data). One `define` per op; drivers add one rule each."""
+
+from __future__ import annotations
+
+from torchtpu.drivers.ir import DTYPES, TensorType, define
+
+UNARY = (
+    "abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt", "cbrt",
+    "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil", "round_nearest_even", "sign", "not",
+    "erf", "erfinv", "lgamma", "digamma", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "reciprocal", "square", "trunc", "exp2", "log2", "log10",
+)
+BINARY = (
+    "add", "subtract", "multiply", "divide", "remainder", "fmod", "power", "maximum", "minimum", "atan2",
+    "and", "or", "xor", "shift_left", "shift_right_arithmetic", "floor_divide", "nextafter", "hypot",
+    "copysign", "xlogy",
+)
+COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or")
+SCATTER_REDUCE = ("replace", "add", "multiply", "amax", "amin")
+PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
+
+
+def _same(x: TensorType, **_: object) -> list[TensorType]:
+    return [x]
+
+
+def _binary(a: TensorType, b: TensorType, **_: object) -> list[TensorType]:
+    if a != b:
+        raise TypeError(f"binary IR ops need equal types, got {a} and {b}")
+    return [a]
+
+
+for _name in UNARY:
+    define(_name, 1, "elementwise")(_same)
+for _name in BINARY:
+    define(_name, 2, "elementwise")(_binary)
+
+
+@define("is_finite", 1, "elementwise")
+def _is_finite(x: TensorType) -> list[TensorType]:
+    return [TensorType(x.shape, "bool")]
+
+
+@define("compare", 2, "elementwise")
+def _compare(a: TensorType, b: TensorType, direction: str) -> list[TensorType]:
+    if direction not in COMPARE_DIRECTIONS:
+        raise ValueError(f"compare direction {direction!r}; valid: {COMPARE_DIRECTIONS}")
+    _binary(a, b)
+    return [TensorType(a.shape, "bool")]
+
+
+@define("select", 3, "elementwise")
+def _select(pred: TensorType, a: TensorType, b: TensorType) -> list[TensorType]:
+    if pred.dtype != "bool" or pred.shape != a.shape:
+        raise TypeError(f"select needs a bool predicate of shape {a.shape}, got {pred}")
+    return _binary(a, b)
+
+
+@define("clamp", 3, "elementwise")
+def _clamp(lo: TensorType, x: TensorType, hi: TensorType) -> list[TensorType]:
+    _binary(lo, x)
+    return _binary(x, hi)
+
+
+@define("convert", 1, "elementwise")
+def _convert(x: TensorType, dtype: str) -> list[TensorType]:
+    if dtype not in DTYPES:
+        raise ValueError(f"convert to unknown dtype {dtype!r}; valid: {DTYPES}")
+    return [TensorType(x.shape, dtype)]
+
+
+@define("constant", 0, "elementwise")
+def _constant(value: object, shape: tuple[int, ...], dtype: str) -> list[TensorType]:
+    return [TensorType(tuple(shape), dtype)]
+
+
+@define("iota", 0, "elementwise")
+def _iota(shape: tuple[int, ...], dtype: str, dimension: int) -> list[TensorType]:
+    return [TensorType(tuple(shape), dtype)]
+
+
+@define("rng", 1, "elementwise")
+def _rng(state: TensorType, shape: tuple[int, ...], dtype: str, distribution: str) -> list[TensorType]:
+    if distribution not in ("uniform", "normal"):
+        raise ValueError(f"rng distribution {distribution!r}; valid: uniform, normal")
+    if state.shape != (2,) or state.dtype != "int64":
+        raise TypeError(f"rng state must be int64[2] (seed, offset), got {state}")
+    return [TensorType(tuple(shape), dtype)]
+
+
+@define("broadcast_in_dim", 1, "movement")
+def _broadcast(x: TensorType, shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...]) -> list[TensorType]:
+    if len(broadcast_dimensions) != len(x.shape):
+        raise ValueError(f"broadcast_in_dim: {len(x.shape)} dims but dimensions {broadcast_dimensions}")
+    for d, od in zip(x.shape, broadcast_dimensions):
+        if d != 1 and d != shape[od]:
+            raise ValueError(f"cannot broadcast {x.shape} to {shape} along {broadcast_dimensions}")
+    return [TensorType(tuple(shape), x.dtype)]
+
+
+@define("reshape", 1, "movement")
+def _reshape(x: TensorType, shape: tuple[int, ...]) -> list[TensorType]:
+    out = TensorType(tuple(shape), x.dtype)
+    if out.numel != x.numel:
+        raise ValueError(f"reshape {x.shape} -> {shape} changes the element count")
+    return [out]
+
+
+@define("transpose", 1, "movement")
+def _transpose(x: TensorType, permutation: tuple[int, ...]) -> list[TensorType]:
+    if sorted(permutation) != list(range(len(x.shape))):
+        raise ValueError(f"transpose permutation {permutation} for rank {len(x.shape)}")
+    return [TensorType(tuple(x.shape[p] for p in permutation), x.dtype)]
+
+
+@define("slice", 1, "movement")
+def _slice(x: TensorType, start: tuple[int, ...], limit: tuple[int, ...], strides: tuple[int, ...]
+           ) -> list[TensorType]:
+    shape = tuple(max(0, -(-(hi - lo) // s)) for lo, hi, s in zip(start, limit, strides))
+    return [TensorType(shape, x.dtype)]
+
+
+@define("reverse", 1, "movement")
+def _reverse(x: TensorType, dimensions: tuple[int, ...]) -> list[TensorType]:
+    return [x]
+
+
+@define("concatenate", None, "movement")
+def _concatenate(*xs: TensorType, dimension: int) -> list[TensorType]:
+    first = xs[0]
+    total = 0
+    for x in xs:
+        if x.dtype != first.dtype or len(x.shape) != len(first.shape) or any(
+                a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != dimension):
+            raise TypeError(f"concatenate along {dimension}: mismatched {first} and {x}")
+        total += x.shape[dimension]
+    shape = list(first.shape)
+    shape[dimension] = total
+    return [TensorType(tuple(shape), first.dtype)]
+
+
+@define("pad", 1, "movement")
+def _pad(x: TensorType, value: float, low: tuple[int, ...], high: tuple[int, ...], interior: tuple[int, ...]
+         ) -> list[TensorType]:
+    shape = tuple(lo + hi + d + max(d - 1, 0) * it for d, lo, hi, it in zip(x.shape, low, high, interior))
+    return [TensorType(shape, x.dtype)]
+
+
+def _reduced(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for i, d in enumerate(shape) if i not in dims)
+
+
+@define("reduce", 1, "reduction")
+def _reduce(x: TensorType, kind: str, dimensions: tuple[int, ...], acc_dtype: str | None = None
+            ) -> list[TensorType]:
+    if kind not in REDUCE_KINDS:
+        raise ValueError(f"reduce kind {kind!r}; valid: {REDUCE_KINDS}")
+    return [TensorType(_reduced(x.shape, dimensions), x.dtype)]
+
+
+@define("argreduce", 1, "reduction")
+def _argreduce(x: TensorType, kind: str, dimension: int) -> list[TensorType]:
+    if kind not in ("max", "min"):
+        raise ValueError(f"argreduce kind {kind!r}; valid: max, min")
+    return [TensorType(_reduced(x.shape, (dimension,)), "int64")]
+
+
+@define("cumulative", 1, "reduction")
+def _cumulative(x: TensorType, kind: str, dimension: int) -> list[TensorType]:
+    if kind not in ("sum", "prod", "max", "min"):
+        raise ValueError(f"cumulative kind {kind!r}; valid: sum, prod, max, min")
+    return [x]
+
+
+@define("sort", 1, "other")
+def _sort(x: TensorType, dimension: int, descending: bool, stable: bool) -> list[TensorType]:
+    return [x, TensorType(x.shape, "int64")]
+
+
+@define("dot_general", 2, "matmul")
+def _dot_general(lhs: TensorType, rhs: TensorType, lhs_batch: tuple[int, ...], rhs_batch: tuple[int, ...],
+                 lhs_contract: tuple[int, ...], rhs_contract: tuple[int, ...], precision: str,
+                 out_dtype: str) -> list[TensorType]:
+    if precision not in PRECISIONS:
+        raise ValueError(f"dot_general precision {precision!r}; valid: {PRECISIONS}")
+    for a, b in zip(lhs_batch, rhs_batch):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise ValueError(f"dot_general batch dims differ: {lhs} vs {rhs}")
+    for a, b in zip(lhs_contract, rhs_contract):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise ValueError(f"dot_general contracting dims differ: {lhs.shape} vs {rhs.shape}")
+    batch = tuple(lhs.shape[d] for d in lhs_batch)
+    lfree = tuple(d for i, d in enumerate(lhs.shape) if i not in lhs_batch and i not in lhs_contract)
+    rfree = tuple(d for i, d in enumerate(rhs.shape) if i not in rhs_batch and i not in rhs_contract)
+    return [TensorType(batch + lfree + rfree, out_dtype)]
+
+
+@define("gather_axis", 2, "movement")
+def _gather_axis(x: TensorType, index: TensorType, dimension: int) -> list[TensorType]:
+    if index.dtype not in ("int64", "int32") or len(index.shape) != len(x.shape):
+        raise TypeError(f"gather_axis needs an integer index of rank {len(x.shape)}, got {index}")
+    return [TensorType(index.shape, x.dtype)]
+
+
+@define("index_select", 2, "movement")
+def _index_select(x: TensorType, index: TensorType, dimension: int) -> list[TensorType]:
+    if index.dtype not in ("int64", "int32") or len(index.shape) != 1:
+        raise TypeError(f"index_select needs a 1-D integer index, got {index}")
+    shape = list(x.shape)
+    shape[dimension] = index.shape[0]
+    return [TensorType(tuple(shape), x.dtype)]
+
+
+@define("scatter_axis", 3, "movement")
+def _scatter_axis(x: TensorType, index: TensorType, src: TensorType, dimension: int, reduce: str
+                  ) -> list[TensorType]:
+    if reduce not in SCATTER_REDUCE:
+        raise ValueError(f"scatter reduce {reduce!r}; valid: {SCATTER_REDUCE}")
+    if src.dtype != x.dtype or index.shape != src.shape:
+        raise TypeError(f"scatter_axis: src {src} must match index {index} in shape and {x.dtype}")
+    return [x]
+
+
+@define("index_add", 3, "movement")
+def _index_add(x: TensorType, index: TensorType, src: TensorType, dimension: int) -> list[TensorType]:
+    if len(index.shape) != 1 or src.dtype != x.dtype:
+        raise TypeError(f"index_add: index must be 1-D and src dtype {x.dtype}, got {index}, {src}")
+    return [x]
+
+
+@define("convolution", 2, "matmul")
+def _convolution(lhs: TensorType, rhs: TensorType, window_strides: tuple[int, ...],
+                 padding: tuple[tuple[int, int], ...], lhs_dilation: tuple[int, ...],
+                 rhs_dilation: tuple[int, ...], feature_group_count: int, precision: str, out_dtype: str
+                 ) -> list[TensorType]:
+    n, c = lhs.shape[:2]
+    o, ci = rhs.shape[:2]
+    if ci * feature_group_count != c:
+        raise ValueError(f"convolution: input has {c} channels, weight expects {ci}x{feature_group_count}")
+    spatial = []
+    for i, (size, k) in enumerate(zip(lhs.shape[2:], rhs.shape[2:])):
+        dilated_in = (size - 1) * lhs_dilation[i] + 1 + padding[i][0] + padding[i][1]
+        dilated_k = (k - 1) * rhs_dilation[i] + 1
+        spatial.append(max(0, (dilated_in - dilated_k) // window_strides[i] + 1))
+    return [TensorType((n, o, *spatial), out_dtype)]
+
+
+@define("reduce_window", 1, "reduction")
+def _reduce_window(x: TensorType, kind: str, window: tuple[int, ...], strides: tuple[int, ...],
+                   padding: tuple[tuple[int, int], ...], init: float) -> list[TensorType]:
+    shape = tuple((d + lo + hi - w) // s + 1 for d, w, s, (lo, hi) in zip(x.shape, window, strides, padding))
+    return [TensorType(shape, x.dtype)]

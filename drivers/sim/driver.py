@@ -1,0 +1,146 @@
+"""SimDriver: runs Programs on host memory with `torchtpu.sim` kernels and charges simulated time.
+
+Values and costs come from separate rules over the same Program: `kernels.KERNELS` computes values, `costs.COSTS`
+prices each op from shapes alone. An executable's cost is fixed at compile time: its element-wise, movement and
+reduction ops form one fused region whose intermediates stay on chip (only the program's inputs and outputs
+touch HBM, as XLA fuses them), MXU ops are priced on their own, and each launch pays the host overhead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from torchtpu.drivers.base import Driver, Executable
+from torchtpu.drivers.ir import Op, Program
+from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers the movement/MXU kernels)
+from torchtpu.drivers.sim.costs import COSTS
+from torchtpu.drivers.sim.kernels import KERNELS, Kernel
+from torchtpu.sim.chips import CHIPS, ChipSpec, get_chip
+from torchtpu.sim.cost import CostModel, CostRecord
+from torchtpu.sim.timeline import Timeline
+
+DEFAULT_CHIP = "v5e"
+
+
+def chip_from_env() -> ChipSpec:
+    name = os.environ.get("TORCHTPU_CHIP", DEFAULT_CHIP)
+    try:
+        return get_chip(name)
+    except (KeyError, ValueError) as exc:
+        raise ValueError(
+            f"TORCHTPU_CHIP={name!r} is not a known chip; valid values: {', '.join(CHIPS)}") from exc
+
+
+@dataclass
+class _Step:
+    kernel: Kernel
+    op: Op
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+class SimDriver(Driver):
+    name = "sim"
+
+    def __init__(self, chip: ChipSpec | None = None, devices: int | None = None) -> None:
+        super().__init__()
+        self.chip = chip or chip_from_env()
+        self.cost_model = CostModel(self.chip)
+        count = devices or int(os.environ.get("TORCHTPU_NUM_DEVICES", "1"))
+        self.timelines = [Timeline(self.chip) for _ in range(count)]
+
+    def device_count(self) -> int:
+        return len(self.timelines)
+
+    def device_name(self, index: int) -> str:
+        return f"{self.chip.display_name} (simulated)"
+
+    def device_properties(self, index: int) -> dict[str, Any]:
+        c = self.chip
+        return {"name": self.device_name(index), "total_memory": int(c.hbm_bytes), "chip": c.name,
+                "bf16_flops": c.bf16_flops, "hbm_bandwidth": c.hbm_bw, "tensorcores": c.tensorcores,
+                "mxus_per_core": c.mxus_per_core, "mxu_shape": (c.mxu_rows, c.mxu_cols), "driver": self.name}
+
+    def memory_limit(self, index: int) -> int:
+        return int(self.chip.hbm_bytes)
+
+    def _compile(self, program: Program) -> Executable:
+        steps = []
+        for op in program.ops:
+            kern = KERNELS.get(op.name)
+            if kern is None:
+                raise NotImplementedError(f"the sim driver has no kernel for IR op {op.name!r}")
+            steps.append(_Step(kern, op, tuple(v.id for v in op.inputs), tuple(v.id for v in op.outputs)))
+        cost = dataclasses.replace(self.program_cost(program), op=program.name)
+        return Executable(program, payload=steps, meta={"cost": cost})
+
+    def program_cost(self, program: Program) -> CostRecord:
+        """The simulated cost of one launch of `program` (fused VPU region + MXU ops)."""
+        vpu_records, mxu_records = [], []
+        for op in program.ops:
+            if op.name == "constant" or op.name == "iota":
+                continue
+            record = COSTS[op.name](self.cost_model, op)
+            (mxu_records if op.name in ("dot_general", "convolution") else vpu_records).append(record)
+        external = sum(v.type.nbytes for v in program.inputs) + sum(v.type.nbytes for v in program.outputs)
+        records = list(mxu_records)
+        if vpu_records:
+            mxu_bytes = sum(r.hbm_bytes for r in mxu_records)
+            records.append(self.cost_model.fuse(vpu_records, max(external - mxu_bytes, 0)))
+        if not records:
+            return self.cost_model.data_movement("copy", external // 2, external - external // 2)
+        return records[0] if len(records) == 1 else self.cost_model.fuse(records, external)
+
+    def execute(self, exe: Executable, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
+                device: int = 0) -> None:
+        program = exe.program
+        env: dict[int, np.ndarray] = {v.id: a for v, a in zip(program.inputs, inputs)}
+        for step in exe.payload:
+            results = step.kernel(step.op, [env[i] for i in step.inputs])
+            for vid, value in zip(step.outputs, results):
+                env[vid] = value
+        for v, out in zip(program.outputs, outputs):
+            result = env[v.id]
+            if result.dtype != out.dtype:
+                result = result.astype(out.dtype)
+            np.copyto(out, result, casting="unsafe")
+        self.charge(exe.meta["cost"], device, program.name)
+
+    def charge(self, record: CostRecord, device: int = 0, name: str = "") -> None:
+        timeline = self.timelines[device]
+        timeline.host_issue(self.chip.launch_overhead_s)
+        timeline.launch(record, name)
+
+    def synchronize(self, device: int | None = None) -> None:
+        for i, timeline in enumerate(self.timelines):
+            if device is None or device == i:
+                timeline.synchronize()
+
+    def stats(self) -> dict[str, Any]:
+        totals: dict[str, Any] = {}
+        for timeline in self.timelines:
+            for key, value in timeline.totals().items():
+                if isinstance(value, dict):
+                    merged = totals.setdefault(key, {})
+                    for k, v in value.items():
+                        if isinstance(v, dict):
+                            inner = merged.setdefault(k, {})
+                            for kk, vv in v.items():
+                                inner[kk] = inner.get(kk, 0) + vv
+                        else:
+                            merged[k] = merged.get(k, 0) + v
+                else:
+                    totals[key] = totals.get(key, 0) + value
+        totals["host_seconds"] = max(t.host_seconds for t in self.timelines)
+        totals["wall_seconds"] = max(t.wall_seconds for t in self.timelines)
+        totals["chip"] = self.chip.name
+        return totals
+
+    def reset_stats(self) -> None:
+        for timeline in self.timelines:
+            timeline.reset()

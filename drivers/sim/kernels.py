@@ -1,0 +1,284 @@
+"""The sim driver's value rule for each IR op: numpy views in, numpy arrays out.
+
+Float math runs in float32 on the VPU model (bf16/f16 storage is widened on load and rounded on store, with
+bf16 subnormals flushed as on the chip); matmuls and convolutions go through `torchtpu.sim.mxu`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import ml_dtypes
+import numba
+import numpy as np
+from torchtpu.drivers.ir import Op
+from torchtpu.sim import numerics
+
+NP_DTYPES: dict[str, np.dtype] = {
+    "float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16), "float16": np.dtype(np.float16),
+    "float64": np.dtype(np.float64), "int64": np.dtype(np.int64), "int32": np.dtype(np.int32),
+    "int16": np.dtype(np.int16), "int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
+    "bool": np.dtype(np.bool_), "complex64": np.dtype(np.complex64),
+}
+_NARROW = ("bfloat16", "float16")
+
+Kernel = Callable[[Op, list[np.ndarray]], list[np.ndarray]]
+KERNELS: dict[str, Kernel] = {}
+
+
+def store(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Converts a computed array to the storage dtype `dtype` as the chip would (bf16: RNE, subnormals flushed)."""
+    target = NP_DTYPES[dtype]
+    if x.dtype == target:
+        return x
+    if dtype == "bfloat16":
+        if x.dtype != np.float32:
+            x = x.astype(np.float32)
+        return numerics.to_bf16(x)
+    if dtype in ("int64", "int32", "int16", "int8", "uint8") and x.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return np.trunc(x).astype(target)
+    return x.astype(target)
+
+
+def load(x: np.ndarray) -> np.ndarray:
+    """Widens narrow floats to float32 for VPU math."""
+    if x.dtype == NP_DTYPES["bfloat16"] or x.dtype == np.float16:
+        return x.astype(np.float32)
+    return x
+
+
+def kernel(*names: str) -> Callable[[Kernel], Kernel]:
+    def register(fn: Kernel) -> Kernel:
+        for name in names:
+            if name in KERNELS:
+                raise ValueError(f"sim kernel for {name!r} registered twice")
+            KERNELS[name] = fn
+        return fn
+
+    return register
+
+
+@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
+def _erf(x):  # pragma: no cover - numba
+    return math.erf(x)
+
+
+@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
+def _lgamma(x):  # pragma: no cover - numba
+    if x <= 0.0 and x == math.floor(x):
+        return math.inf
+    return math.lgamma(x)
+
+
+@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
+def _digamma(x):  # pragma: no cover - numba
+    # Reflection for x < 0, recurrence up to x >= 6, then the asymptotic series (Abramowitz & Stegun 6.3.18).
+    if x == 0.0:
+        return -math.inf if math.copysign(1.0, x) > 0 else math.inf
+    result = 0.0
+    if x < 0.0:
+        if x == math.floor(x):
+            return math.nan
+        result -= math.pi / math.tan(math.pi * x)
+        x = 1.0 - x
+    while x < 6.0:
+        result -= 1.0 / x
+        x += 1.0
+    f = 1.0 / (x * x)
+    series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))))
+    return result + math.log(x) - 0.5 / x - series
+
+
+@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
+def _erfinv(y):  # pragma: no cover - numba
+    # Giles' single-precision approximation, refined by two Newton steps on erf.
+    if y <= -1.0:
+        return -math.inf if y == -1.0 else math.nan
+    if y >= 1.0:
+        return math.inf if y == 1.0 else math.nan
+    w = -math.log((1.0 - y) * (1.0 + y))
+    if w < 5.0:
+        w -= 2.5
+        p = 2.81022636e-08
+        for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                  -0.00417768164, 0.246640727, 1.50140941):
+            p = c + p * w
+    else:
+        w = math.sqrt(w) - 3.0
+        p = -0.000200214257
+        for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                  0.00943887047, 1.00167406, 2.83297682):
+            p = c + p * w
+    x = p * y
+    for _ in range(2):
+        err = math.erf(x) - y
+        x -= err / (2.0 / math.sqrt(math.pi) * math.exp(-x * x))
+    return x
+
+
+def _round_half_even(x: np.ndarray) -> np.ndarray:
+    return np.rint(x)
+
+
+_UNARY_FLOAT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log, "log_plus_one": np.log1p,
+    "sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1) / np.sqrt(x), "cbrt": np.cbrt, "tanh": np.tanh,
+    "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)), "sine": np.sin, "cosine": np.cos,
+    "tan": np.tan, "erf": _erf, "erfinv": _erfinv, "lgamma": _lgamma, "digamma": _digamma, "atan": np.arctan,
+    "asin": np.arcsin, "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "reciprocal": lambda x: np.float32(1) / x, "exp2": np.exp2,
+    "log2": np.log2, "log10": np.log10,
+}
+_UNARY_ANY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "abs": np.abs, "negate": np.negative, "floor": np.floor, "ceil": np.ceil,
+    "round_nearest_even": _round_half_even, "sign": np.sign, "square": np.square, "trunc": np.trunc,
+    "not": lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
+}
+
+
+def _unary(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    (x,) = args
+    dtype = op.outputs[0].dtype
+    xf = load(x)
+    with np.errstate(all="ignore"):
+        if op.name in _UNARY_FLOAT:
+            if xf.dtype.kind != "f":
+                xf = xf.astype(np.float32)
+            y = _UNARY_FLOAT[op.name](xf)
+        elif op.name in ("floor", "ceil", "trunc", "round_nearest_even") and xf.dtype.kind != "f":
+            y = xf
+        else:
+            y = _UNARY_ANY[op.name](xf)
+    return [store(np.asarray(y), dtype)]
+
+
+kernel(*_UNARY_FLOAT, *_UNARY_ANY)(_unary)
+
+
+@kernel("is_finite")
+def _is_finite(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = load(args[0])
+    return [np.isfinite(x) if x.dtype.kind == "f" else np.ones(x.shape, np.bool_)]
+
+
+def _int_div_floor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.any(b == 0):
+        raise ZeroDivisionError("integer division by zero")
+    return np.floor_divide(a, b)
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":  # truncating integer division (StableHLO divide on integers)
+        if np.any(b == 0):
+            raise ZeroDivisionError("integer division by zero")
+        q = np.abs(a) // np.abs(b)
+        return np.where((a < 0) != (b < 0), -q, q).astype(a.dtype)
+    return np.divide(a, b)
+
+
+def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # Python-style (sign of divisor), as torch
+    if a.dtype.kind in "iu" and np.any(b == 0):
+        raise ZeroDivisionError("integer remainder by zero")
+    return np.mod(a, b)
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        if np.any(b < 0):
+            raise ValueError("Integers to negative integer powers are not allowed.")
+    return np.power(a, b)
+
+
+def _xlogy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = a * np.log(b)
+    return np.where((a == 0) & ~np.isnan(b), np.zeros_like(out), out)
+
+
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": _divide,
+    "remainder": _remainder, "fmod": np.fmod, "power": _power, "maximum": np.maximum, "minimum": np.minimum,
+    "atan2": np.arctan2, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "shift_left": np.left_shift, "shift_right_arithmetic": np.right_shift, "nextafter": np.nextafter,
+    "hypot": np.hypot, "copysign": np.copysign, "xlogy": _xlogy,
+    "floor_divide": lambda a, b: _int_div_floor(a, b) if a.dtype.kind in "iu" else np.floor(a / b),
+}
+
+
+@kernel(*_BINARY)
+def _binary(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    a, b = (load(x) for x in args)
+    if a.dtype == np.bool_ and op.name in ("add", "multiply", "maximum", "minimum"):
+        fn = {"add": np.logical_or, "multiply": np.logical_and, "maximum": np.logical_or,
+              "minimum": np.logical_and}[op.name]
+    else:
+        fn = _BINARY[op.name]
+    with np.errstate(all="ignore"):
+        y = fn(a, b)
+    return [store(np.asarray(y), op.outputs[0].dtype)]
+
+
+_COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
+            "GE": np.greater_equal}
+
+
+@kernel("compare")
+def _compare(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    a, b = (load(x) for x in args)
+    return [_COMPARE[op.attr("direction")](a, b)]
+
+
+@kernel("select")
+def _select(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    pred, a, b = args
+    return [np.where(pred, a, b)]
+
+
+@kernel("clamp")
+def _clamp(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    lo, x, hi = (load(a) for a in args)
+    y = np.minimum(np.maximum(x, lo), hi)
+    if x.dtype.kind == "f":
+        y = np.where(np.isnan(x) | np.isnan(lo) | np.isnan(hi), np.float32(np.nan), y)
+    return [store(y, op.outputs[0].dtype)]
+
+
+@kernel("convert")
+def _convert(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    dtype = op.attr("dtype")
+    if dtype == "bool":
+        return [load(x) != 0]
+    if x.dtype == NP_DTYPES["bfloat16"] and dtype != "float32":
+        x = x.astype(np.float32)
+    return [store(x, dtype)]
+
+
+@kernel("constant")
+def _constant(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    out = op.outputs[0]
+    value = np.asarray(op.attr("value"), dtype=np.float32 if out.dtype in _NARROW else NP_DTYPES[out.dtype])
+    return [np.broadcast_to(store(value, out.dtype), out.shape)]
+
+
+@kernel("iota")
+def _iota(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    out = op.outputs[0]
+    dim = op.attr("dimension")
+    shape = [1] * len(out.shape)
+    shape[dim] = out.shape[dim]
+    ramp = np.arange(out.shape[dim]).reshape(shape)
+    return [store(np.broadcast_to(ramp, out.shape), out.dtype)]
+
+
+@kernel("rng")
+def _rng(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    seed, offset = (int(v) for v in args[0])
+    out = op.outputs[0]
+    gen = np.random.Generator(np.random.Philox(key=seed & (2**64 - 1), counter=offset & (2**64 - 1)))
+    if op.attr("distribution") == "uniform":
+        values = gen.random(out.shape, dtype=np.float32)
+    else:
+        values = gen.standard_normal(out.shape, dtype=np.float32)
+    return [store(values, out.dtype)]

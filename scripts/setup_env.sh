@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Creates .venv (if missing) and installs torchtpu with the tested pins. Used by the README's commands and CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+. .venv/bin/activate
+python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+python -m pip install -q -c constraints.txt -e ".[dev,notebooks]"

@@ -1,0 +1,183 @@
+"""MXU numerics: owns `matmul` (and re-exports `conv`), precision passes, and the exact/fast mode switch.
+
+Precision (tpu-facts section 5, [XLA-rw] DotAlgorithmRewriter, [JAX-lax]) for float32 operands:
+* "DEFAULT" (ALG_DOT_BF16_BF16_F32): one pass, dot(bf16(a), bf16(b)).
+* "HIGH" (_X3): a = hi + lo (`split_bf16x3`); low = dot(lo_a, hi_b) + dot(hi_a, lo_b); NaN guard;
+  result = low + dot(hi_a, hi_b). 3 passes.
+* "HIGHEST" (_X6): a = hi + mid + lo (`split_bf16x6`); r = dot(mid, mid) + dot(hi, lo); r += dot(lo, hi);
+  r += dot(hi, mid); r += dot(mid, hi); NaN guard; result = r + dot(hi, hi). 6 passes.
+* NaN guard (ReplaceNaNWithZeros): keep the small-term sum where inf >= |s|, else 0 (inf * 0 from a zero
+  low part must not poison an infinite hi * hi term).
+Each dot is a full K reduction with float32 accumulation; the "+" combining dots are elementwise float32.
+bfloat16 operands always take one pass (their values are used as they are; bf16 subnormal inputs are
+flushed like every bf16 value on the TPU). A float32 x bfloat16 pair is treated as float32 x float32.
+int8/uint8 x int8/uint8 -> int32 exactly (precision ignored; wraps like int32 on overflow).
+
+Modes (how each dot sums):
+* "exact": the systolic order of `torchtpu.sim.mxu_kernel` (sequential float32 sums within K tiles of `array`
+  rows, tiles accumulated in order), in numba.
+* "fast": BLAS (np.matmul in float32) on the same bf16-valued operands; only the summation order differs.
+* "auto" (default): exact when batch*M*N*K <= AUTO_EXACT_MAX_MACS, else fast.
+Set with `set_mode()` or env TORCHTPU_MXU_MODE=auto|exact|fast; an explicit `mode=` argument wins.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .mxu_kernel import dot_exact
+from .numerics import BF16, round_bf16, split_bf16x3, split_bf16x6, to_bf16
+
+__all__ = [
+    "AUTO_EXACT_MAX_MACS",
+    "MODES",
+    "PRECISIONS",
+    "PASSES",
+    "conv",
+    "convert_out",
+    "get_mode",
+    "matmul",
+    "resolve_mode",
+    "set_mode",
+]
+
+MODES = ("auto", "exact", "fast")
+PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
+PASSES = {"DEFAULT": 1, "HIGH": 3, "HIGHEST": 6}  # bf16 MXU passes per precision [JAX-lax], [XLA-proto]
+AUTO_EXACT_MAX_MACS = 2**18  # assumption: above 64^3 MACs "auto" prefers BLAS speed over the exact order
+DEFAULT_ARRAY = 128  # MXU width on v4/v5e/v5p [SB-tpus]; 256 on v6e/v7x (ChipSpec.mxu_array)
+_ENV = "TORCHTPU_MXU_MODE"
+_mode: str | None = None
+
+
+def _check_mode(mode: str, where: str) -> str:
+    m = str(mode).strip().lower()
+    if m not in MODES:
+        raise ValueError(f"invalid MXU mode {mode!r} ({where}); valid modes: {', '.join(MODES)}")
+    return m
+
+
+def set_mode(mode: str | None) -> None:
+    """Set the process-wide MXU mode ('auto', 'exact', 'fast'); None goes back to env/default."""
+    global _mode
+    _mode = None if mode is None else _check_mode(mode, "set_mode")
+
+
+def get_mode() -> str:
+    """The current process-wide mode: set_mode() value, else env TORCHTPU_MXU_MODE, else 'auto'."""
+    if _mode is not None:
+        return _mode
+    env = os.environ.get(_ENV)
+    return "auto" if env is None or env == "" else _check_mode(env, f"env {_ENV}")
+
+
+def resolve_mode(mode: str | None, macs: int) -> str:
+    """'exact' or 'fast' for a call with `macs` multiply-adds (per pass) under `mode` (None = get_mode())."""
+    m = get_mode() if mode is None else _check_mode(mode, "mode argument")
+    if m == "auto":
+        return "exact" if macs <= AUTO_EXACT_MAX_MACS else "fast"
+    return m
+
+
+def _check_shapes(a: np.ndarray, b: np.ndarray) -> None:
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"matmul needs operands of rank >= 2, got {a.shape} and {b.shape}")
+    if a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(f"matmul batch dims differ: {a.shape[:-2]} vs {b.shape[:-2]} (caller broadcasts)")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul contracting dims differ: {a.shape} @ {b.shape}")
+
+
+def _guard(s: np.ndarray) -> np.ndarray:
+    """XLA ReplaceNaNWithZeros: keep s where inf >= |s| (NaN fails the compare), else +0."""
+    return np.where(np.float32(np.inf) >= np.abs(s), s, np.float32(0.0)).astype(np.float32)
+
+
+def _passes(
+    a: np.ndarray, b: np.ndarray, precision: str, dot: Callable[[Any, Any], np.ndarray]
+) -> np.ndarray:
+    """Combine bf16 passes exactly as XLA's rewriter does; `dot` runs one bf16 x bf16 -> f32 dot."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if precision == "DEFAULT":
+            return dot(round_bf16(a), round_bf16(b))
+        if precision == "HIGH":
+            ah, al = split_bf16x3(a)
+            bh, bl = split_bf16x3(b)
+            low = dot(al, bh) + dot(ah, bl)
+            return _guard(low) + dot(ah, bh)
+        ah, am, al = split_bf16x6(a)
+        bh, bm, bl = split_bf16x6(b)
+        r = dot(am, bm) + dot(ah, bl)
+        r = r + dot(al, bh)
+        r = r + dot(ah, bm)
+        r = r + dot(am, bh)
+        return _guard(r) + dot(ah, bh)
+
+
+def convert_out(res: np.ndarray, out_dtype: Any) -> np.ndarray:
+    """Cast an MXU result to out_dtype (None keeps it; bfloat16 uses TPU rounding)."""
+    if out_dtype is None:
+        return res
+    dt = np.dtype(out_dtype)
+    if dt == res.dtype:
+        return res
+    if dt == BF16:
+        return to_bf16(res)
+    return res.astype(dt)
+
+
+def matmul(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    precision: str = "DEFAULT",
+    out_dtype: Any = None,
+    mode: str | None = None,
+    array: int = DEFAULT_ARRAY,
+) -> np.ndarray:
+    """MXU matmul of a (..., M, K) and b (..., K, N) with identical batch dims (see module docstring).
+
+    Returns float32 (int32 for integer operands) converted to `out_dtype` (None keeps it; bfloat16 output is
+    rounded with `round_bf16` semantics). `array` is the K tile of the exact order (128, 256 on v6e/v7x).
+    """
+    a = np.asarray(a)
+    b = np.asarray(b)
+    _check_shapes(a, b)
+    prec = str(precision).upper()
+    if prec not in PASSES:
+        raise ValueError(f"invalid precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        if a.dtype.itemsize > 1 or b.dtype.itemsize > 1:
+            raise TypeError(f"integer matmul supports int8/uint8 operands, got {a.dtype} and {b.dtype}")
+        # exact: products <= 2^16 and sums far below 2^53 in float64, so order does not matter
+        res = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64).astype(np.int32)
+        return convert_out(res, out_dtype)
+    both_bf16 = a.dtype == BF16 and b.dtype == BF16
+    a = a.astype(np.float32) if a.dtype != np.float32 else a
+    b = b.astype(np.float32) if b.dtype != np.float32 else b
+    if both_bf16:
+        prec = "DEFAULT"  # bf16 inputs: always one pass
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = int(np.prod(a.shape[:-2], dtype=np.int64))
+    how = resolve_mode(mode, batch * m * n * k)
+    if how == "exact":
+        def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return dot_exact(x, y, array)
+    else:
+        def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return np.matmul(x, y)
+    res = _passes(a, b, prec, dot)
+    return convert_out(res, out_dtype)
+
+
+def conv(*args: Any, **kwargs: Any) -> np.ndarray:
+    """N-d convolution through the MXU matmul (lhs (N, C, *spatial), rhs (O, C/groups, *kernel));
+    see `torchtpu.sim.conv.conv` for the arguments."""
+    from .conv import conv as _conv
+
+    return _conv(*args, **kwargs)

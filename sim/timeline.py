@@ -1,0 +1,123 @@
+"""Simulated clocks: owns `Timeline`, the host and device clocks of one chip and its per-executable records.
+
+The host issues work (`host_issue` advances the host clock, e.g. by the launch overhead) and `launch`es
+executables; the device runs each one from max(host clock, device free time) for `record.seconds`, so host
+and device overlap as with an asynchronous runtime. `synchronize` makes the host wait for the device. Op-by-op
+runs of small ops are therefore host-bound (launch overhead > op time) and runs of large ops device-bound.
+Times are simulated seconds, starting at 0; nothing here looks at values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .chips import ChipSpec, get_chip
+from .cost import CostRecord
+
+__all__ = ["Timeline", "TimelineRecord"]
+
+
+@dataclass(frozen=True)
+class TimelineRecord:
+    """One executable on the device."""
+
+    name: str
+    op: str
+    flops: float
+    hbm_bytes: float
+    cycles: float
+    bound: str
+    start: float
+    end: float
+    issued: float  # host clock when it was launched
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+class Timeline:
+    """Host and device clocks of one simulated chip."""
+
+    def __init__(self, chip: ChipSpec | str | None = None) -> None:
+        self.chip = get_chip(chip)
+        self.reset()
+
+    def reset(self) -> None:
+        """Clocks back to 0, records cleared."""
+        self._host = 0.0
+        self._device_free = 0.0
+        self._busy = 0.0
+        self._records: list[TimelineRecord] = []
+
+    def host_issue(self, seconds: float) -> None:
+        """Advance the host clock by `seconds` of host work (launch overhead, Python, copies...)."""
+        if seconds < 0:
+            raise ValueError(f"host_issue needs seconds >= 0, got {seconds}")
+        self._host += float(seconds)
+
+    def launch(self, record: CostRecord, name: str = "") -> None:
+        """Queue one executable: it starts at max(host clock, device free time) and runs record.seconds."""
+        start = max(self._host, self._device_free)
+        end = start + float(record.seconds)
+        self._device_free = end
+        self._busy += float(record.seconds)
+        self._records.append(TimelineRecord(name or record.op, record.op, float(record.flops),
+                                            float(record.hbm_bytes), float(record.cycles), record.bound,
+                                            start, end, self._host))
+
+    def synchronize(self) -> float:
+        """Host waits until the device is idle; returns the (new) host clock."""
+        self._host = max(self._host, self._device_free)
+        return self._host
+
+    @property
+    def device_seconds(self) -> float:
+        """Total time the device was busy."""
+        return self._busy
+
+    @property
+    def host_seconds(self) -> float:
+        return self._host
+
+    @property
+    def wall_seconds(self) -> float:
+        """max(host clock, device finish time)."""
+        return max(self._host, self._device_free)
+
+    @property
+    def records(self) -> list[TimelineRecord]:
+        return list(self._records)
+
+    def totals(self) -> dict[str, Any]:
+        """device_seconds, flops, hbm_bytes, launches and a per-op-kind breakdown."""
+        by_op: dict[str, dict[str, float]] = {}
+        for r in self._records:
+            d = by_op.setdefault(r.op, {"count": 0, "seconds": 0.0, "flops": 0.0, "hbm_bytes": 0.0})
+            d["count"] += 1
+            d["seconds"] += r.seconds
+            d["flops"] += r.flops
+            d["hbm_bytes"] += r.hbm_bytes
+        return {
+            "device_seconds": self._busy,
+            "flops": sum(r.flops for r in self._records),
+            "hbm_bytes": sum(r.hbm_bytes for r in self._records),
+            "launches": len(self._records),
+            "by_op": by_op,
+        }
+
+    def to_chrome_trace(self, pid: int = 0) -> dict[str, Any]:
+        """Chrome/Perfetto trace JSON: one complete ('X') event per executable, times in microseconds."""
+        events: list[dict[str, Any]] = [
+            {"ph": "M", "pid": pid, "name": "process_name", "args": {"name": f"{self.chip.display_name}"}},
+            {"ph": "M", "pid": pid, "tid": 0, "name": "thread_name", "args": {"name": "device"}},
+            {"ph": "M", "pid": pid, "tid": 1, "name": "thread_name", "args": {"name": "host launches"}},
+        ]
+        for r in self._records:
+            args = {k: v for k, v in asdict(r).items() if k not in ("name", "start", "end")}
+            events.append({"ph": "X", "pid": pid, "tid": 0, "name": r.name, "cat": r.op,
+                           "ts": r.start * 1e6, "dur": r.seconds * 1e6, "args": args})
+            events.append({"ph": "i", "pid": pid, "tid": 1, "name": f"launch {r.name}", "s": "t",
+                           "ts": r.issued * 1e6})
+        return {"traceEvents": events, "displayTimeUnit": "ns"}

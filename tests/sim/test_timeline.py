@@ -1,0 +1,61 @@
+"""Tests for torchtpu.sim.timeline: async host/device clocks, totals, chrome trace."""
+
+import json
+
+import pytest
+from torchtpu.sim.cost import CostModel
+from torchtpu.sim.timeline import Timeline
+
+
+def _run_op_by_op(tl: Timeline, cm: CostModel, rec, n: int) -> None:
+    for i in range(n):
+        tl.host_issue(cm.launch_seconds())
+        tl.launch(rec, f"op{i}")
+    tl.synchronize()
+
+
+def test_small_ops_are_host_bound():
+    cm = CostModel("v5e")
+    tl = Timeline("v5e")
+    rec = cm.vpu("add", 1024, 1.0, 8192, 4096)
+    _run_op_by_op(tl, cm, rec, 100)
+    assert tl.wall_seconds == pytest.approx(100 * cm.launch_seconds() + rec.seconds)
+    assert tl.device_seconds == pytest.approx(100 * rec.seconds)
+    assert tl.device_seconds < 0.1 * tl.wall_seconds
+
+
+def test_large_ops_are_device_bound():
+    cm = CostModel("v5e")
+    tl = Timeline("v5e")
+    rec = cm.matmul(1, 4096, 4096, 4096, "bfloat16", "bfloat16")
+    _run_op_by_op(tl, cm, rec, 10)
+    assert tl.wall_seconds == pytest.approx(cm.launch_seconds() + 10 * rec.seconds)
+    assert tl.device_seconds / tl.wall_seconds > 0.99
+    assert tl.host_seconds == tl.wall_seconds  # after synchronize
+
+
+def test_async_overlap_and_records():
+    cm = CostModel("v5e")
+    tl = Timeline(cm.chip)
+    big = cm.matmul(1, 2048, 2048, 2048, "bfloat16", "bfloat16")
+    tl.host_issue(1e-6)
+    tl.launch(big, "mm")
+    assert tl.host_seconds == 1e-6  # launch does not block the host
+    tl.host_issue(1e-6)
+    tl.launch(big, "mm2")
+    r0, r1 = tl.records
+    assert r0.start == 1e-6 and r1.start == pytest.approx(r0.end)  # queued behind the first
+    assert r1.issued == 2e-6 and r0.name == "mm" and r0.op == "matmul" and r0.bound == big.bound
+    assert tl.synchronize() == pytest.approx(r1.end)
+    tot = tl.totals()
+    assert tot["launches"] == 2 and tot["flops"] == 2 * big.flops
+    assert tot["device_seconds"] == pytest.approx(2 * big.seconds)
+    assert tot["by_op"]["matmul"]["count"] == 2
+    trace = tl.to_chrome_trace()
+    json.dumps(trace)
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(xs) == 2 and xs[1]["ts"] == pytest.approx(r1.start * 1e6)
+    tl.reset()
+    assert tl.records == [] and tl.wall_seconds == 0 and tl.totals()["launches"] == 0
+    with pytest.raises(ValueError):
+        tl.host_issue(-1)

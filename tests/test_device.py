@@ -1,0 +1,103 @@
+"""Registration, the torch.tpu module, autoload, RNG and memory accounting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torchtpu
+
+
+def test_autoload_registers_tpu_on_plain_import_torch():
+    code = "import torch; x = torch.ones(2, device='tpu'); print(x.device, torch.accelerator.current_accelerator())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["tpu:0", "tpu"]
+
+
+def test_autoload_can_be_disabled_and_import_torchtpu_still_works():
+    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    code = ("import torch\ntry:\n    torch.ones(1, device='tpu')\n    print('registered')\nexcept RuntimeError:\n"
+            "    print('not registered')\nimport torchtpu\nprint(torch.ones(1, device='tpu').device)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split("\n")[:2] == ["not registered", "tpu:0"]
+
+
+def test_device_module_api(tpu):
+    assert torch.tpu.is_available() and torch.tpu.device_count() >= 1
+    assert torch.tpu.current_device() == 0
+    torch.tpu.set_device(0)
+    props = torch.tpu.get_device_properties(0)
+    assert props.total_memory == 16_000_000_000 and "v5e" in props.name
+    assert "TPU" in torch.tpu.get_device_name()
+    assert torch.tpu.is_bf16_supported()
+    assert torch.bfloat16 in torch.tpu.get_amp_supported_dtype()
+    torch.tpu.synchronize()
+    assert torch.accelerator.current_accelerator().type == "tpu"
+    with pytest.raises(ValueError, match="valid indices"):
+        torch.tpu.set_device(5)
+
+
+def test_manual_seed_makes_runs_reproducible(tpu):
+    torch.manual_seed(123)
+    a = torch.randn(5, device=tpu).cpu()
+    torch.manual_seed(123)
+    b = torch.randn(5, device=tpu).cpu()
+    c = torch.randn(5, device=tpu).cpu()
+    assert torch.equal(a, b) and not torch.equal(b, c)
+    assert torch.tpu.initial_seed() == 123
+    state = torch.tpu.get_rng_state()
+    d = torch.rand(3, device=tpu).cpu()
+    torch.tpu.set_rng_state(state)
+    assert torch.equal(d, torch.rand(3, device=tpu).cpu())
+
+
+def test_random_ops_follow_their_distributions(tpu):
+    torch.manual_seed(0)
+    n = torch.randn(20000, device=tpu).cpu()
+    assert abs(n.mean().item()) < 0.03 and abs(n.std().item() - 1) < 0.03
+    u = torch.rand(20000, device=tpu).cpu()
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean().item() - 0.5) < 0.01
+    r = torch.randint(3, 7, (5000,), device=tpu).cpu()
+    assert set(r.unique().tolist()) == {3, 4, 5, 6}
+    b = torch.empty(20000, device=tpu).bernoulli_(0.3).cpu()
+    assert abs(b.mean().item() - 0.3) < 0.02
+    assert torchtpu.fallback_counts() == {}
+
+
+def test_memory_accounting_returns_to_baseline(tpu):
+    torch.tpu.synchronize()
+    base = torch.tpu.memory_allocated()
+    x = torch.empty(1024, 1024, device=tpu)
+    assert torch.tpu.memory_allocated() == base + 4 * 1024 * 1024
+    assert torch.tpu.max_memory_allocated() >= base + 4 * 1024 * 1024
+    del x
+    assert torch.tpu.memory_allocated() == base
+    torch.tpu.reset_peak_memory_stats()
+    assert torch.tpu.max_memory_allocated() == base
+    stats = torch.tpu.memory_stats()
+    assert stats["allocated_bytes.all.current"] == base
+
+
+def test_oom_raises_and_leaves_tensors_intact(tpu):
+    keep = torch.arange(10, device=tpu)
+    before = torch.tpu.memory_allocated()
+    with pytest.raises(torch.OutOfMemoryError, match=r"out of simulated HBM: tried to allocate 20000000000 bytes"):
+        torch.empty(5_000_000_000, dtype=torch.float32, device=tpu)
+    assert torch.tpu.memory_allocated() == before
+    assert torch.tpu.memory_stats()["num_ooms"] >= 1
+    assert keep.cpu().tolist() == list(range(10))
+
+
+def test_stats_report_simulated_costs(tpu):
+    a = torch.randn(256, 256, device=tpu)
+    torchtpu.reset_stats()
+    (a @ a).sum().item()
+    s = torchtpu.stats()
+    assert s["launches"] == 2 and s["flops"] >= 2 * 256**3
+    assert s["device_seconds"] > 0 and s["hbm_bytes"] > 0
+    assert s["by_op"]["aten.mm.default"]["flops"] >= 2 * 256**3
+    assert s.cache["misses"] + s.cache["hits"] == 2

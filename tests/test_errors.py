@@ -1,0 +1,79 @@
+"""Bad input gets a clear error that names what was wrong and what is valid."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torchtpu
+from torchtpu.ops import fallback
+
+
+def test_cpu_plus_tpu_names_both_devices(tpu):
+    with pytest.raises(RuntimeError, match=r"tpu:0 and cpu"):
+        torch.ones(3, device=tpu) + torch.ones(3)
+
+
+def test_cpu_scalar_tensor_is_allowed_like_cuda(tpu):
+    out = torch.ones(3, device=tpu) * torch.tensor(2.0)
+    assert out.cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+def _run(env: dict[str, str], code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env})
+
+
+def test_bad_driver_lists_valid_values():
+    r = _run({"TORCHTPU_DRIVER": "gpu", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, "import torchtpu")
+    assert r.returncode != 0 and "TORCHTPU_DRIVER='gpu'" in r.stderr and "sim, pjrt, auto" in r.stderr
+
+
+def test_pjrt_before_its_issue_is_a_clear_error():
+    r = _run({"TORCHTPU_DRIVER": "pjrt", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, "import torchtpu")
+    assert r.returncode != 0 and "not available yet" in r.stderr
+
+
+def test_bad_chip_lists_valid_values():
+    r = _run({"TORCHTPU_CHIP": "v9", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, "import torchtpu")
+    assert r.returncode != 0 and "TORCHTPU_CHIP='v9'" in r.stderr and "v5e" in r.stderr
+
+
+def test_chip_selects_hbm_size():
+    r = _run({"TORCHTPU_CHIP": "v5p"}, "import torch; print(torch.tpu.get_device_properties().total_memory)")
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) > 90 * 2**30
+
+
+def test_strict_mode_names_the_op_without_lowering(tpu, monkeypatch):
+    monkeypatch.setenv("TORCHTPU_CPU_FALLBACK", "0")
+    x = torch.randn(4, 4, device=tpu)
+    with pytest.raises(NotImplementedError, match=r"aten\.\w+.*has no tpu lowering"):
+        torch.linalg.qr(x)
+
+
+def test_fallback_is_counted_and_correct(tpu):
+    x = torch.randn(4, 4)
+    q, r = torch.linalg.qr(x.to(tpu))
+    assert torch.allclose((q @ r).cpu(), x, atol=1e-2)
+    assert any("qr" in k for k in torchtpu.fallback_counts())
+
+
+def test_bad_fallback_env_value(monkeypatch):
+    monkeypatch.setenv("TORCHTPU_CPU_FALLBACK", "maybe")
+    with pytest.raises(ValueError, match="valid values"):
+        fallback.strict()
+
+
+def test_bad_precision_lists_valid():
+    with pytest.raises(ValueError, match="DEFAULT, HIGH, HIGHEST"):
+        torchtpu.set_precision("ultra")
+
+
+def test_shape_errors_point_at_the_call(tpu):
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        torch.ones(2, 3, device=tpu) @ torch.ones(4, 5, device=tpu)

@@ -1,0 +1,50 @@
+"""Builds (once, then cached) and loads the C++ shim: allocator, device guard and view ops for PrivateUse1."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+
+_SOURCE = Path(__file__).parent / "csrc" / "tpu_shim.cpp"
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("TORCHTPU_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "torchtpu"
+    )
+    import torch
+
+    tag = f"torch{torch.__version__.split('+')[0]}-py{sys.version_info.major}{sys.version_info.minor}"
+    path = Path(root) / "shim" / tag
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@lru_cache(maxsize=1)
+def native() -> ModuleType:
+    """The compiled shim module; compiles it on first use (about 30 s on two cores) and caches it."""
+    from torch.utils import cpp_extension
+
+    compiler = os.environ.get("CXX", "c++")
+    if shutil.which(compiler) is None:
+        raise RuntimeError(
+            f"torchtpu needs a C++ compiler to build its allocator shim once, but '{compiler}' was not "
+            "found on PATH. Install g++ (e.g. `apt-get install g++`) or set CXX to a compiler."
+        )
+    try:
+        return cpp_extension.load(
+            name="torchtpu_shim",
+            sources=[str(_SOURCE)],
+            build_directory=str(_cache_dir()),
+            extra_cflags=["-O2"],
+            verbose=os.environ.get("TORCHTPU_VERBOSE_BUILD") == "1",
+        )
+    except Exception as exc:  # noqa: BLE001 - re-raised with the context a user needs
+        raise RuntimeError(
+            f"torchtpu could not build its C++ shim with '{compiler}' (cache: {_cache_dir()}): {exc}. "
+            "Set TORCHTPU_VERBOSE_BUILD=1 to see the compiler output."
+        ) from exc

@@ -1,0 +1,249 @@
+// The native part of torchtpu: a host-memory allocator for PrivateUse1 that accounts bytes per device
+// against the simulated chip's HBM, the device guard, and the view/metadata ops that ATen implements
+// device-generically. Compute kernels live in Python (torch.library on PrivateUse1).
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/set_cpu_dispatch.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/native/TensorFactories.h>
+#include <ATen/native/TensorShape.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+#include <torch/extension.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+namespace torchtpu {
+
+constexpr int kMaxDevices = 64;
+
+struct DeviceCounters {
+  std::atomic<int64_t> allocated{0};
+  std::atomic<int64_t> peak{0};
+  std::atomic<int64_t> limit{INT64_MAX};
+  std::atomic<int64_t> num_allocs{0};
+  std::atomic<int64_t> num_frees{0};
+  std::atomic<int64_t> num_ooms{0};
+};
+
+static DeviceCounters g_counters[kMaxDevices];
+static std::atomic<int> g_device_count{1};
+static thread_local c10::DeviceIndex t_current_device = 0;
+
+struct Block {
+  void* ptr;
+  int64_t size;
+  int device;
+};
+
+static void delete_block(void* ctx) {
+  auto* block = static_cast<Block*>(ctx);
+  g_counters[block->device].allocated -= block->size;
+  g_counters[block->device].num_frees += 1;
+  std::free(block->ptr);
+  delete block;
+}
+
+static void reserve(int device, int64_t nbytes) {
+  auto& c = g_counters[device];
+  int64_t before = c.allocated.fetch_add(nbytes);
+  if (before + nbytes > c.limit.load()) {
+    c.allocated -= nbytes;
+    c.num_ooms += 1;
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu:", device, " out of simulated HBM: tried to allocate ",
+                     nbytes, " bytes; ", before, " bytes already allocated of ", c.limit.load(),
+                     " bytes total (", c.limit.load() - before,
+                     " bytes free). Free tensors, use a smaller batch, or pick a chip with more HBM "
+                     "(TORCHTPU_CHIP).");
+  }
+  int64_t now = before + nbytes;
+  int64_t peak = c.peak.load();
+  while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {
+  }
+  c.num_allocs += 1;
+}
+
+struct TpuAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    int device = t_current_device;
+    c10::Device dev(c10::DeviceType::PrivateUse1, device);
+    if (nbytes == 0) {
+      return {nullptr, nullptr, &c10::detail::deleteNothing, dev};
+    }
+    reserve(device, static_cast<int64_t>(nbytes));
+    size_t rounded = (nbytes + 63) / 64 * 64;
+    void* ptr = std::aligned_alloc(64, rounded);
+    if (ptr == nullptr) {
+      g_counters[device].allocated -= static_cast<int64_t>(nbytes);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu:", device, " host allocation of ", nbytes,
+                       " bytes failed (the simulator keeps device memory in host RAM)");
+    }
+    return {ptr, new Block{ptr, static_cast<int64_t>(nbytes), device}, &delete_block, dev};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void* dest, const void* src, std::size_t count) const final {
+    default_copy_data(dest, src, count);
+  }
+};
+
+static TpuAllocator g_allocator;
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
+  static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+  c10::DeviceType type() const override { return kType; }
+  c10::Device exchangeDevice(c10::Device d) const override {
+    c10::Device old(kType, t_current_device);
+    if (d.index() >= 0) t_current_device = d.index();
+    return old;
+  }
+  c10::Device getDevice() const override { return {kType, t_current_device}; }
+  void setDevice(c10::Device d) const override {
+    TORCH_CHECK(d.index() >= 0 && d.index() < g_device_count.load(), "invalid tpu device index ", d.index(),
+                "; valid indices are 0..", g_device_count.load() - 1);
+    t_current_device = d.index();
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.index() >= 0) t_current_device = d.index();
+  }
+  c10::Stream getStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override {
+    return c10::Stream(c10::Stream::DEFAULT, s.device());
+  }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return static_cast<c10::DeviceIndex>(g_device_count.load());
+  }
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+// ---- view and metadata ops: ATen's device-generic implementations ----
+
+static at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                                      std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                                      std::optional<bool> pin_memory,
+                                      std::optional<c10::MemoryFormat> memory_format) {
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "tpu supports only strided tensors");
+  const c10::DeviceGuard guard(c10::device_or_default(device));
+  constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_generic(size, &g_allocator, ks, c10::dtype_or_default(dtype), memory_format);
+}
+
+static at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                                std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                                std::optional<c10::Device> device, std::optional<bool> pin_memory) {
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "tpu supports only strided tensors");
+  const c10::DeviceGuard guard(c10::device_or_default(device));
+  constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_strided_generic(size, stride, &g_allocator, ks, c10::dtype_or_default(dtype));
+}
+
+static at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                             std::optional<c10::SymInt> storage_offset) {
+  return at::cpu::as_strided_symint(self, size, stride, std::move(storage_offset));
+}
+
+static const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
+                                 std::optional<at::MemoryFormat> memory_format) {
+  const c10::DeviceGuard guard(self.device());
+  return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), memory_format);
+}
+
+static at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+static at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
+  return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+static at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  return at::native::set_tensor_(self, source);
+}
+
+static at::Tensor& set_source_storage(at::Tensor& self, at::Storage source) {
+  return at::native::set_(self, source);
+}
+
+static at::Tensor& set_source_storage_offset(at::Tensor& self, at::Storage storage, int64_t offset,
+                                             c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::cpu::set_(self, storage, offset, size, stride);
+}
+
+static at::Tensor& set_empty(at::Tensor& self) {
+  return at::cpu::set_(self);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", as_strided);
+  m.impl("resize_", resize_);
+  m.impl("_reshape_alias", reshape_alias);
+  m.impl("view", view);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
+  m.impl("set_", set_empty);
+}
+
+// ---- helpers for the Python side ----
+
+// A CPU tensor over the same host memory, sizes, strides and offset: how the sim driver reads and writes.
+static at::Tensor cpu_alias(const at::Tensor& t) {
+  TORCH_CHECK(t.device().is_privateuseone(), "cpu_alias expects a tpu tensor, got ", t.device());
+  auto opts = t.options().device(at::kCPU);
+  if (t.storage().data() == nullptr) {
+    return at::empty_strided(t.sizes(), t.strides(), opts);
+  }
+  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), opts);
+}
+
+static void check_device(int64_t device) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "device index ", device, " out of range");
+}
+
+static std::vector<int64_t> memory_counters(int64_t device) {
+  check_device(device);
+  auto& c = g_counters[device];
+  return {c.allocated.load(), c.peak.load(), c.limit.load(), c.num_allocs.load(), c.num_frees.load(),
+          c.num_ooms.load()};
+}
+
+static void reset_peak(int64_t device) {
+  check_device(device);
+  g_counters[device].peak = g_counters[device].allocated.load();
+}
+
+static void set_limit(int64_t device, int64_t limit) {
+  check_device(device);
+  g_counters[device].limit = limit;
+}
+
+static void set_device_count(int64_t n) {
+  TORCH_CHECK(n >= 1 && n <= kMaxDevices, "device count must be in 1..", kMaxDevices);
+  g_device_count = static_cast<int>(n);
+}
+
+static int64_t storage_ptr(const at::Tensor& t) {
+  return reinterpret_cast<int64_t>(t.storage().data());
+}
+
+}  // namespace torchtpu
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("cpu_alias", &torchtpu::cpu_alias);
+  m.def("memory_counters", &torchtpu::memory_counters);
+  m.def("reset_peak", &torchtpu::reset_peak);
+  m.def("set_limit", &torchtpu::set_limit);
+  m.def("set_device_count", &torchtpu::set_device_count);
+  m.def("storage_ptr", &torchtpu::storage_ptr);
+}

@@ -1,0 +1,64 @@
+"""Eager modes: how an executable reaches the driver.
+
+DEFER_NEVER launches each op asynchronously in simulated time (host issue and device execution overlap);
+LAUNCH_BLOCKING synchronises after each launch.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from torchtpu import runtime
+from torchtpu.drivers.base import Driver
+
+
+class EagerMode(enum.Enum):
+    DEFER_NEVER = "DEFER_NEVER"
+    LAUNCH_BLOCKING = "LAUNCH_BLOCKING"
+
+
+def _parse(value: EagerMode | str) -> EagerMode:
+    if isinstance(value, EagerMode):
+        return value
+    try:
+        return EagerMode[str(value).strip().upper()]
+    except KeyError:
+        raise ValueError(f"unknown eager mode {value!r}; valid: {', '.join(m.name for m in EagerMode)}") from None
+
+
+_mode = _parse(os.environ.get("TORCHTPU_EAGER_MODE", "DEFER_NEVER"))
+# Process-wide, not thread-local: autograd runs backward ops on its own device threads, and they must
+# see the setting of the code that called backward().
+_stack: list = []
+
+
+def get_eager_mode() -> EagerMode:
+    return _stack[-1] if _stack else _mode
+
+
+def set_eager_mode(mode: EagerMode | str) -> None:
+    global _mode
+    _mode = _parse(mode)
+
+
+@contextmanager
+def eager_mode(mode: EagerMode | str) -> Iterator[EagerMode]:
+    m = _parse(mode)
+    _stack.append(m)
+    try:
+        yield m
+    finally:
+        _stack.pop()
+
+
+def execute(drv: Driver, exe: Any, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor],
+            device: int, op_name: str) -> None:
+    drv.execute(exe, [runtime.buffer(t) for t in inputs], [runtime.buffer(t) for t in outputs], device)
+    if get_eager_mode() is EagerMode.LAUNCH_BLOCKING:
+        drv.synchronize(device)

@@ -1,0 +1,12 @@
+"""ATen -> IR lowerings, one module per op family; `registry.register_all()` wires them to the dispatcher."""
+
+from __future__ import annotations
+
+import importlib
+
+FAMILIES = ("elementwise", "reduction", "matmul", "nn", "indexing", "factory")
+
+
+def load_families() -> None:
+    for name in FAMILIES:
+        importlib.import_module(f"torchtpu.ops.{name}")

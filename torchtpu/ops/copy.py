@@ -1,0 +1,72 @@
+"""Copies between devices and dtypes, and reading a scalar back: the kernels that cross the host boundary.
+
+CPU<->tpu copies move bytes between host memory and the device buffer (for the simulator both are host
+memory); tpu->tpu copies, with any dtype change or broadcast, are an IR program like any other op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch._ops import OpOverload
+
+from torchtpu import runtime
+from torchtpu._native import native
+from torchtpu.execution import eager
+from torchtpu.ops.prims import broadcast_to, convert
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _sync(t: torch.Tensor) -> None:
+    runtime.driver().synchronize(t.device.index or 0)
+
+
+def _device_copy(dst_dtype: torch.dtype, dst_shape: tuple[int, ...]) -> Callable[[Sym], Sym]:
+    def lowering(src: Sym) -> Sym:
+        return broadcast_to(convert(src, dst_dtype), dst_shape)
+
+    return lowering
+
+
+_device_copies: dict[tuple, Callable[[Sym], Sym]] = {}
+
+
+def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+    if dst.numel() == 0:
+        return dst
+    if src.device.type == "tpu" and dst.device.type == "tpu":
+        if src.device == dst.device:
+            key = (dst.dtype, tuple(dst.shape))
+            lowering = _device_copies.setdefault(key, _device_copy(*key))
+            eager.run("aten::copy_", lowering, (src,), {}, write_into=[dst])
+            return dst
+        _sync(src)
+        native().cpu_alias(dst).copy_(native().cpu_alias(src))
+        return dst
+    if src.device.type == "tpu":  # tpu -> cpu
+        _sync(src)
+        dst.copy_(native().cpu_alias(src))
+        return dst
+    native().cpu_alias(dst).copy_(src)  # cpu -> tpu
+    return dst
+
+
+def copy_from_and_resize(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    if tuple(dst.shape) != tuple(src.shape):
+        dst.resize_(src.shape)
+    return copy_from(src, dst)
+
+
+def local_scalar_dense(t: torch.Tensor) -> Any:
+    _sync(t)
+    return native().cpu_alias(t).item()
+
+
+def register(impl: Callable[[OpOverload, Callable[..., Any], str], None]) -> None:
+    impl(aten._copy_from.default, copy_from, "lowering")
+    impl(aten._copy_from_and_resize.default, copy_from_and_resize, "lowering")
+    impl(aten._local_scalar_dense.default, local_scalar_dense, "lowering")

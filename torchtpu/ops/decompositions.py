@@ -1,0 +1,58 @@
+"""Upstream decompositions we accept, listed (never copied): each becomes the PrivateUse1 kernel of its op and
+re-dispatches into ops that have lowerings. An op here must not also have a lowering (checked at registration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch._decomp import get_decompositions
+
+aten = torch.ops.aten
+
+ACCEPTED = [
+    aten.native_group_norm, aten.native_group_norm_backward, aten.native_batch_norm,
+    aten.native_batch_norm_backward, aten._native_batch_norm_legit, aten._native_batch_norm_legit_no_training,
+    aten._native_batch_norm_legit_functional, aten.elu, aten.elu_backward, aten.hardsigmoid,
+    aten.hardsigmoid_backward, aten.hardswish, aten.hardswish_backward, aten.softplus, aten.softplus_backward,
+    aten.mish, aten.glu, aten.glu_backward, aten.logit, aten.logit_backward, aten.huber_loss,
+    aten.huber_loss_backward, aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.binary_cross_entropy,
+    aten.binary_cross_entropy_backward, aten.binary_cross_entropy_with_logits, aten.soft_margin_loss,
+    aten.soft_margin_loss_backward, aten.nll_loss2d_forward, aten.nll_loss2d_backward, aten.rrelu_with_noise,
+    aten.log_sigmoid_forward, aten.log_sigmoid_backward, aten.tril, aten.triu, aten.diag_embed,
+    aten.masked_fill, aten.embedding_dense_backward, aten.index_copy, aten.index_fill, aten.im2col, aten.col2im,
+    aten._log_softmax_backward_data, aten.addcmul, aten.addcdiv, aten.lerp, aten.sgn, aten.frac,
+    aten.logaddexp, aten.logaddexp2, aten.xlogy, aten.sinc, aten.deg2rad, aten.rad2deg, aten.heaviside,
+    aten.trace, aten.renorm, aten.aminmax, aten.std_mean, aten.cumsum, aten.logcumsumexp, aten.cummax,
+    aten.cummin, aten.roll, aten.rot90, aten.flip, aten.repeat, aten.narrow_copy, aten.new_full,
+    aten.new_zeros, aten.new_ones, aten.new_empty, aten.fill, aten.zeros_like, aten.ones_like, aten.full_like,
+    aten.empty_like, aten.select_scatter, aten.slice_scatter, aten.diagonal_scatter, aten.as_strided_scatter,
+    aten.clamp_min, aten.clamp_max, aten.nan_to_num, aten.threshold, aten.hardshrink, aten.softshrink,
+    aten.silu_backward, aten.gelu_backward, aten.upsample_nearest1d, aten.upsample_nearest2d,
+    aten.upsample_nearest3d, aten.upsample_bilinear2d, aten.upsample_linear1d, aten.upsample_bicubic2d,
+    aten._upsample_bilinear2d_aa, aten.upsample_trilinear3d, aten.reflection_pad1d, aten.reflection_pad2d,
+    aten.reflection_pad3d, aten.replication_pad1d, aten.replication_pad2d, aten.replication_pad3d,
+    aten.constant_pad_nd, aten.linalg_cross, aten.baddbmm, aten.addmv, aten.addr, aten.count_nonzero,
+    aten.max_pool2d_with_indices_backward, aten.avg_pool2d_backward, aten._adaptive_avg_pool2d,
+    aten._adaptive_avg_pool2d_backward, aten.unfold_backward, aten.unfold_copy, aten.isneginf, aten.isposinf,
+    aten.special_entr, aten.special_log_ndtr, aten.special_xlog1py, aten.mse_loss_backward, aten.tanh_backward,
+    aten.sigmoid_backward, aten.leaky_relu_backward, aten.hardtanh_backward, aten.threshold_backward,
+    aten.logsumexp, aten.norm, aten.prod, aten.var_mean, aten.nansum, aten.take, aten.uniform, aten.normal,
+    aten.bernoulli, aten.native_dropout_backward, aten.linspace, aten.logspace, aten.arange, aten.full,
+    aten.zero, aten.copysign, aten.float_power, aten.fmin, aten.fmax, aten.nextafter,
+]
+
+
+def register(impl: Callable[[Any, Callable[..., Any], str], None]) -> None:
+    from torchtpu.ops.registry import OP_TABLE, REGISTERED
+
+    table = get_decompositions(ACCEPTED)
+    for op, fn in table.items():
+        qualified = f"{op._schema.name}.{op._overloadname}"
+        if op in OP_TABLE or qualified in REGISTERED:
+            continue  # our own lowering (or its in-place/out sibling) wins
+        if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
+            continue
+        impl(op, fn, "decomposition")

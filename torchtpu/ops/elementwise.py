@@ -1,0 +1,383 @@
+"""Lowerings of element-wise ATen ops: arithmetic, comparisons, activations and their backward ops."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.prims import Kind
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _scaled(other: Any, alpha: Any) -> Any:
+    if alpha is None or alpha == 1:
+        return other
+    if isinstance(other, Sym):
+        compute, _ = P.result_dtype(other, alpha)
+        return P.binary("multiply", P.convert(other, compute), alpha)
+    return other * alpha
+
+
+@lower(aten.add.Tensor, aten.add.Scalar)
+def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
+    compute, result = P.result_dtype(self, other)
+    if alpha != 1:
+        other = P.binary("multiply", P.convert(other, compute), alpha)
+    return P.convert(P.binary("add", P.convert(self, compute), other), result)
+
+
+@lower(aten.sub.Tensor, aten.sub.Scalar)
+def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
+    if isinstance(self, Sym) and self.dtype == torch.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    compute, result = P.result_dtype(self, other)
+    if alpha != 1:
+        other = P.binary("multiply", P.convert(other, compute), alpha)
+    return P.convert(P.binary("subtract", P.convert(self, compute), other), result)
+
+
+@lower(aten.rsub.Tensor, aten.rsub.Scalar)
+def rsub(self: Any, other: Any, alpha: Any = 1) -> Sym:
+    return sub(other, self, alpha)
+
+
+@lower(aten.mul.Tensor, aten.mul.Scalar)
+def mul(self: Any, other: Any) -> Sym:
+    return P.binary("multiply", self, other)
+
+
+@lower(aten.div.Tensor, aten.div.Scalar)
+def div(self: Any, other: Any) -> Sym:
+    return P.true_divide(self, other)
+
+
+@lower(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def div_mode(self: Any, other: Any, rounding_mode: str | None = None) -> Sym:
+    if rounding_mode is None:
+        return div(self, other)
+    compute, result = P.result_dtype(self, other)
+    a, b = P.prepare([self, other], compute)
+    if compute.is_floating_point:
+        q = P.emit1("divide", [a, b])
+        q = P.emit1("floor" if rounding_mode == "floor" else "trunc", [q])
+    else:
+        q = P.emit1("floor_divide" if rounding_mode == "floor" else "divide", [a, b])
+    return P.convert(q, result)
+
+
+@lower(aten.remainder.Tensor, aten.remainder.Scalar)
+def remainder(self: Any, other: Any) -> Sym:
+    return P.binary("remainder", self, other)
+
+
+@lower(aten.fmod.Tensor, aten.fmod.Scalar)
+def fmod(self: Any, other: Any) -> Sym:
+    return P.binary("fmod", self, other)
+
+
+@lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar)
+def pow_(self: Sym, exponent: Any) -> Sym:
+    if not isinstance(exponent, Sym):
+        if exponent == 2:
+            return P.binary("multiply", self, self)
+        if exponent == 1:
+            return P.convert(self, P.result_dtype(self, exponent)[1])
+        if exponent == 0.5 and self.dtype.is_floating_point:
+            return P.emit1("sqrt", [self])
+    return P.binary("power", self, exponent)
+
+
+@lower(aten.pow.Scalar)
+def pow_scalar(self: Any, exponent: Sym) -> Sym:
+    return P.binary("power", self, exponent)
+
+
+@lower(aten.maximum.default)
+def maximum(self: Sym, other: Sym) -> Sym:
+    return P.binary("maximum", self, other)
+
+
+@lower(aten.minimum.default)
+def minimum(self: Sym, other: Sym) -> Sym:
+    return P.binary("minimum", self, other)
+
+
+@lower(aten.atan2.default)
+def atan2(self: Sym, other: Sym) -> Sym:
+    return P.binary("atan2", self, other, Kind.INT_TO_FLOAT)
+
+
+_FLOAT_UNARY = {
+    aten.exp.default: "exponential", aten.expm1.default: "exponential_minus_one", aten.log.default: "log",
+    aten.log1p.default: "log_plus_one", aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt",
+    aten.tanh.default: "tanh", aten.sigmoid.default: "logistic", aten.sin.default: "sine",
+    aten.cos.default: "cosine", aten.tan.default: "tan", aten.erf.default: "erf", aten.erfinv.default: "erfinv",
+    aten.lgamma.default: "lgamma", aten.digamma.default: "digamma", aten.atan.default: "atan",
+    aten.asin.default: "asin", aten.acos.default: "acos", aten.sinh.default: "sinh", aten.cosh.default: "cosh",
+    aten.asinh.default: "asinh", aten.acosh.default: "acosh", aten.atanh.default: "atanh",
+    aten.reciprocal.default: "reciprocal", aten.exp2.default: "exp2", aten.log2.default: "log2",
+    aten.log10.default: "log10",
+}
+_SAME_UNARY = {
+    aten.neg.default: "negate", aten.abs.default: "abs", aten.sign.default: "sign",
+    aten.floor.default: "floor", aten.ceil.default: "ceil", aten.trunc.default: "trunc",
+    aten.round.default: "round_nearest_even", aten.bitwise_not.default: "not",
+}
+
+
+def _float_unary(name: str) -> Any:
+    def lowering(self: Sym) -> Sym:
+        return P.float_unary(name, self)
+
+    lowering.__name__ = name
+    return lowering
+
+
+def _same_unary(name: str) -> Any:
+    def lowering(self: Sym) -> Sym:
+        if name == "negate" and self.dtype == torch.bool:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return P.emit1(name, [self])
+
+    lowering.__name__ = name
+    return lowering
+
+
+for _op, _name in _FLOAT_UNARY.items():
+    lower(_op)(_float_unary(_name))
+for _op, _name in _SAME_UNARY.items():
+    lower(_op)(_same_unary(_name))
+
+
+@lower(aten.sgn.default)
+def sgn(self: Sym) -> Sym:
+    return P.emit1("sign", [self])
+
+
+@lower(aten.frac.default)
+def frac(self: Sym) -> Sym:
+    return self - P.emit1("trunc", [self])
+
+
+@lower(aten.round.decimals)
+def round_decimals(self: Sym, decimals: int = 0) -> Sym:
+    scale = 10.0 ** decimals
+    return P.emit1("round_nearest_even", [self * scale]) / scale
+
+
+_COMPARE = {aten.eq: "EQ", aten.ne: "NE", aten.lt: "LT", aten.le: "LE", aten.gt: "GT", aten.ge: "GE"}
+
+
+def _compare(direction: str) -> Any:
+    def lowering(self: Sym, other: Any) -> Sym:
+        return P.compare(direction, self, other)
+
+    return lowering
+
+
+for _packet, _dir in _COMPARE.items():
+    lower(_packet.Tensor, _packet.Scalar)(_compare(_dir))
+
+
+@lower(aten.isnan.default)
+def isnan(self: Sym) -> Sym:
+    return P.compare("NE", self, self)
+
+
+@lower(aten.isinf.default)
+def isinf(self: Sym) -> Sym:
+    if not self.dtype.is_floating_point:
+        return P.full(False, self.shape, torch.bool)
+    return P.compare("EQ", P.emit1("abs", [self]), math.inf)
+
+
+@lower(aten.isfinite.default)
+def isfinite(self: Sym) -> Sym:
+    return P.emit1("is_finite", [self])
+
+
+def _logical(name: str) -> Any:
+    def lowering(self: Sym, other: Sym) -> Sym:
+        a, b = P.prepare([P.compare("NE", self, 0), P.compare("NE", other, 0)], torch.bool)
+        return P.emit1(name, [a, b])
+
+    return lowering
+
+
+lower(aten.logical_and.default)(_logical("and"))
+lower(aten.logical_or.default)(_logical("or"))
+lower(aten.logical_xor.default)(_logical("xor"))
+
+
+@lower(aten.logical_not.default)
+def logical_not(self: Sym) -> Sym:
+    return P.compare("EQ", self, 0) if self.dtype != torch.bool else P.emit1("not", [self])
+
+
+def _bitwise(name: str) -> Any:
+    def lowering(self: Any, other: Any) -> Sym:
+        return P.binary(name, self, other)
+
+    return lowering
+
+
+for _packet, _name in ((aten.bitwise_and, "and"), (aten.bitwise_or, "or"), (aten.bitwise_xor, "xor")):
+    lower(_packet.Tensor, _packet.Scalar)(_bitwise(_name))
+
+
+@lower(aten.where.self)
+def where(condition: Sym, self: Any, other: Any) -> Sym:
+    return P.where(condition, self, other)
+
+
+@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
+    if isinstance(value, Sym):
+        value = P.convert(value, self.dtype)
+    else:
+        value = P.const(value, self.dtype)
+    m = P.broadcast_to(P.convert(mask, torch.bool), self.shape)
+    return P.emit1("select", [m, P.broadcast_to(value, self.shape), self])
+
+
+@lower(aten.clamp.default, aten.clamp.Tensor)
+def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - ATen's names
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    compute, result = P.result_dtype(self, min, max)
+    x = P.convert(self, compute)
+    if min is not None:
+        x, lo = P.prepare([x, min], compute)
+        x = P.emit1("maximum", [x, lo])
+    if max is not None:
+        x, hi = P.prepare([x, max], compute)
+        x = P.emit1("minimum", [x, hi])
+    return P.convert(x, result)
+
+
+@lower(aten.clamp_min.default)
+def clamp_min(self: Sym, min: Any) -> Sym:  # noqa: A002
+    return clamp(self, min, None)
+
+
+@lower(aten.clamp_max.default)
+def clamp_max(self: Sym, max: Any) -> Sym:  # noqa: A002
+    return clamp(self, None, max)
+
+
+@lower(aten.relu.default)
+def relu(self: Sym) -> Sym:
+    return P.where(P.compare("GT", self, 0), self, P.zeros_like(self))
+
+
+@lower(aten.threshold_backward.default)
+def threshold_backward(grad_output: Sym, self: Sym, threshold: Any) -> Sym:
+    return P.where(P.compare("LE", self, threshold), P.zeros_like(grad_output), grad_output)
+
+
+@lower(aten.gelu.default)
+def gelu(self: Sym, approximate: str = "none") -> Sym:
+    x = P.convert(self, torch.float32)
+    if approximate == "tanh":
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        y = x * 0.5 * (P.emit1("tanh", [inner]) + 1.0)
+    else:
+        y = x * 0.5 * (P.emit1("erf", [x * (1.0 / math.sqrt(2.0))]) + 1.0)
+    return P.convert(y, self.dtype)
+
+
+@lower(aten.gelu_backward.default)
+def gelu_backward(grad_output: Sym, self: Sym, approximate: str = "none") -> Sym:
+    x = P.convert(self, torch.float32)
+    g = P.convert(grad_output, torch.float32)
+    if approximate == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        inner = (x + x * x * x * 0.044715) * k
+        t = P.emit1("tanh", [inner])
+        d_inner = (x * x * (3 * 0.044715) + 1.0) * k
+        grad = (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * d_inner
+    else:
+        cdf = (P.emit1("erf", [x * (1.0 / math.sqrt(2.0))]) + 1.0) * 0.5
+        pdf = P.emit1("exponential", [x * x * -0.5]) * (1.0 / math.sqrt(2.0 * math.pi))
+        grad = cdf + x * pdf
+    return P.convert(g * grad, grad_output.dtype)
+
+
+@lower(aten.silu.default)
+def silu(self: Sym) -> Sym:
+    x = P.convert(self, torch.float32)
+    return P.convert(x * P.emit1("logistic", [x]), self.dtype)
+
+
+@lower(aten.silu_backward.default)
+def silu_backward(grad_output: Sym, self: Sym) -> Sym:
+    x = P.convert(self, torch.float32)
+    s = P.emit1("logistic", [x])
+    grad = P.convert(grad_output, torch.float32) * s * (x * (1.0 - s) + 1.0)
+    return P.convert(grad, grad_output.dtype)
+
+
+@lower(aten.tanh_backward.default)
+def tanh_backward(grad_output: Sym, output: Sym) -> Sym:
+    return grad_output * (1 - output * output)
+
+
+@lower(aten.sigmoid_backward.default)
+def sigmoid_backward(grad_output: Sym, output: Sym) -> Sym:
+    return grad_output * (output * (1 - output))
+
+
+@lower(aten.leaky_relu.default)
+def leaky_relu(self: Sym, negative_slope: float = 0.01) -> Sym:
+    return P.where(P.compare("GT", self, 0), self, self * negative_slope)
+
+
+@lower(aten.leaky_relu_backward.default)
+def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self_is_result: bool) -> Sym:
+    return P.where(P.compare("GT", self, 0), grad_output, grad_output * negative_slope)
+
+
+@lower(aten.addcmul.default)
+def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
+    return self + (tensor1 * tensor2) * value if value != 1 else self + tensor1 * tensor2
+
+
+@lower(aten.addcdiv.default)
+def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
+    return self + (tensor1 / tensor2) * value if value != 1 else self + tensor1 / tensor2
+
+
+@lower(aten.lerp.Scalar, aten.lerp.Tensor)
+def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
+    return self + (end - self) * weight
+
+
+@lower(aten.fill.Scalar, aten.fill.Tensor)
+def fill(self: Sym, value: Any) -> Sym:
+    if isinstance(value, Sym):
+        return P.broadcast_to(P.convert(value, self.dtype), self.shape)
+    return P.full(value, self.shape, self.dtype)
+
+
+@lower(aten.zero_.default)
+def zero_(self: Sym) -> Sym:
+    return P.full(0, self.shape, self.dtype)
+
+
+@lower(aten.hardtanh.default)
+def hardtanh(self: Sym, min_val: float = -1.0, max_val: float = 1.0) -> Sym:
+    return clamp(self, min_val, max_val)
+
+
+@lower(aten.hardtanh_backward.default)
+def hardtanh_backward(grad_output: Sym, self: Sym, min_val: float, max_val: float) -> Sym:
+    inside = P.emit1("and", [P.compare("GT", self, min_val), P.compare("LT", self, max_val)])
+    return P.where(inside, grad_output, P.zeros_like(grad_output))

@@ -1,0 +1,113 @@
+"""Lowerings of factories and random ops: arange, full, linspace, and the RNG-driven uniform_, normal_,
+bernoulli, random_ (randint, randn and rand reach these through their composite implementations)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _dtype(dtype: torch.dtype | None, *values: Any) -> torch.dtype:
+    if dtype is not None:
+        return dtype
+    if any(isinstance(v, float) for v in values):
+        return torch.get_default_dtype()
+    return torch.int64
+
+
+@lower(aten.arange.start_step)
+def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = None, layout: Any = None,
+           device: Any = None, pin_memory: Any = None) -> Sym:
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) / step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    out = _dtype(dtype, start, end, step)
+    n = max(0, math.ceil((end - start) / step))
+    ramp = P.iota((n,), 0, torch.int64 if not out.is_floating_point else torch.float32)
+    if out.is_floating_point:
+        return P.convert(ramp * float(step) + float(start), out)
+    return P.convert(ramp * int(step) + int(start), out)
+
+
+@lower(aten.full.default)
+def full(size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, layout: Any = None,
+         device: Any = None, pin_memory: Any = None) -> Sym:
+    out = dtype or (torch.bool if isinstance(fill_value, bool) else _dtype(None, fill_value))
+    return P.full(fill_value, tuple(size), out)
+
+
+@lower(aten.linspace.default)
+def linspace(start: Any, end: Any, steps: int, *, dtype: torch.dtype | None = None, layout: Any = None,
+             device: Any = None, pin_memory: Any = None) -> Sym:
+    out = dtype or torch.get_default_dtype()
+    if steps == 1:
+        return P.full(start, (1,), out)
+    step = (end - start) / (steps - 1)
+    ramp = P.iota((steps,), 0, torch.float32)
+    half = steps // 2
+    lo = ramp * step + float(start)
+    hi = float(end) - (float(steps - 1) - ramp) * step  # symmetric, as torch computes it
+    y = P.where(P.compare("LT", ramp, float(half)), lo, hi)
+    return P.convert(y, out) if out.is_floating_point else P.convert(P.emit1("trunc", [y]), out)
+
+
+def _uniform(shape: tuple[int, ...], rng: Sym) -> Sym:
+    return P.emit1("rng", [rng], shape=shape, dtype="float32", distribution="uniform")
+
+
+@lower(aten.uniform_.default, random=True)
+def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    u = _uniform(self.shape, rng)
+    return P.convert(u * float(to - from_) + float(from_), self.dtype)
+
+
+@lower(aten.normal_.default, random=True)
+def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    z = P.emit1("rng", [rng], shape=self.shape, dtype="float32", distribution="normal")
+    return P.convert(z * float(std) + float(mean), self.dtype)
+
+
+@lower(aten.bernoulli_.float, random=True)
+def bernoulli_(self: Sym, p: float = 0.5, *, generator: Any = None, rng: Sym) -> Sym:
+    return P.convert(P.compare("LT", _uniform(self.shape, rng), float(p)), self.dtype)
+
+
+@lower(aten.bernoulli_.Tensor, random=True)
+def bernoulli_tensor_(self: Sym, p: Sym, *, generator: Any = None, rng: Sym) -> Sym:
+    prob = P.broadcast_to(P.convert(p, torch.float32), self.shape)
+    return P.convert(P.compare("LT", _uniform(self.shape, rng), prob), self.dtype)
+
+
+@lower(aten.bernoulli.default, random=True)
+def bernoulli(self: Sym, *, generator: Any = None, rng: Sym) -> Sym:
+    return P.convert(P.compare("LT", _uniform(self.shape, rng), P.convert(self, torch.float32)), self.dtype)
+
+
+@lower(getattr(aten.random_, "from"), random=True)
+def random_from(self: Sym, from_: int, to: int | None, *, generator: Any = None, rng: Sym) -> Sym:
+    hi = to if to is not None else 2**24
+    u = _uniform(self.shape, rng)
+    span = float(hi - from_)
+    v = P.emit1("floor", [u * span]) + float(from_)
+    v = P.emit1("minimum", [v, P.full(float(hi - 1), self.shape, torch.float32)])
+    return P.convert(v, self.dtype)
+
+
+@lower(aten.random_.to, random=True)
+def random_to(self: Sym, to: int, *, generator: Any = None, rng: Sym) -> Sym:
+    return random_from(self, 0, to, rng=rng)
+
+
+@lower(aten.exponential_.default, random=True)
+def exponential_(self: Sym, lambd: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    u = _uniform(self.shape, rng)
+    return P.convert(-P.emit1("log_plus_one", [-u]) / float(lambd), self.dtype)

@@ -1,0 +1,102 @@
+"""The CPU fallback: ops with neither a lowering nor an accepted decomposition run on CPU, counted per op.
+
+`torchtpu.fallback_counts()` shows what fell back; `TORCHTPU_CPU_FALLBACK=0` turns a fallback into an error
+that names the op. The fallback copies tpu arguments to CPU, runs the op there, and copies results (and any
+mutated arguments) back, so it is correct but slow.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_map
+
+_counts: Counter[str] = Counter()
+_lib: list[torch.library.Library] = []
+
+
+def fallback_counts() -> dict[str, int]:
+    return dict(_counts)
+
+
+def reset_fallback_counts() -> None:
+    _counts.clear()
+
+
+def strict() -> bool:
+    value = os.environ.get("TORCHTPU_CPU_FALLBACK", "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"TORCHTPU_CPU_FALLBACK={value!r}; valid values: 1 (allow, counted) or 0 (error)")
+    return value == "0"
+
+
+class NoLoweringError(NotImplementedError):
+    pass
+
+
+def _to_cpu(x: Any) -> Any:
+    if isinstance(x, torch.Tensor) and x.device.type == "tpu":
+        return x.to("cpu")
+    return x
+
+
+def cpu_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
+    name = str(op)
+    if strict():
+        raise NoLoweringError(
+            f"{name} has no tpu lowering and TORCHTPU_CPU_FALLBACK=0 forbids running it on CPU. "
+            "Set TORCHTPU_CPU_FALLBACK=1 to allow a (counted) CPU fallback.")
+    _counts[name] += 1
+    device = None
+    for x in (*args, *kwargs.values()):
+        if isinstance(x, torch.Tensor) and x.device.type == "tpu":
+            device = x.device
+            break
+        if isinstance(x, list | tuple):
+            for y in x:
+                if isinstance(y, torch.Tensor) and y.device.type == "tpu":
+                    device = y.device
+    device = device or kwargs.get("device") or torch.device("tpu", torch.tpu.current_device())
+    cpu_args = tree_map(_to_cpu, args)
+    cpu_kwargs = tree_map(_to_cpu, kwargs)
+    if "device" in cpu_kwargs and cpu_kwargs["device"] is not None:
+        cpu_kwargs["device"] = torch.device("cpu")
+    result = op(*cpu_args, **cpu_kwargs)
+    # write back mutated arguments
+    schema = op._schema
+    for i, arg in enumerate(schema.arguments):
+        if not arg.is_write:
+            continue
+        original = args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+        updated = cpu_args[i] if i < len(args) and not arg.kwarg_only else cpu_kwargs.get(arg.name)
+        if isinstance(original, torch.Tensor) and original.device.type == "tpu":
+            if original.shape != updated.shape:
+                original.resize_(updated.shape)
+            original.copy_(updated)
+        elif isinstance(original, list | tuple):
+            for o, u in zip(original, updated):
+                if isinstance(o, torch.Tensor) and o.device.type == "tpu":
+                    o.copy_(u)
+
+    def back(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.device.type == "cpu":
+            for i, arg in enumerate(schema.arguments):
+                if arg.is_write:
+                    updated = cpu_args[i] if i < len(args) and not arg.kwarg_only else cpu_kwargs.get(arg.name)
+                    if updated is x:
+                        return args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+            return x.to(device)
+        return x
+
+    return tree_map(back, result)
+
+
+def register() -> None:
+    if _lib:
+        return
+    lib = torch.library.Library("_", "IMPL")
+    lib.fallback(cpu_fallback, "PrivateUse1")
+    _lib.append(lib)

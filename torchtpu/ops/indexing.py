@@ -1,0 +1,194 @@
+"""Lowerings of concatenation and indexing: cat, index_select, gather, scatter, index_add, advanced indexing
+(`x[idx]`, `x[idx] = v`) and the data-dependent nonzero."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+@lower(aten.cat.default)
+def cat(tensors: list[Sym], dim: int = 0) -> Sym:
+    parts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
+    if not parts:
+        return tensors[0]
+    d = P.canon_dim(dim, parts[0].ndim)
+    _, result = P.result_dtype(*parts, kind=P.Kind.NO_OPMATH)
+    return P.concat([P.convert(t, result) for t in parts], d)
+
+
+@lower(aten.index_select.default)
+def index_select(self: Sym, dim: int, index: Sym) -> Sym:
+    d = P.canon_dim(dim, self.ndim)
+    idx = P.reshape(index, (index.numel(),))
+    if self.ndim == 0:
+        return P.reshape(P.emit1("index_select", [P.reshape(self, (1,)), idx], dimension=0), index.shape)
+    return P.emit1("index_select", [self, idx], dimension=d)
+
+
+@lower(aten.gather.default)
+def gather(self: Sym, dim: int, index: Sym, *, sparse_grad: bool = False) -> Sym:
+    d = P.canon_dim(dim, self.ndim)
+    if self.ndim == 0:
+        return P.reshape(P.emit1("gather_axis", [P.reshape(self, (1,)), P.reshape(index, (-1,))], dimension=0),
+                         index.shape)
+    src = self
+    if any(i != s for i, s in zip(index.shape, self.shape)):
+        starts = [0] * self.ndim
+        src = P.emit1("slice", [self], start=tuple(starts),
+                      limit=tuple(index.shape[i] if i != d else self.shape[i] for i in range(self.ndim)),
+                      strides=(1,) * self.ndim)
+    return P.emit1("gather_axis", [src, index], dimension=d)
+
+
+def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str) -> Sym:
+    d = P.canon_dim(dim, self.ndim)
+    if not isinstance(src, Sym):
+        src = P.full(src, index.shape, self.dtype)
+    else:
+        if src.shape != index.shape:
+            src = P.emit1("slice", [src], start=(0,) * src.ndim, limit=index.shape, strides=(1,) * src.ndim)
+        src = P.convert(src, self.dtype)
+    if self.ndim == 0:
+        out = P.emit1("scatter_axis", [P.reshape(self, (1,)), P.reshape(index, (-1,)), P.reshape(src, (-1,))],
+                      dimension=0, reduce=reduce)
+        return P.reshape(out, ())
+    return P.emit1("scatter_axis", [self, index, src], dimension=d, reduce=reduce)
+
+
+@lower(aten.scatter.src, aten.scatter.value)
+def scatter(self: Sym, dim: int, index: Sym, src: Any) -> Sym:
+    return _scatter(self, dim, index, src, "replace")
+
+
+_REDUCE = {"sum": "add", "add": "add", "prod": "multiply", "multiply": "multiply", "amax": "amax", "amin": "amin"}
+
+
+@lower(aten.scatter.reduce, aten.scatter.value_reduce)
+def scatter_reduce_legacy(self: Sym, dim: int, index: Sym, src: Any, *, reduce: str) -> Sym:
+    return _scatter(self, dim, index, src, _REDUCE[reduce])
+
+
+@lower(aten.scatter_add.default)
+def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
+    return _scatter(self, dim, index, src, "add")
+
+
+@lower(aten.index_add.default)
+def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
+    d = P.canon_dim(dim, self.ndim)
+    src = P.convert(source * alpha if alpha != 1 else source, self.dtype)
+    return P.emit1("index_add", [self, P.reshape(index, (index.numel(),)), src], dimension=d)
+
+
+def _advanced_index(x: Sym, indices: list[Sym | None]) -> tuple[Sym, tuple[int, ...], list[int], bool]:
+    """Moves the indexed dims of x to the front and returns (x', broadcast index shape, indexed dims, adjacent)."""
+    dims = [i for i, idx in enumerate(indices) if idx is not None]
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    rest = [i for i in range(x.ndim) if i not in dims]
+    moved = P.transpose(x, dims + rest)
+    bshape = P.broadcast_shapes(*[indices[i].shape for i in dims])
+    return moved, bshape, dims, adjacent
+
+
+def _linear_index(x: Sym, indices: list[Sym | None], dims: list[int], bshape: tuple[int, ...]) -> Sym:
+    lin = None
+    for i in dims:
+        size = x.shape[i]
+        idx = P.broadcast_to(P.convert(indices[i], torch.int64), bshape)
+        idx = P.where(P.compare("LT", idx, 0), idx + size, idx)
+        lin = idx if lin is None else lin * size + idx
+    return P.reshape(lin, (-1,))
+
+
+@lower(aten.index.Tensor, prepare=lambda a, k: bool_indices_to_long(a, k))
+def index(self: Sym, indices: list[Sym | None]) -> Sym:
+    indices = list(indices) + [None] * (self.ndim - len(indices))
+    for idx in indices:
+        if idx is not None and idx.dtype in (torch.bool, torch.uint8):
+            raise TypeError("boolean indices reach the lowering only after nonzero; see index_kernel")
+    moved, bshape, dims, adjacent = _advanced_index(self, indices)
+    nidx = 1
+    for i in dims:
+        nidx *= self.shape[i]
+    rest_shape = moved.shape[len(dims):]
+    flat = P.reshape(moved, (nidx, *rest_shape))
+    picked = P.emit1("index_select", [flat, _linear_index(self, indices, dims, bshape)], dimension=0)
+    out = P.reshape(picked, (*bshape, *rest_shape))
+    if adjacent and dims[0] > 0:
+        nb = len(bshape)
+        perm = list(range(nb, nb + dims[0])) + list(range(nb)) + list(range(nb + dims[0], out.ndim))
+        out = P.transpose(out, perm)
+    return out
+
+
+@lower(aten.index_put.default, prepare=lambda a, k: bool_indices_to_long(a, k))
+def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: bool = False) -> Sym:
+    indices = list(indices) + [None] * (self.ndim - len(indices))
+    moved, bshape, dims, adjacent = _advanced_index(self, indices)
+    nidx = 1
+    for i in dims:
+        nidx *= self.shape[i]
+    rest_shape = moved.shape[len(dims):]
+    flat = P.reshape(moved, (nidx, *rest_shape))
+    lin = _linear_index(self, indices, dims, bshape)
+    target_shape = (*bshape, *rest_shape)
+    vals = P.convert(values, self.dtype)
+    if adjacent and dims[0] > 0:
+        nb = len(bshape)
+        pre = list(range(dims[0]))
+        view_shape = tuple(self.shape[i] for i in pre) + bshape + tuple(rest_shape[len(pre):])
+        vals = P.broadcast_to(vals, view_shape)
+        perm = list(range(len(pre), len(pre) + nb)) + pre + list(range(len(pre) + nb, len(view_shape)))
+        vals = P.transpose(vals, perm)
+    vals = P.reshape(P.broadcast_to(vals, target_shape), (lin.shape[0], *rest_shape))
+    if accumulate:
+        updated = P.emit1("index_add", [flat, lin, vals], dimension=0)
+    else:
+        idx = P.broadcast_to(P.reshape(lin, (lin.shape[0],) + (1,) * len(rest_shape)), vals.shape)
+        updated = P.emit1("scatter_axis", [flat, idx, vals], dimension=0, reduce="replace")
+    back = P.reshape(updated, moved.shape)
+    inverse = [0] * self.ndim
+    for pos, d in enumerate(dims + [i for i in range(self.ndim) if i not in dims]):
+        inverse[d] = pos
+    return P.transpose(back, inverse)
+
+
+def nonzero(self: torch.Tensor) -> torch.Tensor:
+    """Data-dependent output shape: the device syncs and the indices are computed from the buffer."""
+    import numpy as np
+
+    from torchtpu import runtime
+
+    runtime.driver().synchronize(self.device.index or 0)
+    host = np.asarray(runtime.buffer(self)).astype(np.float32) if self.dtype == torch.bfloat16 else \
+        runtime.buffer(self)
+    idx = np.argwhere(host != 0) if self.ndim else np.zeros((int(host != 0), 0), np.int64)
+    return torch.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)).to(self.device)
+
+
+def bool_indices_to_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """`x[mask]`: each boolean index becomes its nonzero() columns before tracing (shapes depend on data)."""
+    self, indices, *rest = args
+    if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
+        return args, kwargs
+    out: list[Any] = []
+    for idx in indices:
+        if isinstance(idx, torch.Tensor) and idx.dtype in (torch.bool, torch.uint8):
+            nz = nonzero(idx)
+            out.extend(nz.unbind(1) if idx.ndim else [None])
+        else:
+            out.append(idx)
+    return (self, out, *rest), kwargs
+
+
+def register(impl: Any) -> None:
+    impl(aten.nonzero.default, nonzero, "lowering")
+

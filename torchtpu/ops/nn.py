@@ -1,0 +1,223 @@
+"""Lowerings of neural-network ops: softmax family, layer norm, embedding, NLL / MSE losses, dropout, and their
+backward ops."""
+
+from __future__ import annotations
+
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _f32(x: Sym) -> Sym:
+    return P.convert(x, torch.float32)
+
+
+@lower(aten._softmax.default)
+def softmax(self: Sym, dim: int, half_to_float: bool = False) -> Sym:
+    d = P.canon_dims(dim, self.ndim)
+    x = _f32(self)
+    if not d:
+        return P.convert(P.emit1("exponential", [x - x]), self.dtype)
+    m = P.broadcast_to(P.reduce(x, "max", d, True), x.shape)
+    e = P.emit1("exponential", [x - m])
+    s = P.broadcast_to(P.reduce(e, "sum", d, True), x.shape)
+    return P.convert(e / s, torch.float32 if half_to_float else self.dtype)
+
+
+@lower(aten._log_softmax.default)
+def log_softmax(self: Sym, dim: int, half_to_float: bool = False) -> Sym:
+    d = P.canon_dims(dim, self.ndim)
+    x = _f32(self)
+    if not d:
+        return P.convert(x - x, self.dtype)
+    m = P.broadcast_to(P.reduce(x, "max", d, True), x.shape)
+    shifted = x - m
+    lse = P.emit1("log", [P.reduce(P.emit1("exponential", [shifted]), "sum", d, True)])
+    return P.convert(shifted - P.broadcast_to(lse, x.shape), torch.float32 if half_to_float else self.dtype)
+
+
+@lower(aten._softmax_backward_data.default)
+def softmax_backward(grad_output: Sym, output: Sym, dim: int, input_dtype: torch.dtype) -> Sym:
+    d = P.canon_dims(dim, output.ndim)
+    g, y = _f32(grad_output), _f32(output)
+    dot = P.broadcast_to(P.reduce(g * y, "sum", d, True), y.shape) if d else g * y
+    return P.convert(y * (g - dot), input_dtype)
+
+
+@lower(aten._log_softmax_backward_data.default)
+def log_softmax_backward(grad_output: Sym, output: Sym, dim: int, input_dtype: torch.dtype) -> Sym:
+    d = P.canon_dims(dim, output.ndim)
+    g, y = _f32(grad_output), _f32(output)
+    total = P.broadcast_to(P.reduce(g, "sum", d, True), g.shape) if d else g
+    return P.convert(g - P.emit1("exponential", [y]) * total, input_dtype)
+
+
+def _norm_dims(x: Sym, normalized_shape: list[int]) -> tuple[int, ...]:
+    n = len(normalized_shape)
+    if tuple(x.shape[x.ndim - n:]) != tuple(normalized_shape):
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(x.shape)}")
+    return tuple(range(x.ndim - n, x.ndim))
+
+
+@lower(aten.native_layer_norm.default)
+def native_layer_norm(input: Sym, normalized_shape: list[int], weight: Sym | None, bias: Sym | None,  # noqa: A002
+                      eps: float) -> tuple[Sym, Sym, Sym]:
+    dims = _norm_dims(input, normalized_shape)
+    x = _f32(input)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    mean = P.reduce(x, "sum", dims, True) / float(max(count, 1))
+    centered = x - P.broadcast_to(mean, x.shape)
+    var = P.reduce(centered * centered, "sum", dims, True) / float(max(count, 1))
+    rstd = P.emit1("rsqrt", [var + eps])
+    y = centered * P.broadcast_to(rstd, x.shape)
+    if weight is not None:
+        y = y * P.broadcast_to(_f32(weight), x.shape)
+    if bias is not None:
+        y = y + P.broadcast_to(_f32(bias), x.shape)
+    return P.convert(y, input.dtype), P.convert(mean, input.dtype), P.convert(rstd, input.dtype)
+
+
+@lower(aten.native_layer_norm_backward.default)
+def native_layer_norm_backward(grad_out: Sym, input: Sym, normalized_shape: list[int], mean: Sym,  # noqa: A002
+                               rstd: Sym, weight: Sym | None, bias: Sym | None, output_mask: list[bool]
+                               ) -> tuple[Sym | None, Sym | None, Sym | None]:
+    dims = _norm_dims(input, normalized_shape)
+    outer = tuple(range(input.ndim - len(dims)))
+    x, g = _f32(input), _f32(grad_out)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    mean_b = P.broadcast_to(_f32(mean), x.shape)
+    rstd_b = P.broadcast_to(_f32(rstd), x.shape)
+    xhat = (x - mean_b) * rstd_b
+    gw = g * P.broadcast_to(_f32(weight), x.shape) if weight is not None else g
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        a = P.broadcast_to(P.reduce(gw, "sum", dims, True), x.shape)
+        b = P.broadcast_to(P.reduce(gw * xhat, "sum", dims, True), x.shape)
+        grad_input = P.convert(rstd_b * (gw * float(count) - a - xhat * b) / float(count), input.dtype)
+    if output_mask[1] and weight is not None:
+        grad_weight = P.convert(P.reduce(g * xhat, "sum", outer), weight.dtype)
+    if output_mask[2] and bias is not None:
+        grad_bias = P.convert(P.reduce(g, "sum", outer), bias.dtype)
+    return grad_input, grad_weight, grad_bias
+
+
+@lower(aten.embedding.default)
+def embedding(weight: Sym, indices: Sym, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Sym:
+    flat = P.reshape(indices, (indices.numel(),))
+    rows = P.emit1("index_select", [weight, flat], dimension=0)
+    return P.reshape(rows, (*indices.shape, weight.shape[1]))
+
+
+@lower(aten.embedding_dense_backward.default)
+def embedding_dense_backward(grad_output: Sym, indices: Sym, num_weights: int, padding_idx: int,
+                             scale_grad_by_freq: bool) -> Sym:
+    dim = grad_output.shape[-1]
+    flat_idx = P.reshape(indices, (indices.numel(),))
+    grads = _f32(P.reshape(grad_output, (indices.numel(), dim)))
+    if padding_idx >= 0:
+        keep = P.broadcast_to(P.reshape(P.compare("NE", flat_idx, padding_idx), (-1, 1)), grads.shape)
+        grads = P.where(keep, grads, P.zeros_like(grads))
+    if scale_grad_by_freq:
+        ones = P.full(1.0, (indices.numel(),), torch.float32)
+        counts = P.emit1("index_add", [P.full(0.0, (num_weights,), torch.float32), flat_idx, ones], dimension=0)
+        per_row = P.emit1("index_select", [counts, flat_idx], dimension=0)
+        grads = grads / P.broadcast_to(P.reshape(per_row, (-1, 1)), grads.shape)
+    zeros = P.full(0.0, (num_weights, dim), torch.float32)
+    return P.convert(P.emit1("index_add", [zeros, flat_idx, grads], dimension=0), grad_output.dtype)
+
+
+_REDUCTION = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _nll_parts(self: Sym, target: Sym, weight: Sym | None, ignore_index: int) -> tuple[Sym, Sym, Sym]:
+    """(picked -log p weighted, per-sample weight, class dim) for 1-D or 2-D (N, C) input."""
+    cdim = 0 if self.ndim == 1 else 1
+    nclass = self.shape[cdim]
+    tgt = target if self.ndim > 1 else P.reshape(target, (1,))
+    x = self if self.ndim > 1 else P.reshape(self, (1, nclass))
+    valid = P.compare("NE", tgt, ignore_index)
+    safe = P.where(valid, tgt, P.zeros_like(tgt))
+    picked = P.reshape(P.emit1("gather_axis", [x, P.reshape(safe, (-1, 1))], dimension=1), (-1,))
+    w = P.emit1("index_select", [weight, safe], dimension=0) if weight is not None else \
+        P.full(1.0, tgt.shape, self.dtype)
+    w = P.where(valid, w, P.zeros_like(w))
+    return -(picked * w), w, safe
+
+
+@lower(aten.nll_loss_forward.default)
+def nll_loss_forward(self: Sym, target: Sym, weight: Sym | None, reduction: int, ignore_index: int
+                     ) -> tuple[Sym, Sym]:
+    if self.ndim > 2:
+        raise RuntimeError(f"nll_loss: expected 1D or 2D input, got {self.ndim}D (use nll_loss2d)")
+    losses, w, _ = _nll_parts(self, target, weight, ignore_index)
+    total_weight = P.reduce(w, "sum", (0,))
+    if reduction == 0:
+        out = losses if self.ndim > 1 else P.reshape(losses, ())
+        return out, P.full(0.0, (), self.dtype)
+    total = P.reduce(losses, "sum", (0,))
+    if reduction == 1:
+        total = total / total_weight
+    return total, total_weight
+
+
+@lower(aten.nll_loss_backward.default)
+def nll_loss_backward(grad_output: Sym, self: Sym, target: Sym, weight: Sym | None, reduction: int,
+                      ignore_index: int, total_weight: Sym) -> Sym:
+    _, w, safe = _nll_parts(self, target, weight, ignore_index)
+    n = w.shape[0]
+    nclass = self.shape[-1]
+    g = P.reshape(grad_output, (-1,)) if reduction == 0 else P.broadcast_to(P.reshape(grad_output, (1,)), (n,))
+    if reduction == 1:
+        g = g / P.broadcast_to(P.reshape(total_weight, (1,)), (n,))
+    per = -(g * w)
+    cols = P.iota((n, nclass), 1)
+    hit = P.compare("EQ", cols, P.broadcast_to(P.reshape(safe, (n, 1)), (n, nclass)))
+    grad = P.where(hit, P.broadcast_to(P.reshape(per, (n, 1)), (n, nclass)), P.full(0, (n, nclass), self.dtype))
+    return P.reshape(grad, self.shape)
+
+
+@lower(aten.mse_loss.default)
+def mse_loss(self: Sym, target: Sym, reduction: int = 1) -> Sym:
+    d = self - target
+    sq = d * d
+    if reduction == 0:
+        return sq
+    total = P.reduce(_f32(sq), "sum", tuple(range(sq.ndim)))
+    if reduction == 1:
+        total = total / float(max(sq.numel(), 1))
+    return P.convert(total, self.dtype)
+
+
+@lower(aten.mse_loss_backward.default)
+def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) -> Sym:
+    scale = 2.0 / max(self.numel(), 1) if reduction == 1 else 2.0
+    shape = P.broadcast_shapes(self.shape, target.shape)
+    return P.broadcast_to(grad_output, shape) * (self - target) * scale
+
+
+@lower(aten.native_dropout.default, random=True)
+def native_dropout(input: Sym, p: float, train: bool | None, *, rng: Sym) -> tuple[Sym, Sym]:  # noqa: A002
+    if not train or p == 0:
+        return input, P.full(True, input.shape, torch.bool)
+    if p >= 1:
+        return P.zeros_like(input), P.full(False, input.shape, torch.bool)
+    u = P.emit1("rng", [rng], shape=input.shape, dtype="float32", distribution="uniform")
+    keep = P.compare("GE", u, p)
+    scaled = P.convert(_f32(input) * (1.0 / (1.0 - p)), input.dtype)
+    return P.where(keep, scaled, P.zeros_like(input)), keep
+
+
+@lower(aten.native_dropout_backward.default)
+def native_dropout_backward(grad_output: Sym, mask: Sym, scale: float) -> Sym:
+    return P.convert(grad_output * P.convert(mask, grad_output.dtype) * scale, grad_output.dtype)
+

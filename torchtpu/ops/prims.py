@@ -1,0 +1,216 @@
+"""IR builders for lowerings: each call emits IR ops into the Builder being traced.
+
+These add what the IR leaves to the front end: numpy broadcasting, torch type promotion, Python scalars as
+constants, and negative-dimension handling. Lowerings call only these (and the Sym operators built on them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+from torchtpu.ops.tracing import IR_TO_TORCH, TORCH_TO_IR, Sym, current_builder
+
+Kind = ELEMENTWISE_TYPE_PROMOTION_KIND
+Number = bool | int | float
+
+
+def emit(name: str, inputs: Sequence[Sym], **attrs: Any) -> list[Sym]:
+    return [Sym(v) for v in current_builder().emit(name, [x.value for x in inputs], **attrs)]
+
+
+def emit1(name: str, inputs: Sequence[Sym], **attrs: Any) -> Sym:
+    return emit(name, inputs, **attrs)[0]
+
+
+def canon_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def canon_dims(dims: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, int):
+        dims = (dims,)
+    if ndim == 0:
+        return ()
+    return tuple(sorted({canon_dim(d, ndim) for d in dims}))
+
+
+def const(value: Number, dtype: torch.dtype, shape: Sequence[int] = ()) -> Sym:
+    if isinstance(value, float) and dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        value = int(value)
+    return emit1("constant", [], value=value, shape=tuple(shape), dtype=TORCH_TO_IR[dtype])
+
+
+def _meta(x: Any) -> Any:
+    if isinstance(x, Sym):
+        return torch.empty(x.shape, dtype=x.dtype, device="meta")
+    return x
+
+
+def result_dtype(*args: Any, kind: Kind = Kind.DEFAULT) -> tuple[torch.dtype, torch.dtype]:
+    """(computation dtype, result dtype) by torch's elementwise promotion rules."""
+    return elementwise_dtypes(*[_meta(a) for a in args if a is not None], type_promotion_kind=kind)
+
+
+def convert(x: Sym | Number, dtype: torch.dtype) -> Sym:
+    if not isinstance(x, Sym):
+        return const(x, dtype)
+    if x.dtype == dtype:
+        return x
+    return emit1("convert", [x], dtype=TORCH_TO_IR[dtype])
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(torch.broadcast_shapes(*shapes))
+
+
+def broadcast_to(x: Sym, shape: Sequence[int]) -> Sym:
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    offset = len(shape) - x.ndim
+    if offset < 0:
+        raise ValueError(f"cannot broadcast {x.shape} to {shape}")
+    return emit1("broadcast_in_dim", [x], shape=shape, broadcast_dimensions=tuple(range(offset, len(shape))))
+
+
+def broadcast(*xs: Sym) -> list[Sym]:
+    shape = broadcast_shapes(*[x.shape for x in xs])
+    return [broadcast_to(x, shape) for x in xs]
+
+
+def prepare(args: Sequence[Any], dtype: torch.dtype) -> list[Sym]:
+    """Converts tensors and scalars to `dtype` and broadcasts them to a common shape."""
+    return broadcast(*[convert(a, dtype) for a in args])
+
+
+def binary(name: str, a: Any, b: Any, kind: Kind = Kind.DEFAULT) -> Sym:
+    compute, result = result_dtype(a, b, kind=kind)
+    x, y = prepare([a, b], compute)
+    return convert(emit1(name, [x, y]), result)
+
+
+def unary(name: str, x: Sym, kind: Kind = Kind.DEFAULT) -> Sym:
+    compute, result = result_dtype(x, kind=kind)
+    return convert(emit1(name, [convert(x, compute)]), result)
+
+
+def float_unary(name: str, x: Sym) -> Sym:
+    return unary(name, x, Kind.INT_TO_FLOAT)
+
+
+def true_divide(a: Any, b: Any) -> Sym:
+    return binary("divide", a, b, Kind.INT_TO_FLOAT)
+
+
+def compare(direction: str, a: Any, b: Any) -> Sym:
+    compute, _ = result_dtype(a, b)
+    x, y = prepare([a, b], compute)
+    return emit1("compare", [x, y], direction=direction)
+
+
+def where(pred: Sym, a: Any, b: Any) -> Sym:
+    _, result = result_dtype(a, b, kind=Kind.NO_OPMATH)
+    x, y = [convert(v, result) for v in (a, b)]
+    p, x, y = broadcast(convert(pred, torch.bool), x, y)
+    return emit1("select", [p, x, y])
+
+
+def full(value: Number, shape: Sequence[int], dtype: torch.dtype) -> Sym:
+    return broadcast_to(const(value, dtype), tuple(shape))
+
+
+def zeros_like(x: Sym, dtype: torch.dtype | None = None) -> Sym:
+    return full(0, x.shape, dtype or x.dtype)
+
+
+def reshape(x: Sym, shape: Sequence[int]) -> Sym:
+    shape = tuple(shape)
+    if -1 in shape:
+        known = 1
+        for d in shape:
+            if d != -1:
+                known *= d
+        shape = tuple(x.numel() // max(known, 1) if d == -1 else d for d in shape)
+    if shape == x.shape:
+        return x
+    return emit1("reshape", [x], shape=shape)
+
+
+def transpose(x: Sym, perm: Sequence[int]) -> Sym:
+    perm = tuple(perm)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return emit1("transpose", [x], permutation=perm)
+
+
+def swap(x: Sym, a: int, b: int) -> Sym:
+    perm = list(range(x.ndim))
+    a, b = canon_dim(a, x.ndim), canon_dim(b, x.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(x, perm)
+
+
+def slice_dim(x: Sym, dim: int, start: int, stop: int, step: int = 1) -> Sym:
+    starts = [0] * x.ndim
+    limits = list(x.shape)
+    strides = [1] * x.ndim
+    starts[dim], limits[dim], strides[dim] = start, stop, step
+    if starts == [0] * x.ndim and limits == list(x.shape) and step == 1:
+        return x
+    return emit1("slice", [x], start=tuple(starts), limit=tuple(limits), strides=tuple(strides))
+
+
+def concat(xs: Sequence[Sym], dim: int) -> Sym:
+    if len(xs) == 1:
+        return xs[0]
+    return emit1("concatenate", list(xs), dimension=dim)
+
+
+def reduce(x: Sym, kind: str, dims: tuple[int, ...], keepdim: bool = False) -> Sym:
+    y = emit1("reduce", [x], kind=kind, dimensions=dims) if dims else x
+    if keepdim and dims:
+        y = reshape(y, tuple(1 if i in dims else d for i, d in enumerate(x.shape)))
+    return y
+
+
+def keep_dims(y: Sym, shape: Sequence[int], dims: tuple[int, ...]) -> Sym:
+    return reshape(y, tuple(1 if i in dims else d for i, d in enumerate(shape)))
+
+
+def iota(shape: Sequence[int], dim: int, dtype: torch.dtype = torch.int64) -> Sym:
+    return emit1("iota", [], shape=tuple(shape), dtype=TORCH_TO_IR[dtype], dimension=dim)
+
+
+def dot_general(a: Sym, b: Sym, lhs_batch: Sequence[int], rhs_batch: Sequence[int], lhs_contract: Sequence[int],
+                rhs_contract: Sequence[int], out_dtype: torch.dtype) -> Sym:
+    from torchtpu.precision import current_precision
+
+    return emit1("dot_general", [a, b], lhs_batch=tuple(lhs_batch), rhs_batch=tuple(rhs_batch),
+                 lhs_contract=tuple(lhs_contract), rhs_contract=tuple(rhs_contract),
+                 precision=current_precision().name, out_dtype=TORCH_TO_IR[out_dtype])
+
+
+def matmul(a: Sym, b: Sym) -> Sym:
+    """Batched matmul of (..., M, K) x (..., K, N) with equal batch dims (callers broadcast)."""
+    if a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(f"matmul batch dims differ: {a.shape} vs {b.shape}")
+    if a.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[-2]}x{a.shape[-1]} and "
+                           f"{b.shape[-2]}x{b.shape[-1]})")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+    batch = tuple(range(a.ndim - 2))
+    return dot_general(a, b, batch, batch, (a.ndim - 1,), (b.ndim - 2,), a.dtype)
+
+
+def torch_dtype(ir_dtype: str) -> torch.dtype:
+    return IR_TO_TORCH[ir_dtype]

@@ -1,0 +1,249 @@
+"""Lowerings of reductions: sum, mean, prod, amax/amin, max/min with indices, argmax/argmin, var/std,
+all/any, cumulative sums and products, logsumexp and vector norms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _acc_dtype(x: Sym, dtype: torch.dtype | None) -> torch.dtype:
+    if dtype is not None:
+        return dtype
+    if x.dtype == torch.bool or not (x.dtype.is_floating_point or x.dtype.is_complex):
+        return torch.int64
+    return x.dtype
+
+
+def _sum(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | None) -> Sym:
+    out = _acc_dtype(x, dtype)
+    compute = torch.float32 if out in (torch.bfloat16, torch.float16) else out
+    y = P.reduce(P.convert(x, compute), "sum", dims, keepdim)
+    return P.convert(y, out)
+
+
+@lower(aten.sum.dim_IntList)
+def sum_dim(self: Sym, dim: list[int] | None, keepdim: bool = False, dtype: torch.dtype | None = None) -> Sym:
+    dims = P.canon_dims(dim if dim else None, self.ndim)
+    return _sum(self, dims, keepdim, dtype)
+
+
+@lower(aten.sum.default)
+def sum_all(self: Sym, dtype: torch.dtype | None = None) -> Sym:
+    return _sum(self, tuple(range(self.ndim)), False, dtype)
+
+
+def _mean(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | None) -> Sym:
+    out = dtype or x.dtype
+    if not (out.is_floating_point or out.is_complex):
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
+                           f"or complex dtype. Got: {str(out).split('.')[-1].capitalize()}")
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    total = P.reduce(P.convert(x, torch.float32), "sum", dims, keepdim)
+    return P.convert(total / float(count) if count else total * float("nan"), out)
+
+
+@lower(aten.mean.dim)
+def mean_dim(self: Sym, dim: list[int] | None, keepdim: bool = False, dtype: torch.dtype | None = None) -> Sym:
+    return _mean(self, P.canon_dims(dim if dim else None, self.ndim), keepdim, dtype)
+
+
+@lower(aten.mean.default)
+def mean_all(self: Sym, dtype: torch.dtype | None = None) -> Sym:
+    return _mean(self, tuple(range(self.ndim)), False, dtype)
+
+
+@lower(aten.prod.default)
+def prod_all(self: Sym, dtype: torch.dtype | None = None) -> Sym:
+    out = _acc_dtype(self, dtype)
+    return P.reduce(P.convert(self, out), "prod", tuple(range(self.ndim)))
+
+
+@lower(aten.prod.dim_int)
+def prod_dim(self: Sym, dim: int, keepdim: bool = False, dtype: torch.dtype | None = None) -> Sym:
+    out = _acc_dtype(self, dtype)
+    return P.reduce(P.convert(self, out), "prod", P.canon_dims(dim, self.ndim), keepdim)
+
+
+def _extreme(x: Sym, kind: str, dims: tuple[int, ...], keepdim: bool) -> Sym:
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(f"{kind}(): Expected reduction dim {d} to have non-zero size.")
+    if x.dtype == torch.bool:
+        return P.reduce(x, "or" if kind == "max" else "and", dims, keepdim)
+    return P.reduce(x, kind, dims, keepdim)
+
+
+@lower(aten.amax.default)
+def amax(self: Sym, dim: list[int] = (), keepdim: bool = False) -> Sym:
+    return _extreme(self, "max", P.canon_dims(dim if dim else None, self.ndim), keepdim)
+
+
+@lower(aten.amin.default)
+def amin(self: Sym, dim: list[int] = (), keepdim: bool = False) -> Sym:
+    return _extreme(self, "min", P.canon_dims(dim if dim else None, self.ndim), keepdim)
+
+
+@lower(aten.max.default)
+def max_all(self: Sym) -> Sym:
+    if self.numel() == 0:
+        raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+    return _extreme(self, "max", tuple(range(self.ndim)), False)
+
+
+@lower(aten.min.default)
+def min_all(self: Sym) -> Sym:
+    if self.numel() == 0:
+        raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+    return _extreme(self, "min", tuple(range(self.ndim)), False)
+
+
+def _arg(x: Sym, kind: str, dim: int | None, keepdim: bool) -> Sym:
+    if dim is None:
+        flat = P.reshape(x, (x.numel(),))
+        if x.numel() == 0:
+            raise RuntimeError(f"arg{kind}(): Expected reduction dim to be specified for input.numel() == 0.")
+        idx = P.emit1("argreduce", [flat], kind=kind, dimension=0)
+        return P.reshape(idx, (1,) * x.ndim) if keepdim else idx
+    d = P.canon_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return P.full(0, (), torch.int64)
+    if x.shape[d] == 0:
+        raise IndexError(f"arg{kind}(): Expected reduction dim {d} to have non-zero size.")
+    idx = P.emit1("argreduce", [x], kind=kind, dimension=d)
+    return P.keep_dims(idx, x.shape, (d,)) if keepdim else idx
+
+
+@lower(aten.argmax.default)
+def argmax(self: Sym, dim: int | None = None, keepdim: bool = False) -> Sym:
+    return _arg(self, "max", dim, keepdim)
+
+
+@lower(aten.argmin.default)
+def argmin(self: Sym, dim: int | None = None, keepdim: bool = False) -> Sym:
+    return _arg(self, "min", dim, keepdim)
+
+
+@lower(aten.max.dim)
+def max_dim(self: Sym, dim: int, keepdim: bool = False) -> tuple[Sym, Sym]:
+    d = P.canon_dims(dim, self.ndim)
+    return _extreme(self, "max", d, keepdim), _arg(self, "max", dim, keepdim)
+
+
+@lower(aten.min.dim)
+def min_dim(self: Sym, dim: int, keepdim: bool = False) -> tuple[Sym, Sym]:
+    d = P.canon_dims(dim, self.ndim)
+    return _extreme(self, "min", d, keepdim), _arg(self, "min", dim, keepdim)
+
+
+def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool) -> Sym:
+    xf = P.convert(x, torch.float32)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    mean = P.reduce(xf, "sum", dims, True) / float(max(count, 1))
+    centered = xf - P.broadcast_to(mean, xf.shape)
+    sq = P.reduce(centered * centered, "sum", dims, keepdim)
+    denom = max(count - correction, 0)
+    return P.convert(sq / float(denom) if denom else sq * float("nan"), x.dtype)
+
+
+@lower(aten.var.correction)
+def var(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
+        ) -> Sym:
+    return _var(self, P.canon_dims(dim if dim else None, self.ndim), 1 if correction is None else correction,
+                keepdim)
+
+
+@lower(aten.std.correction)
+def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
+        ) -> Sym:
+    return P.emit1("sqrt", [var(self, dim, correction=correction, keepdim=keepdim)])
+
+
+@lower(aten.var_mean.correction)
+def var_mean(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
+             ) -> tuple[Sym, Sym]:
+    dims = P.canon_dims(dim if dim else None, self.ndim)
+    return _var(self, dims, 1 if correction is None else correction, keepdim), _mean(self, dims, keepdim, None)
+
+
+@lower(aten.all.default)
+def all_(self: Sym) -> Sym:
+    return P.reduce(P.compare("NE", self, 0), "and", tuple(range(self.ndim)))
+
+
+@lower(aten.all.dim, aten.all.dims)
+def all_dim(self: Sym, dim: Any = None, keepdim: bool = False) -> Sym:
+    return P.reduce(P.compare("NE", self, 0), "and", P.canon_dims(dim, self.ndim), keepdim)
+
+
+@lower(aten.any.default)
+def any_(self: Sym) -> Sym:
+    return P.reduce(P.compare("NE", self, 0), "or", tuple(range(self.ndim)))
+
+
+@lower(aten.any.dim, aten.any.dims)
+def any_dim(self: Sym, dim: Any = None, keepdim: bool = False) -> Sym:
+    return P.reduce(P.compare("NE", self, 0), "or", P.canon_dims(dim, self.ndim), keepdim)
+
+
+def _cumulative(x: Sym, kind: str, dim: int, dtype: torch.dtype | None) -> Sym:
+    out = _acc_dtype(x, dtype)
+    if x.ndim == 0:
+        return P.convert(x, out)
+    return P.emit1("cumulative", [P.convert(x, out)], kind=kind, dimension=P.canon_dim(dim, x.ndim))
+
+
+@lower(aten.cumsum.default)
+def cumsum(self: Sym, dim: int, *, dtype: torch.dtype | None = None) -> Sym:
+    return _cumulative(self, "sum", dim, dtype)
+
+
+@lower(aten.cumprod.default)
+def cumprod(self: Sym, dim: int, *, dtype: torch.dtype | None = None) -> Sym:
+    return _cumulative(self, "prod", dim, dtype)
+
+
+@lower(aten.logsumexp.default)
+def logsumexp(self: Sym, dim: list[int], keepdim: bool = False) -> Sym:
+    x = P.convert(self, torch.float32) if not self.dtype.is_floating_point else self
+    dims = P.canon_dims(dim if dim else None, x.ndim)
+    if not dims:
+        return x
+    m = P.reduce(x, "max", dims, True)
+    m = P.where(P.emit1("is_finite", [m]), m, P.zeros_like(m))
+    s = P.reduce(P.emit1("exponential", [x - P.broadcast_to(m, x.shape)]), "sum", dims, True)
+    y = P.emit1("log", [s]) + m
+    return y if keepdim else P.reshape(y, tuple(d for i, d in enumerate(x.shape) if i not in dims))
+
+
+@lower(aten.linalg_vector_norm.default)
+def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
+                *, dtype: torch.dtype | None = None) -> Sym:
+    x = P.convert(self, dtype or (self.dtype if self.dtype.is_floating_point else torch.float32))
+    dims = P.canon_dims(dim, x.ndim)
+    a = P.emit1("abs", [x])
+    if ord == float("inf"):
+        return P.reduce(a, "max", dims, keepdim)
+    if ord == float("-inf"):
+        return P.reduce(a, "min", dims, keepdim)
+    if ord == 0:
+        return P.reduce(P.convert(P.compare("NE", a, 0), x.dtype), "sum", dims, keepdim)
+    if ord == 1:
+        return P.reduce(a, "sum", dims, keepdim)
+    if ord == 2:
+        return P.emit1("sqrt", [P.reduce(a * a, "sum", dims, keepdim)])
+    s = P.reduce(P.binary("power", a, float(ord)), "sum", dims, keepdim)
+    return P.binary("power", s, 1.0 / float(ord))

@@ -1,0 +1,199 @@
+"""The lowering table and the one loop that registers it with the dispatcher.
+
+Each ATen op is lowered in exactly one place: `@lower(aten.foo.overload)` on a function whose body uses only
+`torchtpu.ops.prims`. `register_all()` reads each op's schema and registers a functional, in-place or out=
+kernel on PrivateUse1; the in-place and out= siblings of a functional lowering come for free. Lookup order:
+lowering table -> accepted upstream decompositions (listed in `decompositions.py`, never copied) -> CPU
+fallback, counted per op and an error when `TORCHTPU_CPU_FALLBACK=0`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch._ops import OpOverload
+
+from torchtpu.execution import eager
+
+OP_TABLE: dict[OpOverload, Callable[..., Any]] = {}
+_libs: list[torch.library.Library] = []
+REGISTERED: dict[str, str] = {}  # qualified overload name -> "lowering" | "inplace" | "out" | "decomposition"
+RANDOM_OPS: set[OpOverload] = set()
+PREPARE: dict[OpOverload, Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]] = {}
+
+
+def lower(*ops: OpOverload, random: bool = False,
+          prepare: Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]] | None = None
+          ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers `fn` as the lowering of `ops`. `random`: the lowering takes the RNG state as `rng=`;
+    `prepare`: runs on the real arguments first (e.g. boolean masks -> indices, which need data)."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for op in ops:
+            if random:
+                RANDOM_OPS.add(op)
+            if prepare is not None:
+                PREPARE[op] = prepare
+            if not isinstance(op, OpOverload):
+                raise TypeError(f"@lower takes OpOverloads (aten.foo.default), got {op!r}")
+            if op in OP_TABLE:
+                raise ValueError(f"{op} is lowered twice: {OP_TABLE[op].__module__}.{OP_TABLE[op].__name__} and "
+                                 f"{fn.__module__}.{fn.__name__}")
+            OP_TABLE[op] = fn
+        return fn
+
+    return register
+
+
+def _is_inplace(op: OpOverload) -> bool:
+    schema = op._schema
+    return bool(schema.arguments) and schema.arguments[0].is_write and not schema.arguments[0].kwarg_only
+
+
+def _out_args(op: OpOverload) -> list[str]:
+    return [a.name for a in op._schema.arguments if a.kwarg_only and a.is_write]
+
+
+def _device_of(args: tuple, kwargs: dict[str, Any]) -> int:
+    for x in (*args, *kwargs.values()):
+        if isinstance(x, torch.Tensor) and x.device.type == "tpu":
+            return x.device.index or 0
+        if isinstance(x, list | tuple):
+            for y in x:
+                if isinstance(y, torch.Tensor) and y.device.type == "tpu":
+                    return y.device.index or 0
+    device = kwargs.get("device")
+    if device is not None and torch.device(device).index is not None:
+        return torch.device(device).index
+    return torch.tpu.current_device()
+
+
+def _draws(args: tuple, kwargs: dict[str, Any]) -> int:
+    count = 1
+    for x in (*args, *kwargs.values()):
+        if isinstance(x, torch.Tensor):
+            count = max(count, x.numel())
+    return count
+
+
+def _with_extras(op: OpOverload, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any], int]:
+    prepare = PREPARE.get(op)
+    if prepare is not None:
+        args, kwargs = prepare(args, kwargs)
+    device = _device_of(args, kwargs)
+    if op in RANDOM_OPS:
+        from torchtpu import random as tpu_random
+
+        kwargs = {**kwargs, "rng": tpu_random.next_state(device, _draws(args, kwargs))}
+    return args, kwargs, device
+
+
+def _functional_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:
+    name = str(op)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs, device = _with_extras(op, args, kwargs)
+        return eager.run(name, fn, args, kwargs, device=device)
+
+    return kernel
+
+
+def _check_cast(result: torch.dtype, target: torch.dtype, name: str) -> None:
+    if not torch.can_cast(result, target):
+        raise RuntimeError(f"{name}: result type {_pretty(result)} can't be cast to the desired output type "
+                           f"{_pretty(target)}")
+
+
+def _pretty(dtype: torch.dtype) -> str:
+    return {torch.float32: "Float", torch.int64: "Long", torch.bool: "Bool", torch.bfloat16: "BFloat16",
+            torch.int32: "Int", torch.float16: "Half"}.get(dtype, str(dtype))
+
+
+def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:
+    name = str(op)
+
+    def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        args, kwargs, _ = _with_extras(op, (self, *args), kwargs)
+        eager.run(name, fn, args, kwargs, write_into=[self])
+        return self
+
+    return kernel
+
+
+def _out_kernel(op: OpOverload, fn: Callable[..., Any], out_names: list[str]) -> Callable[..., Any]:
+    name = str(op)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        outs = [kwargs.pop(n) for n in out_names]
+        args, kwargs, device = _with_extras(op, args, kwargs)
+        result = eager.run(name, fn, args, kwargs, device=device)
+        flat = list(result) if isinstance(result, tuple | list) else [result]
+        for out, r in zip(outs, flat):
+            _check_cast(r.dtype, out.dtype, name)
+            if tuple(out.shape) != tuple(r.shape):
+                out.resize_(r.shape)
+            out.copy_(r)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return kernel
+
+
+def _sibling(op: OpOverload, inplace: bool) -> OpOverload | None:
+    packet_name = op._schema.name.split("::")[1]
+    overload = op._overloadname
+    ns = torch.ops.aten
+    if inplace:
+        packet = getattr(ns, packet_name + "_", None)
+        return getattr(packet, overload, None) if packet is not None else None
+    packet = getattr(ns, packet_name)
+    for candidate in ((f"{overload}_out", "out") if overload == "default" else (f"{overload}_out",)):
+        if candidate in packet.overloads():
+            return getattr(packet, candidate)
+    return None
+
+
+def register_all() -> None:
+    """Registers every lowering (and its in-place / out= siblings) on PrivateUse1. Runs once."""
+    if _libs:
+        return
+    from torchtpu.ops import load_families
+
+    load_families()
+    lib = torch.library.Library("aten", "IMPL")
+    _libs.append(lib)
+
+    def impl(op: OpOverload, kernel: Callable[..., Any], how: str) -> None:
+        qualified = f"{op._schema.name}.{op._overloadname}"
+        if qualified in REGISTERED:
+            return
+        lib.impl(op, kernel, "PrivateUse1")
+        REGISTERED[qualified] = how
+
+    for op, fn in OP_TABLE.items():
+        if _is_inplace(op):
+            impl(op, _inplace_kernel(op, fn), "lowering")
+            continue
+        out_names = _out_args(op)
+        if out_names:
+            impl(op, _out_kernel(op, fn, out_names), "lowering")
+            continue
+        impl(op, _functional_kernel(op, fn), "lowering")
+    for op, fn in OP_TABLE.items():
+        if _is_inplace(op) or _out_args(op):
+            continue
+        inplace = _sibling(op, inplace=True)
+        if inplace is not None and inplace not in OP_TABLE and _is_inplace(inplace):
+            impl(inplace, _inplace_kernel(inplace, fn), "inplace")
+        out = _sibling(op, inplace=False)
+        if out is not None and out not in OP_TABLE and _out_args(out):
+            impl(out, _out_kernel(out, fn, _out_args(out)), "out")
+
+    from torchtpu.ops import copy, decompositions, fallback, indexing, optim
+
+    copy.register(impl)
+    indexing.register(impl)
+    optim.register(impl)
+    decompositions.register(impl)
+    fallback.register()

@@ -1,0 +1,38 @@
+"""`torchtpu.stats()`: simulated device time, FLOPs, HBM bytes, launches and a per-op-kind breakdown, plus the
+program cache's hit/miss counters and the CPU-fallback counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchtpu import runtime
+from torchtpu.ops.fallback import fallback_counts
+
+
+class Stats(dict):
+    """A dict with attribute access: `torchtpu.stats().device_seconds`."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def stats() -> Stats:
+    drv = runtime.driver()
+    out = Stats(drv.stats())
+    cache = drv.cache_stats
+    out["cache"] = {"hits": cache.hits, "misses": cache.misses, "compiles": cache.compiles,
+                    "compile_seconds": cache.compile_seconds}
+    out["fallbacks"] = fallback_counts()
+    out["driver"] = drv.name
+    return out
+
+
+def reset_stats() -> None:
+    drv = runtime.driver()
+    drv.reset_stats()
+    cache = drv.cache_stats
+    cache.hits = cache.misses = cache.compiles = 0
+    cache.compile_seconds = 0.0
