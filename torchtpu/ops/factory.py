@@ -111,3 +111,11 @@ def random_to(self: Sym, to: int, *, generator: Any = None, rng: Sym) -> Sym:
 def exponential_(self: Sym, lambd: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     u = _uniform(self.shape, rng)
     return P.convert(-P.emit1("log_plus_one", [-u]) / float(lambd), self.dtype)
+
+
+@lower(aten.eye.default, aten.eye.m)
+def eye(n: int, m: int | None = None, *, dtype: torch.dtype | None = None, layout: Any = None, device: Any = None,
+        pin_memory: Any = None) -> Sym:
+    m = n if m is None else m
+    diag = P.compare("EQ", P.iota((n, m), 0), P.iota((n, m), 1))
+    return P.convert(diag, dtype or torch.get_default_dtype())

@@ -192,3 +192,9 @@ def bool_indices_to_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, di
 def register(impl: Any) -> None:
     impl(aten.nonzero.default, nonzero, "lowering")
 
+
+
+@lower(aten._index_put_impl_.default, prepare=lambda a, k: bool_indices_to_long(a, k))
+def index_put_impl_(self: Sym, indices: list[Sym | None], values: Sym, accumulate: bool = False,
+                    unsafe: bool = False) -> Sym:
+    return index_put(self, indices, values, accumulate)
