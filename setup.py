@@ -4,7 +4,12 @@ from pathlib import Path
 
 from setuptools import setup
 
-ROOTS = {"torchtpu": "torchtpu", "torchtpu.drivers": "drivers", "torchtpu.sim": "sim", "torchtpu.perfmodel": "perfmodel"}
+ROOTS = {
+    "torchtpu": "torchtpu",
+    "torchtpu.drivers": "drivers",
+    "torchtpu.sim": "sim",
+    "torchtpu.perfmodel": "perfmodel",
+}
 
 
 def _packages() -> tuple[list[str], dict[str, str]]:
