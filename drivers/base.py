@@ -15,6 +15,14 @@ from typing import Any
 from torchtpu.drivers.ir import Program
 
 
+class ExecutionError(RuntimeError):
+    """A runtime failure inside an executable, naming the op (by its index in the Program) that raised it."""
+
+    def __init__(self, op_index: int, op_name: str, cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause} (IR op #{op_index} {op_name})")
+        self.op_index, self.op_name, self.cause = op_index, op_name, cause
+
+
 @dataclass
 class CacheStats:
     hits: int = 0

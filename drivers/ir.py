@@ -176,6 +176,22 @@ class Builder:
         self.ops.append(Op(name, tuple(inputs), frozen, outs))
         return list(outs)
 
+    def splice(self, program: Program, inputs: Sequence[Value]) -> list[Value]:
+        """Copies `program`'s ops into this builder with its inputs bound to `inputs`; returns its outputs.
+
+        The ops were already checked by their shape rules when `program` was built, so they are not re-run.
+        """
+        env = {p.id: v for p, v in zip(program.inputs, inputs)}
+        for p, v in zip(program.inputs, inputs):
+            if p.type != v.type:
+                raise TypeError(f"splice: input {p} bound to {v}")
+        for op in program.ops:
+            outs = tuple(self._value(o.type) for o in op.outputs)
+            self.ops.append(Op(op.name, tuple(env[i.id] for i in op.inputs), op.attrs, outs))
+            for o, n in zip(op.outputs, outs):
+                env[o.id] = n
+        return [env[v.id] for v in program.outputs]
+
     def finish(self, outputs: Sequence[Value], name: str = "main") -> Program:
         return Program(list(self.inputs), list(self.ops), list(outputs), name)
 

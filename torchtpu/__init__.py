@@ -21,11 +21,14 @@ import torch  # noqa: E402,F401  (when torchtpu is imported first, torch's own a
 
 _autoload()
 
+from torchtpu.execution.deferred import is_materialized, pending_ir  # noqa: E402
+from torchtpu.execution.modes import EagerMode, eager_mode, get_eager_mode, set_eager_mode  # noqa: E402
 from torchtpu.ops.fallback import fallback_counts, reset_fallback_counts  # noqa: E402
 from torchtpu.precision import Precision, precision, set_precision  # noqa: E402
 from torchtpu.stats import reset_stats, stats  # noqa: E402
 
-__all__ = ["Precision", "fallback_counts", "precision", "reset_fallback_counts", "reset_stats", "set_precision",
+__all__ = ["EagerMode", "Precision", "eager_mode", "fallback_counts", "get_eager_mode", "is_materialized",
+           "pending_ir", "precision", "reset_fallback_counts", "reset_stats", "set_eager_mode", "set_precision",
            "stats"]
 
 

@@ -98,6 +98,9 @@ class device:  # noqa: N801 - the name torch.load and user code expect
 
 def synchronize(d: Any = None) -> None:
     """Waits for every launched op on the device (all pending work is flushed first)."""
+    from torchtpu.execution import deferred
+
+    deferred.flush()
     runtime.driver().synchronize(None if d is None else _index(d))
 
 

@@ -63,3 +63,12 @@ def buffer(t: torch.Tensor) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         return alias.view(torch.int16).numpy().view(_BF16)
     return alias.numpy()
+
+
+def scalar_buffer(value: object, dtype: str) -> np.ndarray:
+    """A host scalar as a 0-d buffer of IR dtype `dtype` (hoisted constants of deferred regions)."""
+    from torchtpu.drivers.sim.kernels import NP_DTYPES, store
+
+    if dtype in ("bfloat16", "float16"):
+        return store(np.asarray(value, np.float32), dtype)
+    return np.asarray(value, NP_DTYPES[dtype])

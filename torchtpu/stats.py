@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchtpu import runtime
+from torchtpu.execution import deferred
 from torchtpu.ops.fallback import fallback_counts
 
 
@@ -25,6 +26,8 @@ def stats() -> Stats:
     cache = drv.cache_stats
     out["cache"] = {"hits": cache.hits, "misses": cache.misses, "compiles": cache.compiles,
                     "compile_seconds": cache.compile_seconds}
+    r = deferred.stats
+    out["regions"] = {"flushes": r.flushes, "hits": r.hits, "misses": r.misses, "ops_deferred": r.ops_deferred}
     out["fallbacks"] = fallback_counts()
     out["driver"] = drv.name
     return out
@@ -36,3 +39,4 @@ def reset_stats() -> None:
     cache = drv.cache_stats
     cache.hits = cache.misses = cache.compiles = 0
     cache.compile_seconds = 0.0
+    deferred.reset_stats()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from torchtpu.drivers.base import Driver, Executable
+from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program
 from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers the movement/MXU kernels)
 from torchtpu.drivers.sim.costs import COSTS
@@ -100,12 +100,17 @@ class SimDriver(Driver):
                 device: int = 0) -> None:
         program = exe.program
         env: dict[int, np.ndarray] = {v.id: a for v, a in zip(program.inputs, inputs)}
-        for step in exe.payload:
-            results = step.kernel(step.op, [env[i] for i in step.inputs])
+        for index, step in enumerate(exe.payload):
+            try:
+                results = step.kernel(step.op, [env[i] for i in step.inputs])
+            except Exception as exc:
+                raise ExecutionError(index, step.op.name, exc) from exc
             for vid, value in zip(step.outputs, results):
                 env[vid] = value
-        for v, out in zip(program.outputs, outputs):
-            result = env[v.id]
+        results = [env[v.id] for v in program.outputs]
+        if len(outputs) > 1:  # a result may still view memory that an earlier output write overwrites
+            results = [r.copy() if any(np.may_share_memory(r, o) for o in outputs) else r for r in results]
+        for result, out in zip(results, outputs):
             if result.dtype != out.dtype:
                 result = result.astype(out.dtype)
             np.copyto(out, result, casting="unsafe")

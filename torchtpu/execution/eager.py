@@ -14,7 +14,7 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.drivers.ir import Builder
-from torchtpu.execution import modes
+from torchtpu.execution import deferred, modes
 from torchtpu.ops.prims import convert
 from torchtpu.ops.tracing import TORCH_TO_IR, Sym, tracing
 from torchtpu.precision import current_precision
@@ -84,12 +84,13 @@ class _Scalar:
 
 
 class Traced:
-    """A traced op: its Program's executable plus where the outputs go."""
+    """A traced op: its Program (compiled on first eager launch) plus where the outputs go."""
 
-    __slots__ = ("exe", "out_types", "structure")
+    __slots__ = ("program", "exe", "out_types", "structure")
 
-    def __init__(self, exe: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any) -> None:
-        self.exe, self.out_types, self.structure = exe, out_types, structure
+    def __init__(self, program: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any) -> None:
+        self.program, self.out_types, self.structure = program, out_types, structure
+        self.exe = None
 
 
 def _bind(x: Any, syms: list[Sym]) -> Any:
@@ -147,10 +148,9 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     out_dtypes = [t.dtype for t in write_into] if write_into is not None else None
     full_key = (op_name, key, current_precision(), tuple(out_dtypes or ()))
     traced = _cache.get(full_key)
-    drv = runtime.driver()
     if traced is None:
         program, structure, outs = trace(lowering, tensors, bargs, bkwargs, out_dtypes, name=op_name)
-        traced = Traced(drv.compile(program), [(s.shape, s.dtype) for s in outs], structure)
+        traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure)
         _cache[full_key] = traced
     if write_into is not None:
         outputs = list(write_into)
@@ -161,5 +161,13 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     else:
         dev_obj = torch.device("tpu", dev)
         outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]
-    modes.execute(drv, traced.exe, tensors, outputs, dev, op_name)
+    if modes.get_eager_mode() is modes.EagerMode.DEFER_AND_FUSE and deferred.can_defer(tensors, outputs):
+        deferred.record(op_name, traced.program, tensors, outputs, dev)
+    else:
+        if deferred.pending():
+            deferred.flush()
+        drv = runtime.driver()
+        if traced.exe is None:
+            traced.exe = drv.compile(traced.program)
+        modes.execute(drv, traced.exe, tensors, outputs, dev, op_name)
     return _unflatten(traced.structure, outputs)

@@ -1,7 +1,8 @@
-"""Eager modes: how an executable reaches the driver.
+"""Eager modes: how an op reaches the driver.
 
 DEFER_NEVER launches each op asynchronously in simulated time (host issue and device execution overlap);
-LAUNCH_BLOCKING synchronises after each launch.
+LAUNCH_BLOCKING synchronises after each launch; DEFER_AND_FUSE appends ops to a pending region that is fused,
+cached and launched once at a flush (see deferred.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from torchtpu.drivers.base import Driver
 class EagerMode(enum.Enum):
     DEFER_NEVER = "DEFER_NEVER"
     LAUNCH_BLOCKING = "LAUNCH_BLOCKING"
+    DEFER_AND_FUSE = "DEFER_AND_FUSE"
 
 
 def _parse(value: EagerMode | str) -> EagerMode:
@@ -42,18 +44,29 @@ def get_eager_mode() -> EagerMode:
     return _stack[-1] if _stack else _mode
 
 
+def _flush_pending() -> None:
+    from torchtpu.execution import deferred
+
+    deferred.flush()
+
+
 def set_eager_mode(mode: EagerMode | str) -> None:
+    """Sets the process-wide eager mode (the Python call wins over TORCHTPU_EAGER_MODE)."""
     global _mode
-    _mode = _parse(mode)
+    new = _parse(mode)
+    _flush_pending()
+    _mode = new
 
 
 @contextmanager
 def eager_mode(mode: EagerMode | str) -> Iterator[EagerMode]:
     m = _parse(mode)
+    _flush_pending()
     _stack.append(m)
     try:
         yield m
     finally:
+        _flush_pending()
         _stack.pop()
 
 

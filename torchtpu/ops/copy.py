@@ -14,7 +14,7 @@ from torch._ops import OpOverload
 
 from torchtpu import runtime
 from torchtpu._native import native
-from torchtpu.execution import eager
+from torchtpu.execution import deferred, eager
 from torchtpu.ops.prims import broadcast_to, convert
 from torchtpu.ops.tracing import Sym
 
@@ -22,6 +22,7 @@ aten = torch.ops.aten
 
 
 def _sync(t: torch.Tensor) -> None:
+    deferred.flush()
     runtime.driver().synchronize(t.device.index or 0)
 
 
@@ -51,6 +52,8 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
         _sync(src)
         dst.copy_(native().cpu_alias(src))
         return dst
+    if deferred.touches(dst):  # the pending region reads or writes this storage: materialize first
+        deferred.flush()
     native().cpu_alias(dst).copy_(src)  # cpu -> tpu
     return dst
 

@@ -55,9 +55,23 @@ def _meta(x: Any) -> Any:
     return x
 
 
+_promotions: dict[tuple, tuple[torch.dtype, torch.dtype]] = {}
+
+
+def _promotion_key(a: Any) -> Any:
+    if isinstance(a, Sym):
+        return (a.dtype, a.ndim == 0)
+    return type(a)
+
+
 def result_dtype(*args: Any, kind: Kind = Kind.DEFAULT) -> tuple[torch.dtype, torch.dtype]:
-    """(computation dtype, result dtype) by torch's elementwise promotion rules."""
-    return elementwise_dtypes(*[_meta(a) for a in args if a is not None], type_promotion_kind=kind)
+    """(computation dtype, result dtype) by torch's elementwise promotion rules (memoized by dtype category)."""
+    present = [a for a in args if a is not None]
+    key = (kind, *(_promotion_key(a) for a in present))
+    found = _promotions.get(key)
+    if found is None:
+        found = _promotions[key] = elementwise_dtypes(*[_meta(a) for a in present], type_promotion_kind=kind)
+    return found
 
 
 def convert(x: Sym | Number, dtype: torch.dtype) -> Sym:
@@ -69,6 +83,9 @@ def convert(x: Sym | Number, dtype: torch.dtype) -> Sym:
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    first = tuple(shapes[0])
+    if all(tuple(s) == first for s in shapes[1:]):
+        return first
     return tuple(torch.broadcast_shapes(*shapes))
 
 
