@@ -125,6 +125,29 @@ def _linear_index(offset: int, sizes: tuple[int, ...], strides: tuple[int, ...])
     return P.reshape(index, (-1,))
 
 
+def _strided_block(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> Sym | None:
+    """A strided view as slice -> reshape -> slice -> transpose, when each stride (largest first) is a multiple
+    of the next and rows do not overlap (split/chunk/narrow/transpose of views in real models); else None."""
+    dims = [d for d in range(len(sizes)) if sizes[d] != 1]
+    order = sorted(dims, key=lambda d: -strides[d])
+    ns = [sizes[d] for d in order]
+    ss = [strides[d] for d in order]
+    if any(ss[j] % ss[j + 1] or ns[j + 1] * ss[j + 1] > ss[j] for j in range(len(ss) - 1)):
+        return None
+    span = ns[0] * ss[0]
+    part = P.slice_dim(flat, 0, offset, min(offset + span, flat.shape[0]))
+    if part.shape[0] < span:
+        part = P.emit1("pad", [part], value=0, low=(0,), high=(span - part.shape[0],), interior=(0,))
+    block = [ns[0]] + [ss[j] // ss[j + 1] for j in range(len(ss) - 1)] + [ss[-1]]
+    x = P.reshape(part, block)
+    limits = tuple(ns) + (1,)
+    if tuple(block) != limits:
+        x = P.emit1("slice", [x], start=(0,) * len(block), limit=limits, strides=(1,) * len(block))
+    x = P.reshape(x, ns)
+    x = P.transpose(x, [order.index(d) for d in dims])
+    return P.reshape(x, sizes)
+
+
 def _view(flat: Sym, t: torch.Tensor) -> Sym:
     """The IR value of tensor `t` read through its storage's flat value."""
     sizes, strides, offset = tuple(t.shape), tuple(t.stride()), t.storage_offset()
@@ -135,12 +158,9 @@ def _view(flat: Sym, t: torch.Tensor) -> Sym:
     if 0 in strides:  # expanded dims: read the unexpanded view, then broadcast
         base = t.as_strided([1 if st == 0 else sz for sz, st in zip(sizes, strides)], strides, offset)
         return P.broadcast_to(_view(flat, base), sizes)
-    order = sorted(range(len(sizes)), key=lambda d: -strides[d])
-    permuted = tuple(sizes[d] for d in order)
-    if tuple(strides[d] for d in order) == _contiguous_strides(permuted):
-        part = flat if (offset == 0 and numel == n) else P.slice_dim(flat, 0, offset, offset + numel)
-        inverse = [order.index(d) for d in range(len(sizes))]
-        return P.transpose(P.reshape(part, permuted), inverse)
+    block = _strided_block(flat, offset, sizes, strides)
+    if block is not None:
+        return block
     return P.reshape(P.emit1("index_select", [flat, _linear_index(offset, sizes, strides)], dimension=0), sizes)
 
 
