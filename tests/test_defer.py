@@ -50,7 +50,7 @@ def _run(ops, mode):
         try:
             for name in ops:
                 x = STEPS[name](x, a, c)
-        except RuntimeError as exc:
+        except (RuntimeError, IndexError) as exc:
             return ("error", type(exc).__name__)
         return ("ok", x.cpu())
 
