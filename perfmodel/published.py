@@ -1,0 +1,109 @@
+"""Published TPU training results used to validate the perfmodel (tpu-facts.md section 4).
+
+Each `Case` holds what the publisher ran (model, chips, slices, per-device batch, sequence, layout, remat,
+attention) and what it reported (MFU, TFLOP/s per chip). All these recipes count causal attention in full
+(older MaxText convention; checked on 4c: 462.297 TFLOP/s x 42.656 s / 40960 tokens = 481.4 GFLOP/token, our
+`flops_per_token(..., causal="full")` gives 481.4). Run settings come from the MaxText scripts cited in
+`source`; where a script changed over time the earliest version matching the result is used, noted in `note`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CASES", "Case", "cases"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published training result and the run settings behind it."""
+
+    id: str
+    group: str
+    model: str
+    chip: str
+    chips: int
+    slices: int
+    per_device_batch: float
+    seq_len: int
+    layout: str
+    remat: str
+    mfu: float
+    tflops_per_chip: float | None
+    source: str
+    offload: bool = False
+    block: int = 512
+    convention: str = "full"
+    note: str = ""
+
+
+_V5E = "[MT-v5e] MaxText configs/v5e/README.md; scripts configs/v5e/{16b,32b,64b,128b}.sh"
+_V5E_RUNS = {  # model: (per_device_batch, layout within a slice, remat, note)
+    "maxtext-16b": (6, "fsdp=256", "full", ""),
+    "maxtext-32b": (4, "fsdp=256", "full", ""),
+    "maxtext-64b": (2, "fsdp=256", "full", ""),
+    "maxtext-128b": (0.5, "fsdp=16,tp=16", "full",
+                     "128b.sh first version (per_device_batch .5, fsdp 16 x tp 16, default remat); later "
+                     "versions use batch 1 with minimal_offloaded"),
+}
+# TFLOP/s per chip and MFU for 1, 2, 4, 8, 16, 32 slices of v5e-256 [MT-v5e] (tpu-facts 4e)
+_V5E_PUBLISHED = {
+    "maxtext-16b": ((120, 117, 117, 115, 111, 108), (61.10, 59.37, 59.14, 58.27, 56.56, 54.65)),
+    "maxtext-32b": ((132, 128, 126, 125, 123, 119), (66.86, 64.81, 64.10, 63.67, 62.26, 60.40)),
+    "maxtext-64b": ((118, 112, 110, 108, 105, 99), (59.90, 56.66, 55.85, 54.96, 53.29, 50.18)),
+    "maxtext-128b": ((110, 110, 108, 104, 100, 91), (56.06, 55.82, 54.93, 52.93, 50.86, 46.25)),
+}
+
+
+def _v5e_cases() -> list[Case]:
+    out = []
+    for model, (tfl, mfu) in _V5E_PUBLISHED.items():
+        pdb, lay, remat, note = _V5E_RUNS[model]
+        for i, k in enumerate((1, 2, 4, 8, 16, 32)):
+            out.append(Case(
+                id=f"v5e {model.split('-')[1].upper()} {k}x256", group="v5e multislice", model=model, chip="v5e",
+                chips=256 * k, slices=k, per_device_batch=pdb, seq_len=2048, layout=lay, remat=remat,
+                mfu=mfu[i] / 100, tflops_per_chip=tfl[i], source=_V5E, note=note))
+    return out
+
+
+_V5P = "[MT-readme] MaxText README 'Runtime Performance Results'; scripts configs/v5p/*.sh"
+_V5P_CASES = [
+    # id, model, chips (v5p-N has N TensorCores = N/2 chips), slices, pdb, layout, remat, MFU %, TFLOP/s, note
+    ("v5p 32B v5p-128", "maxtext-32b", 64, 1, 7, "fsdp=16,tp=4", "minimal", 67.76, 328,
+     "README MFU column; 328 TFLOP/s is 71.5% of 459 (configs/v5p/README.md says 71.47%)"),
+    ("v5p 64B v5p-128", "maxtext-64b", 64, 1, 3, "fsdp=16,tp=4", "minimal", 70.31, 323, ""),
+    ("v5p 128B v5p-256", "maxtext-128b", 128, 1, 1, "fsdp=16,tp=8", "minimal", 68.68, 315, ""),
+    ("v5p 128B v5p-512", "maxtext-128b", 256, 1, 1, "fsdp=32,tp=8", "minimal", 68.53, 315, ""),
+    ("v5p 256B v5p-1024", "maxtext-256b", 512, 1, 1, "fsdp=64,tp=8", "minimal", 68.82, 316, ""),
+    ("v5p 512B v5p-1024", "maxtext-512b", 512, 1, 2, "fsdp=64,tp=8", "full", 63.99, 294, ""),
+    ("v5p 1024B v5p-2048", "maxtext-1024b", 1024, 1, 2, "fsdp=128,tp=8", "full", 64.05, 249,
+     "README MFU column; its 249 TFLOP/s is 54.2% of 459, configs/v5p/README.md reports 254 / 55.35%"),
+    ("v5p 1024B v5p-4096", "maxtext-1024b", 2048, 1, 2, "fsdp=256,tp=8", "full", 64.80, 297, ""),
+    ("v5p 1160B v5p-7680", "maxtext-1160b", 3840, 1, 2, "fsdp=240,tp=16", "full", 64.27, 295,
+     "settings of configs/v5p/v5p-12288.sh; one 12x16x20 slice assumed"),
+    ("v5p 1160B v5p-12288", "maxtext-1160b", 6144, 3, 2, "fsdp=128,tp=16", "full", 66.23, 304,
+     "configs/v5p/v5p-12288.sh: 3 slices of v5p-4096 over DCN"),
+]
+
+
+def _v5p_cases() -> list[Case]:
+    return [Case(id=i, group="v5p dense", model=m, chip="v5p", chips=c, slices=s, per_device_batch=b, seq_len=2048,
+                 layout=lay, remat=r, mfu=mfu / 100, tflops_per_chip=tf, source=_V5P, note=n)
+            for i, m, c, s, b, lay, r, mfu, tf, n in _V5P_CASES]
+
+
+_V6E = Case(
+    id="v6e Llama3.1-70B v6e-256", group="v6e", model="llama3.1-70b", chip="v6e", chips=256, slices=1,
+    per_device_batch=5, seq_len=8192, layout="fsdp=256", remat="save_qkv", offload=True, block=2048,
+    mfu=462.297 / 918, tflops_per_chip=462.297,
+    source="[TR-v6e] tpu-recipes training/trillium/Llama3.1-70B-MaxText/v6e-256 (MaxText tpu-recipes-v0.1.4)",
+    note="remat custom: decoder_layer_input, query/key/value_proj offloaded; flash blocks 2048",
+)
+
+CASES: tuple[Case, ...] = tuple(_v5e_cases() + _v5p_cases() + [_V6E])
+
+
+def cases(group: str | None = None) -> list[Case]:
+    """All published cases, or those of one group ('v5e multislice', 'v5p dense', 'v6e')."""
+    return [c for c in CASES if group is None or c.group == group]
