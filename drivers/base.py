@@ -42,6 +42,10 @@ class Driver(ABC):
     """One machine kind: the simulator, or a PJRT client."""
 
     name: str = "driver"
+    # True when buffers are host memory the front end may view directly (the simulator). Otherwise every
+    # program input/output is a whole storage's buffer from `storage_buffer`, and values cross the host
+    # boundary only through read_storage / write_storage.
+    host_addressable: bool = True
 
     def __init__(self) -> None:
         self._cache: dict[tuple, Executable] = {}
@@ -87,6 +91,23 @@ class Driver(ABC):
     @abstractmethod
     def synchronize(self, device: int | None = None) -> None:
         """Waits until every launched executable on `device` (all devices if None) has finished."""
+
+    # -- storages (drivers whose memory is not host-addressable) --
+    def storage_buffer(self, key: int, nbytes: int, dtype: str, device: int) -> Any:
+        """The buffer standing for a whole storage (flat, nbytes // itemsize elements of `dtype`)."""
+        raise NotImplementedError(f"the {self.name} driver's buffers are host memory")
+
+    def read_storage(self, key: int, nbytes: int, dtype: str, device: int) -> Any:
+        """A flat host copy (numpy) of a storage's contents."""
+        raise NotImplementedError(f"the {self.name} driver's buffers are host memory")
+
+    def write_storage(self, key: int, array: Any, device: int) -> None:
+        """Replaces a storage's whole contents with the flat host array `array`."""
+        raise NotImplementedError(f"the {self.name} driver's buffers are host memory")
+
+    def free_storage(self, key: int) -> None:
+        """Drops the buffer of a storage the allocator has freed."""
+        raise NotImplementedError(f"the {self.name} driver's buffers are host memory")
 
     # -- stats --
     @abstractmethod

@@ -40,9 +40,15 @@ def make_driver(name: str) -> Driver:
         from torchtpu.drivers.sim.driver import SimDriver
 
         return SimDriver()
-    raise RuntimeError(
-        "TORCHTPU_DRIVER=pjrt is not available yet in this build of torchtpu: the PJRT driver (libtpu, or "
-        "JAX's CPU client for testing) lands with its own issue. Use TORCHTPU_DRIVER=sim (the default).")
+    try:
+        from torchtpu.drivers.pjrt.driver import PjrtDriver
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("torchtpu.drivers.pjrt"):
+            raise RuntimeError(
+                "TORCHTPU_DRIVER=pjrt is not available yet in this build of torchtpu: the PJRT driver (libtpu, "
+                "or JAX's CPU client for testing) lands with its own issue. Use TORCHTPU_DRIVER=sim.") from exc
+        raise
+    return PjrtDriver()
 
 
 def driver() -> Driver:
@@ -63,6 +69,61 @@ def buffer(t: torch.Tensor) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         return alias.view(torch.int16).numpy().view(_BF16)
     return alias.numpy()
+
+
+def _ir_dtype(dtype: torch.dtype) -> str:
+    from torchtpu.ops.tracing import TORCH_TO_IR
+
+    return TORCH_TO_IR[dtype]
+
+
+def storage_handle(holder: torch.Tensor) -> object:
+    """The driver buffer for a whole storage (`holder` is a flat view of all of it)."""
+    drv = driver()
+    if drv.host_addressable:
+        return buffer(holder)
+    storage = holder.untyped_storage()
+    return drv.storage_buffer(storage.data_ptr(), storage.nbytes(), _ir_dtype(holder.dtype),
+                              holder.device.index or 0)
+
+
+def collect_freed() -> None:
+    """Tells a non-host-addressable driver which storages the allocator has freed."""
+    drv = driver()
+    if not drv.host_addressable:
+        for key in native().drain_freed():
+            drv.free_storage(key)
+
+
+def _flat_host(t: torch.Tensor) -> torch.Tensor:
+    storage = t.untyped_storage()
+    drv = driver()
+    flat = drv.read_storage(storage.data_ptr(), storage.nbytes(), _ir_dtype(t.dtype), t.device.index or 0)
+    if t.dtype == torch.bfloat16:
+        return torch.from_numpy(np.ascontiguousarray(flat).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(flat))
+
+
+def host_tensor(t: torch.Tensor) -> torch.Tensor:
+    """A CPU tensor with `t`'s values (zero-copy for the simulator; a device read otherwise). Flush first."""
+    if driver().host_addressable:
+        return native().cpu_alias(t)
+    return _flat_host(t).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def write_from_host(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """dst (a tpu tensor, any view) = src (CPU), with broadcasting and dtype conversion. Flush first."""
+    drv = driver()
+    if drv.host_addressable:
+        native().cpu_alias(dst).copy_(src)
+        return
+    storage = dst.untyped_storage()
+    n = storage.nbytes() // dst.element_size()
+    covers = dst.is_contiguous() and dst.storage_offset() == 0 and dst.numel() == n
+    flat = torch.empty(n, dtype=dst.dtype) if covers else _flat_host(dst).clone()
+    flat.as_strided(dst.shape, dst.stride(), dst.storage_offset()).copy_(src)
+    array = flat.view(torch.int16).numpy().view(_BF16) if dst.dtype == torch.bfloat16 else flat.numpy()
+    drv.write_storage(storage.data_ptr(), array, dst.device.index or 0)
 
 
 def scalar_buffer(value: object, dtype: str) -> np.ndarray:

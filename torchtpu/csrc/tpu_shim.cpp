@@ -33,6 +33,10 @@ struct DeviceCounters {
 };
 
 static DeviceCounters g_counters[kMaxDevices];
+// Drivers whose device memory is not host memory (PJRT) keep a buffer per storage; they learn of frees here.
+static std::atomic<bool> g_track_frees{false};
+static std::mutex g_freed_mutex;
+static std::vector<int64_t> g_freed;
 static std::atomic<int> g_device_count{1};
 static thread_local c10::DeviceIndex t_current_device = 0;
 
@@ -44,6 +48,10 @@ struct Block {
 
 static void delete_block(void* ctx) {
   auto* block = static_cast<Block*>(ctx);
+  if (g_track_frees.load()) {
+    std::lock_guard<std::mutex> lock(g_freed_mutex);
+    g_freed.push_back(reinterpret_cast<int64_t>(block->ptr));
+  }
   g_counters[block->device].allocated -= block->size;
   g_counters[block->device].num_frees += 1;
   std::free(block->ptr);
@@ -233,6 +241,15 @@ static void set_device_count(int64_t n) {
   g_device_count = static_cast<int>(n);
 }
 
+static void set_track_frees(bool on) { g_track_frees = on; }
+
+static std::vector<int64_t> drain_freed() {
+  std::lock_guard<std::mutex> lock(g_freed_mutex);
+  std::vector<int64_t> out;
+  out.swap(g_freed);
+  return out;
+}
+
 static int64_t storage_ptr(const at::Tensor& t) {
   return reinterpret_cast<int64_t>(t.storage().data());
 }
@@ -246,4 +263,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_limit", &torchtpu::set_limit);
   m.def("set_device_count", &torchtpu::set_device_count);
   m.def("storage_ptr", &torchtpu::storage_ptr);
+  m.def("set_track_frees", &torchtpu::set_track_frees);
+  m.def("drain_freed", &torchtpu::drain_freed);
 }

@@ -68,8 +68,9 @@ def pending() -> bool:
     return bool(_region.builder.ops) or bool(_region.storages)
 
 
-def _key(t: torch.Tensor) -> int:
-    return t.untyped_storage().data_ptr()
+def _key(t: torch.Tensor) -> int | tuple:
+    ptr = t.untyped_storage().data_ptr()
+    return ptr if ptr else ("empty", t.dtype)  # every zero-byte storage has address 0
 
 
 def _user_line() -> str:
@@ -170,6 +171,8 @@ def _read(t: torch.Tensor) -> Value:
 
 
 def _write(t: torch.Tensor, value: Value) -> None:
+    if t.numel() == 0:
+        return
     covers = (t.storage_offset() == 0 and tuple(t.stride()) == _contiguous_strides(tuple(t.shape))
               and t.numel() * t.element_size() == t.untyped_storage().nbytes())
     entry = _entry(t, need_input=not covers)
@@ -214,6 +217,8 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
            device: int) -> None:
     """Appends one traced op to the pending region: inputs are read through their storages, outputs written."""
     hoisted, constants = _hoist_scalars(program)
+    if _region.device >= 0 and device != _region.device:
+        flush()
     with _lock, tracing(_region.builder):
         _region.device = device
         start = len(_region.builder.ops)
@@ -257,9 +262,10 @@ def flush() -> None:
         miss = drv.cache_stats.misses > misses_before
         _count(program, miss)
         try:
-            buffers = [runtime.buffer(e.holder) for e in inputs]
+            runtime.collect_freed()
+            buffers = [runtime.storage_handle(e.holder) for e in inputs]
             buffers += [runtime.scalar_buffer(value, v.dtype) for v, value in region.scalars]
-            drv.execute(exe, buffers, [runtime.buffer(e.holder) for e in written], max(region.device, 0))
+            drv.execute(exe, buffers, [runtime.storage_handle(e.holder) for e in written], max(region.device, 0))
         except ExecutionError as exc:
             where = _origin_of_region(region, exc.op_index)
             raise RuntimeError(f"{exc.cause} (in {where}; raised when the deferred region ran)") from exc.cause

@@ -161,12 +161,17 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     else:
         dev_obj = torch.device("tpu", dev)
         outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]
-    if modes.get_eager_mode() is modes.EagerMode.DEFER_AND_FUSE and deferred.can_defer(tensors, outputs):
+    drv = runtime.driver()
+    mode = modes.get_eager_mode()
+    if not drv.host_addressable:  # every op goes through storage-level buffers; eager modes flush each op
+        deferred.record(op_name, traced.program, tensors, outputs, dev)
+        if mode is not modes.EagerMode.DEFER_AND_FUSE:
+            deferred.flush()
+    elif mode is modes.EagerMode.DEFER_AND_FUSE and deferred.can_defer(tensors, outputs):
         deferred.record(op_name, traced.program, tensors, outputs, dev)
     else:
         if deferred.pending():
             deferred.flush()
-        drv = runtime.driver()
         if traced.exe is None:
             traced.exe = drv.compile(traced.program)
         modes.execute(drv, traced.exe, tensors, outputs, dev, op_name)

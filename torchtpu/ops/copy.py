@@ -13,7 +13,6 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu import runtime
-from torchtpu._native import native
 from torchtpu.execution import deferred, eager
 from torchtpu.ops.prims import broadcast_to, convert
 from torchtpu.ops.tracing import Sym
@@ -46,15 +45,15 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
             eager.run("aten::copy_", lowering, (src,), {}, write_into=[dst])
             return dst
         _sync(src)
-        native().cpu_alias(dst).copy_(native().cpu_alias(src))
+        runtime.write_from_host(dst, runtime.host_tensor(src))
         return dst
     if src.device.type == "tpu":  # tpu -> cpu
         _sync(src)
-        dst.copy_(native().cpu_alias(src))
+        dst.copy_(runtime.host_tensor(src))
         return dst
     if deferred.touches(dst):  # the pending region reads or writes this storage: materialize first
         deferred.flush()
-    native().cpu_alias(dst).copy_(src)  # cpu -> tpu
+    runtime.write_from_host(dst, src)  # cpu -> tpu
     return dst
 
 
@@ -66,7 +65,7 @@ def copy_from_and_resize(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
 
 def local_scalar_dense(t: torch.Tensor) -> Any:
     _sync(t)
-    return native().cpu_alias(t).item()
+    return runtime.host_tensor(t).item()
 
 
 def register(impl: Callable[[OpOverload, Callable[..., Any], str], None]) -> None:
