@@ -93,6 +93,10 @@ class ChipSpec:
         return axis >= m and axis % m == 0
 
 
+# other spellings, including JAX device_kind strings ([JAX-info] / tpu-chips.json "jax_device_kind")
+_ALIASES = {"v5lite": "v5e", "v5": "v5p", "v6lite": "v6e", "v6": "v6e", "7x": "v7x", "v7": "v7x",
+            "ironwood": "v7x", "trillium": "v6e"}
+
 DEFAULT_CHIP = "v5e"  # project default ([DESIGN] sim options TORCHTPU_CHIP, default v5e)
 
 _META = ("sources", "unknown", "notes", "alternates")
@@ -138,7 +142,8 @@ CHIPS: dict[str, ChipSpec] = load_chips()
 
 
 def get_chip(name: str | ChipSpec | None = None) -> ChipSpec:
-    """Return the ChipSpec for a short name ('v5e', case-insensitive; 'tpu v5e' and 'TPU7x' also accepted).
+    """Return the ChipSpec for a short name ('v5e', case-insensitive; 'TPU v5e', JAX device kinds such as
+    'TPU v5 lite' or 'TPU7x', and display names are also accepted).
 
     None returns the default chip (v5e). A ChipSpec is returned unchanged. Unknown names raise ValueError
     listing the valid ones.
@@ -147,13 +152,10 @@ def get_chip(name: str | ChipSpec | None = None) -> ChipSpec:
         return name
     if name is None:
         return CHIPS[DEFAULT_CHIP]
-    key = str(name).strip().lower().replace(" ", "")
+    key = str(name).strip().lower().replace(" ", "").replace("(trillium)", "").replace("(ironwood)", "")
     if key.startswith("tpu"):
         key = key[3:]
-    if key in ("7x", "ironwood"):
-        key = "v7x"
-    if key == "trillium":
-        key = "v6e"
+    key = _ALIASES.get(key, key)
     if key in CHIPS:
         return CHIPS[key]
     raise ValueError(f"unknown TPU chip {name!r}; valid chips: {', '.join(CHIPS)}")

@@ -60,6 +60,12 @@ def _round_bits_loop(src: np.ndarray, dst: np.ndarray) -> None:
 
 
 @njit(cache=True)
+def _widen_loop(src: np.ndarray, dst: np.ndarray) -> None:
+    for i in range(src.size):
+        dst[i] = np.uint32(src[i]) << np.uint32(16)
+
+
+@njit(cache=True)
 def _to_bf16_bits_loop(src: np.ndarray, dst: np.ndarray) -> None:
     for i in range(src.size):
         dst[i] = np.uint16(_rne_bits(src[i]) >> np.uint32(16))
@@ -113,7 +119,9 @@ def from_bf16(x: np.ndarray) -> np.ndarray:
     if x.dtype != BF16:
         return np.asarray(x, dtype=np.float32)
     x = np.ascontiguousarray(x)
-    return (x.view(np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+    out = np.empty(x.shape, np.float32)
+    _widen_loop(x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint32))
+    return out
 
 
 def truncate_bf16(x: np.ndarray) -> np.ndarray:

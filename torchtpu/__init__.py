@@ -1,6 +1,7 @@
 """torchtpu: Google TPUs as a native PyTorch device ("tpu"), simulator-first.
 
 `import torch` is enough (autoload through the `torch.backends` entry point); `import torchtpu` also works.
+The torch-free parts (`torchtpu.sim`, `torchtpu.perfmodel`, `torchtpu.drivers`) import without torch installed.
 """
 
 from __future__ import annotations
@@ -17,15 +18,23 @@ def _autoload() -> None:
     register()
 
 
-import torch  # noqa: E402,F401  (when torchtpu is imported first, torch's own autoload calls _autoload above)
+try:
+    import torch  # noqa: F401  (when torchtpu is imported first, torch's own autoload calls _autoload above)
+except ModuleNotFoundError as _exc:  # pragma: no cover - exercised by the torch-free tests of sim/perfmodel
+    if _exc.name != "torch":
+        raise
+    _HAVE_TORCH = False
+else:
+    _HAVE_TORCH = True
 
-_autoload()
+if _HAVE_TORCH:
+    _autoload()
 
-from torchtpu.execution.deferred import is_materialized, pending_ir  # noqa: E402
-from torchtpu.execution.modes import EagerMode, eager_mode, get_eager_mode, set_eager_mode  # noqa: E402
-from torchtpu.ops.fallback import fallback_counts, reset_fallback_counts  # noqa: E402
-from torchtpu.precision import Precision, precision, set_precision  # noqa: E402
-from torchtpu.stats import reset_stats, stats  # noqa: E402
+    from torchtpu.execution.deferred import is_materialized, pending_ir
+    from torchtpu.execution.modes import EagerMode, eager_mode, get_eager_mode, set_eager_mode
+    from torchtpu.ops.fallback import fallback_counts, reset_fallback_counts
+    from torchtpu.precision import Precision, precision, set_precision
+    from torchtpu.stats import reset_stats, stats
 
 __all__ = ["EagerMode", "Precision", "eager_mode", "fallback_counts", "get_eager_mode", "is_materialized",
            "pending_ir", "precision", "reset_fallback_counts", "reset_stats", "set_eager_mode", "set_precision",
@@ -33,4 +42,6 @@ __all__ = ["EagerMode", "Precision", "eager_mode", "fallback_counts", "get_eager
 
 
 def __getattr__(name: str) -> Any:
+    if not _HAVE_TORCH and name in __all__:
+        raise ImportError(f"torchtpu.{name} needs PyTorch: pip install torch==2.13.0")
     raise AttributeError(f"module 'torchtpu' has no attribute {name!r}")

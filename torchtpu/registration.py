@@ -48,4 +48,7 @@ def register() -> None:
         from torchtpu.ops.registry import register_all
 
         register_all()
+        from torchtpu.compile.backend import register as register_compile_backend
+
+        register_compile_backend()
         _done = True

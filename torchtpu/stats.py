@@ -28,6 +28,9 @@ def stats() -> Stats:
                     "compile_seconds": cache.compile_seconds}
     r = deferred.stats
     out["regions"] = {"flushes": r.flushes, "hits": r.hits, "misses": r.misses, "ops_deferred": r.ops_deferred}
+    from torchtpu.compile.backend import compile_stats
+
+    out["compile"] = compile_stats()
     out["fallbacks"] = fallback_counts()
     out["driver"] = drv.name
     return out
@@ -40,3 +43,6 @@ def reset_stats() -> None:
     cache.hits = cache.misses = cache.compiles = 0
     cache.compile_seconds = 0.0
     deferred.reset_stats()
+    from torchtpu.compile.backend import reset_compile_stats
+
+    reset_compile_stats()

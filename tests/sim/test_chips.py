@@ -21,6 +21,11 @@ def test_get_chip_case_insensitive_and_default():
     assert get_chip("V5E") is CHIPS["v5e"]
     assert get_chip("TPU v6e") is CHIPS["v6e"]
     assert get_chip("TPU7x") is CHIPS["v7x"]
+    for spec in CHIPS.values():
+        assert get_chip(spec.display_name) is spec
+    kinds = {"TPU v4": "v4", "TPU v5 lite": "v5e", "TPU v5": "v5p", "TPU v6 lite": "v6e", "TPU7x": "v7x"}
+    for kind, name in kinds.items():  # JAX device_kind strings
+        assert get_chip(kind).name == name
     assert get_chip(None) is CHIPS["v5e"]
     assert get_chip(CHIPS["v4"]) is CHIPS["v4"]
 

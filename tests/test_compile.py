@@ -1,0 +1,135 @@
+"""torch.compile(backend="tpu"), tested the way PyTorch tests its backends (openreg's test_compile)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch._dynamo.testing import CompileCounterWithBackend
+
+import torchtpu
+from torchtpu.models.tiny_gpt import Block, GPTConfig, TinyGPT, synthetic_batch
+
+
+def _mlp() -> nn.Module:
+    return nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4))
+
+
+def test_backend_is_registered():
+    assert "tpu" in torch._dynamo.list_backends()
+
+
+def test_fullgraph_mlp_matches_eager_forward_and_backward(tpu):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _mlp().to(tpu)
+    x = torch.randn(8, 16).to(tpu)
+    counter = CompileCounterWithBackend("tpu")
+    compiled = torch.compile(model, backend=counter, fullgraph=True)
+    with torchtpu.precision("HIGHEST"):
+        eager_out = model(x)
+        eager_out.square().sum().backward()
+        eager_grads = [p.grad.cpu() for p in model.parameters()]
+        model.zero_grad()
+        out = compiled(x)
+        out.square().sum().backward()
+    assert counter.frame_count == 1
+    assert out.device.type == "tpu"
+    torch.testing.assert_close(out.cpu(), eager_out.cpu(), rtol=1e-6, atol=1e-6)
+    for p, g in zip(model.parameters(), eager_grads):
+        torch.testing.assert_close(p.grad.cpu(), g, rtol=1e-5, atol=1e-6)
+    assert torchtpu.fallback_counts() == {}
+
+
+def test_transformer_block_fullgraph(tpu):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    block = Block(GPTConfig(d_model=32, heads=4, ffn=64)).to(tpu)
+    x = torch.randn(2, 8, 32).to(tpu)
+    compiled = torch.compile(block, backend="tpu", fullgraph=True)
+    with torchtpu.precision("HIGHEST"):
+        torch.testing.assert_close(compiled(x).cpu(), block(x).cpu(), rtol=1e-5, atol=1e-5)
+
+
+def test_fake_tensors_in_the_backend_are_on_tpu(tpu):
+    torch._dynamo.reset()
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.extend(str(t.device) for t in example_inputs if isinstance(t, torch.Tensor))
+        return gm
+
+    torch.compile(lambda a: a.sin() + 1, backend=backend)(torch.randn(3).to(tpu))
+    assert seen == ["tpu:0"]
+
+
+def test_compiled_training_step_matches_eager_and_compiles_once(tpu):
+    torch._dynamo.reset()
+    torchtpu.reset_stats()
+    cfg = GPTConfig(vocab=32, seq=8, d_model=16, heads=2, layers=1, ffn=32)
+    losses = {}
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        model = TinyGPT(cfg).to(tpu)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+
+        def step(x, y, model=model):
+            loss = model.loss(x, y)
+            loss.backward()
+            return loss
+
+        fn = torch.compile(step, backend="tpu") if compiled else step
+        gen = torch.Generator().manual_seed(0)
+        out = []
+        with torchtpu.precision("HIGHEST"):
+            for _ in range(6):
+                x, y = synthetic_batch(cfg, 4, gen)
+                opt.zero_grad()
+                out.append(fn(x.to(tpu), y.to(tpu)).item())
+                opt.step()
+        losses[compiled] = out
+    assert losses[True] == losses[False]
+    stats = torchtpu.stats()["compile"]
+    assert stats["graphs"] == 2 and stats["programs"] == 2  # one forward and one backward graph
+    assert torchtpu.fallback_counts() == {}
+
+
+def test_graph_break_falls_back_to_eager_on_tpu(tpu):
+    torch._dynamo.reset()
+
+    def f(x):
+        y = x * 2
+        print("graph break")  # noqa: T201
+        return y.exp()
+
+    x = torch.randn(4).to(tpu)
+    out = torch.compile(f, backend="tpu")(x)
+    assert out.device.type == "tpu"
+    torch.testing.assert_close(out.cpu(), (x.cpu() * 2).exp())
+
+
+def test_recompiles_are_counted_with_a_reason(tpu):
+    torch._dynamo.reset()
+    torchtpu.reset_stats()
+    f = torch.compile(lambda a: a.relu() * 3, backend="tpu", dynamic=False)
+    f(torch.randn(4).to(tpu))
+    f(torch.randn(5).to(tpu))
+    stats = torchtpu.stats()["compile"]
+    assert stats["recompiles"] >= 1
+    assert any("size" in r or "shape" in r for r in stats["recompile_reasons"])
+
+
+def test_dynamic_shapes_use_one_graph(tpu):
+    torch._dynamo.reset()
+    torchtpu.reset_stats()
+    f = torch.compile(lambda a: (a * 2).softmax(-1).sum(-1), backend="tpu", dynamic=True)
+    for n in (5, 7, 9, 11):
+        x = torch.randn(3, n)
+        torch.testing.assert_close(f(x.to(tpu)).cpu(), (x * 2).softmax(-1).sum(-1))
+    assert torchtpu.stats()["compile"]["graphs"] == 1
+
+
+def test_inductor_on_cpu_still_works_with_torchtpu_imported():
+    torch._dynamo.reset()
+    f = torch.compile(lambda a: a.cos() + a, backend="inductor")
+    x = torch.randn(8)
+    torch.testing.assert_close(f(x), x.cos() + x)

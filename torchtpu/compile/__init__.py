@@ -1,0 +1,1 @@
+"""The torch.compile backend "tpu" (see backend.py)."""

@@ -1,0 +1,255 @@
+"""`torch.compile(backend="tpu")`: AOTAutograd with the core-ATen decompositions gives functional forward and
+backward ATen graphs; each graph is lowered node by node through the same lowering table as eager mode into one
+IR Program, compiled once by the driver and launched as one executable per call. Inputs and outputs stay on
+the device; graph breaks run the code in between eagerly on "tpu".
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch._decomp import core_aten_decompositions
+from torch._dynamo.backends.common import aot_autograd
+from torch._dynamo.backends.registry import register_backend
+
+from torchtpu import runtime
+from torchtpu.compile.views import VIEW_LOWERINGS
+from torchtpu.drivers.ir import Builder, Program
+from torchtpu.execution import deferred, modes
+from torchtpu.ops.registry import OP_TABLE, RANDOM_OPS
+from torchtpu.ops.tracing import TORCH_TO_IR, Sym, tracing
+from torchtpu.precision import current_precision
+
+
+@dataclass
+class CompileStats:
+    graphs: int = 0
+    programs: int = 0
+    calls: int = 0
+    trace_seconds: float = 0.0
+    recompile_reasons: list[str] = field(default_factory=list)
+
+
+stats = CompileStats()
+_lock = threading.Lock()
+
+
+_PYTHON_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv,
+                      operator.mod, operator.neg, operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
+                      operator.ge, operator.pow}
+
+
+class UnsupportedNode(NotImplementedError):
+    pass
+
+
+def _lowering_for(target: Any) -> Callable[..., Any] | None:
+    fn = VIEW_LOWERINGS.get(target)
+    if fn is None:
+        fn = OP_TABLE.get(target)
+    if fn is None and isinstance(target, torch._ops.OpOverload):
+        # in-place and out= siblings never appear in functional graphs; a decomposition may exist
+        from torch._decomp import decomposition_table
+
+        decomp = decomposition_table.get(target)
+        if decomp is not None:
+            return _decomposed(decomp)
+    return fn
+
+
+def _decomposed(decomp: Callable[..., Any]) -> Callable[..., Any]:
+    def lowering(*args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedNode("nested decomposition")
+
+    lowering.decomp = decomp  # type: ignore[attr-defined]
+    return lowering
+
+
+@dataclass
+class _Traced:
+    program: Program
+    output_map: list[tuple[str, int]]  # per graph output: ("value", program output index) | ("input", index)
+    random_nodes: list[int]  # draws per random op, in program input order after the graph inputs
+    exe: Any = None
+
+
+def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _Traced:
+    builder = Builder()
+    env: dict[torch.fx.Node, Any] = {}
+    random_draws: list[int] = []
+    input_syms: list[Sym] = []
+    with tracing(builder):
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for node, value in zip(placeholders, inputs):
+            if isinstance(value, torch.Tensor):
+                sym = Sym(builder.input(tuple(value.shape), TORCH_TO_IR[value.dtype]))
+                env[node] = sym
+                input_syms.append(sym)
+            else:
+                env[node] = value
+        rng_inputs: list[Sym] = []
+        for node in gm.graph.nodes:
+            if node.op != "call_function":
+                continue
+            args = torch.fx.node.map_arg(node.args, lambda n: env[n])
+            kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+            if node.target is operator.getitem:
+                env[node] = args[0][args[1]]
+                continue
+            if node.target in _PYTHON_ARITHMETIC:  # SymInt arithmetic of dynamic shapes: concrete here
+                env[node] = node.target(*args)
+                continue
+            if node.target is torch.ops.aten.sym_size.int:
+                env[node] = args[0].shape[args[1]]
+                continue
+            fn = _lowering_for(node.target)
+            if fn is None:
+                raise UnsupportedNode(f"torch.compile(backend='tpu'): no lowering for {node.target} in the graph")
+            if node.target in RANDOM_OPS:
+                state = Sym(builder.input((2,), "int64"))
+                rng_inputs.append(state)
+                draws = max([a.numel() for a in args if isinstance(a, Sym)] + [1])
+                random_draws.append(draws)
+                kwargs = {**kwargs, "rng": state}
+            env[node] = fn(*args, **kwargs)
+        output_node = next(n for n in gm.graph.nodes if n.op == "output")
+        results = torch.fx.node.map_arg(output_node.args[0], lambda n: env[n])
+    outs: list[Sym] = []
+    output_map: list[tuple[str, int]] = []
+    for r in results:
+        if r is None:
+            output_map.append(("none", -1))
+        elif isinstance(r, Sym) and any(r is s for s in input_syms):
+            output_map.append(("input", next(i for i, s in enumerate(input_syms) if s is r)))
+        elif isinstance(r, Sym):
+            output_map.append(("value", len(outs)))
+            outs.append(r)
+        else:
+            output_map.append(("const", len(outs)))
+            outs.append(r)
+    program = builder.finish([s.value for s in outs], name="compiled_graph")
+    program.inputs = [s.value for s in input_syms] + [s.value for s in rng_inputs]
+    return _Traced(program, output_map, random_draws)
+
+
+class CompiledGraph:
+    """The callable torch.compile gets back for one ATen graph: one Program per input signature."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
+        self.gm = gm
+        self.programs: dict[tuple, _Traced] = {}
+        with _lock:
+            stats.graphs += 1
+
+    _boxed_call = True  # AOTAutograd passes one list of arguments, which we may clear
+
+    def __call__(self, *call_args: Any) -> list[Any]:
+        if len(call_args) == 1 and isinstance(call_args[0], list):  # boxed: graph arguments are never lists
+            args = list(call_args[0])
+            call_args[0].clear()
+        else:
+            args = list(call_args)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        device = next((t.device.index or 0 for t in tensors if t.device.type == "tpu"), 0)
+        key = (tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args),
+               current_precision())
+        traced = self.programs.get(key)
+        if traced is None:
+            traced = _trace_graph(self.gm, args)
+            self.programs[key] = traced
+            stats.programs += 1
+        stats.calls += 1
+        from torchtpu import random as tpu_random
+
+        states = [tpu_random.next_state(device, n) for n in traced.random_nodes]
+        outputs = [torch.empty(v.shape, dtype=_torch_dtype(v.dtype), device=torch.device("tpu", device))
+                   for v in traced.program.outputs]
+        dev = torch.device("tpu", device)
+        inputs = [a if a.device.type == "tpu" else a.to(dev) for a in tensors] + states  # lifted CPU constants
+        drv = runtime.driver()
+        if drv.host_addressable and not deferred.pending() and \
+                modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:
+            if traced.exe is None:
+                traced.exe = drv.compile(traced.program)
+            modes.execute(drv, traced.exe, inputs, outputs, device, "compiled_graph")
+        else:
+            deferred.record("compiled_graph", traced.program, inputs, outputs, device)
+            if modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:
+                deferred.flush()
+        result: list[Any] = []
+        for kind, index in traced.output_map:
+            if kind == "none":
+                result.append(None)
+            elif kind == "input":
+                result.append(tensors[index])
+            else:
+                result.append(outputs[index])
+        return result
+
+
+def _torch_dtype(ir_dtype: str) -> torch.dtype:
+    from torchtpu.ops.tracing import IR_TO_TORCH
+
+    return IR_TO_TORCH[ir_dtype]
+
+
+def _compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    return CompiledGraph(gm, example_inputs)
+
+
+def _decompositions() -> dict:
+    table = dict(core_aten_decompositions())
+    for op in list(table):
+        if op in OP_TABLE or op in VIEW_LOWERINGS:
+            del table[op]  # our own lowering is better than its decomposition
+    return table
+
+
+_backend = None
+
+
+def tpu_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    """The Dynamo backend registered as "tpu"."""
+    global _backend
+    if _backend is None:
+        from functorch.compile import make_boxed_compiler
+
+        boxed = make_boxed_compiler(_compiler)
+        _backend = aot_autograd(fw_compiler=boxed, bw_compiler=boxed, decompositions=_decompositions())
+    return _backend(gm, example_inputs)
+
+
+# The backend's own Python (kernels, runtime, drivers, simulator) must never be traced by Dynamo: eager ops
+# that run inside a compiled function's graph breaks reach these frames. User-facing modules (models, demo)
+# stay traceable.
+_DYNAMO_SKIP = ("torchtpu.execution", "torchtpu.ops", "torchtpu.compile", "torchtpu.runtime", "torchtpu.random",
+                "torchtpu.precision", "torchtpu._native", "torchtpu.registration", "torchtpu.device_module",
+                "torchtpu.stats", "torchtpu.drivers", "torchtpu.sim")
+
+
+def register() -> None:
+    from torch._dynamo import trace_rules
+    from torch._dynamo.backends.registry import _BACKENDS
+
+    if "tpu" not in _BACKENDS:
+        register_backend(compiler_fn=tpu_backend, name="tpu")
+        for name in _DYNAMO_SKIP:
+            trace_rules.add(name)
+
+
+def compile_stats() -> dict[str, Any]:
+    from torch._dynamo.utils import guard_failures
+
+    reasons = [str(r) for failures in guard_failures.values() for r in failures]
+    return {"graphs": stats.graphs, "programs": stats.programs, "calls": stats.calls,
+            "recompiles": len(reasons), "recompile_reasons": reasons[-20:]}
+
+
+def reset_compile_stats() -> None:
+    global stats
+    stats = CompileStats()
