@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 from torch._dynamo.testing import CompileCounterWithBackend
@@ -118,14 +119,33 @@ def test_recompiles_are_counted_with_a_reason(tpu):
     assert any("size" in r or "shape" in r for r in stats["recompile_reasons"])
 
 
-def test_dynamic_shapes_use_one_graph(tpu):
+def test_changing_sequence_length_compiles_one_program_per_bucket(tpu):
+    torch._dynamo.reset()
+    torchtpu.reset_stats()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 8)).to(tpu)
+    f = torch.compile(model, backend="tpu", dynamic=True)
+    lengths = range(3, 40, 3)
+    with torch.no_grad(), torchtpu.precision("HIGHEST"):
+        for n in lengths:
+            x = torch.randn(2, n, 16).to(tpu)
+            out = f(x)
+            assert out.shape == (2, n, 8)
+            torch.testing.assert_close(out.cpu(), model(x).cpu(), rtol=1e-5, atol=1e-5)
+    stats = torchtpu.stats()["compile"]
+    assert stats["graphs"] == 1
+    assert stats["programs"] == 4  # 13 lengths, buckets 8/16/32/64 (batch 2 pads to 8 as well)
+
+
+def test_dynamic_dim_that_padding_would_change_runs_at_its_exact_shape(tpu):
     torch._dynamo.reset()
     torchtpu.reset_stats()
     f = torch.compile(lambda a: (a * 2).softmax(-1).sum(-1), backend="tpu", dynamic=True)
     for n in (5, 7, 9, 11):
         x = torch.randn(3, n)
         torch.testing.assert_close(f(x.to(tpu)).cpu(), (x * 2).softmax(-1).sum(-1))
-    assert torchtpu.stats()["compile"]["graphs"] == 1
+    stats = torchtpu.stats()["compile"]
+    assert stats["graphs"] == 1 and stats["exact_shape_fallbacks"] >= 1
 
 
 def test_inductor_on_cpu_still_works_with_torchtpu_imported():
@@ -133,3 +153,16 @@ def test_inductor_on_cpu_still_works_with_torchtpu_imported():
     f = torch.compile(lambda a: a.cos() + a, backend="inductor")
     x = torch.randn(8)
     torch.testing.assert_close(f(x), x.cos() + x)
+
+
+def test_bucket_policy(monkeypatch):
+    from torchtpu.compile.buckets import bucket, bucket_policy
+
+    assert [bucket(n, "pow2") for n in (1, 8, 9, 100)] == [8, 8, 16, 128]
+    assert bucket(100, [64, 128, 256]) == 128 and bucket(300, [64, 128]) == 300
+    assert bucket(37, "none") == 37
+    monkeypatch.setenv("TORCHTPU_SHAPE_BUCKETS", "128,64")
+    assert bucket_policy() == [64, 128]
+    monkeypatch.setenv("TORCHTPU_SHAPE_BUCKETS", "big")
+    with pytest.raises(ValueError, match="pow2, none"):
+        bucket_policy()

@@ -31,6 +31,7 @@ class CompileStats:
     graphs: int = 0
     programs: int = 0
     calls: int = 0
+    unsafe_padding: int = 0
     trace_seconds: float = 0.0
     recompile_reasons: list[str] = field(default_factory=list)
 
@@ -73,7 +74,7 @@ def _decomposed(decomp: Callable[..., Any]) -> Callable[..., Any]:
 @dataclass
 class _Traced:
     program: Program
-    output_map: list[tuple[str, int]]  # per graph output: ("value", program output index) | ("input", index)
+    output_map: list[tuple[str, int]]  # per graph output: ("value"|"input", index) | ("int", value) | ("none", -1)
     random_nodes: list[int]  # draws per random op, in program input order after the graph inputs
     exe: Any = None
 
@@ -129,22 +130,76 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
         elif isinstance(r, Sym):
             output_map.append(("value", len(outs)))
             outs.append(r)
-        else:
-            output_map.append(("const", len(outs)))
-            outs.append(r)
+        else:  # a SymInt output of a dynamic graph: concrete for this trace
+            output_map.append(("int", int(r)))
     program = builder.finish([s.value for s in outs], name="compiled_graph")
     program.inputs = [s.value for s in input_syms] + [s.value for s in rng_inputs]
     return _Traced(program, output_map, random_draws)
 
 
+def _symbol(value: Any) -> str | None:
+    """The shape symbol a SymInt stands for exactly (`s0`); "?" for a compound expression; None if static."""
+    if isinstance(value, torch.SymInt):
+        expr = value.node.expr
+        if getattr(expr, "is_Symbol", False):
+            return str(expr)
+        if getattr(expr, "free_symbols", None):
+            return "?"
+    return None
+
+
 class CompiledGraph:
-    """The callable torch.compile gets back for one ATen graph: one Program per input signature."""
+    """The callable torch.compile gets back for one ATen graph: one Program per input signature, or per
+    bucket of signatures when the graph has dynamic dimensions and padding them is provably safe."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
         self.gm = gm
         self.programs: dict[tuple, _Traced] = {}
+        self.symbols: list[Any] = []  # per input: per-axis symbol names (tensor) or one symbol name (int)
+        for value in example_inputs:
+            if isinstance(value, torch.Tensor):
+                self.symbols.append([_symbol(s) for s in value.shape])
+            else:
+                self.symbols.append(_symbol(value))
+        flat = [x for s in self.symbols for x in (s if isinstance(s, list) else [s])]
+        # buckets need every dynamic size to be a plain symbol, so padding each input is consistent
+        self.dynamic = any(flat) and "?" not in flat
+        self.safe: dict[int, list[dict] | None] = {}
         with _lock:
             stats.graphs += 1
+
+    def _bucketed(self, args: list[Any]) -> tuple[list[Any], list[dict[int, str]], dict[str, int]] | None:
+        """Arguments padded to their buckets, each input's padded axes (axis -> symbol) and the real sizes,
+        or None when no size changes."""
+        from torchtpu.compile.buckets import bucket
+
+        real: dict[str, int] = {}
+        for value, syms in zip(args, self.symbols):
+            if isinstance(value, torch.Tensor) and isinstance(syms, list):
+                for size, sym in zip(value.shape, syms):
+                    if sym is not None:
+                        real[sym] = size
+            elif syms is not None and isinstance(value, int):
+                real[syms] = value
+        sizes = {sym: bucket(n) for sym, n in real.items()}
+        if all(sizes[s] == real[s] for s in sizes):
+            return None
+        padded: list[Any] = []
+        axes: list[dict[int, str]] = []
+        for value, syms in zip(args, self.symbols):
+            tagged: dict[int, str] = {}
+            if isinstance(value, torch.Tensor) and isinstance(syms, list):
+                tagged = {i: sym for i, sym in enumerate(syms) if sym is not None and sizes[sym] != value.shape[i]}
+                pads: list[int] = []
+                for i in reversed(range(value.ndim)):
+                    pads += [0, (sizes[syms[i]] - value.shape[i]) if i in tagged else 0]
+                padded.append(torch.nn.functional.pad(value, pads) if tagged else value)
+            elif syms is not None and isinstance(value, int):
+                padded.append(sizes[syms])
+            else:
+                padded.append(value)
+            axes.append(tagged)
+        return padded, axes, real
 
     _boxed_call = True  # AOTAutograd passes one list of arguments, which we may clear
 
@@ -154,16 +209,54 @@ class CompiledGraph:
             call_args[0].clear()
         else:
             args = list(call_args)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        device = next((t.device.index or 0 for t in tensors if t.device.type == "tpu"), 0)
+        real_args = args
+        out_shapes = None
+        if self.dynamic:
+            bucketed = self._bucketed(args)
+            if bucketed is not None:
+                padded_args, axes, real = bucketed
+                traced = self._traced(padded_args)
+                tags = self._padding_tags(traced, padded_args, axes)
+                if tags is not None:
+                    out_shapes = (self._traced(args, compile_only=True), tags, real)
+                    args = padded_args
+        traced = self._traced(args)
+        stats.calls += 1
+        result = self._launch(traced, args)
+        if out_shapes is not None:
+            exact, tags, real = out_shapes
+            result = _unpad(result, traced, exact, tags, real)
+        for i, (kind, index) in enumerate(traced.output_map):
+            if kind == "input":
+                result[i] = [a for a in real_args if isinstance(a, torch.Tensor)][index]
+        return result
+
+    def _traced(self, args: list[Any], compile_only: bool = False) -> _Traced:
         key = (tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args),
                current_precision())
         traced = self.programs.get(key)
         if traced is None:
             traced = _trace_graph(self.gm, args)
             self.programs[key] = traced
-            stats.programs += 1
-        stats.calls += 1
+            if not compile_only:
+                stats.programs += 1
+        return traced
+
+    def _padding_tags(self, traced: _Traced, args: list[Any], axes: list[dict[int, str]]) -> list[dict] | None:
+        from torchtpu.compile.buckets import padding_is_safe
+
+        key = id(traced)
+        if key not in self.safe:
+            tensor_axes = [dict(a) for a, v in zip(axes, args) if isinstance(v, torch.Tensor)]
+            extra = len(traced.program.inputs) - len(tensor_axes)
+            self.safe[key] = padding_is_safe(traced.program, tensor_axes + [{}] * extra)
+            if self.safe[key] is None:
+                stats.unsafe_padding += 1
+        return self.safe[key]
+
+    def _launch(self, traced: _Traced, args: list[Any]) -> list[Any]:
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        device = next((t.device.index or 0 for t in tensors if t.device.type == "tpu"), 0)
         from torchtpu import random as tpu_random
 
         states = [tpu_random.next_state(device, n) for n in traced.random_nodes]
@@ -187,9 +280,40 @@ class CompiledGraph:
                 result.append(None)
             elif kind == "input":
                 result.append(tensors[index])
+            elif kind == "int":
+                result.append(index)
             else:
                 result.append(outputs[index])
         return result
+
+
+def _unpad(result: list[Any], padded: _Traced, exact: _Traced, tags: list[dict], real: dict[str, int]
+           ) -> list[Any]:
+    """Cuts each padded output back to its real size: narrow end-padded axes; for a flattened axis, split it
+    into its factors, narrow the padded ones and flatten again."""
+    out = list(result)
+    for i, ((kind, index), (_, exact_index)) in enumerate(zip(padded.output_map, exact.output_map)):
+        if kind == "int":
+            out[i] = exact_index
+            continue
+        if kind != "value" or not isinstance(out[i], torch.Tensor):
+            continue
+        tensor = out[i]
+        for axis, tag in sorted(tags[index].items()):
+            if isinstance(tag, str):
+                tensor = tensor.narrow(axis, 0, real[tag])
+            else:
+                sizes = [size for size, _ in tag]
+                split = tensor.reshape(*tensor.shape[:axis], *sizes, *tensor.shape[axis + 1:])
+                for j, (_, sym) in enumerate(tag):
+                    if sym is not None:
+                        split = split.narrow(axis + j, 0, real[sym])
+                tensor = split.reshape(*tensor.shape[:axis], -1, *tensor.shape[axis + 1:])
+        want = exact.program.outputs[exact_index].shape
+        if tuple(tensor.shape) != tuple(want):
+            raise RuntimeError(f"compiled graph output {i}: unpadded to {tuple(tensor.shape)}, expected {want}")
+        out[i] = tensor
+    return out
 
 
 def _torch_dtype(ir_dtype: str) -> torch.dtype:
@@ -247,6 +371,7 @@ def compile_stats() -> dict[str, Any]:
 
     reasons = [str(r) for failures in guard_failures.values() for r in failures]
     return {"graphs": stats.graphs, "programs": stats.programs, "calls": stats.calls,
+            "exact_shape_fallbacks": stats.unsafe_padding,
             "recompiles": len(reasons), "recompile_reasons": reasons[-20:]}
 
 
