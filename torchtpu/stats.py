@@ -46,3 +46,19 @@ def reset_stats() -> None:
     from torchtpu.compile.backend import reset_compile_stats
 
     reset_compile_stats()
+
+
+def timeline_records(device: int | None = None) -> list[dict[str, Any]]:
+    """The simulated device timeline: one dict per launched executable (name, op, flops, hbm_bytes, cycles, bound,
+    start, end, seconds, chip) — the shape `torchtpu.perfmodel.project_records` takes."""
+    drv = runtime.driver()
+    timelines = getattr(drv, "timelines", [])
+    out = []
+    for index, timeline in enumerate(timelines):
+        if device is not None and index != device:
+            continue
+        for r in timeline.records:
+            out.append({"name": r.name, "op": r.op, "flops": r.flops, "hbm_bytes": r.hbm_bytes,
+                        "cycles": r.cycles, "bound": r.bound, "start": r.start, "end": r.end,
+                        "seconds": r.seconds, "chip": drv.stats().get("chip"), "device": index})
+    return out

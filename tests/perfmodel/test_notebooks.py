@@ -13,6 +13,7 @@ FIGURES = {
     "01_roofline.ipynb": ["roofline_chips.png", "roofline_llama8b_ops.png"],
     "02_precision_cost.ipynb": ["precision_cost.png", "precision_step.png"],
     "03_scaling.ipynb": ["scaling_dense.png", "scaling_moe.png", "step_breakdown.png"],
+    "04_defer_and_fuse.ipynb": ["defer_and_fuse.png", "projection.png"],
 }
 
 
