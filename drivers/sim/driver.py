@@ -51,6 +51,7 @@ class SimDriver(Driver):
         super().__init__()
         self.chip = chip or chip_from_env()
         self.cost_model = CostModel(self.chip)
+        kernels_data.MXU_ARRAY = self.chip.mxu_rows
         count = devices or int(os.environ.get("TORCHTPU_NUM_DEVICES", "1"))
         self.timelines = [Timeline(self.chip) for _ in range(count)]
 

@@ -7,6 +7,8 @@ from torchtpu.drivers.ir import Op
 from torchtpu.drivers.sim.kernels import NP_DTYPES, kernel, load, store
 from torchtpu.sim import mxu
 
+MXU_ARRAY = 128  # the simulated chip's systolic array width; SimDriver sets it (256 on v6e/v7x)
+
 
 @kernel("broadcast_in_dim")
 def _broadcast(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -202,7 +204,8 @@ def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     if lhs.dtype.kind in "iub" or out_t.dtype in ("int64", "int32"):
         y = np.matmul(a3.astype(np.int64), b3.astype(np.int64))  # integer matmul: exact, on the VPU
     else:
-        y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=op.attr("precision"), out_dtype=np.float32)
+        y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=op.attr("precision"), out_dtype=np.float32,
+                       array=MXU_ARRAY)
     return [store(y.reshape(out_t.shape), out_t.dtype)]
 
 
