@@ -34,13 +34,14 @@ def _train(device: str, cfg: GPTConfig, steps: int, batch: int, lr: float, seed:
     return losses, time.perf_counter() - start
 
 
-def run(steps: int = 30, batch: int = 8, precision: str = "DEFAULT", seed: int = 0) -> dict:
+def run(steps: int = 30, batch: int = 8, precision: str = "DEFAULT", seed: int = 0,
+        eager_mode: str = "DEFER_NEVER") -> dict:
     cfg = GPTConfig()
     lr = 3e-3
     with tqdm(total=2 * steps, desc="training tiny GPT (cpu, then tpu)", unit="step") as bar:
         cpu_losses, cpu_seconds = _train("cpu", cfg, steps, batch, lr, seed, bar)
         torchtpu.reset_stats()
-        with torchtpu.precision(precision):
+        with torchtpu.precision(precision), torchtpu.eager_mode(eager_mode):
             tpu_losses, tpu_seconds = _train("tpu", cfg, steps, batch, lr, seed, bar)
     torch.tpu.synchronize()
     s = torchtpu.stats()
@@ -53,12 +54,12 @@ def run(steps: int = 30, batch: int = 8, precision: str = "DEFAULT", seed: int =
             "simulated_step_seconds": step_wall, "flops_per_step": s["flops"] / steps,
             "model_flops_per_step": flops, "hbm_bytes_per_step": s["hbm_bytes"] / steps,
             "launches_per_step": s["launches"] / steps, "mfu": flops / step_wall / props.bf16_flops,
-            "chip": props.name, "precision": precision, "fallbacks": s["fallbacks"],
+            "chip": props.name, "precision": precision, "eager_mode": eager_mode, "fallbacks": s["fallbacks"],
             "memory_allocated": torch.tpu.memory_allocated()}
 
 
 def report(r: dict) -> str:
-    lines = [f"tiny GPT on {r['chip']}, precision {r['precision']}", "",
+    lines = [f"tiny GPT on {r['chip']}, precision {r['precision']}, eager mode {r['eager_mode']}", "",
              " step   cpu loss   tpu loss   rel diff"]
     for i, (a, b) in enumerate(zip(r["cpu_losses"], r["tpu_losses"])):
         if i % 5 == 0 or i == len(r["cpu_losses"]) - 1:
@@ -69,7 +70,7 @@ def report(r: dict) -> str:
         f"(device busy {r['device_seconds_per_step'] * 1e3:.3f} ms, {r['launches_per_step']:.0f} launches)",
         f"FLOPs per step           {r['flops_per_step']:.3e} executed ({r['model_flops_per_step']:.3e} model)",
         f"HBM traffic per step     {r['hbm_bytes_per_step'] / 1e6:9.3f} MB",
-        f"MFU (model FLOPs)        {r['mfu'] * 100:9.4f} %  (tiny model, eager op-by-op: launch-bound)",
+        f"MFU (model FLOPs)        {r['mfu'] * 100:9.4f} %  (a tiny model is launch/latency-bound)",
         f"wall time                cpu {r['cpu_seconds']:.2f} s, tpu (sim) {r['tpu_seconds']:.2f} s",
         f"CPU fallbacks            {sum(r['fallbacks'].values())} {r['fallbacks'] or ''}",
     ]
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--precision", default="DEFAULT", choices=["DEFAULT", "HIGH", "HIGHEST"])
+    parser.add_argument("--eager-mode", default="DEFER_NEVER",
+                        choices=["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"])
     args = parser.parse_args(argv)
-    print(report(run(args.steps, args.batch, args.precision)))
+    print(report(run(args.steps, args.batch, args.precision, eager_mode=args.eager_mode)))
     return 0
