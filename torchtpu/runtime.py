@@ -63,12 +63,27 @@ def driver() -> Driver:
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
+_views: dict[tuple, np.ndarray] = {}
+_MAX_VIEWS = 8192
+
+
 def buffer(t: torch.Tensor) -> np.ndarray:
-    """The simulator's buffer for a tpu tensor: a numpy view of its memory with its sizes and strides."""
-    alias = native().cpu_alias(t)
-    if t.dtype == torch.bfloat16:
-        return alias.view(torch.int16).numpy().view(_BF16)
-    return alias.numpy()
+    """The simulator's buffer for a tpu tensor: a numpy view of its memory with its sizes and strides.
+
+    A view is fully determined by (address, sizes, strides, dtype), so views are cached by that key: a later
+    tensor at the same address with the same geometry is the same memory, and a live tensor keeps it mapped.
+    """
+    key = (t.data_ptr(), t.shape, t.stride(), t.dtype)
+    view = _views.get(key)
+    if view is None:
+        alias = native().cpu_alias(t)
+        view = alias.view(torch.int16).numpy().view(_BF16) if t.dtype == torch.bfloat16 else alias.numpy()
+        if t.data_ptr() == 0:
+            return view
+        if len(_views) >= _MAX_VIEWS:
+            _views.clear()
+        _views[key] = view
+    return view
 
 
 def _ir_dtype(dtype: torch.dtype) -> str:
