@@ -109,8 +109,9 @@ class SimDriver(Driver):
             for vid, value in zip(step.outputs, results):
                 env[vid] = value
         results = [env[v.id] for v in program.outputs]
-        if len(outputs) > 1:  # a result may still view memory that an earlier output write overwrites
-            results = [r.copy() if any(np.may_share_memory(r, o) for o in outputs) else r for r in results]
+        if len(outputs) > 1:  # a result that views an input may view memory an earlier output write overwrites
+            results = [r.copy() if r.base is not None and any(np.may_share_memory(r, o) for o in outputs) else r
+                       for r in results]
         for result, out in zip(results, outputs):
             if result.dtype != out.dtype:
                 result = result.astype(out.dtype)

@@ -69,8 +69,8 @@ def pending() -> bool:
 
 
 def _key(t: torch.Tensor) -> int | tuple:
-    ptr = t.untyped_storage().data_ptr()
-    return ptr if ptr else ("empty", t.dtype)  # every zero-byte storage has address 0
+    ptr = t.data_ptr() - t.storage_offset() * t.element_size()  # the storage's address, without a storage object
+    return ptr if t.data_ptr() else ("empty", t.dtype)  # every zero-byte storage has address 0
 
 
 def _user_line() -> str:
@@ -88,7 +88,7 @@ def _user_line() -> str:
 def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -> bool:
     """Zero-size tensors, storages seen under two dtypes and cross-device regions run eagerly instead."""
     for t in (*tensors, *(targets or ())):
-        if t.numel() == 0 or t.untyped_storage().nbytes() == 0:
+        if t.numel() == 0 or not t.data_ptr():
             return False
         entry = _region.storages.get(_key(t))
         if entry is not None and entry.holder.dtype != t.dtype:
