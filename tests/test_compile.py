@@ -166,3 +166,18 @@ def test_bucket_policy(monkeypatch):
     monkeypatch.setenv("TORCHTPU_SHAPE_BUCKETS", "big")
     with pytest.raises(ValueError, match="pow2, none"):
         bucket_policy()
+
+
+def test_functional_view_writes_and_padding_under_compile(tpu):
+    torch._dynamo.reset()
+
+    def f(x, y):
+        x = x.clone()
+        x[:, 1:7:2] = y
+        x[2] = 5.0
+        return torch.nn.functional.pad(x, (1, 2, 0, 1), value=-1.0)
+
+    x, y = torch.randn(4, 8), torch.randn(4, 3)
+    out = torch.compile(f, backend="tpu", fullgraph=True)(x.to(tpu), y.to(tpu))
+    torch.testing.assert_close(out.cpu(), f(x, y))
+    assert torchtpu.stats()["compile"]["eager_graphs"] == 0

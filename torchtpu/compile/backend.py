@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ class CompileStats:
     programs: int = 0
     calls: int = 0
     unsafe_padding: int = 0
+    eager_graphs: int = 0
     trace_seconds: float = 0.0
     recompile_reasons: list[str] = field(default_factory=list)
 
@@ -50,25 +52,8 @@ class UnsupportedNode(NotImplementedError):
 
 
 def _lowering_for(target: Any) -> Callable[..., Any] | None:
-    fn = VIEW_LOWERINGS.get(target)
-    if fn is None:
-        fn = OP_TABLE.get(target)
-    if fn is None and isinstance(target, torch._ops.OpOverload):
-        # in-place and out= siblings never appear in functional graphs; a decomposition may exist
-        from torch._decomp import decomposition_table
-
-        decomp = decomposition_table.get(target)
-        if decomp is not None:
-            return _decomposed(decomp)
-    return fn
-
-
-def _decomposed(decomp: Callable[..., Any]) -> Callable[..., Any]:
-    def lowering(*args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedNode("nested decomposition")
-
-    lowering.decomp = decomp  # type: ignore[attr-defined]
-    return lowering
+    fn = OP_TABLE.get(target)  # the eager lowering wins; graph-only ones cover what eager does by aliasing
+    return fn if fn is not None else VIEW_LOWERINGS.get(target)
 
 
 @dataclass
@@ -79,47 +64,102 @@ class _Traced:
     exe: Any = None
 
 
-def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _Traced:
-    builder = Builder()
+@dataclass
+class _Randomness:
+    """RNG-state program inputs created while lowering random ops, and how many numbers each draws."""
+
+    builder: Builder
+    states: list[Sym] = field(default_factory=list)
+    draws: list[int] = field(default_factory=list)
+
+    def state_for(self, args: Sequence[Any]) -> Sym:
+        state = Sym(self.builder.input((2,), "int64"))
+        self.states.append(state)
+        self.draws.append(max([a.numel() for a in args if isinstance(a, Sym)] + [1]))
+        return state
+
+
+def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness, depth: int = 0) -> Any:
+    """Lowers every node of `gm` with `inputs` bound to its placeholders; returns the output structure."""
     env: dict[torch.fx.Node, Any] = {}
-    random_draws: list[int] = []
-    input_syms: list[Sym] = []
-    with tracing(builder):
-        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        for node, value in zip(placeholders, inputs):
-            if isinstance(value, torch.Tensor):
-                sym = Sym(builder.input(tuple(value.shape), TORCH_TO_IR[value.dtype]))
-                env[node] = sym
-                input_syms.append(sym)
-            else:
-                env[node] = value
-        rng_inputs: list[Sym] = []
-        for node in gm.graph.nodes:
-            if node.op != "call_function":
-                continue
-            args = torch.fx.node.map_arg(node.args, lambda n: env[n])
-            kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
-            if node.target is operator.getitem:
-                env[node] = args[0][args[1]]
-                continue
-            if node.target in _PYTHON_ARITHMETIC:  # SymInt arithmetic of dynamic shapes: concrete here
-                env[node] = node.target(*args)
-                continue
-            if node.target is torch.ops.aten.sym_size.int:
-                env[node] = args[0].shape[args[1]]
-                continue
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, value in zip(placeholders, inputs):
+        env[node] = value
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        args = torch.fx.node.map_arg(node.args, lambda n: env[n])
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        if node.target is operator.getitem:
+            env[node] = args[0][args[1]]
+        elif node.target in _PYTHON_ARITHMETIC:  # SymInt arithmetic of dynamic shapes: concrete here
+            env[node] = node.target(*args)
+        elif node.target is torch.ops.aten.sym_size.int:
+            env[node] = args[0].shape[args[1]]
+        else:
             fn = _lowering_for(node.target)
             if fn is None:
-                raise UnsupportedNode(f"torch.compile(backend='tpu'): no lowering for {node.target} in the graph")
+                env[node] = _run_decomposed(node.target, args, kwargs, rng, depth)
+                continue
             if node.target in RANDOM_OPS:
-                state = Sym(builder.input((2,), "int64"))
-                rng_inputs.append(state)
-                draws = max([a.numel() for a in args if isinstance(a, Sym)] + [1])
-                random_draws.append(draws)
-                kwargs = {**kwargs, "rng": state}
+                kwargs = {**kwargs, "rng": rng.state_for(args)}
             env[node] = fn(*args, **kwargs)
-        output_node = next(n for n in gm.graph.nodes if n.op == "output")
-        results = torch.fx.node.map_arg(output_node.args[0], lambda n: env[n])
+    output_node = next(n for n in gm.graph.nodes if n.op == "output")
+    return torch.fx.node.map_arg(output_node.args[0], lambda n: env[n])
+
+
+def _run_decomposed(target: Any, args: Any, kwargs: Any, rng: _Randomness, depth: int) -> Any:
+    """A node without a lowering: trace its upstream decomposition (or its CompositeImplicit/Explicit kernel) on
+    meta tensors into a small ATen graph and lower that instead."""
+    if depth > 4 or not isinstance(target, torch._ops.OpOverload):
+        raise UnsupportedNode(f"torch.compile(backend='tpu'): no lowering for {target} in the graph")
+    from torch._decomp import decomposition_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    flat, spec = tree_flatten((args, kwargs))
+    positions = [i for i, x in enumerate(flat) if isinstance(x, Sym)]
+    metas = [torch.empty(flat[i].shape, dtype=flat[i].dtype, device="meta") for i in positions]
+
+    def composite(*tensors: torch.Tensor) -> Any:
+        values = list(flat)
+        for i, t in zip(positions, tensors):
+            values[i] = t
+        a, k = tree_unflatten(values, spec)
+        upstream = decomposition_table.get(target)
+        if upstream is not None:
+            return upstream(*a, **k)
+        out = target.decompose(*a, **k)  # CompositeImplicitAutograd kernels
+        if out is NotImplemented:
+            key = torch._C.DispatchKey.CompositeExplicitAutograd
+            if not torch._C._dispatch_has_kernel_for_dispatch_key(target.name(), key):
+                raise UnsupportedNode(f"torch.compile(backend='tpu'): no lowering or decomposition for {target}")
+            out = target._op_dk(key, *a, **k)
+        return out
+
+    try:
+        sub = make_fx(composite, decomposition_table=_decompositions())(*metas)
+    except UnsupportedNode:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any tracing failure means: run this graph eagerly
+        raise UnsupportedNode(f"torch.compile(backend='tpu'): cannot decompose {target}: {exc}") from exc
+    return _run_graph(sub, [flat[i] for i in positions], rng, depth + 1)
+
+
+def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _Traced:
+    builder = Builder()
+    input_syms: list[Sym] = []
+    with tracing(builder):
+        bound: list[Any] = []
+        for value in inputs:
+            if isinstance(value, torch.Tensor):
+                sym = Sym(builder.input(tuple(value.shape), TORCH_TO_IR[value.dtype]))
+                input_syms.append(sym)
+                bound.append(sym)
+            else:
+                bound.append(value)
+        rng = _Randomness(builder)
+        results = _run_graph(gm, bound, rng)
     outs: list[Sym] = []
     output_map: list[tuple[str, int]] = []
     for r in results:
@@ -133,8 +173,8 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
         else:  # a SymInt output of a dynamic graph: concrete for this trace
             output_map.append(("int", int(r)))
     program = builder.finish([s.value for s in outs], name="compiled_graph")
-    program.inputs = [s.value for s in input_syms] + [s.value for s in rng_inputs]
-    return _Traced(program, output_map, random_draws)
+    program.inputs = [s.value for s in input_syms] + [s.value for s in rng.states]
+    return _Traced(program, output_map, rng.draws)
 
 
 def _symbol(value: Any) -> str | None:
@@ -165,6 +205,7 @@ class CompiledGraph:
         # buckets need every dynamic size to be a plain symbol, so padding each input is consistent
         self.dynamic = any(flat) and "?" not in flat
         self.safe: dict[int, list[dict] | None] = {}
+        self.eager_reason: str | None = None
         with _lock:
             stats.graphs += 1
 
@@ -209,6 +250,18 @@ class CompiledGraph:
             call_args[0].clear()
         else:
             args = list(call_args)
+        if self.eager_reason is not None:
+            return list(self.gm(*args))
+        try:
+            return self._call(args)
+        except UnsupportedNode as exc:  # a node without lowering: this graph runs op by op on "tpu" instead
+            self.eager_reason = str(exc)
+            stats.eager_graphs += 1
+            warnings.warn(f"{exc}; this graph runs eagerly on tpu (correct, not fused)", RuntimeWarning,
+                          stacklevel=2)
+            return list(self.gm(*args))
+
+    def _call(self, args: list[Any]) -> list[Any]:
         real_args = args
         out_shapes = None
         if self.dynamic:
@@ -327,10 +380,12 @@ def _compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callab
 
 
 def _decompositions() -> dict:
+    """Core-ATen decompositions minus the ops we lower ourselves (our lowering is better than a decomposition).
+    Ops outside both are decomposed node by node at lowering time (`_run_decomposed`)."""
     table = dict(core_aten_decompositions())
     for op in list(table):
         if op in OP_TABLE or op in VIEW_LOWERINGS:
-            del table[op]  # our own lowering is better than its decomposition
+            del table[op]
     return table
 
 
@@ -371,7 +426,7 @@ def compile_stats() -> dict[str, Any]:
 
     reasons = [str(r) for failures in guard_failures.values() for r in failures]
     return {"graphs": stats.graphs, "programs": stats.programs, "calls": stats.calls,
-            "exact_shape_fallbacks": stats.unsafe_padding,
+            "exact_shape_fallbacks": stats.unsafe_padding, "eager_graphs": stats.eager_graphs,
             "recompiles": len(reasons), "recompile_reasons": reasons[-20:]}
 
 

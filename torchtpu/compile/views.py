@@ -1,6 +1,7 @@
-"""Graph-mode lowerings of ATen view ops. In eager mode views alias storage (ATen's own implementations in the
-C++ shim); in a compiled graph, after AOTAutograd's functionalization, a view is just a value, so it lowers to
-reshape / transpose / broadcast / slice. These are used only by the compile backend."""
+"""Graph-mode lowerings of ATen view ops (and of the dtype conversions graphs spell as ops). In eager mode views
+alias storage (ATen's own implementations in the C++ shim); in a compiled graph, after AOTAutograd's
+functionalization, a view is just a value, so it lowers to reshape / transpose / broadcast / slice. These are
+used only by the compile backend."""
 
 from __future__ import annotations
 
@@ -141,3 +142,103 @@ def as_strided(x: Sym, size: list[int], stride: list[int], storage_offset: int |
         if st and size[dim] > 1:
             index = index + P.iota(tuple(size), dim) * st
     return P.reshape(P.emit1("index_select", [flat, P.reshape(index, (-1,))], dimension=0), tuple(size))
+
+
+# Conversions that functional graphs (and upstream decompositions) express as their own ops; in eager mode
+# they reach the device through copy_/_copy_from instead.
+@_view(aten._to_copy.default)
+def to_copy(x: Sym, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.convert(x, dtype) if dtype is not None else x
+
+
+@_view(torch.ops.prims.convert_element_type.default)
+def convert_element_type(x: Sym, dtype: torch.dtype) -> Sym:
+    return P.convert(x, dtype)
+
+
+@_view(aten.scalar_tensor.default)
+def scalar_tensor(value: Any, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.const(value, dtype or torch.get_default_dtype())
+
+
+# Factories that stay as ops in functional graphs; eager mode builds them from empty + fill_.
+@_view(aten.full_like.default)
+def full_like(x: Sym, fill_value: Any, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.full(fill_value, x.shape, dtype or x.dtype)
+
+
+@_view(aten.zeros_like.default, aten.empty_like.default)
+def zeros_like(x: Sym, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.full(0, x.shape, dtype or x.dtype)
+
+
+@_view(aten.ones_like.default)
+def ones_like(x: Sym, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.full(1, x.shape, dtype or x.dtype)
+
+
+@_view(aten.new_full.default)
+def new_full(x: Sym, size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.full(fill_value, tuple(size), dtype or x.dtype)
+
+
+@_view(aten.new_zeros.default, aten.new_empty.default)
+def new_zeros(x: Sym, size: list[int], *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.full(0, tuple(size), dtype or x.dtype)
+
+
+@_view(aten.new_ones.default)
+def new_ones(x: Sym, size: list[int], *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.full(1, tuple(size), dtype or x.dtype)
+
+
+@_view(aten.zeros.default, aten.empty.memory_format)
+def zeros(size: list[int], *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.full(0, tuple(size), dtype or torch.get_default_dtype())
+
+
+@_view(aten.ones.default)
+def ones(size: list[int], *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    return P.full(1, tuple(size), dtype or torch.get_default_dtype())
+
+
+# Functional forms of writes into views (what AOTAutograd makes of `x[a:b] = y`) and of padding.
+@_view(aten.slice_scatter.default)
+def slice_scatter(x: Sym, src: Sym, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Sym:
+    d = P.canon_dim(dim, x.ndim)
+    size = x.shape[d]
+    lo = 0 if start is None else (start + size if start < 0 else start)
+    lo = max(0, min(lo, size))
+    count = src.shape[d]
+    if count == 0:
+        return x
+    high = size - (lo + (count - 1) * step + 1)
+    low_pad = [0] * x.ndim
+    high_pad = [0] * x.ndim
+    interior = [0] * x.ndim
+    low_pad[d], high_pad[d], interior[d] = lo, high, step - 1
+    spread = P.emit1("pad", [P.convert(src, x.dtype)], value=0, low=tuple(low_pad), high=tuple(high_pad),
+                     interior=tuple(interior))
+    positions = P.iota(x.shape, d)
+    inside = P.emit1("and", [P.compare("GE", positions, lo), P.compare("LE", positions, lo + (count - 1) * step)])
+    if step > 1:
+        on_step = P.compare("EQ", P.binary("remainder", positions - lo, step), 0)
+        inside = P.emit1("and", [inside, on_step])
+    return P.emit1("select", [inside, spread, x])
+
+
+@_view(aten.select_scatter.default)
+def select_scatter(x: Sym, src: Sym, dim: int, index: int) -> Sym:
+    d = P.canon_dim(dim, x.ndim)
+    i = index + x.shape[d] if index < 0 else index
+    return slice_scatter(x, unsqueeze(src, d), d, i, i + 1, 1)
+
+
+@_view(aten.constant_pad_nd.default)
+def constant_pad_nd(x: Sym, pad: list[int], value: float = 0) -> Sym:
+    low = [0] * x.ndim
+    high = [0] * x.ndim
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        low[d], high[d] = pad[2 * i], pad[2 * i + 1]
+    return P.emit1("pad", [x], value=value, low=tuple(low), high=tuple(high), interior=(0,) * x.ndim)
