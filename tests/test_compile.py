@@ -170,6 +170,7 @@ def test_bucket_policy(monkeypatch):
 
 def test_functional_view_writes_and_padding_under_compile(tpu):
     torch._dynamo.reset()
+    torchtpu.reset_stats()
 
     def f(x, y):
         x = x.clone()
