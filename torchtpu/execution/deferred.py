@@ -1,12 +1,13 @@
 """DEFER_AND_FUSE: ops append to a pending region; a flush turns the region into one Program, cached by
 structure, which the driver fuses and runs in one launch.
 
-State is kept per storage: each storage the region touches has a flat value (its whole contents as a 1-D IR
-value). Reading a tensor is a view expression over its storage's value (reshape / transpose / slice, or a gather
-for any other strides); writing one replaces the storage's value (or scatters into it for a partial view). A
-flush reads the storages that were read before being written as program inputs, and writes back only storages
-that someone besides the region still references: an intermediate that died before the flush never touches
-memory. Deferred outputs hold their storage from the call, so memory accounting is exact.
+Recording an op is cheap: it notes the op's traced program, where each input and output lives (storage slot,
+offset, sizes, strides) and its scalar constants. At a flush the region's event sequence is looked up in a
+replay cache: a training loop's second and later steps find their Program and executable there without
+building any IR. On a miss, `region_ir.build` replays the events into a Program (views as IR expressions over
+each storage's flat value, see region_ir.py). Inputs are the storages read before being written; outputs are
+only the written storages someone besides the region still references, so an intermediate that died before the
+flush never touches memory. Deferred outputs hold their storage from the call, so memory accounting is exact.
 """
 
 from __future__ import annotations
@@ -23,28 +24,20 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.drivers.base import ExecutionError
-from torchtpu.drivers.ir import Builder, Program, Value
-from torchtpu.ops import prims as P
-from torchtpu.ops.tracing import TORCH_TO_IR, Sym, tracing
+from torchtpu.drivers.ir import Program
+from torchtpu.execution.region_ir import Built, Event, Slot, View, build, hoist_scalars
+from torchtpu.ops.tracing import TORCH_TO_IR
 
 MAX_REGION_OPS = int(os.environ.get("TORCHTPU_MAX_REGION_OPS", "20000"))
 _PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
 
 
 @dataclass
-class _Storage:
-    holder: torch.Tensor  # flat view of the whole storage: keeps it alive and is the buffer at flush
-    input: Value | None = None
-    value: Value | None = None
-    written: bool = False
-
-
-@dataclass
 class _Region:
-    builder: Builder = field(default_factory=Builder)
-    storages: dict[int, _Storage] = field(default_factory=dict)
-    scalars: list[tuple[Value, Any]] = field(default_factory=list)  # hoisted constants: (input, host value)
-    origins: list[tuple[int, str, str]] = field(default_factory=list)  # (first IR op index, aten op, user line)
+    slots: list[Slot] = field(default_factory=list)
+    slot_of: dict[Any, int] = field(default_factory=dict)  # storage key -> slot
+    events: list[Event] = field(default_factory=list)
+    ir_ops: int = 0
     device: int = -1
 
 
@@ -53,19 +46,28 @@ class RegionStats:
     flushes: int = 0
     hits: int = 0
     misses: int = 0
+    replays: int = 0
     ops_deferred: int = 0
     consecutive_misses: int = 0
     warned: bool = False
     last_inputs: tuple = ()
 
 
+@dataclass
+class _Replay:
+    built: Built
+    exe: Any
+
+
 _lock = threading.RLock()
 _region = _Region()
+_replays: dict[tuple, _Replay] = {}
+_MAX_REPLAYS = 64
 stats = RegionStats()
 
 
 def pending() -> bool:
-    return bool(_region.builder.ops) or bool(_region.storages)
+    return bool(_region.events)
 
 
 def _key(t: torch.Tensor) -> int | tuple:
@@ -90,159 +92,52 @@ def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -
     for t in (*tensors, *(targets or ())):
         if t.numel() == 0 or not t.data_ptr():
             return False
-        entry = _region.storages.get(_key(t))
-        if entry is not None and entry.holder.dtype != t.dtype:
+        slot = _region.slot_of.get(_key(t))
+        if slot is not None and _region.slots[slot].holder.dtype != t.dtype:
             return False
         if _region.device >= 0 and (t.device.index or 0) != _region.device:
             return False
     return True
 
 
-def _entry(t: torch.Tensor, need_input: bool) -> _Storage:
+def _view(t: torch.Tensor) -> View:
     key = _key(t)
-    entry = _region.storages.get(key)
-    if entry is None:
+    slot = _region.slot_of.get(key)
+    if slot is None:
         n = t.untyped_storage().nbytes() // t.element_size()
         holder = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), 0, (n,), (1,))
-        entry = _region.storages[key] = _Storage(holder)
-    if entry.value is None and need_input:
-        entry.input = entry.value = _region.builder.input(entry.holder.shape, TORCH_TO_IR[t.dtype])
-    return entry
-
-
-def _contiguous_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for s in reversed(sizes):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
-
-
-def _linear_index(offset: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> Sym:
-    index = P.full(offset, sizes, torch.int64)
-    for dim, stride in enumerate(strides):
-        if stride and sizes[dim] > 1:
-            index = index + P.iota(sizes, dim) * stride
-    return P.reshape(index, (-1,))
-
-
-def _strided_block(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> Sym | None:
-    """A strided view as slice -> reshape -> slice -> transpose, when each stride (largest first) is a multiple
-    of the next and rows do not overlap (split/chunk/narrow/transpose of views in real models); else None."""
-    dims = [d for d in range(len(sizes)) if sizes[d] != 1]
-    order = sorted(dims, key=lambda d: -strides[d])
-    ns = [sizes[d] for d in order]
-    ss = [strides[d] for d in order]
-    if any(ss[j] % ss[j + 1] or ns[j + 1] * ss[j + 1] > ss[j] for j in range(len(ss) - 1)):
-        return None
-    span = ns[0] * ss[0]
-    part = P.slice_dim(flat, 0, offset, min(offset + span, flat.shape[0]))
-    if part.shape[0] < span:
-        part = P.emit1("pad", [part], value=0, low=(0,), high=(span - part.shape[0],), interior=(0,))
-    block = [ns[0]] + [ss[j] // ss[j + 1] for j in range(len(ss) - 1)] + [ss[-1]]
-    x = P.reshape(part, block)
-    limits = tuple(ns) + (1,)
-    if tuple(block) != limits:
-        x = P.emit1("slice", [x], start=(0,) * len(block), limit=limits, strides=(1,) * len(block))
-    x = P.reshape(x, ns)
-    x = P.transpose(x, [order.index(d) for d in dims])
-    return P.reshape(x, sizes)
-
-
-def _view(flat: Sym, t: torch.Tensor) -> Sym:
-    """The IR value of tensor `t` read through its storage's flat value."""
-    sizes, strides, offset = tuple(t.shape), tuple(t.stride()), t.storage_offset()
-    n, numel = flat.shape[0], t.numel()
-    if strides == _contiguous_strides(sizes) or numel == 1:
-        part = flat if (offset == 0 and numel == n) else P.slice_dim(flat, 0, offset, offset + numel)
-        return P.reshape(part, sizes)
-    if 0 in strides:  # expanded dims: read the unexpanded view, then broadcast
-        base = t.as_strided([1 if st == 0 else sz for sz, st in zip(sizes, strides)], strides, offset)
-        return P.broadcast_to(_view(flat, base), sizes)
-    block = _strided_block(flat, offset, sizes, strides)
-    if block is not None:
-        return block
-    return P.reshape(P.emit1("index_select", [flat, _linear_index(offset, sizes, strides)], dimension=0), sizes)
-
-
-def _read(t: torch.Tensor) -> Value:
-    entry = _entry(t, need_input=True)
-    return _view(Sym(entry.value), t).value
-
-
-def _write(t: torch.Tensor, value: Value) -> None:
-    if t.numel() == 0:
-        return
-    covers = (t.storage_offset() == 0 and tuple(t.stride()) == _contiguous_strides(tuple(t.shape))
-              and t.numel() * t.element_size() == t.untyped_storage().nbytes())
-    entry = _entry(t, need_input=not covers)
-    if covers:
-        entry.value = P.reshape(Sym(value), entry.holder.shape).value
-    else:
-        index = _linear_index(t.storage_offset(), tuple(t.shape), tuple(t.stride()))
-        entry.value = P.emit1("scatter_axis", [Sym(entry.value), index, P.reshape(Sym(value), (-1,))],
-                              dimension=0, reduce="replace").value
-    entry.written = True
-
-
-_hoisted: dict[int, tuple[Program, Program, list[Any]]] = {}
-
-
-def _hoist_scalars(program: Program) -> tuple[Program, list[Any]]:
-    """`program` with each scalar constant turned into an extra input, plus the constants' values.
-
-    Scalars that change every step (a learning rate, Adam's bias corrections) would otherwise make each
-    region a new program; as inputs they leave the region's structure, and its cache key, unchanged.
-    """
-    cached = _hoisted.get(id(program))
-    if cached is not None and cached[0] is program:
-        return cached[1], cached[2]
-    builder = Builder()
-    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
-    values: list[Any] = []
-    for op in program.ops:
-        if op.name == "constant" and op.outputs[0].shape == ():
-            env[op.outputs[0].id] = builder.input((), op.outputs[0].dtype)
-            values.append(op.attr("value"))
-            continue
-        outs = builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))
-        for o, n in zip(op.outputs, outs):
-            env[o.id] = n
-    hoisted = builder.finish([env[v.id] for v in program.outputs], program.name)
-    _hoisted[id(program)] = (program, hoisted, values)
-    return hoisted, values
+        slot = len(_region.slots)
+        _region.slots.append(Slot(holder, TORCH_TO_IR[t.dtype]))
+        _region.slot_of[key] = slot
+    return (slot, t.storage_offset(), tuple(t.shape), tuple(t.stride()))
 
 
 def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs: list[torch.Tensor],
            device: int) -> None:
-    """Appends one traced op to the pending region: inputs are read through their storages, outputs written."""
-    hoisted, constants = _hoist_scalars(program)
+    """Appends one traced op to the pending region."""
+    hoisted, constants = hoist_scalars(program)
     if _region.device >= 0 and device != _region.device:
         flush()
-    with _lock, tracing(_region.builder):
+    with _lock:
         _region.device = device
-        start = len(_region.builder.ops)
-        inputs = [_read(t) for t in tensors]
-        for value, v in zip(constants, hoisted.inputs[len(tensors):]):
-            scalar = _region.builder.input((), v.dtype)
-            _region.scalars.append((scalar, value))
-            inputs.append(scalar)
-        results = _region.builder.splice(hoisted, inputs)
-        for t, value in zip(outputs, results):
-            _write(t, value)
-        _region.origins.append((start, op_name, _user_line()))
+        inputs = tuple(_view(t) for t in tensors)
+        outs = tuple(_view(t) for t in outputs)
+        for view in outs:
+            _region.slots[view[0]].written = True
+        _region.events.append(Event(hoisted, inputs, outs, tuple(constants), (op_name, _user_line())))
+        _region.ir_ops += len(hoisted.ops)
         stats.ops_deferred += 1
-        if len(_region.builder.ops) > MAX_REGION_OPS:
+        if _region.ir_ops > MAX_REGION_OPS:
             flush()
 
 
-def _alive_elsewhere(entry: _Storage) -> bool:
-    storage = entry.holder.untyped_storage()
+def _alive_elsewhere(slot: Slot) -> bool:
+    storage = slot.holder.untyped_storage()
     return torch._C._storage_Use_Count(storage._cdata) > 2  # more than our holder and this Python handle
 
 
 def flush() -> None:
-    """Compiles (or reuses) the pending region's Program and runs it; afterwards every tensor is materialized."""
+    """Runs the pending region as one Program (replayed or built); afterwards every tensor is materialized."""
     global _region
     with _lock:
         if not pending():
@@ -252,35 +147,50 @@ def flush() -> None:
         # Tensors that died in reference cycles during the region (autograd graphs make them) must be collected
         # now, or liveness, and with it the program's outputs and cache key, would vary from step to step.
         gc.collect(1)
-        written = [e for e in region.storages.values() if e.written and _alive_elsewhere(e)]
-        inputs = [e for e in region.storages.values() if e.input is not None]
-        program = region.builder.finish([e.value for e in written], name="deferred_region")
-        program.inputs = [e.input for e in inputs] + [v for v, _ in region.scalars]
+        live = tuple(i for i, s in enumerate(region.slots) if s.written and _alive_elsewhere(s))
+        key = (tuple(e.signature() for e in region.events),
+               tuple((s.dtype, s.holder.shape[0]) for s in region.slots), live)
+        replay = _replays.get(key)
         drv = runtime.driver()
-        misses_before = drv.cache_stats.misses
-        exe = drv.compile(program)
-        miss = drv.cache_stats.misses > misses_before
-        _count(program, miss)
-        try:
-            runtime.collect_freed()
-            buffers = [runtime.storage_handle(e.holder) for e in inputs]
-            buffers += [runtime.scalar_buffer(value, v.dtype) for v, value in region.scalars]
-            drv.execute(exe, buffers, [runtime.storage_handle(e.holder) for e in written], max(region.device, 0))
-        except ExecutionError as exc:
-            where = _origin_of_region(region, exc.op_index)
-            raise RuntimeError(f"{exc.cause} (in {where}; raised when the deferred region ran)") from exc.cause
-        from torchtpu.execution import modes
-
-        if modes.get_eager_mode() is modes.EagerMode.LAUNCH_BLOCKING:
-            drv.synchronize(max(region.device, 0))
+        if replay is None:
+            built = build(region.slots, region.events, list(live))
+            misses_before = drv.cache_stats.misses
+            exe = drv.compile(built.program)
+            _count(built.program, miss=drv.cache_stats.misses > misses_before)
+            if len(_replays) >= _MAX_REPLAYS:
+                _replays.clear()
+            replay = _replays[key] = _Replay(built, exe)
+        else:
+            stats.replays += 1
+            _count(replay.built.program, miss=False)
+        _execute(drv, replay, region)
 
 
-def _origin_of_region(region: _Region, op_index: int) -> str:
+def _execute(drv: Any, replay: _Replay, region: _Region) -> None:
+    built = replay.built
+    try:
+        runtime.collect_freed()
+        buffers = [runtime.storage_handle(region.slots[s].holder) for s in built.input_slots]
+        scalar_inputs = built.program.inputs[len(built.input_slots):]
+        values = [v for e in region.events for v in e.scalars]
+        buffers += [runtime.scalar_buffer(value, v.dtype) for v, value in zip(scalar_inputs, values)]
+        outputs = [runtime.storage_handle(region.slots[s].holder) for s in built.output_slots]
+        drv.execute(replay.exe, buffers, outputs, max(region.device, 0))
+    except ExecutionError as exc:
+        where = _origin(region, built, exc.op_index)
+        raise RuntimeError(f"{exc.cause} (in {where}; raised when the deferred region ran)") from exc.cause
+    from torchtpu.execution import modes
+
+    if modes.get_eager_mode() is modes.EagerMode.LAUNCH_BLOCKING:
+        drv.synchronize(max(region.device, 0))
+
+
+def _origin(region: _Region, built: Built, op_index: int) -> str:
     found = "<unknown>"
-    for start, name, line in region.origins:
+    for start, event in zip(built.op_starts, region.events):
         if start > op_index:
             break
-        found = f"{name} issued at {line}"
+        found = f"{event.origin[0]} issued at {event.origin[1]}"
     return found
 
 
@@ -306,22 +216,19 @@ def _count(program: Program, miss: bool) -> None:
 
 def is_materialized(t: torch.Tensor) -> bool:
     """False while `t`'s storage has a pending (not yet computed) value in the current region."""
-    entry = _region.storages.get(_key(t))
-    return entry is None or not entry.written
+    slot = _region.slot_of.get(_key(t))
+    return slot is None or not _region.slots[slot].written
 
 
 def touches(t: torch.Tensor) -> bool:
-    return _key(t) in _region.storages
+    return _key(t) in _region.slot_of
 
 
 def pending_ir() -> str:
     """The pending region as text IR (for debugging)."""
     with _lock:
-        written = [e.value for e in _region.storages.values() if e.written]
-        program = Program([e.input for e in _region.storages.values() if e.input is not None]
-                          + [v for v, _ in _region.scalars], list(_region.builder.ops), written,
-                          name="pending_region")
-        return program.text()
+        written = [i for i, s in enumerate(_region.slots) if s.written]
+        return build(_region.slots, _region.events, written).program.text()
 
 
 def reset_stats() -> None:

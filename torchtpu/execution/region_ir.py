@@ -1,0 +1,185 @@
+"""Building a deferred region's Program from its recorded events (see deferred.py).
+
+Each storage the region touches has a flat value: its whole contents as a 1-D IR value. Reading a tensor is a
+view expression over that value (reshape / transpose / slice, a gather for any other strides); writing one
+replaces the value, or scatters into it for a partial view. Scalar constants of each op become program inputs,
+so a step whose learning rate or bias corrections change every time keeps one structure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from torchtpu.drivers.ir import Builder, Program, Value
+from torchtpu.ops import prims as P
+from torchtpu.ops.tracing import Sym, tracing
+
+View = tuple[int, int, tuple[int, ...], tuple[int, ...]]  # (slot, storage offset, sizes, strides)
+
+
+@dataclass
+class Slot:
+    holder: torch.Tensor  # flat view of the whole storage: keeps it alive and is the buffer at a flush
+    dtype: str  # IR dtype
+    written: bool = False
+
+
+@dataclass
+class Event:
+    """One recorded op: its (scalar-hoisted) program, where its inputs and outputs live, its scalars."""
+
+    program: Program
+    inputs: tuple[View, ...]
+    outputs: tuple[View, ...]
+    scalars: tuple[Any, ...]
+    origin: tuple[str, str]  # (aten op, user line)
+
+    def signature(self) -> tuple:
+        return (id(self.program), self.inputs, self.outputs)
+
+
+@dataclass
+class Built:
+    """A region's Program and how to bind it: input slots (in order), then one scalar per hoisted constant."""
+
+    program: Program
+    input_slots: list[int]
+    output_slots: list[int]
+    op_starts: list[int] = field(default_factory=list)  # first IR op of each event
+
+
+def _contiguous_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for s in reversed(sizes):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def _linear_index(offset: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> Sym:
+    index = P.full(offset, sizes, torch.int64)
+    for dim, stride in enumerate(strides):
+        if stride and sizes[dim] > 1:
+            index = index + P.iota(sizes, dim) * stride
+    return P.reshape(index, (-1,))
+
+
+def _strided_block(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> Sym | None:
+    """A strided view as slice -> reshape -> slice -> transpose, when each stride (largest first) is a multiple
+    of the next and rows do not overlap (split/chunk/narrow/transpose of views in real models); else None."""
+    dims = [d for d in range(len(sizes)) if sizes[d] != 1]
+    order = sorted(dims, key=lambda d: -strides[d])
+    ns = [sizes[d] for d in order]
+    ss = [strides[d] for d in order]
+    if any(ss[j] % ss[j + 1] or ns[j + 1] * ss[j + 1] > ss[j] for j in range(len(ss) - 1)):
+        return None
+    span = ns[0] * ss[0]
+    part = P.slice_dim(flat, 0, offset, min(offset + span, flat.shape[0]))
+    if part.shape[0] < span:
+        part = P.emit1("pad", [part], value=0, low=(0,), high=(span - part.shape[0],), interior=(0,))
+    block = [ns[0]] + [ss[j] // ss[j + 1] for j in range(len(ss) - 1)] + [ss[-1]]
+    x = P.reshape(part, block)
+    limits = tuple(ns) + (1,)
+    if tuple(block) != limits:
+        x = P.emit1("slice", [x], start=(0,) * len(block), limit=limits, strides=(1,) * len(block))
+    x = P.reshape(x, ns)
+    x = P.transpose(x, [order.index(d) for d in dims])
+    return P.reshape(x, sizes)
+
+
+def view_of(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> Sym:
+    """The IR value of the view (offset, sizes, strides) of a storage whose flat value is `flat`."""
+    n = flat.shape[0]
+    numel = 1
+    for s in sizes:
+        numel *= s
+    if strides == _contiguous_strides(sizes) or numel == 1:
+        part = flat if (offset == 0 and numel == n) else P.slice_dim(flat, 0, offset, offset + numel)
+        return P.reshape(part, sizes)
+    if 0 in strides:  # expanded dims: read the unexpanded view, then broadcast
+        base = tuple(1 if st == 0 else sz for sz, st in zip(sizes, strides))
+        return P.broadcast_to(view_of(flat, offset, base, strides), sizes)
+    block = _strided_block(flat, offset, sizes, strides)
+    if block is not None:
+        return block
+    return P.reshape(P.emit1("index_select", [flat, _linear_index(offset, sizes, strides)], dimension=0), sizes)
+
+
+def covers(view: View, numel: int) -> bool:
+    _, offset, sizes, strides = view
+    count = 1
+    for s in sizes:
+        count *= s
+    return offset == 0 and strides == _contiguous_strides(sizes) and count == numel
+
+
+def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
+    """The Program of a region: replays its events into a Builder; outputs are the `live` written slots."""
+    builder = Builder()
+    inputs: list[Value | None] = [None] * len(slots)
+    values: list[Value | None] = [None] * len(slots)
+    scalars: list[Value] = []
+    op_starts: list[int] = []
+
+    def value(slot: int) -> Value:
+        if values[slot] is None:
+            holder = slots[slot].holder
+            inputs[slot] = values[slot] = builder.input(tuple(holder.shape), slots[slot].dtype)
+        return values[slot]
+
+    with tracing(builder):
+        for event in events:
+            op_starts.append(len(builder.ops))
+            args = [view_of(Sym(value(v[0])), v[1], v[2], v[3]).value for v in event.inputs]
+            for constant_input in event.program.inputs[len(event.inputs):]:
+                scalars.append(builder.input((), constant_input.dtype))
+                args.append(scalars[-1])
+            results = builder.splice(event.program, args)
+            for view, result in zip(event.outputs, results):
+                slot, offset, sizes, strides = view
+                numel = slots[slot].holder.shape[0]
+                if sizes and 0 in sizes:
+                    continue
+                if covers(view, numel):
+                    values[slot] = P.reshape(Sym(result), (numel,)).value
+                else:
+                    index = _linear_index(offset, sizes, strides)
+                    values[slot] = P.emit1("scatter_axis", [Sym(value(slot)), index, P.reshape(Sym(result), (-1,))],
+                                           dimension=0, reduce="replace").value
+    input_slots = [s for s in range(len(slots)) if inputs[s] is not None]
+    program = builder.finish([values[s] for s in live], name="deferred_region")
+    program.inputs = [inputs[s] for s in input_slots] + scalars
+    return Built(program, input_slots, list(live), op_starts)
+
+
+HOISTED: dict[int, tuple[Program, Program, list[Any]]] = {}
+
+
+def hoist_scalars(program: Program) -> tuple[Program, list[Any]]:
+    """`program` with each scalar constant turned into an extra input, plus the constants' values.
+
+    Scalars that change every step (a learning rate, Adam's bias corrections) would otherwise make each
+    region a new program; as inputs they leave the region's structure, and its cache key, unchanged.
+    """
+    cached = HOISTED.get(id(program))
+    if cached is not None and cached[0] is program:
+        return cached[1], cached[2]
+    builder = Builder()
+    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
+    values: list[Any] = []
+    for op in program.ops:
+        if op.name == "constant" and op.outputs[0].shape == ():
+            env[op.outputs[0].id] = builder.input((), op.outputs[0].dtype)
+            values.append(op.attr("value"))
+            continue
+        outs = builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))
+        for o, n in zip(op.outputs, outs):
+            env[o.id] = n
+    hoisted = builder.finish([env[v.id] for v in program.outputs], program.name)
+    HOISTED[id(program)] = (program, hoisted, values)
+    return hoisted, values
+
+
