@@ -158,13 +158,6 @@ def _sibling(op: OpOverload, inplace: bool) -> OpOverload | None:
     for candidate in ((f"{overload}_out", "out") if overload == "default" else (f"{overload}_out",)):
         if candidate in packet.overloads():
             return getattr(packet, candidate)
-    # otherwise the out= overload whose other arguments are the functional's (sum.dim_IntList -> sum.IntList_out)
-    inputs = [(a.name, str(a.type)) for a in op._schema.arguments]
-    for candidate in packet.overloads():
-        other = getattr(packet, candidate)
-        if _out_args(other) and [(a.name, str(a.type)) for a in other._schema.arguments
-                                 if not (a.kwarg_only and a.is_write)] == inputs:
-            return other
     return None
 
 
@@ -185,10 +178,6 @@ def register_all() -> None:
         lib.impl(op, kernel, "PrivateUse1")
         REGISTERED[qualified] = how
 
-    composite = [str(op) for op in OP_TABLE
-                 if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")]
-    if composite:  # a PrivateUse1 kernel would hide the composite's autograd (gradients silently None)
-        raise ValueError(f"CompositeImplicitAutograd ops must not be lowered (they decompose): {composite}")
     for op, fn in OP_TABLE.items():
         if _is_inplace(op):
             impl(op, _inplace_kernel(op, fn), "lowering")
