@@ -24,11 +24,18 @@ row chunk) spread with prange.
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 from numba import njit, prange
 
 PARALLEL_MIN_MACS = 1 << 22  # below this many multiply-adds the exact kernel runs single-threaded
+
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    # numba's own pool: an OpenMP layer would share libgomp with PyTorch, and set_num_threads below would then
+    # change PyTorch's thread count too (seen: torch.get_num_threads() 1 -> 2 after one exact matmul).
+    numba.config.THREADING_LAYER = "workqueue"
 
 __all__ = ["dot_exact"]
 

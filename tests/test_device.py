@@ -101,3 +101,27 @@ def test_stats_report_simulated_costs(tpu):
     assert s["device_seconds"] > 0 and s["hbm_bytes"] > 0
     assert s["by_op"]["aten.mm.default"]["flops"] >= 2 * 256**3
     assert s.cache["misses"] + s.cache["hits"] == 2
+
+
+def test_pinned_memory_for_data_loaders(tpu):
+    pinned = torch.arange(6.0).pin_memory()
+    assert pinned.is_pinned() and not torch.zeros(2).is_pinned()
+    assert pinned.to(tpu, non_blocking=True).cpu().tolist() == list(range(6))
+
+
+def test_autocast_runs_matmuls_in_bf16_and_sensitive_ops_in_fp32(tpu):
+    x = torch.randn(4, 4).to(tpu)
+    with torch.autocast("tpu", dtype=torch.bfloat16):
+        y = x @ x
+        z = torch.softmax(y, -1)
+        w = x + 1
+    assert (y.dtype, z.dtype, w.dtype) == (torch.bfloat16, torch.float32, torch.float32)
+    torch.testing.assert_close(y.float().cpu(), x.cpu().bfloat16().float() @ x.cpu().bfloat16().float(),
+                               rtol=1e-2, atol=1e-2)
+
+
+def test_module_to_tpu_keeps_tied_parameters_tied(tpu):
+    a, b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+    b.weight = a.weight
+    m = torch.nn.ModuleDict({"a": a, "b": b}).to(tpu)
+    assert m.a.weight is m.b.weight and m.a.weight.device.type == "tpu"

@@ -1,8 +1,10 @@
-"""Brings up the "tpu" device: renames PrivateUse1, loads the C++ shim, registers the device module, hooks,
-tensor methods and every lowering. Idempotent; `import torch` runs it through the autoload entry point."""
+"""Brings up the "tpu" device: renames PrivateUse1, loads the C++ shim (allocator, guard, hooks), registers the
+device module, tensor methods, every lowering, the compile backend and autocast. Idempotent; `import torch`
+runs it through the autoload entry point."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -10,17 +12,6 @@ import torch
 
 _done = False
 _lock = threading.Lock()
-
-
-class _Hooks(torch._C._acc.PrivateUse1Hooks):
-    def is_available(self) -> bool:
-        return True
-
-    def has_primary_context(self, device_index: int) -> bool:
-        return True
-
-    def is_built(self) -> bool:
-        return True
 
 
 def register() -> None:
@@ -38,7 +29,6 @@ def register() -> None:
         shim = native()
         torch._register_device_module("tpu", device_module)
         sys.modules["torch.tpu"] = device_module
-        torch._C._acc.register_python_privateuseone_hook(_Hooks())
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
         drv = runtime.driver()
         shim.set_device_count(drv.device_count())
@@ -51,4 +41,13 @@ def register() -> None:
         from torchtpu.compile.backend import register as register_compile_backend
 
         register_compile_backend()
+        from torchtpu import autocast
+
+        autocast.register()
+        # Module.to("tpu") must keep tied parameters tied: PyTorch only updates parameters in place (.data) for
+        # its built-in dense backends, and otherwise makes one new Parameter per module, untying shared ones.
+        # Swapping tensors keeps each Parameter object, as it already does for CUDA.
+        torch.__future__.set_swap_module_params_on_conversion(True)
+        # accelerate (and so HF Trainer) picks its device from this; "tpu" is what a user of this device wants.
+        os.environ.setdefault("ACCELERATE_TORCH_DEVICE", "tpu")
         _done = True

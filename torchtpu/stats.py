@@ -27,7 +27,8 @@ def stats() -> Stats:
     out["cache"] = {"hits": cache.hits, "misses": cache.misses, "compiles": cache.compiles,
                     "compile_seconds": cache.compile_seconds}
     r = deferred.stats
-    out["regions"] = {"flushes": r.flushes, "hits": r.hits, "misses": r.misses, "ops_deferred": r.ops_deferred}
+    out["regions"] = {"flushes": r.flushes, "hits": r.hits, "misses": r.misses, "replays": r.replays,
+                      "ops_deferred": r.ops_deferred}
     from torchtpu.compile.backend import compile_stats
 
     out["compile"] = compile_stats()

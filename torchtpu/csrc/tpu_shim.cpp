@@ -2,6 +2,9 @@
 // against the simulated chip's HBM, the device guard, and the view/metadata ops that ATen implements
 // device-generically. Compute kernels live in Python (torch.library on PrivateUse1).
 #include <ATen/EmptyTensor.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/CPUAllocator.h>
+#include <unordered_set>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
 #include <ATen/ops/set_cpu_dispatch.h>
@@ -132,6 +135,61 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+// ---- hooks: pinned host memory (DataLoader pin_memory, Trainer) and device queries ----
+
+// Host memory handed to pinned tensors. The simulator's device memory is host memory already; for a PJRT
+// device, pinned buffers are what host->device copies start from.
+struct PinnedAllocator final : c10::Allocator {
+  std::mutex mutex;
+  std::unordered_set<const void*> live;
+
+  static void free_pinned(void* ptr);
+
+  c10::DataPtr allocate(size_t nbytes) override {
+    void* ptr = nbytes ? std::aligned_alloc(64, (nbytes + 63) / 64 * 64) : nullptr;
+    TORCH_CHECK(nbytes == 0 || ptr != nullptr, "pinned host allocation of ", nbytes, " bytes failed");
+    if (ptr != nullptr) {
+      std::lock_guard<std::mutex> lock(mutex);
+      live.insert(ptr);
+    }
+    return {ptr, ptr, &PinnedAllocator::free_pinned, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &PinnedAllocator::free_pinned; }
+  void copy_data(void* dest, const void* src, std::size_t count) const final {
+    default_copy_data(dest, src, count);
+  }
+  bool is_pinned(const void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return live.count(ptr) > 0;
+  }
+};
+
+static PinnedAllocator g_pinned;
+
+void PinnedAllocator::free_pinned(void* ptr) {
+  if (ptr == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(g_pinned.mutex);
+    g_pinned.live.erase(ptr);
+  }
+  std::free(ptr);
+}
+
+struct TpuHooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return true; }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(g_device_count.load()); }
+  bool isPinnedPtr(const void* data) const override { return g_pinned.is_pinned(data); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned; }
+};
+
+static bool register_hooks() {
+  at::RegisterPrivateUse1HooksInterface(new TpuHooks());
+  return true;
+}
+static const bool g_hooks_registered = register_hooks();
 
 // ---- view and metadata ops: ATen's device-generic implementations ----
 

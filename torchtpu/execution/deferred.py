@@ -115,7 +115,7 @@ def _view(t: torch.Tensor) -> View:
 def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs: list[torch.Tensor],
            device: int) -> None:
     """Appends one traced op to the pending region."""
-    hoisted, constants = hoist_scalars(program)
+    hoisted, constants, structure = hoist_scalars(program)
     if _region.device >= 0 and device != _region.device:
         flush()
     with _lock:
@@ -124,7 +124,7 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
         outs = tuple(_view(t) for t in outputs)
         for view in outs:
             _region.slots[view[0]].written = True
-        _region.events.append(Event(hoisted, inputs, outs, tuple(constants), (op_name, _user_line())))
+        _region.events.append(Event(hoisted, structure, inputs, outs, tuple(constants), (op_name, _user_line())))
         _region.ir_ops += len(hoisted.ops)
         stats.ops_deferred += 1
         if _region.ir_ops > MAX_REGION_OPS:
@@ -147,13 +147,17 @@ def flush() -> None:
         # Tensors that died in reference cycles during the region (autograd graphs make them) must be collected
         # now, or liveness, and with it the program's outputs and cache key, would vary from step to step.
         gc.collect(1)
-        live = tuple(i for i, s in enumerate(region.slots) if s.written and _alive_elsewhere(s))
-        key = (tuple(e.signature() for e in region.events),
-               tuple((s.dtype, s.holder.shape[0]) for s in region.slots), live)
+        live = {i for i, s in enumerate(region.slots) if s.written and _alive_elsewhere(s)}
+        key = (tuple(e.signature() for e in region.events), tuple((s.dtype, s.holder.shape[0]) for s in region.slots))
         replay = _replays.get(key)
         drv = runtime.driver()
-        if replay is None:
-            built = build(region.slots, region.events, list(live))
+        # A replay may write back a few storages that died this time (harmless: our holders keep them until the
+        # flush ends); a storage alive now that the replay does not write forces a rebuild with the union, so
+        # garbage-collection timing cannot make a loop recompile more than once or twice.
+        if replay is None or not live <= set(replay.built.output_slots):
+            if replay is not None:
+                live |= set(replay.built.output_slots)
+            built = build(region.slots, region.events, sorted(live))
             misses_before = drv.cache_stats.misses
             exe = drv.compile(built.program)
             _count(built.program, miss=drv.cache_stats.misses > misses_before)

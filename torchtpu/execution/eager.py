@@ -129,6 +129,7 @@ def trace(lowering: Lowering, tensors: list[torch.Tensor], args: tuple, kwargs: 
 
 
 _cache: dict[tuple, Traced] = {}
+_MAX_CACHE = 8192
 
 
 def _unflatten(structure: Any, outputs: list[torch.Tensor]) -> Any:
@@ -151,6 +152,8 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     if traced is None:
         program, structure, outs = trace(lowering, tensors, bargs, bkwargs, out_dtypes, name=op_name)
         traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure)
+        if len(_cache) >= _MAX_CACHE:  # scalar arguments are part of the key (a changing lr makes new entries)
+            _cache.clear()
         _cache[full_key] = traced
     if write_into is not None:
         outputs = list(write_into)

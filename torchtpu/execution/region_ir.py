@@ -32,13 +32,14 @@ class Event:
     """One recorded op: its (scalar-hoisted) program, where its inputs and outputs live, its scalars."""
 
     program: Program
+    structure: int  # equal for programs that differ only in their (hoisted) scalar constants
     inputs: tuple[View, ...]
     outputs: tuple[View, ...]
     scalars: tuple[Any, ...]
     origin: tuple[str, str]  # (aten op, user line)
 
     def signature(self) -> tuple:
-        return (id(self.program), self.inputs, self.outputs)
+        return (self.structure, self.inputs, self.outputs)
 
 
 @dataclass
@@ -92,11 +93,13 @@ def _strided_block(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tupl
 
 def view_of(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> Sym:
     """The IR value of the view (offset, sizes, strides) of a storage whose flat value is `flat`."""
+    contiguous = _contiguous_strides(sizes)
+    strides = tuple(c if size == 1 else st for size, st, c in zip(sizes, strides, contiguous))  # size-1: any
     n = flat.shape[0]
     numel = 1
     for s in sizes:
         numel *= s
-    if strides == _contiguous_strides(sizes) or numel == 1:
+    if strides == contiguous or numel == 1:
         part = flat if (offset == 0 and numel == n) else P.slice_dim(flat, 0, offset, offset + numel)
         return P.reshape(part, sizes)
     if 0 in strides:  # expanded dims: read the unexpanded view, then broadcast
@@ -110,6 +113,7 @@ def view_of(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, 
 
 def covers(view: View, numel: int) -> bool:
     _, offset, sizes, strides = view
+    strides = tuple(c if size == 1 else st for size, st, c in zip(sizes, strides, _contiguous_strides(sizes)))
     count = 1
     for s in sizes:
         count *= s
@@ -155,10 +159,12 @@ def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
     return Built(program, input_slots, list(live), op_starts)
 
 
-HOISTED: dict[int, tuple[Program, Program, list[Any]]] = {}
+HOISTED: dict[int, tuple[Program, Program, list[Any], int]] = {}
+_STRUCTURES: dict[tuple, int] = {}  # hoisted program structure -> small id (equal for ops differing in scalars)
+_MAX_HOISTED = 8192
 
 
-def hoist_scalars(program: Program) -> tuple[Program, list[Any]]:
+def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:
     """`program` with each scalar constant turned into an extra input, plus the constants' values.
 
     Scalars that change every step (a learning rate, Adam's bias corrections) would otherwise make each
@@ -166,7 +172,7 @@ def hoist_scalars(program: Program) -> tuple[Program, list[Any]]:
     """
     cached = HOISTED.get(id(program))
     if cached is not None and cached[0] is program:
-        return cached[1], cached[2]
+        return cached[1], cached[2], cached[3]
     builder = Builder()
     env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
     values: list[Any] = []
@@ -179,7 +185,10 @@ def hoist_scalars(program: Program) -> tuple[Program, list[Any]]:
         for o, n in zip(op.outputs, outs):
             env[o.id] = n
     hoisted = builder.finish([env[v.id] for v in program.outputs], program.name)
-    HOISTED[id(program)] = (program, hoisted, values)
-    return hoisted, values
+    structure = _STRUCTURES.setdefault((program.name, hoisted.key()), len(_STRUCTURES))
+    if len(HOISTED) >= _MAX_HOISTED:
+        HOISTED.clear()
+    HOISTED[id(program)] = (program, hoisted, values, structure)
+    return hoisted, values, structure
 
 
