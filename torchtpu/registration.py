@@ -4,7 +4,6 @@ runs it through the autoload entry point."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 
@@ -48,6 +47,4 @@ def register() -> None:
         # its built-in dense backends, and otherwise makes one new Parameter per module, untying shared ones.
         # Swapping tensors keeps each Parameter object, as it already does for CUDA.
         torch.__future__.set_swap_module_params_on_conversion(True)
-        # accelerate (and so HF Trainer) picks its device from this; "tpu" is what a user of this device wants.
-        os.environ.setdefault("ACCELERATE_TORCH_DEVICE", "tpu")
         _done = True

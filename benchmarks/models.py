@@ -1,0 +1,162 @@
+"""Hugging Face model zoo: forward and training-step wall time on "tpu" (sim driver) vs CPU PyTorch eager, same run.
+
+For each architecture of `torchtpu.validate_models.MODELS` (small configs: 2 layers, hidden 32, 8 tokens), it
+times a no-grad forward and a training step (forward, loss.backward(), AdamW step, loss to host) on CPU and on
+"tpu", after warm-up (the tpu side compiles its programs then), alternating CPU and tpu runs so that other
+processes' load hits both alike, and prints medians and the ratio tpu / CPU (the
+goal: <= 3x). It also prints what the simulator charges for the same step on the chip (TORCHTPU_CHIP, default
+v5e): the simulated step time (host launch timeline and device), device-busy time and launches per step.
+
+    python benchmarks/models.py [--models bert,llama] [--repeats 5] [--threads 1] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+
+def _interleaved(cpu_fn, tpu_fn, repeats: int, threads: int) -> tuple[float, float]:
+    """Median wall time of each, timed alternately so that load from other processes hits both alike. As in
+    timeit, the garbage collector is off while timing (collected before each run), so that a full collection
+    of garbage made by one side is not charged to the other. torch's thread count is pinned again before each
+    run: the sim's numba kernels share libgomp with torch and reset it (see docs/models.md)."""
+    cpu, tpu = [], []
+    for _ in range(repeats):
+        for fn, out in ((cpu_fn, cpu), (tpu_fn, tpu)):
+            torch.set_num_threads(threads)
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                fn()
+                out.append(time.perf_counter() - start)
+            finally:
+                gc.enable()
+    return statistics.median(cpu), statistics.median(tpu)
+
+
+def _steps(spec, model, device: str):
+    from torchtpu import validate_models as vm
+
+    inputs = vm.to_device(spec.make_inputs(), device)  # labels too: encoder-decoders derive decoder inputs
+    model = model.to(device)
+
+    def forward():
+        with torch.no_grad():
+            vm._output(model(**inputs), spec.output).cpu()
+
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def train():
+        model.train()
+        opt.zero_grad()
+        loss = model(**inputs).loss
+        loss.backward()
+        opt.step()
+        loss.detach().cpu()
+
+    return forward, train
+
+
+def measure(name: str, warmup: int, repeats: int, eager_mode: str | None, threads: int = 1) -> dict:
+    import contextlib
+
+    import torchtpu
+    from torchtpu import validate_models as vm
+
+    spec = vm.MODELS[name]
+    model = spec.build()
+    cpu_fwd, cpu_train = _steps(spec, copy.deepcopy(model), "cpu")
+    tpu_fwd, tpu_train = _steps(spec, model, "tpu")
+    row = {"model": name}
+    def mode():
+        return torchtpu.eager_mode(eager_mode) if eager_mode else contextlib.nullcontext()
+
+    for kind, cpu_fn, tpu_fn in (("fwd", cpu_fwd, tpu_fwd), ("train", cpu_train, tpu_train)):
+        torchtpu.reset_fallback_counts()
+        with mode():
+            for _ in range(warmup):
+                torch.set_num_threads(threads)
+                cpu_fn()
+                tpu_fn()
+            torch.tpu.synchronize()
+            torchtpu.reset_stats()
+            row[f"{kind}_cpu"], row[f"{kind}_tpu"] = _interleaved(cpu_fn, tpu_fn, repeats, threads)
+            torch.tpu.synchronize()
+        s = torchtpu.stats()
+        row[f"{kind}_sim"] = s["wall_seconds"] / repeats
+        row[f"{kind}_dev"] = s["device_seconds"] / repeats
+        row[f"{kind}_launches"] = s["launches"] / repeats
+        row[f"{kind}_ratio"] = row[f"{kind}_tpu"] / row[f"{kind}_cpu"]
+        row["fallbacks"] = sorted(set(row.get("fallbacks", [])) | set(torchtpu.fallback_counts()))
+        row["chip"] = s["chip"]
+    return row
+
+
+HEADER = ["model", "fwd cpu ms", "fwd tpu ms", "fwd ratio", "train cpu ms", "train tpu ms", "train ratio",
+          "sim fwd us", "sim train us", "dev train us", "launches/step", "fallbacks"]
+
+
+def _cells(r: dict) -> list[str]:
+    if "error" in r:
+        return [r["model"], *["-"] * (len(HEADER) - 2), "error: " + r["error"]]
+    return [r["model"], f"{r['fwd_cpu'] * 1e3:.2f}", f"{r['fwd_tpu'] * 1e3:.1f}", f"{r['fwd_ratio']:.1f}x",
+            f"{r['train_cpu'] * 1e3:.2f}", f"{r['train_tpu'] * 1e3:.1f}", f"{r['train_ratio']:.1f}x",
+            f"{r['fwd_sim'] * 1e6:.0f}", f"{r['train_sim'] * 1e6:.0f}", f"{r['train_dev'] * 1e6:.0f}",
+            f"{r['train_launches']:.0f}", ", ".join(r["fallbacks"]) or "0"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", help="comma-separated subset of torchtpu.validate_models.MODELS")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads for the CPU baseline")
+    parser.add_argument("--eager-mode", help="run the tpu side in this eager mode (e.g. DEFER_AND_FUSE)")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    from tqdm import tqdm
+    from transformers.utils import logging as hf_logging
+
+    from torchtpu import validate_models as vm
+
+    hf_logging.set_verbosity_error()
+    names = args.models.split(",") if args.models else list(vm.MODELS)
+    rows = []
+    for name in (bar := tqdm(names, file=sys.stderr, unit="model")):
+        bar.set_description(name)
+        try:
+            rows.append(measure(name, args.warmup, args.repeats, args.eager_mode, args.threads))
+        except Exception as exc:  # noqa: BLE001 - a model that cannot run is a row, not the end of the table
+            rows.append({"model": name, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:90]})
+    table = [HEADER] + [_cells(r) for r in rows]
+    if args.markdown:
+        print("| " + " | ".join(HEADER) + " |\n|" + "---|" * len(HEADER))
+        print("\n".join("| " + " | ".join(c) + " |" for c in table[1:]))
+    else:
+        widths = [max(len(row[i]) for row in table) for i in range(len(HEADER) - 1)]
+        for row in table:
+            print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))), row[-1])
+    ok = [r for r in rows if "error" not in r]
+    if ok:
+        chip = ok[0]["chip"]
+        print(f"\nmedian over {len(ok)} models: forward {statistics.median(r['fwd_ratio'] for r in ok):.1f}x CPU, "
+              f"training step {statistics.median(r['train_ratio'] for r in ok):.1f}x CPU "
+              f"(goal <= 3x); torch threads {args.threads}; simulated chip {chip}; "
+              f"{args.repeats} timed repeats after {args.warmup} warm-up")
+
+
+if __name__ == "__main__":
+    main()
