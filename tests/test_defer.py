@@ -69,7 +69,7 @@ def test_random_chains_are_bit_identical_in_every_mode(ops):
             assert other[1] == first[1]
 
 
-def _train(mode: str, steps: int, cfg: GPTConfig) -> tuple[list[float], list[int], dict]:
+def _train(mode: str, steps: int, cfg: GPTConfig, reset_after: int = 0) -> tuple[list[float], list[int], dict]:
     torch.manual_seed(0)
     model = TinyGPT(cfg).to("tpu")
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
@@ -84,6 +84,8 @@ def _train(mode: str, steps: int, cfg: GPTConfig) -> tuple[list[float], list[int
             loss.backward()
             opt.step()
             losses.append(loss.item())
+            if len(losses) == reset_after:
+                torchtpu.reset_stats()
             if len(losses) in (20, steps):  # collect cyclic garbage (autograd makes some) before reading memory
                 gc.collect()
             memory.append(torch.tpu.memory_allocated())
@@ -94,12 +96,14 @@ SMALL = GPTConfig(vocab=32, seq=8, d_model=16, heads=2, layers=1, ffn=32)
 
 
 def test_training_loop_compiles_once_then_replays_with_flat_memory():
-    losses, memory, stats = _train("DEFER_AND_FUSE", 200, SMALL)
+    losses, memory, stats = _train("DEFER_AND_FUSE", 200, SMALL, reset_after=20)
     regions = stats["regions"]
-    assert regions["flushes"] == 200
-    # the first steps differ (optimizer state is created, gradient buffers settle); then every step replays
-    assert regions["misses"] <= 3
-    assert regions["hits"] >= 197 and regions["replays"] >= 190
+    # The first steps build a few programs (optimizer state is created, the set of live gradient and state
+    # buffers settles); from then on steps replay their cached program. A storage kept alive by uncollected
+    # cyclic garbage at a flush can force one rebuild (with the union of live outputs), never a series.
+    assert regions["flushes"] == 180
+    assert regions["misses"] <= 2 and regions["replays"] >= 178
+    assert stats["cache"]["compiles"] <= 2
     assert memory[19] == memory[-1], "memory grows across steps"
     assert losses[-1] < losses[0]
     assert torchtpu.fallback_counts() == {}
