@@ -8,7 +8,7 @@ UNARY = (
     "abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt", "cbrt",
     "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil", "round_nearest_even", "sign", "not",
     "erf", "erfinv", "lgamma", "digamma", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "reciprocal", "square", "trunc", "exp2", "log2", "log10",
+    "reciprocal", "square", "trunc", "exp2", "log2", "log10", "erfc",
 )
 BINARY = (
     "add", "subtract", "multiply", "divide", "remainder", "fmod", "power", "maximum", "minimum", "atan2",
@@ -72,6 +72,13 @@ def _convert(x: TensorType, dtype: str) -> list[TensorType]:
 
 @define("constant", 0, "elementwise")
 def _constant(value: object, shape: tuple[int, ...], dtype: str) -> list[TensorType]:
+    """A scalar broadcast to `shape`, or a dense constant: a tuple of all values in row-major order."""
+    if isinstance(value, tuple):
+        n = 1
+        for d in shape:
+            n *= d
+        if len(value) != n:
+            raise ValueError(f"dense constant of shape {tuple(shape)} needs {n} values, got {len(value)}")
     return [TensorType(tuple(shape), dtype)]
 
 
@@ -251,3 +258,143 @@ def _reduce_window(x: TensorType, kind: str, window: tuple[int, ...], strides: t
                    padding: tuple[tuple[int, int], ...], init: float) -> list[TensorType]:
     shape = tuple((d + lo + hi - w) // s + 1 for d, w, s, (lo, hi) in zip(x.shape, window, strides, padding))
     return [TensorType(shape, x.dtype)]
+
+
+COMPLEX_PARTS = {"complex64": "float32"}
+FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
+
+
+@define("real", 1, "elementwise")
+def _real(x: TensorType) -> list[TensorType]:
+    if x.dtype not in COMPLEX_PARTS:
+        raise TypeError(f"real needs a complex operand, got {x}")
+    return [TensorType(x.shape, COMPLEX_PARTS[x.dtype])]
+
+
+define("imag", 1, "elementwise")(_real)
+
+
+@define("complex", 2, "elementwise")
+def _complex(re: TensorType, im: TensorType) -> list[TensorType]:
+    _binary(re, im)
+    if re.dtype != "float32":
+        raise TypeError(f"complex needs float32 parts, got {re}")
+    return [TensorType(re.shape, "complex64")]
+
+
+@define("fft", 1, "other")
+def _fft(x: TensorType, fft_type: str, fft_length: tuple[int, ...]) -> list[TensorType]:
+    """stablehlo.fft over the innermost len(fft_length) dims; IFFT and IRFFT include the 1/n factor."""
+    if fft_type not in FFT_TYPES:
+        raise ValueError(f"fft_type {fft_type!r}; valid: {FFT_TYPES}")
+    k = len(fft_length)
+    if not 1 <= k <= 3 or k > len(x.shape):
+        raise ValueError(f"fft over {k} dims of a rank-{len(x.shape)} operand")
+    lead = x.shape[:len(x.shape) - k]
+    if fft_type == "RFFT":
+        if x.dtype != "float32" or tuple(x.shape[-k:]) != tuple(fft_length):
+            raise TypeError(f"RFFT needs float32 of trailing shape {fft_length}, got {x}")
+        return [TensorType((*lead, *fft_length[:-1], fft_length[-1] // 2 + 1), "complex64")]
+    if x.dtype != "complex64":
+        raise TypeError(f"{fft_type} needs complex64, got {x}")
+    if fft_type == "IRFFT":
+        return [TensorType((*lead, *fft_length), "float32")]
+    return [x]
+
+
+# Linear algebra on the trailing two dims of a batch of matrices. stablehlo has cholesky and triangular_solve;
+# lu, qr, svd, eigh and eig are XLA's linalg expansions (jax.lax.linalg) that the pjrt emitter expands.
+LINALG_FLOAT = ("float32", "float64", "complex64")
+
+
+def _square(x: TensorType, name: str) -> int:
+    if len(x.shape) < 2 or x.shape[-1] != x.shape[-2] or x.dtype not in LINALG_FLOAT:
+        raise TypeError(f"{name} needs a batch of square float matrices, got {x}")
+    return x.shape[-1]
+
+
+@define("cholesky", 1, "other")
+def _cholesky(x: TensorType, lower: bool) -> list[TensorType]:
+    _square(x, "cholesky")
+    return [x]
+
+
+@define("triangular_solve", 2, "other")
+def _triangular_solve(a: TensorType, b: TensorType, left_side: bool, lower: bool, unit_diagonal: bool,
+                      transpose_a: str) -> list[TensorType]:
+    n = _square(a, "triangular_solve")
+    if transpose_a not in ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"):
+        raise ValueError(f"transpose_a {transpose_a!r}; valid: NO_TRANSPOSE, TRANSPOSE, ADJOINT")
+    if a.shape[:-2] != b.shape[:-2] or (b.shape[-2] if left_side else b.shape[-1]) != n or a.dtype != b.dtype:
+        raise TypeError(f"triangular_solve: {a} and {b} do not fit (left_side={left_side})")
+    return [b]
+
+
+@define("lu", 1, "other")
+def _lu(x: TensorType) -> list[TensorType]:
+    """Partial-pivoting LU of each (m, n) matrix: packed LU, 1-based int32 pivots (min(m, n),), int32 info."""
+    if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
+        raise TypeError(f"lu needs a batch of float matrices, got {x}")
+    k = min(x.shape[-2:])
+    return [x, TensorType((*x.shape[:-2], k), "int32"), TensorType(x.shape[:-2], "int32")]
+
+
+@define("qr", 1, "other")
+def _qr(x: TensorType, full_matrices: bool) -> list[TensorType]:
+    if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
+        raise TypeError(f"qr needs a batch of float matrices, got {x}")
+    m, n = x.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    return [TensorType((*x.shape[:-2], m, k), x.dtype), TensorType((*x.shape[:-2], k, n), x.dtype)]
+
+
+@define("svd", 1, "other")
+def _svd(x: TensorType, full_matrices: bool) -> list[TensorType]:
+    if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
+        raise TypeError(f"svd needs a batch of float matrices, got {x}")
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    real = "float32" if x.dtype == "complex64" else x.dtype
+    u = (m, m) if full_matrices else (m, k)
+    v = (n, n) if full_matrices else (k, n)
+    batch = x.shape[:-2]
+    return [TensorType((*batch, *u), x.dtype), TensorType((*batch, k), real), TensorType((*batch, *v), x.dtype)]
+
+
+@define("eigh", 1, "other")
+def _eigh(x: TensorType, lower: bool) -> list[TensorType]:
+    n = _square(x, "eigh")
+    real = "float32" if x.dtype == "complex64" else x.dtype
+    return [TensorType((*x.shape[:-2], n), real), x]
+
+
+@define("eig", 1, "other")
+def _eig(x: TensorType) -> list[TensorType]:
+    n = _square(x, "eig")
+    if x.dtype != "float32" and x.dtype != "complex64":
+        raise TypeError(f"eig supports float32 and complex64, got {x}")
+    return [TensorType((*x.shape[:-2], n), "complex64"), TensorType(x.shape, "complex64")]
+
+
+SPECIAL_UNARY = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "bessel_i0", "bessel_i0e", "bessel_i1",
+                 "bessel_i1e", "bessel_k0", "bessel_k0e", "bessel_k1", "bessel_k1e", "airy_ai",
+                 "spherical_bessel_j0", "erfcx", "ndtri")
+SPECIAL_BINARY = ("zeta", "polygamma", "igamma", "igammac", "chebyshev_t", "chebyshev_u", "chebyshev_v",
+                  "chebyshev_w", "shifted_chebyshev_t", "shifted_chebyshev_u", "shifted_chebyshev_v",
+                  "shifted_chebyshev_w", "hermite_h", "hermite_he", "laguerre_l", "legendre_p")
+
+
+@define("special_unary", 1, "elementwise")
+def _special_unary(x: TensorType, function: str) -> list[TensorType]:
+    """A special function of one float operand (CHLO has bessel_i1e, erfc, ...; the rest expand to series)."""
+    if function not in SPECIAL_UNARY:
+        raise ValueError(f"special_unary function {function!r}; valid: {SPECIAL_UNARY}")
+    return [x]
+
+
+@define("special_binary", 2, "elementwise")
+def _special_binary(a: TensorType, b: TensorType, function: str) -> list[TensorType]:
+    """zeta(x, q), polygamma(n, x), igamma(c)(a, x) and the orthogonal polynomials p(x, n)."""
+    if function not in SPECIAL_BINARY:
+        raise ValueError(f"special_binary function {function!r}; valid: {SPECIAL_BINARY}")
+    return _binary(a, b)

@@ -88,7 +88,8 @@ def test_compiled_training_step_matches_eager_and_compiles_once(tpu):
                 out.append(fn(x.to(tpu), y.to(tpu)).item())
                 opt.step()
         losses[compiled] = out
-    assert losses[True] == losses[False]
+    # bit-equal on the simulator; XLA (pjrt) may fuse differently, within an ulp
+    torch.testing.assert_close(losses[True], losses[False], rtol=1e-6, atol=0)
     stats = torchtpu.stats()["compile"]
     assert stats["graphs"] == 2 and stats["programs"] == 2  # one forward and one backward graph
     assert torchtpu.fallback_counts() == {}

@@ -97,6 +97,7 @@ def storage_handle(holder: torch.Tensor) -> object:
     drv = driver()
     if drv.host_addressable:
         return buffer(holder)
+    collect_freed()  # a freed storage's address may already belong to this one: drop the stale buffer first
     storage = holder.untyped_storage()
     return drv.storage_buffer(storage.data_ptr(), storage.nbytes(), _ir_dtype(holder.dtype),
                               holder.device.index or 0)
@@ -111,6 +112,7 @@ def collect_freed() -> None:
 
 
 def _flat_host(t: torch.Tensor) -> torch.Tensor:
+    collect_freed()
     storage = t.untyped_storage()
     drv = driver()
     flat = drv.read_storage(storage.data_ptr(), storage.nbytes(), _ir_dtype(t.dtype), t.device.index or 0)
@@ -132,6 +134,7 @@ def write_from_host(dst: torch.Tensor, src: torch.Tensor) -> None:
     if drv.host_addressable:
         native().cpu_alias(dst).copy_(src)
         return
+    collect_freed()
     storage = dst.untyped_storage()
     n = storage.nbytes() // dst.element_size()
     covers = dst.is_contiguous() and dst.storage_offset() == 0 and dst.numel() == n

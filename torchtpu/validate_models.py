@@ -270,10 +270,6 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in [
 # numbers match but an op fell back to CPU).
 
 REASONS: dict[str, str] = {
-    "isin": "[ops] CPU fallback: aten.isin.Tensor_Tensor_out (generate()'s EOS stopping criterion)",
-    "moe": "[ops] aten.histc.default on int32 (transformers' grouped_mm experts path on non-CPU devices counts "
-           "tokens per expert with histc on ints) has no lowering, and its CPU fallback raises: CPU histc has no "
-           "integer kernel",
     "w2v": "[ops] CPU fallbacks: aten._weight_norm_interface.default (+_backward; the convolutional positional "
            "embedding's weight norm) and aten._ctc_loss.default (+_backward; CTC loss)",
     # ecosystem paths (tests/models/test_ecosystem.py) and eager modes
@@ -286,9 +282,6 @@ REASONS: dict[str, str] = {
 _ALL = ("forward", "forward_bf16", "generate", "train")
 # model -> check -> '+'-joined REASONS keys
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
-    **{m: {"generate": "isin"} for m in ("llama", "mistral", "qwen2", "qwen3", "phi3", "gpt2", "gpt-neo", "opt",
-                                         "gemma", "falcon", "t5", "bart", "whisper")},
-    **{m: {c: "moe" for c in _ALL} | {"generate": "moe+isin"} for m in ("mixtral", "qwen3-moe")},
     "wav2vec2": {c: "w2v" for c in _ALL},
 }
 

@@ -19,7 +19,8 @@ COSTS: dict[str, CostRule] = {}
 TRANSCENDENTAL = frozenset({
     "exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt", "cbrt", "tanh", "logistic",
     "sine", "cosine", "tan", "erf", "erfinv", "lgamma", "digamma", "atan", "asin", "acos", "sinh", "cosh",
-    "asinh", "acosh", "atanh", "reciprocal", "exp2", "log2", "log10", "power", "atan2", "rng", "divide",
+    "asinh", "acosh", "atanh", "reciprocal", "exp2", "log2", "log10", "power", "atan2", "rng", "divide", "erfc",
+    "special_unary", "special_binary",
 })
 
 
@@ -79,6 +80,33 @@ for _name, _opdef in OPS.items():
     elif _opdef.kind == "reduction":
         COSTS[_name] = _reduction
 COSTS["sort"] = _reduction
+
+
+def _fft(model: CostModel, op: Op) -> CostRecord:
+    n = max(op.inputs[0].type.numel, op.outputs[0].type.numel)
+    size = math.prod(op.attr("fft_length"))
+    return model.vpu(op.name, n, 5.0 * math.log2(max(size, 2)), _bytes_in(op), _bytes_out(op), False)
+
+
+COSTS["fft"] = _fft
+
+LINALG_FLOPS = {"cholesky": 1 / 3, "triangular_solve": 1.0, "lu": 2 / 3, "qr": 4 / 3, "svd": 12.0, "eigh": 9.0,
+                "eig": 25.0}
+
+
+def _linalg(model: CostModel, op: Op) -> CostRecord:
+    """Factorizations run as blocked VPU loops: ~c * n^3 flops per matrix (Golub & Van Loan's counts)."""
+    x = op.inputs[0].type
+    m, n = x.shape[-2:]
+    batch = x.numel // max(m * n, 1)
+    work = LINALG_FLOPS[op.name] * max(m, n) * min(m, n) ** 2
+    if op.name == "triangular_solve":
+        work = m * m * op.inputs[1].type.numel / max(batch, 1)
+    return model.vpu(op.name, batch, work, _bytes_in(op), _bytes_out(op), False)
+
+
+for _name in LINALG_FLOPS:
+    COSTS[_name] = _linalg
 COSTS["dot_general"] = _dot_general
 COSTS["convolution"] = _convolution
 

@@ -35,7 +35,7 @@ def store(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
         if x.dtype != np.float32:
             x = x.astype(np.float32)
-        return numerics.to_bf16(x)
+        return numerics.to_bf16(x).reshape(x.shape)  # (to_bf16 returns 0-d inputs as shape (1,))
     if dtype in ("int64", "int32", "int16", "int8", "uint8") and x.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             return np.trunc(x).astype(target)
@@ -63,6 +63,11 @@ def kernel(*names: str) -> Callable[[Kernel], Kernel]:
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
 def _erf(x):  # pragma: no cover - numba
     return math.erf(x)
+
+
+@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
+def _erfc(x):  # pragma: no cover - numba
+    return math.erfc(x)
 
 
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
@@ -126,7 +131,8 @@ _UNARY_FLOAT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log, "log_plus_one": np.log1p,
     "sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1) / np.sqrt(x), "cbrt": np.cbrt, "tanh": np.tanh,
     "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)), "sine": np.sin, "cosine": np.cos,
-    "tan": np.tan, "erf": _erf, "erfinv": _erfinv, "lgamma": _lgamma, "digamma": _digamma, "atan": np.arctan,
+    "tan": np.tan, "erf": _erf, "erfc": _erfc, "erfinv": _erfinv, "lgamma": _lgamma, "digamma": _digamma,
+    "atan": np.arctan,
     "asin": np.arcsin, "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
     "acosh": np.arccosh, "atanh": np.arctanh, "reciprocal": lambda x: np.float32(1) / x, "exp2": np.exp2,
     "log2": np.log2, "log10": np.log10,
@@ -144,7 +150,7 @@ def _unary(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     xf = load(x)
     with np.errstate(all="ignore"):
         if op.name in _UNARY_FLOAT:
-            if xf.dtype.kind != "f":
+            if xf.dtype.kind not in "fc":
                 xf = xf.astype(np.float32)
             y = _UNARY_FLOAT[op.name](xf)
         elif op.name in ("floor", "ceil", "trunc", "round_nearest_even") and xf.dtype.kind != "f":
@@ -259,6 +265,8 @@ def _convert(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 def _constant(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     out = op.outputs[0]
     value = np.asarray(op.attr("value"), dtype=np.float32 if out.dtype in _NARROW else NP_DTYPES[out.dtype])
+    if value.ndim:  # a dense constant: the values in row-major order
+        return [store(value, out.dtype).reshape(out.shape)]
     return [np.broadcast_to(store(value, out.dtype), out.shape)]
 
 
@@ -276,9 +284,39 @@ def _iota(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 def _rng(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     seed, offset = (int(v) for v in args[0])
     out = op.outputs[0]
-    gen = np.random.Generator(np.random.Philox(key=seed & (2**64 - 1), counter=offset & (2**64 - 1)))
+    # The offset selects the high counter words: each op's draws come from a disjoint Philox stream (offsets of
+    # consecutive ops differ by fewer than the counter values one draw consumes, so they must not overlap).
+    gen = np.random.Generator(np.random.Philox(key=seed & (2**64 - 1), counter=(offset & (2**64 - 1)) << 128))
     if op.attr("distribution") == "uniform":
         values = gen.random(out.shape, dtype=np.float32)
     else:
         values = gen.standard_normal(out.shape, dtype=np.float32)
     return [store(values, out.dtype)]
+
+
+@kernel("real")
+def _real(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.ascontiguousarray(args[0].real)]
+
+
+@kernel("imag")
+def _imag(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.ascontiguousarray(args[0].imag)]
+
+
+@kernel("complex")
+def _complex(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    re, im = args
+    out = np.empty(re.shape, np.complex64)
+    out.real, out.imag = re, im
+    return [out]
+
+
+@kernel("fft")
+def _fft(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    n = tuple(op.attr("fft_length"))
+    axes = tuple(range(x.ndim - len(n), x.ndim))
+    fn = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}[op.attr("fft_type")]
+    y = fn(x, s=n, axes=axes)
+    return [np.asarray(y, dtype=np.float32 if op.attr("fft_type") == "IRFFT" else np.complex64)]

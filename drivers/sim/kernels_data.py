@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from torchtpu.drivers.ir import Op
 from torchtpu.drivers.sim.kernels import NP_DTYPES, kernel, load, store
@@ -67,16 +68,26 @@ def _pad(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 _REDUCERS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "and": np.all, "or": np.any}
 
 
+def _identity(kind: str, dtype: np.dtype) -> object:
+    if dtype == np.bool_:
+        return kind == "min"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if kind == "max" else info.max
+    return -np.inf if kind == "max" else np.inf
+
+
 @kernel("reduce")
 def _reduce(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x = load(args[0])
     kind = op.attr("kind")
     dims = tuple(op.attr("dimensions"))
     out_t = op.outputs[0]
-    if kind in ("max", "min") and 0 in [x.shape[d] for d in dims]:
-        raise ValueError(f"reduce {kind} over an empty dimension has no identity")
     with np.errstate(all="ignore"):
-        y = _REDUCERS[kind](x, axis=dims)
+        if kind in ("max", "min") and 0 in [x.shape[d] for d in dims]:  # StableHLO's init value: the identity
+            y = np.full(tuple(n for i, n in enumerate(x.shape) if i not in dims), _identity(kind, x.dtype), x.dtype)
+        else:
+            y = _REDUCERS[kind](x, axis=dims)
     return [store(np.asarray(y), out_t.dtype)]
 
 
@@ -231,3 +242,148 @@ def _reduce_window(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     axes = tuple(range(x.ndim, 2 * x.ndim))
     y = {"sum": np.sum, "max": np.max, "min": np.min}[kind](windows, axis=axes)
     return [store(np.asarray(y), op.outputs[0].dtype)]
+
+
+# --- linear algebra (numpy's LAPACK in the operand's precision; LU with partial pivoting in numba) -----------------
+
+def _per_matrix(fn, x: np.ndarray, *outs_like: tuple[tuple[int, ...], np.dtype]) -> list[np.ndarray]:
+    """Runs fn on the whole batch; if LAPACK rejects one matrix, per matrix with NaN for the failures."""
+    try:
+        res = fn(x)
+        return list(res) if isinstance(res, tuple) else [res]
+    except np.linalg.LinAlgError:
+        batch = x.shape[:-2]
+        outs = [np.full(shape, np.nan, dtype) if np.dtype(dtype).kind in "fc" else np.zeros(shape, dtype)
+                for shape, dtype in outs_like]
+        for idx in np.ndindex(*batch):
+            try:
+                res = fn(x[idx])
+            except np.linalg.LinAlgError:
+                continue
+            for o, r in zip(outs, res if isinstance(res, tuple) else (res,)):
+                o[idx] = r
+        return outs
+
+
+def _wide_linalg(x: np.ndarray) -> np.ndarray:
+    x = load(x)
+    return x if x.dtype in (np.float32, np.float64, np.complex64) else x.astype(np.float32)
+
+
+@kernel("cholesky")
+def _cholesky(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = _wide_linalg(args[0])
+    (low,) = _per_matrix(np.linalg.cholesky, x, (x.shape, x.dtype))
+    out = low if op.attr("lower") else np.conj(np.swapaxes(low, -1, -2))
+    return [np.ascontiguousarray(out).astype(x.dtype)]
+
+
+@kernel("triangular_solve")
+def _triangular_solve(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    a, b = (_wide_linalg(v) for v in args)
+    t = np.tril(a) if op.attr("lower") else np.triu(a)
+    if op.attr("unit_diagonal"):
+        n = t.shape[-1]
+        t = t.copy()
+        t[..., np.arange(n), np.arange(n)] = 1
+    mode = op.attr("transpose_a")
+    if mode != "NO_TRANSPOSE":
+        t = np.swapaxes(t, -1, -2)
+        if mode == "ADJOINT":
+            t = np.conj(t)
+    if not op.attr("left_side"):  # X op(A) = B  <=>  op(A)^T X^T = B^T
+        t, b = np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)
+    with np.errstate(all="ignore"):
+        x = _solve(t, b)
+    if not op.attr("left_side"):
+        x = np.swapaxes(x, -1, -2)
+    return [np.ascontiguousarray(x).astype(args[1].dtype if args[1].dtype.kind in "fc" else x.dtype)]
+
+
+def _solve(t: np.ndarray, b: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.solve(t, b)
+    except np.linalg.LinAlgError:  # singular triangular matrix: IEEE results, as a substitution would give
+        out = np.empty(b.shape, np.result_type(t, b))
+        for idx in np.ndindex(*t.shape[:-2]):
+            try:
+                out[idx] = np.linalg.solve(t[idx], b[idx])
+            except np.linalg.LinAlgError:
+                out[idx] = np.nan
+        return out
+
+
+@numba.njit(cache=True)
+def _lu_loop(a, piv, info):  # pragma: no cover - numba
+    batch, m, n = a.shape
+    k = min(m, n)
+    for b in range(batch):
+        for j in range(k):
+            p = j
+            best = abs(a[b, j, j])
+            for i in range(j + 1, m):
+                v = abs(a[b, i, j])
+                if v > best:
+                    best, p = v, i
+            piv[b, j] = p + 1
+            if p != j:
+                for c in range(n):
+                    a[b, j, c], a[b, p, c] = a[b, p, c], a[b, j, c]
+            if a[b, j, j] == 0:
+                if info[b] == 0:
+                    info[b] = j + 1
+                continue
+            for i in range(j + 1, m):
+                a[b, i, j] /= a[b, j, j]
+            for i in range(j + 1, m):
+                f = a[b, i, j]
+                if f != 0:
+                    for c in range(j + 1, n):
+                        a[b, i, c] -= f * a[b, j, c]
+
+
+@kernel("lu")
+def _lu(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = _wide_linalg(args[0])
+    batch, (m, n) = x.shape[:-2], x.shape[-2:]
+    a = np.ascontiguousarray(x.reshape(-1, m, n)).copy()
+    piv = np.zeros((a.shape[0], min(m, n)), np.int32)
+    info = np.zeros(a.shape[0], np.int32)
+    if a.size:
+        _lu_loop(a, piv, info)
+    return [a.reshape(x.shape), piv.reshape((*batch, min(m, n))), info.reshape(batch)]
+
+
+@kernel("qr")
+def _qr(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = _wide_linalg(args[0])
+    q, r = np.linalg.qr(x, mode="complete" if op.attr("full_matrices") else "reduced")
+    return [q.astype(x.dtype), r.astype(x.dtype)]
+
+
+@kernel("svd")
+def _svd(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = _wide_linalg(args[0])
+    shapes = [v.type for v in op.outputs]
+    if x.size == 0:
+        return [np.zeros(t.shape, NP_DTYPES[t.dtype]) for t in shapes]
+    u, s, vh = _per_matrix(lambda m: np.linalg.svd(m, full_matrices=op.attr("full_matrices")), x,
+                           *[(t.shape, NP_DTYPES[t.dtype]) for t in shapes])
+    return [np.asarray(v, NP_DTYPES[t.dtype]) for v, t in zip((u, s, vh), shapes)]
+
+
+@kernel("eigh")
+def _eigh(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = _wide_linalg(args[0])
+    w, v = np.linalg.eigh(x, UPLO="L" if op.attr("lower") else "U")
+    return [w.astype(NP_DTYPES[op.outputs[0].dtype]), v.astype(x.dtype)]
+
+
+@kernel("eig")
+def _eig(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = _wide_linalg(args[0])
+    w, v = _per_matrix(np.linalg.eig, x, (x.shape[:-1], np.complex64), (x.shape, np.complex64))
+    return [np.asarray(w, np.complex64), np.asarray(v, np.complex64)]
+
+
+from torchtpu.drivers.sim import kernels_special  # noqa: E402,F401  (registers the special-function kernels)

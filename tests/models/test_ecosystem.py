@@ -99,7 +99,6 @@ def test_pipeline_text_generation(tpu, tokenizer):
     assert got == cpu(TEXTS[:2], **kwargs)
 
 
-@_xfail("isin", FellBack)
 def test_pipeline_text_generation_no_fallbacks(tpu, tokenizer):
     _, pipe = _generation_pipelines(tokenizer)
     pipe(TEXTS[0], max_new_tokens=4, do_sample=False)

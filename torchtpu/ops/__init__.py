@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("elementwise", "reduction", "matmul", "nn", "indexing", "factory")
+FAMILIES = (
+    "elementwise", "math", "reduction", "matmul", "nn", "indexing", "factory", "conv", "shape",
+    "norm", "sorting", "dynamic", "resize", "pooling", "losses", "complex", "linalg", "special", "sampling",
+    "embedding",
+)
 
 
 def load_families() -> None:

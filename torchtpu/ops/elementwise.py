@@ -65,8 +65,9 @@ def div_mode(self: Any, other: Any, rounding_mode: str | None = None) -> Sym:
     compute, result = P.result_dtype(self, other)
     a, b = P.prepare([self, other], compute)
     if compute.is_floating_point:
-        q = P.emit1("divide", [a, b])
-        q = P.emit1("floor" if rounding_mode == "floor" else "trunc", [q])
+        from torchtpu.ops.math import div_floor
+
+        q = div_floor(a, b) if rounding_mode == "floor" else P.emit1("trunc", [P.emit1("divide", [a, b])])
     else:
         q = P.emit1("floor_divide" if rounding_mode == "floor" else "divide", [a, b])
     return P.convert(q, result)
@@ -142,6 +143,10 @@ def _float_unary(name: str) -> Any:
 
 def _same_unary(name: str) -> Any:
     def lowering(self: Sym) -> Sym:
+        if self.dtype.is_complex and name in ("abs", "sign"):
+            from torchtpu.ops.complex import complex_abs, complex_sgn
+
+            return complex_abs(self) if name == "abs" else complex_sgn(self)
         if name == "negate" and self.dtype == torch.bool:
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                                "to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -159,6 +164,10 @@ for _op, _name in _SAME_UNARY.items():
 
 @lower(aten.sgn.default)
 def sgn(self: Sym) -> Sym:
+    if self.dtype.is_complex:
+        from torchtpu.ops.complex import complex_sgn
+
+        return complex_sgn(self)
     return P.emit1("sign", [self])
 
 
@@ -197,11 +206,6 @@ def isinf(self: Sym) -> Sym:
     if not self.dtype.is_floating_point:
         return P.full(False, self.shape, torch.bool)
     return P.compare("EQ", P.emit1("abs", [self]), math.inf)
-
-
-@lower(aten.isfinite.default)
-def isfinite(self: Sym) -> Sym:
-    return P.emit1("is_finite", [self])
 
 
 def _logical(name: str) -> Any:
@@ -244,8 +248,9 @@ def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
         value = P.convert(value, self.dtype)
     else:
         value = P.const(value, self.dtype)
-    m = P.broadcast_to(P.convert(mask, torch.bool), self.shape)
-    return P.emit1("select", [m, P.broadcast_to(value, self.shape), self])
+    shape = P.broadcast_shapes(self.shape, mask.shape)
+    m = P.broadcast_to(P.convert(mask, torch.bool), shape)
+    return P.emit1("select", [m, P.broadcast_to(value, shape), P.broadcast_to(self, shape)])
 
 
 @lower(aten.clamp.default, aten.clamp.Tensor)
@@ -315,14 +320,6 @@ def gelu_backward(grad_output: Sym, self: Sym, approximate: str = "none") -> Sym
 def silu(self: Sym) -> Sym:
     x = P.convert(self, torch.float32)
     return P.convert(x * P.emit1("logistic", [x]), self.dtype)
-
-
-@lower(aten.silu_backward.default)
-def silu_backward(grad_output: Sym, self: Sym) -> Sym:
-    x = P.convert(self, torch.float32)
-    s = P.emit1("logistic", [x])
-    grad = P.convert(grad_output, torch.float32) * s * (x * (1.0 - s) + 1.0)
-    return P.convert(grad, grad_output.dtype)
 
 
 @lower(aten.tanh_backward.default)

@@ -31,7 +31,15 @@ def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = N
     if (end - start) / step < 0:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     out = _dtype(dtype, start, end, step)
-    n = max(0, math.ceil((end - start) / step))
+    if not out.is_floating_point:  # ATen converts the bounds to the integer type first
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise RuntimeError("step must be nonzero")
+        sgn = (step > 0) - (step < 0)
+        num = end - start + step - sgn
+        n = max(0, abs(num) // abs(step) * (1 if (num >= 0) == (step > 0) else -1))
+    else:
+        n = max(0, math.ceil((end - start) / step))
     ramp = P.iota((n,), 0, torch.int64 if not out.is_floating_point else torch.float32)
     if out.is_floating_point:
         return P.convert(ramp * float(step) + float(start), out)
@@ -51,13 +59,35 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: torch.dtype | None = No
     out = dtype or torch.get_default_dtype()
     if steps == 1:
         return P.full(start, (1,), out)
-    step = (end - start) / (steps - 1)
-    ramp = P.iota((steps,), 0, torch.float32)
+    # integer outputs: ATen converts the bounds to the integer type and steps in double
+    compute = torch.float32 if out.is_floating_point else torch.float64
+    if not out.is_floating_point:
+        start, end = int(start), int(end)
     half = steps // 2
+    ramp = P.iota((steps,), 0, compute)
+    if out in (torch.bfloat16, torch.float16):  # ATen steps in the narrow type, rounding after each operation
+        r = lambda v: P.convert(P.convert(v, out), torch.float32)  # noqa: E731
+        lo_c, hi_c = r(P.const(float(start), torch.float32)), r(P.const(float(end), torch.float32))
+        step_c = r(r(hi_c - lo_c) / r(P.const(float(steps - 1), torch.float32)))
+        lo = r(P.broadcast_to(lo_c, ramp.shape) + r(P.broadcast_to(step_c, ramp.shape) * r(ramp)))
+        back = r(P.full(float(steps - 1), ramp.shape, torch.float32) - ramp)
+        hi = r(P.broadcast_to(hi_c, ramp.shape) - r(P.broadcast_to(step_c, ramp.shape) * back))
+        return P.convert(P.where(P.compare("LT", ramp, float(half)), lo, hi), out)
+    step = (end - start) / (steps - 1)
     lo = ramp * step + float(start)
     hi = float(end) - (float(steps - 1) - ramp) * step  # symmetric, as torch computes it
     y = P.where(P.compare("LT", ramp, float(half)), lo, hi)
     return P.convert(y, out) if out.is_floating_point else P.convert(P.emit1("trunc", [y]), out)
+
+
+def _scalars(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """The Tensor overloads of linspace/logspace take 0-dim bounds: read them (a sync) and use the Scalar form."""
+    return tuple(a.item() if isinstance(a, torch.Tensor) else a for a in args), kwargs
+
+
+@lower(aten.linspace.Tensor_Tensor, aten.linspace.Tensor_Scalar, aten.linspace.Scalar_Tensor, prepare=_scalars)
+def linspace_tensor(start: Any, end: Any, steps: int, **kwargs: Any) -> Sym:
+    return linspace(start, end, steps, **kwargs)
 
 
 def _uniform(shape: tuple[int, ...], rng: Sym) -> Sym:
@@ -119,3 +149,10 @@ def eye(n: int, m: int | None = None, *, dtype: torch.dtype | None = None, layou
     m = n if m is None else m
     diag = P.compare("EQ", P.iota((n, m), 0), P.iota((n, m), 1))
     return P.convert(diag, dtype or torch.get_default_dtype())
+
+
+@lower(aten._efficientzerotensor.default)
+def efficient_zero_tensor(size: list[int], *, dtype: torch.dtype | None = None, layout: Any = None,
+                          device: Any = None, pin_memory: Any = None) -> Sym:
+    """A materialized zero tensor (the ZeroTensor key's laziness is a memory optimization ATen makes on CPU)."""
+    return P.full(0, tuple(size), dtype or torch.get_default_dtype())

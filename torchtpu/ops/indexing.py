@@ -1,5 +1,5 @@
 """Lowerings of concatenation and indexing: cat, index_select, gather, scatter, index_add, advanced indexing
-(`x[idx]`, `x[idx] = v`) and the data-dependent nonzero."""
+(`x[idx]`, `x[idx] = v`, boolean masks through `dynamic.nonzero`)."""
 
 from __future__ import annotations
 
@@ -29,13 +29,16 @@ def index_select(self: Sym, dim: int, index: Sym) -> Sym:
     d = P.canon_dim(dim, self.ndim)
     idx = P.reshape(index, (index.numel(),))
     if self.ndim == 0:
-        return P.reshape(P.emit1("index_select", [P.reshape(self, (1,)), idx], dimension=0), index.shape)
+        return P.reshape(P.emit1("index_select", [P.reshape(self, (1,)), idx], dimension=0), ())
     return P.emit1("index_select", [self, idx], dimension=d)
 
 
 @lower(aten.gather.default)
 def gather(self: Sym, dim: int, index: Sym, *, sparse_grad: bool = False) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    index = P.convert(index, torch.int64)
+    if index.numel() == 0:
+        return P.full(0, index.shape, self.dtype)
     if self.ndim == 0:
         return P.reshape(P.emit1("gather_axis", [P.reshape(self, (1,)), P.reshape(index, (-1,))], dimension=0),
                          index.shape)
@@ -50,6 +53,8 @@ def gather(self: Sym, dim: int, index: Sym, *, sparse_grad: bool = False) -> Sym
 
 def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    if index.numel() == 0:
+        return self
     if not isinstance(src, Sym):
         src = P.full(src, index.shape, self.dtype)
     else:
@@ -85,6 +90,10 @@ def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
 def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
     d = P.canon_dim(dim, self.ndim)
     src = P.convert(source * alpha if alpha != 1 else source, self.dtype)
+    if self.ndim == 0:
+        out = P.emit1("index_add", [P.reshape(self, (1,)), P.reshape(index, (index.numel(),)),
+                                    P.reshape(src, (index.numel(),))], dimension=0)
+        return P.reshape(out, ())
     return P.emit1("index_add", [self, P.reshape(index, (index.numel(),)), src], dimension=d)
 
 
@@ -162,16 +171,9 @@ def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: boo
 
 
 def nonzero(self: torch.Tensor) -> torch.Tensor:
-    """Data-dependent output shape: the device syncs and the indices are computed from the buffer."""
-    import numpy as np
+    from torchtpu.ops.dynamic import nonzero as device_nonzero
 
-    from torchtpu import runtime
-
-    runtime.driver().synchronize(self.device.index or 0)
-    host = np.asarray(runtime.buffer(self)).astype(np.float32) if self.dtype == torch.bfloat16 else \
-        runtime.buffer(self)
-    idx = np.argwhere(host != 0) if self.ndim else np.zeros((int(host != 0), 0), np.int64)
-    return torch.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)).to(self.device)
+    return device_nonzero(self)
 
 
 def bool_indices_to_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
@@ -189,12 +191,64 @@ def bool_indices_to_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, di
     return (self, out, *rest), kwargs
 
 
-def register(impl: Any) -> None:
-    impl(aten.nonzero.default, nonzero, "lowering")
-
-
-
 @lower(aten._index_put_impl_.default, prepare=lambda a, k: bool_indices_to_long(a, k))
 def index_put_impl_(self: Sym, indices: list[Sym | None], values: Sym, accumulate: bool = False,
                     unsafe: bool = False) -> Sym:
     return index_put(self, indices, values, accumulate)
+
+
+_IDENTITY = {"sum": 0, "prod": 1, "mean": 0}
+
+
+def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, include_self: bool) -> Sym:
+    if index.numel() == 0:
+        return self
+    if src.shape != index.shape:
+        src = P.emit1("slice", [src], start=(0,) * src.ndim, limit=index.shape, strides=(1,) * src.ndim)
+    src = P.convert(src, self.dtype)
+    kind = {"sum": "add", "prod": "multiply", "mean": "add", "amax": "amax", "amin": "amin"}[reduce]
+    base = self
+    hit = None
+    if not include_self or reduce == "mean":
+        hit = P.emit1("scatter_axis", [P.full(0, self.shape, torch.int64), index, P.full(1, index.shape, torch.int64)],
+                      dimension=d, reduce="add")
+    if not include_self:
+        if reduce in ("amax", "amin"):
+            fp = self.dtype.is_floating_point
+            big = float("inf") if fp else (True if self.dtype == torch.bool else torch.iinfo(self.dtype).max)
+            ident = -big if reduce == "amax" and fp else (False if self.dtype == torch.bool else
+                                                           (torch.iinfo(self.dtype).min if reduce == "amax" else big))
+        else:
+            ident = _IDENTITY[reduce]
+        base = P.where(P.compare("GT", hit, 0), P.full(ident, self.shape, self.dtype), self)
+    out = P.emit1("scatter_axis", [base, index, src], dimension=d, reduce=kind)
+    if reduce == "mean":
+        count = hit + 1 if include_self else hit
+        safe = P.emit1("maximum", [count, P.full(1, count.shape, torch.int64)])
+        if self.dtype.is_floating_point:
+            mean = out / P.convert(safe, self.dtype)
+        else:
+            mean = P.emit1("floor_divide", [out, P.convert(safe, self.dtype)])
+        out = P.where(P.compare("GT", hit, 0), P.convert(mean, self.dtype), self)
+    return out
+
+
+@lower(aten.scatter_reduce.two)
+def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, include_self: bool = True) -> Sym:
+    if self.ndim == 0:
+        out = _scatter_reduce(P.reshape(self, (1,)), 0, P.reshape(index, (-1,)), P.reshape(src, (-1,)), reduce,
+                              include_self)
+        return P.reshape(out, ())
+    return _scatter_reduce(self, P.canon_dim(dim, self.ndim), P.convert(index, torch.int64), src, reduce,
+                           include_self)
+
+
+@lower(aten.index_reduce.default)
+def index_reduce(self: Sym, dim: int, index: Sym, source: Sym, reduce: str, *, include_self: bool = True) -> Sym:
+    if self.ndim == 0:
+        return scatter_reduce(self, 0, index, source, reduce, include_self=include_self)
+    d = P.canon_dim(dim, self.ndim)
+    idx = P.reshape(P.convert(index, torch.int64), tuple(source.shape[d] if i == d else 1
+                                                          for i in range(source.ndim)))
+    idx = P.where(P.compare("LT", idx, 0), idx + self.shape[d], idx)
+    return _scatter_reduce(self, d, P.broadcast_to(idx, source.shape), source, reduce, include_self)

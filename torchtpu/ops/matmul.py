@@ -81,8 +81,3 @@ def dot(self: Sym, tensor: Sym) -> Sym:
                            f"[{tensor.shape[0]}] to have the same number of elements, but got "
                            f"{self.shape[0]} and {tensor.shape[0]} elements respectively")
     return P.reshape(P.matmul(P.reshape(self, (1, -1)), P.reshape(tensor, (-1, 1))), ())
-
-
-@lower(aten.outer.default)
-def outer(self: Sym, vec2: Sym) -> Sym:
-    return P.reshape(self, (-1, 1)) * P.reshape(vec2, (1, -1))

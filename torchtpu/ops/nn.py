@@ -13,7 +13,8 @@ aten = torch.ops.aten
 
 
 def _f32(x: Sym) -> Sym:
-    return P.convert(x, torch.float32)
+    """Widens to the VPU's float32 (float64 stays float64)."""
+    return P.convert(x, torch.float64 if x.dtype == torch.float64 else torch.float32)
 
 
 @lower(aten._softmax.default)

@@ -49,6 +49,18 @@ def const(value: Number, dtype: torch.dtype, shape: Sequence[int] = ()) -> Sym:
     return emit1("constant", [], value=value, shape=tuple(shape), dtype=TORCH_TO_IR[dtype])
 
 
+def dense(values: Any, dtype: torch.dtype) -> Sym:
+    """A dense constant from a nested sequence or numpy array (its shape is kept), e.g. interpolation weights."""
+    import numpy as np
+
+    arr = np.asarray(values)
+    if arr.ndim == 0:
+        return const(arr.item(), dtype)
+    flat = tuple(bool(v) if dtype == torch.bool else int(v) if not (dtype.is_floating_point or dtype.is_complex)
+                 else float(v) for v in arr.reshape(-1).tolist())
+    return emit1("constant", [], value=flat, shape=tuple(arr.shape), dtype=TORCH_TO_IR[dtype])
+
+
 def _meta(x: Any) -> Any:
     if isinstance(x, Sym):
         return torch.empty(x.shape, dtype=x.dtype, device="meta")
@@ -211,6 +223,16 @@ def dot_general(a: Sym, b: Sym, lhs_batch: Sequence[int], rhs_batch: Sequence[in
                 rhs_contract: Sequence[int], out_dtype: torch.dtype) -> Sym:
     from torchtpu.precision import current_precision
 
+    if a.dtype.is_complex or b.dtype.is_complex:  # (ar + i ai)(br + i bi): four real products on the MXU
+        parts = []
+        for x in (a, b):
+            x = convert(x, torch.complex64)
+            parts.append((emit1("real", [x]), emit1("imag", [x])))
+        (ar, ai), (br, bi) = parts
+        dims = (lhs_batch, rhs_batch, lhs_contract, rhs_contract, torch.float32)
+        re = dot_general(ar, br, *dims) - dot_general(ai, bi, *dims)
+        im = dot_general(ar, bi, *dims) + dot_general(ai, br, *dims)
+        return convert(emit1("complex", [re, im]), out_dtype)
     return emit1("dot_general", [a, b], lhs_batch=tuple(lhs_batch), rhs_batch=tuple(rhs_batch),
                  lhs_contract=tuple(lhs_contract), rhs_contract=tuple(rhs_contract),
                  precision=current_precision().name, out_dtype=TORCH_TO_IR[out_dtype])

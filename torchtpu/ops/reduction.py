@@ -247,3 +247,59 @@ def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = Fals
         return P.emit1("sqrt", [P.reduce(a * a, "sum", dims, keepdim)])
     s = P.reduce(P.binary("power", a, float(ord)), "sum", dims, keepdim)
     return P.binary("power", s, 1.0 / float(ord))
+
+
+def _cumextreme(x: Sym, dim: int, kind: str) -> tuple[Sym, Sym]:
+    """cummax / cummin: the running extreme and the index of its latest occurrence (NaN sticks, as ATen)."""
+    if x.ndim == 0:
+        return x, P.full(0, (), torch.int64)
+    d = P.canon_dim(dim, x.ndim)
+    if x.shape[d] == 0:
+        return x, P.full(0, x.shape, torch.int64)
+    src = P.convert(x, torch.int64 if x.dtype == torch.bool else x.dtype)
+    values = P.emit1("cumulative", [src], kind=kind, dimension=d)
+    hit = P.compare("EQ", src, values)
+    if x.dtype.is_floating_point:
+        hit = P.emit1("or", [hit, P.compare("NE", src, src)])
+    pos = P.where(hit, P.iota(x.shape, d), P.full(-1, x.shape, torch.int64))
+    return P.convert(values, x.dtype), P.emit1("cumulative", [pos], kind="max", dimension=d)
+
+
+@lower(aten.cummax.default)
+def cummax(self: Sym, dim: int) -> tuple[Sym, Sym]:
+    return _cumextreme(self, dim, "max")
+
+
+@lower(aten.cummin.default)
+def cummin(self: Sym, dim: int) -> tuple[Sym, Sym]:
+    return _cumextreme(self, dim, "min")
+
+
+@lower(aten._logcumsumexp.default)
+def logcumsumexp(self: Sym, dim: int) -> Sym:
+    """log(cumsum(exp(x))): each prefix is shifted by its own running max (an (n, n) masked table along the
+    dimension), so small early terms do not underflow against a large later maximum."""
+    x = P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32)
+    if x.ndim == 0:
+        return P.convert(x, self.dtype)
+    d = P.canon_dim(dim, x.ndim)
+    n = x.shape[d]
+    if n == 0:
+        return P.convert(x, self.dtype)
+    moved = P.transpose(x, [i for i in range(x.ndim) if i != d] + [d])
+    rows = moved.shape[:-1]
+    shift = P.emit1("cumulative", [moved], kind="max", dimension=moved.ndim - 1)
+    shift = P.where(P.emit1("is_finite", [shift]), shift, P.zeros_like(shift))
+    xj = P.broadcast_to(P.reshape(moved, (*rows, 1, n)), (*rows, n, n))
+    ci = P.broadcast_to(P.reshape(shift, (*rows, n, 1)), (*rows, n, n))
+    keep = P.compare("LE", P.iota((*rows, n, n), len(rows) + 1), P.iota((*rows, n, n), len(rows)))
+    terms = P.where(keep, P.emit1("exponential", [xj - ci]), P.zeros_like(xj))
+    out = P.emit1("log", [P.reduce(terms, "sum", (len(rows) + 1,))]) + shift
+    nan = P.reduce(P.convert(P.compare("NE", xj, xj), torch.int64) * P.convert(keep, torch.int64), "sum",
+                   (len(rows) + 1,))
+    out = P.where(P.compare("GT", nan, 0), P.full(float("nan"), out.shape, out.dtype), out)
+    back = [0] * x.ndim
+    order = [i for i in range(x.ndim) if i != d] + [d]
+    for pos, i in enumerate(order):
+        back[i] = pos
+    return P.convert(P.transpose(out, back), self.dtype)

@@ -90,19 +90,40 @@ def _with_extras(op: OpOverload, args: tuple, kwargs: dict[str, Any]) -> tuple[t
     return args, kwargs, device
 
 
+def _keyed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The lowering behind a kernel: drops the `_sig` argument that only disambiguates the trace cache key."""
+
+    def lowering(*args: Any, _sig: Any = None, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    lowering.__name__ = getattr(fn, "__name__", "lowering")
+    return lowering
+
+
+def _sig(args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Adds `_sig` to kwargs: the keyword names and which scalars are bools. The trace cache keys on argument
+    values only, where True == 1 and omitted defaults shift keyword values (sort(stable=True, descending=True)
+    and sort(stable=True, dim=1) would share a program)."""
+    bools = tuple(i for i, a in enumerate((*args, *kwargs.values())) if isinstance(a, bool))
+    if not kwargs and not bools:
+        return kwargs
+    return {**kwargs, "_sig": (tuple(kwargs), bools)}
+
+
 def _functional_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:
     name = str(op)
+    fn = _keyed(fn)
     if op not in RANDOM_OPS and op not in PREPARE:
         def plain_kernel(*args: Any, **kwargs: Any) -> Any:  # the common case: eager.run finds the device
             device = kwargs.get("device")
             index = torch.device(device).index if device is not None else None
-            return eager.run(name, fn, args, kwargs, device=index)
+            return eager.run(name, fn, args, _sig(args, kwargs), device=index)
 
         return plain_kernel
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         args, kwargs, device = _with_extras(op, args, kwargs)
-        return eager.run(name, fn, args, kwargs, device=device)
+        return eager.run(name, fn, args, _sig(args, kwargs), device=device)
 
     return kernel
 
@@ -120,10 +141,11 @@ def _pretty(dtype: torch.dtype) -> str:
 
 def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:
     name = str(op)
+    fn = _keyed(fn)
 
     def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         args, kwargs, _ = _with_extras(op, (self, *args), kwargs)
-        eager.run(name, fn, args, kwargs, write_into=[self])
+        eager.run(name, fn, args, _sig(args, kwargs), write_into=[self])
         return self
 
     return kernel
@@ -131,11 +153,12 @@ def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any
 
 def _out_kernel(op: OpOverload, fn: Callable[..., Any], out_names: list[str]) -> Callable[..., Any]:
     name = str(op)
+    fn = _keyed(fn)
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         outs = [kwargs.pop(n) for n in out_names]
         args, kwargs, device = _with_extras(op, args, kwargs)
-        result = eager.run(name, fn, args, kwargs, device=device)
+        result = eager.run(name, fn, args, _sig(args, kwargs), device=device)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         for out, r in zip(outs, flat):
             _check_cast(r.dtype, out.dtype, name)
@@ -158,6 +181,13 @@ def _sibling(op: OpOverload, inplace: bool) -> OpOverload | None:
     for candidate in ((f"{overload}_out", "out") if overload == "default" else (f"{overload}_out",)):
         if candidate in packet.overloads():
             return getattr(packet, candidate)
+    # otherwise the out= overload whose other arguments are the functional's (sum.dim_IntList -> sum.IntList_out)
+    inputs = [(a.name, str(a.type)) for a in op._schema.arguments]
+    for candidate in packet.overloads():
+        other = getattr(packet, candidate)
+        if _out_args(other) and [(a.name, str(a.type)) for a in other._schema.arguments
+                                 if not (a.kwarg_only and a.is_write)] == inputs:
+            return other
     return None
 
 
@@ -178,6 +208,10 @@ def register_all() -> None:
         lib.impl(op, kernel, "PrivateUse1")
         REGISTERED[qualified] = how
 
+    composite = [str(op) for op in OP_TABLE
+                 if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")]
+    if composite:  # a PrivateUse1 kernel would hide the composite's autograd (gradients silently None)
+        raise ValueError(f"CompositeImplicitAutograd ops must not be lowered (they decompose): {composite}")
     for op, fn in OP_TABLE.items():
         if _is_inplace(op):
             impl(op, _inplace_kernel(op, fn), "lowering")
@@ -197,10 +231,15 @@ def register_all() -> None:
         if out is not None and out not in OP_TABLE and _out_args(out):
             impl(out, _out_kernel(out, fn, _out_args(out)), "out")
 
-    from torchtpu.ops import copy, decompositions, fallback, indexing, optim
+    import importlib
+
+    from torchtpu.ops import FAMILIES, copy, decompositions, fallback, optim
 
     copy.register(impl)
-    indexing.register(impl)
     optim.register(impl)
+    for family in FAMILIES:  # kernels that are not pure lowerings (data-dependent shapes, in-place statistics)
+        module = importlib.import_module(f"torchtpu.ops.{family}")
+        if hasattr(module, "register"):
+            module.register(impl)
     decompositions.register(impl)
     fallback.register()

@@ -1,0 +1,177 @@
+"""The PJRT driver on JAX's CPU client against the sim driver and CPU PyTorch, measured in one run.
+
+Per-op eager dispatch latency (DEFER_NEVER, one launch per op, synchronized at the end of each timed loop) and the
+demo model's (tiny GPT, AdamW) training-step time, each printed as ratios to the sim driver and to CPU PyTorch.
+The driver is chosen once per process, so each device runs in its own child process with the same seeds; the
+parent prints the table. Also checks that pjrt(cpu) and the sim train to the same losses at HIGHEST.
+
+    python benchmarks/pjrt.py            # about 2-3 minutes on two cores
+    python benchmarks/pjrt.py --steps 10 --iters 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+OPS = {  # name: fn(a, b, index) on 64x64 float32 a, b and a 64-long int64 index
+    "add": lambda a, b, i: a + b,
+    "mul_": lambda a, b, i: a.mul_(1.0),
+    "mm": lambda a, b, i: a @ b,
+    "relu": lambda a, b, i: a.relu(),
+    "sum": lambda a, b, i: a.sum(1),
+    "softmax": lambda a, b, i: a.softmax(-1),
+    "index_select": lambda a, b, i: a.index_select(0, i),
+    "view_add_": lambda a, b, i: a[:, 1:9].add_(1.0),
+}
+
+
+def _per_op(fn, iters: int, repeats: int, sync) -> float:
+    for _ in range(10):
+        fn()
+    sync()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - start) / iters)
+    return statistics.median(samples)
+
+
+def child(device: str, iters: int, repeats: int, steps: int) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    if device == "tpu":
+        import torchtpu
+
+        sync = torch.tpu.synchronize
+        precision = torchtpu.precision("HIGHEST")
+    else:
+        import contextlib
+
+        sync = lambda: None  # noqa: E731
+        precision = contextlib.nullcontext()
+    out: dict = {"ops": {}, "driver_share": {}}
+    spent = [0.0, 0]
+    if device == "tpu":  # time spent inside the driver's execute (the rest is the front end: trace, record, flush)
+        from torchtpu import runtime
+
+        drv = runtime.driver()
+        execute = drv.execute
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return execute(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - start
+                spent[1] += 1
+
+        drv.execute = timed
+    with precision:
+        for name, fn in OPS.items():
+            gen = torch.Generator().manual_seed(0)
+            a, b = (torch.randn(64, 64, generator=gen).to(device) for _ in range(2))
+            index = torch.randint(0, 64, (64,), generator=gen).to(device)
+            for _ in range(10):  # compile outside the timed part
+                fn(a, b, index)
+            sync()
+            spent[:] = [0.0, 0]
+            out["ops"][name] = _per_op(lambda fn=fn, a=a, b=b, i=index: fn(a, b, i), iters, repeats, sync)
+            out["driver_share"][name] = spent[0] / spent[1] if spent[1] else 0.0
+        out["train"] = _train(device, steps, sync)
+    if device == "tpu":
+        import torchtpu
+
+        s = torchtpu.stats()
+        out["driver"] = s["driver"]
+        out["compiles"] = s["cache"]["compiles"]
+        out["compile_seconds"] = s["cache"]["compile_seconds"]
+    return out
+
+
+def _train(device: str, steps: int, sync) -> dict:
+    import torch
+
+    from torchtpu.models.tiny_gpt import GPTConfig, TinyGPT, synthetic_batch
+
+    cfg = GPTConfig()
+    torch.manual_seed(0)
+    model = TinyGPT(cfg).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(0)
+    losses, times = [], []
+    for _ in range(steps):
+        start = time.perf_counter()
+        x, y = synthetic_batch(cfg, 8, gen)
+        loss = model.loss(x.to(device), y.to(device))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())  # reads the loss: waits for the step
+        sync()
+        times.append(time.perf_counter() - start)
+    warm = times[2:] if len(times) > 3 else times[1:] or times
+    return {"losses": losses, "first_step": times[0], "step": statistics.median(warm)}
+
+
+def _run_child(label: str, env: dict, args: argparse.Namespace) -> dict:
+    device = "cpu" if label == "cpu" else "tpu"
+    cmd = [sys.executable, __file__, "--child", device, "--iters", str(args.iters), "--repeats", str(args.repeats),
+           "--steps", str(args.steps)]
+    full_env = {**os.environ, **env}
+    proc = subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=args.timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{label} child failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iters", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--child", choices=["cpu", "tpu"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child, args.iters, args.repeats, args.steps)))
+        return 0
+    runs = {
+        "pjrt(cpu)": _run_child("pjrt", {"TORCHTPU_DRIVER": "pjrt", "TORCHTPU_PJRT_PLATFORM": "cpu"}, args),
+        "sim": _run_child("sim", {"TORCHTPU_DRIVER": "sim"}, args),
+        "cpu": _run_child("cpu", {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, args),
+    }
+    pj, sim, cpu = runs["pjrt(cpu)"], runs["sim"], runs["cpu"]
+    print(f"per-op eager dispatch latency (DEFER_NEVER, median of {args.repeats} loops of {args.iters})")
+    print(f"{'op':14} {'pjrt us':>9} {'sim us':>9} {'cpu us':>9} {'pjrt/sim':>9} {'pjrt/cpu':>9}   "
+          f"{'driver.execute per launch: pjrt, sim':>36}")
+    for name in OPS:
+        p, s, c = pj["ops"][name], sim["ops"][name], cpu["ops"][name]
+        print(f"{name:14} {p * 1e6:9.1f} {s * 1e6:9.1f} {c * 1e6:9.1f} {p / s:8.2f}x {p / c:8.1f}x   "
+              f"{pj['driver_share'][name] * 1e6:14.1f} us {sim['driver_share'][name] * 1e6:9.1f} us")
+    pt, st, ct = pj["train"], sim["train"], cpu["train"]
+    print(f"\ntiny GPT training step (AdamW, batch 8, HIGHEST; median of steps 3..{args.steps})")
+    print(f"{'':14} {'pjrt ms':>9} {'sim ms':>9} {'cpu ms':>9} {'pjrt/sim':>9} {'pjrt/cpu':>9}")
+    print(f"{'step':14} {pt['step'] * 1e3:9.1f} {st['step'] * 1e3:9.1f} {ct['step'] * 1e3:9.1f} "
+          f"{pt['step'] / st['step']:8.2f}x {pt['step'] / ct['step']:8.1f}x")
+    print(f"{'first step':14} {pt['first_step'] * 1e3:9.1f} {st['first_step'] * 1e3:9.1f} "
+          f"{ct['first_step'] * 1e3:9.1f}   (pjrt: {pj['compiles']} XLA compiles, {pj['compile_seconds']:.1f} s)")
+    rel = max(abs(a - b) / abs(b) for a, b in zip(pt["losses"], st["losses"]))
+    rel_cpu = max(abs(a - b) / abs(b) for a, b in zip(pt["losses"], ct["losses"]))
+    print(f"\nlosses: pjrt {', '.join(f'{x:.4f}' for x in pt['losses'])}")
+    print(f"        sim  {', '.join(f'{x:.4f}' for x in st['losses'])}")
+    print(f"max relative loss difference pjrt vs sim {rel:.1e}, pjrt vs cpu {rel_cpu:.1e}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,219 @@
+"""complex64 support: the views between complex and real tensors (view_as_real / view_as_complex share storage,
+so real(), imag() and their writes alias as in ATen), conjugation, complex/polar construction, and the FFTs
+(`_fft_r2c`, `_fft_c2c`, `_fft_c2r` onto the IR's `fft`, stablehlo.fft).
+
+Conjugate and negative views (`x.conj()`, `_neg_view`) are lazy bits on a tensor. ATen resolves them before a
+kernel by cloning, which for a non-CPU device re-enters `_copy_from` with the bit still set; the kernels here,
+registered on the Conjugate and Negative keys for `_copy_from`, copy the plain storage and apply the bit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from torchtpu.execution import eager
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+_libs: list[torch.library.Library] = []
+
+
+def real(x: Sym) -> Sym:
+    return P.emit1("real", [x]) if x.dtype.is_complex else x
+
+
+def imag(x: Sym) -> Sym:
+    return P.emit1("imag", [x]) if x.dtype.is_complex else P.zeros_like(x)
+
+
+def make_complex(re: Sym, im: Sym) -> Sym:
+    re, im = P.broadcast(P.convert(re, torch.float32), P.convert(im, torch.float32))
+    return P.emit1("complex", [re, im])
+
+
+def conj(x: Sym) -> Sym:
+    return make_complex(real(x), -imag(x)) if x.dtype.is_complex else x
+
+
+@lower(aten._conj_physical.default, aten.conj_physical_.default)
+def conj_physical(self: Sym) -> Sym:
+    return conj(self)
+
+
+@lower(aten.complex.default)
+def complex_(real: Sym, imag: Sym) -> Sym:  # noqa: A002 - ATen's names
+    if real.dtype != torch.float32 or imag.dtype != torch.float32:
+        raise RuntimeError(f"complex on tpu supports float32 parts (complex64), got {real.dtype} and {imag.dtype}")
+    return make_complex(real, imag)
+
+
+@lower(aten.polar.default)
+def polar(abs: Sym, angle: Sym) -> Sym:  # noqa: A002
+    return make_complex(abs * P.emit1("cosine", [angle]), abs * P.emit1("sine", [angle]))
+
+
+def complex_abs(x: Sym) -> Sym:
+    return P.emit1("hypot", P.broadcast(real(x), imag(x)))
+
+
+def complex_sgn(x: Sym) -> Sym:
+    a = complex_abs(x)
+    zero = P.compare("EQ", a, 0.0)
+    safe = P.where(zero, P.full(1.0, a.shape, a.dtype), a)
+    return make_complex(P.where(zero, P.zeros_like(a), real(x) / safe), P.where(zero, P.zeros_like(a), imag(x) / safe))
+
+
+# --- views --------------------------------------------------------------------------------------------------------
+
+_PART = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+_WHOLE = {v: k for k, v in _PART.items()}
+
+
+def view_as_real(self: torch.Tensor) -> torch.Tensor:
+    if not self.is_complex():
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    if self.is_conj():
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors.  To resolve the "
+                           "conjugate tensor so you can view it as real, use self.resolve_conj()")
+    out = torch.empty(0, dtype=_PART[self.dtype], device=self.device)
+    out.set_(self.untyped_storage(), self.storage_offset() * 2, (*self.shape, 2), (*[s * 2 for s in self.stride()], 1))
+    return out
+
+
+def view_as_complex(self: torch.Tensor) -> torch.Tensor:
+    if self.dtype not in _WHOLE:
+        raise RuntimeError(f"view_as_complex is only supported for float and double tensors, but got a tensor "
+                           f"of scalar type: {self.dtype}")
+    if self.ndim == 0 or self.shape[-1] != 2 or self.stride(-1) != 1:
+        raise RuntimeError("Tensor must have a last dimension of size 2 with stride 1")
+    if self.storage_offset() % 2 or any(s % 2 for s in self.stride()[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    out = torch.empty(0, dtype=_WHOLE[self.dtype], device=self.device)
+    out.set_(self.untyped_storage(), self.storage_offset() // 2, self.shape[:-1], [s // 2 for s in self.stride()[:-1]])
+    return out
+
+
+def _apply_bits(x: Sym, conj_bit: bool, neg_bit: bool, dtype: torch.dtype) -> Sym:
+    if conj_bit:
+        x = conj(x)
+    if neg_bit:
+        x = -x
+    return P.convert(x, dtype)
+
+
+def copy_from_with_bits(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+    """`_copy_from` when the source carries a conjugate or negative bit (see the module docstring)."""
+    conj_bit, neg_bit = src.is_conj(), src.is_neg()
+    plain = src
+    if conj_bit:
+        plain = plain.conj()  # toggles the bit off: a plain view of the same memory
+    if neg_bit:
+        plain = torch.ops.aten._neg_view(plain)
+    if plain.device.type == "tpu" and dst.device.type == "tpu":
+        eager.run("aten::_copy_from.bits", _apply_bits, (plain,), {"conj_bit": conj_bit, "neg_bit": neg_bit,
+                                                                    "dtype": dst.dtype}, write_into=[dst])
+        return dst
+    host = plain.cpu() if plain.device.type == "tpu" else plain.clone()
+    if conj_bit:
+        host = host.conj_physical()
+    if neg_bit:
+        host = -host
+    dst.copy_(host)
+    return dst
+
+
+# --- FFT ----------------------------------------------------------------------------------------------------------
+
+def _move_last(x: Sym, dims: list[int]) -> tuple[Sym, list[int]]:
+    order = [i for i in range(x.ndim) if i not in dims] + dims
+    return P.transpose(x, order), order
+
+
+def _move_back(y: Sym, order: list[int]) -> Sym:
+    back = [0] * len(order)
+    for pos, i in enumerate(order):
+        back[i] = pos
+    return P.transpose(y, back)
+
+
+def _fft_chunks(dims: list[int]) -> list[list[int]]:
+    return [dims[i:i + 3] for i in range(0, len(dims), 3)]
+
+
+def _scale(y: Sym, n: int, normalization: int, forward: bool) -> Sym:
+    # ATen: 0 = none, 1 = 1/sqrt(n), 2 = 1/n. The IR's inverse transforms already divide by n.
+    factor = {0: 1.0, 1: 1.0 / math.sqrt(n), 2: 1.0 / n}[normalization]
+    if not forward:
+        factor *= n
+    return y if factor == 1.0 else y * factor
+
+
+def _c2c(x: Sym, dims: list[int], forward: bool) -> Sym:
+    for chunk in _fft_chunks(dims):
+        moved, order = _move_last(x, chunk)
+        y = P.emit1("fft", [moved], fft_type="FFT" if forward else "IFFT",
+                    fft_length=tuple(x.shape[d] for d in chunk))
+        x = _move_back(y, order)
+    return x
+
+
+def _prod(x: Sym, dims: list[int]) -> int:
+    return math.prod(x.shape[d] for d in dims)
+
+
+@lower(aten._fft_c2c.default)
+def fft_c2c(self: Sym, dim: list[int], normalization: int, forward: bool) -> Sym:
+    dims = [P.canon_dim(d, self.ndim) for d in dim]
+    if not dims or self.numel() == 0:
+        return self
+    return _scale(_c2c(self, dims, forward), _prod(self, dims), normalization, forward)
+
+
+@lower(aten._fft_r2c.default)
+def fft_r2c(self: Sym, dim: list[int], normalization: int, onesided: bool) -> Sym:
+    dims = [P.canon_dim(d, self.ndim) for d in dim]
+    x = P.convert(self, torch.float32)
+    n = _prod(x, dims)
+    if not onesided:
+        return _scale(_c2c(make_complex(x, P.zeros_like(x)), dims, True), n, normalization, True)
+    last = dims[-1]
+    moved, order = _move_last(x, [last])
+    y = _move_back(P.emit1("fft", [moved], fft_type="RFFT", fft_length=(x.shape[last],)), order)
+    if len(dims) > 1:
+        y = _c2c(y, dims[:-1], True)
+    return _scale(y, n, normalization, True)
+
+
+@lower(aten._fft_c2r.default)
+def fft_c2r(self: Sym, dim: list[int], normalization: int, last_dim_size: int) -> Sym:
+    dims = [P.canon_dim(d, self.ndim) for d in dim]
+    x = self
+    if len(dims) > 1:
+        x = _c2c(x, dims[:-1], False)
+    last = dims[-1]
+    moved, order = _move_last(x, [last])
+    keep = last_dim_size // 2 + 1
+    if moved.shape[-1] > keep:
+        moved = P.slice_dim(moved, moved.ndim - 1, 0, keep)
+    elif moved.shape[-1] < keep:
+        low, high = [0] * moved.ndim, [0] * moved.ndim
+        high[-1] = keep - moved.shape[-1]
+        moved = P.emit1("pad", [moved], value=0, low=tuple(low), high=tuple(high), interior=(0,) * moved.ndim)
+    y = _move_back(P.emit1("fft", [moved], fft_type="IRFFT", fft_length=(last_dim_size,)), order)
+    n = math.prod(y.shape[d] for d in dims)
+    return _scale(y, n, normalization, False)
+
+
+def register(impl: Any) -> None:
+    impl(aten.view_as_real.default, view_as_real, "lowering")
+    impl(aten.view_as_complex.default, view_as_complex, "lowering")
+    if not _libs:
+        lib = torch.library.Library("aten", "IMPL")
+        for key in ("Conjugate", "Negative"):
+            lib.impl("_copy_from", copy_from_with_bits, key)
+        _libs.append(lib)

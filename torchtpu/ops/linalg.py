@@ -1,0 +1,300 @@
+"""Lowerings of the LAPACK-style linear algebra: Cholesky, triangular solves, LU (factor, unpack, solve), solve,
+inverse, determinants, QR, SVD, symmetric and general eigendecompositions.
+
+Factorizations are IR ops (`cholesky` and `triangular_solve` are stablehlo's; `lu`, `qr`, `svd`, `eigh`, `eig`
+are XLA's linalg expansions); everything derived from them (solves from LU, P from pivots, det from the LU
+diagonal, inverses as solves against the identity) is composed here. Autograd uses ATen's formulas, which
+reach these lowerings and the matmul family.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _t(x: Sym) -> Sym:
+    return P.swap(x, -1, -2)
+
+
+def _h(x: Sym) -> Sym:
+    from torchtpu.ops.complex import conj
+
+    return conj(_t(x))
+
+
+def _batch(*xs: Sym) -> list[Sym]:
+    """Broadcasts the batch dims (all but the last two) of matrices."""
+    batch = P.broadcast_shapes(*[x.shape[:-2] for x in xs])
+    return [P.broadcast_to(x, (*batch, *x.shape[-2:])) for x in xs]
+
+
+def _float(x: Sym) -> Sym:
+    return x if x.dtype in (torch.float32, torch.float64, torch.complex64) else P.convert(x, torch.float32)
+
+
+def _eye(n: int, batch: tuple[int, ...], dtype: torch.dtype) -> Sym:
+    e = P.convert(P.compare("EQ", P.iota((n, n), 0), P.iota((n, n), 1)), dtype)
+    return P.broadcast_to(e, (*batch, n, n))
+
+
+def tri_solve(a: Sym, b: Sym, *, lower: bool, left: bool = True, unit: bool = False, trans: str = "NO_TRANSPOSE"
+              ) -> Sym:
+    a, b = _batch(_float(a), P.convert(b, _float(a).dtype))
+    if 0 in a.shape or 0 in b.shape:
+        return b
+    return P.emit1("triangular_solve", [a, b], left_side=left, lower=lower, unit_diagonal=unit, transpose_a=trans)
+
+
+@lower(aten.linalg_cholesky_ex.default)
+def cholesky_ex(self: Sym, *, upper: bool = False, check_errors: bool = False) -> tuple[Sym, Sym]:
+    x = _float(self)
+    if x.numel() == 0:
+        return x, P.full(0, x.shape[:-2], torch.int32)
+    factor = P.emit1("cholesky", [x], lower=not upper)
+    bad = P.reduce(P.compare("NE", factor, factor), "or", (x.ndim - 2, x.ndim - 1))
+    return factor, P.convert(bad, torch.int32)
+
+
+@lower(aten.cholesky.default)
+def cholesky(self: Sym, upper: bool = False) -> Sym:
+    return cholesky_ex(self, upper=upper)[0]
+
+
+@lower(aten.cholesky_inverse.default)
+def cholesky_inverse(self: Sym, upper: bool = False) -> Sym:
+    n = self.shape[-1]
+    eye = _eye(n, self.shape[:-2], _float(self).dtype)
+    if upper:  # A = U^H U: inv = U^-1 U^-H
+        y = tri_solve(self, eye, lower=False, trans="ADJOINT")
+        return tri_solve(self, y, lower=False)
+    y = tri_solve(self, eye, lower=True)  # A = L L^H: inv = L^-H L^-1
+    return tri_solve(self, y, lower=True, trans="ADJOINT")
+
+
+@lower(aten._cholesky_solve_helper.default)
+def cholesky_solve(self: Sym, A: Sym, upper: bool) -> Sym:  # noqa: N803 - ATen's name
+    if upper:
+        return tri_solve(A, tri_solve(A, self, lower=False, trans="ADJOINT"), lower=False)
+    return tri_solve(A, tri_solve(A, self, lower=True), lower=True, trans="ADJOINT")
+
+
+@lower(aten.linalg_solve_triangular.default)
+def solve_triangular(self: Sym, B: Sym, *, upper: bool, left: bool = True,  # noqa: N803
+                     unitriangular: bool = False) -> Sym:
+    return tri_solve(self, B, lower=not upper, left=left, unit=unitriangular)
+
+
+@lower(aten.triangular_solve.default)
+def triangular_solve(self: Sym, A: Sym, upper: bool = True, transpose: bool = False,  # noqa: N803
+                     unitriangular: bool = False) -> tuple[Sym, Sym]:
+    a, b = _batch(_float(A), _float(self))
+    x = tri_solve(a, b, lower=not upper, unit=unitriangular, trans="TRANSPOSE" if transpose else "NO_TRANSPOSE")
+    return x, a
+
+
+# --- LU -----------------------------------------------------------------------------------------------------------
+
+def lu_factor(a: Sym) -> tuple[Sym, Sym, Sym]:
+    a = _float(a)
+    if a.numel() == 0:
+        k = min(a.shape[-2:])
+        return a, P.full(0, (*a.shape[:-2], k), torch.int32), P.full(0, a.shape[:-2], torch.int32)
+    return tuple(P.emit("lu", [a]))  # type: ignore[return-value]
+
+
+def _perm(pivots: Sym, m: int) -> Sym:
+    """The row permutation (batch, m) int64 of LAPACK pivots: row i of P^T A is row perm[i] of A."""
+    batch = pivots.shape[:-1]
+    perm = P.iota((*batch, m), len(batch))
+    rows = P.iota((*batch, m), len(batch))
+    for i in range(pivots.shape[-1]):
+        j = P.broadcast_to(P.convert(P.slice_dim(pivots, len(batch), i, i + 1), torch.int64) - 1, (*batch, m))
+        vi = P.broadcast_to(P.slice_dim(perm, len(batch), i, i + 1), (*batch, m))
+        vj = P.emit1("gather_axis", [perm, j], dimension=len(batch))
+        perm = P.where(P.compare("EQ", rows, i), vj, P.where(P.compare("EQ", rows, j), vi, perm))
+    return perm
+
+
+def _permute_rows(b: Sym, perm: Sym, inverse: bool = False) -> Sym:
+    """inverse=False: rows b[perm[i]] (P^T b); inverse=True: out[perm[i]] = b[i] (P b)."""
+    nb = b.ndim - 2
+    idx = P.broadcast_to(P.reshape(perm, (*perm.shape, 1)), b.shape)
+    if not inverse:
+        return P.emit1("gather_axis", [b, idx], dimension=nb)
+    return P.emit1("scatter_axis", [P.zeros_like(b), idx, b], dimension=nb, reduce="replace")
+
+
+def _lu_apply(lu: Sym, perm: Sym, b: Sym, kind: str) -> Sym:
+    """Solves (P L U) X = B (kind NO_TRANSPOSE) or its transpose / adjoint."""
+    lu, b = _batch(lu, b)
+    perm = P.broadcast_to(perm, (*b.shape[:-2], perm.shape[-1]))
+    if kind == "NO_TRANSPOSE":
+        y = tri_solve(lu, _permute_rows(b, perm), lower=True, unit=True)
+        return tri_solve(lu, y, lower=False)
+    y = tri_solve(lu, b, lower=False, trans=kind)
+    y = tri_solve(lu, y, lower=True, unit=True, trans=kind)
+    return _permute_rows(y, perm, inverse=True)
+
+
+@lower(aten.linalg_lu_factor_ex.default)
+def lu_factor_ex(A: Sym, *, pivot: bool = True, check_errors: bool = False) -> tuple[Sym, Sym, Sym]:  # noqa: N803
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on tpu (as on CPU)")
+    return lu_factor(A)
+
+
+def _unpack(lu: Sym, pivots: Sym, unpack_data: bool, unpack_pivots: bool) -> tuple[Sym, Sym, Sym]:
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    batch = lu.shape[:-2]
+    nb = len(batch)
+    if unpack_data:
+        rows, cols = P.iota((*batch, m, n), nb), P.iota((*batch, m, n), nb + 1)
+        low = P.where(P.compare("GT", rows, cols), lu, P.zeros_like(lu))
+        low = P.where(P.compare("EQ", rows, cols), P.full(1, lu.shape, lu.dtype), low)
+        up = P.where(P.compare("LE", rows, cols), lu, P.zeros_like(lu))
+        low, up = P.slice_dim(low, nb + 1, 0, k), P.slice_dim(up, nb, 0, k)
+    else:
+        low = up = P.full(0, (0,), lu.dtype)
+    if unpack_pivots:
+        perm = _perm(pivots, m)
+        pmat = P.convert(P.compare("EQ", P.iota((*batch, m, m), nb),
+                                   P.broadcast_to(P.reshape(perm, (*batch, 1, m)), (*batch, m, m))), lu.dtype)
+    else:
+        pmat = P.full(0, (0,), lu.dtype)
+    return pmat, low, up
+
+
+@lower(aten.lu_unpack.default)
+def lu_unpack(LU_data: Sym, LU_pivots: Sym, unpack_data: bool = True, unpack_pivots: bool = True  # noqa: N803
+              ) -> tuple[Sym, Sym, Sym]:
+    return _unpack(_float(LU_data), LU_pivots, unpack_data, unpack_pivots)
+
+
+@lower(aten.linalg_lu.default)
+def linalg_lu(A: Sym, *, pivot: bool = True) -> tuple[Sym, Sym, Sym]:  # noqa: N803
+    lu, piv, _ = lu_factor_ex(A, pivot=pivot)
+    return _unpack(lu, piv, True, True)
+
+
+def _lu_solve(lu: Sym, pivots: Sym, b: Sym, left: bool, adjoint: bool) -> Sym:
+    perm = _perm(pivots, lu.shape[-1])
+    conj_kind = "ADJOINT" if lu.dtype.is_complex else "TRANSPOSE"
+    if left:
+        return _lu_apply(lu, perm, b, conj_kind if adjoint else "NO_TRANSPOSE")
+    if not adjoint:  # X A = B  <=>  A^T X^T = B^T
+        return _t(_lu_apply(lu, perm, _t(b), "TRANSPOSE"))
+    return _h(_lu_apply(lu, perm, _h(b), "NO_TRANSPOSE"))  # X A^H = B  <=>  A X^H = B^H
+
+
+@lower(aten.linalg_lu_solve.default)
+def linalg_lu_solve(LU: Sym, pivots: Sym, B: Sym, *, left: bool = True, adjoint: bool = False) -> Sym:  # noqa: N803
+    return _lu_solve(_float(LU), pivots, P.convert(B, _float(LU).dtype), left, adjoint)
+
+
+def _use_a_t(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """ATen's det and slogdet factor A^T instead of A when A is C-contiguous and real: their LU outputs, which
+    autograd's formulas consume, are then of A^T. The flag needs the real tensor's strides."""
+    a = args[0]
+    return args, {**kwargs, "_a_t": bool(a.is_contiguous() and not a.is_complex())}
+
+
+@lower(aten._linalg_solve_ex.default)
+def solve_ex(A: Sym, B: Sym, *, left: bool = True, check_errors: bool = False  # noqa: N803
+             ) -> tuple[Sym, Sym, Sym, Sym]:
+    lu, piv, info = lu_factor(A)
+    vector = B.ndim == 1 or (left and B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    b = P.reshape(B, (*B.shape, 1)) if vector else B
+    x = _lu_solve(lu, piv, P.convert(b, lu.dtype), left, False)
+    if vector:
+        x = P.reshape(x, x.shape[:-1])
+    return x, lu, piv, info
+
+
+@lower(aten.linalg_inv_ex.default)
+def inv_ex(A: Sym, *, check_errors: bool = False) -> tuple[Sym, Sym]:  # noqa: N803
+    lu, piv, info = lu_factor(A)
+    eye = _eye(A.shape[-1], A.shape[:-2], lu.dtype)
+    return _lu_solve(lu, piv, eye, True, False), info
+
+
+def _diag(x: Sym) -> Sym:
+    n = min(x.shape[-2:])
+    nb = x.ndim - 2
+    sq = P.slice_dim(P.slice_dim(x, nb, 0, n), nb + 1, 0, n)
+    mask = P.compare("EQ", P.iota(sq.shape, nb), P.iota(sq.shape, nb + 1))
+    return P.reduce(P.where(mask, sq, P.zeros_like(sq)), "sum", (nb + 1,))
+
+
+def _pivot_sign(piv: Sym, dtype: torch.dtype) -> Sym:
+    k = piv.shape[-1]
+    swaps = P.compare("NE", P.convert(piv, torch.int64), P.iota(piv.shape, piv.ndim - 1) + 1)
+    odd = P.emit1("remainder", [P.reduce(P.convert(swaps, torch.int64), "sum", (piv.ndim - 1,)),
+                                P.full(2, piv.shape[:-1], torch.int64)]) if k else P.full(0, piv.shape[:-1],
+                                                                                         torch.int64)
+    return P.convert(1 - 2 * odd, dtype)
+
+
+@lower(aten._linalg_det.default, prepare=_use_a_t)
+def det(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym]:  # noqa: N803
+    lu, piv, _ = lu_factor(_t(A) if _a_t else A)
+    d = P.reduce(_diag(lu), "prod", (lu.ndim - 2,)) * _pivot_sign(piv, lu.dtype)
+    return d, lu, piv
+
+
+@lower(aten._linalg_slogdet.default, prepare=_use_a_t)
+def slogdet(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym, Sym]:  # noqa: N803
+    lu, piv, _ = lu_factor(_t(A) if _a_t else A)
+    diag = _diag(lu)
+    if lu.dtype.is_complex:
+        from torchtpu.ops.complex import complex_abs, complex_sgn
+
+        mag = complex_abs(diag)
+        sign = P.reduce(complex_sgn(diag), "prod", (diag.ndim - 1,)) * P.convert(_pivot_sign(piv, torch.float32),
+                                                                                 lu.dtype)
+    else:
+        mag = P.emit1("abs", [diag])
+        sign = P.reduce(P.emit1("sign", [diag]), "prod", (diag.ndim - 1,)) * _pivot_sign(piv, lu.dtype)
+    logabs = P.reduce(P.emit1("log", [mag]), "sum", (diag.ndim - 1,))
+    return sign, logabs, lu, piv
+
+
+# --- orthogonal factorizations and spectra --------------------------------------------------------------------------
+
+@lower(aten.linalg_qr.default)
+def qr(A: Sym, mode: str = "reduced") -> tuple[Sym, Sym]:  # noqa: N803
+    a = _float(A)
+    q, r = P.emit("qr", [a], full_matrices=mode == "complete")
+    if mode == "r":
+        return P.full(0, (0,), a.dtype), r
+    return q, r
+
+
+@lower(aten._linalg_svd.default)
+def svd(A: Sym, full_matrices: bool = False, compute_uv: bool = True, driver: str | None = None  # noqa: N803
+        ) -> tuple[Sym, Sym, Sym]:
+    a = _float(A)
+    u, s, vh = P.emit("svd", [a], full_matrices=full_matrices and compute_uv)
+    if not compute_uv:
+        empty = P.full(0, (0,), a.dtype)
+        return empty, s, empty
+    return u, s, vh
+
+
+@lower(aten._linalg_eigh.default)
+def eigh(A: Sym, UPLO: str = "L", compute_v: bool = True) -> tuple[Sym, Sym]:  # noqa: N803
+    w, v = P.emit("eigh", [_float(A)], lower=UPLO.upper() == "L")
+    return (w, v) if compute_v else (w, P.full(0, (0,), v.dtype))
+
+
+@lower(aten.linalg_eig.default)
+def eig(self: Sym) -> tuple[Sym, Sym]:
+    return tuple(P.emit("eig", [_float(self)]))  # type: ignore[return-value]

@@ -1,0 +1,139 @@
+"""Lowerings of further element-wise math: NaN-aware fmax/fmin, nextafter, hypot, signbit, floor_divide, erfc,
+angle, frexp, ldexp-free helpers, logit, and the float64-aware compute dtype used by the other families."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.prims import Kind
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype float math runs in: float32 on the VPU, float64 kept (the simulator computes it exactly)."""
+    return dtype if dtype in (torch.float64, torch.complex64) else torch.float32
+
+
+def _nan_aware(kind: str) -> Any:
+    def lowering(self: Sym, other: Sym) -> Sym:
+        compute, result = P.result_dtype(self, other)
+        a, b = P.prepare([self, other], compute)
+        m = P.emit1(kind, [a, b])
+        if compute.is_floating_point:
+            m = P.where(P.compare("NE", a, a), b, P.where(P.compare("NE", b, b), a, m))
+        return P.convert(m, result)
+
+    return lowering
+
+
+lower(aten.fmax.default)(_nan_aware("maximum"))
+lower(aten.fmin.default)(_nan_aware("minimum"))
+
+
+@lower(aten.nextafter.default)
+def nextafter(self: Sym, other: Sym) -> Sym:
+    return P.binary("nextafter", self, other)
+
+
+@lower(aten.hypot.default)
+def hypot(self: Sym, other: Sym) -> Sym:
+    return P.binary("hypot", self, other)
+
+
+@lower(aten.signbit.default)
+def signbit(self: Sym) -> Sym:
+    if self.dtype == torch.bool:
+        return P.full(False, self.shape, torch.bool)
+    if not self.dtype.is_floating_point:
+        return P.compare("LT", self, 0)
+    x = P.convert(self, acc_dtype(self.dtype))
+    return P.compare("LT", P.binary("copysign", P.full(1.0, x.shape, x.dtype), x), 0.0)
+
+
+@lower(aten.floor_divide.default, aten.floor_divide.Scalar)
+def floor_divide(self: Sym, other: Any) -> Sym:
+    compute, result = P.result_dtype(self, other)
+    a, b = P.prepare([self, other], compute)
+    q = div_floor(a, b) if compute.is_floating_point else P.emit1("floor_divide", [a, b])
+    return P.convert(q, result)
+
+
+def div_floor(a: Sym, b: Sym) -> Sym:
+    """Python's floor division of floats, as ATen's div_floor: from fmod, to avoid rounding a/b first."""
+    mod = P.emit1("fmod", [a, b])
+    div = (a - mod) / b
+    fix = P.emit1("and", [P.compare("NE", mod, 0.0),
+                          P.compare("NE", P.compare("LT", b, 0.0), P.compare("LT", mod, 0.0))])
+    div = P.where(fix, div - 1.0, div)
+    floored = P.emit1("floor", [div])
+    floored = P.where(P.compare("GT", div - floored, 0.5), floored + 1.0, floored)
+    q = P.where(P.compare("EQ", div, 0.0), P.binary("copysign", P.zeros_like(div), a / b), floored)
+    return P.where(P.compare("EQ", b, 0.0), a / b, q)
+
+
+@lower(aten.erfc.default)
+def erfc(self: Sym) -> Sym:
+    return P.float_unary("erfc", self)
+
+
+@lower(aten.angle.default)
+def angle(self: Sym) -> Sym:
+    if self.dtype.is_complex:
+        from torchtpu.ops.complex import imag, real
+
+        return P.emit1("atan2", [imag(self), real(self)])
+    _, result = P.result_dtype(self, kind=Kind.INT_TO_FLOAT)
+    x = P.convert(self, acc_dtype(result))
+    y = P.where(P.compare("LT", x, 0.0), P.full(math.pi, x.shape, x.dtype), P.zeros_like(x))
+    return P.convert(P.where(P.compare("NE", x, x), x, y), result)
+
+
+@lower(aten.frexp.Tensor)
+def frexp(self: Sym) -> tuple[Sym, Sym]:
+    x = P.convert(self, acc_dtype(self.dtype))
+    a = P.emit1("abs", [x])
+    finite_nonzero = P.emit1("and", [P.emit1("is_finite", [x]), P.compare("NE", x, 0.0)])
+    safe = P.where(finite_nonzero, a, P.full(1.0, a.shape, a.dtype))
+    e = P.emit1("floor", [P.emit1("log2", [safe])]) + 1.0
+    m = x / P.emit1("exp2", [e])
+    # log2 can round across a power of two: renormalize the mantissa into [0.5, 1)
+    big = P.compare("GE", P.emit1("abs", [m]), 1.0)
+    e = P.where(big, e + 1.0, e)
+    m = P.where(big, m * 0.5, m)
+    small = P.compare("LT", P.emit1("abs", [m]), 0.5)
+    e = P.where(small, e - 1.0, e)
+    m = P.where(small, m * 2.0, m)
+    m = P.where(finite_nonzero, m, x)
+    e = P.where(finite_nonzero, e, P.zeros_like(e))
+    return P.convert(m, self.dtype), P.convert(e, torch.int32)
+
+
+@lower(aten.logit.default)
+def logit(self: Sym, eps: float | None = None) -> Sym:
+    _, result = P.result_dtype(self, kind=Kind.INT_TO_FLOAT)
+    x = P.convert(self, acc_dtype(result))
+    if eps is not None:
+        x = P.emit1("minimum", [P.emit1("maximum", [x, P.full(eps, x.shape, x.dtype)]),
+                                P.full(1.0 - eps, x.shape, x.dtype)])
+    return P.convert(P.emit1("log", [x / (1.0 - x)]), result)
+
+
+@lower(aten.logit_backward.default)
+def logit_backward(grad_output: Sym, self: Sym, eps: float | None = None) -> Sym:
+    x = P.convert(self, acc_dtype(self.dtype))
+    g = P.convert(grad_output, x.dtype)
+    grad = g / (x * (1.0 - x))
+    if eps is not None:
+        outside = P.emit1("or", [P.compare("LT", x, eps), P.compare("GT", x, 1.0 - eps)])
+        grad = P.where(outside, P.zeros_like(grad), grad)
+    else:
+        outside = P.emit1("or", [P.compare("LT", x, 0.0), P.compare("GT", x, 1.0)])
+        grad = P.where(outside, P.full(math.nan, grad.shape, grad.dtype), grad)
+    return P.convert(grad, grad_output.dtype)

@@ -1,0 +1,184 @@
+"""Lowerings of batch normalization (training and eval, with running statistics) and its backward; group,
+instance and RMS norm reach these or the accepted decompositions.
+
+The training forms update `running_mean` / `running_var` in place: their kernels run the functional lowering
+(`_native_batch_norm_legit_functional`, which returns the new running statistics) and copy those back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchtpu.execution import eager
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _wide(x: Sym) -> Sym:
+    return P.convert(x, torch.float64 if x.dtype == torch.float64 else torch.float32)
+
+
+def _channel(v: Sym, x: Sym) -> Sym:
+    """A per-channel (C,) vector broadcast against x (N, C, *)."""
+    return P.broadcast_to(P.reshape(v, (1, -1) + (1,) * (x.ndim - 2)), x.shape)
+
+
+def _dims(x: Sym) -> tuple[int, ...]:
+    return (0, *range(2, x.ndim))
+
+
+def _stats_dtype(x: Sym, *params: Sym | None) -> torch.dtype:
+    for p in params:
+        if p is not None:
+            return p.dtype
+    return x.dtype
+
+
+def _forward(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym | None,  # noqa: A002
+             running_var: Sym | None, training: bool, momentum: float, eps: float
+             ) -> tuple[Sym, Sym, Sym, Sym | None, Sym | None]:
+    x = _wide(input)
+    dims = _dims(x)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    stats = _stats_dtype(input, running_mean, weight)
+    new_rm = new_rv = None
+    if training:
+        mean = P.reduce(x, "sum", dims) / float(max(count, 1))
+        centered = x - _channel(mean, x)
+        var = P.reduce(centered * centered, "sum", dims) / float(max(count, 1))
+        invstd = P.emit1("rsqrt", [var + eps])
+        if running_mean is not None:
+            new_rm = P.convert(_wide(running_mean) * (1.0 - momentum) + mean * momentum, running_mean.dtype)
+        if running_var is not None:
+            unbiased = var * (float(count) / float(max(count - 1, 1)))
+            new_rv = P.convert(_wide(running_var) * (1.0 - momentum) + unbiased * momentum, running_var.dtype)
+        save_mean, save_invstd = P.convert(mean, stats), P.convert(invstd, stats)
+    else:
+        mean, invstd = _wide(running_mean), P.emit1("rsqrt", [_wide(running_var) + eps])
+        centered = x - _channel(mean, x)
+        save_mean = save_invstd = P.full(0, (0,), stats)  # ATen returns empty statistics in eval mode
+    y = centered * _channel(invstd, x)
+    if weight is not None:
+        y = y * _channel(_wide(weight), x)
+    if bias is not None:
+        y = y + _channel(_wide(bias), x)
+    return P.convert(y, input.dtype), save_mean, save_invstd, new_rm, new_rv
+
+
+@lower(aten._native_batch_norm_legit_functional.default)
+def batch_norm_functional(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym,  # noqa: A002
+                          running_var: Sym, training: bool, momentum: float, eps: float) -> tuple[Sym, ...]:
+    y, m, s, rm, rv = _forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
+    return y, m, s, rm if rm is not None else running_mean, rv if rv is not None else running_var
+
+
+@lower(aten._native_batch_norm_legit_no_training.default)
+def batch_norm_no_training(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym,  # noqa: A002
+                           running_var: Sym, momentum: float, eps: float) -> tuple[Sym, Sym, Sym]:
+    return _forward(input, weight, bias, running_mean, running_var, False, momentum, eps)[:3]
+
+
+@lower(aten._native_batch_norm_legit.no_stats)
+def batch_norm_no_stats(input: Sym, weight: Sym | None, bias: Sym | None, training: bool,  # noqa: A002
+                        momentum: float, eps: float) -> tuple[Sym, Sym, Sym]:
+    return _forward(input, weight, bias, None, None, True, momentum, eps)[:3]
+
+
+@lower(aten._batch_norm_no_update.default)
+def batch_norm_no_update(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym | None,  # noqa: A002
+                         running_var: Sym | None, momentum: float, eps: float) -> tuple[Sym, Sym, Sym, Sym]:
+    training = running_mean is None or running_var is None
+    y, m, s, _, _ = _forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
+    return y, m, s, P.full(0, (0,), torch.uint8)
+
+
+def _stats_kernel(name: str, training_arg: bool, reserve: bool) -> Any:
+    """Kernel of a batch norm that may update running statistics in place."""
+
+    def kernel(input: torch.Tensor, weight: Any, bias: Any, running_mean: Any, running_var: Any,  # noqa: A002
+               *rest: Any) -> Any:
+        training, momentum, eps = rest if training_arg else (True, *rest)
+        if not training or running_mean is None:
+            outs = eager.run(name, _forward_3, (input, weight, bias, running_mean, running_var), {
+                "training": training or running_mean is None, "momentum": momentum, "eps": eps})
+        else:
+            *outs, new_rm, new_rv = eager.run(name, batch_norm_functional,
+                                              (input, weight, bias, running_mean, running_var, True, momentum,
+                                               eps), {})
+            running_mean.copy_(new_rm)
+            running_var.copy_(new_rv)
+        outs = tuple(outs)
+        if reserve:
+            outs = outs + (torch.empty(0, dtype=torch.uint8, device=input.device),)
+        return outs
+
+    return kernel
+
+
+def _forward_3(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym | None,  # noqa: A002
+               running_var: Sym | None, *, training: bool, momentum: float, eps: float) -> tuple[Sym, Sym, Sym]:
+    return _forward(input, weight, bias, running_mean, running_var, training, momentum, eps)[:3]
+
+
+def _backward(grad_out: Sym, input: Sym, weight: Sym | None, running_mean: Sym | None,  # noqa: A002
+              running_var: Sym | None, save_mean: Sym | None, save_invstd: Sym | None, train: bool, eps: float,
+              output_mask: list[bool]) -> tuple[Sym | None, Sym | None, Sym | None]:
+    x, g = _wide(input), _wide(grad_out)
+    dims = _dims(x)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    if train:
+        mean, invstd = _wide(save_mean), _wide(save_invstd)
+    else:
+        mean, invstd = _wide(running_mean), P.emit1("rsqrt", [_wide(running_var) + eps])
+    xhat = (x - _channel(mean, x)) * _channel(invstd, x)
+    w = _channel(_wide(weight), x) if weight is not None else None
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        gw = g * w if w is not None else g
+        if train:
+            mean_g = P.reduce(gw, "sum", dims) / float(max(count, 1))
+            mean_gx = P.reduce(gw * xhat, "sum", dims) / float(max(count, 1))
+            dx = (gw - _channel(mean_g, x) - xhat * _channel(mean_gx, x)) * _channel(invstd, x)
+        else:
+            dx = gw * _channel(invstd, x)
+        grad_input = P.convert(dx, input.dtype)
+    stats = weight.dtype if weight is not None else input.dtype
+    if output_mask[1]:
+        grad_weight = P.convert(P.reduce(g * xhat, "sum", dims), stats)
+    if output_mask[2]:
+        grad_bias = P.convert(P.reduce(g, "sum", dims), stats)
+    return grad_input, grad_weight, grad_bias
+
+
+@lower(aten.native_batch_norm_backward.default)
+def native_batch_norm_backward(grad_out: Sym, input: Sym, weight: Sym | None, running_mean: Sym | None,  # noqa: A002
+                               running_var: Sym | None, save_mean: Sym | None, save_invstd: Sym | None,
+                               train: bool, eps: float, output_mask: list[bool]) -> tuple[Sym | None, ...]:
+    return _backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps,
+                     output_mask)
+
+
+@lower(aten.batch_norm_backward.default)
+def batch_norm_backward(grad_out: Sym, input: Sym, weight: Sym, running_mean: Sym | None,  # noqa: A002
+                        running_var: Sym | None, save_mean: Sym | None, save_var: Sym | None, update: bool,
+                        eps: float, output_mask: list[bool], reserve: Sym) -> tuple[Sym | None, ...]:
+    train = update or running_mean is None
+    return _backward(grad_out, input, weight, running_mean, running_var, save_mean, save_var, train, eps,
+                     output_mask)
+
+
+def register(impl: Any) -> None:
+    impl(aten.native_batch_norm.default, _stats_kernel("aten::native_batch_norm", True, False), "lowering")
+    impl(aten._native_batch_norm_legit.default, _stats_kernel("aten::_native_batch_norm_legit", True, False),
+         "lowering")
+    impl(aten._batch_norm_with_update.default, _stats_kernel("aten::_batch_norm_with_update", False, True),
+         "lowering")

@@ -1,0 +1,191 @@
+"""Lowerings of max pooling (with indices; 2d/3d, dilation, padding, ceil_mode), adaptive max pooling, their
+backward, and max_unpool.
+
+A window reduction is a gather: at trace time each output position's window is listed as K flat input positions
+(a dense constant of shape (K, outputs), with a validity mask for padding and the ragged windows of adaptive
+pooling); the kernel gathers the K candidates, takes max and argmax over them (NaN wins, as in ATen), and the
+argmax picks the flat input index. Backward and unpooling scatter by those indices.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.resize import _pool_out
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _expand(v: Sequence[int] | int, n: int) -> list[int]:
+    v = [v] if isinstance(v, int) else list(v)
+    return v * n if len(v) == 1 else v
+
+
+def _flat_index(coords: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
+    flat = np.zeros_like(coords[0])
+    for c, n in zip(coords, sizes):
+        flat = flat * n + c
+    return flat
+
+
+def _window_grid(sizes: Sequence[int], windows: Sequence[list[tuple[np.ndarray, np.ndarray]]]
+                 ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """windows[d]: per kernel offset along dim d, (input coordinate per output position, valid mask).
+    Returns (K, n_out) flat positions (0 where invalid), the (K, n_out) mask, and the output sizes."""
+    outs = tuple(len(windows[d][0][0]) for d in range(len(sizes)))
+    positions, masks = [], []
+    for combo in itertools.product(*[range(len(w)) for w in windows]):
+        grids = np.meshgrid(*[windows[d][k][0] for d, k in enumerate(combo)], indexing="ij")
+        valid = np.ones(outs, bool)
+        for d, k in enumerate(combo):
+            shape = [1] * len(sizes)
+            shape[d] = outs[d]
+            valid = valid & windows[d][k][1].reshape(shape)
+        flat = _flat_index([np.clip(g, 0, n - 1) for g, n in zip(grids, sizes)], sizes)
+        positions.append(np.where(valid, flat, 0).reshape(-1))
+        masks.append(valid.reshape(-1))
+    return np.stack(positions), np.stack(masks), outs
+
+
+def _window_max(x: Sym, nd: int, grid: np.ndarray, valid: np.ndarray, outs: tuple[int, ...]) -> tuple[Sym, Sym]:
+    lead = x.shape[:x.ndim - nd]
+    b = 1
+    for s in lead:
+        b *= s
+    n_in = x.numel() // max(b, 1)
+    k, n_out = grid.shape
+    flat = P.reshape(x, (b, n_in))
+    if b == 0 or n_out == 0:
+        return P.full(0, (*lead, *outs), x.dtype), P.full(0, (*lead, *outs), torch.int64)
+    cand = P.emit1("index_select", [flat, P.dense(grid.reshape(-1), torch.int64)], dimension=1)
+    cand = P.reshape(cand, (b, k, n_out))
+    if not valid.all():
+        low = float("-inf") if x.dtype.is_floating_point else (False if x.dtype == torch.bool else
+                                                                 torch.iinfo(x.dtype).min)
+        mask = P.broadcast_to(P.reshape(P.dense(valid, torch.bool), (1, k, n_out)), cand.shape)
+        cand = P.where(mask, cand, P.full(low, cand.shape, x.dtype))
+    values = P.reduce(cand, "max", (1,)) if x.dtype != torch.bool else P.reduce(cand, "or", (1,))
+    arg = P.emit1("argreduce", [P.convert(cand, torch.float32) if x.dtype == torch.bool else cand], kind="max",
+                  dimension=1)  # (b, n_out): which candidate
+    picked = P.emit1("gather_axis", [P.broadcast_to(P.reshape(P.dense(grid, torch.int64), (1, k, n_out)),
+                                                    (b, k, n_out)), P.reshape(arg, (b, 1, n_out))], dimension=1)
+    return P.reshape(values, (*lead, *outs)), P.reshape(picked, (*lead, *outs))
+
+
+def _pool_windows(sizes: Sequence[int], kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                  dilation: Sequence[int], ceil_mode: bool) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    windows = []
+    for n, k, s, p, d in zip(sizes, kernel, stride, padding, dilation):
+        o = _pool_out(n, k, s, p, d, ceil_mode)
+        start = np.arange(o) * s - p
+        windows.append([(start + j * d, (start + j * d >= 0) & (start + j * d < n)) for j in range(k)])
+    return windows
+
+
+def _max_pool(nd: int):  # noqa: ANN202
+    def forward(self: Sym, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
+                dilation: Sequence[int] = (1,), ceil_mode: bool = False) -> tuple[Sym, Sym]:
+        k = _expand(kernel_size, nd)
+        s = _expand(stride, nd) if stride else k
+        sizes = self.shape[self.ndim - nd:]
+        windows = _pool_windows(sizes, k, s, _expand(padding, nd), _expand(dilation, nd), ceil_mode)
+        grid, valid, outs = _window_grid(sizes, windows)
+        return _window_max(self, nd, grid, valid, outs)
+
+    return forward
+
+
+def _scatter_back(grad_output: Sym, self: Sym, indices: Sym, nd: int) -> Sym:
+    lead = self.shape[:self.ndim - nd]
+    b = 1
+    for s in lead:
+        b *= s
+    n_in = self.numel() // max(b, 1)
+    acc = torch.float64 if grad_output.dtype == torch.float64 else torch.float32
+    zeros = P.full(0, (b, n_in), acc)
+    if grad_output.numel() == 0:
+        return P.convert(P.reshape(zeros, self.shape), grad_output.dtype)
+    g = P.reshape(P.convert(grad_output, acc), (b, -1))
+    idx = P.reshape(P.convert(indices, torch.int64), (b, -1))
+    out = P.emit1("scatter_axis", [zeros, idx, g], dimension=1, reduce="add")
+    return P.convert(P.reshape(out, self.shape), grad_output.dtype)
+
+
+def _max_pool_backward(nd: int):  # noqa: ANN202
+    def backward(grad_output: Sym, self: Sym, kernel_size: Sequence[int], stride: Sequence[int],
+                 padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool, indices: Sym) -> Sym:
+        return _scatter_back(grad_output, self, indices, nd)
+
+    return backward
+
+
+for _nd in (2, 3):
+    lower(getattr(aten, f"max_pool{_nd}d_with_indices").default)(_max_pool(_nd))
+    lower(getattr(aten, f"max_pool{_nd}d_with_indices_backward").default)(_max_pool_backward(_nd))
+
+
+def _adaptive_windows(sizes: Sequence[int], outs: Sequence[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    windows = []
+    for n, o in zip(sizes, outs):
+        start = (np.arange(o) * n) // o
+        end = ((np.arange(o) + 1) * n + o - 1) // o
+        width = int((end - start).max()) if o else 0
+        windows.append([(start + j, start + j < end) for j in range(width)])
+    return windows
+
+
+def _adaptive_max(nd: int):  # noqa: ANN202
+    def forward(self: Sym, output_size: Sequence[int]) -> tuple[Sym, Sym]:
+        sizes = self.shape[self.ndim - nd:]
+        grid, valid, outs = _window_grid(sizes, _adaptive_windows(sizes, list(output_size)))
+        return _window_max(self, nd, grid, valid, outs)
+
+    return forward
+
+
+def _adaptive_max_backward(nd: int):  # noqa: ANN202
+    def backward(grad_output: Sym, self: Sym, indices: Sym) -> Sym:
+        return _scatter_back(grad_output, self, indices, nd)
+
+    return backward
+
+
+for _nd in (2, 3):
+    lower(getattr(aten, f"adaptive_max_pool{_nd}d").default)(_adaptive_max(_nd))
+    lower(getattr(aten, f"adaptive_max_pool{_nd}d_backward").default)(_adaptive_max_backward(_nd))
+
+
+def _unpool(self: Sym, indices: Sym, output_size: Sequence[int]) -> Sym:
+    nd = len(output_size)
+    lead = self.shape[:self.ndim - nd]
+    b = 1
+    for s in lead:
+        b *= s
+    n_out = 1
+    for s in output_size:
+        n_out *= s
+    zeros = P.full(0, (b, n_out), self.dtype)
+    if self.numel() == 0:
+        return P.reshape(zeros, (*lead, *output_size))
+    vals = P.reshape(self, (b, -1))
+    idx = P.reshape(P.convert(indices, torch.int64), (b, -1))
+    return P.reshape(P.emit1("scatter_axis", [zeros, idx, vals], dimension=1, reduce="replace"),
+                     (*lead, *output_size))
+
+
+@lower(aten.max_unpool2d.default)
+def max_unpool2d(self: Sym, indices: Sym, output_size: Sequence[int]) -> Sym:
+    return _unpool(self, indices, output_size)
+
+
+@lower(aten.max_unpool3d.default)
+def max_unpool3d(self: Sym, indices: Sym, output_size: Sequence[int], stride: Sequence[int],
+                 padding: Sequence[int]) -> Sym:
+    return _unpool(self, indices, output_size)

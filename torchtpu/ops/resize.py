@@ -1,0 +1,343 @@
+"""Lowerings of separable linear resampling: upsampling (nearest, nearest-exact, linear, bilinear, bicubic,
+trilinear, antialiased bilinear), reflection / replication padding, average pooling and adaptive average
+pooling, and all their backward ops.
+
+Each of these maps every spatial dimension independently by a fixed (out, in) matrix, so the op is one
+contraction per spatial dimension (`dot_general` at HIGHEST: the weights are not bf16 values) and its backward
+is the same with the transposed matrices. The matrices depend only on static sizes and arguments: they are
+computed once at trace time, with ATen's index formulas in float32, and enter the program as dense constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+F32 = np.float32
+
+
+def apply_dims(x: Sym, mats: Sequence[np.ndarray | None], first: int) -> Sym:
+    """Contracts dims first, first+1, ... of x with (out, in) matrices (None: identity), keeping dim order."""
+    integral = not (x.dtype.is_floating_point or x.dtype.is_complex)
+    compute = torch.int64 if integral else (torch.float64 if x.dtype == torch.float64 else torch.float32)
+    y = P.convert(x, compute)
+    for i, m in enumerate(mats):
+        if m is None:
+            continue
+        d = first + i
+        if y.shape[d] != m.shape[1]:
+            raise RuntimeError(f"resample: dim {d} has size {y.shape[d]}, the matrix expects {m.shape[1]}")
+        mat = P.dense(m.round().astype(np.int64) if integral else m, compute)
+        if 0 in y.shape:
+            shape = list(y.shape)
+            shape[d] = m.shape[0]
+            y = P.full(0, tuple(shape), compute)
+            continue
+        z = P.emit1("dot_general", [y, mat], lhs_batch=(), rhs_batch=(), lhs_contract=(d,), rhs_contract=(1,),
+                    precision="HIGHEST", out_dtype=P.TORCH_TO_IR[compute])
+        perm = list(range(y.ndim - 1))
+        perm.insert(d, y.ndim - 1)
+        y = P.transpose(z, perm)
+    return P.convert(y, x.dtype)
+
+
+def _transposed(mats: Sequence[np.ndarray | None]) -> list[np.ndarray | None]:
+    return [None if m is None else np.ascontiguousarray(m.T) for m in mats]
+
+
+# --- per-dimension matrices (ATen's UpSample.h formulas, float32 arithmetic) -------------------------------------
+
+def _scale(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.float32:
+    if align_corners:
+        return F32((in_size - 1) / (out_size - 1)) if out_size > 1 else F32(0)
+    return F32(1.0 / scale) if scale is not None and scale > 0 else F32(in_size) / F32(out_size)
+
+
+def nearest(in_size: int, out_size: int, scale: float | None, exact: bool = False) -> np.ndarray:
+    s = F32(1.0 / scale) if scale is not None and scale > 0 else F32(in_size) / F32(out_size)
+    dst = np.arange(out_size, dtype=F32)
+    if exact:
+        src = np.floor((dst + F32(0.5)) * s)
+    elif out_size == in_size:
+        src = dst
+    elif out_size == 2 * in_size:
+        src = np.floor(dst / 2)
+    else:
+        src = np.floor(dst * s)
+    src = np.minimum(src.astype(np.int64), in_size - 1)
+    m = np.zeros((out_size, in_size), F32)
+    m[np.arange(out_size), src] = 1
+    return m
+
+
+def linear(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.ndarray:
+    s = _scale(in_size, out_size, align_corners, scale)
+    dst = np.arange(out_size, dtype=F32)
+    src = s * dst if align_corners else np.maximum(s * (dst + F32(0.5)) - F32(0.5), F32(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    i1 = i0 + (i0 < in_size - 1)
+    l1 = np.clip(src - i0.astype(F32), F32(0), F32(1)).astype(F32)
+    l0 = F32(1) - l1
+    m = np.zeros((out_size, in_size), F32)
+    np.add.at(m, (np.arange(out_size), i0), l0)
+    np.add.at(m, (np.arange(out_size), i1), l1)
+    return m
+
+
+def cubic(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.ndarray:
+    s = _scale(in_size, out_size, align_corners, scale)
+    dst = np.arange(out_size, dtype=F32)
+    src = s * dst if align_corners else s * (dst + F32(0.5)) - F32(0.5)
+    i = np.floor(src).astype(np.int64)
+    t = (src - i.astype(F32)).astype(F32)
+    a = F32(-0.75)
+
+    def near(x: np.ndarray) -> np.ndarray:  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x: np.ndarray) -> np.ndarray:  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    m = np.zeros((out_size, in_size), F32)
+    for k, w in enumerate(weights):
+        np.add.at(m, (np.arange(out_size), np.clip(i - 1 + k, 0, in_size - 1)), w.astype(F32))
+    return m
+
+
+def antialias(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.ndarray:
+    """The antialiased (triangle filter, support widened by the downscale factor) bilinear weights."""
+    s = float(_scale(in_size, out_size, align_corners, scale))
+    support = 1.0 * s if s >= 1.0 else 1.0
+    inv = 1.0 / s if s >= 1.0 else 1.0
+    m = np.zeros((out_size, in_size), F32)
+    for o in range(out_size):
+        center = s * (o + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), in_size)
+        w = np.array([max(0.0, 1.0 - abs((j - center + lo + 0.5) * inv)) for j in range(hi - lo)])
+        total = w.sum()
+        if total:
+            m[o, lo:hi] = (w / total).astype(F32)
+    return m
+
+
+def adaptive(in_size: int, out_size: int) -> np.ndarray:
+    m = np.zeros((out_size, in_size), F32)
+    for o in range(out_size):
+        start = (o * in_size) // out_size
+        end = ((o + 1) * in_size + out_size - 1) // out_size
+        m[o, start:end] = F32(1) / F32(end - start)
+    return m
+
+
+def pad_index(in_size: int, lo: int, hi: int, mode: str) -> np.ndarray:
+    out = in_size + lo + hi
+    i = np.arange(out) - lo
+    if mode == "reflect":
+        i = np.abs(i)
+        i = np.where(i >= in_size, 2 * (in_size - 1) - i, i)
+    elif mode == "replicate":
+        i = np.clip(i, 0, in_size - 1)
+    else:  # circular
+        i = np.mod(i, in_size)
+    m = np.zeros((out, in_size), F32)
+    m[np.arange(out), i] = 1
+    return m
+
+
+def pool_counts(in_size: int, k: int, s: int, p: int, ceil_mode: bool, include_pad: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(sum matrix (out, in), per-output divisor) of one dimension of avg_pool."""
+    out = _pool_out(in_size, k, s, p, 1, ceil_mode)
+    m = np.zeros((out, in_size), F32)
+    div = np.zeros(out, F32)
+    for o in range(out):
+        start = o * s - p
+        end = min(start + k, in_size + p)
+        pool = end - start
+        lo, hi = max(start, 0), min(end, in_size)
+        m[o, lo:hi] = 1
+        div[o] = pool if include_pad else max(hi - lo, 0)
+    return m, div
+
+
+def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    eff = d * (k - 1) + 1
+    num = size + 2 * p - eff
+    out = (num + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+# --- upsampling ---------------------------------------------------------------------------------------------------
+
+def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
+    def mats(in_sizes: Sequence[int], out_sizes: Sequence[int], align: bool, scales: Sequence[float | None]
+             ) -> list[np.ndarray]:
+        out = []
+        for i, o, sc in zip(in_sizes, out_sizes, scales):
+            if kind in ("nearest", "nearest_exact"):
+                out.append(nearest(i, o, sc, exact=kind == "nearest_exact"))
+            elif kind == "linear":
+                out.append(linear(i, o, align, sc))
+            elif kind == "cubic":
+                out.append(cubic(i, o, align, sc))
+            else:
+                out.append(antialias(i, o, align, sc))
+        return out
+
+    takes_align = kind not in ("nearest", "nearest_exact")
+
+    def forward(self: Sym, output_size: Sequence[int], *rest: object) -> Sym:
+        align = bool(rest[0]) if takes_align else False
+        scales = list(rest[1:] if takes_align else rest) + [None] * nd
+        m = mats(self.shape[2:], output_size, align, scales[:nd])
+        return apply_dims(self, m, 2)
+
+    def backward_fn(grad_output: Sym, output_size: Sequence[int], input_size: Sequence[int], *rest: object) -> Sym:
+        align = bool(rest[0]) if takes_align else False
+        scales = list(rest[1:] if takes_align else rest) + [None] * nd
+        m = mats(input_size[2:], output_size, align, scales[:nd])
+        return apply_dims(grad_output, _transposed(m), 2)
+
+    return backward_fn if backward else forward
+
+
+_UPSAMPLE = {
+    "upsample_nearest1d": ("nearest", 1), "upsample_nearest2d": ("nearest", 2), "upsample_nearest3d": ("nearest", 3),
+    "_upsample_nearest_exact1d": ("nearest_exact", 1), "_upsample_nearest_exact2d": ("nearest_exact", 2),
+    "_upsample_nearest_exact3d": ("nearest_exact", 3), "upsample_linear1d": ("linear", 1),
+    "upsample_bilinear2d": ("linear", 2), "upsample_trilinear3d": ("linear", 3), "upsample_bicubic2d": ("cubic", 2),
+    "_upsample_bilinear2d_aa": ("aa", 2),
+}
+for _name, (_kind, _nd) in _UPSAMPLE.items():
+    lower(getattr(aten, _name).default)(_upsample(_kind, _nd, False))
+    lower(getattr(aten, _name + "_backward").default)(_upsample(_kind, _nd, True))
+
+
+# --- padding ------------------------------------------------------------------------------------------------------
+
+def _pad_mats(shape: Sequence[int], padding: Sequence[int], nd: int, mode: str) -> list[np.ndarray]:
+    # padding lists (left, right) pairs starting from the last dimension
+    mats = []
+    for i in range(nd):
+        dim_from_end = nd - 1 - i
+        lo, hi = padding[2 * dim_from_end], padding[2 * dim_from_end + 1]
+        size = shape[len(shape) - nd + i]
+        if mode == "reflect" and (lo >= size or hi >= size):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({lo}, {hi}) at dimension {len(shape) - nd + i} of input "
+                               f"{list(shape)}")
+        mats.append(pad_index(size, lo, hi, mode))
+    return mats
+
+
+def _pad(mode: str, nd: int, backward: bool) -> Callable[..., Sym]:
+    def forward(self: Sym, padding: Sequence[int]) -> Sym:
+        return apply_dims(self, _pad_mats(self.shape, padding, nd, mode), self.ndim - nd)
+
+    def backward_fn(grad_output: Sym, self: Sym, padding: Sequence[int]) -> Sym:
+        return apply_dims(grad_output, _transposed(_pad_mats(self.shape, padding, nd, mode)), self.ndim - nd)
+
+    return backward_fn if backward else forward
+
+
+for _mode, _prefix in (("reflect", "reflection_pad"), ("replicate", "replication_pad")):
+    for _nd in (1, 2, 3):
+        lower(getattr(aten, f"{_prefix}{_nd}d").default)(_pad(_mode, _nd, False))
+        lower(getattr(aten, f"{_prefix}{_nd}d_backward").default)(_pad(_mode, _nd, True))
+
+
+# --- average pooling ----------------------------------------------------------------------------------------------
+
+def _expand(v: Sequence[int] | int, n: int) -> list[int]:
+    v = [v] if isinstance(v, int) else list(v)
+    return v * n if len(v) == 1 else v
+
+
+def _avg_parts(shape: Sequence[int], nd: int, kernel_size: Sequence[int], stride: Sequence[int],
+               padding: Sequence[int], ceil_mode: bool, count_include_pad: bool, divisor_override: int | None
+               ) -> tuple[list[np.ndarray], np.ndarray]:
+    k = _expand(kernel_size, nd)
+    s = _expand(stride, nd) if stride else k
+    p = _expand(padding, nd)
+    mats, divs = [], []
+    for i in range(nd):
+        m, dv = pool_counts(shape[len(shape) - nd + i], k[i], s[i], p[i], ceil_mode, count_include_pad)
+        mats.append(m)
+        divs.append(dv)
+    total = divs[0]
+    for dv in divs[1:]:
+        total = np.multiply.outer(total, dv)
+    if divisor_override:
+        total = np.full(total.shape, divisor_override, F32)
+    with np.errstate(divide="ignore"):
+        return mats, (F32(1) / np.asarray(total, F32)).astype(F32)
+
+
+def _avg_pool(nd: int) -> Callable[..., Sym]:
+    def forward(self: Sym, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
+                ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None
+                ) -> Sym:
+        mats, inv = _avg_parts(self.shape, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                               divisor_override)
+        summed = apply_dims(P.convert(self, _acc(self)), mats, self.ndim - nd)
+        scale = P.broadcast_to(P.dense(inv, summed.dtype), summed.shape)
+        return P.convert(summed * scale, self.dtype)
+
+    return forward
+
+
+def _avg_pool_backward(nd: int) -> Callable[..., Sym]:
+    def backward(grad_output: Sym, self: Sym, kernel_size: Sequence[int], stride: Sequence[int],
+                 padding: Sequence[int], ceil_mode: bool, count_include_pad: bool, divisor_override: int | None
+                 ) -> Sym:
+        mats, inv = _avg_parts(self.shape, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                               divisor_override)
+        g = P.convert(grad_output, _acc(grad_output))
+        g = g * P.broadcast_to(P.dense(inv, g.dtype), g.shape)
+        return P.convert(apply_dims(g, _transposed(mats), self.ndim - nd), grad_output.dtype)
+
+    return backward
+
+
+def _acc(x: Sym) -> torch.dtype:
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+for _nd in (2, 3):
+    lower(getattr(aten, f"avg_pool{_nd}d").default)(_avg_pool(_nd))
+    lower(getattr(aten, f"avg_pool{_nd}d_backward").default)(_avg_pool_backward(_nd))
+
+
+def _adaptive_avg(nd: int) -> Callable[..., Sym]:
+    def forward(self: Sym, output_size: Sequence[int]) -> Sym:
+        sizes = self.shape[self.ndim - nd:]
+        return apply_dims(self, [adaptive(i, o) for i, o in zip(sizes, output_size)], self.ndim - nd)
+
+    return forward
+
+
+def _adaptive_avg_backward(nd: int) -> Callable[..., Sym]:
+    def backward(grad_output: Sym, self: Sym) -> Sym:
+        sizes = self.shape[self.ndim - nd:]
+        outs = grad_output.shape[grad_output.ndim - nd:]
+        mats = [adaptive(i, o).T.copy() for i, o in zip(sizes, outs)]
+        return apply_dims(grad_output, mats, grad_output.ndim - nd)
+
+    return backward
+
+
+for _nd in (2, 3):
+    lower(getattr(aten, f"_adaptive_avg_pool{_nd}d").default)(_adaptive_avg(_nd))
+    lower(getattr(aten, f"_adaptive_avg_pool{_nd}d_backward").default)(_adaptive_avg_backward(_nd))
+

@@ -1,0 +1,194 @@
+"""Lowerings of further random samplers (cauchy_, log_normal_, geometric_, multinomial) and of counting ops:
+isin, histc, histogram, bincount and repeat_interleave (the last two have data-dependent sizes: one count is
+read back, as in `dynamic`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from torchtpu.execution import eager
+from torchtpu.ops import prims as P
+from torchtpu.ops.registry import lower
+from torchtpu.ops.sorting import sort_dim
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _uniform(shape: tuple[int, ...], rng: Sym) -> Sym:
+    """Uniform in (0, 1): the open interval keeps logs and tangents finite."""
+    u = P.emit1("rng", [rng], shape=shape, dtype="float32", distribution="uniform")
+    return P.emit1("maximum", [u, P.full(2.0 ** -24, shape, torch.float32)])
+
+
+@lower(aten.cauchy_.default, random=True)
+def cauchy_(self: Sym, median: float = 0.0, sigma: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    u = _uniform(self.shape, rng)
+    return P.convert(P.emit1("tan", [(u - 0.5) * math.pi]) * float(sigma) + float(median), self.dtype)
+
+
+@lower(aten.log_normal_.default, random=True)
+def log_normal_(self: Sym, mean: float = 1.0, std: float = 2.0, *, generator: Any = None, rng: Sym) -> Sym:
+    z = P.emit1("rng", [rng], shape=self.shape, dtype="float32", distribution="normal")
+    return P.convert(P.emit1("exponential", [z * float(std) + float(mean)]), self.dtype)
+
+
+@lower(aten.geometric_.default, random=True)
+def geometric_(self: Sym, p: float, *, generator: Any = None, rng: Sym) -> Sym:
+    u = _uniform(self.shape, rng)
+    k = P.emit1("ceil", [P.emit1("log", [u]) / math.log1p(-p)]) if p < 1 else P.full(1.0, self.shape, torch.float32)
+    return P.convert(P.emit1("maximum", [k, P.full(1.0, self.shape, torch.float32)]), self.dtype)
+
+
+@lower(aten.multinomial.default, random=True)
+def multinomial(self: Sym, num_samples: int, replacement: bool = False, *, generator: Any = None, rng: Sym
+                ) -> Sym:
+    probs = P.convert(self if self.ndim == 2 else P.reshape(self, (1, -1)), torch.float32)
+    rows, n = probs.shape
+    if replacement:  # inverse CDF: count the categories whose cumulative mass is below u
+        cdf = P.emit1("cumulative", [probs], kind="sum", dimension=1)
+        total = P.slice_dim(cdf, 1, n - 1, n)
+        u = P.emit1("rng", [rng], shape=(rows, num_samples), dtype="float32", distribution="uniform")
+        u = u * P.broadcast_to(total, (rows, num_samples))
+        below = P.compare("LE", P.broadcast_to(P.reshape(cdf, (rows, 1, n)), (rows, num_samples, n)),
+                          P.broadcast_to(P.reshape(u, (rows, num_samples, 1)), (rows, num_samples, n)))
+        idx = P.reduce(P.convert(below, torch.int64), "sum", (2,))
+        idx = P.emit1("minimum", [idx, P.full(n - 1, idx.shape, torch.int64)])
+    else:  # Gumbel top-k: sampling without replacement in proportion to the weights
+        u = _uniform((rows, n), rng)
+        keys = P.emit1("log", [probs]) - P.emit1("log", [-P.emit1("log", [u])])
+        keys = P.where(P.compare("GT", probs, 0.0), keys, P.full(-math.inf, keys.shape, torch.float32))
+        _, order = sort_dim(keys, 1, descending=True)
+        idx = P.slice_dim(order, 1, 0, num_samples)
+    return idx if self.ndim == 2 else P.reshape(idx, (num_samples,))
+
+
+def _isin(elements: Sym, test: Sym, invert: bool) -> Sym:
+    compute, _ = P.result_dtype(elements, test)
+    e = P.convert(elements, compute)
+    t = P.reshape(P.convert(test, compute), (-1,))
+    m = t.shape[0]
+    if m == 0:
+        return P.full(invert, elements.shape, torch.bool)
+    a = P.broadcast_to(P.reshape(e, (*e.shape, 1)), (*e.shape, m))
+    b = P.broadcast_to(P.reshape(t, (1,) * e.ndim + (m,)), (*e.shape, m))
+    hit = P.reduce(P.compare("EQ", a, b), "or", (e.ndim,))
+    return P.emit1("not", [hit]) if invert else hit
+
+
+@lower(aten.isin.Tensor_Tensor)
+def isin(elements: Sym, test_elements: Sym, *, assume_unique: bool = False, invert: bool = False) -> Sym:
+    return _isin(elements, test_elements, invert)
+
+
+@lower(aten.isin.Tensor_Scalar)
+def isin_scalar(elements: Sym, test_element: Any, *, assume_unique: bool = False, invert: bool = False) -> Sym:
+    _, dtype = P.result_dtype(elements, test_element)
+    return _isin(elements, P.full(test_element, (1,), dtype), invert)
+
+
+@lower(aten.isin.Scalar_Tensor)
+def isin_scalar_tensor(element: Any, test_elements: Sym, *, assume_unique: bool = False, invert: bool = False
+                       ) -> Sym:
+    _, dtype = P.result_dtype(test_elements, element)
+    return _isin(P.full(element, (), dtype), test_elements, invert)
+
+
+def _bins(x: Sym, bins: int, lo: Sym, hi: Sym, weight: Sym | None) -> Sym:
+    """Counts (float) of x (flat, float) in `bins` equal bins of [lo, hi]; x == hi goes to the last bin."""
+    n = x.shape[0]
+    if n == 0:
+        return P.full(0, (bins,), x.dtype)
+    lo_b, hi_b = P.broadcast_to(lo, (n,)), P.broadcast_to(hi, (n,))
+    inside = P.emit1("and", [P.compare("GE", x, lo_b), P.compare("LE", x, hi_b)])
+    width = hi_b - lo_b
+    pos = P.emit1("floor", [(x - lo_b) * float(bins) / P.where(P.compare("EQ", width, 0.0),
+                                                                P.full(1.0, (n,), x.dtype), width)])
+    idx = P.convert(P.emit1("clamp", [P.full(0.0, (n,), x.dtype), pos, P.full(float(bins - 1), (n,), x.dtype)]),
+                    torch.int64)
+    w = P.full(1.0, (n,), x.dtype) if weight is None else P.convert(P.reshape(weight, (-1,)), x.dtype)
+    w = P.where(inside, w, P.zeros_like(w))
+    return P.emit1("index_add", [P.full(0.0, (bins,), x.dtype), idx, w], dimension=0)
+
+
+def _range(x: Sym, lo: float, hi: float, widen: float = 1.0) -> tuple[Sym, Sym]:
+    if lo == hi:  # the data's own range (computed on the device)
+        if x.shape[0] == 0:  # no data: [0, 1], as ATen
+            return P.const(0.0, x.dtype), P.const(1.0, x.dtype)
+        else:
+            lo_s, hi_s = P.reduce(x, "min", (0,)), P.reduce(x, "max", (0,))
+        same = P.compare("EQ", lo_s, hi_s)
+        return P.where(same, lo_s - widen, lo_s), P.where(same, hi_s + widen, hi_s)
+    return P.const(float(lo), x.dtype), P.const(float(hi), x.dtype)
+
+
+@lower(aten.histc.default)
+def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noqa: A002
+    x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
+    lo, hi = _range(x, float(min), float(max))
+    return P.convert(_bins(x, bins, lo, hi, None), self.dtype)
+
+
+@lower(aten.histogram.bin_ct)
+def histogram(self: Sym, bins: int = 100, *, range: list[float] | None = None,  # noqa: A002
+              weight: Sym | None = None, density: bool = False) -> tuple[Sym, Sym]:
+    x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
+    lo, hi = _range(x, *(range if range is not None else (0.0, 0.0)), widen=0.5)
+    hist = _bins(x, bins, lo, hi, weight)
+    steps = P.convert(P.iota((bins + 1,), 0), x.dtype)
+    edges = P.broadcast_to(lo, (bins + 1,)) + steps * P.broadcast_to((hi - lo) / float(bins), (bins + 1,))
+    if density:
+        total = P.reduce(hist, "sum", (0,))
+        hist = hist / P.broadcast_to(total * ((hi - lo) / float(bins)), (bins,))
+    return P.convert(hist, self.dtype), P.convert(edges, self.dtype)
+
+
+def _bincount_size(self: Sym, *, minlength: int) -> Sym:
+    top = P.reduce(self, "max", (0,)) + 1 if self.shape[0] else P.const(0, torch.int64)
+    return P.emit1("maximum", [P.convert(top, torch.int64), P.const(minlength, torch.int64)])
+
+
+def _bincount(self: Sym, weights: Sym | None, *, size: int) -> Sym:
+    # ATen: int64 counts; float32 weights sum in float32, any other weights in float64
+    dtype = torch.int64 if weights is None else (torch.float32 if weights.dtype == torch.float32 else torch.float64)
+    ones = P.full(1, self.shape, dtype) if weights is None else P.convert(weights, dtype)
+    out = P.full(0, (size,), dtype)
+    if self.shape[0] == 0:
+        return out
+    return P.emit1("index_add", [out, P.convert(self, torch.int64), ones], dimension=0)
+
+
+def bincount(self: torch.Tensor, weights: torch.Tensor | None = None, minlength: int = 0) -> torch.Tensor:
+    if self.ndim != 1 or self.dtype.is_floating_point:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    size = int(eager.run("aten::bincount.size", _bincount_size, (self,), {"minlength": int(minlength)}).item())
+    return eager.run("aten::bincount", _bincount, (self, weights), {"size": size})
+
+
+def _repeat_total(repeats: Sym) -> Sym:
+    return P.reduce(P.convert(repeats, torch.int64), "sum", (0,)) if repeats.shape[0] else P.const(0, torch.int64)
+
+
+def _repeat_index(repeats: Sym, *, size: int) -> Sym:
+    n = repeats.shape[0]
+    if size == 0 or n == 0:
+        return P.full(0, (size,), repeats.dtype)
+    ends = P.emit1("cumulative", [P.convert(repeats, torch.int64)], kind="sum", dimension=0)
+    pos = P.iota((size, n), 0)
+    idx = P.reduce(P.convert(P.compare("GE", pos, P.broadcast_to(P.reshape(ends, (1, n)), (size, n))),
+                             torch.int64), "sum", (1,))
+    return P.convert(idx, repeats.dtype)
+
+
+def repeat_interleave(repeats: torch.Tensor, *, output_size: int | None = None) -> torch.Tensor:
+    if output_size is None:
+        output_size = int(eager.run("aten::repeat_interleave.size", _repeat_total, (repeats,), {}).item())
+    return eager.run("aten::repeat_interleave", _repeat_index, (repeats,), {"size": int(output_size)})
+
+
+def register(impl: Any) -> None:
+    impl(aten.bincount.default, bincount, "lowering")
+    impl(aten.repeat_interleave.Tensor, repeat_interleave, "lowering")

@@ -1,0 +1,86 @@
+"""Lowerings of special functions onto the IR's `special_unary` / `special_binary`: Bessel (J, Y, I, K and
+their exponentially scaled forms), Airy Ai, spherical J0, erfcx, ndtri, Hurwitz zeta, polygamma, the
+regularized incomplete gamma functions and the orthogonal polynomials (Chebyshev T/U/V/W and their shifted
+forms, Hermite H/He, Laguerre, Legendre)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.prims import Kind
+from torchtpu.ops.registry import lower
+from torchtpu.ops.tracing import Sym
+
+aten = torch.ops.aten
+
+
+def _unary(function: str) -> Any:
+    def lowering(self: Sym) -> Sym:
+        compute, result = P.result_dtype(self, kind=Kind.INT_TO_FLOAT)
+        y = P.emit1("special_unary", [P.convert(self, compute)], function=function)
+        return P.convert(y, result)
+
+    lowering.__name__ = function
+    return lowering
+
+
+_UNARY = {
+    aten.i0.default: "bessel_i0", aten.special_i0e.default: "bessel_i0e", aten.special_i1.default: "bessel_i1",
+    aten.special_i1e.default: "bessel_i1e", aten.special_ndtri.default: "ndtri",
+    aten.special_erfcx.default: "erfcx", aten.special_bessel_j0.default: "bessel_j0",
+    aten.special_bessel_j1.default: "bessel_j1", aten.special_bessel_y0.default: "bessel_y0",
+    aten.special_bessel_y1.default: "bessel_y1", aten.special_modified_bessel_i0.default: "bessel_i0",
+    aten.special_modified_bessel_i1.default: "bessel_i1", aten.special_modified_bessel_k0.default: "bessel_k0",
+    aten.special_modified_bessel_k1.default: "bessel_k1",
+    aten.special_scaled_modified_bessel_k0.default: "bessel_k0e",
+    aten.special_scaled_modified_bessel_k1.default: "bessel_k1e", aten.special_airy_ai.default: "airy_ai",
+    aten.special_spherical_bessel_j0.default: "spherical_bessel_j0",
+}
+for _op, _fn in _UNARY.items():
+    lower(_op)(_unary(_fn))
+
+
+def _binary(function: str, a: Any, b: Any) -> Sym:
+    compute, result = P.result_dtype(a, b, kind=Kind.INT_TO_FLOAT)
+    x, y = P.prepare([a, b], compute)
+    return P.convert(P.emit1("special_binary", [x, y], function=function), result)
+
+
+def _binary_lowering(function: str) -> Any:
+    def lowering(self: Any, other: Any) -> Sym:
+        return _binary(function, self, other)
+
+    lowering.__name__ = function
+    return lowering
+
+
+lower(aten.special_zeta.default, aten.special_zeta.self_scalar, aten.special_zeta.other_scalar)(
+    _binary_lowering("zeta"))
+lower(aten.igamma.default)(_binary_lowering("igamma"))
+lower(aten.igammac.default)(_binary_lowering("igammac"))
+
+
+@lower(aten.polygamma.default)
+def polygamma(n: int, self: Sym) -> Sym:
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    compute, result = P.result_dtype(self, kind=Kind.INT_TO_FLOAT)
+    x = P.convert(self, compute)
+    return P.convert(P.emit1("special_binary", [P.full(float(n), x.shape, compute), x], function="polygamma"),
+                     result)
+
+
+_POLYNOMIALS = {
+    "chebyshev_polynomial_t": "chebyshev_t", "chebyshev_polynomial_u": "chebyshev_u",
+    "chebyshev_polynomial_v": "chebyshev_v", "chebyshev_polynomial_w": "chebyshev_w",
+    "shifted_chebyshev_polynomial_t": "shifted_chebyshev_t", "shifted_chebyshev_polynomial_u": "shifted_chebyshev_u",
+    "shifted_chebyshev_polynomial_v": "shifted_chebyshev_v", "shifted_chebyshev_polynomial_w": "shifted_chebyshev_w",
+    "hermite_polynomial_h": "hermite_h", "hermite_polynomial_he": "hermite_he",
+    "laguerre_polynomial_l": "laguerre_l", "legendre_polynomial_p": "legendre_p",
+}
+for _name, _fn in _POLYNOMIALS.items():
+    _packet = getattr(aten, f"special_{_name}")
+    lower(_packet.default, _packet.x_scalar, _packet.n_scalar)(_binary_lowering(_fn))
