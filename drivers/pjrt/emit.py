@@ -469,12 +469,18 @@ def _emit_binary(e: Emitter, op: Op, args: list[V]) -> list[V]:
         if op.name in ("divide", "remainder", "floor_divide"):
             what = "remainder" if op.name == "remainder" else "division"
             e.check("ZeroDivisionError", f"integer {what} by zero", e.compare("EQ", b, e.like(0, b)))
-        elif op.name == "power" and a.dtype in SIGNED:
-            e.check("ValueError", "Integers to negative integer powers are not allowed.",
-                    e.compare("LT", b, e.like(0, b)))
     float_only = ("atan2", "nextafter", "hypot", "copysign", "xlogy")
     if op.name in float_only and a.dtype not in FLOAT_DTYPES:
         a, b = e.convert(a, "float32"), e.convert(b, "float32")
+    if op.name == "power" and a.dtype in SIGNED:  # as ATen: 1 ** -n = 1, (-1) ** -n = +-1, other ** -n = 0
+        negative = e.compare("LT", b, e.like(0, b))
+        positive = _binary_math(e, "power", a, e.select(negative, e.like(0, b), b))
+        one, zero = e.like(1, a), e.like(0, a)
+        even = e.compare("EQ", e.binary("stablehlo.remainder", b, e.like(2, b)), e.like(0, b))
+        minus_one = e.select(even, one, e.like(-1, a))
+        inverse = e.select(e.compare("EQ", a, one), one,
+                           e.select(e.compare("EQ", a, e.like(-1, a)), minus_one, zero))
+        return [e.convert(e.select(negative, inverse, positive), dtype)]
     return [e.convert(_binary_math(e, op.name, a, b), dtype)]
 
 

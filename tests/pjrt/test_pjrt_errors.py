@@ -32,7 +32,6 @@ CASES = {
     "divide": _prog("divide", [np.array([4, 2], np.int32), np.array([2, 0], np.int32)], ["int32", "int32"]),
     "remainder": _prog("remainder", [np.array([4, 2], np.int64), np.array([0, 1], np.int64)], ["int64", "int64"]),
     "floor_divide": _prog("floor_divide", [np.array([4], np.int32), np.array([0], np.int32)], ["int32", "int32"]),
-    "power": _prog("power", [np.array([4, 2], np.int32), np.array([1, -1], np.int32)], ["int32", "int32"]),
     "argreduce_empty": _prog("argreduce", [np.zeros((2, 0), np.float32)], ["float32"], kind="max", dimension=1),
 }
 

@@ -469,7 +469,7 @@ def _check_random(op: Any, sample: Any, name: str) -> bool:
         draws_cpu.append(_first_tensor(_call(op, sample)).detach().flatten().clone())  # in-place ops reuse it
         draws_tpu.append(_first_tensor(_call(op, tpu_sample)).detach().cpu().flatten())
     if name in skips.RANDOM_CORRELATED:  # draws within one call share a mask: compare per-call means
-        calls = max(calls, 200)
+        calls = max(calls, 400)
         while len(draws_cpu) < calls:
             draws_cpu.append(_first_tensor(_call(op, sample)).detach().flatten().clone())
             draws_tpu.append(_first_tensor(_call(op, tpu_sample)).detach().cpu().flatten())
@@ -479,6 +479,12 @@ def _check_random(op: Any, sample: Any, name: str) -> bool:
     if a.is_complex():
         a, b = torch.view_as_real(a).flatten(), torch.view_as_real(b).flatten()
     n, m = a.numel(), b.numel()
+    spread = float(torch.cat([a, b]).double().abs().max()) if n + m else 0.0
+    if float(a.double().std() if n > 1 else 0) <= 1e-6 * max(spread, 1.0) and \
+            float(b.double().std() if m > 1 else 0) <= 1e-6 * max(spread, 1.0):  # not random here: values
+        rtol = 2e-2 if e0.dtype == torch.bfloat16 else 1e-4
+        torch.testing.assert_close(a.double().mean(), b.double().mean(), rtol=rtol, atol=1e-5)
+        return True
     d = _ks_statistic(a.float(), b.float())
     # alpha ~ 1e-5: draws within one call can be correlated (feature dropout drops whole channels), which widens
     # the statistic's spread beyond the iid bound; wrong means or scales still give statistics several times this.

@@ -17,7 +17,7 @@ RANDOM = frozenset({
 })
 
 # Random entries whose draws within one call are correlated (one mask per channel or per attention row): their
-# distribution test compares per-call means over 200 calls instead of pooled elements.
+# distribution test compares per-call means over 400 calls instead of pooled elements.
 RANDOM_CORRELATED = frozenset({
     "nn.functional.multi_head_attention_forward", "nn.functional.dropout2d", "nn.functional.dropout3d",
     "nn.functional.feature_alpha_dropout.with_train", "nn.functional.scaled_dot_product_attention",

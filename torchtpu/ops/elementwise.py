@@ -85,9 +85,12 @@ def fmod(self: Any, other: Any) -> Sym:
 
 @lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar)
 def pow_(self: Sym, exponent: Any) -> Sym:
+    if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 and \
+            not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(exponent, Sym):
         if exponent == 2:
-            return P.binary("multiply", self, self)
+            return P.convert(P.binary("multiply", self, self), P.result_dtype(self, exponent)[1])
         if exponent == 1:
             return P.convert(self, P.result_dtype(self, exponent)[1])
         if exponent == 0.5 and self.dtype.is_floating_point:
@@ -143,6 +146,8 @@ def _float_unary(name: str) -> Any:
 
 def _same_unary(name: str) -> Any:
     def lowering(self: Sym) -> Sym:
+        if self.dtype == torch.bool and name in ("sign", "abs"):
+            return self
         if self.dtype.is_complex and name in ("abs", "sign"):
             from torchtpu.ops.complex import complex_abs, complex_sgn
 
@@ -164,6 +169,8 @@ for _op, _name in _SAME_UNARY.items():
 
 @lower(aten.sgn.default)
 def sgn(self: Sym) -> Sym:
+    if self.dtype == torch.bool:
+        return self
     if self.dtype.is_complex:
         from torchtpu.ops.complex import complex_sgn
 
@@ -371,6 +378,8 @@ def zero_(self: Sym) -> Sym:
 
 @lower(aten.hardtanh.default)
 def hardtanh(self: Sym, min_val: float = -1.0, max_val: float = 1.0) -> Sym:
+    if not self.dtype.is_floating_point:  # the bounds take the tensor's type
+        min_val, max_val = int(min_val), int(max_val)
     return clamp(self, min_val, max_val)
 
 

@@ -156,3 +156,24 @@ def efficient_zero_tensor(size: list[int], *, dtype: torch.dtype | None = None, 
                           device: Any = None, pin_memory: Any = None) -> Sym:
     """A materialized zero tensor (the ZeroTensor key's laziness is a memory optimization ATen makes on CPU)."""
     return P.full(0, tuple(size), dtype or torch.get_default_dtype())
+
+
+def _tri_indices(row: int, col: int, offset: int, lower_: bool, dtype: torch.dtype | None) -> Sym:
+    import numpy as np
+
+    r, c = np.tril_indices(row, offset, col) if lower_ else np.triu_indices(row, offset, col)
+    if r.size == 0:
+        return P.full(0, (2, 0), dtype or torch.int64)
+    return P.dense(np.stack([r, c]), dtype or torch.int64)
+
+
+@lower(aten.tril_indices.default)
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: torch.dtype | None = None, layout: Any = None,
+                 device: Any = None, pin_memory: Any = None) -> Sym:
+    return _tri_indices(row, col, offset, True, dtype)
+
+
+@lower(aten.triu_indices.default)
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: torch.dtype | None = None, layout: Any = None,
+                 device: Any = None, pin_memory: Any = None) -> Sym:
+    return _tri_indices(row, col, offset, False, dtype)

@@ -213,11 +213,13 @@ def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, includ
         hit = P.emit1("scatter_axis", [P.full(0, self.shape, torch.int64), index, P.full(1, index.shape, torch.int64)],
                       dimension=d, reduce="add")
     if not include_self:
-        if reduce in ("amax", "amin"):
+        if self.dtype == torch.bool and reduce in ("amax", "amin"):
+            ident = reduce == "amin"
+        elif reduce in ("amax", "amin"):
             fp = self.dtype.is_floating_point
-            big = float("inf") if fp else (True if self.dtype == torch.bool else torch.iinfo(self.dtype).max)
-            ident = -big if reduce == "amax" and fp else (False if self.dtype == torch.bool else
-                                                           (torch.iinfo(self.dtype).min if reduce == "amax" else big))
+            big = float("inf") if fp else torch.iinfo(self.dtype).max
+            low = -big if fp else torch.iinfo(self.dtype).min
+            ident = low if reduce == "amax" else big
         else:
             ident = _IDENTITY[reduce]
         base = P.where(P.compare("GT", hit, 0), P.full(ident, self.shape, self.dtype), self)

@@ -137,3 +137,57 @@ def logit_backward(grad_output: Sym, self: Sym, eps: float | None = None) -> Sym
         outside = P.emit1("or", [P.compare("LT", x, 0.0), P.compare("GT", x, 1.0)])
         grad = P.where(outside, P.full(math.nan, grad.shape, grad.dtype), grad)
     return P.convert(grad, grad_output.dtype)
+
+
+def _shift(self: Any, other: Any, left: bool) -> Sym:
+    compute, result = P.result_dtype(self, other)
+    a, s = P.prepare([self, other], compute)
+    bits = 8 * {torch.int64: 8, torch.int32: 4, torch.int16: 2}.get(compute, 1)
+    out_of_range = P.emit1("or", [P.compare("LT", s, 0), P.compare("GE", s, bits)])
+    safe = P.where(out_of_range, P.zeros_like(s), s)
+    y = P.emit1("shift_left" if left else "shift_right_arithmetic", [a, safe])
+    if left:
+        fill = P.zeros_like(a)
+    else:  # ATen: an over-wide right shift leaves the sign
+        fill = P.where(P.compare("LT", a, 0), P.full(-1, a.shape, compute), P.zeros_like(a))
+    return P.convert(P.where(out_of_range, fill, y), result)
+
+
+@lower(aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar, aten.bitwise_left_shift.Scalar_Tensor)
+def bitwise_left_shift(self: Any, other: Any) -> Sym:
+    return _shift(self, other, True)
+
+
+@lower(aten.bitwise_right_shift.Tensor, aten.bitwise_right_shift.Tensor_Scalar,
+       aten.bitwise_right_shift.Scalar_Tensor)
+def bitwise_right_shift(self: Any, other: Any) -> Sym:
+    return _shift(self, other, False)
+
+
+def _gcd(a: Sym, b: Sym) -> Sym:
+    """Euclid's algorithm unrolled to its worst case for the type (consecutive Fibonacci numbers)."""
+    a, b = P.emit1("abs", [a]), P.emit1("abs", [b])
+    steps = {torch.int64: 92, torch.int32: 46, torch.int16: 23}.get(a.dtype, 12)
+    one = P.full(1, a.shape, a.dtype)
+    for _ in range(steps):
+        nonzero = P.compare("NE", b, 0)
+        r = P.emit1("remainder", [a, P.where(nonzero, b, one)])
+        a, b = P.where(nonzero, b, a), P.where(nonzero, r, b)
+    return a
+
+
+@lower(aten.gcd.default)
+def gcd(self: Sym, other: Sym) -> Sym:
+    compute, result = P.result_dtype(self, other)
+    a, b = P.prepare([self, other], compute)
+    return P.convert(_gcd(a, b), result)
+
+
+@lower(aten.lcm.default)
+def lcm(self: Sym, other: Sym) -> Sym:
+    compute, result = P.result_dtype(self, other)
+    a, b = P.prepare([self, other], compute)
+    g = _gcd(a, b)
+    zero = P.compare("EQ", g, 0)
+    q = P.emit1("divide", [a, P.where(zero, P.full(1, g.shape, g.dtype), g)])
+    return P.convert(P.where(zero, P.zeros_like(a), P.emit1("abs", [q * b])), result)

@@ -35,6 +35,8 @@ def bmm(self: Sym, mat2: Sym) -> Sym:
 
 
 def _scale_add(bias: Sym, product: Sym, beta: Any, alpha: Any) -> Sym:
+    if not (product.dtype.is_floating_point or product.dtype.is_complex):  # ATen casts the scalars to the type
+        beta, alpha = int(beta), int(alpha)
     if alpha != 1:
         product = product * alpha
     if beta == 0:

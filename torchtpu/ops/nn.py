@@ -220,5 +220,5 @@ def native_dropout(input: Sym, p: float, train: bool | None, *, rng: Sym) -> tup
 
 @lower(aten.native_dropout_backward.default)
 def native_dropout_backward(grad_output: Sym, mask: Sym, scale: float) -> Sym:
-    return P.convert(grad_output * P.convert(mask, grad_output.dtype) * scale, grad_output.dtype)
+    return grad_output * P.convert(mask, grad_output.dtype) * scale
 
