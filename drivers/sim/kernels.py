@@ -191,7 +191,7 @@ def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # Python-style (sig
 
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind in "iu" and np.any(b < 0):  # as ATen: 1 ** -n = 1, (-1) ** -n = +-1, else 0
+    if a.dtype.kind in "iu" and np.any(b < 0):  # as ATen (and the pjrt emitter): 1, +-1 or 0
         safe = np.power(a, np.where(b < 0, 0, b))
         inv = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0)).astype(a.dtype)
         return np.where(b < 0, inv, safe)

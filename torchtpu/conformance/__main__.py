@@ -75,22 +75,23 @@ def main(argv: list[str] | None = None) -> int:
               f"fail {s['fail']:3d}  skip {s['skip']:3d}")
     if not args.no_write:
         merged = report.merge(report.load(args.json), results) if args.merge else report.merge([], results)
-        meta = {"command": " ".join(["python -m torchtpu.conformance", *(argv if argv is not None else
-                                                                         sys.argv[1:])]),
-                "minutes": minutes if not args.merge else report_minutes(args.json, minutes)}
+        command = " ".join(["python -m torchtpu.conformance", *(argv if argv is not None else sys.argv[1:])])
+        meta = {"command": command if not args.merge else _previous(args.json, "command", command),
+                "minutes": minutes if not args.merge else _previous(args.json, "minutes", minutes)}
         report.write_json(args.json, merged, meta)
         report.write_markdown(args.md, merged, meta)
         print(f"wrote {args.json} and {args.md}")
     return 0
 
 
-def report_minutes(path: Path, fallback: float) -> float:
+def _previous(path: Path, key: str, default: object) -> object:
+    """A merged run keeps the full sweep's command and duration."""
     import json
 
     try:
-        return json.loads(path.read_text()).get("minutes", fallback)
+        return json.loads(path.read_text()).get(key, default)
     except (OSError, ValueError):
-        return fallback
+        return default
 
 
 if __name__ == "__main__":

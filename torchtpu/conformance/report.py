@@ -77,8 +77,16 @@ def write_markdown(path: Path, results: list[Result], meta: dict[str, Any]) -> N
         "",
         "Tolerances: integer and bool exact; float32 at `Precision.HIGHEST` rtol 1e-5, atol 1e-5 (gradients "
         "rtol 1e-4); bfloat16 at `Precision.DEFAULT` rtol 1.6e-2, atol 1e-2 (two bf16 ulp; gradients twice that). "
+        "A float output outside those tolerances gets one second chance: the op is rerun on CPU in a wider dtype "
+        "(float64 for float32, float32 for bfloat16) and the tpu result passes if no element's error exceeds "
+        "twice CPU's own largest error plus the tolerance (cancellation in long sums; bf16 intermediates that "
+        "CPU rounds and the chip keeps in f32); the JSON counts these samples (`reference_samples`). "
         "Random ops are compared by distribution (two-sample Kolmogorov-Smirnov, alpha 1e-5, over repeated draws); "
-        "ops with undefined values (`empty*`) by shape and dtype.",
+        "ops with undefined values (`empty*`) by shape and dtype; index outputs of sort/topk/median/mode-like ops "
+        "may pick another of several equal elements, and SVD/eig may return another valid factorization (signs, "
+        "phases, bases of repeated values): those samples are checked where the result is unique and their "
+        "gradients are not compared (`tie_samples`). Skips and their reasons are in "
+        "`torchtpu/conformance/skips.py`.",
         "",
         "## Summary",
         "",
