@@ -75,3 +75,25 @@ def test_ctc_loss(tpu, case):
     torch.testing.assert_close(got.cpu(), loss)
     torch.testing.assert_close(xt.grad.cpu(), x.grad, rtol=1e-4, atol=1e-5)
     _no_fallback()
+
+
+GRID_CASES = [(d, m, p, a) for d in (2, 3) for m in ("bilinear", "nearest", "bicubic")
+              for p in ("zeros", "border", "reflection") for a in (False, True) if not (d == 3 and m == "bicubic")]
+
+
+@pytest.mark.parametrize("case", GRID_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_grid_sample(tpu, case):
+    dim, mode, padding, align = case
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(2, 3, *(5, 6, 4)[:dim], generator=gen).requires_grad_()
+    grid = (torch.rand(2, 3, 4, *((2,) if dim == 3 else ()), dim, generator=gen) * 2.6 - 1.3).requires_grad_()
+    out = F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=align)
+    go = torch.randn(out.shape, generator=gen)
+    (out * go).sum().backward()
+    xt, gt = x.detach().to(tpu).requires_grad_(), grid.detach().to(tpu).requires_grad_()
+    got = F.grid_sample(xt, gt, mode=mode, padding_mode=padding, align_corners=align)
+    (got * go.to(tpu)).sum().backward()
+    torch.testing.assert_close(got.cpu(), out)
+    torch.testing.assert_close(xt.grad.cpu(), x.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(gt.grad.cpu(), grid.grad, rtol=1e-4, atol=1e-4)
+    _no_fallback()
