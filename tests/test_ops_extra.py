@@ -97,3 +97,24 @@ def test_grid_sample(tpu, case):
     torch.testing.assert_close(xt.grad.cpu(), x.grad, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(gt.grad.cpu(), grid.grad, rtol=1e-4, atol=1e-4)
     _no_fallback()
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("kind", ["lengths", "offsets"])
+def test_segment_reduce_ties_and_zeros(tpu, reduce, kind):
+    """Ties (max/min split the gradient), zeros (prod's exclusive product) and empty segments."""
+    data = torch.tensor([[1.0, 3.0, 3.0, 0.0, 2.0, 0.0, 5.0], [2.0, -1.0, -1.0, 4.0, 0.0, 1.0, 7.0]])
+    lengths = torch.tensor([[3, 0, 4], [1, 2, 4]])
+    seg = {"lengths": lengths} if kind == "lengths" else {
+        "offsets": torch.cat([torch.zeros(2, 1, dtype=torch.long), lengths.cumsum(1)], 1)}
+    for initial in (None, 2.0):
+        x = data.clone().requires_grad_()
+        out = torch.segment_reduce(x, reduce, axis=1, initial=initial, **seg)
+        go = torch.tensor([[1.0, -2.0, 0.5], [-1.0, 2.0, 3.0]])
+        out.backward(go)
+        xt = data.to(tpu).requires_grad_()
+        got = torch.segment_reduce(xt, reduce, axis=1, initial=initial, **{k: v.to(tpu) for k, v in seg.items()})
+        got.backward(go.to(tpu))
+        torch.testing.assert_close(got.cpu(), out, equal_nan=True)
+        torch.testing.assert_close(xt.grad.cpu(), x.grad, equal_nan=True)
+    _no_fallback()
