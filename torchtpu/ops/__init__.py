@@ -7,7 +7,7 @@ import importlib
 FAMILIES = (
     "elementwise", "math", "reduction", "matmul", "nn", "indexing", "factory", "conv", "shape",
     "norm", "sorting", "dynamic", "resize", "pooling", "losses", "complex", "linalg", "special", "sampling",
-    "embedding",
+    "embedding", "grid", "segment",
 )
 
 

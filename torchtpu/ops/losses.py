@@ -340,3 +340,190 @@ def equal(self: torch.Tensor, other: torch.Tensor) -> bool:
 def register(impl: Any) -> None:
     impl(aten.rrelu_with_noise.default, rrelu_with_noise, "lowering")
     impl(aten.equal.default, equal, "lowering")
+
+
+# --- CTC loss (forward: log alpha recursion; backward: log beta and the occupancy per class) -----------------------
+
+_NEG = float("-inf")
+
+
+def _lengths_to_lists(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """The .Tensor overloads: input and target lengths are read back (they fix the recursion's static extent,
+    as the int[] overloads do; ATen's ctc_loss itself reads them to the host)."""
+    args = list(args)
+    for i in (2, 3):
+        if isinstance(args[i], torch.Tensor):
+            args[i] = [int(v) for v in args[i].cpu().tolist()]
+    return tuple(args), kwargs
+
+
+def _lse3(a: Sym, b: Sym, c: Sym) -> Sym:
+    m = P.emit1("maximum", [P.emit1("maximum", [a, b]), c])
+    m = P.where(P.compare("EQ", m, _NEG), P.zeros_like(m), m)
+    e = lambda x: P.emit1("exponential", [x - m])  # noqa: E731
+    return P.emit1("log", [e(a) + e(b) + e(c)]) + m
+
+
+class _Ctc:
+    """The static structure of one CTC problem: extended labels (blank, l1, blank, l2, ..., blank) per batch row,
+    and the masks that depend on the (static) lengths."""
+
+    def __init__(self, log_probs: Sym, targets: Sym, input_lengths: list[int], target_lengths: list[int],
+                 blank: int) -> None:
+        import numpy as np
+
+        self.lp = _wide(log_probs)
+        T, B, C = self.lp.shape  # noqa: N806
+        tl = [int(v) for v in target_lengths]
+        il = [int(v) for v in input_lengths]
+        S = max(tl, default=0)  # noqa: N806
+        tg = P.convert(targets, torch.int64)
+        if tg.ndim == 2:
+            lab = P.slice_dim(tg, 1, 0, S) if S <= tg.shape[1] else P.concat(
+                [tg, P.full(blank, (B, S - tg.shape[1]), torch.int64)], 1)
+        else:
+            rows, off = [], 0
+            for n in tl:
+                row = P.slice_dim(tg, 0, off, off + n)
+                if n < S:
+                    row = P.concat([row, P.full(blank, (S - n,), torch.int64)], 0) if n else \
+                        P.full(blank, (S,), torch.int64)
+                rows.append(P.reshape(row, (1, S)))
+                off += n
+            lab = P.concat(rows, 0) if rows else P.full(blank, (B, S), torch.int64)
+        inside = P.dense(np.arange(S)[None, :] < np.array(tl)[:, None], torch.bool) if S else None
+        if S:
+            lab = P.where(inside, lab, P.full(blank, (B, S), torch.int64))
+        pairs = P.reshape(P.concat([P.full(blank, (B, S, 1), torch.int64), P.reshape(lab, (B, S, 1))], 2),
+                          (B, 2 * S))
+        self.ext = P.concat([pairs, P.full(blank, (B, 1), torch.int64)], 1)  # (B, S')
+        Sp = 2 * S + 1  # noqa: N806
+        self.T, self.B, self.C, self.Sp, self.il, self.tl = T, B, C, Sp, il, tl
+        s = np.arange(Sp)[None, :]
+        tla = np.array(tl)[:, None]
+        self.valid = P.dense(np.broadcast_to(s < 2 * tla + 1, (B, Sp)), torch.bool)
+        self.last = P.dense(np.broadcast_to((s == 2 * tla) | ((s == 2 * tla - 1) & (tla > 0)), (B, Sp)),
+                            torch.bool)
+        prev2 = P.concat([P.full(-1, (B, 2), torch.int64), P.slice_dim(self.ext, 1, 0, Sp - 2)], 1) \
+            if Sp > 2 else P.full(-1, (B, Sp), torch.int64)
+        odd = P.dense(np.broadcast_to(s % 2 == 1, (B, Sp)), torch.bool)
+        self.skip = P.emit1("and", [odd, P.compare("NE", self.ext, prev2)])  # s may come from s - 2
+        idx = P.broadcast_to(P.reshape(self.ext, (1, B, Sp)), (T, B, Sp))
+        self.idx = idx
+        self.lpe = P.emit1("gather_axis", [self.lp, idx], dimension=2)  # (T, B, S')
+        self.neg = P.full(_NEG, (B, Sp), self.lp.dtype)
+
+    def step(self, t: int) -> Sym:
+        return P.reshape(P.slice_dim(self.lpe, 0, t, t + 1), (self.B, self.Sp))
+
+    def rows(self, flags: list[bool]) -> Sym:
+        import numpy as np
+
+        return P.dense(np.broadcast_to(np.array(flags)[:, None], (self.B, self.Sp)), torch.bool)
+
+    def shift(self, x: Sym, k: int) -> Sym:
+        """x[:, s - k] (k > 0) or x[:, s + |k|] (k < 0), -inf outside."""
+        if abs(k) >= self.Sp:
+            return self.neg
+        pad = P.full(_NEG, (self.B, abs(k)), x.dtype)
+        if k > 0:
+            return P.concat([pad, P.slice_dim(x, 1, 0, self.Sp - k)], 1)
+        return P.concat([P.slice_dim(x, 1, -k, self.Sp), pad], 1)
+
+    def alphas(self) -> list[Sym]:
+        first = P.dense([[i < 2 for i in range(self.Sp)]] * self.B, torch.bool)
+        a = P.where(P.emit1("and", [first, self.valid]), self.step(0), self.neg)
+        out = [a]
+        for t in range(1, self.T):
+            new = _lse3(a, self.shift(a, 1), P.where(self.skip, self.shift(a, 2), self.neg)) + self.step(t)
+            new = P.where(self.valid, new, self.neg)
+            a = P.where(self.rows([t < n for n in self.il]), new, a) if not all(t < n for n in self.il) else new
+            out.append(a)
+        return out
+
+    def betas(self) -> list[Sym]:
+        skip_next = P.concat([P.slice_dim(self.skip, 1, 2, self.Sp), P.full(False, (self.B, 2), torch.bool)], 1) \
+            if self.Sp > 2 else P.full(False, (self.B, self.Sp), torch.bool)
+        out: list[Sym] = [self.neg] * self.T
+        b = self.neg
+        for t in range(self.T - 1, -1, -1):
+            lpt = self.step(t)
+            init = P.where(self.last, lpt, self.neg)
+            if t == self.T - 1:
+                rec = self.neg
+            else:
+                rec = _lse3(b, self.shift(b, -1), P.where(skip_next, self.shift(b, -2), self.neg)) + lpt
+                rec = P.where(self.valid, rec, self.neg)
+            start = [t == n - 1 for n in self.il]
+            active = [t < n - 1 for n in self.il]
+            b = P.where(self.rows(start), init, P.where(self.rows(active), rec, self.neg))
+            out[t] = b
+        return out
+
+
+def _stack(rows: list[Sym], dim: int) -> Sym:
+    return P.concat([P.reshape(r, (*r.shape[:dim], 1, *r.shape[dim:])) for r in rows], dim)
+
+
+def _ctc_check(log_probs: Sym) -> None:
+    if log_probs.ndim != 3:
+        raise RuntimeError(f"ctc_loss: log_probs must be (T, N, C), got {log_probs.shape}")
+
+
+@lower(aten._ctc_loss.default)
+def ctc_loss(log_probs: Sym, targets: Sym, input_lengths: list[int], target_lengths: list[int], blank: int = 0,
+             zero_infinity: bool = False) -> tuple[Sym, Sym]:
+    _ctc_check(log_probs)
+    ctc = _Ctc(log_probs, targets, input_lengths, target_lengths, blank)
+    alphas = ctc.alphas()
+    final = alphas[-1]
+    m = P.reduce(P.where(ctc.last, final, ctc.neg), "max", (1,), keepdim=True)
+    m = P.where(P.compare("EQ", m, _NEG), P.zeros_like(m), m)
+    e = P.where(ctc.last, P.emit1("exponential", [final - P.broadcast_to(m, final.shape)]), P.zeros_like(final))
+    nll = -(P.emit1("log", [P.reduce(e, "sum", (1,))]) + P.reshape(m, (ctc.B,)))
+    return P.convert(nll, log_probs.dtype), P.convert(_stack(alphas, 1), log_probs.dtype)
+
+
+@lower(aten._ctc_loss.Tensor, prepare=_lengths_to_lists)
+def ctc_loss_tensor(log_probs: Sym, targets: Sym, input_lengths: list[int], target_lengths: list[int],
+                    blank: int = 0, zero_infinity: bool = False) -> tuple[Sym, Sym]:
+    return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
+
+
+@lower(aten._ctc_loss_backward.default)
+def ctc_loss_backward(grad: Sym, log_probs: Sym, targets: Sym, input_lengths: list[int], target_lengths: list[int],
+                      neg_log_likelihood: Sym, log_alpha: Sym, blank: int, zero_infinity: bool = False) -> Sym:
+    """d nll / d log_probs[t, b, c] = exp(lp) - exp(log sum_{s: l'(s) = c} alpha_t(s) beta_t(s) + nll - lp), zero
+    past each input length (and for infinite losses under zero_infinity), times the incoming gradient."""
+    import numpy as np
+
+    _ctc_check(log_probs)
+    ctc = _Ctc(log_probs, targets, input_lengths, target_lengths, blank)
+    T, B, C = ctc.T, ctc.B, ctc.C  # noqa: N806
+    lp = ctc.lp
+    alpha = P.transpose(_wide(log_alpha), (1, 0, 2))  # (T, B, S')
+    tmask = P.dense(np.arange(T)[:, None, None] < np.array(ctc.il)[None, :, None], torch.bool)  # (T, B, 1)
+    alpha = P.where(P.broadcast_to(tmask, alpha.shape), alpha, P.full(_NEG, alpha.shape, alpha.dtype))
+    ab = alpha + _stack(ctc.betas(), 0)
+    mc = P.emit1("scatter_axis", [P.full(_NEG, (T, B, C), lp.dtype), ctc.idx, ab], dimension=2, reduce="amax")
+    mc = P.where(P.compare("EQ", mc, _NEG), P.zeros_like(mc), mc)
+    ms = P.emit1("gather_axis", [mc, ctc.idx], dimension=2)
+    total = P.emit1("scatter_axis", [P.zeros_like(mc), ctc.idx, P.emit1("exponential", [ab - ms])], dimension=2,
+                    reduce="add")
+    lcab = P.emit1("log", [total]) + mc
+    nll = P.broadcast_to(P.reshape(_wide(neg_log_likelihood), (1, B, 1)), lp.shape)
+    g = (P.emit1("exponential", [lp]) - P.emit1("exponential", [lcab + nll - lp])) * \
+        P.broadcast_to(P.reshape(_wide(grad), (1, B, 1)), lp.shape)
+    keep = P.broadcast_to(tmask, lp.shape)
+    if zero_infinity:
+        keep = P.emit1("and", [keep, P.compare("NE", nll, float("inf"))])
+    g = P.where(keep, g, P.zeros_like(g))
+    return P.convert(g, log_probs.dtype)
+
+
+@lower(aten._ctc_loss_backward.Tensor, prepare=_lengths_to_lists)
+def ctc_loss_backward_tensor(grad: Sym, log_probs: Sym, targets: Sym, input_lengths: list[int],
+                             target_lengths: list[int], neg_log_likelihood: Sym, log_alpha: Sym, blank: int,
+                             zero_infinity: bool = False) -> Sym:
+    return ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood,
+                             log_alpha, blank, zero_infinity)

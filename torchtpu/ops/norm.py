@@ -182,3 +182,39 @@ def register(impl: Any) -> None:
          "lowering")
     impl(aten._batch_norm_with_update.default, _stats_kernel("aten::_batch_norm_with_update", False, True),
          "lowering")
+
+
+# --- weight norm (torch.nn.utils.weight_norm's fused kernel) -------------------------------------------------------
+
+def _other_dims(v: Sym, dim: int) -> tuple[int, ...]:
+    if dim == -1:  # the norm over every element
+        return tuple(range(v.ndim))
+    dim = P.canon_dim(dim, v.ndim)
+    return tuple(i for i in range(v.ndim) if i != dim)
+
+
+@lower(aten._weight_norm_interface.default)
+def weight_norm_interface(v: Sym, g: Sym, dim: int = 0) -> tuple[Sym, Sym]:
+    """w = v * g / ||v|| (the norm over every dim but `dim`); the norms are kept (shape of g) in float32 for
+    reduced-precision inputs, as on CPU."""
+    vw = _wide(v)
+    dims = _other_dims(v, dim)
+    norms = P.emit1("sqrt", [P.reduce(vw * vw, "sum", dims, keepdim=True)])
+    gk = P.reshape(_wide(g), norms.shape)
+    w = P.convert(vw * P.broadcast_to(gk / norms, v.shape), v.dtype)
+    return w, P.reshape(norms, g.shape)
+
+
+@lower(aten._weight_norm_interface_backward.default)
+def weight_norm_interface_backward(grad_w: Sym, saved_v: Sym, saved_g: Sym, saved_norms: Sym, dim: int
+                                   ) -> tuple[Sym, Sym]:
+    v, gw = _wide(saved_v), _wide(grad_w)
+    dims = _other_dims(saved_v, dim)
+    kept = tuple(1 if i in dims else d for i, d in enumerate(v.shape))
+    norms = P.reshape(_wide(saved_norms), kept)
+    g = P.reshape(_wide(saved_g), kept)
+    sums = P.reduce(gw * v, "sum", dims, keepdim=True)
+    b = lambda x: P.broadcast_to(x, v.shape)  # noqa: E731
+    grad_v = b(g / norms) * (gw - v * b(sums / (norms * norms)))
+    grad_g = P.reshape(sums / norms, saved_g.shape)
+    return P.convert(grad_v, saved_v.dtype), P.convert(grad_g, saved_g.dtype)

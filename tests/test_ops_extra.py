@@ -1,0 +1,120 @@
+"""Lowerings added for OpInfo conformance and the Wav2Vec2 model (issues #4, #5), forward and gradients against
+CPU PyTorch, with no CPU fallback."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchtpu
+
+
+def _no_fallback() -> None:
+    assert torchtpu.fallback_counts() == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape,dim,gshape", [((4, 3, 5), 0, (4, 1, 1)), ((4, 3, 5), 2, (1, 1, 5))])
+def test_weight_norm_interface(tpu, dtype, shape, dim, gshape):
+    gen = torch.Generator().manual_seed(0)
+    v = torch.randn(*shape, generator=gen).to(dtype).requires_grad_()
+    g = torch.randn(*gshape, generator=gen).to(dtype).requires_grad_()
+    gw = torch.randn(*shape, generator=gen).to(dtype)
+    w, n = torch._weight_norm_interface(v, g, dim)
+    (w.float() * gw.float()).sum().backward()
+    vt, gt = v.detach().to(tpu).requires_grad_(), g.detach().to(tpu).requires_grad_()
+    wt, nt = torch._weight_norm_interface(vt, gt, dim)
+    (wt.float() * gw.to(tpu).float()).sum().backward()
+    tol = {"rtol": 2e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {}
+    for got, want in ((wt, w), (nt, n), (vt.grad, v.grad), (gt.grad, g.grad)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got.cpu(), want, **tol)
+    _no_fallback()
+
+
+def test_weight_norm_module(tpu):
+    """torch.nn.utils.weight_norm on a Conv1d over the last dim, as Wav2Vec2's positional convolution."""
+    torch.manual_seed(0)
+    conv = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 4, 3, padding=1, groups=2), dim=2)
+    x = torch.randn(2, 4, 7)
+    conv(x).square().sum().backward()
+    want = [p.grad.clone() for p in conv.parameters()]
+    conv.zero_grad()
+    conv.to(tpu)
+    with torch.tpu.precision("highest"):  # the convolution itself at f32 accuracy
+        conv(x.to(tpu)).square().sum().backward()
+    for p, w in zip(conv.parameters(), want):
+        torch.testing.assert_close(p.grad.cpu(), w, rtol=1e-4, atol=1e-5)
+    _no_fallback()
+
+
+CTC_CASES = [
+    (6, 3, 5, 3, [6, 5, 4], [3, 2, 0], "none", False, False),
+    (6, 3, 5, 3, [6, 5, 4], [3, 2, 1], "mean", True, True),  # concatenated 1-D targets
+    (5, 2, 4, 4, [5, 2], [2, 4], "none", True, False),  # the second target cannot fit: inf, zeroed
+    (12, 2, 6, 5, [12, 9], [5, 3], "sum", False, False),
+]
+
+
+@pytest.mark.parametrize("case", CTC_CASES)
+def test_ctc_loss(tpu, case):
+    T, B, C, S, il, tl, reduction, zero_infinity, flat = case  # noqa: N806
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(T, B, C, generator=gen).log_softmax(2).requires_grad_()
+    tg = torch.randint(1, C, (B, S), generator=gen)
+    tg[0, :2] = 2  # a repeated label: the skip transition is forbidden there
+    if flat:
+        tg = torch.cat([tg[b, :tl[b]] for b in range(B)])
+    loss = F.ctc_loss(x, tg, il, tl, reduction=reduction, zero_infinity=zero_infinity)
+    loss.sum().backward()
+    xt = x.detach().to(tpu).requires_grad_()
+    got = F.ctc_loss(xt, tg.to(tpu), torch.tensor(il, device=tpu), torch.tensor(tl, device=tpu),
+                     reduction=reduction, zero_infinity=zero_infinity)
+    got.sum().backward()
+    torch.testing.assert_close(got.cpu(), loss)
+    torch.testing.assert_close(xt.grad.cpu(), x.grad, rtol=1e-4, atol=1e-5)
+    _no_fallback()
+
+
+GRID_CASES = [(d, m, p, a) for d in (2, 3) for m in ("bilinear", "nearest", "bicubic")
+              for p in ("zeros", "border", "reflection") for a in (False, True) if not (d == 3 and m == "bicubic")]
+
+
+@pytest.mark.parametrize("case", GRID_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_grid_sample(tpu, case):
+    dim, mode, padding, align = case
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(2, 3, *(5, 6, 4)[:dim], generator=gen).requires_grad_()
+    grid = (torch.rand(2, 3, 4, *((2,) if dim == 3 else ()), dim, generator=gen) * 2.6 - 1.3).requires_grad_()
+    out = F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=align)
+    go = torch.randn(out.shape, generator=gen)
+    (out * go).sum().backward()
+    xt, gt = x.detach().to(tpu).requires_grad_(), grid.detach().to(tpu).requires_grad_()
+    got = F.grid_sample(xt, gt, mode=mode, padding_mode=padding, align_corners=align)
+    (got * go.to(tpu)).sum().backward()
+    torch.testing.assert_close(got.cpu(), out)
+    torch.testing.assert_close(xt.grad.cpu(), x.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(gt.grad.cpu(), grid.grad, rtol=1e-4, atol=1e-4)
+    _no_fallback()
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("kind", ["lengths", "offsets"])
+def test_segment_reduce_ties_and_zeros(tpu, reduce, kind):
+    """Ties (max/min split the gradient), zeros (prod's exclusive product) and empty segments."""
+    data = torch.tensor([[1.0, 3.0, 3.0, 0.0, 2.0, 0.0, 5.0], [2.0, -1.0, -1.0, 4.0, 0.0, 1.0, 7.0]])
+    lengths = torch.tensor([[3, 0, 4], [1, 2, 4]])
+    seg = {"lengths": lengths} if kind == "lengths" else {
+        "offsets": torch.cat([torch.zeros(2, 1, dtype=torch.long), lengths.cumsum(1)], 1)}
+    for initial in (None, 2.0):
+        x = data.clone().requires_grad_()
+        out = torch.segment_reduce(x, reduce, axis=1, initial=initial, **seg)
+        go = torch.tensor([[1.0, -2.0, 0.5], [-1.0, 2.0, 3.0]])
+        out.backward(go)
+        xt = data.to(tpu).requires_grad_()
+        got = torch.segment_reduce(xt, reduce, axis=1, initial=initial, **{k: v.to(tpu) for k, v in seg.items()})
+        got.backward(go.to(tpu))
+        torch.testing.assert_close(got.cpu(), out, equal_nan=True)
+        torch.testing.assert_close(xt.grad.cpu(), x.grad, equal_nan=True)
+    _no_fallback()
