@@ -270,8 +270,6 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in [
 # numbers match but an op fell back to CPU).
 
 REASONS: dict[str, str] = {
-    "w2v": "[ops] CPU fallbacks: aten._weight_norm_interface.default (+_backward; the convolutional positional "
-           "embedding's weight norm) and aten._ctc_loss.default (+_backward; CTC loss)",
     # ecosystem paths (tests/models/test_ecosystem.py) and eager modes
     "accelerate": "[upstream accelerate] accelerate 1.15's PartialState.default_device knows no 'tpu' device, so "
                   "Trainer's accelerator.prepare() moves the model back to CPU while TrainingArguments.device is "
@@ -279,11 +277,8 @@ REASONS: dict[str, str] = {
                   "use_cpu=True)",
 }
 
-_ALL = ("forward", "forward_bf16", "generate", "train")
 # model -> check -> '+'-joined REASONS keys
-KNOWN_FAILURES: dict[str, dict[str, str]] = {
-    "wav2vec2": {c: "w2v" for c in _ALL},
-}
+KNOWN_FAILURES: dict[str, dict[str, str]] = {}
 
 
 def reason_text(keys: str) -> str:
