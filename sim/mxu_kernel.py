@@ -121,6 +121,11 @@ def _dot_exact3(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
     return out
 
 
+# The same loop nest compiled without the parallel backend (prange runs as range): a parallel region costs tens
+# of microseconds to enter even with one thread, more than a small product itself.
+_dot_exact3_serial = njit(cache=True)(_dot_exact3.py_func)
+
+
 def dot_exact(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.ndarray:
     """float32 (..., M, K) @ (..., K, N) in the order of the module docstring; operands hold bf16 values."""
     if tile < 1:
@@ -135,11 +140,7 @@ def dot_exact(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.ndarray:
     b3 = np.ascontiguousarray(b, dtype=np.float32).reshape(batch, k, n)
     if batch * m * n * k >= PARALLEL_MIN_MACS:
         return _dot_exact3(a3, b3, int(tile)).reshape(*lead, m, n)
-    # Small products run on one thread: waking the pool costs more than it saves, and on a loaded 2-core
-    # machine a parallel region can stall for milliseconds (measured: 64^3 took 32 ms on 2 threads, 44 us on 1).
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        return _dot_exact3(a3, b3, int(tile)).reshape(*lead, m, n)
-    finally:
-        numba.set_num_threads(threads)
+    # Small products run serially: waking the pool costs more than it saves, and on a loaded 2-core machine a
+    # parallel region can stall for milliseconds (measured: 64^3 took 32 ms on 2 threads, 44 us on 1 thread
+    # inside the parallel region, 14 us in the serial twin).
+    return _dot_exact3_serial(a3, b3, int(tile)).reshape(*lead, m, n)
