@@ -78,52 +78,67 @@ def _micro(ap: np.ndarray, bp: np.ndarray, kt: int, tsum: np.ndarray) -> None:
                 tsum[i * _NB + j] += av * bp[k * _NB + j]
 
 
-@njit(cache=True, parallel=True)
-def _dot_exact3(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
-    nbatch, m_total, k_total = a.shape
+@njit(cache=True)
+def _dot_item(a: np.ndarray, b: np.ndarray, out: np.ndarray, item: int, tile: int) -> None:
+    """One work item: batch bi, column block n0, row chunk mc0 (see the module docstring)."""
+    m_total, k_total = a.shape[1], a.shape[2]
     n_total = b.shape[2]
-    out = np.zeros((nbatch, m_total, n_total), np.float32)
     n_blocks = (n_total + _NB - 1) // _NB
     m_chunks = (m_total + _MC - 1) // _MC
     n_tiles = (k_total + tile - 1) // tile
-    items = nbatch * n_blocks * m_chunks
-    for item in prange(items):
-        bi = item // (n_blocks * m_chunks)
-        rest = item % (n_blocks * m_chunks)
-        n0 = (rest // m_chunks) * _NB
-        mc0 = (rest % m_chunks) * _MC
-        nn = min(_NB, n_total - n0)
-        bp = np.zeros(k_total * _NB, np.float32)
+    bi = item // (n_blocks * m_chunks)
+    rest = item % (n_blocks * m_chunks)
+    n0 = (rest // m_chunks) * _NB
+    mc0 = (rest % m_chunks) * _MC
+    nn = min(_NB, n_total - n0)
+    bp = np.zeros(k_total * _NB, np.float32)
+    for k in range(k_total):
+        for j in range(nn):
+            bp[k * _NB + j] = b[bi, k, n0 + j]
+    ap = np.zeros(k_total * _MB, np.float32)
+    tsum = np.empty(_MB * _NB, np.float32)
+    acc = np.empty(_MB * _NB, np.float32)
+    for m0 in range(mc0, min(m_total, mc0 + _MC), _MB):
+        mm = min(_MB, m_total - m0)
         for k in range(k_total):
-            for j in range(nn):
-                bp[k * _NB + j] = b[bi, k, n0 + j]
-        ap = np.zeros(k_total * _MB, np.float32)
-        tsum = np.empty(_MB * _NB, np.float32)
-        acc = np.empty(_MB * _NB, np.float32)
-        for m0 in range(mc0, min(m_total, mc0 + _MC), _MB):
-            mm = min(_MB, m_total - m0)
-            for k in range(k_total):
-                for i in range(_MB):
-                    ap[k * _MB + i] = a[bi, m0 + i, k] if i < mm else np.float32(0.0)
+            for i in range(_MB):
+                ap[k * _MB + i] = a[bi, m0 + i, k] if i < mm else np.float32(0.0)
+        for q in range(_MB * _NB):
+            acc[q] = 0.0
+        for t in range(n_tiles):
+            k0 = t * tile
+            kt = min(k_total, k0 + tile) - k0
             for q in range(_MB * _NB):
-                acc[q] = 0.0
-            for t in range(n_tiles):
-                k0 = t * tile
-                kt = min(k_total, k0 + tile) - k0
-                for q in range(_MB * _NB):
-                    tsum[q] = 0.0
-                _micro(ap[k0 * _MB :], bp[k0 * _NB :], kt, tsum)
-                for q in range(_MB * _NB):
-                    acc[q] += tsum[q]
-            for i in range(mm):
-                for j in range(nn):
-                    out[bi, m0 + i, n0 + j] = acc[i * _NB + j]
+                tsum[q] = 0.0
+            _micro(ap[k0 * _MB :], bp[k0 * _NB :], kt, tsum)
+            for q in range(_MB * _NB):
+                acc[q] += tsum[q]
+        for i in range(mm):
+            for j in range(nn):
+                out[bi, m0 + i, n0 + j] = acc[i * _NB + j]
+
+
+@njit(cache=True)
+def _items(a: np.ndarray, b: np.ndarray) -> int:
+    return a.shape[0] * ((b.shape[2] + _NB - 1) // _NB) * ((a.shape[1] + _MC - 1) // _MC)
+
+
+@njit(cache=True, parallel=True)
+def _dot_exact3(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
+    out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
+    for item in prange(_items(a, b)):
+        _dot_item(a, b, out, item, tile)
     return out
 
 
-# The same loop nest compiled without the parallel backend (prange runs as range): a parallel region costs tens
-# of microseconds to enter even with one thread, more than a small product itself.
-_dot_exact3_serial = njit(cache=True)(_dot_exact3.py_func)
+# The same work items without the parallel backend: entering a parallel region costs tens of microseconds
+# even on one thread, more than a small product itself.
+@njit(cache=True)
+def _dot_exact3_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
+    out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
+    for item in range(_items(a, b)):
+        _dot_item(a, b, out, item, tile)
+    return out
 
 
 def dot_exact(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.ndarray:
