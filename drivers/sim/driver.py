@@ -38,10 +38,10 @@ def chip_from_env() -> ChipSpec:
 class _Step:
     """One IR op of an executable: its kernel and where its operands and results sit in the run's value list."""
 
-    __slots__ = ("kernel", "op", "inputs", "outputs")
+    __slots__ = ("kernel", "op", "inputs", "outputs", "index")
 
-    def __init__(self, kernel: Kernel, op: Op, inputs: tuple[int, ...], outputs: tuple[int, ...]) -> None:
-        self.kernel, self.op, self.inputs, self.outputs = kernel, op, inputs, outputs
+    def __init__(self, kernel: Kernel, op: Op, inputs: tuple[int, ...], outputs: tuple[int, ...], index: int) -> None:
+        self.kernel, self.op, self.inputs, self.outputs, self.index = kernel, op, inputs, outputs, index
 
 
 class _Plan:
@@ -50,10 +50,33 @@ class _Plan:
 
     __slots__ = ("steps", "padding", "outputs", "cost", "name")
 
-    def __init__(self, steps: list[_Step], n_results: int, outputs: tuple[int, ...], cost: CostRecord,
+    def __init__(self, steps: list[_Step], padding: tuple, outputs: tuple[int, ...], cost: CostRecord,
                  name: str) -> None:
         self.steps, self.outputs, self.cost, self.name = tuple(steps), outputs, cost, name
-        self.padding = (None,) * n_results  # the value list's slots after the inputs, one per op result
+        self.padding = padding  # the value list after the inputs: one slot per op result, constants filled in
+
+
+# Ops whose inputs are all constants are run once at compile time (constant, iota, broadcasts and arithmetic of
+# them: the kernels are pure functions of their inputs) unless they keep more than this much memory alive.
+FOLD_MAX_BYTES = 1 << 16
+_NEVER_FOLD = frozenset({"rng"})
+
+
+def _fold(kern: Kernel, op: Op, args: list[np.ndarray]) -> list[np.ndarray] | None:
+    """The op's results made read-only, or None to leave it to run time (it raised, or is too big to keep)."""
+    try:
+        values = [np.asarray(v) for v in kern(op, args)]
+    except Exception:  # noqa: BLE001 - it raises again, with the op named, when the executable runs
+        return None
+    for v in values:
+        root = v
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if root.nbytes > FOLD_MAX_BYTES:
+            return None
+    for v in values:
+        v.flags.writeable = False
+    return values
 
 
 class SimDriver(Driver):
@@ -86,7 +109,8 @@ class SimDriver(Driver):
         slot = {v.id: i for i, v in enumerate(program.inputs)}  # value id -> index in the run's value list
         count = len(program.inputs)
         steps = []
-        for op in program.ops:
+        folded: dict[int, np.ndarray] = {}  # slot -> value computed here, once, from constants alone
+        for index, op in enumerate(program.ops):
             kern = KERNELS.get(op.name)
             if kern is None:
                 raise NotImplementedError(f"the sim driver has no kernel for IR op {op.name!r}")
@@ -94,10 +118,18 @@ class SimDriver(Driver):
             for v in op.outputs:
                 slot[v.id] = count
                 count += 1
-            steps.append(_Step(kern, op, ins, tuple(slot[v.id] for v in op.outputs)))
+            outs = tuple(slot[v.id] for v in op.outputs)
+            if all(i in folded for i in ins) and op.name not in _NEVER_FOLD:
+                values = _fold(kern, op, [folded[i] for i in ins])
+                if values is not None:
+                    folded.update(zip(outs, values))
+                    continue
+            steps.append(_Step(kern, op, ins, outs, index))
         cost = dataclasses.replace(self.program_cost(program), op=program.name)
+        n_in = len(program.inputs)
+        padding = tuple(folded.get(i) for i in range(n_in, count))
         outputs = tuple(slot[v.id] for v in program.outputs)
-        plan = _Plan(steps, count - len(program.inputs), outputs, cost, program.name)
+        plan = _Plan(steps, padding, outputs, cost, program.name)
         return Executable(program, payload=plan, meta={"cost": cost})
 
     def program_cost(self, program: Program) -> CostRecord:
@@ -121,11 +153,11 @@ class SimDriver(Driver):
                 device: int = 0) -> None:
         plan: _Plan = exe.payload
         env: list[Any] = [*inputs, *plan.padding]
-        for index, step in enumerate(plan.steps):
+        for step in plan.steps:
             try:
                 results = step.kernel(step.op, [env[i] for i in step.inputs])
             except Exception as exc:
-                raise ExecutionError(index, step.op.name, exc) from exc
+                raise ExecutionError(step.index, step.op.name, exc) from exc
             for i, value in zip(step.outputs, results):
                 env[i] = value
         results = [env[i] for i in plan.outputs]
