@@ -96,7 +96,7 @@ class Program:
             for op in self.ops:
                 for o in op.outputs:
                     number[o.id] = len(number)
-                parts.append((op.name, tuple(number[v.id] for v in op.inputs), op.attrs,
+                parts.append((op.name, tuple(number[v.id] for v in op.inputs), _attrs_key(op.attrs),
                               tuple((o.shape, o.dtype) for o in op.outputs)))
             parts.append(tuple(number[v.id] for v in self.outputs))
             self._key = tuple(parts)
@@ -115,6 +115,18 @@ class Program:
         lines.append(f"  return {', '.join(f'%{v.id}' for v in self.outputs)}")
         lines.append("}")
         return "\n".join(lines)
+
+
+def _attrs_key(value: Any) -> Any:
+    """`value` with every float that compares equal to a different float (0.0 == -0.0) or to nothing (NaN)
+    replaced by its repr, so that such constants neither share an executable nor miss the cache every time."""
+    cls = value.__class__
+    if cls is float:
+        return (float, repr(value)) if value == 0.0 or value != value else value
+    if cls is tuple or cls is list:
+        return tuple(_attrs_key(v) for v in value) if any(
+            v.__class__ is not int and v.__class__ is not str for v in value) else value
+    return value
 
 
 ShapeRule = Callable[..., list[TensorType]]

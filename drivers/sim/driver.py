@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,12 +35,48 @@ def chip_from_env() -> ChipSpec:
             f"TORCHTPU_CHIP={name!r} is not a known chip; valid values: {', '.join(CHIPS)}") from exc
 
 
-@dataclass
 class _Step:
-    kernel: Kernel
-    op: Op
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
+    """One IR op of an executable: its kernel and where its operands and results sit in the run's value list."""
+
+    __slots__ = ("kernel", "op", "inputs", "outputs", "index")
+
+    def __init__(self, kernel: Kernel, op: Op, inputs: tuple[int, ...], outputs: tuple[int, ...], index: int) -> None:
+        self.kernel, self.op, self.inputs, self.outputs, self.index = kernel, op, inputs, outputs, index
+
+
+class _Plan:
+    """An executable's payload: the steps over a flat value list (program inputs first), the output slots and the
+    launch cost, all fixed at compile time so that a launch does no lookups."""
+
+    __slots__ = ("steps", "padding", "outputs", "cost", "name")
+
+    def __init__(self, steps: list[_Step], padding: tuple, outputs: tuple[int, ...], cost: CostRecord,
+                 name: str) -> None:
+        self.steps, self.outputs, self.cost, self.name = tuple(steps), outputs, cost, name
+        self.padding = padding  # the value list after the inputs: one slot per op result, constants filled in
+
+
+# Ops whose inputs are all constants are run once at compile time (constant, iota, broadcasts and arithmetic of
+# them: the kernels are pure functions of their inputs) unless they keep more than this much memory alive.
+FOLD_MAX_BYTES = 1 << 16
+_NEVER_FOLD = frozenset({"rng"})
+
+
+def _fold(kern: Kernel, op: Op, args: list[np.ndarray]) -> list[np.ndarray] | None:
+    """The op's results made read-only, or None to leave it to run time (it raised, or is too big to keep)."""
+    try:
+        values = [np.asarray(v) for v in kern(op, args)]
+    except Exception:  # noqa: BLE001 - it raises again, with the op named, when the executable runs
+        return None
+    for v in values:
+        root = v
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if root.nbytes > FOLD_MAX_BYTES:
+            return None
+    for v in values:
+        v.flags.writeable = False
+    return values
 
 
 class SimDriver(Driver):
@@ -71,14 +106,31 @@ class SimDriver(Driver):
         return int(self.chip.hbm_bytes)
 
     def _compile(self, program: Program) -> Executable:
+        slot = {v.id: i for i, v in enumerate(program.inputs)}  # value id -> index in the run's value list
+        count = len(program.inputs)
         steps = []
-        for op in program.ops:
+        folded: dict[int, np.ndarray] = {}  # slot -> value computed here, once, from constants alone
+        for index, op in enumerate(program.ops):
             kern = KERNELS.get(op.name)
             if kern is None:
                 raise NotImplementedError(f"the sim driver has no kernel for IR op {op.name!r}")
-            steps.append(_Step(kern, op, tuple(v.id for v in op.inputs), tuple(v.id for v in op.outputs)))
+            ins = tuple(slot[v.id] for v in op.inputs)
+            for v in op.outputs:
+                slot[v.id] = count
+                count += 1
+            outs = tuple(slot[v.id] for v in op.outputs)
+            if all(i in folded for i in ins) and op.name not in _NEVER_FOLD:
+                values = _fold(kern, op, [folded[i] for i in ins])
+                if values is not None:
+                    folded.update(zip(outs, values))
+                    continue
+            steps.append(_Step(kern, op, ins, outs, index))
         cost = dataclasses.replace(self.program_cost(program), op=program.name)
-        return Executable(program, payload=steps, meta={"cost": cost})
+        n_in = len(program.inputs)
+        padding = tuple(folded.get(i) for i in range(n_in, count))
+        outputs = tuple(slot[v.id] for v in program.outputs)
+        plan = _Plan(steps, padding, outputs, cost, program.name)
+        return Executable(program, payload=plan, meta={"cost": cost})
 
     def program_cost(self, program: Program) -> CostRecord:
         """The simulated cost of one launch of `program` (fused VPU region + MXU ops)."""
@@ -99,16 +151,16 @@ class SimDriver(Driver):
 
     def execute(self, exe: Executable, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
                 device: int = 0) -> None:
-        program = exe.program
-        env: dict[int, np.ndarray] = {v.id: a for v, a in zip(program.inputs, inputs)}
-        for index, step in enumerate(exe.payload):
+        plan: _Plan = exe.payload
+        env: list[Any] = [*inputs, *plan.padding]
+        for step in plan.steps:
             try:
                 results = step.kernel(step.op, [env[i] for i in step.inputs])
             except Exception as exc:
-                raise ExecutionError(index, step.op.name, exc) from exc
-            for vid, value in zip(step.outputs, results):
-                env[vid] = value
-        results = [env[v.id] for v in program.outputs]
+                raise ExecutionError(step.index, step.op.name, exc) from exc
+            for i, value in zip(step.outputs, results):
+                env[i] = value
+        results = [env[i] for i in plan.outputs]
         if len(outputs) > 1:  # a result that views an input may view memory an earlier output write overwrites
             results = [r.copy() if r.base is not None and any(np.may_share_memory(r, o) for o in outputs) else r
                        for r in results]
@@ -116,7 +168,9 @@ class SimDriver(Driver):
             if result.dtype != out.dtype:
                 result = result.astype(out.dtype)
             np.copyto(out, result, casting="unsafe")
-        self.charge(exe.meta["cost"], device, program.name)
+        timeline = self.timelines[device]
+        timeline.host_issue(self.chip.launch_overhead_s)
+        timeline.launch(plan.cost, plan.name)
 
     def charge(self, record: CostRecord, device: int = 0, name: str = "") -> None:
         timeline = self.timelines[device]

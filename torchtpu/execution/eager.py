@@ -130,6 +130,85 @@ def trace(lowering: Lowering, tensors: list[torch.Tensor], args: tuple, kwargs: 
 
 _cache: dict[tuple, Traced] = {}
 _MAX_CACHE = 8192
+_TENSOR_TYPE = torch.Tensor
+_HASHABLE_TYPES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+_devices: dict[int, torch.device] = {}
+
+
+def _scalar_key(x: Any) -> Any:
+    """A dict key for a Python scalar that equals another scalar's key only when both trace the same program:
+    the type is part of it (True == 1 == 1.0 as dict keys) and so are 0.0's sign and NaN (0.0 == -0.0, nan != nan).
+    """
+    cls = x.__class__
+    if cls is float and (x == 0.0 or x != x):
+        return (cls, repr(x))
+    return (cls, x)
+
+
+class _Slow(Exception):
+    """The fast signature met something it leaves to `flatten_args` (CPU tensors, non-tpu devices)."""
+
+
+def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[int]) -> None:
+    if isinstance(x, _TENSOR_TYPE):
+        if x.is_cpu:
+            if x.dim() or x.requires_grad:
+                raise _Slow
+            value = x.item()
+            key.append(("S", _scalar_key(value), x.dtype))
+            return
+        d = x.get_device()
+        if d < 0 or (device and device[0] != d):
+            raise _Slow
+        if not device:
+            device.append(d)
+        tensors.append(x)
+        key.append((x.shape, x.dtype))
+        return
+    cls = x.__class__
+    if cls is int or cls is float or cls is bool or cls is str:
+        key.append(_scalar_key(x))
+    elif x is None:
+        key.append(None)
+    elif cls is list or cls is tuple:
+        key.append((cls, len(x)))
+        for v in x:
+            _sig_into(v, tensors, key, device)
+    elif isinstance(x, _HASHABLE_TYPES):
+        key.append(x)
+    elif isinstance(x, list | tuple):
+        key.append((cls, len(x)))
+        for v in x:
+            _sig_into(v, tensors, key, device)
+    else:
+        key.append((cls, repr(x)))
+
+
+def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_dtypes: tuple
+              ) -> tuple[tuple | None, list[torch.Tensor], int]:
+    """(cache key, tpu tensors in argument order, device index or -1). The key holds the op, the matmul
+    precision, the out= / in-place result dtypes, the keyword names, each tensor's (shape, dtype) and each
+    scalar's type and value. None when an argument needs `flatten_args` (which reports the error)."""
+    tensors: list[torch.Tensor] = []
+    device: list[int] = []
+    key: list[Any] = [op_name, current_precision()._value_, out_dtypes]  # (an Enum hashes in Python)
+    try:
+        for x in args:
+            _sig_into(x, tensors, key, device)
+        if kwargs:
+            key.append(tuple(kwargs))
+            for x in kwargs.values():
+                _sig_into(x, tensors, key, device)
+    except _Slow:
+        return None, tensors, -1
+    return tuple(key), tensors, (device[0] if device else -1)
+
+
+def _device_obj(index: int) -> torch.device:
+    dev = _devices.get(index)
+    if dev is None:
+        dev = _devices[index] = torch.device("tpu", index)
+    return dev
 
 
 def _unflatten(structure: Any, outputs: list[torch.Tensor]) -> Any:
@@ -143,18 +222,21 @@ def _unflatten(structure: Any, outputs: list[torch.Tensor]) -> Any:
 def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str, Any],
         write_into: Sequence[torch.Tensor] | None = None, device: int | None = None) -> Any:
     """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=)."""
-    tensors, key, bargs, bkwargs, dev = flatten_args(op_name, args, kwargs)
-    if dev < 0:
-        dev = device if device is not None else torch.tpu.current_device()
-    out_dtypes = [t.dtype for t in write_into] if write_into is not None else None
-    full_key = (op_name, key, current_precision(), tuple(out_dtypes or ()))
-    traced = _cache.get(full_key)
+    out_dtypes = tuple(t.dtype for t in write_into) if write_into is not None else ()
+    key, tensors, dev = signature(op_name, args, kwargs, out_dtypes)
+    traced = _cache.get(key) if key is not None else None
     if traced is None:
-        program, structure, outs = trace(lowering, tensors, bargs, bkwargs, out_dtypes, name=op_name)
+        tensors, _, bargs, bkwargs, dev = flatten_args(op_name, args, kwargs)
+        if key is None:  # flatten_args raises for what the fast signature refused; a meta tensor would land here
+            raise RuntimeError(f"{op_name}: unsupported arguments for the tpu device")
+        program, structure, outs = trace(lowering, tensors, bargs, bkwargs,
+                                         list(out_dtypes) if write_into is not None else None, name=op_name)
         traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure)
         if len(_cache) >= _MAX_CACHE:  # scalar arguments are part of the key (a changing lr makes new entries)
             _cache.clear()
-        _cache[full_key] = traced
+        _cache[key] = traced
+    if dev < 0:
+        dev = device if device is not None else torch.tpu.current_device()
     if write_into is not None:
         outputs = list(write_into)
         for t, (shape, _) in zip(outputs, traced.out_types):
@@ -162,7 +244,7 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
                 raise RuntimeError(f"{op_name}: output with shape {list(t.shape)} doesn't match the broadcast "
                                    f"shape {list(shape)}")
     else:
-        dev_obj = torch.device("tpu", dev)
+        dev_obj = _device_obj(dev)
         outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]
     drv = runtime.driver()
     mode = modes.get_eager_mode()
@@ -175,7 +257,12 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     else:
         if deferred.pending():
             deferred.flush()
-        if traced.exe is None:
-            traced.exe = drv.compile(traced.program)
-        modes.execute(drv, traced.exe, tensors, outputs, dev, op_name)
-    return _unflatten(traced.structure, outputs)
+        exe = traced.exe
+        if exe is None:
+            exe = traced.exe = drv.compile(traced.program)
+        buffer = runtime.buffer
+        drv.execute(exe, [buffer(t) for t in tensors], [buffer(t) for t in outputs], dev)
+        if mode is modes.EagerMode.LAUNCH_BLOCKING:
+            drv.synchronize(dev)
+    structure = traced.structure
+    return outputs[structure] if structure.__class__ is int else _unflatten(structure, outputs)

@@ -90,40 +90,19 @@ def _with_extras(op: OpOverload, args: tuple, kwargs: dict[str, Any]) -> tuple[t
     return args, kwargs, device
 
 
-def _keyed(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The lowering behind a kernel: drops the `_sig` argument that only disambiguates the trace cache key."""
-
-    def lowering(*args: Any, _sig: Any = None, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    lowering.__name__ = getattr(fn, "__name__", "lowering")
-    return lowering
-
-
-def _sig(args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Adds `_sig` to kwargs: the keyword names and which scalars are bools. The trace cache keys on argument
-    values only, where True == 1 and omitted defaults shift keyword values (sort(stable=True, descending=True)
-    and sort(stable=True, dim=1) would share a program)."""
-    bools = tuple(i for i, a in enumerate((*args, *kwargs.values())) if isinstance(a, bool))
-    if not kwargs and not bools:
-        return kwargs
-    return {**kwargs, "_sig": (tuple(kwargs), bools)}
-
-
 def _functional_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:
     name = str(op)
-    fn = _keyed(fn)
     if op not in RANDOM_OPS and op not in PREPARE:
         def plain_kernel(*args: Any, **kwargs: Any) -> Any:  # the common case: eager.run finds the device
             device = kwargs.get("device")
             index = torch.device(device).index if device is not None else None
-            return eager.run(name, fn, args, _sig(args, kwargs), device=index)
+            return eager.run(name, fn, args, kwargs, device=index)
 
         return plain_kernel
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         args, kwargs, device = _with_extras(op, args, kwargs)
-        return eager.run(name, fn, args, _sig(args, kwargs), device=device)
+        return eager.run(name, fn, args, kwargs, device=device)
 
     return kernel
 
@@ -141,11 +120,17 @@ def _pretty(dtype: torch.dtype) -> str:
 
 def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:
     name = str(op)
-    fn = _keyed(fn)
+
+    if op not in RANDOM_OPS and op not in PREPARE:
+        def plain_kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+            eager.run(name, fn, (self, *args), kwargs, write_into=(self,))
+            return self
+
+        return plain_kernel
 
     def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         args, kwargs, _ = _with_extras(op, (self, *args), kwargs)
-        eager.run(name, fn, args, _sig(args, kwargs), write_into=[self])
+        eager.run(name, fn, args, kwargs, write_into=(self,))
         return self
 
     return kernel
@@ -153,12 +138,11 @@ def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any
 
 def _out_kernel(op: OpOverload, fn: Callable[..., Any], out_names: list[str]) -> Callable[..., Any]:
     name = str(op)
-    fn = _keyed(fn)
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         outs = [kwargs.pop(n) for n in out_names]
         args, kwargs, device = _with_extras(op, args, kwargs)
-        result = eager.run(name, fn, args, _sig(args, kwargs), device=device)
+        result = eager.run(name, fn, args, kwargs, device=device)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         for out, r in zip(outs, flat):
             _check_cast(r.dtype, out.dtype, name)

@@ -1,0 +1,82 @@
+"""The sim driver's launch plan: constant subgraphs folded at compile time give the same values as running
+them, folded values are never written, big ones are left to run time, and errors still name the IR op."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from torchtpu.drivers.base import ExecutionError
+from torchtpu.drivers.ir import Builder
+from torchtpu.drivers.sim import driver as sim_driver
+from torchtpu.drivers.sim.driver import SimDriver
+
+
+def _program(shape=(4, 3)):
+    b = Builder()
+    x = b.input(shape, "float32")
+    two = b.emit("constant", [], value=2.0, shape=(), dtype="float32")[0]
+    two_b = b.emit("broadcast_in_dim", [two], shape=shape, broadcast_dimensions=())[0]
+    three = b.emit("constant", [], value=3.0, shape=(), dtype="float32")[0]
+    three_b = b.emit("broadcast_in_dim", [three], shape=shape, broadcast_dimensions=())[0]
+    six = b.emit("multiply", [two_b, three_b])[0]
+    y = b.emit("add", [x, six])[0]
+    return b.finish([y, six])
+
+
+def _run(drv, program, x):
+    outs = [np.empty(v.shape, np.float32) for v in program.outputs]
+    drv.execute(drv.compile(program), [x], outs)
+    return outs
+
+
+def test_constant_subgraph_is_folded_and_matches():
+    drv = SimDriver()
+    program = _program()
+    exe = drv.compile(program)
+    assert [s.op.name for s in exe.payload.steps] == ["add"]  # the rest ran once, at compile time
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    y, six = _run(drv, program, x)
+    assert np.array_equal(y, x + 6) and np.array_equal(six, np.full((4, 3), 6, np.float32))
+    six[:] = 0  # the caller's output buffer, not the folded value
+    y2, six2 = _run(drv, program, x)
+    assert np.array_equal(y2, x + 6) and np.array_equal(six2, np.full((4, 3), 6, np.float32))
+
+
+def test_big_constants_are_left_to_run_time(monkeypatch):
+    monkeypatch.setattr(sim_driver, "FOLD_MAX_BYTES", 16)
+    drv = SimDriver()
+    program = _program()
+    names = [s.op.name for s in drv.compile(program).payload.steps]
+    assert "multiply" in names  # 48 bytes materialized: computed per launch instead
+    x = np.ones((4, 3), np.float32)
+    assert np.array_equal(_run(drv, program, x)[0], x + 6)
+
+
+def test_errors_name_the_op_by_its_program_index():
+    drv = SimDriver()
+    b = Builder()
+    x = b.input((3,), "float32")
+    c = b.emit("constant", [], value=1.0, shape=(), dtype="float32")[0]
+    cb = b.emit("broadcast_in_dim", [c], shape=(3,), broadcast_dimensions=())[0]
+    y = b.emit("add", [x, cb])[0]
+    program = b.finish([y])
+    exe = drv.compile(program)
+
+    def boom(op, args):
+        raise ValueError("boom")
+
+    exe.payload.steps[0].kernel = boom
+    with pytest.raises(ExecutionError) as info:
+        drv.execute(exe, [np.zeros(3, np.float32)], [np.empty(3, np.float32)])
+    assert info.value.op_index == 2 and info.value.op_name == "add"
+
+
+def test_eager_values_unchanged_with_constants(tpu):
+    import torch
+
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    t = x.to("tpu")
+    for _ in range(3):  # the second and third launches reuse the folded constants
+        assert torch.equal((t * 2.5 + 1).cpu(), x * 2.5 + 1)
+        assert torch.equal(torch.full((2, 3), -0.0, device="tpu").cpu(), torch.full((2, 3), -0.0))
+        assert torch.equal(torch.arange(5, device="tpu").cpu(), torch.arange(5))
