@@ -118,3 +118,25 @@ def test_segment_reduce_ties_and_zeros(tpu, reduce, kind):
         torch.testing.assert_close(got.cpu(), out, equal_nan=True)
         torch.testing.assert_close(xt.grad.cpu(), x.grad, equal_nan=True)
     _no_fallback()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape,kernel,out", [((2, 3, 9, 11), (2, 3), (4, 5)), ((3, 10, 7), (3, 2), (5, 3)),
+                                              ((2, 2, 7, 8, 9), (2, 2, 3), (3, 4, 5))])
+def test_fractional_max_pool(tpu, dtype, shape, kernel, out):
+    """Deterministic given `_random_samples`: values, indices and gradients equal CPU's."""
+    gen = torch.Generator().manual_seed(3)
+    d = len(kernel)
+    x = torch.randn(*shape, generator=gen).to(dtype).requires_grad_()
+    samples = torch.rand(shape[0] if len(shape) == d + 2 else 1, shape[-d - 1], d, generator=gen).to(dtype)
+    f = F.fractional_max_pool2d if d == 2 else F.fractional_max_pool3d
+    o1, i1 = f(x, kernel, output_size=out, return_indices=True, _random_samples=samples)
+    go = torch.randn(o1.shape, generator=gen).to(dtype)
+    (o1 * go).sum().backward()
+    xt = x.detach().to(tpu).requires_grad_()
+    o2, i2 = f(xt, kernel, output_size=out, return_indices=True, _random_samples=samples.to(tpu))
+    (o2 * go.to(tpu)).sum().backward()
+    torch.testing.assert_close(o2.cpu(), o1)
+    assert torch.equal(i2.cpu(), i1)
+    torch.testing.assert_close(xt.grad.cpu(), x.grad)
+    _no_fallback()
