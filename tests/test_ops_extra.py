@@ -140,3 +140,25 @@ def test_fractional_max_pool(tpu, dtype, shape, kernel, out):
     assert torch.equal(i2.cpu(), i1)
     torch.testing.assert_close(xt.grad.cpu(), x.grad)
     _no_fallback()
+
+
+def test_histogramdd(tpu):
+    """Counted bins (data range and explicit range), given edges (unsorted edges follow std::upper_bound), weights
+    and density."""
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(40, 3, generator=gen) * 3
+    w = torch.rand(40, generator=gen)
+    edges = [torch.tensor([-4.0, -1.0, 0.5, 3.0]), torch.tensor([2.0, -3.0, 4.0]), torch.tensor([-9.0, 9.0])]
+    for bins in ((2, 3, 4), edges):
+        for weight in (None, w):
+            for density in (False, True):
+                want = torch.histogramdd(x, bins, weight=weight, density=density)
+                got = torch.histogramdd(x.to(tpu), [b.to(tpu) for b in bins] if isinstance(bins, list) else bins,
+                                        weight=None if weight is None else weight.to(tpu), density=density)
+                torch.testing.assert_close(got.hist.cpu(), want.hist, equal_nan=True)
+                for a, b in zip(got.bin_edges, want.bin_edges):
+                    torch.testing.assert_close(a.cpu(), b)
+    want = torch.histogramdd(x[:, :2], (3, 4), range=[-1.0, 1.0, 0.0, 2.0])
+    got = torch.histogramdd(x[:, :2].to(tpu), (3, 4), range=[-1.0, 1.0, 0.0, 2.0])
+    torch.testing.assert_close(got.hist.cpu(), want.hist)
+    _no_fallback()
