@@ -162,3 +162,26 @@ def test_histogramdd(tpu):
     got = torch.histogramdd(x[:, :2].to(tpu), (3, 4), range=[-1.0, 1.0, 0.0, 2.0])
     torch.testing.assert_close(got.hist.cpu(), want.hist)
     _no_fallback()
+
+
+@pytest.mark.parametrize("shape,scale", [((3, 3), 1.0), ((2, 4, 4), 3.0), ((5, 5), 0.1), ((2, 0, 0), 1.0),
+                                         ((4, 4), 20.0)])
+def test_matrix_exp(tpu, shape, scale):
+    gen = torch.Generator().manual_seed(5)
+    a = (torch.randn(*shape, generator=gen) * scale).double().requires_grad_()
+    e = torch.linalg.matrix_exp(a)
+    g = torch.randn(e.shape, generator=gen).double()
+    (e * g).sum().backward()
+    at = a.detach().float().to(tpu).requires_grad_()
+    with torch.tpu.precision("highest"):
+        et = torch.linalg.matrix_exp(at)
+        (et * g.float().to(tpu)).sum().backward()
+    big = e.abs().amax().item() if e.numel() else 1.0  # f32 accuracy relative to the largest entry
+    torch.testing.assert_close(et.cpu().double(), e.detach(), rtol=1e-5, atol=1e-5 * big)
+    torch.testing.assert_close(at.grad.cpu().double(), a.grad, rtol=1e-4, atol=1e-5 * max(big, 1.0) * 10)
+    # bfloat16: CPU's own bf16 result is inf/NaN here, so the reference is float64 rounded
+    if e.numel() and scale <= 3.0:
+        eb = torch.linalg.matrix_exp(a.detach().bfloat16().to(tpu)).cpu()
+        torch.testing.assert_close(eb.double(), torch.linalg.matrix_exp(a.detach().bfloat16().double()),
+                                   rtol=4e-2, atol=4e-2 * big)
+    _no_fallback()
