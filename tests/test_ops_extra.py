@@ -185,3 +185,27 @@ def test_matrix_exp(tpu, shape, scale):
         torch.testing.assert_close(eb.double(), torch.linalg.matrix_exp(a.detach().bfloat16().double()),
                                    rtol=4e-2, atol=4e-2 * big)
     _no_fallback()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+@pytest.mark.parametrize("shape", [(5, 5), (5, 2), (2, 5), (3, 4, 3)])
+def test_householder_family(tpu, dtype, shape):
+    """geqrf in LAPACK's compact format, householder_product (orgqr) and ormqr in all four modes."""
+    gen = torch.Generator().manual_seed(6)
+    a0 = torch.randn(*shape, dtype=dtype, generator=gen)
+    a, tau = torch.geqrf(a0)
+    at, taut = torch.geqrf(a0.to(tpu))
+    torch.testing.assert_close(at.cpu(), a, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(taut.cpu(), tau, rtol=1e-4, atol=1e-5)
+    if shape[-2] >= shape[-1]:
+        q = torch.linalg.householder_product(a, tau)
+        torch.testing.assert_close(torch.linalg.householder_product(a.to(tpu), tau.to(tpu)).cpu(), q,
+                                   rtol=1e-4, atol=1e-5)
+    m = shape[-2]
+    for left in (True, False):
+        for transpose in (True, False):
+            c = torch.randn(*shape[:-2], *((m, 3) if left else (3, m)), dtype=dtype, generator=gen)
+            want = torch.ormqr(a, tau, c, left, transpose)
+            got = torch.ormqr(a.to(tpu), tau.to(tpu), c.to(tpu), left, transpose)
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-5)
+    _no_fallback()

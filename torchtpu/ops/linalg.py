@@ -316,7 +316,7 @@ def matrix_exp(self: Sym) -> Sym:
     if x.numel() == 0:
         return P.convert(x, self.dtype)
     nb = len(batch)
-    absx = P.emit1("abs", [x]) if not x.dtype.is_complex else P.emit1("abs", [x])
+    absx = P.emit1("abs", [x])
     if absx.dtype.is_complex:
         absx = P.emit1("real", [absx])
     norm = P.reduce(P.reduce(absx, "sum", (nb,)), "max", (nb,))  # max column sum: (batch,)
@@ -334,3 +334,125 @@ def matrix_exp(self: Sym) -> Sym:
     for k in range(_EXP_MAX_SQUARINGS):
         p = P.where(P.compare("GT", s_mat, float(k)), P.matmul(p, p), p)
     return P.convert(p, self.dtype)
+
+
+# --- Householder reflectors (LAPACK's compact QR: geqrf, orgqr / householder_product, ormqr) -------------------------
+# H_i = I - tau_i v_i v_i^H with v_i = (0, ..., 0, 1, a[i+1:, i]). Products are unrolled over the k reflectors and
+# computed elementwise (multiply + reduce), which keeps float32 accuracy at every matmul precision.
+
+def _cj(x: Sym) -> Sym:
+    from torchtpu.ops.complex import conj
+
+    return conj(x) if x.dtype.is_complex else x
+
+
+def _reflector(a: Sym, i: int) -> Sym:
+    """v_i as a (..., m, 1) column from the reflector storage a (..., m, k)."""
+    m = a.shape[-2]
+    col = P.slice_dim(a, a.ndim - 1, i, i + 1)
+    rows = P.broadcast_to(P.reshape(P.iota((m,), 0), (m, 1)), col.shape)
+    one = P.full(1, col.shape, col.dtype)
+    return P.where(P.compare("GT", rows, i), col, P.where(P.compare("EQ", rows, i), one, P.zeros_like(col)))
+
+
+def _tau(tau: Sym, i: int, like: Sym) -> Sym:
+    t = P.slice_dim(tau, tau.ndim - 1, i, i + 1)
+    return P.broadcast_to(P.reshape(t, (*t.shape, 1)), like.shape)
+
+
+def _apply_left(c: Sym, v: Sym, t: Sym) -> Sym:
+    """(I - t v v^H) c for v (..., m, 1), c (..., m, n)."""
+    vb = P.broadcast_to(v, c.shape)
+    w = P.reduce(_cj(vb) * c, "sum", (c.ndim - 2,), keepdim=True)  # v^H c: (..., 1, n)
+    return c - t * vb * P.broadcast_to(w, c.shape)
+
+
+def _apply_right(c: Sym, v: Sym, t: Sym) -> Sym:
+    """c (I - t v v^H) for v (..., n, 1), c (..., m, n)."""
+    vr = P.broadcast_to(P.swap(v, -1, -2), c.shape)  # (..., 1, n) -> rows
+    w = P.reduce(c * vr, "sum", (c.ndim - 1,), keepdim=True)  # c v: (..., m, 1)
+    return c - t * P.broadcast_to(w, c.shape) * _cj(vr)
+
+
+@lower(aten.linalg_householder_product.default)
+def householder_product(input: Sym, tau: Sym) -> Sym:  # noqa: A002 - ATen's name
+    a, t = _float(input), _float(tau)
+    m, n = a.shape[-2:]
+    q = P.broadcast_to(P.slice_dim(_eye(m, (), a.dtype), 1, 0, n), a.shape)
+    if a.numel() == 0:
+        return q
+    for i in range(t.shape[-1] - 1, -1, -1):
+        q = _apply_left(q, _reflector(a, i), _tau(t, i, q))
+    return q
+
+
+@lower(aten.ormqr.default)
+def ormqr(self: Sym, input2: Sym, input3: Sym, left: bool = True, transpose: bool = False) -> Sym:
+    a, t = _float(self), _float(input2)
+    c = P.convert(input3, a.dtype)
+    k = t.shape[-1]
+    if c.numel() == 0 or k == 0:
+        return c
+    a, c = _batch(a, c)
+    t = P.broadcast_to(t, (*c.shape[:-2], k))
+    order = range(k - 1, -1, -1) if left != transpose else range(k)
+    for i in order:
+        ti = _tau(t, i, c)
+        ti = _cj(ti) if transpose else ti
+        v = _reflector(a, i)
+        c = _apply_left(c, v, ti) if left else _apply_right(c, v, ti)
+    return c
+
+
+@lower(aten.geqrf.default)
+def geqrf(self: Sym) -> tuple[Sym, Sym]:
+    """Householder QR as LAPACK's geqr2 / larfg: per column, beta = -sign(Re alpha) ||(alpha, x)||,
+    tau = (beta - alpha) / beta, v = x / (alpha - beta) (tau = 0 when x = 0 and alpha is real)."""
+    a = _float(self)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    real_t = torch.float32 if a.dtype == torch.complex64 else a.dtype
+    taus = []
+    if a.numel() == 0:
+        return a, P.full(0, (*batch, k), a.dtype)
+    cols = P.broadcast_to(P.reshape(P.iota((n,), 0), (1, n)), a.shape)
+    for j in range(k):
+        col = P.slice_dim(a, a.ndim - 1, j, j + 1)  # (..., m, 1)
+        crow = P.broadcast_to(P.reshape(P.iota((m,), 0), (m, 1)), col.shape)
+        below = P.compare("GT", crow, j)
+        x = P.where(below, col, P.zeros_like(col))
+        alpha = P.slice_dim(col, col.ndim - 2, j, j + 1)  # (..., 1, 1)
+        if a.dtype.is_complex:
+            sq = P.emit1("real", [x * _cj(x)])
+            ar, ai = P.emit1("real", [alpha]), P.emit1("imag", [alpha])
+        else:
+            sq, ar, ai = x * x, alpha, P.zeros_like(alpha)
+        xnorm2 = P.reduce(sq, "sum", (col.ndim - 2,), keepdim=True)
+        trivial = P.emit1("and", [P.compare("EQ", xnorm2, 0.0), P.compare("EQ", ai, 0.0)])
+        norm = P.emit1("sqrt", [ar * ar + ai * ai + xnorm2])
+        beta = -P.emit1("copysign", [norm, ar])
+        safe_beta = P.where(trivial, P.full(1.0, beta.shape, real_t), beta)
+        if a.dtype.is_complex:
+            from torchtpu.ops.complex import make_complex
+
+            tau = make_complex((safe_beta - ar) / safe_beta, -ai / safe_beta)
+            beta_c = make_complex(safe_beta, P.zeros_like(safe_beta))
+        else:
+            tau = (safe_beta - ar) / safe_beta
+            beta_c = safe_beta
+        denom = alpha - beta_c
+        denom = P.where(trivial, P.full(1, denom.shape, a.dtype), denom)
+        tau = P.where(trivial, P.zeros_like(tau), tau)
+        v_below = x / P.broadcast_to(denom, x.shape)
+        new_col = P.where(below, v_below, P.where(P.compare("EQ", crow, j), P.broadcast_to(
+            P.where(trivial, alpha, beta_c), col.shape), col))
+        new_col = P.where(P.broadcast_to(trivial, col.shape), col, new_col)
+        taus.append(P.reshape(tau, (*batch, 1)))
+        # the trailing columns: A[j:, j+1:] <- H^H A[j:, j+1:]
+        v = P.where(below, v_below, P.where(P.compare("EQ", crow, j), P.full(1, col.shape, a.dtype),
+                                            P.zeros_like(col)))
+        updated = _apply_left(a, v, P.broadcast_to(_cj(tau), a.shape))
+        a = P.where(P.compare("GT", cols, j), updated, a)
+        a = P.where(P.compare("EQ", cols, j), P.broadcast_to(new_col, a.shape), a)
+    return a, P.concat(taus, len(batch))
