@@ -209,3 +209,23 @@ def test_householder_family(tpu, dtype, shape):
             got = torch.ormqr(a.to(tpu), tau.to(tpu), c.to(tpu), left, transpose)
             torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-5)
     _no_fallback()
+
+
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq(tpu, driver):
+    gen = torch.Generator().manual_seed(7)
+    for sa, sb in [((2, 3), (2, 3)), ((4, 3), (4, 3)), ((2, 4, 3), (2, 4, 2)), ((5, 3), (5,))]:
+        a = torch.randn(*sa, generator=gen).requires_grad_()
+        b = torch.randn(*sb, generator=gen).requires_grad_()
+        want = torch.linalg.lstsq(a, b, driver=driver)
+        want.solution.sum().backward()
+        at, bt = a.detach().to(tpu).requires_grad_(), b.detach().to(tpu).requires_grad_()
+        with torch.tpu.precision("highest"):  # the backward's matmuls at f32 accuracy
+            got = torch.linalg.lstsq(at, bt, driver=driver)
+            got.solution.sum().backward()
+        for x, y in zip(got, want):
+            assert x.shape == y.shape and x.dtype == y.dtype
+            torch.testing.assert_close(x.cpu(), y, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(at.grad.cpu(), a.grad, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(bt.grad.cpu(), b.grad, rtol=1e-4, atol=1e-4)
+    _no_fallback()

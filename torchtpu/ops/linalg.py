@@ -456,3 +456,52 @@ def geqrf(self: Sym) -> tuple[Sym, Sym]:
         a = P.where(P.compare("GT", cols, j), updated, a)
         a = P.where(P.compare("EQ", cols, j), P.broadcast_to(new_col, a.shape), a)
     return a, P.concat(taus, len(batch))
+
+
+# --- least squares ---------------------------------------------------------------------------------------------------
+
+def _contract(a: Sym, b: Sym) -> Sym:
+    """a (..., m, k) @ b (..., k, n) elementwise (multiply + reduce): float32-accurate at every precision."""
+    prod = P.broadcast_to(P.reshape(a, (*a.shape, 1)), (*a.shape, b.shape[-1])) * \
+        P.broadcast_to(P.reshape(b, (*b.shape[:-2], 1, *b.shape[-2:])), (*a.shape, b.shape[-1]))
+    return P.reduce(prod, "sum", (a.ndim - 1,))
+
+
+@lower(aten.linalg_lstsq.default)
+def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None = None
+          ) -> tuple[Sym, Sym, Sym, Sym]:
+    """The minimum-norm least-squares solution from the SVD (LAPACK's gelsy / gelsd / gelss give it; gels for
+    full-rank A): x = V diag(1/s for s > rcond * s_max) U^H b. Rank (gelsy, gelsd, gelss) counts those singular
+    values; residuals ||A x - b||^2 are returned for m > n except with gelsy, as on CPU."""
+    driver = driver or "gelsy"
+    a = _float(self)
+    vector = b.ndim == a.ndim - 1
+    bb = P.convert(b, a.dtype)
+    if vector:
+        bb = P.reshape(bb, (*bb.shape, 1))
+    a, bb = _batch(a, bb)
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    real = torch.float32 if a.dtype == torch.complex64 else a.dtype
+    if rcond is None:
+        rcond = torch.finfo(real).eps * max(m, n)
+    u, s, vh = P.emit("svd", [a], full_matrices=False)
+    r = min(m, n)
+    smax = P.reduce(s, "max", (s.ndim - 1,), keepdim=True) if r else s
+    keep = P.compare("GT", s, P.broadcast_to(smax * float(rcond), s.shape))
+    inv = P.where(keep, 1.0 / P.where(keep, s, P.full(1.0, s.shape, real)), P.zeros_like(s))
+    uhb = _contract(_h(u), bb)  # (..., r, k)
+    scaled = uhb * P.convert(P.broadcast_to(P.reshape(inv, (*inv.shape, 1)), uhb.shape), a.dtype)
+    x = _contract(_h(vh), scaled)  # (..., n, k)
+    rank = P.reduce(P.convert(keep, torch.int64), "sum", (s.ndim - 1,)) if driver != "gels" else \
+        P.full(0, (0,), torch.int64)
+    sv = s if driver in ("gelsd", "gelss") else P.full(0, (0,), real)
+    if m > n and driver != "gelsy":
+        resid = _contract(a, x) - bb
+        sq = P.emit1("real", [resid * _cj(resid)]) if resid.dtype.is_complex else resid * resid
+        residuals = P.reduce(sq, "sum", (sq.ndim - 2,))  # (..., k); (..., 1) for a vector b, as on CPU
+    else:
+        residuals = P.full(0, (0,), real)
+    if vector:
+        x = P.reshape(x, (*batch, n))
+    return x, residuals, rank, sv
