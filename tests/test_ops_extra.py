@@ -229,3 +229,21 @@ def test_lstsq(tpu, driver):
         torch.testing.assert_close(at.grad.cpu(), a.grad, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(bt.grad.cpu(), b.grad, rtol=1e-4, atol=1e-4)
     _no_fallback()
+
+
+def test_hash_tensor(tpu):
+    """Bit-exact: float64 bit patterns composed without a bitcast (signed zero, inf, NaN, f64 subnormals)."""
+    gen = torch.Generator().manual_seed(8)
+    xs = [torch.randn(3, 4, generator=gen),
+          torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40, -2.5, 3.0]),
+          torch.randn(2, 3, generator=gen).bfloat16(), torch.randint(-9, 9, (3, 5), generator=gen),
+          torch.rand(4, generator=gen) > 0.5, torch.tensor([5e-320, -1e-310, 1.5], dtype=torch.float64)]
+    for x in xs:
+        for kw in ({}, {"dim": 0, "keepdim": True}, {"dim": -1}):
+            want = torch.hash_tensor(x, **kw)
+            got = torch.hash_tensor(x.to(tpu), **kw)
+            assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+            out = torch.empty(0, dtype=torch.uint64, device=tpu)
+            torch.hash_tensor(x.to(tpu), **kw, out=out)
+            assert torch.equal(out.cpu(), want)
+    _no_fallback()
