@@ -164,7 +164,8 @@ _WIDER = {torch.float32: torch.float64, torch.bfloat16: torch.float32}
 
 
 def _upcast(sample: Any, dtype: torch.dtype) -> tuple[Any, dict[int, torch.Tensor]]:
-    """The sample with its `dtype` tensors widened (leaves keep requires_grad); memo maps id(original) -> wide."""
+    """The sample with its `dtype` tensors widened (leaves keep requires_grad), and a `dtype=` keyword equal to
+    `dtype` widened too (factories such as logspace compute in it); memo maps id(original) -> wide."""
     wide = _WIDER[dtype]
     memo: dict[int, torch.Tensor] = {}
 
@@ -178,6 +179,8 @@ def _upcast(sample: Any, dtype: torch.dtype) -> tuple[Any, dict[int, torch.Tenso
 
     s = copy.copy(sample)
     s.input, s.args, s.kwargs = tree_map(f, sample.input), tree_map(f, sample.args), tree_map(f, sample.kwargs)
+    if s.kwargs.get("dtype") == dtype:
+        s.kwargs = {**s.kwargs, "dtype": wide}
     return s, memo
 
 

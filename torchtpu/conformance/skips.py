@@ -66,7 +66,20 @@ _ATOL_REASONS: dict[float, tuple[str, set[str]]] = {
 ATOL: dict[str, float] = {name: tol for tol, (_, names) in _ATOL_REASONS.items() for name in names}
 
 # Skipped for one dtype: (name, dtype) -> reason.
-SKIP_DTYPE: dict[tuple[str, str], str] = {}
+SKIP_DTYPE: dict[tuple[str, str], str] = {
+    ("nn.functional.scaled_dot_product_attention", "bfloat16"):
+        "ATen's math path upcasts bf16 q/k/v to float32 and scales q before the matmul, which the bfloat16 sweep "
+        "runs at Precision.DEFAULT (one bf16 pass, by design): the scaled operands are rounded to bf16 again, and "
+        "with OpInfo's values up to 9 the logits (~200) move by ~1, enough to flip a peaked softmax; at HIGHEST "
+        "every non-dropout bf16 sample matches CPU within the bf16 tolerance",
+    ("cov", "bfloat16"): "mixed-dtype samples (bf16 input, float32 aweights) run float32 matmuls, which the bfloat16 "
+                         "sweep runs at Precision.DEFAULT (one bf16 pass, by design); the aweights gradient cancels "
+                         "terms of ~20 to ~0, so its error (~0.5) is that precision's; at HIGHEST every bf16 sample "
+                         "matches CPU within the bf16 tolerance",
+    ("matrix_exp", "bfloat16"): "no CPU reference: CPU's bfloat16 linalg_matrix_exp returns inf/NaN for ordinary "
+                                "inputs (a 3x3 randn matrix); tpu computes in float32 and rounds, checked against "
+                                "CPU float32 in tests/test_ops_extra.py",
+}
 
 
 def skip_reason(name: str, dtype: str) -> str:

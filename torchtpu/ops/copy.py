@@ -33,6 +33,13 @@ def _device_copy(dst_dtype: torch.dtype, dst_shape: tuple[int, ...]) -> Callable
 
 
 _device_copies: dict[tuple, Callable[[Sym], Sym]] = {}
+_SIGNED = {torch.uint64: torch.int64, torch.uint32: torch.int32, torch.uint16: torch.int16}
+
+
+def _bytes_view(t: torch.Tensor) -> torch.Tensor:
+    """Unsigned types the IR lacks (hash_tensor's uint64) cross the host boundary as their signed twin's bytes."""
+    signed = _SIGNED.get(t.dtype)
+    return t if signed is None else t.view(signed)
 
 
 def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
@@ -45,15 +52,18 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
             eager.run("aten::copy_", lowering, (src,), {}, write_into=[dst])
             return dst
         _sync(src)
-        runtime.write_from_host(dst, runtime.host_tensor(src))
+        runtime.write_from_host(_bytes_view(dst), runtime.host_tensor(_bytes_view(src)))
         return dst
     if src.device.type == "tpu":  # tpu -> cpu
         _sync(src)
-        dst.copy_(runtime.host_tensor(src))
+        host = runtime.host_tensor(_bytes_view(src))
+        dst.copy_(host.view(src.dtype) if host.dtype != src.dtype else host)
         return dst
     if deferred.touches(dst):  # the pending region reads or writes this storage: materialize first
         deferred.flush()
-    runtime.write_from_host(dst, src)  # cpu -> tpu
+    if dst.dtype in _SIGNED and src.dtype != dst.dtype:
+        src = src.to(dst.dtype)
+    runtime.write_from_host(_bytes_view(dst), _bytes_view(src.contiguous()) if dst.dtype in _SIGNED else src)
     return dst
 
 

@@ -298,3 +298,210 @@ def eigh(A: Sym, UPLO: str = "L", compute_v: bool = True) -> tuple[Sym, Sym]:  #
 @lower(aten.linalg_eig.default)
 def eig(self: Sym) -> tuple[Sym, Sym]:
     return tuple(P.emit("eig", [_float(self)]))  # type: ignore[return-value]
+
+
+# --- matrix exponential -------------------------------------------------------------------------------------------
+
+_EXP_DEGREE = 16  # Taylor degree on the scaled matrix (1-norm <= 1: truncation error < 1 / 17!)
+_EXP_MAX_SQUARINGS = 24  # scaling factor up to 2^24 (exp of larger norms overflows float32 anyway)
+
+
+@lower(aten.linalg_matrix_exp.default)
+def matrix_exp(self: Sym) -> Sym:
+    """Scaling and squaring: s = max(0, ceil(log2 ||A||_1)) per matrix, Taylor of A / 2^s by Horner, then s
+    squarings (a fixed number of masked steps; each matrix stops at its own s)."""
+    x = _float(self) if self.dtype != torch.bfloat16 else P.convert(self, torch.float32)
+    n = x.shape[-1]
+    batch = x.shape[:-2]
+    if x.numel() == 0:
+        return P.convert(x, self.dtype)
+    nb = len(batch)
+    absx = P.emit1("abs", [x])
+    if absx.dtype.is_complex:
+        absx = P.emit1("real", [absx])
+    norm = P.reduce(P.reduce(absx, "sum", (nb,)), "max", (nb,))  # max column sum: (batch,)
+    real = norm.dtype
+    s = P.emit1("ceil", [P.emit1("log2", [norm])])
+    s = P.emit1("clamp", [P.full(0.0, s.shape, real), s, P.full(float(_EXP_MAX_SQUARINGS), s.shape, real)])
+    s = P.where(P.compare("NE", s, s), P.full(float(_EXP_MAX_SQUARINGS), s.shape, real), s)  # NaN norm
+    scale = P.emit1("exp2", [-s])
+    a = x * P.convert(P.broadcast_to(P.reshape(scale, (*batch, 1, 1)), x.shape), x.dtype)
+    eye = _eye(n, batch, x.dtype)
+    p = eye
+    for k in range(_EXP_DEGREE, 0, -1):
+        p = eye + P.matmul(a, p) * (1.0 / k)
+    s_mat = P.broadcast_to(P.reshape(s, (*batch, 1, 1)), x.shape)
+    for k in range(_EXP_MAX_SQUARINGS):
+        p = P.where(P.compare("GT", s_mat, float(k)), P.matmul(p, p), p)
+    return P.convert(p, self.dtype)
+
+
+# --- Householder reflectors (LAPACK's compact QR: geqrf, orgqr / householder_product, ormqr) -------------------------
+# H_i = I - tau_i v_i v_i^H with v_i = (0, ..., 0, 1, a[i+1:, i]). Products are unrolled over the k reflectors and
+# computed elementwise (multiply + reduce), which keeps float32 accuracy at every matmul precision.
+
+def _cj(x: Sym) -> Sym:
+    from torchtpu.ops.complex import conj
+
+    return conj(x) if x.dtype.is_complex else x
+
+
+def _reflector(a: Sym, i: int) -> Sym:
+    """v_i as a (..., m, 1) column from the reflector storage a (..., m, k)."""
+    m = a.shape[-2]
+    col = P.slice_dim(a, a.ndim - 1, i, i + 1)
+    rows = P.broadcast_to(P.reshape(P.iota((m,), 0), (m, 1)), col.shape)
+    one = P.full(1, col.shape, col.dtype)
+    return P.where(P.compare("GT", rows, i), col, P.where(P.compare("EQ", rows, i), one, P.zeros_like(col)))
+
+
+def _tau(tau: Sym, i: int, like: Sym) -> Sym:
+    t = P.slice_dim(tau, tau.ndim - 1, i, i + 1)
+    return P.broadcast_to(P.reshape(t, (*t.shape, 1)), like.shape)
+
+
+def _apply_left(c: Sym, v: Sym, t: Sym) -> Sym:
+    """(I - t v v^H) c for v (..., m, 1), c (..., m, n)."""
+    vb = P.broadcast_to(v, c.shape)
+    w = P.reduce(_cj(vb) * c, "sum", (c.ndim - 2,), keepdim=True)  # v^H c: (..., 1, n)
+    return c - t * vb * P.broadcast_to(w, c.shape)
+
+
+def _apply_right(c: Sym, v: Sym, t: Sym) -> Sym:
+    """c (I - t v v^H) for v (..., n, 1), c (..., m, n)."""
+    vr = P.broadcast_to(P.swap(v, -1, -2), c.shape)  # (..., 1, n) -> rows
+    w = P.reduce(c * vr, "sum", (c.ndim - 1,), keepdim=True)  # c v: (..., m, 1)
+    return c - t * P.broadcast_to(w, c.shape) * _cj(vr)
+
+
+@lower(aten.linalg_householder_product.default)
+def householder_product(input: Sym, tau: Sym) -> Sym:  # noqa: A002 - ATen's name
+    a, t = _float(input), _float(tau)
+    m, n = a.shape[-2:]
+    q = P.broadcast_to(P.slice_dim(_eye(m, (), a.dtype), 1, 0, n), a.shape)
+    if a.numel() == 0:
+        return q
+    for i in range(t.shape[-1] - 1, -1, -1):
+        q = _apply_left(q, _reflector(a, i), _tau(t, i, q))
+    return q
+
+
+@lower(aten.ormqr.default)
+def ormqr(self: Sym, input2: Sym, input3: Sym, left: bool = True, transpose: bool = False) -> Sym:
+    a, t = _float(self), _float(input2)
+    c = P.convert(input3, a.dtype)
+    k = t.shape[-1]
+    if c.numel() == 0 or k == 0:
+        return c
+    a, c = _batch(a, c)
+    t = P.broadcast_to(t, (*c.shape[:-2], k))
+    order = range(k - 1, -1, -1) if left != transpose else range(k)
+    for i in order:
+        ti = _tau(t, i, c)
+        ti = _cj(ti) if transpose else ti
+        v = _reflector(a, i)
+        c = _apply_left(c, v, ti) if left else _apply_right(c, v, ti)
+    return c
+
+
+@lower(aten.geqrf.default)
+def geqrf(self: Sym) -> tuple[Sym, Sym]:
+    """Householder QR as LAPACK's geqr2 / larfg: per column, beta = -sign(Re alpha) ||(alpha, x)||,
+    tau = (beta - alpha) / beta, v = x / (alpha - beta) (tau = 0 when x = 0 and alpha is real)."""
+    a = _float(self)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    real_t = torch.float32 if a.dtype == torch.complex64 else a.dtype
+    taus = []
+    if a.numel() == 0:
+        return a, P.full(0, (*batch, k), a.dtype)
+    cols = P.broadcast_to(P.reshape(P.iota((n,), 0), (1, n)), a.shape)
+    for j in range(k):
+        col = P.slice_dim(a, a.ndim - 1, j, j + 1)  # (..., m, 1)
+        crow = P.broadcast_to(P.reshape(P.iota((m,), 0), (m, 1)), col.shape)
+        below = P.compare("GT", crow, j)
+        x = P.where(below, col, P.zeros_like(col))
+        alpha = P.slice_dim(col, col.ndim - 2, j, j + 1)  # (..., 1, 1)
+        if a.dtype.is_complex:
+            sq = P.emit1("real", [x * _cj(x)])
+            ar, ai = P.emit1("real", [alpha]), P.emit1("imag", [alpha])
+        else:
+            sq, ar, ai = x * x, alpha, P.zeros_like(alpha)
+        xnorm2 = P.reduce(sq, "sum", (col.ndim - 2,), keepdim=True)
+        trivial = P.emit1("and", [P.compare("EQ", xnorm2, 0.0), P.compare("EQ", ai, 0.0)])
+        norm = P.emit1("sqrt", [ar * ar + ai * ai + xnorm2])
+        beta = -P.emit1("copysign", [norm, ar])
+        safe_beta = P.where(trivial, P.full(1.0, beta.shape, real_t), beta)
+        if a.dtype.is_complex:
+            from torchtpu.ops.complex import make_complex
+
+            tau = make_complex((safe_beta - ar) / safe_beta, -ai / safe_beta)
+            beta_c = make_complex(safe_beta, P.zeros_like(safe_beta))
+        else:
+            tau = (safe_beta - ar) / safe_beta
+            beta_c = safe_beta
+        denom = alpha - beta_c
+        denom = P.where(trivial, P.full(1, denom.shape, a.dtype), denom)
+        tau = P.where(trivial, P.zeros_like(tau), tau)
+        v_below = x / P.broadcast_to(denom, x.shape)
+        new_col = P.where(below, v_below, P.where(P.compare("EQ", crow, j), P.broadcast_to(
+            P.where(trivial, alpha, beta_c), col.shape), col))
+        new_col = P.where(P.broadcast_to(trivial, col.shape), col, new_col)
+        taus.append(P.reshape(tau, (*batch, 1)))
+        # the trailing columns: A[j:, j+1:] <- H^H A[j:, j+1:]
+        v = P.where(below, v_below, P.where(P.compare("EQ", crow, j), P.full(1, col.shape, a.dtype),
+                                            P.zeros_like(col)))
+        updated = _apply_left(a, v, P.broadcast_to(_cj(tau), a.shape))
+        a = P.where(P.compare("GT", cols, j), updated, a)
+        a = P.where(P.compare("EQ", cols, j), P.broadcast_to(new_col, a.shape), a)
+    return a, P.concat(taus, len(batch))
+
+
+# --- least squares ---------------------------------------------------------------------------------------------------
+
+def _contract(a: Sym, b: Sym) -> Sym:
+    """a (..., m, k) @ b (..., k, n) elementwise (multiply + reduce): float32-accurate at every precision."""
+    prod = P.broadcast_to(P.reshape(a, (*a.shape, 1)), (*a.shape, b.shape[-1])) * \
+        P.broadcast_to(P.reshape(b, (*b.shape[:-2], 1, *b.shape[-2:])), (*a.shape, b.shape[-1]))
+    return P.reduce(prod, "sum", (a.ndim - 1,))
+
+
+@lower(aten.linalg_lstsq.default)
+def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None = None
+          ) -> tuple[Sym, Sym, Sym, Sym]:
+    """The minimum-norm least-squares solution from the SVD (LAPACK's gelsy / gelsd / gelss give it; gels for
+    full-rank A): x = V diag(1/s for s > rcond * s_max) U^H b. Rank (gelsy, gelsd, gelss) counts those singular
+    values; residuals ||A x - b||^2 are returned for m > n except with gelsy, as on CPU."""
+    driver = driver or "gelsy"
+    a = _float(self)
+    vector = b.ndim == a.ndim - 1
+    bb = P.convert(b, a.dtype)
+    if vector:
+        bb = P.reshape(bb, (*bb.shape, 1))
+    a, bb = _batch(a, bb)
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    real = torch.float32 if a.dtype == torch.complex64 else a.dtype
+    if rcond is None:
+        rcond = torch.finfo(real).eps * max(m, n)
+    u, s, vh = P.emit("svd", [a], full_matrices=False)
+    r = min(m, n)
+    smax = P.reduce(s, "max", (s.ndim - 1,), keepdim=True) if r else s
+    keep = P.compare("GT", s, P.broadcast_to(smax * float(rcond), s.shape))
+    inv = P.where(keep, 1.0 / P.where(keep, s, P.full(1.0, s.shape, real)), P.zeros_like(s))
+    uhb = _contract(_h(u), bb)  # (..., r, k)
+    scaled = uhb * P.convert(P.broadcast_to(P.reshape(inv, (*inv.shape, 1)), uhb.shape), a.dtype)
+    x = _contract(_h(vh), scaled)  # (..., n, k)
+    rank = P.reduce(P.convert(keep, torch.int64), "sum", (s.ndim - 1,)) if driver != "gels" else \
+        P.full(0, (0,), torch.int64)
+    sv = s if driver in ("gelsd", "gelss") else P.full(0, (0,), real)
+    if m > n and driver != "gelsy":
+        resid = _contract(a, x) - bb
+        sq = P.emit1("real", [resid * _cj(resid)]) if resid.dtype.is_complex else resid * resid
+        residuals = P.reduce(sq, "sum", (sq.ndim - 2,))  # (..., k); (..., 1) for a vector b, as on CPU
+    else:
+        residuals = P.full(0, (0,), real)
+    if vector:
+        x = P.reshape(x, (*batch, n))
+    return x, residuals, rank, sv

@@ -189,3 +189,80 @@ def max_unpool2d(self: Sym, indices: Sym, output_size: Sequence[int]) -> Sym:
 def max_unpool3d(self: Sym, indices: Sym, output_size: Sequence[int], stride: Sequence[int],
                  padding: Sequence[int]) -> Sym:
     return _unpool(self, indices, output_size)
+
+
+# --- fractional max pooling (deterministic given `random_samples`) ------------------------------------------------
+
+def _intervals(sample: Sym, in_size: int, out_size: int, pool: int) -> Sym:
+    """ATen's generate_intervals for (N, C) samples: (N, C, out_size) int64 window starts, computed in the
+    input's dtype as on CPU (each operation rounded to it)."""
+    n, c = sample.shape
+    last = P.full(in_size - pool, (n, c, 1), torch.int64)
+    if out_size <= 1:
+        return last if out_size == 1 else P.full(0, (n, c, 0), torch.int64)
+    dt = sample.dtype
+    alpha = (torch.tensor(float(in_size - pool), dtype=dt) / torch.tensor(float(out_size - 1), dtype=dt)).item()
+    s = P.broadcast_to(P.reshape(sample, (n, c, 1)), (n, c, out_size))
+    i = P.convert(P.iota((n, c, out_size), 2), dt)
+    first = P.convert(P.emit1("trunc", [(i + s) * alpha]), torch.int64)
+    base = P.convert(P.emit1("trunc", [s * alpha]), torch.int64)
+    starts = first - base
+    return P.concat([P.slice_dim(starts, 2, 0, out_size - 1), last], 2)
+
+
+def _fractional_max_pool(self: Sym, kernel_size: list[int], output_size: list[int], random_samples: Sym
+                         ) -> tuple[Sym, Sym]:
+    D = len(kernel_size)  # noqa: N806
+    batched = self.ndim == D + 2
+    x = self if batched else P.reshape(self, (1, *self.shape))
+    n, c = x.shape[:2]
+    sizes = x.shape[2:]
+    comp = [1, 0] if D == 2 else [0, 1, 2]  # random_samples[..., 0] is W in 2-D, T in 3-D
+    samples = P.convert(random_samples, self.dtype)
+    starts = [_intervals(P.reshape(P.slice_dim(samples, 2, comp[d], comp[d] + 1), (n, c)), sizes[d],
+                         output_size[d], kernel_size[d]) for d in range(D)]
+    q = 1
+    for o in output_size:
+        q *= o
+    flat_x = P.reshape(x, (n, c, -1))
+    strides = [1] * D
+    for d in range(D - 2, -1, -1):
+        strides[d] = strides[d + 1] * sizes[d + 1]
+    best = best_idx = None
+    for offs in itertools.product(*[range(k) for k in kernel_size]):
+        idx = None
+        for d in range(D):
+            shape = [n, c] + [1] * D
+            shape[2 + d] = output_size[d]
+            pos = P.broadcast_to(P.reshape(starts[d] + offs[d], shape), (n, c, *output_size)) * strides[d]
+            idx = pos if idx is None else idx + pos
+        idx = P.reshape(idx, (n, c, q))
+        val = P.emit1("gather_axis", [flat_x, idx], dimension=2)
+        if best is None:
+            best, best_idx = val, idx
+        else:
+            take = P.emit1("or", [P.compare("GT", val, best), P.compare("NE", val, val)])
+            best, best_idx = P.where(take, val, best), P.where(take, idx, best_idx)
+    out_shape = (n, c, *output_size) if batched else (c, *output_size)
+    return P.reshape(best, out_shape), P.reshape(best_idx, out_shape)
+
+
+@lower(aten.fractional_max_pool2d.default, aten.fractional_max_pool3d.default)
+def fractional_max_pool(self: Sym, kernel_size: list[int], output_size: list[int], random_samples: Sym
+                        ) -> tuple[Sym, Sym]:
+    return _fractional_max_pool(self, list(kernel_size), list(output_size), random_samples)
+
+
+@lower(aten.fractional_max_pool2d_backward.default, aten.fractional_max_pool3d_backward.default)
+def fractional_max_pool_backward(grad_output: Sym, self: Sym, kernel_size: list[int], output_size: list[int],
+                                 indices: Sym) -> Sym:
+    D = len(kernel_size)  # noqa: N806
+    lead = self.shape[:self.ndim - D]
+    m = 1
+    for s in lead:
+        m *= s
+    g = P.reshape(P.convert(grad_output, torch.float64 if self.dtype == torch.float64 else torch.float32), (m, -1))
+    idx = P.reshape(P.convert(indices, torch.int64), (m, -1))
+    buf = P.full(0.0, (m, self.numel() // max(m, 1)), g.dtype)
+    out = P.emit1("scatter_axis", [buf, idx, g], dimension=1, reduce="add")
+    return P.convert(P.reshape(out, self.shape), self.dtype)

@@ -172,6 +172,117 @@ def histogram_edges(self: Sym, bins: Sym, *, weight: Sym | None = None, density:
     return P.convert(hist, self.dtype), bins
 
 
+# --- histogramdd ---------------------------------------------------------------------------------------------------
+
+def _upper_bound(seq: Sym, x: Sym) -> Sym:
+    """std::upper_bound(seq, seq + n, x) - seq for each x (M,), step for step (the edges need not be sorted: ATen
+    searches the given order, so the result is the C++ algorithm's, not a count)."""
+    n, m = seq.shape[0], x.shape[0]
+    first = P.full(0, (m,), torch.int64)
+    count = P.full(n, (m,), torch.int64)
+    for _ in range(max(n, 1).bit_length()):
+        active = P.compare("GT", count, 0)
+        step = P.emit1("shift_right_arithmetic", [count, P.full(1, (m,), torch.int64)])
+        it = first + step
+        probe = P.emit1("index_select", [seq, P.emit1("minimum", [it, P.full(n - 1, (m,), torch.int64)])],
+                        dimension=0)
+        right = P.emit1("and", [active, P.emit1("not", [P.compare("LT", x, probe)])])
+        first = P.where(right, it + 1, first)
+        count = P.where(active, P.where(right, count - step - 1, step), count)
+    return first
+
+
+def _dd_input(self: Sym) -> tuple[Sym, torch.dtype]:
+    acc = torch.float64 if self.dtype == torch.float64 else torch.float32
+    return P.reshape(P.convert(self, acc), (-1, self.shape[-1])), acc
+
+
+def _dd_edges(x: Sym, bins: list[int], rng: list[float] | None, dtype: torch.dtype) -> list[Sym]:
+    """ATen's outer edges (the range, or the data's min and max; an empty range widened by 0.5 each side) and a
+    linspace in the input's dtype per dim (start + step * i below halfway, end - step * (steps - 1 - i) above)."""
+    m, n = x.shape
+    out = []
+    for d in range(n):
+        if rng is not None:
+            lo, hi = P.const(float(rng[2 * d]), dtype), P.const(float(rng[2 * d + 1]), dtype)
+        elif m > 0:
+            col = P.reshape(P.slice_dim(x, 1, d, d + 1), (m,))
+            lo, hi = P.convert(P.reduce(col, "min", (0,)), dtype), P.convert(P.reduce(col, "max", (0,)), dtype)
+        else:
+            lo, hi = P.const(0.0, dtype), P.const(1.0, dtype)
+        same = P.compare("EQ", lo, hi)
+        lo, hi = P.where(same, lo - 0.5, lo), P.where(same, hi + 0.5, hi)
+        steps = bins[d] + 1
+        if steps == 1:
+            out.append(P.reshape(lo, (1,)))
+            continue
+        step = (hi - lo) / float(steps - 1)
+        i = P.convert(P.iota((steps,), 0), dtype)
+        b = lambda v, s=steps: P.broadcast_to(v, (s,))  # noqa: E731
+        rev = P.convert(P.full(steps - 1, (steps,), torch.int64) - P.iota((steps,), 0), dtype)
+        out.append(P.where(P.compare("LT", P.iota((steps,), 0), steps // 2), b(lo) + b(step) * i,
+                           b(hi) - b(step) * rev))
+    return out
+
+
+def _dd_hist(x: Sym, edges: list[Sym], weight: Sym | None, density: bool, acc: torch.dtype) -> Sym:
+    m, n = x.shape
+    nb = [e.shape[0] - 1 for e in edges]
+    total = 1
+    for k in nb:
+        total *= max(k, 0)
+    keep = P.full(True, (m,), torch.bool)
+    flat = P.full(0, (m,), torch.int64)
+    for d, e in enumerate(edges):
+        ea = P.convert(e, acc)
+        col = P.reshape(P.slice_dim(x, 1, d, d + 1), (m,))
+        k = nb[d]
+        lo = P.broadcast_to(P.slice_dim(ea, 0, 0, 1), (m,))
+        hi = P.broadcast_to(P.slice_dim(ea, 0, k, k + 1), (m,))
+        keep = P.emit1("and", [keep, P.emit1("and", [P.compare("GE", col, lo), P.compare("LE", col, hi)])])
+        pos = _upper_bound(ea, col) - 1
+        pos = P.where(P.compare("EQ", pos, k), pos - 1, pos)
+        pos = P.emit1("clamp", [P.full(0, (m,), torch.int64), pos, P.full(max(k - 1, 0), (m,), torch.int64)])
+        flat = flat * k + pos
+    w = P.full(1.0, (m,), acc) if weight is None else P.convert(P.reshape(weight, (-1,)), acc)
+    w = P.where(keep, w, P.zeros_like(w))
+    flat = P.where(keep, flat, P.full(total, (m,), torch.int64))
+    hist = P.emit1("index_add", [P.full(0.0, (total + 1,), acc), flat, w], dimension=0) if m else \
+        P.full(0.0, (total + 1,), acc)
+    hist = P.reshape(P.slice_dim(hist, 0, 0, total), tuple(nb))
+    if density:
+        hist = hist / P.broadcast_to(P.reduce(hist, "sum", tuple(range(n))), hist.shape)
+        for d, e in enumerate(edges):
+            ea = P.convert(e, acc)
+            widths = P.slice_dim(ea, 0, 1, nb[d] + 1) - P.slice_dim(ea, 0, 0, nb[d])
+            shape = [1] * n
+            shape[d] = nb[d]
+            hist = hist / P.broadcast_to(P.reshape(widths, shape), hist.shape)
+    return hist
+
+
+@lower(aten._histogramdd_bin_edges.default)
+def histogramdd_bin_edges(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
+                          weight: Sym | None = None, density: bool = False) -> list[Sym]:
+    x, _ = _dd_input(self)
+    return _dd_edges(x, list(bins), range, self.dtype)
+
+
+@lower(aten._histogramdd_from_bin_cts.default)
+def histogramdd_from_bin_cts(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
+                             weight: Sym | None = None, density: bool = False) -> Sym:
+    x, acc = _dd_input(self)
+    edges = _dd_edges(x, list(bins), range, self.dtype)
+    return P.convert(_dd_hist(x, edges, weight, density, acc), self.dtype)
+
+
+@lower(aten._histogramdd_from_bin_tensors.default)
+def histogramdd_from_bin_tensors(self: Sym, bins: list[Sym], *, weight: Sym | None = None,
+                                 density: bool = False) -> Sym:
+    x, acc = _dd_input(self)
+    return P.convert(_dd_hist(x, list(bins), weight, density, acc), self.dtype)
+
+
 def _bincount_size(self: Sym, *, minlength: int) -> Sym:
     top = P.reduce(self, "max", (0,)) + 1 if self.shape[0] else P.const(0, torch.int64)
     return P.emit1("maximum", [P.convert(top, torch.int64), P.const(minlength, torch.int64)])

@@ -1,4 +1,4 @@
-"""Lowerings of segment_reduce (lengths or offsets) and its backward.
+"""Lowerings of segment_reduce (lengths or offsets) and its backward, and of hash_tensor (an XOR reduction).
 
 Each position along `axis` gets its segment id from the (data) lengths or offsets: the number of segment ends at
 or before it (positions past the last segment get a spill id). The reduction is one scatter along `axis` into a
@@ -122,3 +122,93 @@ def segment_reduce_backward(grad: Sym, output: Sym, data: Sym, reduce: str, *, l
     else:
         raise RuntimeError(f"segment_reduce: unsupported reduction {reduce!r}")
     return P.convert(P.where(seg.inside, gi, P.zeros_like(gi)), data.dtype)
+
+
+# --- hash_tensor (mode 0: XOR of each element's bits as uint64) ------------------------------------------------------
+# ATen reads each element as uint64: integers and bools by value (two's complement), floats by the bits of their
+# float64 value. The IR has no bitcast, so the float64 bit pattern is composed arithmetically (sign by copysign,
+# exponent from log2 corrected by one step, mantissa scaled to an exact integer); XOR reduces as a halving tree.
+# The program yields int64; the kernel views it as uint64 (the IR has no unsigned 64-bit type).
+
+_SIGN_BIT = -(2 ** 63)
+
+
+def _f64_bits(x: Sym) -> Sym:
+    if not x.dtype.is_floating_point:
+        return P.convert(x, torch.int64)
+    v = P.convert(x, torch.float64)
+    shape = v.shape
+    f = lambda c: P.full(c, shape, torch.float64)  # noqa: E731
+    i = lambda c: P.full(c, shape, torch.int64)  # noqa: E731
+    a = P.emit1("abs", [v])
+    nan = P.compare("NE", v, v)
+    inf = P.compare("EQ", a, float("inf"))
+    zero = P.compare("EQ", a, 0.0)
+    special = P.emit1("or", [P.emit1("or", [nan, inf]), zero])
+    safe = P.where(special, f(1.0), a)
+    e = P.emit1("floor", [P.emit1("log2", [safe])])
+    m = safe / P.emit1("exp2", [e])
+    e = P.where(P.compare("GE", m, 2.0), e + 1.0, P.where(P.compare("LT", m, 1.0), e - 1.0, e))
+    sub = P.compare("LT", e, -1022.0)
+    e = P.where(sub, f(-1022.0), e)
+    m = safe / P.emit1("exp2", [e])  # in [1, 2), or [0, 1) for a subnormal
+    mant = P.convert(P.where(sub, m, m - 1.0) * float(2 ** 52), torch.int64)
+    expo = P.where(sub, i(0), P.convert(e, torch.int64) + 1023)
+    bits = expo * (2 ** 52) + mant
+    bits = P.where(zero, i(0), P.where(inf, i(2047 * 2 ** 52), P.where(nan, i(0x7FF8 * 2 ** 48), bits)))
+    neg = P.compare("LT", P.emit1("copysign", [f(1.0), v]), 0.0)
+    return P.where(neg, P.emit1("or", [bits, i(_SIGN_BIT)]), bits)
+
+
+def _xor_reduce(x: Sym, dims: tuple[int, ...], keepdim: bool) -> Sym:
+    rest = [d for d in range(x.ndim) if d not in dims]
+    y = P.transpose(x, (*rest, *dims))
+    lead = tuple(x.shape[d] for d in rest)
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    y = P.reshape(y, (*lead, n))
+    if n == 0:
+        y = P.full(0, (*lead, 1), torch.int64)
+        n = 1
+    while n > 1:
+        if n % 2:
+            y = P.concat([y, P.full(0, (*lead, 1), torch.int64)], len(lead))
+            n += 1
+        h = n // 2
+        y = P.emit1("xor", [P.slice_dim(y, len(lead), 0, h), P.slice_dim(y, len(lead), h, n)])
+        n = h
+    y = P.reshape(y, lead)
+    return P.keep_dims(y, x.shape, dims) if keepdim else y
+
+
+def _hash_bits(self: Sym, dim: tuple[int, ...] = (), keepdim: bool = False, mode: int = 0) -> Sym:
+    if mode != 0:
+        raise RuntimeError(f"hash_tensor: unsupported mode {mode}")
+    dims = P.canon_dims(list(dim) if dim else None, self.ndim)
+    return _xor_reduce(_f64_bits(self), dims, keepdim)
+
+
+def _hash_int64(self: torch.Tensor, dim: Any, keepdim: bool, mode: int) -> torch.Tensor:
+    from torchtpu.execution import eager
+
+    dim = tuple([dim] if isinstance(dim, int) else dim)
+    return eager.run("aten::hash_tensor", _hash_bits, (self,), {"dim": dim, "keepdim": keepdim, "mode": mode})
+
+
+def hash_tensor(self: torch.Tensor, dim: Any = (), *, keepdim: bool = False, mode: int = 0) -> torch.Tensor:
+    return _hash_int64(self, dim, keepdim, mode).view(torch.uint64)
+
+
+def hash_tensor_out(self: torch.Tensor, dim: Any = (), *, keepdim: bool = False, mode: int = 0,
+                    out: torch.Tensor) -> torch.Tensor:
+    bits = _hash_int64(self, dim, keepdim, mode)
+    if tuple(out.shape) != tuple(bits.shape):
+        out.resize_(bits.shape)
+    out.view(torch.int64).copy_(bits)  # the same bytes: uint64 is not an IR dtype
+    return out
+
+
+def register(impl: Any) -> None:
+    impl(aten.hash_tensor.default, hash_tensor, "lowering")
+    impl(aten.hash_tensor.out, hash_tensor_out, "lowering")
