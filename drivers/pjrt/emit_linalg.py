@@ -68,8 +68,11 @@ def _lapack(e: Emitter, op: Op, fn: str, operands: Sequence[V], results: Sequenc
             config: str = "", alias: bool = True) -> list[V]:
     """One jaxlib LAPACK FFI call (`results`: shape, dtype, is-a-matrix) in MLIR's pretty form, as jax prints it."""
     if e.platform != "cpu":
-        raise NotImplementedError(f"IR op {op.name!r} has no StableHLO emitter for PJRT platform {e.platform!r} "
-                                  f"yet (on cpu it calls LAPACK); use the sim driver for it")
+        # (jax.lax.linalg emits cusolver custom calls on cuda and its own QR/Jacobi/LU expansions on tpu; neither
+        # is printed here yet)
+        raise NotImplementedError(f"IR op {op.name!r} is not supported by the pjrt driver on platform "
+                                  f"{e.platform!r}: it calls jaxlib's LAPACK kernels, which exist on cpu only; "
+                                  f"use the sim driver or TORCHTPU_PJRT_PLATFORM=cpu for it")
     batch = len(operands[0].shape) - 2
     target = f"lapack_{_LAPACK_PREFIX[operands[0].dtype]}{fn}_ffi"
     base = e.fresh()
