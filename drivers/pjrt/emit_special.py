@@ -1,7 +1,7 @@
 """Special-function emitters (`special_unary` / `special_binary`, selected by `function`).
 
 Every function of drivers/ir_ops.py's SPECIAL_UNARY / SPECIAL_BINARY is printed as StableHLO: CHLO ops where
-they exist (bessel_i1e, erfc, erf_inv, lgamma, zeta, polygamma), Cephes rational and Chebyshev approximations
+they exist (bessel_i1e, erfc, erf_inv, lgamma), Cephes rational and Chebyshev approximations
 with selects for the Bessel, modified Bessel and Airy functions (the tables PyTorch's CPU kernels use, in
 special_tables.py), and `stablehlo.while` loops for what iterates: the incomplete gamma series and continued
 fraction (as the sim), and the orthogonal-polynomial recurrences of a tensor degree n (as the sim and ATen).
@@ -412,6 +412,81 @@ def _trunc(x: X) -> X:
     return where(x < 0.0, -(-x).fn("floor"), x.fn("floor"))
 
 
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+           1.8152105401943546773e17, -7.1661652561756670113e18)
+
+
+def _zeta(x: X, q: X) -> X:
+    """Hurwitz zeta as the sim (Cephes' Euler-Maclaurin summation, as ATen): direct terms in a while loop until
+    9 terms are summed and q + i > 9, then 12 Bernoulli tail terms (without Cephes' early exits, which only
+    skip terms below 1e-16 of the sum). Negative q is allowed for integer x (polygamma of negative x)."""
+    e = x.e
+    pw = lambda a, b: X(e, e.binary("stablehlo.power", a.v, b.v))  # noqa: E731
+    bad = isnan(x) | isnan(q) | (x <= 1.0) | ((q <= 0.0) & (q.fn("floor").eq(q) | x.fn("floor").ne(x)))
+    sx, sq = where(bad, 2.0, x), where(bad, 1.0, q)
+
+    def step(i: X, st: list[X]) -> tuple[list[X], X]:
+        cnt, a, acc, b = st
+        act = (cnt < 9.0) | (a <= 9.0)
+        a2 = a + 1.0
+        b2 = pw(a2, -sx)
+        new = [where(act, cnt + 1.0, cnt), where(act, a2, a), where(act, acc + b2, acc), where(act, b2, b)]
+        return new, (new[0] < 9.0) | (new[1] <= 9.0)
+
+    init = [sq.like(0.0), sq, pw(sq, -sx), sq.like(0.0)]
+    _, a, acc, b = _counted_loop(e, 100000, init, step)
+    w = a
+    acc = acc + b * w / (sx - 1.0) - 0.5 * b
+    a, k = sq.like(1.0), 0.0
+    for coef in _ZETA_A:
+        a = a * (sx + k)
+        b = b / w
+        acc = acc + a * b / coef
+        k += 1.0
+        a = a * (sx + k)
+        b = b / w
+        k += 1.0
+    v = where(x.eq(1.0) | ((q <= 0.0) & q.fn("floor").eq(q) & (x > 1.0)), x.like(math.inf), acc)
+    return where(isnan(x) | isnan(q) | (x < 1.0) | ((q <= 0.0) & q.fn("floor").ne(q) & x.fn("floor").ne(x)),
+                 math.nan, v)
+
+
+def _digamma(x: X) -> X:
+    """Reflection below 0, recurrence up to 10, the asymptotic series (ATen's calc_digamma, as the sim)."""
+    neg = x < 0.0
+    result = where(neg, -math.pi / (math.pi * x).fn("tan"), x.like(0.0))
+    y = where(neg, 1.0 - x, x)
+    for _ in range(10):
+        small = y < 10.0
+        result = where(small, result - 1.0 / y, result)
+        y = where(small, y + 1.0, y)
+    f = 1.0 / (y * y)
+    series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))))
+    v = result + log(y) - 0.5 / y - series
+    v = where(neg & (x.fn("floor")).eq(x), math.nan, v)
+    zero = where(x.eq(0.0), x, 1.0)  # the sign of a zero picks the infinity
+    return where(x.eq(0.0), where(sign_bit(zero), x.like(math.inf), -math.inf), v)
+
+
+def sign_bit(x: X) -> X:
+    return (1.0 / x) < 0.0
+
+
+def _trigamma(x: X) -> X:
+    """ATen's trigamma (as the sim): reflection below 0.5, six recurrence steps, the asymptotic series."""
+    low = x < 0.5
+    s = sin(math.pi * x)
+    result = where(low, -(math.pi * math.pi) / (s * s), x.like(0.0))
+    y = where(low, 1.0 - x, x)
+    for _ in range(6):
+        result = result + 1.0 / (y * y)
+        y = y + 1.0
+    ixx = 1.0 / (y * y)
+    result = result + (1.0 + 1.0 / (2.0 * y) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / y
+    return where(low, -result, result)
+
+
 def _special_math(e: Emitter, fn: str, vs: list[V]) -> V:
     xs = [X(e, v) for v in vs]
     x = xs[0]
@@ -442,9 +517,14 @@ def _special_math(e: Emitter, fn: str, vs: list[V]) -> V:
         v = e.binary("stablehlo.subtract", e.binary("stablehlo.multiply", x.v, e.like(2, x.v)), e.like(1, x.v))
         return e.binary("stablehlo.multiply", e.unary("chlo.erf_inv", v), e.like(math.sqrt(2.0), x.v))
     if fn == "zeta":
-        return e.binary("chlo.zeta", vs[0], vs[1])
-    if fn == "polygamma":
-        return e.binary("chlo.polygamma", vs[0], vs[1])
+        return _zeta(xs[0], xs[1]).v
+    if fn == "polygamma":  # the sim's (ATen's) digamma and trigamma; chlo.polygamma for n >= 2
+        n = xs[0]
+        k = where(n >= 2.0, n, 2.0)
+        lg = (k + 1.0).fn("chlo.lgamma")
+        odd = fabs(k - 2.0 * (k / 2.0).fn("floor")).eq(1.0)
+        big = where(odd, 1.0, -1.0 * k.like(1.0)) * exp(lg) * _zeta(k + 1.0, xs[1])
+        return where(n.eq(0.0), _digamma(xs[1]), where(n.eq(1.0), _trigamma(xs[1]), big)).v
     if fn in ("igamma", "igammac"):
         return _igamma(xs[0], xs[1], fn == "igammac").v
     return _polynomial(fn, xs[0], xs[1]).v

@@ -25,7 +25,7 @@ def _inputs(fn: str, dtype: str) -> list[np.ndarray]:
     elif fn == "zeta":
         arrays = [rng.uniform(1.1, 5, 20), rng.uniform(0.5, 3, 20)]
     elif fn == "polygamma":
-        arrays = [[0, 1, 2, 3] * 5, rng.uniform(0.5, 4, 20)]
+        arrays = [[0, 1, 2, 3] * 8, [*rng.uniform(0.5, 4, 20), *rng.uniform(-9, 0, 10), 0.0, -0.0]]
     elif fn in SPECIAL_BINARY:
         arrays = [[*POLY_X, *rng.uniform(-1.5, 1.5, 40)], [*POLY_N, *rng.integers(0, 12, 40)]]
     elif fn == "ndtri":
