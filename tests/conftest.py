@@ -1,8 +1,29 @@
-"""Shared fixtures: every test starts with zeroed stats and fallback counts."""
+"""Shared fixtures: every test starts with zeroed stats and fallback counts.
+
+`@pytest.mark.sim_only("why")` marks a test that asserts a simulator-only fact (simulated cycles and costs, the
+timeline, HBM accounting figures, the sim's bf16 MXU numerics, bit-exact per-op evaluation): it is skipped, with
+its reason, when the suite runs on another driver (TORCHTPU_DRIVER=pjrt)."""
 
 from __future__ import annotations
 
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sim_only(reason): asserts a simulator-only fact; skipped on other drivers")
+
+
+def _driver_name() -> str:
+    from torchtpu.runtime import driver_name_from_env
+
+    return driver_name_from_env()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    marker = item.get_closest_marker("sim_only")
+    if marker is not None and _driver_name() != "sim":
+        reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+        pytest.skip(f"sim only (driver is {_driver_name()}): {reason}")
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ def test_autoload_can_be_disabled_and_import_torchtpu_still_works():
     assert out.split("\n")[:2] == ["not registered", "tpu:0"]
 
 
+@pytest.mark.sim_only("asserts the simulated v5e chip's properties (16 GB HBM, name)")
 def test_device_module_api(tpu):
     assert torch.tpu.is_available() and torch.tpu.device_count() >= 1
     assert torch.tpu.current_device() == 0
@@ -82,6 +83,7 @@ def test_memory_accounting_returns_to_baseline(tpu):
     assert stats["allocated_bytes.all.current"] == base
 
 
+@pytest.mark.sim_only("asserts the sim's HBM accounting (out of simulated HBM at the chip's capacity)")
 def test_oom_raises_and_leaves_tensors_intact(tpu):
     keep = torch.arange(10, device=tpu)
     before = torch.tpu.memory_allocated()
@@ -92,6 +94,7 @@ def test_oom_raises_and_leaves_tensors_intact(tpu):
     assert keep.cpu().tolist() == list(range(10))
 
 
+@pytest.mark.sim_only("asserts simulated costs (stats flops)")
 def test_stats_report_simulated_costs(tpu):
     a = torch.randn(256, 256, device=tpu)
     torchtpu.reset_stats()

@@ -39,11 +39,14 @@ def test_pjrt_with_an_unknown_platform_lists_the_valid_ones():
     assert r.returncode != 0 and "tpu" in r.stderr and "cpu" in r.stderr and "cuda" in r.stderr
 
 
+@pytest.mark.sim_only("TORCHTPU_CHIP selects the simulated chip; the pjrt driver takes the real device")
 def test_bad_chip_lists_valid_values():
     r = _run({"TORCHTPU_CHIP": "v9", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, "import torchtpu")
     assert r.returncode != 0 and "TORCHTPU_CHIP='v9'" in r.stderr and "v5e" in r.stderr
 
 
+@pytest.mark.sim_only("TORCHTPU_CHIP selects the simulated chip's HBM size; the pjrt driver "
+                      "reports the real device's memory")
 def test_chip_selects_hbm_size():
     r = _run({"TORCHTPU_CHIP": "v5p"}, "import torch; print(torch.tpu.get_device_properties().total_memory)")
     assert r.returncode == 0, r.stderr

@@ -53,6 +53,8 @@ def test_forward_defer_and_fuse(tpu, name):
     assert r.clean, (r.detail, r.error, r.fallbacks)
 
 
+@pytest.mark.sim_only("bit-exact DEFER_AND_FUSE == DEFER_NEVER is the sim's per-op evaluation; XLA fuses and "
+                      "reassociates f32 math inside a fused program (differences ~1e-4)")
 @pytest.mark.parametrize("name", ["bert", "llama"])
 def test_forward_defer_and_fuse_matches_defer_never(tpu, name):
     import torch

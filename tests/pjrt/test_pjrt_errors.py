@@ -70,3 +70,18 @@ def test_checks_can_be_turned_off(monkeypatch):
     program, arrays = CASES["index_select"]
     (out,) = run(drv, program, arrays)  # XLA clamps the index
     np.testing.assert_array_equal(out, -X[2:3])
+
+
+@pytest.mark.parametrize("platform", ["tpu", "cuda"])
+@pytest.mark.parametrize("op", ["lu", "qr", "svd", "eigh", "eig"])
+def test_lapack_ops_name_op_and_platform_off_cpu(op, platform):
+    """lu/qr/svd/eigh/eig call jaxlib's CPU LAPACK kernels: on other platforms emitting them says so."""
+    from torchtpu.drivers.pjrt.emit import emit
+
+    attrs = {"qr": {"full_matrices": False}, "svd": {"full_matrices": False},
+             "eigh": {"lower": True}}.get(op, {})
+    b = Builder()
+    x = b.input((3, 3), "float32")
+    program = b.finish(b.emit(op, [x], **attrs))
+    with pytest.raises(NotImplementedError, match=f"{op}.*{platform}.*cpu only"):
+        emit(program, platform=platform)
