@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from torchtpu.drivers.ir import Op
@@ -11,16 +13,33 @@ from torchtpu.sim import mxu
 MXU_ARRAY = 128  # the simulated chip's systolic array width; SimDriver sets it (256 on v6e/v7x)
 
 
+_BCAST_PLANS: dict[tuple, tuple] = {}
+
+
+def _broadcast_plan(shape: tuple, dims: tuple, in_shape: tuple) -> tuple:
+    """(transpose order or None, reshaped input shape) for broadcast_in_dim; fixed per (shape, dims, in_shape)."""
+    key = (shape, dims, in_shape)
+    plan = _BCAST_PLANS.get(key)
+    if plan is None:
+        expanded = [1] * len(shape)
+        for d, od in zip(in_shape, dims):
+            expanded[od] = d
+        order = sorted(range(len(dims)), key=dims.__getitem__)  # stable, like np.argsort(kind="stable")
+        transpose = tuple(order) if len(dims) > 1 and order != list(range(len(dims))) else None
+        plan = (transpose, tuple(expanded))
+        if len(_BCAST_PLANS) >= 4096:
+            _BCAST_PLANS.clear()
+        _BCAST_PLANS[key] = plan
+    return plan
+
+
 @kernel("broadcast_in_dim")
 def _broadcast(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x = args[0]
-    shape = op.attr("shape")
-    dims = op.attr("broadcast_dimensions")
-    expanded = [1] * len(shape)
-    for d, od in zip(x.shape, dims):
-        expanded[od] = d
-    order = np.argsort(dims, kind="stable")
-    x = np.transpose(x, order) if len(dims) > 1 and list(order) != list(range(len(dims))) else x
+    shape = tuple(op.attr("shape"))
+    transpose, expanded = _broadcast_plan(shape, tuple(op.attr("broadcast_dimensions")), x.shape)
+    if transpose is not None:
+        x = np.transpose(x, transpose)
     return [np.broadcast_to(x.reshape(expanded), shape)]
 
 
@@ -205,10 +224,10 @@ def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
     rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
     batch = [lhs.shape[d] for d in lb]
-    m = int(np.prod([lhs.shape[d] for d in lfree], dtype=np.int64))
-    n = int(np.prod([rhs.shape[d] for d in rfree], dtype=np.int64))
-    k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
-    b = int(np.prod(batch, dtype=np.int64))
+    m = math.prod([lhs.shape[d] for d in lfree])
+    n = math.prod([rhs.shape[d] for d in rfree])
+    k = math.prod([lhs.shape[d] for d in lc])
+    b = math.prod(batch)
     a3 = np.transpose(lhs, (*lb, *lfree, *lc)).reshape(b, m, k)
     b3 = np.transpose(rhs, (*rb, *rc, *rfree)).reshape(b, k, n)
     out_t = op.outputs[0]
