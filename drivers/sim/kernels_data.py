@@ -216,25 +216,42 @@ def _mxu_dtype(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32)
 
 
-@kernel("dot_general")
-def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    lhs, rhs = args
+_DOT_PLANS: dict[int, tuple] = {}
+
+
+def _dot_plan(op: Op, lhs: np.ndarray, rhs: np.ndarray) -> tuple:
+    """Per op and operand shapes/dtypes: (lhs perm, rhs perm, (b, m, k), (b, k, n), integer?, precision, out type)."""
+    entry = _DOT_PLANS.get(id(op))
+    if entry is not None and entry[0] is op and entry[1] == lhs.shape and entry[2] == rhs.shape \
+            and entry[3] == lhs.dtype:
+        return entry[4]
     lb, rb = op.attr("lhs_batch"), op.attr("rhs_batch")
     lc, rc = op.attr("lhs_contract"), op.attr("rhs_contract")
     lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
     rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
-    batch = [lhs.shape[d] for d in lb]
     m = math.prod([lhs.shape[d] for d in lfree])
     n = math.prod([rhs.shape[d] for d in rfree])
     k = math.prod([lhs.shape[d] for d in lc])
-    b = math.prod(batch)
-    a3 = np.transpose(lhs, (*lb, *lfree, *lc)).reshape(b, m, k)
-    b3 = np.transpose(rhs, (*rb, *rc, *rfree)).reshape(b, k, n)
+    b = math.prod([lhs.shape[d] for d in lb])
     out_t = op.outputs[0]
-    if lhs.dtype.kind in "iub" or out_t.dtype in ("int64", "int32"):
+    integer = lhs.dtype.kind in "iub" or out_t.dtype in ("int64", "int32")
+    plan = ((*lb, *lfree, *lc), (*rb, *rc, *rfree), (b, m, k), (b, k, n), integer, op.attr("precision"), out_t)
+    if len(_DOT_PLANS) >= 4096:
+        _DOT_PLANS.clear()
+    _DOT_PLANS[id(op)] = (op, lhs.shape, rhs.shape, lhs.dtype, plan)
+    return plan
+
+
+@kernel("dot_general")
+def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    lhs, rhs = args
+    lperm, rperm, a_shape, b_shape, integer, precision, out_t = _dot_plan(op, lhs, rhs)
+    a3 = lhs.transpose(lperm).reshape(a_shape)
+    b3 = rhs.transpose(rperm).reshape(b_shape)
+    if integer:
         y = np.matmul(a3.astype(np.int64), b3.astype(np.int64))  # integer matmul: exact, on the VPU
     else:
-        y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=op.attr("precision"), out_dtype=np.float32,
+        y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=precision, out_dtype=np.float32,
                        array=MXU_ARRAY)
     return [store(y.reshape(out_t.shape), out_t.dtype)]
 
