@@ -23,6 +23,7 @@ Set with `set_mode()` or env TORCHTPU_MXU_MODE=auto|exact|fast; an explicit `mod
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,7 @@ AUTO_EXACT_MAX_MACS = 2**18  # assumption: above 64^3 MACs "auto" prefers BLAS s
 DEFAULT_ARRAY = 128  # MXU width on v4/v5e/v5p [SB-tpus]; 256 on v6e/v7x (ChipSpec.mxu_array)
 _ENV = "TORCHTPU_MXU_MODE"
 _mode: str | None = None
+_env_seen: tuple[str | None, str] = (None, "auto")  # (raw env value, its checked mode): read per call, parsed once
 
 
 def _check_mode(mode: str, where: str) -> str:
@@ -71,8 +73,14 @@ def get_mode() -> str:
     """The current process-wide mode: set_mode() value, else env TORCHTPU_MXU_MODE, else 'auto'."""
     if _mode is not None:
         return _mode
+    global _env_seen
     env = os.environ.get(_ENV)
-    return "auto" if env is None or env == "" else _check_mode(env, f"env {_ENV}")
+    seen = _env_seen
+    if env == seen[0]:
+        return seen[1]
+    mode = "auto" if env is None or env == "" else _check_mode(env, f"env {_ENV}")
+    _env_seen = (env, mode)
+    return mode
 
 
 def resolve_mode(mode: str | None, macs: int) -> str:
@@ -163,7 +171,7 @@ def matmul(
         prec = "DEFAULT"  # bf16 inputs: always one pass
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    batch = int(np.prod(a.shape[:-2], dtype=np.int64))
+    batch = math.prod(a.shape[:-2])
     how = resolve_mode(mode, batch * m * n * k)
     if how == "exact":
         def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:

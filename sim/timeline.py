@@ -49,7 +49,7 @@ class Timeline:
         self._host = 0.0
         self._device_free = 0.0
         self._busy = 0.0
-        self._records: list[TimelineRecord] = []
+        self._records: list[tuple] = []  # TimelineRecord fields as plain tuples (built lazily by `records`)
 
     def host_issue(self, seconds: float) -> None:
         """Advance the host clock by `seconds` of host work (launch overhead, Python, copies...)."""
@@ -63,9 +63,8 @@ class Timeline:
         end = start + float(record.seconds)
         self._device_free = end
         self._busy += float(record.seconds)
-        self._records.append(TimelineRecord(name or record.op, record.op, float(record.flops),
-                                            float(record.hbm_bytes), float(record.cycles), record.bound,
-                                            start, end, self._host))
+        self._records.append((name or record.op, record.op, float(record.flops), float(record.hbm_bytes),
+                              float(record.cycles), record.bound, start, end, self._host))
 
     def synchronize(self) -> float:
         """Host waits until the device is idle; returns the (new) host clock."""
@@ -88,12 +87,13 @@ class Timeline:
 
     @property
     def records(self) -> list[TimelineRecord]:
-        return list(self._records)
+        return [TimelineRecord(*r) for r in self._records]
 
     def totals(self) -> dict[str, Any]:
         """device_seconds, flops, hbm_bytes, launches and a per-op-kind breakdown."""
         by_op: dict[str, dict[str, float]] = {}
-        for r in self._records:
+        records = self.records
+        for r in records:
             d = by_op.setdefault(r.op, {"count": 0, "seconds": 0.0, "flops": 0.0, "hbm_bytes": 0.0})
             d["count"] += 1
             d["seconds"] += r.seconds
@@ -101,9 +101,9 @@ class Timeline:
             d["hbm_bytes"] += r.hbm_bytes
         return {
             "device_seconds": self._busy,
-            "flops": sum(r.flops for r in self._records),
-            "hbm_bytes": sum(r.hbm_bytes for r in self._records),
-            "launches": len(self._records),
+            "flops": sum(r.flops for r in records),
+            "hbm_bytes": sum(r.hbm_bytes for r in records),
+            "launches": len(records),
             "by_op": by_op,
         }
 
@@ -114,7 +114,7 @@ class Timeline:
             {"ph": "M", "pid": pid, "tid": 0, "name": "thread_name", "args": {"name": "device"}},
             {"ph": "M", "pid": pid, "tid": 1, "name": "thread_name", "args": {"name": "host launches"}},
         ]
-        for r in self._records:
+        for r in self.records:
             args = {k: v for k, v in asdict(r).items() if k not in ("name", "start", "end")}
             events.append({"ph": "X", "pid": pid, "tid": 0, "name": r.name, "cat": r.op,
                            "ts": r.start * 1e6, "dur": r.seconds * 1e6, "args": args})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from torchtpu.drivers.ir import Op
@@ -11,16 +13,33 @@ from torchtpu.sim import mxu
 MXU_ARRAY = 128  # the simulated chip's systolic array width; SimDriver sets it (256 on v6e/v7x)
 
 
+_BCAST_PLANS: dict[tuple, tuple] = {}
+
+
+def _broadcast_plan(shape: tuple, dims: tuple, in_shape: tuple) -> tuple:
+    """(transpose order or None, reshaped input shape) for broadcast_in_dim; fixed per (shape, dims, in_shape)."""
+    key = (shape, dims, in_shape)
+    plan = _BCAST_PLANS.get(key)
+    if plan is None:
+        expanded = [1] * len(shape)
+        for d, od in zip(in_shape, dims):
+            expanded[od] = d
+        order = sorted(range(len(dims)), key=dims.__getitem__)  # stable, like np.argsort(kind="stable")
+        transpose = tuple(order) if len(dims) > 1 and order != list(range(len(dims))) else None
+        plan = (transpose, tuple(expanded))
+        if len(_BCAST_PLANS) >= 4096:
+            _BCAST_PLANS.clear()
+        _BCAST_PLANS[key] = plan
+    return plan
+
+
 @kernel("broadcast_in_dim")
 def _broadcast(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x = args[0]
-    shape = op.attr("shape")
-    dims = op.attr("broadcast_dimensions")
-    expanded = [1] * len(shape)
-    for d, od in zip(x.shape, dims):
-        expanded[od] = d
-    order = np.argsort(dims, kind="stable")
-    x = np.transpose(x, order) if len(dims) > 1 and list(order) != list(range(len(dims))) else x
+    shape = tuple(op.attr("shape"))
+    transpose, expanded = _broadcast_plan(shape, tuple(op.attr("broadcast_dimensions")), x.shape)
+    if transpose is not None:
+        x = np.transpose(x, transpose)
     return [np.broadcast_to(x.reshape(expanded), shape)]
 
 
@@ -197,25 +216,42 @@ def _mxu_dtype(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32)
 
 
-@kernel("dot_general")
-def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    lhs, rhs = args
+_DOT_PLANS: dict[int, tuple] = {}
+
+
+def _dot_plan(op: Op, lhs: np.ndarray, rhs: np.ndarray) -> tuple:
+    """Per op and operand shapes/dtypes: (lhs perm, rhs perm, (b, m, k), (b, k, n), integer?, precision, out type)."""
+    entry = _DOT_PLANS.get(id(op))
+    if entry is not None and entry[0] is op and entry[1] == lhs.shape and entry[2] == rhs.shape \
+            and entry[3] == lhs.dtype:
+        return entry[4]
     lb, rb = op.attr("lhs_batch"), op.attr("rhs_batch")
     lc, rc = op.attr("lhs_contract"), op.attr("rhs_contract")
     lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
     rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
-    batch = [lhs.shape[d] for d in lb]
-    m = int(np.prod([lhs.shape[d] for d in lfree], dtype=np.int64))
-    n = int(np.prod([rhs.shape[d] for d in rfree], dtype=np.int64))
-    k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
-    b = int(np.prod(batch, dtype=np.int64))
-    a3 = np.transpose(lhs, (*lb, *lfree, *lc)).reshape(b, m, k)
-    b3 = np.transpose(rhs, (*rb, *rc, *rfree)).reshape(b, k, n)
+    m = math.prod([lhs.shape[d] for d in lfree])
+    n = math.prod([rhs.shape[d] for d in rfree])
+    k = math.prod([lhs.shape[d] for d in lc])
+    b = math.prod([lhs.shape[d] for d in lb])
     out_t = op.outputs[0]
-    if lhs.dtype.kind in "iub" or out_t.dtype in ("int64", "int32"):
+    integer = lhs.dtype.kind in "iub" or out_t.dtype in ("int64", "int32")
+    plan = ((*lb, *lfree, *lc), (*rb, *rc, *rfree), (b, m, k), (b, k, n), integer, op.attr("precision"), out_t)
+    if len(_DOT_PLANS) >= 4096:
+        _DOT_PLANS.clear()
+    _DOT_PLANS[id(op)] = (op, lhs.shape, rhs.shape, lhs.dtype, plan)
+    return plan
+
+
+@kernel("dot_general")
+def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    lhs, rhs = args
+    lperm, rperm, a_shape, b_shape, integer, precision, out_t = _dot_plan(op, lhs, rhs)
+    a3 = lhs.transpose(lperm).reshape(a_shape)
+    b3 = rhs.transpose(rperm).reshape(b_shape)
+    if integer:
         y = np.matmul(a3.astype(np.int64), b3.astype(np.int64))  # integer matmul: exact, on the VPU
     else:
-        y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=op.attr("precision"), out_dtype=np.float32,
+        y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=precision, out_dtype=np.float32,
                        array=MXU_ARRAY)
     return [store(y.reshape(out_t.shape), out_t.dtype)]
 

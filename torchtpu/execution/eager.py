@@ -84,13 +84,57 @@ class _Scalar:
 
 
 class Traced:
-    """A traced op: its Program (compiled on first eager launch) plus where the outputs go."""
+    """A traced op: its Program (compiled on first eager launch) plus where the outputs go.
 
-    __slots__ = ("program", "exe", "out_types", "structure")
+    `launch` is what a direct (non-deferred) launch compiles: `program` itself, or, when the op had a float
+    scalar argument, `program` with its float scalar constants turned into 0-d inputs (`scalars`, their buffers)
+    so that a new value (Adam's bias corrections each step) traces again but reuses the compiled executable.
+    """
 
-    def __init__(self, program: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any) -> None:
+    __slots__ = ("program", "exe", "out_types", "structure", "launch", "scalars")
+
+    def __init__(self, program: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any,
+                 launch: Any = None, scalars: tuple = ()) -> None:
         self.program, self.out_types, self.structure = program, out_types, structure
+        self.launch = program if launch is None else launch
+        self.scalars = scalars
         self.exe = None
+
+
+def _has_float(x: Any) -> bool:
+    if x.__class__ is float:
+        return True
+    if isinstance(x, _Scalar):
+        return x.dtype.is_floating_point
+    if isinstance(x, list | tuple):
+        return any(_has_float(v) for v in x)
+    return False
+
+
+_FLOAT_IR = frozenset({"float32", "float64", "bfloat16", "float16"})
+
+
+def hoist_float_scalars(program: Any) -> tuple[Any, tuple]:
+    """(`program` with each 0-d float constant whose value is a Python float made an extra input, the inputs'
+    0-d buffers) or (program, ()) when there is none. The buffers hold exactly what the constant kernel makes."""
+    if not any(op.name == "constant" and op.outputs[0].shape == () and op.outputs[0].dtype in _FLOAT_IR
+               and op.attr("value").__class__ is float for op in program.ops):
+        return program, ()
+    builder = Builder()
+    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
+    scalars = []
+    for op in program.ops:
+        out = op.outputs[0]
+        if (op.name == "constant" and out.shape == () and out.dtype in _FLOAT_IR
+                and op.attr("value").__class__ is float):
+            env[out.id] = builder.input((), out.dtype)
+            buf = runtime.scalar_buffer(op.attr("value"), out.dtype)
+            buf.flags.writeable = False
+            scalars.append(buf)
+            continue
+        for o, n in zip(op.outputs, builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))):
+            env[o.id] = n
+    return builder.finish([env[v.id] for v in program.outputs], program.name), tuple(scalars)
 
 
 def _bind(x: Any, syms: list[Sym]) -> Any:
@@ -231,7 +275,10 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
             raise RuntimeError(f"{op_name}: unsupported arguments for the tpu device")
         program, structure, outs = trace(lowering, tensors, bargs, bkwargs,
                                          list(out_dtypes) if write_into is not None else None, name=op_name)
-        traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure)
+        launch, scalars = None, ()
+        if _has_float(bargs) or _has_float(tuple(bkwargs.values())):  # a value that may change each call
+            launch, scalars = hoist_float_scalars(program)
+        traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure, launch, scalars)
         if len(_cache) >= _MAX_CACHE:  # scalar arguments are part of the key (a changing lr makes new entries)
             _cache.clear()
         _cache[key] = traced
@@ -259,9 +306,12 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
             deferred.flush()
         exe = traced.exe
         if exe is None:
-            exe = traced.exe = drv.compile(traced.program)
+            exe = traced.exe = drv.compile(traced.launch)  # the driver caches by structure: hoisted scalars hit
         buffer = runtime.buffer
-        drv.execute(exe, [buffer(t) for t in tensors], [buffer(t) for t in outputs], dev)
+        inputs = [buffer(t) for t in tensors]
+        if traced.scalars:
+            inputs += traced.scalars
+        drv.execute(exe, inputs, [buffer(t) for t in outputs], dev)
         if mode is modes.EagerMode.LAUNCH_BLOCKING:
             drv.synchronize(dev)
     structure = traced.structure
