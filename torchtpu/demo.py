@@ -46,16 +46,17 @@ def run(steps: int = 30, batch: int = 8, precision: str = "DEFAULT", seed: int =
     torch.tpu.synchronize()
     s = torchtpu.stats()
     props = torch.tpu.get_device_properties()
-    step_device = s["device_seconds"] / steps
-    step_wall = s["wall_seconds"] / steps
     flops = model_flops_per_step(cfg, batch)
-    return {"cpu_losses": cpu_losses, "tpu_losses": tpu_losses, "cpu_seconds": cpu_seconds,
-            "tpu_seconds": tpu_seconds, "device_seconds_per_step": step_device,
-            "simulated_step_seconds": step_wall, "flops_per_step": s["flops"] / steps,
-            "model_flops_per_step": flops, "hbm_bytes_per_step": s["hbm_bytes"] / steps,
-            "launches_per_step": s["launches"] / steps, "mfu": flops / step_wall / props.bf16_flops,
-            "chip": props.name, "precision": precision, "eager_mode": eager_mode, "fallbacks": s["fallbacks"],
-            "memory_allocated": torch.tpu.memory_allocated()}
+    result = {"cpu_losses": cpu_losses, "tpu_losses": tpu_losses, "cpu_seconds": cpu_seconds,
+              "tpu_seconds": tpu_seconds, "model_flops_per_step": flops, "launches_per_step": s["launches"] / steps,
+              "chip": props.name, "precision": precision, "eager_mode": eager_mode, "fallbacks": s["fallbacks"],
+              "driver": s.get("driver", "sim"), "memory_allocated": torch.tpu.memory_allocated()}
+    if "device_seconds" in s:  # simulated costs: only the sim driver has them (pjrt runs on real hardware)
+        step_wall = s["wall_seconds"] / steps
+        result.update({"device_seconds_per_step": s["device_seconds"] / steps, "simulated_step_seconds": step_wall,
+                       "flops_per_step": s["flops"] / steps, "hbm_bytes_per_step": s["hbm_bytes"] / steps,
+                       "mfu": flops / step_wall / props.bf16_flops})
+    return result
 
 
 def report(r: dict) -> str:
@@ -64,14 +65,20 @@ def report(r: dict) -> str:
     for i, (a, b) in enumerate(zip(r["cpu_losses"], r["tpu_losses"])):
         if i % 5 == 0 or i == len(r["cpu_losses"]) - 1:
             lines.append(f"{i:5d}   {a:8.4f}   {b:8.4f}   {abs(a - b) / abs(a):.2e}")
+    if "simulated_step_seconds" in r:
+        lines += [
+            "",
+            f"simulated step time      {r['simulated_step_seconds'] * 1e3:9.3f} ms "
+            f"(device busy {r['device_seconds_per_step'] * 1e3:.3f} ms, {r['launches_per_step']:.0f} launches)",
+            f"FLOPs per step           {r['flops_per_step']:.3e} executed ({r['model_flops_per_step']:.3e} model)",
+            f"HBM traffic per step     {r['hbm_bytes_per_step'] / 1e6:9.3f} MB",
+            f"MFU (model FLOPs)        {r['mfu'] * 100:9.4f} %  (a tiny model is launch/latency-bound)",
+        ]
+    else:
+        lines += ["", f"driver {r['driver']}: {r['launches_per_step']:.0f} launches per step (simulated costs are "
+                      "reported by the sim driver only)"]
     lines += [
-        "",
-        f"simulated step time      {r['simulated_step_seconds'] * 1e3:9.3f} ms "
-        f"(device busy {r['device_seconds_per_step'] * 1e3:.3f} ms, {r['launches_per_step']:.0f} launches)",
-        f"FLOPs per step           {r['flops_per_step']:.3e} executed ({r['model_flops_per_step']:.3e} model)",
-        f"HBM traffic per step     {r['hbm_bytes_per_step'] / 1e6:9.3f} MB",
-        f"MFU (model FLOPs)        {r['mfu'] * 100:9.4f} %  (a tiny model is launch/latency-bound)",
-        f"wall time                cpu {r['cpu_seconds']:.2f} s, tpu (sim) {r['tpu_seconds']:.2f} s",
+        f"wall time                cpu {r['cpu_seconds']:.2f} s, tpu ({r['driver']}) {r['tpu_seconds']:.2f} s",
         f"CPU fallbacks            {sum(r['fallbacks'].values())} {r['fallbacks'] or ''}",
     ]
     return "\n".join(lines)

@@ -207,7 +207,10 @@ def _count(program: Program, miss: bool) -> None:
     else:
         stats.misses += 1
         stats.consecutive_misses += 1
-        if stats.consecutive_misses >= 8 and stats.flushes > 8 and not stats.warned:
+        from torchtpu.execution import modes
+
+        fusing = modes.get_eager_mode() is modes.EagerMode.DEFER_AND_FUSE  # else one op per region (pjrt)
+        if fusing and stats.consecutive_misses >= 8 and stats.flushes > 8 and not stats.warned:
             stats.warned = True
             changed = [f"{a} -> {b}" for a, b in zip(stats.last_inputs, shapes) if a != b][:3]
             reason = ("input shapes changed: " + "; ".join(str(c) for c in changed)) if changed else \

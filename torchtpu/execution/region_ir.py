@@ -146,6 +146,7 @@ def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
                 slot, offset, sizes, strides = view
                 numel = slots[slot].holder.shape[0]
                 if sizes and 0 in sizes:
+                    value(slot)  # nothing written: a live slot passes through unchanged (never a None output)
                     continue
                 if covers(view, numel):
                     values[slot] = P.reshape(Sym(result), (numel,)).value
