@@ -95,6 +95,10 @@ def pow_(self: Sym, exponent: Any) -> Sym:
             return P.convert(self, P.result_dtype(self, exponent)[1])
         if exponent == 0.5 and self.dtype.is_floating_point:
             return P.emit1("sqrt", [self])
+        if exponent == -0.5 and self.dtype in (torch.bfloat16, torch.float16):
+            # ATen's CPU pow special case for reduced floats: 1 / sqrt(x) with sqrt rounded to the dtype first
+            # (vectorized bf16 ops), not one rounding of x^-0.5: normalize's gradient cancels only this way
+            return P.binary("divide", P.full(1.0, self.shape, self.dtype), P.emit1("sqrt", [self]))
     return P.binary("power", self, exponent)
 
 

@@ -232,21 +232,27 @@ def logsumexp(self: Sym, dim: list[int], keepdim: bool = False) -> Sym:
 @lower(aten.linalg_vector_norm.default)
 def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
                 *, dtype: torch.dtype | None = None) -> Sym:
-    x = P.convert(self, dtype or (self.dtype if self.dtype.is_floating_point else torch.float32))
+    out_dtype = dtype or (self.dtype if self.dtype.is_floating_point else torch.float32)
+    # ATen accumulates reduced-precision norms in float32 (opmath) and rounds once at the end: |x|^p summed and
+    # raised to 1/p in bf16 would round twice, so a size-1 norm would not be exactly |x| (normalize's gradient
+    # g/|x| - g/|x| then does not cancel).
+    compute = torch.float32 if out_dtype in (torch.bfloat16, torch.float16) else out_dtype
+    x = P.convert(self, compute)
     dims = P.canon_dims(dim, x.ndim)
     a = P.emit1("abs", [x])
     if ord == float("inf"):
-        return P.reduce(a, "max", dims, keepdim)
-    if ord == float("-inf"):
-        return P.reduce(a, "min", dims, keepdim)
-    if ord == 0:
-        return P.reduce(P.convert(P.compare("NE", a, 0), x.dtype), "sum", dims, keepdim)
-    if ord == 1:
-        return P.reduce(a, "sum", dims, keepdim)
-    if ord == 2:
-        return P.emit1("sqrt", [P.reduce(a * a, "sum", dims, keepdim)])
-    s = P.reduce(P.binary("power", a, float(ord)), "sum", dims, keepdim)
-    return P.binary("power", s, 1.0 / float(ord))
+        y = P.reduce(a, "max", dims, keepdim)
+    elif ord == float("-inf"):
+        y = P.reduce(a, "min", dims, keepdim)
+    elif ord == 0:
+        y = P.reduce(P.convert(P.compare("NE", a, 0), x.dtype), "sum", dims, keepdim)
+    elif ord == 1:
+        y = P.reduce(a, "sum", dims, keepdim)
+    elif ord == 2:
+        y = P.emit1("sqrt", [P.reduce(a * a, "sum", dims, keepdim)])
+    else:
+        y = P.binary("power", P.reduce(P.binary("power", a, float(ord)), "sum", dims, keepdim), 1.0 / float(ord))
+    return P.convert(y, out_dtype)
 
 
 def _cumextreme(x: Sym, dim: int, kind: str) -> tuple[Sym, Sym]:
