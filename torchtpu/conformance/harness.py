@@ -552,6 +552,7 @@ def run_entry(op: Any, dtype_name: str, max_samples: int | None = None, timeout:
     torchtpu.reset_fallback_counts()
     result = Result(name, dtype_name, "native")
     stats: Counter = Counter()
+    timeout = max(timeout, skips.TIMEOUTS.get(name, 0.0)) if timeout else timeout
     previous = signal.signal(signal.SIGALRM, _alarm) if timeout else None
     if timeout:
         signal.setitimer(signal.ITIMER_REAL, timeout)
