@@ -6,6 +6,7 @@ scripts/setup_env.sh
 . .venv/bin/activate
 ruff check .
 python -m pytest -q -m "not slow" -p no:cacheprovider "$@"
-# The same device, training and compile tests on the PJRT driver (JAX's CPU client compiles with real XLA).
+# The device, training, compile and bounded conformance tests again on the PJRT driver (JAX's CPU client compiles
+# with real XLA); the conformance sample must keep every entry's status recorded by the sim's full sweep.
 TORCHTPU_DRIVER=pjrt TORCHTPU_PJRT_PLATFORM=cpu python -m pytest -q -p no:cacheprovider \
-  tests/test_training.py tests/test_ops_basic.py tests/test_compile.py
+  tests/test_device.py tests/test_training.py tests/test_ops_basic.py tests/test_compile.py tests/test_opinfo.py
