@@ -107,10 +107,11 @@ def to_bf16(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype == BF16:
         return x.copy()
+    shape = x.shape  # np.ascontiguousarray makes 0-d arrays 1-d
     x = np.ascontiguousarray(x, dtype=np.float32)
     out = np.empty(x.shape, np.uint16)
     _to_bf16_bits_loop(x.reshape(-1).view(np.uint32), out.reshape(-1))
-    return out.view(BF16)
+    return out.view(BF16).reshape(shape)
 
 
 def from_bf16(x: np.ndarray) -> np.ndarray:
@@ -118,10 +119,11 @@ def from_bf16(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype != BF16:
         return np.asarray(x, dtype=np.float32)
+    shape = x.shape
     x = np.ascontiguousarray(x)
     out = np.empty(x.shape, np.float32)
     _widen_loop(x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint32))
-    return out
+    return out.reshape(shape)
 
 
 def truncate_bf16(x: np.ndarray) -> np.ndarray:

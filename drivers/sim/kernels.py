@@ -35,7 +35,7 @@ def store(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
         if x.dtype != np.float32:
             x = x.astype(np.float32)
-        return numerics.to_bf16(x).reshape(x.shape)  # (to_bf16 returns 0-d inputs as shape (1,))
+        return numerics.to_bf16(x)
     if dtype in ("int64", "int32", "int16", "int8", "uint8") and x.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             return np.trunc(x).astype(target)

@@ -170,3 +170,10 @@ def test_split_specials():
     assert np.isnan(hi[2]) and hi[3] == 1.0 and lo[3] == 0.0
     hi, mid, lo = nm.split_bf16x6(x)
     assert hi[1] == -np.inf and np.isnan(mid[1])
+
+
+def test_bf16_conversions_keep_zero_d_shape():
+    x = np.array(1.5, np.float32)
+    assert nm.to_bf16(x).shape == ()
+    assert nm.from_bf16(nm.to_bf16(x)).shape == ()
+    assert float(nm.from_bf16(nm.to_bf16(x))) == 1.5
