@@ -100,3 +100,16 @@ def test_dtypes_elementwise_and_reductions(tpu, dtype):
             continue
         torch.testing.assert_close(fn(x.to(tpu), y.to(tpu)).cpu(), fn(x, y))
     assert torchtpu.fallback_counts() == {}
+
+
+def test_expanded_empty_views_read_nothing():
+    # An empty storage expanded to (1, 0) -> (3, 0), and the nuclear norm's backward over a (0, 5) input, once
+    # built a slice of one element out of a zero-element storage in a region program (pjrt refused to compile it).
+    for mode in ("DEFER_NEVER", "DEFER_AND_FUSE"):
+        with torchtpu.eager_mode(mode):
+            e = torch.ones(1, 0, device="tpu").expand(3, 0)
+            assert (e + 1).cpu().shape == (3, 0)
+            x = torch.zeros(0, 5, device="tpu", requires_grad=True)
+            y = torch.linalg.norm(x, "nuc")
+            y.backward()
+            assert y.item() == 0.0 and x.grad.shape == (0, 5)

@@ -99,6 +99,8 @@ def view_of(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, 
     numel = 1
     for s in sizes:
         numel *= s
+    if numel == 0:  # reads nothing (an expanded empty view can claim an element the storage lacks)
+        return P.reshape(P.slice_dim(flat, 0, 0, 0), sizes)
     if strides == contiguous or numel == 1:
         part = flat if (offset == 0 and numel == n) else P.slice_dim(flat, 0, offset, offset + numel)
         return P.reshape(part, sizes)
