@@ -20,6 +20,19 @@ def _wide(x: Sym) -> Sym:
     return P.convert(x, torch.float64 if x.dtype == torch.float64 else torch.float32)
 
 
+def _times_grad_output(grad: Sym, grad_output: Sym, n: int, reduction: int, self: Sym) -> Sym:
+    """A per-sample loss's (n, c) input gradient times grad_output (per sample, or the reduced scalar; mean
+    divides by n), as `self`'s shape and dtype."""
+    g = _wide(grad_output)
+    if reduction == 0:
+        g = P.broadcast_to(P.reshape(g, (n, 1)), grad.shape)
+    else:
+        g = P.broadcast_to(P.reshape(g, (1, 1)), grad.shape)
+        if reduction == 1:
+            g = g / float(n)
+    return P.convert(P.reshape(grad * g, self.shape), self.dtype)
+
+
 def _reduce_loss(loss: Sym, reduction: int, dtype: torch.dtype) -> Sym:
     if reduction == 0:
         return P.convert(loss, dtype)
@@ -71,14 +84,7 @@ def multi_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, p: Any,
                                                             (n, c)))
     total = P.broadcast_to(P.reduce(d, "sum", (1,), keepdim=True), d.shape)
     grad = P.where(hit, -total, d)
-    g = _wide(grad_output)
-    if reduction == 0:
-        g = P.broadcast_to(P.reshape(g, (n, 1)), grad.shape)
-    else:
-        g = P.broadcast_to(P.reshape(g, (1, 1)), grad.shape)
-        if reduction == 1:
-            g = g / float(n)
-    return P.convert(P.reshape(grad * g, self.shape), self.dtype)
+    return _times_grad_output(grad, grad_output, n, reduction, self)
 
 
 def _multilabel(self: Sym, target: Sym) -> tuple[Sym, Sym, Sym, Sym]:
@@ -123,14 +129,7 @@ def multilabel_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, re
     plus = P.reduce(m, "sum", (1,))  # per class k: active pairs where k is the non-target
     minus = P.reduce(m, "sum", (2,))  # per slot s: active pairs of target t_s
     grad = P.emit1("scatter_axis", [plus, safe, -minus], dimension=1, reduce="add")
-    g = _wide(grad_output)
-    if reduction == 0:
-        g = P.broadcast_to(P.reshape(g, (n, 1)), grad.shape)
-    else:
-        g = P.broadcast_to(P.reshape(g, (1, 1)), grad.shape)
-        if reduction == 1:
-            g = g / float(n)
-    return P.convert(P.reshape(grad * g, self.shape), self.dtype)
+    return _times_grad_output(grad, grad_output, n, reduction, self)
 
 
 @lower(aten.hardshrink_backward.default)
