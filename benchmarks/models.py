@@ -7,7 +7,7 @@ processes' load hits both alike, and prints medians and the ratio tpu / CPU (the
 goal: <= 3x). It also prints what the simulator charges for the same step on the chip (TORCHTPU_CHIP, default
 v5e): the simulated step time (host launch timeline and device), device-busy time and launches per step.
 
-    python benchmarks/models.py [--models bert,llama] [--repeats 5] [--threads 1] [--markdown]
+    python benchmarks/models.py [--models bert,llama] [--repeats 5] [--threads 1] [--markdown] [--compile]
 
 Figures (issue #5; loaded 2-core machine, so process CPU time per step, median of 9, tpu / CPU eager):
 
@@ -67,22 +67,23 @@ def _interleaved(cpu_fn, tpu_fn, repeats: int, threads: int) -> tuple[float, flo
     return statistics.median(cpu), statistics.median(tpu)
 
 
-def _steps(spec, model, device: str):
+def _steps(spec, model, device: str, compiled: bool = False):
     from torchtpu import validate_models as vm
 
     inputs = vm.to_device(spec.make_inputs(), device)  # labels too: encoder-decoders derive decoder inputs
     model = model.to(device)
+    run = torch.compile(model, backend="tpu") if compiled else model
 
     def forward():
         with torch.no_grad():
-            vm._output(model(**inputs), spec.output).cpu()
+            vm._output(run(**inputs), spec.output).cpu()
 
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def train():
         model.train()
         opt.zero_grad()
-        loss = model(**inputs).loss
+        loss = run(**inputs).loss
         loss.backward()
         opt.step()
         loss.detach().cpu()
@@ -90,7 +91,8 @@ def _steps(spec, model, device: str):
     return forward, train
 
 
-def measure(name: str, warmup: int, repeats: int, eager_mode: str | None, threads: int = 1) -> dict:
+def measure(name: str, warmup: int, repeats: int, eager_mode: str | None, threads: int = 1,
+            compiled: bool = False) -> dict:
     import contextlib
 
     import torchtpu
@@ -99,7 +101,7 @@ def measure(name: str, warmup: int, repeats: int, eager_mode: str | None, thread
     spec = vm.MODELS[name]
     model = spec.build()
     cpu_fwd, cpu_train = _steps(spec, copy.deepcopy(model), "cpu")
-    tpu_fwd, tpu_train = _steps(spec, model, "tpu")
+    tpu_fwd, tpu_train = _steps(spec, model, "tpu", compiled)
     row = {"model": name}
     def mode():
         return torchtpu.eager_mode(eager_mode) if eager_mode else contextlib.nullcontext()
@@ -145,6 +147,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads for the CPU baseline")
     parser.add_argument("--eager-mode", help="run the tpu side in this eager mode (e.g. DEFER_AND_FUSE)")
+    parser.add_argument("--compile", action="store_true",
+                        help='tpu side: torch.compile(model, backend="tpu") (the CPU baseline stays eager)')
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in (bar := tqdm(names, file=sys.stderr, unit="model")):
         bar.set_description(name)
         try:
-            rows.append(measure(name, args.warmup, args.repeats, args.eager_mode, args.threads))
+            rows.append(measure(name, args.warmup, args.repeats, args.eager_mode, args.threads, args.compile))
         except Exception as exc:  # noqa: BLE001 - a model that cannot run is a row, not the end of the table
             rows.append({"model": name, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:90]})
     table = [HEADER] + [_cells(r) for r in rows]
@@ -176,7 +180,8 @@ def main(argv: list[str] | None = None) -> None:
         chip = ok[0]["chip"]
         print(f"\nmedian over {len(ok)} models: forward {statistics.median(r['fwd_ratio'] for r in ok):.1f}x CPU, "
               f"training step {statistics.median(r['train_ratio'] for r in ok):.1f}x CPU "
-              f"(goal <= 3x); torch threads {args.threads}; simulated chip {chip}; "
+              f"(goal <= 3x); tpu side {'compiled' if args.compile else args.eager_mode or 'eager'}; "
+              f"torch threads {args.threads}; simulated chip {chip}; "
               f"{args.repeats} timed repeats after {args.warmup} warm-up")
 
 

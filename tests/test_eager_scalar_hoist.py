@@ -1,12 +1,13 @@
-"""Eager ops with a float scalar argument: a new value traces again but reuses the compiled executable, and the
-result is bit-identical to the constant-folded program."""
+"""Eager ops with a float scalar argument: a new value reuses the compiled executable (and, for lowerings marked
+`float_inputs=True`, the trace), and the result is bit-identical to the constant-folded program."""
 
 import numpy as np
+import pytest
 import torch
 
 import torchtpu  # noqa: F401
 from torchtpu import runtime
-from torchtpu.execution import eager
+from torchtpu.execution import eager, float_inputs
 
 
 def test_new_float_scalar_reuses_the_executable(tpu):
@@ -26,7 +27,7 @@ def test_new_float_scalar_reuses_the_executable(tpu):
 def test_hoisted_program_matches_the_folded_one(tpu):
     x = torch.randn(4, 3).to("tpu")
     y = torch.randn(4, 3).to("tpu")
-    key, tensors, _ = eager.signature("aten.add.Tensor", (x, y), {"alpha": 0.3}, ())
+    key, tensors, _ = eager.signature("aten.add.Tensor", (x, y), {"alpha": 0.3}, (), [])
     torch.add(x, y, alpha=0.3)
     traced = eager._cache[key]
     assert traced.scalars and traced.launch is not traced.program
@@ -37,3 +38,90 @@ def test_hoisted_program_matches_the_folded_one(tpu):
     drv.execute(drv.compile(traced.program), ins, [a])
     drv.execute(drv.compile(traced.launch), ins + list(traced.scalars), [b])
     assert a.tobytes() == b.tobytes()
+
+
+@pytest.fixture
+def count_traces(monkeypatch):
+    calls = []
+    real = eager.trace
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(eager, "trace", counting)
+    return calls
+
+
+def test_new_float_value_reuses_the_trace(tpu, count_traces):
+    params = [torch.randn(5, 3), torch.randn(4)]
+    dev = [p.to("tpu") for p in params]
+    for step in range(1, 7):
+        values = [-1e-3 / (1 - 0.9 ** step), -2e-3 / (1 - 0.9 ** step)]  # Adam's step sizes: new every step
+        torch._foreach_addcdiv_(params, params, [p.abs() + 1 for p in params], values)
+        torch._foreach_addcdiv_(dev, dev, [p.abs() + 1 for p in dev], values)
+        for p, d in zip(params, dev):
+            torch.testing.assert_close(d.cpu(), p, rtol=0, atol=0)
+        if step == 1:
+            traces = len(count_traces)
+    assert len(count_traces) == traces  # the first value traced (and probed) once; later values hit
+
+
+def test_special_values_stay_keyed_by_value(tpu, count_traces):
+    x = torch.rand(6) + 0.5
+    d = x.to("tpu")
+    for e in (2.0, 0.5, -0.5, 1.0, 2.3, 3.7, 2.0):
+        torch.testing.assert_close(torch.pow(d, e).cpu(), torch.pow(x, e), rtol=2e-7, atol=0)
+    pow_traces = [f for f in count_traces if f.__name__ == "pow_"]
+    assert len(pow_traces) == 4 + 2  # 2.0, 0.5, -0.5, 1.0 by value; 2.3 traced and probed; 3.7 and 2.0 hit
+
+
+def _retrace(lowering, x):
+    def retrace(args, kwargs):
+        return eager.trace(lowering, [x], args, kwargs)[0]
+    return retrace
+
+
+@pytest.mark.parametrize("lowering,ok", [
+    (lambda x, v, w: x * v + w, True),                       # each float is one hoisted constant
+    (lambda x, v, w: x * (1.0 - v) + w, False),               # a constant derived from the value
+    (lambda x, v, w: x + w if v < 0.5 else x * 2 + w, False),  # v shapes the program, never a constant
+])
+def test_template_learns_where_each_float_goes(tpu, lowering, ok):
+    x = torch.randn(3).to("tpu")
+    args = (eager._Leaf(0), 0.3, -2.7)
+    program, _, _ = eager.trace(lowering, [x], args, {})
+    launch, _, values = float_inputs.hoist(program)
+    template = float_inputs.template(_retrace(lowering, x), args, {}, launch, values, [0.3, -2.7])
+    assert (template is not None) == ok
+    if ok:
+        assert [e for e in template if isinstance(e, tuple)] == [(0, "float32"), (1, "float32")]
+
+
+def test_an_op_whose_floats_shape_the_program_is_keyed_by_value(tpu, monkeypatch):
+    def lowering(x, v):
+        return x * (1.0 - v)
+
+    monkeypatch.setattr(eager, "FLOAT_INPUTS", {lowering})
+    x = torch.randn(4)
+    d = x.to("tpu")
+    for v in (0.3, 0.7, 0.3):
+        got = eager.run("test.one_minus", lowering, (d, v), {})
+        torch.testing.assert_close(got.cpu(), x * (1.0 - v))
+    generic_key = eager.signature("test.one_minus", (d, 0.9), {}, (), [])[0]
+    assert eager._cache[generic_key] is eager._BY_VALUE
+
+
+def test_deferred_mode_keys_floats_by_value(tpu):
+    x = torch.randn(8)
+    d = x.to("tpu")
+    with torch.tpu.eager_mode("DEFER_AND_FUSE"):
+        outs = [(d * v).cpu() for v in (0.3, 0.7, 0.11)]
+    for v, got in zip((0.3, 0.7, 0.11), outs):
+        torch.testing.assert_close(got, x * v, rtol=0, atol=0)
+
+
+def test_fill_takes_a_generic_value(tpu):
+    x = torch.zeros(3).to("tpu")
+    for v in (0.3, 0.77):
+        torch.testing.assert_close(x.fill_(v).cpu(), torch.full((3,), v))

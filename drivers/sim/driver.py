@@ -65,7 +65,8 @@ _NEVER_FOLD = frozenset({"rng"})
 def _fold(kern: Kernel, op: Op, args: list[np.ndarray]) -> list[np.ndarray] | None:
     """The op's results made read-only, or None to leave it to run time (it raised, or is too big to keep)."""
     try:
-        values = [np.asarray(v) for v in kern(op, args)]
+        with np.errstate(all="ignore"):
+            values = [np.asarray(v) for v in kern(op, args)]
     except Exception:  # noqa: BLE001 - it raises again, with the op named, when the executable runs
         return None
     for v in values:
@@ -153,13 +154,14 @@ class SimDriver(Driver):
                 device: int = 0) -> None:
         plan: _Plan = exe.payload
         env: list[Any] = [*inputs, *plan.padding]
-        for step in plan.steps:
-            try:
-                results = step.kernel(step.op, [env[i] for i in step.inputs])
-            except Exception as exc:
-                raise ExecutionError(step.index, step.op.name, exc) from exc
-            for i, value in zip(step.outputs, results):
-                env[i] = value
+        with np.errstate(all="ignore"):  # one per launch, not per kernel (see kernels.py)
+            for step in plan.steps:
+                try:
+                    results = step.kernel(step.op, [env[i] for i in step.inputs])
+                except Exception as exc:
+                    raise ExecutionError(step.index, step.op.name, exc) from exc
+                for i, value in zip(step.outputs, results):
+                    env[i] = value
         results = [env[i] for i in plan.outputs]
         if len(outputs) > 1:  # a result that views an input may view memory an earlier output write overwrites
             results = [r.copy() if r.base is not None and any(np.may_share_memory(r, o) for o in outputs) else r

@@ -1,5 +1,7 @@
 """The sim driver's value rule for each IR op: numpy views in, numpy arrays out.
 
+Kernels run under `np.errstate(all="ignore")`, set once per launch by the driver (IEEE results, no warnings).
+
 Float math runs in float32 on the VPU model (bf16/f16 storage is widened on load and rounded on store, with
 bf16 subnormals flushed as on the chip); matmuls and convolutions go through `torchtpu.sim.mxu`.
 """
@@ -42,9 +44,12 @@ def store(x: np.ndarray, dtype: str) -> np.ndarray:
     return x.astype(target)
 
 
+_NARROW_NP = frozenset({NP_DTYPES["bfloat16"], NP_DTYPES["float16"]})
+
+
 def load(x: np.ndarray) -> np.ndarray:
     """Widens narrow floats to float32 for VPU math."""
-    if x.dtype == NP_DTYPES["bfloat16"] or x.dtype == np.float16:
+    if x.dtype in _NARROW_NP:
         return x.astype(np.float32)
     return x
 
@@ -148,15 +153,14 @@ def _unary(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     (x,) = args
     dtype = op.outputs[0].dtype
     xf = load(x)
-    with np.errstate(all="ignore"):
-        if op.name in _UNARY_FLOAT:
-            if xf.dtype.kind not in "fc":
-                xf = xf.astype(np.float32)
-            y = _UNARY_FLOAT[op.name](xf)
-        elif op.name in ("floor", "ceil", "trunc", "round_nearest_even") and xf.dtype.kind != "f":
-            y = xf
-        else:
-            y = _UNARY_ANY[op.name](xf)
+    if op.name in _UNARY_FLOAT:  # under the driver's errstate(all="ignore")
+        if xf.dtype.kind not in "fc":
+            xf = xf.astype(np.float32)
+        y = _UNARY_FLOAT[op.name](xf)
+    elif op.name in ("floor", "ceil", "trunc", "round_nearest_even") and xf.dtype.kind != "f":
+        y = xf
+    else:
+        y = _UNARY_ANY[op.name](xf)
     return [store(np.asarray(y), dtype)]
 
 
@@ -213,17 +217,19 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 
 
+_BOOL_BINARY = {"add": np.logical_or, "multiply": np.logical_and, "maximum": np.logical_or,
+                "minimum": np.logical_and}
+
+
 @kernel(*_BINARY)
 def _binary(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    a, b = (load(x) for x in args)
-    if a.dtype == np.bool_ and op.name in ("add", "multiply", "maximum", "minimum"):
-        fn = {"add": np.logical_or, "multiply": np.logical_and, "maximum": np.logical_or,
-              "minimum": np.logical_and}[op.name]
-    else:
-        fn = _BINARY[op.name]
-    with np.errstate(all="ignore"):
-        y = fn(a, b)
-    return [store(np.asarray(y), op.outputs[0].dtype)]
+    a, b = args
+    if a.dtype in _NARROW_NP:
+        a = a.astype(np.float32)
+    if b.dtype in _NARROW_NP:
+        b = b.astype(np.float32)
+    fn = _BOOL_BINARY[op.name] if a.dtype == np.bool_ and op.name in _BOOL_BINARY else _BINARY[op.name]
+    return [store(np.asarray(fn(a, b)), op.outputs[0].dtype)]  # under the driver's errstate(all="ignore")
 
 
 _COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,

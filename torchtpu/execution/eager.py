@@ -14,7 +14,8 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.drivers.ir import Builder
-from torchtpu.execution import deferred, modes
+from torchtpu.execution import deferred, float_inputs, modes
+from torchtpu.execution.float_inputs import class_key, is_generic
 from torchtpu.ops.prims import convert
 from torchtpu.ops.tracing import TORCH_TO_IR, Sym, tracing
 from torchtpu.precision import current_precision
@@ -88,10 +89,10 @@ class Traced:
 
     `launch` is what a direct (non-deferred) launch compiles: `program` itself, or, when the op had a float
     scalar argument, `program` with its float scalar constants turned into 0-d inputs (`scalars`, their buffers)
-    so that a new value (Adam's bias corrections each step) traces again but reuses the compiled executable.
+    so that a new value reuses the compiled executable (see float_inputs.py; with a `template`, the trace too).
     """
 
-    __slots__ = ("program", "exe", "out_types", "structure", "launch", "scalars")
+    __slots__ = ("program", "exe", "out_types", "structure", "launch", "scalars", "template")
 
     def __init__(self, program: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any,
                  launch: Any = None, scalars: tuple = ()) -> None:
@@ -99,6 +100,7 @@ class Traced:
         self.launch = program if launch is None else launch
         self.scalars = scalars
         self.exe = None
+        self.template: float_inputs.Template | None = None  # set when generic floats are keyed by class
 
 
 def _has_float(x: Any) -> bool:
@@ -109,32 +111,6 @@ def _has_float(x: Any) -> bool:
     if isinstance(x, list | tuple):
         return any(_has_float(v) for v in x)
     return False
-
-
-_FLOAT_IR = frozenset({"float32", "float64", "bfloat16", "float16"})
-
-
-def hoist_float_scalars(program: Any) -> tuple[Any, tuple]:
-    """(`program` with each 0-d float constant whose value is a Python float made an extra input, the inputs'
-    0-d buffers) or (program, ()) when there is none. The buffers hold exactly what the constant kernel makes."""
-    if not any(op.name == "constant" and op.outputs[0].shape == () and op.outputs[0].dtype in _FLOAT_IR
-               and op.attr("value").__class__ is float for op in program.ops):
-        return program, ()
-    builder = Builder()
-    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
-    scalars = []
-    for op in program.ops:
-        out = op.outputs[0]
-        if (op.name == "constant" and out.shape == () and out.dtype in _FLOAT_IR
-                and op.attr("value").__class__ is float):
-            env[out.id] = builder.input((), out.dtype)
-            buf = runtime.scalar_buffer(op.attr("value"), out.dtype)
-            buf.flags.writeable = False
-            scalars.append(buf)
-            continue
-        for o, n in zip(op.outputs, builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))):
-            env[o.id] = n
-    return builder.finish([env[v.id] for v in program.outputs], program.name), tuple(scalars)
 
 
 def _bind(x: Any, syms: list[Sym]) -> Any:
@@ -167,9 +143,18 @@ def trace(lowering: Lowering, tensors: list[torch.Tensor], args: tuple, kwargs: 
         result = lowering(*_bind(args, syms), **{k: _bind(v, syms) for k, v in kwargs.items()})
         outs: list[Sym] = []
         structure = _flatten_out(result, outs)
-        if out_dtypes is not None:
+        if out_dtypes is not None:  # in-place results: the result type must cast to the target's, as in ATen
+            for s, d in zip(outs, out_dtypes):
+                if not torch.can_cast(s.dtype, d):
+                    raise RuntimeError(f"result type {_type_name(s.dtype)} can't be cast to the desired output "
+                                       f"type {_type_name(d)}")
             outs = [convert(s, d) for s, d in zip(outs, out_dtypes)]
     return builder.finish([s.value for s in outs], name=name), structure, outs
+
+
+def _type_name(dtype: torch.dtype) -> str:
+    """ATen's name of a dtype in messages (torch.float32 -> Float)."""
+    return torch.empty(0, dtype=dtype, device="meta").type().split(".")[-1].replace("Tensor", "")
 
 
 _cache: dict[tuple, Traced] = {}
@@ -193,7 +178,8 @@ class _Slow(Exception):
     """The fast signature met something it leaves to `flatten_args` (CPU tensors, non-tpu devices)."""
 
 
-def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[int]) -> None:
+def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[int],
+              floats: list[float] | None) -> None:
     if isinstance(x, _TENSOR_TYPE):
         if x.is_cpu:
             if x.dim() or x.requires_grad:
@@ -210,39 +196,43 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
         key.append((x.shape, x.dtype))
         return
     cls = x.__class__
-    if cls is int or cls is float or cls is bool or cls is str:
+    if cls is float and floats is not None and is_generic(x):
+        key.append(class_key(x))
+        floats.append(x)
+    elif cls is int or cls is float or cls is bool or cls is str:
         key.append(_scalar_key(x))
     elif x is None:
         key.append(None)
     elif cls is list or cls is tuple:
         key.append((cls, len(x)))
         for v in x:
-            _sig_into(v, tensors, key, device)
+            _sig_into(v, tensors, key, device, floats)
     elif isinstance(x, _HASHABLE_TYPES):
         key.append(x)
     elif isinstance(x, list | tuple):
         key.append((cls, len(x)))
         for v in x:
-            _sig_into(v, tensors, key, device)
+            _sig_into(v, tensors, key, device, floats)
     else:
         key.append((cls, repr(x)))
 
 
-def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_dtypes: tuple
-              ) -> tuple[tuple | None, list[torch.Tensor], int]:
+def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_dtypes: tuple,
+              floats: list[float] | None = None) -> tuple[tuple | None, list[torch.Tensor], int]:
     """(cache key, tpu tensors in argument order, device index or -1). The key holds the op, the matmul
     precision, the out= / in-place result dtypes, the keyword names, each tensor's (shape, dtype) and each
-    scalar's type and value. None when an argument needs `flatten_args` (which reports the error)."""
+    scalar's type and value. None when an argument needs `flatten_args` (which reports the error). With a
+    `floats` list, generic floats enter the key by class only and are appended to it (float_inputs.py)."""
     tensors: list[torch.Tensor] = []
     device: list[int] = []
     key: list[Any] = [op_name, current_precision()._value_, out_dtypes]  # (an Enum hashes in Python)
     try:
         for x in args:
-            _sig_into(x, tensors, key, device)
+            _sig_into(x, tensors, key, device, floats)
         if kwargs:
             key.append(tuple(kwargs))
             for x in kwargs.values():
-                _sig_into(x, tensors, key, device)
+                _sig_into(x, tensors, key, device, floats)
     except _Slow:
         return None, tensors, -1
     return tuple(key), tensors, (device[0] if device else -1)
@@ -263,22 +253,43 @@ def _unflatten(structure: Any, outputs: list[torch.Tensor]) -> Any:
     return None
 
 
+FLOAT_INPUTS: set[Lowering] = set()  # lowerings marked @lower(..., float_inputs=True): see float_inputs.py
+_BY_VALUE = object()  # cache entry: this op's generic floats shape its program, key them by value
+
+
 def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str, Any],
         write_into: Sequence[torch.Tensor] | None = None, device: int | None = None) -> Any:
     """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=)."""
     out_dtypes = tuple(t.dtype for t in write_into) if write_into is not None else ()
-    key, tensors, dev = signature(op_name, args, kwargs, out_dtypes)
+    drv = runtime.driver()
+    mode = modes.get_eager_mode()
+    floats: list[float] | None = None
+    if lowering in FLOAT_INPUTS and drv.host_addressable and mode is not modes.EagerMode.DEFER_AND_FUSE:
+        floats = []  # deferred regions bake each op's constants into the event program: keyed by value there
+    key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
     traced = _cache.get(key) if key is not None else None
+    if traced is _BY_VALUE:
+        floats = None
+        key, tensors, dev = signature(op_name, args, kwargs, out_dtypes)
+        traced = _cache.get(key)
     if traced is None:
         tensors, _, bargs, bkwargs, dev = flatten_args(op_name, args, kwargs)
         if key is None:  # flatten_args raises for what the fast signature refused; a meta tensor would land here
             raise RuntimeError(f"{op_name}: unsupported arguments for the tpu device")
-        program, structure, outs = trace(lowering, tensors, bargs, bkwargs,
-                                         list(out_dtypes) if write_into is not None else None, name=op_name)
-        launch, scalars = None, ()
+        targets = list(out_dtypes) if write_into is not None else None
+        program, structure, outs = trace(lowering, tensors, bargs, bkwargs, targets, name=op_name)
+        traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure)
         if _has_float(bargs) or _has_float(tuple(bkwargs.values())):  # a value that may change each call
-            launch, scalars = hoist_float_scalars(program)
-        traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure, launch, scalars)
+            traced.launch, traced.scalars, values = float_inputs.hoist(program)
+            if floats:
+                def retrace(a: tuple, k: dict[str, Any]) -> Any:
+                    return trace(lowering, tensors, a, k, targets, name=op_name)[0]
+
+                traced.template = float_inputs.template(retrace, bargs, bkwargs, traced.launch, values, floats)
+                if traced.template is None:
+                    _cache[key] = _BY_VALUE
+                    floats = None
+                    key = signature(op_name, args, kwargs, out_dtypes)[0]
         if len(_cache) >= _MAX_CACHE:  # scalar arguments are part of the key (a changing lr makes new entries)
             _cache.clear()
         _cache[key] = traced
@@ -293,8 +304,6 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     else:
         dev_obj = _device_obj(dev)
         outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]
-    drv = runtime.driver()
-    mode = modes.get_eager_mode()
     if not drv.host_addressable:  # every op goes through storage-level buffers; eager modes flush each op
         deferred.record(op_name, traced.program, tensors, outputs, dev)
         if mode is not modes.EagerMode.DEFER_AND_FUSE:
@@ -309,7 +318,9 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
             exe = traced.exe = drv.compile(traced.launch)  # the driver caches by structure: hoisted scalars hit
         buffer = runtime.buffer
         inputs = [buffer(t) for t in tensors]
-        if traced.scalars:
+        if floats:
+            inputs += float_inputs.buffers(traced.template, floats)
+        elif traced.scalars:
             inputs += traced.scalars
         drv.execute(exe, inputs, [buffer(t) for t in outputs], dev)
         if mode is modes.EagerMode.LAUNCH_BLOCKING:

@@ -8,6 +8,7 @@ FAMILIES = (
     "elementwise", "math", "reduction", "matmul", "nn", "indexing", "factory", "conv", "shape",
     "norm", "sorting", "dynamic", "resize", "pooling", "losses", "complex", "linalg", "special", "sampling",
     "embedding", "grid", "segment",
+    "foreach",  # last: maps the per-tensor lowerings above over lists
 )
 
 

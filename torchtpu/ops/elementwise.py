@@ -24,7 +24,7 @@ def _scaled(other: Any, alpha: Any) -> Any:
     return other * alpha
 
 
-@lower(aten.add.Tensor, aten.add.Scalar)
+@lower(aten.add.Tensor, aten.add.Scalar, float_inputs=True)
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
     if alpha != 1:
@@ -32,9 +32,15 @@ def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     return P.convert(P.binary("add", P.convert(self, compute), other), result)
 
 
-@lower(aten.sub.Tensor, aten.sub.Scalar)
+@lower(aten.sub.Tensor, aten.sub.Scalar, float_inputs=True)
 def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
-    if isinstance(self, Sym) and self.dtype == torch.bool:
+    def is_bool(x: Any) -> bool:
+        return x.dtype == torch.bool if isinstance(x, Sym) else isinstance(x, bool)
+
+    if is_bool(self) and is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if is_bool(self) or is_bool(other):
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     compute, result = P.result_dtype(self, other)
@@ -43,17 +49,17 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
     return P.convert(P.binary("subtract", P.convert(self, compute), other), result)
 
 
-@lower(aten.rsub.Tensor, aten.rsub.Scalar)
+@lower(aten.rsub.Tensor, aten.rsub.Scalar, float_inputs=True)
 def rsub(self: Any, other: Any, alpha: Any = 1) -> Sym:
     return sub(other, self, alpha)
 
 
-@lower(aten.mul.Tensor, aten.mul.Scalar)
+@lower(aten.mul.Tensor, aten.mul.Scalar, float_inputs=True)
 def mul(self: Any, other: Any) -> Sym:
     return P.binary("multiply", self, other)
 
 
-@lower(aten.div.Tensor, aten.div.Scalar)
+@lower(aten.div.Tensor, aten.div.Scalar, float_inputs=True)
 def div(self: Any, other: Any) -> Sym:
     return P.true_divide(self, other)
 
@@ -83,7 +89,7 @@ def fmod(self: Any, other: Any) -> Sym:
     return P.binary("fmod", self, other)
 
 
-@lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar)
+@lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, float_inputs=True)
 def pow_(self: Sym, exponent: Any) -> Sym:
     if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 and \
             not (self.dtype.is_floating_point or self.dtype.is_complex):
@@ -182,8 +188,17 @@ def sgn(self: Sym) -> Sym:
     return P.emit1("sign", [self])
 
 
+def _floats_only(x: Sym, kernel: str) -> None:
+    """ATen's CPU kernels of some float-only ops refuse integer and bool tensors by dtype dispatch."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        from torchtpu.execution.eager import _type_name
+
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_type_name(x.dtype)}\'')
+
+
 @lower(aten.frac.default)
 def frac(self: Sym) -> Sym:
+    _floats_only(self, "frac_cpu")
     return self - P.emit1("trunc", [self])
 
 
@@ -279,12 +294,12 @@ def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - A
     return P.convert(x, result)
 
 
-@lower(aten.clamp_min.default)
+@lower(aten.clamp_min.default, float_inputs=True)
 def clamp_min(self: Sym, min: Any) -> Sym:  # noqa: A002
     return clamp(self, min, None)
 
 
-@lower(aten.clamp_max.default)
+@lower(aten.clamp_max.default, float_inputs=True)
 def clamp_max(self: Sym, max: Any) -> Sym:  # noqa: A002
     return clamp(self, None, max)
 
@@ -343,7 +358,7 @@ def sigmoid_backward(grad_output: Sym, output: Sym) -> Sym:
     return grad_output * (output * (1 - output))
 
 
-@lower(aten.leaky_relu.default)
+@lower(aten.leaky_relu.default, float_inputs=True)
 def leaky_relu(self: Sym, negative_slope: float = 0.01) -> Sym:
     return P.where(P.compare("GT", self, 0), self, self * negative_slope)
 
@@ -353,22 +368,31 @@ def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self
     return P.where(P.compare("GT", self, 0), grad_output, grad_output * negative_slope)
 
 
-@lower(aten.addcmul.default)
+@lower(aten.addcmul.default, float_inputs=True)
 def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
-    return self + (tensor1 * tensor2) * value if value != 1 else self + tensor1 * tensor2
+    return self + value * tensor1 * tensor2 if value != 1 else self + tensor1 * tensor2  # ATen's order
 
 
-@lower(aten.addcdiv.default)
+@lower(aten.addcdiv.default, float_inputs=True)
 def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
-    return self + (tensor1 / tensor2) * value if value != 1 else self + tensor1 / tensor2
+    if not (tensor1.dtype.is_floating_point or tensor1.dtype.is_complex) and \
+            not (tensor2.dtype.is_floating_point or tensor2.dtype.is_complex):
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
+                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
+                           "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
+                           "for all dtypes.")
+    return self + value * tensor1 / tensor2 if value != 1 else self + tensor1 / tensor2  # ATen's order
 
 
-@lower(aten.lerp.Scalar, aten.lerp.Tensor)
+@lower(aten.lerp.Scalar, aten.lerp.Tensor, float_inputs=True)
 def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
+    _floats_only(self, "lerp_kernel_tensor" if isinstance(weight, Sym) else "lerp_kernel_scalar")
     return self + (end - self) * weight
 
 
-@lower(aten.fill.Scalar, aten.fill.Tensor)
+@lower(aten.fill.Scalar, aten.fill.Tensor, float_inputs=True)
 def fill(self: Sym, value: Any) -> Sym:
     if isinstance(value, Sym):
         return P.broadcast_to(P.convert(value, self.dtype), self.shape)
@@ -380,7 +404,7 @@ def zero_(self: Sym) -> Sym:
     return P.full(0, self.shape, self.dtype)
 
 
-@lower(aten.hardtanh.default)
+@lower(aten.hardtanh.default, float_inputs=True)
 def hardtanh(self: Sym, min_val: float = -1.0, max_val: float = 1.0) -> Sym:
     if not self.dtype.is_floating_point:  # the bounds take the tensor's type
         min_val, max_val = int(min_val), int(max_val)

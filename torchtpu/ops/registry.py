@@ -25,12 +25,15 @@ PREPARE: dict[OpOverload, Callable[[tuple, dict[str, Any]], tuple[tuple, dict[st
 
 
 def lower(*ops: OpOverload, random: bool = False,
-          prepare: Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]] | None = None
-          ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+          prepare: Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]] | None = None,
+          float_inputs: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Registers `fn` as the lowering of `ops`. `random`: the lowering takes the RNG state as `rng=`;
-    `prepare`: runs on the real arguments first (e.g. boolean masks -> indices, which need data)."""
+    `prepare`: runs on the real arguments first (e.g. boolean masks -> indices, which need data);
+    `float_inputs`: a new value of a float argument reuses the trace (execution/float_inputs.py)."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if float_inputs:
+            eager.FLOAT_INPUTS.add(fn)
         for op in ops:
             if random:
                 RANDOM_OPS.add(op)
@@ -109,17 +112,18 @@ def _functional_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., 
 
 def _check_cast(result: torch.dtype, target: torch.dtype, name: str) -> None:
     if not torch.can_cast(result, target):
-        raise RuntimeError(f"{name}: result type {_pretty(result)} can't be cast to the desired output type "
-                           f"{_pretty(target)}")
-
-
-def _pretty(dtype: torch.dtype) -> str:
-    return {torch.float32: "Float", torch.int64: "Long", torch.bool: "Bool", torch.bfloat16: "BFloat16",
-            torch.int32: "Int", torch.float16: "Half"}.get(dtype, str(dtype))
+        raise RuntimeError(f"{name}: result type {eager._type_name(result)} can't be cast to the desired output "
+                           f"type {eager._type_name(target)}")
 
 
 def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:
     name = str(op)
+    if str(op._schema.arguments[0].type).startswith("List"):  # _foreach_*_: every tensor of `self`, returns ()
+        def list_kernel(self: list[torch.Tensor], *args: Any, **kwargs: Any) -> None:
+            args, kwargs, _ = _with_extras(op, (self, *args), kwargs)
+            eager.run(name, fn, args, kwargs, write_into=self)
+
+        return list_kernel
 
     if op not in RANDOM_OPS and op not in PREPARE:
         def plain_kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
@@ -139,16 +143,21 @@ def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any
 def _out_kernel(op: OpOverload, fn: Callable[..., Any], out_names: list[str]) -> Callable[..., Any]:
     name = str(op)
 
+    returns = bool(op._schema.returns)  # the _foreach_*.out overloads return ()
+
     def kernel(*args: Any, **kwargs: Any) -> Any:
         outs = [kwargs.pop(n) for n in out_names]
         args, kwargs, device = _with_extras(op, args, kwargs)
         result = eager.run(name, fn, args, kwargs, device=device)
         flat = list(result) if isinstance(result, tuple | list) else [result]
-        for out, r in zip(outs, flat):
+        targets = [t for o in outs for t in (o if isinstance(o, list) else (o,))]
+        for out, r in zip(targets, flat):
             _check_cast(r.dtype, out.dtype, name)
             if tuple(out.shape) != tuple(r.shape):
                 out.resize_(r.shape)
             out.copy_(r)
+        if not returns:
+            return None
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     return kernel
