@@ -113,3 +113,20 @@ def test_expanded_empty_views_read_nothing():
             y = torch.linalg.norm(x, "nuc")
             y.backward()
             assert y.item() == 0.0 and x.grad.shape == (0, 5)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("mH@", lambda a, b: a.mH @ b),
+    ("bmm", lambda a, b: torch.bmm(a[None].mH, b[None].conj())),
+    ("addmm", lambda a, b: torch.addmm(b, a.conj(), b.mT.conj())),
+    ("dot", lambda a, b: torch.dot(a[0].conj(), b[1])),
+    ("vdot", lambda a, b: torch.vdot(a[0], b[1].conj())),
+    ("neg", lambda a, b: torch._neg_view(a.real) @ b.real),
+])
+def test_conjugate_and_negative_views_reach_kernels_resolved(tpu, name, fn):
+    # mm, bmm, addmm, dot, vdot are fallthroughs of ATen's Conjugate/Negative keys: the kernel sees the lazy bit
+    torch.manual_seed(0)
+    a, b = torch.randn(3, 3, dtype=torch.complex64), torch.randn(3, 3, dtype=torch.complex64)
+    with torch.tpu.precision("highest"):
+        got = fn(a.to(tpu), b.to(tpu)).cpu()
+    torch.testing.assert_close(got, fn(a, b), rtol=1e-5, atol=1e-5)

@@ -18,6 +18,7 @@ from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program
 from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers the movement/MXU kernels)
 from torchtpu.drivers.sim.costs import COSTS
+from torchtpu.drivers.sim.fast import specialize
 from torchtpu.drivers.sim.kernels import KERNELS, Kernel
 from torchtpu.sim.chips import CHIPS, ChipSpec, get_chip
 from torchtpu.sim.cost import CostModel, CostRecord
@@ -38,10 +39,12 @@ def chip_from_env() -> ChipSpec:
 class _Step:
     """One IR op of an executable: its kernel and where its operands and results sit in the run's value list."""
 
-    __slots__ = ("kernel", "op", "inputs", "outputs", "index")
+    __slots__ = ("kernel", "op", "inputs", "outputs", "index", "fast", "out")
 
     def __init__(self, kernel: Kernel, op: Op, inputs: tuple[int, ...], outputs: tuple[int, ...], index: int) -> None:
         self.kernel, self.op, self.inputs, self.outputs, self.index = kernel, op, inputs, outputs, index
+        self.fast = specialize(op)  # a direct numpy call with the generic kernel's value, or None (fast.py)
+        self.out = outputs[0] if outputs else -1
 
 
 class _Plan:
@@ -157,6 +160,9 @@ class SimDriver(Driver):
         with np.errstate(all="ignore"):  # one per launch, not per kernel (see kernels.py)
             for step in plan.steps:
                 try:
+                    if step.fast is not None:
+                        env[step.out] = step.fast(*[env[i] for i in step.inputs])
+                        continue
                     results = step.kernel(step.op, [env[i] for i in step.inputs])
                 except Exception as exc:
                     raise ExecutionError(step.index, step.op.name, exc) from exc

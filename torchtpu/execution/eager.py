@@ -188,7 +188,7 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
             key.append(("S", _scalar_key(value), x.dtype))
             return
         d = x.get_device()
-        if d < 0 or (device and device[0] != d):
+        if d < 0 or (device and device[0] != d) or x.is_conj() or x.is_neg():
             raise _Slow
         if not device:
             device.append(d)
@@ -238,6 +238,25 @@ def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_dty
     return tuple(key), tensors, (device[0] if device else -1)
 
 
+def _has_lazy_bits(x: Any) -> bool:
+    if isinstance(x, _TENSOR_TYPE):
+        return x.is_conj() or x.is_neg()
+    if isinstance(x, list | tuple):
+        return any(_has_lazy_bits(v) for v in x)
+    if isinstance(x, dict):
+        return any(_has_lazy_bits(v) for v in x.values())
+    return False
+
+
+def _resolve_lazy_bits(x: Any) -> Any:
+    """A conjugate or negative view materialized (the copy applies the bit), as ATen's fallback would."""
+    if isinstance(x, _TENSOR_TYPE):
+        return x.resolve_conj().resolve_neg() if x.is_conj() or x.is_neg() else x
+    if isinstance(x, list | tuple):
+        return type(x)(_resolve_lazy_bits(v) for v in x)
+    return x
+
+
 def _device_obj(index: int) -> torch.device:
     dev = _devices.get(index)
     if dev is None:
@@ -267,6 +286,9 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     if lowering in FLOAT_INPUTS and drv.host_addressable and mode is not modes.EagerMode.DEFER_AND_FUSE:
         floats = []  # deferred regions bake each op's constants into the event program: keyed by value there
     key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
+    if key is None and _has_lazy_bits((args, kwargs)):  # mm, bmm, dot... are fallthroughs of ATen's Conjugate key
+        args, kwargs = _resolve_lazy_bits(args), {k: _resolve_lazy_bits(v) for k, v in kwargs.items()}
+        key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
     traced = _cache.get(key) if key is not None else None
     if traced is _BY_VALUE:
         floats = None

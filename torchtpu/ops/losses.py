@@ -321,9 +321,10 @@ def index_fill(self: Sym, dim: int, index: Sym, value: Any) -> Sym:
 
 @lower(aten.vdot.default)
 def vdot(self: Sym, other: Sym) -> Sym:
+    from torchtpu.ops.complex import conj
     from torchtpu.ops.matmul import dot
 
-    return dot(self, other)
+    return dot(conj(self), other)  # the first argument conjugated
 
 
 def equal(self: torch.Tensor, other: torch.Tensor) -> bool:

@@ -1,0 +1,72 @@
+"""drivers/sim/fast.py: each specialized step returns exactly what the generic kernel returns (values, dtype and
+shape, special values included), and the steps it must leave to the generic kernel get no fast path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from torchtpu.drivers.ir import Builder
+from torchtpu.drivers.sim.fast import specialize
+from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES
+
+SPECIALS = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-39, 3e38, -7.0])
+
+
+def _operand(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if dtype in ("int64", "int32"):
+        return rng.integers(-50, 50, size=shape).astype(NP_DTYPES[dtype])
+    x = rng.standard_normal(shape).astype(NP_DTYPES[dtype]) * 3
+    flat = x.reshape(-1)
+    flat[: min(len(flat), len(SPECIALS))] = SPECIALS[: len(flat)]
+    return x
+
+
+def _op(name, in_types, **attrs):
+    b = Builder()
+    ins = [b.input(shape, dtype) for shape, dtype in in_types]
+    outs = b.emit(name, ins, **attrs)
+    return b.finish(outs).ops[-1]
+
+
+CASES = [
+    *[(name, [((4, 5), d), ((4, 5), d)], {}) for name in ("add", "subtract", "multiply", "maximum", "minimum")
+      for d in ("float32", "float64", "int64", "int32")],
+    *[(name, [((4, 5), "float32"), ((4, 5), "float32")], {}) for name in ("divide", "atan2", "hypot", "copysign")],
+    *[(name, [((3, 7), d)], {}) for name in ("exponential", "log", "sqrt", "rsqrt", "tanh", "logistic", "erf",
+                                               "sine", "reciprocal", "log_plus_one") for d in ("float32", "float64")],
+    *[(name, [((3, 7), d)], {}) for name in ("abs", "negate", "square", "sign") for d in ("float32", "int64")],
+    *[("compare", [((6,), d), ((6,), d)], {"direction": dr}) for dr in ("EQ", "NE", "LT", "LE", "GT", "GE")
+      for d in ("float32", "int64")],
+    ("select", [((2, 3), "bool"), ((2, 3), "float32"), ((2, 3), "float32")], {}),
+    ("reshape", [((2, 6), "float32")], {"shape": (3, 4)}),
+    ("broadcast_in_dim", [((3, 1), "float32")], {"shape": (2, 3, 4), "broadcast_dimensions": (1, 2)}),
+    *[("reduce", [((4, 5, 6), d)], {"kind": k, "dimensions": dims}) for k in ("sum", "prod", "max", "min")
+      for d in ("float32", "int64") for dims in ((2,), (0, 2))],
+]
+
+
+@pytest.mark.parametrize("name,in_types,attrs", CASES, ids=[f"{c[0]}-{c[1][-1][1]}-{i}" for i, c in enumerate(CASES)])
+def test_fast_step_equals_the_generic_kernel(name, in_types, attrs):
+    op = _op(name, in_types, **attrs)
+    fast = specialize(op)
+    assert fast is not None, f"{name} {in_types} has no fast path"
+    args = [_operand(shape, dtype, i) if dtype != "bool" else np.random.default_rng(i).random(shape) > 0.5
+            for i, (shape, dtype) in enumerate(in_types)]
+    with np.errstate(all="ignore"):
+        want = np.asarray(KERNELS[name](op, list(args))[0])
+        got = fast(*args)
+    assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("name,in_types,attrs", [
+    ("add", [((4,), "bfloat16"), ((4,), "bfloat16")], {}),      # widened to f32, rounded on store
+    ("add", [((), "float32"), ((), "float32")], {}),            # numpy would return a scalar
+    ("divide", [((4,), "int64"), ((4,), "int64")], {}),         # integer division checks for zero
+    ("exponential", [((4,), "bfloat16")], {}),
+    ("reduce", [((0, 3), "float32")], {"kind": "max", "dimensions": (0,)}),  # the identity of an empty max
+    ("broadcast_in_dim", [((3, 2), "float32")], {"shape": (2, 3), "broadcast_dimensions": (1, 0)}),  # transposes
+])
+def test_steps_left_to_the_generic_kernel(name, in_types, attrs):
+    assert specialize(_op(name, in_types, **attrs)) is None
