@@ -127,4 +127,4 @@ def test_bounded_sweep_keeps_recorded_status(tpu):
     assert not worse, "\n".join(worse)
     native = sum(r.status == "native" for r in results)
     assert native >= 0.8 * len(results), f"only {native} of {len(results)} native"
-    assert elapsed < 240, f"bounded sweep took {elapsed:.0f} s"
+    assert elapsed < 600, f"bounded sweep took {elapsed:.0f} s"  # about 130 s on two quiet cores

@@ -77,11 +77,19 @@ def main(argv: list[str] | None = None) -> int:
         merged = report.merge(report.load(args.json), results) if args.merge else report.merge([], results)
         command = " ".join(["python -m torchtpu.conformance", *(argv if argv is not None else sys.argv[1:])])
         meta = {"command": command if not args.merge else _previous(args.json, "command", command),
-                "minutes": minutes if not args.merge else _previous(args.json, "minutes", minutes)}
+                "minutes": minutes if not args.merge else _previous(args.json, "minutes", minutes),
+                "json": _relative(args.json)}
         report.write_json(args.json, merged, meta)
         report.write_markdown(args.md, merged, meta)
         print(f"wrote {args.json} and {args.md}")
     return 0
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(DOCS.parent))
+    except ValueError:
+        return str(path)
 
 
 def _previous(path: Path, key: str, default: object) -> object:

@@ -94,7 +94,8 @@ def write_markdown(path: Path, results: list[Result], meta: dict[str, Any]) -> N
         "differentiable ops, and an entry counts as **native** only if no ATen op fell back to CPU.",
         "",
         f"Reproduce (about {meta.get('minutes', '?')} min on two cores): `{_env_prefix(driver)}{command}` "
-        "(writes `docs/op-coverage.json` and this file). The test suite runs a bounded sample "
+        f"(writes `{meta.get('json', 'docs/op-coverage.json')}` and this file). The test suite runs a bounded "
+        "sample "
         "(`tests/test_opinfo.py`).",
         "",
         "Tolerances: integer and bool exact; float32 at `Precision.HIGHEST` rtol 1e-5, atol 1e-5 (gradients "
