@@ -62,10 +62,16 @@ def test_errors_name_the_op_by_its_program_index():
     program = b.finish([y])
     exe = drv.compile(program)
 
-    def boom(op, args):
+    def boom(*args):
         raise ValueError("boom")
 
-    exe.payload.steps[0].kernel = boom
+    step = exe.payload.steps[0]
+    assert step.fast is not None  # float32 add: a direct numpy call (fast.py)
+    step.fast = boom
+    with pytest.raises(ExecutionError) as info:
+        drv.execute(exe, [np.zeros(3, np.float32)], [np.empty(3, np.float32)])
+    assert info.value.op_index == 2 and info.value.op_name == "add"
+    step.fast, step.kernel = None, boom  # the generic kernel path names the op the same way
     with pytest.raises(ExecutionError) as info:
         drv.execute(exe, [np.zeros(3, np.float32)], [np.empty(3, np.float32)])
     assert info.value.op_index == 2 and info.value.op_name == "add"
