@@ -99,6 +99,8 @@ def measure(name: str, warmup: int, repeats: int, eager_mode: str | None, thread
     from torchtpu import validate_models as vm
 
     spec = vm.MODELS[name]
+    if compiled:  # transformers wraps every model's forward in one decorator: Dynamo's per-code cache (8
+        torch._dynamo.reset()  # entries) would fill across models and later models would run uncompiled
     model = spec.build()
     cpu_fwd, cpu_train = _steps(spec, copy.deepcopy(model), "cpu")
     tpu_fwd, tpu_train = _steps(spec, model, "tpu", compiled)

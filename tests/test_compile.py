@@ -183,3 +183,14 @@ def test_functional_view_writes_and_padding_under_compile(tpu):
     out = torch.compile(f, backend="tpu", fullgraph=True)(x.to(tpu), y.to(tpu))
     torch.testing.assert_close(out.cpu(), f(x, y))
     assert torchtpu.stats()["compile"]["eager_graphs"] == 0
+
+
+def test_tensor_constants_made_in_the_graph(tpu):
+    # AOTAutograd lifts tensors created inside the traced code into get_attr nodes (_tensor_constant0): GPT-2,
+    # Llama and T5 build their attention-mask fill values this way
+    def f(x):
+        return x * torch.tensor([1.5, -2.0, 0.25], device=x.device) + torch.tensor(3.0, device=x.device)
+
+    x = torch.randn(4, 3)
+    got = torch.compile(f, backend="tpu")(x.to(tpu)).cpu()
+    torch.testing.assert_close(got, f(x))

@@ -86,6 +86,9 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
     for node, value in zip(placeholders, inputs):
         env[node] = value
     for node in gm.graph.nodes:
+        if node.op == "get_attr":  # a tensor constant the traced code made (a mask value, torch.tensor(...))
+            env[node] = _constant(torch.fx.graph_module._get_attr(gm, node.target))
+            continue
         if node.op != "call_function":
             continue
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
@@ -106,6 +109,17 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
             env[node] = fn(*args, **kwargs)
     output_node = next(n for n in gm.graph.nodes if n.op == "output")
     return torch.fx.node.map_arg(output_node.args[0], lambda n: env[n])
+
+
+def _constant(value: Any) -> Any:
+    if not isinstance(value, torch.Tensor):
+        return value
+    from torchtpu.ops import prims as P
+
+    host = value.detach().cpu()
+    if host.dim() == 0:
+        return P.const(host.item(), host.dtype)
+    return P.dense(host.tolist(), host.dtype)
 
 
 def _run_decomposed(target: Any, args: Any, kwargs: Any, rng: _Randomness, depth: int) -> Any:
