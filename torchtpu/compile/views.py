@@ -1,7 +1,7 @@
-"""Graph-mode lowerings of ATen view ops (and of the dtype conversions graphs spell as ops). In eager mode views
-alias storage (ATen's own implementations in the C++ shim); in a compiled graph, after AOTAutograd's
-functionalization, a view is just a value, so it lowers to reshape / transpose / broadcast / slice. These are
-used only by the compile backend."""
+"""Graph-mode lowerings of ATen view ops (and of the dtype conversions and convolutions that graphs spell as
+other ops than eager mode reaches). In eager mode views alias storage (ATen's own implementations in the C++
+shim); in a compiled graph, after AOTAutograd's functionalization, a view is just a value, so it lowers to
+reshape / transpose / broadcast / slice. These are used only by the compile backend."""
 
 from __future__ import annotations
 
@@ -247,3 +247,20 @@ def constant_pad_nd(x: Sym, pad: list[int], value: float = 0) -> Sym:
 @_view(aten.copy.default)
 def copy(x: Sym, src: Sym, non_blocking: bool = False) -> Sym:
     return P.broadcast_to(P.convert(src, x.dtype), x.shape)
+
+
+# Graph spellings of ops that eager mode reaches through another overload: ATen routes a PrivateUse1
+# convolution to convolution(_backward)_overrideable, the lowered ones; AOTAutograd graphs name the generic op.
+@_view(aten.convolution.default)
+def convolution(input: Sym, weight: Sym, bias: Sym | None, *conv_args: Any) -> Sym:  # noqa: A002
+    from torchtpu.ops.registry import OP_TABLE
+
+    return OP_TABLE[aten.convolution_overrideable.default](input, weight, bias, *conv_args)
+
+
+@_view(aten.convolution_backward.default)
+def convolution_backward(grad_output: Sym, input: Sym, weight: Sym, bias_sizes: Any,  # noqa: A002
+                         *conv_args: Any) -> tuple[Sym | None, Sym | None, Sym | None]:
+    from torchtpu.ops.registry import OP_TABLE
+
+    return OP_TABLE[aten.convolution_backward_overrideable.default](grad_output, input, weight, *conv_args)
