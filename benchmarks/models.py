@@ -29,7 +29,12 @@ varied 2-7 ms, so +-50% per model): forward 4.5x -> 4.2x, training step 5.7x -> 
 goal; the optimizer still re-traces (Python lowering, ~50-100 us) the ops whose scalar changes each step.
 
 All of it merged (main, 25 models, load average ~2): median forward 4.6x, training step 6.7x CPU eager
-(first measurement: 7.0x / 8.9x); the per-model table is in docs/models.md.
+(first measurement: 7.0x / 8.9x).
+
+Session 3 (quiet machine, 3d8be29; per-model tables in docs/models.md): eager forward 4.0x, training step 4.8x
+(foreach optimizer ops as one launch, no re-trace for new float values, direct numpy steps in the sim);
+`--compile`: forward 1.6x, training step 3.1x over the 23 models that compile (the MoE models use
+torch._grouped_mm under Dynamo, which takes only bf16).
 """
 
 from __future__ import annotations
