@@ -17,7 +17,7 @@ from torchtpu.drivers.ir import Builder
 from torchtpu.execution import deferred, float_inputs, modes
 from torchtpu.execution.float_inputs import class_key, is_generic
 from torchtpu.ops.prims import convert
-from torchtpu.ops.tracing import TORCH_TO_IR, Sym, tracing
+from torchtpu.ops.tracing import TORCH_TO_IR, Sym, aten_type_name, tracing
 from torchtpu.precision import current_precision
 
 Lowering = Callable[..., Any]
@@ -94,11 +94,10 @@ class Traced:
 
     __slots__ = ("program", "exe", "out_types", "structure", "launch", "scalars", "template")
 
-    def __init__(self, program: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any,
-                 launch: Any = None, scalars: tuple = ()) -> None:
+    def __init__(self, program: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any) -> None:
         self.program, self.out_types, self.structure = program, out_types, structure
-        self.launch = program if launch is None else launch
-        self.scalars = scalars
+        self.launch = program
+        self.scalars: tuple = ()
         self.exe = None
         self.template: float_inputs.Template | None = None  # set when generic floats are keyed by class
 
@@ -146,15 +145,10 @@ def trace(lowering: Lowering, tensors: list[torch.Tensor], args: tuple, kwargs: 
         if out_dtypes is not None:  # in-place results: the result type must cast to the target's, as in ATen
             for s, d in zip(outs, out_dtypes):
                 if not torch.can_cast(s.dtype, d):
-                    raise RuntimeError(f"result type {_type_name(s.dtype)} can't be cast to the desired output "
-                                       f"type {_type_name(d)}")
+                    raise RuntimeError(f"result type {aten_type_name(s.dtype)} can't be cast to the desired "
+                                       f"output type {aten_type_name(d)}")
             outs = [convert(s, d) for s, d in zip(outs, out_dtypes)]
     return builder.finish([s.value for s in outs], name=name), structure, outs
-
-
-def _type_name(dtype: torch.dtype) -> str:
-    """ATen's name of a dtype in messages (torch.float32 -> Float)."""
-    return torch.empty(0, dtype=dtype, device="meta").type().split(".")[-1].replace("Tensor", "")
 
 
 _cache: dict[tuple, Traced] = {}
@@ -243,8 +237,6 @@ def _has_lazy_bits(x: Any) -> bool:
         return x.is_conj() or x.is_neg()
     if isinstance(x, list | tuple):
         return any(_has_lazy_bits(v) for v in x)
-    if isinstance(x, dict):
-        return any(_has_lazy_bits(v) for v in x.values())
     return False
 
 
@@ -286,7 +278,7 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     if lowering in FLOAT_INPUTS and drv.host_addressable and mode is not modes.EagerMode.DEFER_AND_FUSE:
         floats = []  # deferred regions bake each op's constants into the event program: keyed by value there
     key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
-    if key is None and _has_lazy_bits((args, kwargs)):  # mm, bmm, dot... are fallthroughs of ATen's Conjugate key
+    if key is None and _has_lazy_bits((*args, *kwargs.values())):  # mm, bmm, dot: ATen's Conjugate-key fallthroughs
         args, kwargs = _resolve_lazy_bits(args), {k: _resolve_lazy_bits(v) for k, v in kwargs.items()}
         key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
     traced = _cache.get(key) if key is not None else None

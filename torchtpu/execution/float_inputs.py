@@ -23,9 +23,7 @@ from typing import Any
 import numpy as np
 
 from torchtpu import runtime
-from torchtpu.drivers.ir import Builder, Op, Program
-
-FLOAT_IR = frozenset({"float32", "float64", "bfloat16", "float16"})
+from torchtpu.drivers.ir import FLOAT_DTYPES, Builder, Op, Program
 
 Template = tuple[Any, ...]  # per hoisted input: (argument index, IR dtype) or a fixed 0-d buffer
 
@@ -42,7 +40,7 @@ def class_key(x: float) -> tuple:
 
 def _is_float_scalar_constant(op: Op) -> bool:
     out = op.outputs[0]
-    return (op.name == "constant" and out.shape == () and out.dtype in FLOAT_IR
+    return (op.name == "constant" and out.shape == () and out.dtype in FLOAT_DTYPES
             and op.attr("value").__class__ is float)
 
 

@@ -10,7 +10,7 @@ import torch
 from torchtpu.ops import prims as P
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -188,12 +188,14 @@ def sgn(self: Sym) -> Sym:
     return P.emit1("sign", [self])
 
 
+def _float_like(x: Sym) -> bool:
+    return x.dtype.is_floating_point or x.dtype.is_complex
+
+
 def _floats_only(x: Sym, kernel: str) -> None:
     """ATen's CPU kernels of some float-only ops refuse integer and bool tensors by dtype dispatch."""
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        from torchtpu.execution.eager import _type_name
-
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_type_name(x.dtype)}\'')
+    if not _float_like(x):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{aten_type_name(x.dtype)}\'')
 
 
 @lower(aten.frac.default)
@@ -375,8 +377,7 @@ def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
 
 @lower(aten.addcdiv.default, float_inputs=True)
 def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
-    if not (tensor1.dtype.is_floating_point or tensor1.dtype.is_complex) and \
-            not (tensor2.dtype.is_floating_point or tensor2.dtype.is_complex):
+    if not _float_like(tensor1) and not _float_like(tensor2):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
                            "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
                            "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "

@@ -63,11 +63,8 @@ def _check_lengths(name: str, *lists: list) -> None:
 
 def _check_scalar_tensor(name: str, t: Any) -> None:
     if isinstance(t, Sym) and t.shape != ():
-        numel = 1
-        for d in t.shape:
-            numel *= d
         raise RuntimeError(f"{name}: scalar tensor expected to be 0 dim but it has {len(t.shape)} dimensions "
-                           f"and {numel} elements.")
+                           f"and {t.numel()} elements.")
 
 
 def _scalars_list(args: tuple, kwargs: dict[str, Any], index: int, name: str) -> tuple[tuple, dict[str, Any]]:

@@ -9,7 +9,7 @@ import torch
 
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -233,10 +233,8 @@ def logsumexp(self: Sym, dim: list[int], keepdim: bool = False) -> Sym:
 def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
                 *, dtype: torch.dtype | None = None) -> Sym:
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
-        from torchtpu.execution.eager import _type_name
-
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {_type_name(self.dtype)}")
+                           f"Got {aten_type_name(self.dtype)}")
     out_dtype = dtype or (self.dtype if self.dtype.is_floating_point else torch.float32)
     # ATen accumulates reduced-precision norms in float32 (opmath) and rounds once at the end: |x|^p summed and
     # raised to 1/p in bf16 would round twice, so a size-1 norm would not be exactly |x| (normalize's gradient

@@ -16,6 +16,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import eager
+from torchtpu.ops.tracing import aten_type_name
 
 OP_TABLE: dict[OpOverload, Callable[..., Any]] = {}
 _libs: list[torch.library.Library] = []
@@ -112,8 +113,8 @@ def _functional_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., 
 
 def _check_cast(result: torch.dtype, target: torch.dtype, name: str) -> None:
     if not torch.can_cast(result, target):
-        raise RuntimeError(f"{name}: result type {eager._type_name(result)} can't be cast to the desired output "
-                           f"type {eager._type_name(target)}")
+        raise RuntimeError(f"{name}: result type {aten_type_name(result)} can't be cast to the desired output "
+                           f"type {aten_type_name(target)}")
 
 
 def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -22,6 +22,11 @@ TORCH_TO_IR = {
 }
 IR_TO_TORCH = {v: k for k, v in TORCH_TO_IR.items()}
 
+
+def aten_type_name(dtype: torch.dtype) -> str:
+    """ATen's name of a dtype in error messages (torch.float32 -> "Float", torch.int64 -> "Long")."""
+    return torch.empty(0, dtype=dtype, device="meta").type().split(".")[-1].replace("Tensor", "")
+
 _state = threading.local()
 
 
