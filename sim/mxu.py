@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .mxu_kernel import dot_exact
+from .mxu_kernel import dot_exact, dot_exact_bf16_rounded
 from .numerics import BF16, round_bf16, split_bf16x3, split_bf16x6, to_bf16
 
 __all__ = [
@@ -173,6 +173,8 @@ def matmul(
     n = b.shape[-1]
     batch = math.prod(a.shape[:-2])
     how = resolve_mode(mode, batch * m * n * k)
+    if how == "exact" and prec == "DEFAULT":
+        return convert_out(dot_exact_bf16_rounded(a, b, array), out_dtype)
     if how == "exact":
         def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             return dot_exact(x, y, array)

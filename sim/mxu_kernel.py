@@ -24,11 +24,14 @@ row chunk) spread with prange.
 
 from __future__ import annotations
 
+import math
 import os
 
 import numba
 import numpy as np
 from numba import njit, prange
+
+from .numerics import _round_bits_loop
 
 PARALLEL_MIN_MACS = 1 << 22  # below this many multiply-adds the exact kernel runs single-threaded
 
@@ -37,7 +40,7 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
     # change PyTorch's thread count too (seen: torch.get_num_threads() 1 -> 2 after one exact matmul).
     numba.config.THREADING_LAYER = "workqueue"
 
-__all__ = ["dot_exact"]
+__all__ = ["dot_exact", "dot_exact_bf16_rounded"]
 
 _MB = 8  # derived: rows per register block (8 x 64 measured fastest of 2..16 x 32..128 on AVX-512)
 _NB = 64  # derived: register block columns (see _MB)
@@ -141,21 +144,58 @@ def _dot_exact3_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
     return out
 
 
+@njit(cache=True)
+def _rounded(bits: np.ndarray) -> np.ndarray:
+    out = np.empty(bits.shape, np.float32)
+    _round_bits_loop(bits.reshape(-1), out.reshape(-1).view(np.uint32))
+    return out
+
+
+# DEFAULT precision in one call: both operands rounded to bf16 exactly as `numerics.round_bf16` does, then the
+# serial kernel (two Python-level calls and their checks fewer; small products are most of an eager step).
+@njit(cache=True)
+def _dot_rounded3_serial(a_bits: np.ndarray, b_bits: np.ndarray, tile: int) -> np.ndarray:
+    return _dot_exact3_serial(_rounded(a_bits), _rounded(b_bits), tile)
+
+
+def _batched(a: np.ndarray, b: np.ndarray) -> tuple[tuple, int, int, int, int] | None:
+    lead = a.shape[:-2]
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = math.prod(lead)
+    return (lead, batch, m, k, n) if batch and m and n and k else None
+
+
+def _contiguous_f32(x: np.ndarray) -> np.ndarray:
+    return x if x.dtype == np.float32 and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=np.float32)
+
+
 def dot_exact(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.ndarray:
     """float32 (..., M, K) @ (..., K, N) in the order of the module docstring; operands hold bf16 values."""
     if tile < 1:
         raise ValueError(f"tile must be positive, got {tile}")
-    lead = a.shape[:-2]
-    m, k = a.shape[-2:]
-    n = b.shape[-1]
-    batch = int(np.prod(lead, dtype=np.int64))
-    if batch == 0 or m == 0 or n == 0 or k == 0:
-        return np.zeros((*lead, m, n), np.float32)
-    a3 = np.ascontiguousarray(a, dtype=np.float32).reshape(batch, m, k)
-    b3 = np.ascontiguousarray(b, dtype=np.float32).reshape(batch, k, n)
+    dims = _batched(a, b)
+    if dims is None:
+        return np.zeros((*a.shape[:-1], b.shape[-1]), np.float32)
+    lead, batch, m, k, n = dims
+    a3 = _contiguous_f32(a).reshape(batch, m, k)
+    b3 = _contiguous_f32(b).reshape(batch, k, n)
     if batch * m * n * k >= PARALLEL_MIN_MACS:
         return _dot_exact3(a3, b3, int(tile)).reshape(*lead, m, n)
     # Small products run serially: waking the pool costs more than it saves, and on a loaded 2-core machine a
     # parallel region can stall for milliseconds (measured: 64^3 took 32 ms on 2 threads, 44 us on 1 thread
     # inside the parallel region, 14 us in the serial twin).
     return _dot_exact3_serial(a3, b3, int(tile)).reshape(*lead, m, n)
+
+
+def dot_exact_bf16_rounded(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.ndarray:
+    """`dot_exact(round_bf16(a), round_bf16(b), tile)` for float32 operands (one DEFAULT-precision pass)."""
+    dims = _batched(a, b)
+    if dims is None or tile < 1 or math.prod(dims[1:]) >= PARALLEL_MIN_MACS:
+        from .numerics import round_bf16
+
+        return dot_exact(round_bf16(a), round_bf16(b), tile)
+    lead, batch, m, k, n = dims
+    a3 = _contiguous_f32(a).reshape(batch, m, k).view(np.uint32)
+    b3 = _contiguous_f32(b).reshape(batch, k, n).view(np.uint32)
+    return _dot_rounded3_serial(a3, b3, int(tile)).reshape(*lead, m, n)

@@ -214,3 +214,54 @@ def test_convolution_compiles_into_the_graph(tpu):
     torch.testing.assert_close(xt.grad.cpu(), xc.grad, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(model.weight.grad.cpu(), conv.weight.grad, rtol=1e-5, atol=1e-5)
     assert torchtpu.stats()["compile"]["eager_graphs"] == 0
+
+
+def test_compiled_optimizer_step_writes_its_state_in_one_program(tpu):
+    # AOTAutograd keeps an inference graph's input mutations in the graph (keep_inference_input_mutations): the
+    # parameters and moments are written by the one Program, not copied back by an eager launch each
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    cpu_model = _mlp()
+    model = _mlp().to(tpu)
+    model.load_state_dict(cpu_model.state_dict())
+    opts = {d: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1) for d, m in (("cpu", cpu_model),
+                                                                                          ("tpu", model))}
+    step = torch.compile(opts["tpu"].step, backend="tpu")
+    gen = torch.Generator().manual_seed(1)
+    launches = []
+    with torchtpu.precision("HIGHEST"):
+        for _ in range(3):
+            grads = [torch.randn(p.shape, generator=gen) for p in cpu_model.parameters()]
+            for m in (cpu_model, model):
+                for p, g in zip(m.parameters(), grads):
+                    p.grad = g.to(p.device)
+            opts["cpu"].step()
+            before = torchtpu.stats()["launches"]
+            step()
+            launches.append(torchtpu.stats()["launches"] - before)
+    for p, q in zip(model.parameters(), cpu_model.parameters()):  # float32 bias corrections vs CPU's doubles
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-5, atol=1e-6)
+        state, cpu_state = opts["tpu"].state[p], opts["cpu"].state[q]
+        torch.testing.assert_close(state["exp_avg_sq"].cpu(), cpu_state["exp_avg_sq"], rtol=1e-5, atol=1e-8)
+        assert float(state["step"]) == 3.0  # a host scalar input: computed on the device, copied back
+    n_params = len(list(model.parameters()))
+    assert launches[-1] < n_params  # was 5 copy_ launches per parameter after the program
+    assert torchtpu.stats()["compile"]["eager_graphs"] == 0
+
+
+def test_no_grad_buffer_updates_under_compile(tpu):
+    # BatchNorm in train mode under no_grad: an inference graph mutating its running statistics
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    bn = nn.BatchNorm1d(6)
+    tbn = nn.BatchNorm1d(6).to(tpu)
+    compiled = torch.compile(tbn, backend="tpu")
+    x = torch.randn(5, 6)
+    with torch.no_grad(), torchtpu.precision("HIGHEST"):
+        for scale in (1.0, 2.0):
+            out = compiled(x.to(tpu) * scale)
+            expected = bn(x * scale)
+            torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(tbn.running_mean.cpu(), bn.running_mean, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(tbn.running_var.cpu(), bn.running_var, rtol=1e-6, atol=1e-7)
+    assert int(tbn.num_batches_tracked) == 2

@@ -125,3 +125,23 @@ def test_fill_takes_a_generic_value(tpu):
     x = torch.zeros(3).to("tpu")
     for v in (0.3, 0.77):
         torch.testing.assert_close(x.fill_(v).cpu(), torch.full((3,), v))
+
+
+def test_repeated_constants_share_one_input_and_keep_their_sources(tpu):
+    # a foreach op repeats its scalar once per tensor: one hoisted input per distinct source. A ScalarList whose
+    # values happen to be equal must still take distinct values in a later call (one input per list element)
+    xs = [torch.randn(3, 2).to("tpu") for _ in range(3)]
+    cpu = [x.cpu() for x in xs]
+    for values in ([0.3, 0.3, 0.3], [0.3, 0.7, -0.1]):
+        got = torch._foreach_div(xs, values)
+        for g, c, v in zip(got, cpu, values):
+            torch.testing.assert_close(g.cpu(), c / v, rtol=0, atol=0)
+    for v in (0.3, 0.45):
+        got = torch._foreach_mul(xs, v)
+        for g, c in zip(got, cpu):
+            torch.testing.assert_close(g.cpu(), c * v, rtol=0, atol=0)
+    key = eager.signature("aten._foreach_mul.Scalar", (xs, 0.3), {}, (), [])[0]
+    traced = eager._cache[key]
+    assert len(traced.launch.inputs) == len(xs) + 1 and len(traced.template) == 1
+    key = eager.signature("aten._foreach_div.ScalarList", (xs, [0.3, 0.7, -0.1]), {}, (), [])[0]
+    assert len(eager._cache[key].launch.inputs) == len(xs) + 3

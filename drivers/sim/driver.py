@@ -18,7 +18,7 @@ from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program
 from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers the movement/MXU kernels)
 from torchtpu.drivers.sim.costs import COSTS
-from torchtpu.drivers.sim.fast import specialize
+from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
 from torchtpu.drivers.sim.kernels import KERNELS, Kernel
 from torchtpu.sim.chips import CHIPS, ChipSpec, get_chip
 from torchtpu.sim.cost import CostModel, CostRecord
@@ -45,6 +45,15 @@ class _Step:
         self.kernel, self.op, self.inputs, self.outputs, self.index = kernel, op, inputs, outputs, index
         self.fast = specialize(op)  # a direct numpy call with the generic kernel's value, or None (fast.py)
         self.out = outputs[0] if outputs else -1
+
+
+def _external(value: np.ndarray) -> bool:
+    """Whether `value` may be memory the caller passed in (an input buffer or a view of one): arrays a kernel
+    made during the launch, and views of them, own their root memory and cannot overlap an output."""
+    root = value
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return not root.flags.owndata
 
 
 class _Plan:
@@ -133,6 +142,7 @@ class SimDriver(Driver):
         n_in = len(program.inputs)
         padding = tuple(folded.get(i) for i in range(n_in, count))
         outputs = tuple(slot[v.id] for v in program.outputs)
+        elide_broadcasts(steps, outputs)
         plan = _Plan(steps, padding, outputs, cost, program.name)
         return Executable(program, payload=plan, meta={"cost": cost})
 
@@ -170,7 +180,7 @@ class SimDriver(Driver):
                     env[i] = value
         results = [env[i] for i in plan.outputs]
         if len(outputs) > 1:  # a result that views an input may view memory an earlier output write overwrites
-            results = [r.copy() if r.base is not None and any(np.may_share_memory(r, o) for o in outputs) else r
+            results = [r.copy() if _external(r) and any(np.may_share_memory(r, o) for o in outputs) else r
                        for r in results]
         for result, out in zip(results, outputs):
             if result.dtype != out.dtype:

@@ -10,7 +10,8 @@ same bit for bit (tests/sim/test_fast_kernels.py checks each against the generic
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from torchtpu.drivers.ir import Op
@@ -67,3 +68,43 @@ def specialize(op: Op) -> FastKernel | None:
         reduce = _REDUCE_UFUNC[kind]
         return lambda x: reduce(x, axis=dims)
     return None
+
+
+def _broadcasts_implicitly(fast: FastKernel | None) -> bool:
+    return isinstance(fast, np.ufunc) or fast is np.where
+
+
+def elide_broadcasts(steps: Sequence[Any], program_outputs: Sequence[int]) -> int:
+    """Let numpy broadcast operands inside the ops that read them instead of materializing `broadcast_in_dim`.
+
+    `steps` are the driver's steps (`op`, `fast`, `inputs`, `out`). A fast broadcast whose every reader is a
+    fast ufunc (or `np.where`) that also reads a full-shape operand, and which is not a program output, becomes
+    a reshape to its rank-aligned shape (size-1 axes where it broadcasts): the readers compute the same values
+    from it (a ufunc broadcasts its operands), without `np.broadcast_to`'s Python cost. Returns how many.
+    """
+    readers: dict[int, list[Any]] = {}
+    for step in steps:
+        for slot in set(step.inputs):
+            readers.setdefault(slot, []).append(step)
+    outputs = set(program_outputs)
+    lazy: dict[int, tuple] = {}
+    for step in steps:
+        op = step.op
+        if op.name != "broadcast_in_dim" or step.fast is None or step.out in outputs:
+            continue
+        if all(_broadcasts_implicitly(r.fast) for r in readers.get(step.out, ())) and step.out in readers:
+            lazy[step.out] = _broadcast_plan(tuple(op.attr("shape")), tuple(op.attr("broadcast_dimensions")),
+                                             op.inputs[0].shape)[1]
+    for step in steps:  # every reader keeps one operand at the full result shape, so its result has that shape
+        if _broadcasts_implicitly(step.fast) and any(slot in lazy for slot in step.inputs):
+            full = step.op.outputs[0].shape
+            operands = list(zip(step.inputs, step.op.inputs))
+            if not any(slot not in lazy and v.shape == full for slot, v in operands):
+                keep = [slot for slot, v in operands if slot in lazy and v.shape == full][:1]
+                for slot in keep or step.inputs:
+                    lazy.pop(slot, None)
+    for step in steps:
+        if step.out in lazy and step.op.name == "broadcast_in_dim":
+            expanded = lazy[step.out]
+            step.fast = lambda x, expanded=expanded: x.reshape(expanded)
+    return len(lazy)

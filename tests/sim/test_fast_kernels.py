@@ -70,3 +70,39 @@ def test_fast_step_equals_the_generic_kernel(name, in_types, attrs):
 ])
 def test_steps_left_to_the_generic_kernel(name, in_types, attrs):
     assert specialize(_op(name, in_types, **attrs)) is None
+
+
+def _run(program, args):
+    from torchtpu.drivers.sim.driver import SimDriver
+
+    drv = SimDriver()
+    exe = drv.compile(program)
+    outs = [np.empty(v.shape, NP_DTYPES[v.dtype]) for v in program.outputs]
+    drv.execute(exe, args, outs)
+    return outs, exe.payload
+
+
+def test_broadcasts_read_only_by_ufuncs_are_left_to_numpy():
+    # x * broadcast(s) + broadcast(bias): both broadcasts elided; a broadcast that is a program output, and one
+    # whose readers would all be elided (broadcast(s) + broadcast(s)), keep their full shape
+    b = Builder()
+    x, s, bias = b.input((3, 4), "float32"), b.input((), "float32"), b.input((4,), "float32")
+    sb = b.emit("broadcast_in_dim", [s], shape=(3, 4), broadcast_dimensions=())[0]
+    bb = b.emit("broadcast_in_dim", [bias], shape=(3, 4), broadcast_dimensions=(1,))[0]
+    y = b.emit("add", [b.emit("multiply", [x, sb])[0], bb])[0]
+    s1 = b.emit("broadcast_in_dim", [s], shape=(3, 4), broadcast_dimensions=())[0]
+    s2 = b.emit("broadcast_in_dim", [s], shape=(3, 4), broadcast_dimensions=())[0]
+    twice = b.emit("add", [s1, s2])[0]
+    shown = b.emit("broadcast_in_dim", [bias], shape=(3, 4), broadcast_dimensions=(1,))[0]
+    program = b.finish([y, twice, shown])
+    args = [_operand((3, 4), "float32", 0), np.array(1.5, np.float32), _operand((4,), "float32", 1)]
+    (got_y, got_twice, got_shown), plan = _run(program, args)
+    with np.errstate(all="ignore"):
+        assert got_y.tobytes() == (args[0] * np.float32(1.5) + args[2]).tobytes()
+    assert got_twice.shape == (3, 4) and (got_twice == 3.0).all()
+    assert (got_shown == args[2]).all()
+    kinds = [(st.op.name, st.fast(np.zeros(st.op.inputs[0].shape, np.float32)).shape)
+             for st in plan.steps if st.op.name == "broadcast_in_dim"]
+    assert sorted(kinds) == sorted([("broadcast_in_dim", (1, 1)), ("broadcast_in_dim", (1, 4)),
+                                    ("broadcast_in_dim", (1, 1)), ("broadcast_in_dim", (3, 4)),
+                                    ("broadcast_in_dim", (3, 4))])

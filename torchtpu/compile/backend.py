@@ -61,6 +61,7 @@ class _Traced:
     program: Program
     output_map: list[tuple[str, int]]  # per graph output: ("value"|"input", index) | ("int", value) | ("none", -1)
     random_nodes: list[int]  # draws per random op, in program input order after the graph inputs
+    mutated: list[int] = field(default_factory=list)  # tensor input written by the last len(mutated) outputs
     exe: Any = None
 
 
@@ -79,12 +80,16 @@ class _Randomness:
         return state
 
 
-def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness, depth: int = 0) -> Any:
-    """Lowers every node of `gm` with `inputs` bound to its placeholders; returns the output structure."""
+def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness, depth: int = 0,
+               mutations: dict[int, Sym] | None = None) -> Any:
+    """Lowers every node of `gm` with `inputs` bound to its placeholders; returns the output structure. With
+    `mutations`, a graph input's `copy_` (AOTAutograd keeps an inference graph's input mutations in the graph)
+    records the input's new value there: input position -> value."""
     env: dict[torch.fx.Node, Any] = {}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for node, value in zip(placeholders, inputs):
         env[node] = value
+    position = {node: i for i, node in enumerate(placeholders)}
     for node in gm.graph.nodes:
         if node.op == "get_attr":  # a tensor constant the traced code made (a mask value, torch.tensor(...))
             env[node] = _constant(torch.fx.graph_module._get_attr(gm, node.target))
@@ -99,6 +104,8 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
             env[node] = node.target(*args)
         elif node.target is torch.ops.aten.sym_size.int:
             env[node] = args[0].shape[args[1]]
+        elif node.target is torch.ops.aten.copy_.default and mutations is not None and node.args[0] in position:
+            env[node] = mutations[position[node.args[0]]] = VIEW_LOWERINGS[torch.ops.aten.copy.default](*args)
         else:
             fn = _lowering_for(node.target)
             if fn is None:
@@ -173,7 +180,8 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
             else:
                 bound.append(value)
         rng = _Randomness(builder)
-        results = _run_graph(gm, bound, rng)
+        mutations: dict[int, Sym] = {}
+        results = _run_graph(gm, bound, rng, mutations=mutations)
     outs: list[Sym] = []
     output_map: list[tuple[str, int]] = []
     for r in results:
@@ -186,9 +194,13 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
             outs.append(r)
         else:  # a SymInt output of a dynamic graph: concrete for this trace
             output_map.append(("int", int(r)))
-    program = builder.finish([s.value for s in outs], name="compiled_graph")
+    tensor_index = {graph_position: i for i, graph_position in
+                    enumerate(p for p, value in enumerate(inputs) if isinstance(value, torch.Tensor))}
+    mutated = [tensor_index[p] for p in sorted(mutations)]
+    program = builder.finish([s.value for s in outs] + [mutations[p].value for p in sorted(mutations)],
+                             name="compiled_graph")
     program.inputs = [s.value for s in input_syms] + [s.value for s in rng.states]
-    return _Traced(program, output_map, rng.draws)
+    return _Traced(program, output_map, rng.draws, mutated)
 
 
 def _symbol(value: Any) -> str | None:
@@ -327,8 +339,13 @@ class CompiledGraph:
         from torchtpu import random as tpu_random
 
         states = [tpu_random.next_state(device, n) for n in traced.random_nodes]
-        outputs = [torch.empty(v.shape, dtype=_torch_dtype(v.dtype), device=torch.device("tpu", device))
-                   for v in traced.program.outputs]
+        # a mutated tpu input is written in place; a host one (a lifted CPU scalar such as Adam's step count)
+        # gets a device output copied back after the launch
+        mutated = [tensors[i] for i in traced.mutated]
+        outputs = [t if t is not None and t.device.type == "tpu" else
+                   torch.empty(v.shape, dtype=_torch_dtype(v.dtype), device=torch.device("tpu", device))
+                   for t, v in zip([None] * (len(traced.program.outputs) - len(mutated)) + mutated,
+                                   traced.program.outputs)]
         dev = torch.device("tpu", device)
         inputs = [a if a.device.type == "tpu" else a.to(dev) for a in tensors] + states  # lifted CPU constants
         drv = runtime.driver()
@@ -341,6 +358,9 @@ class CompiledGraph:
             deferred.record("compiled_graph", traced.program, inputs, outputs, device)
             if modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:
                 deferred.flush()
+        for t, out in zip(mutated, outputs[len(outputs) - len(mutated):]):
+            if t is not out:
+                t.copy_(out)
         result: list[Any] = []
         for kind, index in traced.output_map:
             if kind == "none":
@@ -413,7 +433,11 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Call
         from functorch.compile import make_boxed_compiler
 
         boxed = make_boxed_compiler(_compiler)
-        _backend = aot_autograd(fw_compiler=boxed, bw_compiler=boxed, decompositions=_decompositions())
+        # inference graphs (an optimizer step, a no_grad forward updating buffers) keep their input mutations as
+        # copy_ nodes, which the Program writes into the inputs: without it AOTAutograd copies each mutated
+        # input back with its own eager launch (a compiled AdamW step on 42 parameters: 210 copy_ launches)
+        _backend = aot_autograd(fw_compiler=boxed, bw_compiler=boxed, decompositions=_decompositions(),
+                                keep_inference_input_mutations=True)
     return _backend(gm, example_inputs)
 
 

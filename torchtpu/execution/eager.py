@@ -304,6 +304,8 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
                     _cache[key] = _BY_VALUE
                     floats = None
                     key = signature(op_name, args, kwargs, out_dtypes)[0]
+            traced.launch, traced.scalars, traced.template = float_inputs.share(
+                traced.launch, traced.scalars, values, traced.template)
         if len(_cache) >= _MAX_CACHE:  # scalar arguments are part of the key (a changing lr makes new entries)
             _cache.clear()
         _cache[key] = traced

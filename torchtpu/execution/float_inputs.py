@@ -113,6 +113,37 @@ def template(retrace: Callable[[tuple, dict[str, Any]], Program], args: tuple, k
     return tuple(entries) if len(used) == len(floats) else None
 
 
+def share(launch: Program, scalars: tuple[np.ndarray, ...], values: list[tuple[float, str]],
+          entries: Template | None) -> tuple[Program, tuple[np.ndarray, ...], Template | None]:
+    """One hoisted input per distinct source instead of one per constant: a foreach op repeats each scalar once
+    per tensor of its lists. Sources are the template's entries (an argument index, or a fixed value) or, keyed
+    by value, the values themselves; `launch`'s hoisted inputs are its last `len(values)`."""
+    if entries is not None:
+        sources = [e if e.__class__ is tuple else (repr(v), d) for e, (v, d) in zip(entries, values)]
+    else:
+        sources = [(repr(v), d) for v, d in values]
+    first: dict[Any, int] = {}
+    for i, source in enumerate(sources):
+        first.setdefault(source, i)
+    if len(first) == len(sources):
+        return launch, scalars, entries
+    builder = Builder()
+    n_plain = len(launch.inputs) - len(sources)
+    env = {v.id: builder.input(v.shape, v.dtype) for v in launch.inputs[:n_plain]}
+    for i in first.values():
+        v = launch.inputs[n_plain + i]
+        env[v.id] = builder.input(v.shape, v.dtype)
+    for i, source in enumerate(sources):
+        env[launch.inputs[n_plain + i].id] = env[launch.inputs[n_plain + first[source]].id]
+    for op in launch.ops:
+        for o, n in zip(op.outputs, builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))):
+            env[o.id] = n
+    keep = list(first.values())
+    program = builder.finish([env[v.id] for v in launch.outputs], launch.name)
+    return (program, tuple(scalars[i] for i in keep),
+            None if entries is None else tuple(entries[i] for i in keep))
+
+
 def buffers(entries: Template, floats: list[float]) -> tuple[np.ndarray, ...]:
     """The hoisted inputs for this call's generic floats."""
     scalar_buffer = runtime.scalar_buffer
