@@ -51,7 +51,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-
 _BATCH = 5  # back-to-back calls per timed sample
 
 
