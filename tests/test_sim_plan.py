@@ -65,8 +65,8 @@ def test_errors_name_the_op_by_its_program_index():
     def boom(*args):
         raise ValueError("boom")
 
-    step = exe.payload.steps[0]
-    assert step.fast is not None  # float32 add: a direct numpy call (fast.py)
+    step = exe.payload.last  # the final ufunc step, which writes into the output buffer
+    assert step is not None and step.op.name == "add" and not exe.payload.steps
     step.fast = boom
     with pytest.raises(ExecutionError) as info:
         drv.execute(exe, [np.zeros(3, np.float32)], [np.empty(3, np.float32)])
@@ -86,3 +86,28 @@ def test_eager_values_unchanged_with_constants(tpu):
         assert torch.equal((t * 2.5 + 1).cpu(), x * 2.5 + 1)
         assert torch.equal(torch.full((2, 3), -0.0, device="tpu").cpu(), torch.full((2, 3), -0.0))
         assert torch.equal(torch.arange(5, device="tpu").cpu(), torch.arange(5))
+
+
+def test_final_ufunc_writes_into_the_output_buffer():
+    drv = SimDriver()
+    b = Builder()
+    x, y = b.input((4, 3), "float32"), b.input((3,), "float32")
+    yb = b.emit("broadcast_in_dim", [y], shape=(4, 3), broadcast_dimensions=(1,))[0]
+    program = b.finish([b.emit("multiply", [b.emit("exponential", [x])[0], yb])[0]])
+    exe = drv.compile(program)
+    assert exe.payload.last is not None and exe.payload.last.op.name == "multiply"
+    xv = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+    yv = np.array([1.5, -2.0, 0.25], np.float32)
+    want = np.exp(xv) * yv
+    strided = np.zeros((4, 6), np.float32)[:, ::2]  # a strided output view
+    drv.execute(exe, [xv, yv], [strided])
+    assert strided.tobytes() == want.tobytes()
+    wide = np.zeros((4, 3), np.float64)  # another dtype: computed, then cast on the copy
+    drv.execute(exe, [xv, yv], [wide])
+    np.testing.assert_array_equal(wide, want.astype(np.float64))
+    b = Builder()
+    x = b.input((5,), "float32")
+    exe = drv.compile(b.finish([b.emit("add", [x, x])[0]]))
+    v = np.arange(5, dtype=np.float32)
+    drv.execute(exe, [v], [v])  # in place: the output is the operand
+    np.testing.assert_array_equal(v, 2 * np.arange(5, dtype=np.float32))

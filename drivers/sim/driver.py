@@ -19,7 +19,7 @@ from torchtpu.drivers.ir import Op, Program
 from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers the movement/MXU kernels)
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
-from torchtpu.drivers.sim.kernels import KERNELS, Kernel
+from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.sim.chips import CHIPS, ChipSpec, get_chip
 from torchtpu.sim.cost import CostModel, CostRecord
 from torchtpu.sim.timeline import Timeline
@@ -60,12 +60,20 @@ class _Plan:
     """An executable's payload: the steps over a flat value list (program inputs first), the output slots and the
     launch cost, all fixed at compile time so that a launch does no lookups."""
 
-    __slots__ = ("steps", "padding", "outputs", "cost", "name")
+    __slots__ = ("steps", "padding", "outputs", "cost", "name", "last", "last_dtype")
 
     def __init__(self, steps: list[_Step], padding: tuple, outputs: tuple[int, ...], cost: CostRecord,
                  name: str) -> None:
-        self.steps, self.outputs, self.cost, self.name = tuple(steps), outputs, cost, name
+        self.outputs, self.cost, self.name = outputs, cost, name
         self.padding = padding  # the value list after the inputs: one slot per op result, constants filled in
+        # A one-output program ending in a ufunc step writes that step's result straight into the output buffer
+        # (`out=`: numpy buffers any overlap with the operands) instead of into a new array copied afterwards.
+        self.last: _Step | None = None
+        self.last_dtype: np.dtype | None = None
+        if steps and len(outputs) == 1 and steps[-1].out == outputs[0] and isinstance(steps[-1].fast, np.ufunc):
+            self.last, steps = steps[-1], steps[:-1]
+            self.last_dtype = np.dtype(NP_DTYPES[self.last.op.outputs[0].dtype])
+        self.steps = tuple(steps)
 
 
 # Ops whose inputs are all constants are run once at compile time (constant, iota, broadcasts and arithmetic of
@@ -178,6 +186,16 @@ class SimDriver(Driver):
                     raise ExecutionError(step.index, step.op.name, exc) from exc
                 for i, value in zip(step.outputs, results):
                     env[i] = value
+            last = plan.last
+            if last is not None:
+                try:
+                    if outputs[0].dtype == plan.last_dtype:
+                        last.fast(*[env[i] for i in last.inputs], out=outputs[0])
+                        self._charge_launch(plan, device)
+                        return
+                    env[last.out] = last.fast(*[env[i] for i in last.inputs])
+                except Exception as exc:
+                    raise ExecutionError(last.index, last.op.name, exc) from exc
         results = [env[i] for i in plan.outputs]
         if len(outputs) > 1:  # a result that views an input may view memory an earlier output write overwrites
             results = [r.copy() if _external(r) and any(np.may_share_memory(r, o) for o in outputs) else r
@@ -186,6 +204,9 @@ class SimDriver(Driver):
             if result.dtype != out.dtype:
                 result = result.astype(out.dtype)
             np.copyto(out, result, casting="unsafe")
+        self._charge_launch(plan, device)
+
+    def _charge_launch(self, plan: _Plan, device: int) -> None:
         timeline = self.timelines[device]
         timeline.host_issue(self.chip.launch_overhead_s)
         timeline.launch(plan.cost, plan.name)

@@ -10,13 +10,17 @@ same bit for bit (tests/sim/test_fast_kernels.py checks each against the generic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from torchtpu.drivers.ir import Op
+from torchtpu.drivers.sim import kernels_data
 from torchtpu.drivers.sim.kernels import _BINARY, _COMPARE, _UNARY_ANY, _UNARY_FLOAT
 from torchtpu.drivers.sim.kernels_data import _broadcast_plan
+from torchtpu.sim import mxu
+from torchtpu.sim.mxu_kernel import dot_exact_bf16_rounded
 
 FastKernel = Callable[..., np.ndarray]
 
@@ -53,7 +57,12 @@ def specialize(op: Op) -> FastKernel | None:
         return np.where
     if name == "reshape":
         shape = tuple(op.attr("shape"))
-        return lambda x: np.reshape(x, shape)
+        return lambda x: x.reshape(shape)
+    if name == "transpose":
+        permutation = tuple(op.attr("permutation"))
+        return lambda x: x.transpose(permutation)
+    if name == "dot_general" and ins == [out, out] and out == "float32":
+        return _dot(op)
     if name == "broadcast_in_dim":
         shape = tuple(op.attr("shape"))
         transpose, expanded = _broadcast_plan(shape, tuple(op.attr("broadcast_dimensions")), op.inputs[0].shape)
@@ -68,6 +77,33 @@ def specialize(op: Op) -> FastKernel | None:
         reduce = _REDUCE_UFUNC[kind]
         return lambda x: reduce(x, axis=dims)
     return None
+
+
+def _dot(op: Op) -> FastKernel:
+    """float32 dot_general as the generic kernel computes it (operands permuted to (batch, m, k) @ (batch, k, n)
+    and through `mxu.matmul`), with the permutation fixed here; DEFAULT precision in the exact order calls the
+    fused rounding kernel directly, as `mxu.matmul` itself would."""
+    lhs, rhs = (v.shape for v in op.inputs)
+    lb, rb = op.attr("lhs_batch"), op.attr("rhs_batch")
+    lc, rc = op.attr("lhs_contract"), op.attr("rhs_contract")
+    lfree = [d for d in range(len(lhs)) if d not in lb and d not in lc]
+    rfree = [d for d in range(len(rhs)) if d not in rb and d not in rc]
+    m, n = math.prod(lhs[d] for d in lfree), math.prod(rhs[d] for d in rfree)
+    k, b = math.prod(lhs[d] for d in lc), math.prod(lhs[d] for d in lb)
+    lperm, rperm = (*lb, *lfree, *lc), (*rb, *rc, *rfree)
+    a_shape, b_shape, out_shape = (b, m, k), (b, k, n), op.outputs[0].shape
+    precision = op.attr("precision")
+    default = str(precision).upper() == "DEFAULT"
+
+    def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        a3 = x.transpose(lperm).reshape(a_shape)
+        b3 = y.transpose(rperm).reshape(b_shape)
+        array = kernels_data.MXU_ARRAY
+        if default and mxu.resolve_mode(None, b * m * n * k) == "exact":
+            return dot_exact_bf16_rounded(a3, b3, array).reshape(out_shape)
+        return mxu.matmul(a3, b3, precision=precision, out_dtype=np.float32, array=array).reshape(out_shape)
+
+    return dot
 
 
 def _broadcasts_implicitly(fast: FastKernel | None) -> bool:

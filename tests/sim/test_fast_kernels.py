@@ -41,6 +41,14 @@ CASES = [
     ("select", [((2, 3), "bool"), ((2, 3), "float32"), ((2, 3), "float32")], {}),
     ("reshape", [((2, 6), "float32")], {"shape": (3, 4)}),
     ("broadcast_in_dim", [((3, 1), "float32")], {"shape": (2, 3, 4), "broadcast_dimensions": (1, 2)}),
+    ("transpose", [((2, 3, 4), "float32")], {"permutation": (2, 0, 1)}),
+    *[("dot_general", [((2, 5, 3), "float32"), ((2, 4, 3), "float32")],
+       {"lhs_batch": (0,), "rhs_batch": (0,), "lhs_contract": (2,), "rhs_contract": (2,), "precision": p,
+        "out_dtype": "float32"})
+      for p in ("DEFAULT", "HIGH", "HIGHEST")],
+    ("dot_general", [((6, 7), "float32"), ((6, 3), "float32")],
+     {"lhs_batch": (), "rhs_batch": (), "lhs_contract": (0,), "rhs_contract": (0,), "precision": "DEFAULT",
+      "out_dtype": "float32"}),
     *[("reduce", [((4, 5, 6), d)], {"kind": k, "dimensions": dims}) for k in ("sum", "prod", "max", "min")
       for d in ("float32", "int64") for dims in ((2,), (0, 2))],
 ]
