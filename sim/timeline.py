@@ -9,13 +9,18 @@ Times are simulated seconds, starting at 0; nothing here looks at values.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from .chips import ChipSpec, get_chip
 from .cost import CostRecord
 
-__all__ = ["Timeline", "TimelineRecord"]
+__all__ = ["MAX_RECORDS", "Timeline", "TimelineRecord"]
+
+# Per-executable records kept for traces: the most recent ones only, so that a long run's memory stays flat.
+# Totals (time, FLOPs, bytes, launches, per-op breakdown) are running sums over every launch.
+MAX_RECORDS = 100_000
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,10 @@ class Timeline:
         self._host = 0.0
         self._device_free = 0.0
         self._busy = 0.0
-        self._records: list[tuple] = []  # TimelineRecord fields as plain tuples (built lazily by `records`)
+        self._launches = 0
+        self._by_op: dict[str, list[float]] = {}  # op -> [count, seconds, flops, hbm_bytes]
+        # TimelineRecord fields as plain tuples (built lazily by `records`), the last MAX_RECORDS launches
+        self._records: deque[tuple] = deque(maxlen=MAX_RECORDS)
 
     def host_issue(self, seconds: float) -> None:
         """Advance the host clock by `seconds` of host work (launch overhead, Python, copies...)."""
@@ -60,11 +68,21 @@ class Timeline:
     def launch(self, record: CostRecord, name: str = "") -> None:
         """Queue one executable: it starts at max(host clock, device free time) and runs record.seconds."""
         start = max(self._host, self._device_free)
-        end = start + float(record.seconds)
+        seconds = float(record.seconds)
+        end = start + seconds
         self._device_free = end
-        self._busy += float(record.seconds)
-        self._records.append((name or record.op, record.op, float(record.flops), float(record.hbm_bytes),
-                              float(record.cycles), record.bound, start, end, self._host))
+        self._busy += seconds
+        self._launches += 1
+        flops, hbm_bytes = float(record.flops), float(record.hbm_bytes)
+        totals = self._by_op.get(record.op)
+        if totals is None:
+            totals = self._by_op[record.op] = [0, 0.0, 0.0, 0.0]
+        totals[0] += 1
+        totals[1] += seconds
+        totals[2] += flops
+        totals[3] += hbm_bytes
+        self._records.append((name or record.op, record.op, flops, hbm_bytes, float(record.cycles), record.bound,
+                              start, end, self._host))
 
     def synchronize(self) -> float:
         """Host waits until the device is idle; returns the (new) host clock."""
@@ -87,23 +105,18 @@ class Timeline:
 
     @property
     def records(self) -> list[TimelineRecord]:
+        """The most recent launches (at most MAX_RECORDS), oldest first."""
         return [TimelineRecord(*r) for r in self._records]
 
     def totals(self) -> dict[str, Any]:
-        """device_seconds, flops, hbm_bytes, launches and a per-op-kind breakdown."""
-        by_op: dict[str, dict[str, float]] = {}
-        records = self.records
-        for r in records:
-            d = by_op.setdefault(r.op, {"count": 0, "seconds": 0.0, "flops": 0.0, "hbm_bytes": 0.0})
-            d["count"] += 1
-            d["seconds"] += r.seconds
-            d["flops"] += r.flops
-            d["hbm_bytes"] += r.hbm_bytes
+        """device_seconds, flops, hbm_bytes, launches and a per-op-kind breakdown, over every launch."""
+        by_op = {op: {"count": int(c), "seconds": sec, "flops": fl, "hbm_bytes": hb}
+                 for op, (c, sec, fl, hb) in self._by_op.items()}
         return {
             "device_seconds": self._busy,
-            "flops": sum(r.flops for r in records),
-            "hbm_bytes": sum(r.hbm_bytes for r in records),
-            "launches": len(records),
+            "flops": sum(d["flops"] for d in by_op.values()),
+            "hbm_bytes": sum(d["hbm_bytes"] for d in by_op.values()),
+            "launches": self._launches,
             "by_op": by_op,
         }
 

@@ -59,3 +59,18 @@ def test_async_overlap_and_records():
     assert tl.records == [] and tl.wall_seconds == 0 and tl.totals()["launches"] == 0
     with pytest.raises(ValueError):
         tl.host_issue(-1)
+
+
+def test_records_are_bounded_and_totals_cover_every_launch(monkeypatch):
+    from torchtpu.sim import timeline as timeline_module
+
+    monkeypatch.setattr(timeline_module, "MAX_RECORDS", 3)
+    t = Timeline("v5e")
+    rec = CostModel("v5e").vpu("add", 1024, 1.0, 8192, 4096)
+    for i in range(10):
+        t.launch(rec, f"add{i}")
+    assert [r.name for r in t.records] == ["add7", "add8", "add9"]
+    totals = t.totals()
+    assert totals["launches"] == 10 and totals["by_op"]["add"]["count"] == 10
+    assert totals["flops"] == pytest.approx(10 * rec.flops) and totals["device_seconds"] == pytest.approx(
+        10 * rec.seconds)
