@@ -87,3 +87,20 @@ def test_bad_precision_lists_valid():
 def test_shape_errors_point_at_the_call(tpu):
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         torch.ones(2, 3, device=tpu) @ torch.ones(4, 5, device=tpu)
+
+
+def test_a_stale_shim_build_lock_is_removed_by_name(tmp_path):
+    import os
+    import time
+
+    from torchtpu._native import clear_stale_lock
+
+    lock = tmp_path / "lock"
+    lock.write_text("")
+    assert not clear_stale_lock(tmp_path)  # fresh: a build may be running
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    with pytest.warns(RuntimeWarning, match=str(lock)):
+        assert clear_stale_lock(tmp_path)
+    assert not lock.exists()
+    assert not clear_stale_lock(tmp_path)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +26,26 @@ def _cache_dir() -> Path:
     return path
 
 
+# A build takes about 30 s; torch's build lock older than this was left by a build that was killed, and would make
+# every later import wait on it forever.
+STALE_LOCK_SECONDS = 600
+
+
+def clear_stale_lock(build_dir: Path, max_age: float = STALE_LOCK_SECONDS) -> bool:
+    """Removes `build_dir`/lock when it is older than `max_age` seconds (with a warning naming it)."""
+    lock = build_dir / "lock"
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age <= max_age:
+        return False
+    warnings.warn(f"torchtpu: removing the stale C++ shim build lock {lock} ({age:.0f} s old; a build was "
+                  "interrupted)", RuntimeWarning, stacklevel=2)
+    lock.unlink(missing_ok=True)
+    return True
+
+
 @lru_cache(maxsize=1)
 def native() -> ModuleType:
     """The compiled shim module; compiles it on first use (about 30 s on two cores) and caches it."""
@@ -35,6 +57,7 @@ def native() -> ModuleType:
             f"torchtpu needs a C++ compiler to build its allocator shim once, but '{compiler}' was not "
             "found on PATH. Install g++ (e.g. `apt-get install g++`) or set CXX to a compiler."
         )
+    clear_stale_lock(_cache_dir())
     try:
         return cpp_extension.load(
             name="torchtpu_shim",
