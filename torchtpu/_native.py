@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
-_SOURCE = Path(__file__).parent / "csrc" / "tpu_shim.cpp"
+_SOURCES = [Path(__file__).parent / "csrc" / name for name in ("tpu_shim.cpp", "fast_launch.cpp")]
 
 
 def _cache_dir() -> Path:
@@ -61,7 +61,7 @@ def native() -> ModuleType:
     try:
         return cpp_extension.load(
             name="torchtpu_shim",
-            sources=[str(_SOURCE)],
+            sources=[str(p) for p in _SOURCES],
             build_directory=str(_cache_dir()),
             extra_cflags=["-O2"],
             verbose=os.environ.get("TORCHTPU_VERBOSE_BUILD") == "1",

@@ -35,12 +35,19 @@ _global = _parse(os.environ.get("TORCHTPU_PRECISION", "DEFAULT"))
 # Process-wide, not thread-local: autograd runs backward ops on its own device threads, and they must
 # see the setting of the code that called backward().
 _stack: list = []
+on_change: list = []  # callables run after the current precision changes (the C++ launch cache keys by it)
+
+
+def _changed() -> None:
+    for fn in on_change:
+        fn()
 
 
 def set_precision(value: Precision | str) -> None:
     """Sets the global matmul precision."""
     global _global
     _global = _parse(value)
+    _changed()
 
 
 def get_precision() -> Precision:
@@ -56,7 +63,9 @@ def precision(value: Precision | str) -> Iterator[Precision]:
     """Uses `value` for matmuls issued inside the block (it wins over the global setting)."""
     p = _parse(value)
     _stack.append(p)
+    _changed()
     try:
         yield p
     finally:
         _stack.pop()
+        _changed()

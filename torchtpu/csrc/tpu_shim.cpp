@@ -312,9 +312,12 @@ static int64_t storage_ptr(const at::Tensor& t) {
   return reinterpret_cast<int64_t>(t.storage().data());
 }
 
+void bind_fast_launch(py::module& m);  // fast_launch.cpp
+
 }  // namespace torchtpu
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  torchtpu::bind_fast_launch(m);
   m.def("cpu_alias", &torchtpu::cpu_alias);
   m.def("memory_counters", &torchtpu::memory_counters);
   m.def("reset_peak", &torchtpu::reset_peak);

@@ -14,7 +14,7 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.drivers.ir import Builder
-from torchtpu.execution import deferred, float_inputs, modes
+from torchtpu.execution import deferred, fast_launch, float_inputs, modes
 from torchtpu.execution.float_inputs import class_key, is_generic
 from torchtpu.ops.prims import convert
 from torchtpu.ops.tracing import TORCH_TO_IR, Sym, aten_type_name, tracing
@@ -264,6 +264,11 @@ def _unflatten(structure: Any, outputs: list[torch.Tensor]) -> Any:
     return None
 
 
+def _flat(structure: Any, n: int) -> bool:
+    """Whether the op returns its outputs as they are: one tensor, or a tuple of all of them in order."""
+    return structure.__class__ is int or (structure.__class__ is tuple and structure == tuple(range(n)))
+
+
 FLOAT_INPUTS: set[Lowering] = set()  # lowerings marked @lower(..., float_inputs=True): see float_inputs.py
 _BY_VALUE = object()  # cache entry: this op's generic floats shape its program, key them by value
 
@@ -341,5 +346,9 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
         drv.execute(exe, inputs, [buffer(t) for t in outputs], dev)
         if mode is modes.EagerMode.LAUNCH_BLOCKING:
             drv.synchronize(dev)
+        elif write_into is None and _flat(traced.structure, len(outputs)):
+            fast_launch.store(op_name, exe, len(tensors), inputs[len(tensors):], traced.out_types, dev, drv)
+        elif len(outputs) == 1 and tensors and outputs[0] is tensors[0] and args and args[0] is tensors[0]:
+            fast_launch.store(op_name, exe, len(tensors), inputs[len(tensors):], (), dev, drv, inplace=True)
     structure = traced.structure
     return outputs[structure] if structure.__class__ is int else _unflatten(structure, outputs)

@@ -38,6 +38,12 @@ _mode = _parse(os.environ.get("TORCHTPU_EAGER_MODE", "DEFER_NEVER"))
 # Process-wide, not thread-local: autograd runs backward ops on its own device threads, and they must
 # see the setting of the code that called backward().
 _stack: list = []
+on_change: list = []  # callables run after the eager mode changes (the C++ launch cache runs in DEFER_NEVER only)
+
+
+def _changed() -> None:
+    for fn in on_change:
+        fn()
 
 
 def get_eager_mode() -> EagerMode:
@@ -56,6 +62,7 @@ def set_eager_mode(mode: EagerMode | str) -> None:
     new = _parse(mode)
     _flush_pending()
     _mode = new
+    _changed()
 
 
 @contextmanager
@@ -63,11 +70,13 @@ def eager_mode(mode: EagerMode | str) -> Iterator[EagerMode]:
     m = _parse(mode)
     _flush_pending()
     _stack.append(m)
+    _changed()
     try:
         yield m
     finally:
         _flush_pending()
         _stack.pop()
+        _changed()
 
 
 def execute(drv: Driver, exe: Any, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor],

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch._ops import OpOverload
 
-from torchtpu.execution import eager
+from torchtpu.execution import eager, fast_launch
 from torchtpu.ops.tracing import aten_type_name
 
 OP_TABLE: dict[OpOverload, Callable[..., Any]] = {}
@@ -199,6 +199,12 @@ def register_all() -> None:
         qualified = f"{op._schema.name}.{op._overloadname}"
         if qualified in REGISTERED:
             return
+        if how in ("lowering", "inplace") and kernel.__name__ == "plain_kernel" and not _out_args(op):
+            name = op._schema.name.split("::")[1]
+            local = name if op._overloadname == "default" else f"{name}.{op._overloadname}"
+            if fast_launch.register_kernel(local, str(op), kernel, _is_inplace(op)):  # behind the C++ cache
+                REGISTERED[qualified] = how
+                return
         lib.impl(op, kernel, "PrivateUse1")
         REGISTERED[qualified] = how
 

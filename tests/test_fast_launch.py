@@ -1,0 +1,140 @@
+"""The C++ cached one-op launch path (csrc/fast_launch.cpp, execution/fast_launch.py): a repeated call is
+launched from the C++ cache with the same result as the Python kernel; anything the key does not determine
+(precision, eager mode, argument values and kinds) takes the Python path; TORCHTPU_FAST_LAUNCH=0 turns it off."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torchtpu
+from torchtpu.execution import deferred, fast_launch
+
+pytestmark = pytest.mark.sim_only("the cache serves drivers whose memory is host memory (the sim)")
+
+
+def _hits() -> int:
+    return fast_launch.counters()["hits"]
+
+
+def _twice(fn):
+    first = fn()
+    before = _hits()
+    second = fn()
+    return first, second, _hits() - before
+
+
+def test_a_repeated_op_is_launched_from_the_cache_with_the_same_result(tpu):
+    a, b = torch.randn(4, 5), torch.randn(4, 5)
+    ta, tb = a.to(tpu), b.to(tpu)
+    first, second, hits = _twice(lambda: torch.clamp(ta * tb, min=-0.5, max=0.25))
+    assert hits >= 1
+    want = torch.clamp(a * b, min=-0.5, max=0.25)
+    assert torch.equal(first.cpu(), want) and torch.equal(second.cpu(), want)
+    values, indices = torch.max(ta, dim=1)  # two outputs
+    values2, indices2 = torch.max(ta, dim=1)
+    assert torch.equal(values2.cpu(), a.max(dim=1).values) and torch.equal(indices2.cpu(), a.max(dim=1).indices)
+
+
+def test_in_place_ops_write_their_first_argument(tpu):
+    x = torch.zeros(3, 4, device=tpu)
+    y = torch.ones(3, 4, device=tpu)
+    before = _hits()
+    for _ in range(3):
+        out = x.add_(y, alpha=2.0)
+        assert out is x
+    assert _hits() - before >= 1
+    assert torch.equal(x.cpu(), torch.full((3, 4), 6.0))
+    assert x._version >= 3  # autograd's version counter still sees each write
+
+
+def test_argument_values_and_kinds_select_the_entry(tpu):
+    x = torch.randn(6).to(tpu)
+    c = x.cpu()
+    for alpha in (1, 2, 2.5, -0.0, 2.5):  # int, float and the sign of zero are all in the key
+        first, second, hits = _twice(lambda alpha=alpha: torch.add(x, x, alpha=alpha).cpu())
+        assert torch.equal(first, second) and hits == 1
+        torch.testing.assert_close(second, torch.add(c, c, alpha=alpha))
+    flags = torch.tensor([True, False, True]).to(tpu)
+    for other in (True, 1, True):  # a bool and an int scalar of equal value are different keys
+        got = torch.add(flags, other).cpu()
+        assert torch.equal(got, torch.add(flags.cpu(), other)) and got.dtype == torch.add(flags.cpu(), other).dtype
+    for approximate in ("none", "tanh", "none"):  # string arguments
+        got = torch.nn.functional.gelu(x, approximate=approximate).cpu()
+        torch.testing.assert_close(got, torch.nn.functional.gelu(c, approximate=approximate))
+    for scalar in (0.5, 3.0, 0.5):  # a host 0-d tensor argument is keyed by its value
+        got = (x * torch.tensor(scalar)).cpu()
+        assert torch.equal(got, c * scalar)
+    assert torch.equal(torch.sum(x, dtype=torch.float64).cpu(), torch.sum(x, dtype=torch.float64).cpu())
+
+
+def test_precision_is_part_of_the_key(tpu):
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 32), torch.randn(32, 8)
+    ta, tb = a.to(tpu), b.to(tpu)
+    results = {}
+    for p in ("DEFAULT", "HIGHEST", "DEFAULT", "HIGHEST"):
+        with torchtpu.precision(p):
+            results.setdefault(p, []).append((ta @ tb).cpu())
+    assert torch.equal(results["DEFAULT"][0], results["DEFAULT"][1])
+    assert torch.equal(results["HIGHEST"][0], results["HIGHEST"][1])
+    assert not torch.equal(results["DEFAULT"][0], results["HIGHEST"][0])
+    torch.testing.assert_close(results["HIGHEST"][0], a @ b, rtol=1e-6, atol=1e-5)
+
+
+def test_deferred_mode_is_not_served_from_the_cache(tpu):
+    x = torch.randn(8).to(tpu)
+    (x + x).cpu()
+    (x + x).cpu()  # cached now
+    with torchtpu.eager_mode("DEFER_AND_FUSE"):
+        before = _hits()
+        y = x + x
+        assert deferred.pending() and _hits() == before
+        assert torch.equal(y.cpu(), (x.cpu() * 2))
+    before = _hits()
+    (x + x).cpu()
+    assert _hits() == before + 1
+
+
+def test_autograd_runs_through_the_cache_on_its_device_thread(tpu):
+    torch.manual_seed(0)
+    w = torch.randn(5, 3, requires_grad=True)
+    tw = w.detach().to(tpu).requires_grad_()
+    x = torch.randn(4, 5)
+    for _ in range(3):
+        tw.grad = None
+        (x.to(tpu) @ tw).tanh().sum().backward()
+    (x @ w).tanh().sum().backward()
+    with torchtpu.precision("HIGHEST"):
+        tw.grad = None
+        (x.to(tpu) @ tw).tanh().sum().backward()
+    torch.testing.assert_close(tw.grad.cpu(), w.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_errors_still_come_from_the_python_kernel(tpu):
+    x = torch.randn(3).to(tpu)
+    (x + x).cpu()
+    with pytest.raises(RuntimeError, match="broadcast"):
+        x + torch.randn(4).to(tpu)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.zeros(3, dtype=torch.int64, device=tpu).add_(x)
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
+def test_the_path_can_be_turned_off_and_a_bad_value_is_named():
+    code = ("import torch, torchtpu\nfrom torchtpu.execution import fast_launch\nx = torch.ones(3, device='tpu')\n"
+            "for _ in range(3): y = x + x\nprint(fast_launch.counters()['hits'], y.cpu().tolist())")
+    off = _run(code, TORCHTPU_FAST_LAUNCH="0")
+    assert off.returncode == 0 and off.stdout.split()[0] == "0", off.stderr
+    on = _run(code, TORCHTPU_FAST_LAUNCH="1")
+    assert on.returncode == 0 and int(on.stdout.split()[0]) >= 1, on.stderr
+    bad = _run("import torchtpu", TORCHTPU_FAST_LAUNCH="yes", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert bad.returncode != 0 and "TORCHTPU_FAST_LAUNCH='yes'" in bad.stderr and "valid values: 0" in bad.stderr

@@ -1,0 +1,315 @@
+// The cached one-op launch path: a C++ PrivateUse1 kernel for each lowered functional op. It keys the call by
+// operator, matmul precision and every argument (tpu tensors by dtype and sizes, scalars by type and value);
+// on a hit it allocates the outputs and calls the launch the Python side stored for that key (which runs the
+// compiled program on the driver), so the cached case skips the dispatcher's Python trampoline, the Python
+// signature and the output allocation in Python. On a miss (and whenever the path is off: another eager mode,
+// a driver whose memory is not host memory) it calls the op's Python kernel exactly as torch.library would;
+// that kernel stores the launch when the op is eligible (`store`).
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/DynamicTypes.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/extension.h>
+#include <torch/library.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace torchtpu {
+namespace {
+
+struct Entry {
+  std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> outputs;
+  size_t n_inputs;
+  PyObject* launch;  // a reference owned by the table
+};
+
+constexpr size_t kMaxEntries = 8192;  // like the Python cache: scalar values are part of the key
+
+std::unordered_map<std::string, Entry>& table() {
+  static auto* t = new std::unordered_map<std::string, Entry>();
+  return *t;
+}
+
+bool g_enabled = false;
+int64_t g_precision = 0;
+int64_t g_hits = 0;
+int64_t g_misses = 0;
+
+struct Pending {
+  std::string key;
+  const std::string* op_name;
+  const c10::FunctionSchema* schema;
+  bool keyable;
+  bool inplace;
+};
+thread_local std::vector<Pending> t_pending;
+
+template <typename T>
+void put(std::string& key, T value) {
+  key.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+// The key of one call, or false when the call must take the Python path (an argument kind the key does not
+// cover, a tensor off the tpu device, a lazy conjugate/negative bit, tensors on two devices).
+bool build_key(const void* op_id, const torch::jit::Stack& stack, size_t n_args, std::string& key,
+               int64_t& device) {
+  key.reserve(128);
+  put(key, op_id);
+  put(key, g_precision);
+  device = -1;
+  for (size_t i = stack.size() - n_args; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) {
+        key.push_back('U');
+        continue;
+      }
+      if (t.device().is_cpu() && t.dim() == 0 && !t.requires_grad() && !t.is_conj() && !t.is_neg()) {
+        key.push_back('C');  // a host scalar: the Python kernel takes its value as a constant
+        put(key, static_cast<int8_t>(t.scalar_type()));
+        if (at::isFloatingType(t.scalar_type())) {
+          put(key, t.item<double>());
+        } else if (at::isIntegralType(t.scalar_type(), /*includeBool=*/true)) {
+          put(key, t.item<int64_t>());
+        } else {
+          return false;
+        }
+        continue;
+      }
+      if (!t.device().is_privateuseone() || t.is_conj() || t.is_neg()) return false;
+      int64_t d = t.device().index();
+      if (device >= 0 && d != device) return false;
+      device = d;
+      key.push_back('T');
+      put(key, static_cast<int8_t>(t.scalar_type()));
+      put(key, static_cast<int64_t>(t.dim()));
+      for (int64_t s : t.sizes()) put(key, s);
+    } else if (v.isNone()) {
+      key.push_back('N');
+    } else if (v.isBool()) {
+      key.push_back('B');
+      put(key, v.toBool());
+    } else if (v.isInt()) {
+      key.push_back('I');
+      put(key, v.toInt());
+    } else if (v.isDouble()) {
+      key.push_back('D');
+      put(key, v.toDouble());  // the bits: 0.0 and -0.0 differ, as in the Python key
+    } else if (v.isString()) {
+      key.push_back('S');
+      const auto& text = v.toStringRef();
+      put(key, static_cast<int64_t>(text.size()));
+      key.append(text);
+    } else if (v.isIntList()) {
+      key.push_back('L');
+      auto list = v.toIntList();
+      put(key, static_cast<int64_t>(list.size()));
+      for (int64_t x : list) put(key, x);
+    } else {
+      return false;
+    }
+  }
+  return device >= 0;
+}
+
+bool is_kind(const c10::Argument& arg, c10::TypeKind kind) {
+  const auto& t = arg.real_type();
+  if (t->kind() == kind) return true;
+  auto optional = t->cast<c10::OptionalType>();
+  return optional && optional->getElementType()->kind() == kind;
+}
+
+// An argument as the Python kernel receives it through torch.library: dtypes, layouts and memory formats
+// travel as ints in an IValue.
+py::object to_python(const c10::Argument& arg, const c10::IValue& v) {
+  if (v.isNone()) return py::none();
+  if (is_kind(arg, c10::TypeKind::ScalarTypeType)) {
+    return py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(
+        static_cast<at::ScalarType>(v.toInt()))));
+  }
+  if (is_kind(arg, c10::TypeKind::LayoutType)) {
+    return py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPLayout(
+        static_cast<at::Layout>(v.toInt()))));
+  }
+  if (is_kind(arg, c10::TypeKind::MemoryFormatType)) return py::cast(static_cast<c10::MemoryFormat>(v.toInt()));
+  return torch::jit::toPyObject(v);
+}
+
+// Whether `v` is the argument's default (torch.library leaves such arguments out of the Python call).
+bool is_default(const c10::Argument& arg, const c10::IValue& v) {
+  if (!arg.default_value()) return false;
+  const c10::IValue& d = *arg.default_value();
+  if (d.isNone() || v.isNone()) return d.isNone() && v.isNone();
+  if (d.isBool() && v.isBool()) return d.toBool() == v.toBool();
+  if (d.isInt() && v.isInt()) return d.toInt() == v.toInt();
+  if (d.isDouble() && v.isDouble()) return d.toDouble() == v.toDouble();
+  if (d.isIntList() && v.isIntList()) return d.toIntVector() == v.toIntVector();
+  if (d.isString() && v.isString()) return d.toStringRef() == v.toStringRef();
+  return false;
+}
+
+struct FastKernel final : public c10::OperatorKernel {
+  FastKernel(py::object kernel, std::string name, bool inplace)
+      : kernel_(kernel.release().ptr()), name_(std::move(name)), inplace_(inplace) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    py::gil_scoped_acquire gil;  // the table is shared with autograd's device thread: read it under the GIL
+    const size_t n_args = op.schema().arguments().size();
+    std::string key;
+    int64_t device = -1;
+    const bool keyable = g_enabled && build_key(this, *stack, n_args, key, device);
+    if (keyable) {
+      auto it = table().find(key);
+      if (it != table().end()) {
+        launch_cached(it->second, device, n_args, stack);
+        return;
+      }
+    }
+    call_python(op, std::move(key), keyable, n_args, stack);
+  }
+
+ private:
+  void launch_cached(const Entry& entry, int64_t device, size_t n_args, torch::jit::Stack* stack) {
+    std::vector<at::Tensor> inputs;
+    for (size_t i = stack->size() - n_args; i < stack->size(); ++i) {
+      if ((*stack)[i].isTensor()) {
+        const at::Tensor& t = (*stack)[i].toTensor();
+        if (t.defined() && t.device().is_privateuseone()) inputs.push_back(t);
+      }
+    }
+    TORCH_CHECK(inputs.size() == entry.n_inputs, name_, ": cached launch expects ", entry.n_inputs,
+                " tensors, got ", inputs.size());
+    std::vector<at::Tensor> outputs;
+    if (inplace_) {
+      outputs.push_back(inputs.front());
+    } else {
+      outputs.reserve(entry.outputs.size());
+      auto device_obj = c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
+      for (const auto& [sizes, dtype] : entry.outputs) {
+        outputs.push_back(at::empty(sizes, at::TensorOptions().dtype(dtype).device(device_obj)));
+      }
+    }
+    py::handle(entry.launch)(py::cast(inputs), py::cast(outputs));
+    ++g_hits;
+    torch::jit::drop(*stack, n_args);
+    for (auto& t : outputs) stack->emplace_back(std::move(t));
+  }
+
+  // The op's Python kernel called as torch.library would: positional and keyword-only arguments from the
+  // schema, the result converted back by the schema's return types.
+  void call_python(const c10::OperatorHandle& op, std::string key, bool keyable, size_t n_args,
+                   torch::jit::Stack* stack) {
+    ++g_misses;
+    const auto& schema = op.schema();
+    const c10::IValue* values = stack->data() + (stack->size() - n_args);
+    size_t n_positional = 0;
+    while (n_positional < n_args && !schema.arguments()[n_positional].kwarg_only()) ++n_positional;
+    size_t last = n_positional;  // positional arguments after the last non-default one are left out
+    while (last > 0 && is_default(schema.arguments()[last - 1], values[last - 1])) --last;
+    py::tuple args(last);
+    for (size_t i = 0; i < last; ++i) args[i] = to_python(schema.arguments()[i], values[i]);
+    py::dict kwargs;
+    for (size_t i = n_positional; i < n_args; ++i) {
+      const auto& arg = schema.arguments()[i];
+      if (!is_default(arg, values[i])) kwargs[py::str(arg.name())] = to_python(arg, values[i]);
+    }
+    t_pending.push_back(Pending{std::move(key), &name_, &schema, keyable, inplace_});
+    py::object result;
+    try {
+      result = py::handle(kernel_)(*args, **kwargs);
+    } catch (...) {
+      t_pending.pop_back();
+      throw;
+    }
+    t_pending.pop_back();
+    torch::jit::drop(*stack, n_args);
+    const auto& returns = schema.returns();
+    if (returns.size() == 1) {
+      stack->push_back(torch::jit::toIValue(result, returns[0].real_type()));
+    } else if (!returns.empty()) {
+      auto items = result.cast<py::sequence>();
+      TORCH_CHECK(items.size() == returns.size(), name_, ": expected ", returns.size(), " results");
+      for (size_t i = 0; i < returns.size(); ++i) {
+        stack->push_back(torch::jit::toIValue(items[i], returns[i].real_type()));
+      }
+    }
+  }
+
+  PyObject* kernel_;
+  std::string name_;
+  bool inplace_;  // the op writes its first argument and returns it
+};
+
+torch::Library& library() {
+  static auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__,
+                                        __LINE__);
+  return *lib;
+}
+
+// Registers `kernel` (the op's Python kernel) behind the cached launch path for `qualified` ("add.Tensor").
+void register_op(const std::string& qualified, const std::string& name, py::object kernel, bool inplace) {
+  library().impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                        std::make_unique<FastKernel>(std::move(kernel), name, inplace)));
+}
+
+void clear_entries() {
+  for (auto& [_, entry] : table()) Py_XDECREF(entry.launch);
+  table().clear();
+}
+
+// Called by the Python kernel of the op being missed: stores how to launch this key again. `op_name` must
+// be the op whose miss is in progress (a Python kernel may run other ops itself); false when not stored.
+// `outputs` holds (sizes, torch.dtype) per output, in the order the op returns them; none for an in-place op.
+bool store(const std::string& op_name, py::object launch, int64_t n_inputs, const py::list& outputs, bool inplace) {
+  if (t_pending.empty()) return false;
+  const Pending& p = t_pending.back();
+  if (!p.keyable || *p.op_name != op_name || !g_enabled || p.inplace != inplace) return false;
+  const auto& returns = p.schema->returns();
+  if (returns.size() != (inplace ? 1 : outputs.size())) return false;
+  for (const auto& r : returns) {
+    if (r.real_type()->kind() != c10::TypeKind::TensorType) return false;
+  }
+  Entry entry{{}, static_cast<size_t>(n_inputs), nullptr};
+  for (const auto& item : outputs) {
+    auto pair = item.cast<py::tuple>();
+    PyObject* dtype = pair[1].ptr();
+    TORCH_CHECK(THPDtype_Check(dtype), "fast_store: expected a torch.dtype");
+    entry.outputs.emplace_back(pair[0].cast<std::vector<int64_t>>(), reinterpret_cast<THPDtype*>(dtype)->scalar_type);
+  }
+  auto& t = table();
+  if (t.size() >= kMaxEntries) clear_entries();
+  entry.launch = launch.release().ptr();
+  auto it = t.find(p.key);
+  if (it != t.end()) {
+    Py_XDECREF(it->second.launch);
+    it->second = std::move(entry);
+  } else {
+    t.emplace(p.key, std::move(entry));
+  }
+  return true;
+}
+
+void set_state(bool enabled, int64_t precision) {
+  g_enabled = enabled;
+  g_precision = precision;
+}
+
+std::vector<int64_t> counters() { return {g_hits, g_misses, static_cast<int64_t>(table().size())}; }
+
+}  // namespace
+
+void bind_fast_launch(py::module& m) {
+  m.def("fast_register", &register_op);
+  m.def("fast_store", &store);
+  m.def("fast_clear", [] { clear_entries(); });
+  m.def("fast_set_state", &set_state);
+  m.def("fast_counters", &counters);
+}
+
+}  // namespace torchtpu

@@ -1,0 +1,105 @@
+"""The cached one-op launch path, Python side (the C++ half is csrc/fast_launch.cpp).
+
+Each lowered functional op is registered on PrivateUse1 as a C++ kernel that keys the call (operator, matmul
+precision, every argument: tpu tensors by dtype and sizes, scalars by type and value) and, when the key was
+stored before, allocates the outputs and calls the stored launch: the compiled executable run on the tensors'
+buffers. A miss runs the op's Python kernel (`eager.run`), which stores the launch when the op qualifies
+(`store`): outputs freshly allocated and returned as a flat tuple of tensors, or an in-place op writing its
+first argument (not out=, not lists), the sim-style driver (memory is host memory) in DEFER_NEVER. Any other
+eager mode turns the path off (`sync`).
+
+TORCHTPU_FAST_LAUNCH=0 turns it off (every call takes the Python kernel, as before); valid values: 0, 1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from torchtpu import runtime
+
+_ENV = "TORCHTPU_FAST_LAUNCH"
+
+
+def enabled_by_env() -> bool:
+    value = os.environ.get(_ENV, "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"{_ENV}={value!r} is not valid; valid values: 0 (off), 1 (on, the default)")
+    return value == "1"
+
+
+_active = False  # set by `register_kernel` once the C++ kernels are in place
+_synced = False  # the C++ side has been told the state at least once since the driver came up
+
+
+def _native() -> Any:
+    from torchtpu._native import native
+
+    return native()
+
+
+def register_kernel(qualified: str, name: str, kernel: Callable[..., Any], inplace: bool = False) -> bool:
+    """Registers `kernel` behind the C++ launch cache for `qualified` ("add.Tensor"; `inplace`: the op writes its
+    first argument and returns it); False when the path is off (then the caller registers `kernel` itself)."""
+    global _active
+    if not enabled_by_env():
+        return False
+    _native().fast_register(qualified, name, kernel, inplace)
+    if not _active:
+        from torchtpu import precision
+        from torchtpu.execution import modes
+
+        precision.on_change.append(sync)
+        modes.on_change.append(sync)
+    _active = True
+    return True
+
+
+def sync() -> None:
+    """Tells the C++ side whether cached launches may run now, and the matmul precision keys are made with."""
+    global _synced
+    if not _active:
+        return
+    from torchtpu.execution import modes
+    from torchtpu.precision import current_precision
+
+    drv = runtime._driver
+    _synced = drv is not None
+    on = drv is not None and drv.host_addressable and modes.get_eager_mode() is modes.EagerMode.DEFER_NEVER
+    _native().fast_set_state(on, current_precision().value)
+
+
+def store(op_name: str, exe: Any, n_tensors: int, extra: Sequence[Any], out_types: Sequence[tuple],
+          device: int, drv: Any, inplace: bool = False) -> None:
+    """Stores the launch of the op whose miss is in progress: `exe` on the tensors' buffers plus `extra`
+    (hoisted scalars of this call's values, which the C++ key holds); `inplace`: its output is its first
+    argument."""
+    if not _active:
+        return
+    buffer = runtime.buffer
+    extra = list(extra)
+
+    def launch(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
+        drv.execute(exe, [buffer(t) for t in inputs] + extra, [buffer(t) for t in outputs], device)
+
+    if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
+        sync()
+    outputs = [] if inplace else [(list(shape), dtype) for shape, dtype in out_types]
+    _native().fast_store(op_name, launch, n_tensors, outputs, inplace)
+
+
+def clear() -> None:
+    """Forgets every stored launch (the Python trace cache was cleared)."""
+    if _active:
+        _native().fast_clear()
+
+
+def counters() -> dict[str, int]:
+    """hits (launches from the C++ cache), misses (calls that took the Python kernel), entries."""
+    if not _active:
+        return {"hits": 0, "misses": 0, "entries": 0}
+    hits, misses, entries = _native().fast_counters()
+    return {"hits": hits, "misses": misses, "entries": entries}
