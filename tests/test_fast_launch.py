@@ -138,3 +138,18 @@ def test_the_path_can_be_turned_off_and_a_bad_value_is_named():
     assert on.returncode == 0 and int(on.stdout.split()[0]) >= 1, on.stderr
     bad = _run("import torchtpu", TORCHTPU_FAST_LAUNCH="yes", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     assert bad.returncode != 0 and "TORCHTPU_FAST_LAUNCH='yes'" in bad.stderr and "valid values: 0" in bad.stderr
+
+
+def test_cached_launches_read_strided_views_and_narrow_dtypes(tpu):
+    base = torch.randn(6, 8)
+    view = base.to(tpu)[1:5, ::2].t()  # an offset, strided, transposed view
+    first, second, hits = _twice(lambda: (view * 2.0).cpu())
+    assert hits == 1 and torch.equal(first, second) and torch.equal(second, base[1:5, ::2].t() * 2.0)
+    for dtype in (torch.bfloat16, torch.int32, torch.bool, torch.complex64):
+        x = torch.randn(5).to(dtype) if dtype is not torch.bool else torch.tensor([True, False, True, True, False])
+        tx = x.to(tpu)
+        first, second, hits = _twice(lambda tx=tx: (tx + tx).cpu())
+        assert hits == 1 and torch.equal(first, second) and torch.equal(second, x + x), dtype
+    empty = torch.zeros(0, 3, device=tpu)
+    _, second, hits = _twice(lambda: (empty + 1).cpu())
+    assert hits == 1 and second.shape == (0, 3)

@@ -46,6 +46,12 @@ def clear_stale_lock(build_dir: Path, max_age: float = STALE_LOCK_SECONDS) -> bo
     return True
 
 
+def _numpy_include() -> str:
+    import numpy
+
+    return numpy.get_include()
+
+
 @lru_cache(maxsize=1)
 def native() -> ModuleType:
     """The compiled shim module; compiles it on first use (about 30 s on two cores) and caches it."""
@@ -64,6 +70,7 @@ def native() -> ModuleType:
             sources=[str(p) for p in _SOURCES],
             build_directory=str(_cache_dir()),
             extra_cflags=["-O2"],
+            extra_include_paths=[_numpy_include()],
             verbose=os.environ.get("TORCHTPU_VERBOSE_BUILD") == "1",
         )
     except Exception as exc:  # noqa: BLE001 - re-raised with the context a user needs

@@ -86,6 +86,22 @@ def buffer(t: torch.Tensor) -> np.ndarray:
     return view
 
 
+def numpy_dtypes() -> list[tuple[torch.dtype, np.dtype]]:
+    """The numpy dtype `buffer` gives a tensor of each torch dtype that has one."""
+    from torchtpu.ops.tracing import TORCH_TO_IR
+
+    pairs = []
+    for dtype in TORCH_TO_IR:
+        if dtype == torch.bfloat16:
+            pairs.append((dtype, _BF16))
+            continue
+        try:
+            pairs.append((dtype, torch.empty(0, dtype=dtype).numpy().dtype))
+        except (TypeError, RuntimeError):  # no numpy equivalent
+            continue
+    return pairs
+
+
 def _ir_dtype(dtype: torch.dtype) -> str:
     from torchtpu.ops.tracing import TORCH_TO_IR
 

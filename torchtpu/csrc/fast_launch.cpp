@@ -13,6 +13,9 @@
 #include <torch/extension.h>
 #include <torch/library.h>
 
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
 #include <cstring>
 #include <memory>
 #include <string>
@@ -22,11 +25,43 @@
 namespace torchtpu {
 namespace {
 
+// How to launch one key again: `execute(exe, [input buffers..., *extra], [output buffers...], device)`, the
+// buffers numpy views of the tensors' memory (what runtime.buffer makes). References owned by the table.
 struct Entry {
   std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> outputs;
   size_t n_inputs;
-  PyObject* launch;  // a reference owned by the table
+  PyObject* execute;
+  PyObject* exe;
+  PyObject* extra;  // a tuple: the hoisted scalar buffers of this call's values
+  int64_t device;
 };
+
+void release(Entry& entry) {
+  Py_XDECREF(entry.execute);
+  Py_XDECREF(entry.exe);
+  Py_XDECREF(entry.extra);
+}
+
+std::unordered_map<int, PyArray_Descr*>& numpy_dtypes() {  // at::ScalarType -> numpy dtype (owned)
+  static auto* m = new std::unordered_map<int, PyArray_Descr*>();
+  return *m;
+}
+
+// A numpy view of `t`'s memory with its sizes and strides, or nullptr (with no Python error) for a dtype
+// without a numpy equivalent.
+PyObject* numpy_view(const at::Tensor& t) {
+  auto it = numpy_dtypes().find(static_cast<int>(t.scalar_type()));
+  if (it == numpy_dtypes().end()) return nullptr;
+  PyArray_Descr* descr = it->second;
+  const int ndim = static_cast<int>(t.dim());
+  std::vector<npy_intp> dims(t.sizes().begin(), t.sizes().end());
+  std::vector<npy_intp> strides(ndim);
+  for (int i = 0; i < ndim; ++i) strides[i] = t.stride(i) * t.element_size();
+  void* data = t.numel() ? t.data_ptr() : nullptr;
+  Py_INCREF(descr);  // stolen by the call
+  return PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims.data(), data ? strides.data() : nullptr, data,
+                              NPY_ARRAY_WRITEABLE, nullptr);
+}
 
 constexpr size_t kMaxEntries = 8192;  // like the Python cache: scalar values are part of the key
 
@@ -195,7 +230,25 @@ struct FastKernel final : public c10::OperatorKernel {
         outputs.push_back(at::empty(sizes, at::TensorOptions().dtype(dtype).device(device_obj)));
       }
     }
-    py::handle(entry.launch)(py::cast(inputs), py::cast(outputs));
+    const Py_ssize_t n_extra = PyTuple_GET_SIZE(entry.extra);
+    py::list in_buffers(inputs.size() + n_extra);
+    py::list out_buffers(outputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      PyObject* view = numpy_view(inputs[i]);
+      if (view == nullptr) throw py::error_already_set();
+      PyList_SET_ITEM(in_buffers.ptr(), i, view);
+    }
+    for (Py_ssize_t i = 0; i < n_extra; ++i) {
+      PyObject* item = PyTuple_GET_ITEM(entry.extra, i);
+      Py_INCREF(item);
+      PyList_SET_ITEM(in_buffers.ptr(), inputs.size() + i, item);
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      PyObject* view = numpy_view(outputs[i]);
+      if (view == nullptr) throw py::error_already_set();
+      PyList_SET_ITEM(out_buffers.ptr(), i, view);
+    }
+    py::handle(entry.execute)(py::handle(entry.exe), in_buffers, out_buffers, entry.device);
     ++g_hits;
     torch::jit::drop(*stack, n_args);
     for (auto& t : outputs) stack->emplace_back(std::move(t));
@@ -259,14 +312,15 @@ void register_op(const std::string& qualified, const std::string& name, py::obje
 }
 
 void clear_entries() {
-  for (auto& [_, entry] : table()) Py_XDECREF(entry.launch);
+  for (auto& [_, entry] : table()) release(entry);
   table().clear();
 }
 
 // Called by the Python kernel of the op being missed: stores how to launch this key again. `op_name` must
 // be the op whose miss is in progress (a Python kernel may run other ops itself); false when not stored.
 // `outputs` holds (sizes, torch.dtype) per output, in the order the op returns them; none for an in-place op.
-bool store(const std::string& op_name, py::object launch, int64_t n_inputs, const py::list& outputs, bool inplace) {
+bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple extra, int64_t device,
+           int64_t n_inputs, const py::list& outputs, bool inplace) {
   if (t_pending.empty()) return false;
   const Pending& p = t_pending.back();
   if (!p.keyable || *p.op_name != op_name || !g_enabled || p.inplace != inplace) return false;
@@ -275,24 +329,43 @@ bool store(const std::string& op_name, py::object launch, int64_t n_inputs, cons
   for (const auto& r : returns) {
     if (r.real_type()->kind() != c10::TypeKind::TensorType) return false;
   }
-  Entry entry{{}, static_cast<size_t>(n_inputs), nullptr};
+  Entry entry{{}, static_cast<size_t>(n_inputs), nullptr, nullptr, nullptr, device};
   for (const auto& item : outputs) {
     auto pair = item.cast<py::tuple>();
     PyObject* dtype = pair[1].ptr();
     TORCH_CHECK(THPDtype_Check(dtype), "fast_store: expected a torch.dtype");
-    entry.outputs.emplace_back(pair[0].cast<std::vector<int64_t>>(), reinterpret_cast<THPDtype*>(dtype)->scalar_type);
+    auto scalar_type = reinterpret_cast<THPDtype*>(dtype)->scalar_type;
+    if (!numpy_dtypes().count(static_cast<int>(scalar_type))) return false;
+    entry.outputs.emplace_back(pair[0].cast<std::vector<int64_t>>(), scalar_type);
   }
   auto& t = table();
   if (t.size() >= kMaxEntries) clear_entries();
-  entry.launch = launch.release().ptr();
+  entry.execute = execute.release().ptr();
+  entry.exe = exe.release().ptr();
+  entry.extra = extra.release().ptr();
   auto it = t.find(p.key);
   if (it != t.end()) {
-    Py_XDECREF(it->second.launch);
+    release(it->second);
     it->second = std::move(entry);
   } else {
     t.emplace(p.key, std::move(entry));
   }
   return true;
+}
+
+// The numpy dtype of each torch dtype the buffers may have ([(torch.dtype, numpy.dtype)]).
+void set_numpy_dtypes(const py::list& pairs) {
+  for (const auto& item : pairs) {
+    auto pair = item.cast<py::tuple>();
+    TORCH_CHECK(THPDtype_Check(pair[0].ptr()) && PyArray_DescrCheck(pair[1].ptr()),
+                "fast_numpy_dtypes: expected (torch.dtype, numpy.dtype) pairs");
+    auto key = static_cast<int>(reinterpret_cast<THPDtype*>(pair[0].ptr())->scalar_type);
+    PyObject* descr = pair[1].ptr();
+    Py_INCREF(descr);
+    auto& m = numpy_dtypes();
+    if (m.count(key)) Py_DECREF(m[key]);
+    m[key] = reinterpret_cast<PyArray_Descr*>(descr);
+  }
 }
 
 void set_state(bool enabled, int64_t precision) {
@@ -305,6 +378,8 @@ std::vector<int64_t> counters() { return {g_hits, g_misses, static_cast<int64_t>
 }  // namespace
 
 void bind_fast_launch(py::module& m) {
+  if (_import_array() < 0) throw py::error_already_set();
+  m.def("fast_numpy_dtypes", &set_numpy_dtypes);
   m.def("fast_register", &register_op);
   m.def("fast_store", &store);
   m.def("fast_clear", [] { clear_entries(); });

@@ -17,8 +17,6 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import torch
-
 from torchtpu import runtime
 
 _ENV = "TORCHTPU_FAST_LAUNCH"
@@ -49,6 +47,7 @@ def register_kernel(qualified: str, name: str, kernel: Callable[..., Any], inpla
         return False
     _native().fast_register(qualified, name, kernel, inplace)
     if not _active:
+        _native().fast_numpy_dtypes(runtime.numpy_dtypes())
         from torchtpu import precision
         from torchtpu.execution import modes
 
@@ -79,16 +78,10 @@ def store(op_name: str, exe: Any, n_tensors: int, extra: Sequence[Any], out_type
     argument."""
     if not _active:
         return
-    buffer = runtime.buffer
-    extra = list(extra)
-
-    def launch(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
-        drv.execute(exe, [buffer(t) for t in inputs] + extra, [buffer(t) for t in outputs], device)
-
     if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
         sync()
     outputs = [] if inplace else [(list(shape), dtype) for shape, dtype in out_types]
-    _native().fast_store(op_name, launch, n_tensors, outputs, inplace)
+    _native().fast_store(op_name, drv.execute, exe, tuple(extra), device, n_tensors, outputs, inplace)
 
 
 def clear() -> None:
