@@ -111,3 +111,26 @@ def test_final_ufunc_writes_into_the_output_buffer():
     v = np.arange(5, dtype=np.float32)
     drv.execute(exe, [v], [v])  # in place: the output is the operand
     np.testing.assert_array_equal(v, 2 * np.arange(5, dtype=np.float32))
+
+
+def test_straight_line_steps_equal_the_interpreter_and_name_a_failing_op():
+    # the steps run as one generated function (straight_line.py); a step that raises is found again by the
+    # interpreter, which names it by its program index
+    drv = SimDriver()
+    b = Builder()
+    x, y = b.input((4,), "int64"), b.input((4,), "int64")
+    q = b.emit("divide", [x, y])[0]  # generic kernel (integer division checks for zero)
+    s = b.emit("add", [q, x])[0]
+    m = b.emit("multiply", [s, y])[0]
+    program = b.finish([m, q])
+    exe = drv.compile(program)
+    xv, yv = np.array([7, -7, 9, 1], np.int64), np.array([2, 2, -4, 3], np.int64)
+    outs = [np.empty(4, np.int64), np.empty(4, np.int64)]
+    drv.execute(exe, [xv, yv], outs)
+    env = [xv, yv, *exe.payload.padding]
+    sim_driver._interpret(exe.payload, env)
+    want = [(3 + 7) * 2, (-3 - 7) * 2, (-2 + 9) * -4, (0 + 1) * 3]
+    assert outs[0].tolist() == env[exe.payload.outputs[0]].tolist() == want
+    with pytest.raises(ExecutionError) as info:
+        drv.execute(exe, [xv, np.array([1, 0, 1, 1], np.int64)], outs)
+    assert info.value.op_index == 0 and info.value.op_name == "divide"

@@ -20,6 +20,7 @@ from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers the move
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
+from torchtpu.drivers.sim.straight_line import compile_steps
 from torchtpu.sim.chips import CHIPS, ChipSpec, get_chip
 from torchtpu.sim.cost import CostModel, CostRecord
 from torchtpu.sim.timeline import Timeline
@@ -56,11 +57,26 @@ def _external(value: np.ndarray) -> bool:
     return not root.flags.owndata
 
 
+def _interpret(plan: _Plan, env: list[Any]) -> None:
+    """The plan's steps one by one (what `plan.run` does in one function), raising ExecutionError with the
+    index and name of the op that fails."""
+    for step in plan.steps:
+        try:
+            if step.fast is not None:
+                env[step.out] = step.fast(*[env[i] for i in step.inputs])
+                continue
+            results = step.kernel(step.op, [env[i] for i in step.inputs])
+        except Exception as exc:
+            raise ExecutionError(step.index, step.op.name, exc) from exc
+        for i, value in zip(step.outputs, results):
+            env[i] = value
+
+
 class _Plan:
     """An executable's payload: the steps over a flat value list (program inputs first), the output slots and the
     launch cost, all fixed at compile time so that a launch does no lookups."""
 
-    __slots__ = ("steps", "padding", "outputs", "cost", "name", "last", "last_dtype")
+    __slots__ = ("steps", "padding", "outputs", "cost", "name", "last", "last_dtype", "run")
 
     def __init__(self, steps: list[_Step], padding: tuple, outputs: tuple[int, ...], cost: CostRecord,
                  name: str) -> None:
@@ -74,6 +90,8 @@ class _Plan:
             self.last, steps = steps[-1], steps[:-1]
             self.last_dtype = np.dtype(NP_DTYPES[self.last.op.outputs[0].dtype])
         self.steps = tuple(steps)
+        needed = [*outputs, *(self.last.inputs if self.last is not None else ())]
+        self.run = compile_steps(self.steps, needed, name)  # the steps as straight-line code (straight_line.py)
 
 
 # Ops whose inputs are all constants are run once at compile time (constant, iota, broadcasts and arithmetic of
@@ -176,16 +194,10 @@ class SimDriver(Driver):
         plan: _Plan = exe.payload
         env: list[Any] = [*inputs, *plan.padding]
         with np.errstate(all="ignore"):  # one per launch, not per kernel (see kernels.py)
-            for step in plan.steps:
-                try:
-                    if step.fast is not None:
-                        env[step.out] = step.fast(*[env[i] for i in step.inputs])
-                        continue
-                    results = step.kernel(step.op, [env[i] for i in step.inputs])
-                except Exception as exc:
-                    raise ExecutionError(step.index, step.op.name, exc) from exc
-                for i, value in zip(step.outputs, results):
-                    env[i] = value
+            try:
+                plan.run(env)
+            except Exception:  # noqa: BLE001 - step by step again, to name the op that raises
+                _interpret(plan, env)
             last = plan.last
             if last is not None:
                 try:
