@@ -153,3 +153,24 @@ def test_cached_launches_read_strided_views_and_narrow_dtypes(tpu):
     empty = torch.zeros(0, 3, device=tpu)
     _, second, hits = _twice(lambda: (empty + 1).cpu())
     assert hits == 1 and second.shape == (0, 3)
+
+
+def test_foreach_ops_are_served_with_their_lists(tpu):
+    cpu = [torch.rand(3, 2) + 0.5, torch.rand(4) + 0.5]
+    xs = [t.to(tpu) for t in cpu]
+    ys = [t.to(tpu) for t in cpu]
+    first, second, hits = _twice(lambda: torch._foreach_sqrt(xs))  # returns a new list
+    assert hits == 1 and type(second) is type(torch._foreach_sqrt(cpu)) and len(second) == 2
+    for f, s, c in zip(first, second, cpu):
+        assert torch.equal(f.cpu(), s.cpu())
+        torch.testing.assert_close(s.cpu(), c.sqrt())
+    before = _hits()
+    for _ in range(3):
+        torch._foreach_add_(ys, xs, alpha=0.5)  # writes every tensor of the first list
+        torch._foreach_mul_(ys, [2.0, 3.0])  # a Scalar[] argument
+    assert _hits() - before >= 4
+    for y, c in zip(ys, cpu):
+        want = c.clone()
+        for _ in range(3):
+            want = (want + 0.5 * c) * (2.0 if c.dim() == 2 else 3.0)
+        torch.testing.assert_close(y.cpu(), want, rtol=1e-6, atol=1e-6)

@@ -75,18 +75,60 @@ int64_t g_precision = 0;
 int64_t g_hits = 0;
 int64_t g_misses = 0;
 
+// What an op does with its outputs.
+enum Kind : int64_t {
+  kFunctional = 0,      // fresh outputs, returned as the op's returns
+  kInplace = 1,         // writes its first argument and returns it
+  kInplaceList = 2,     // writes every tensor of its first argument (a list), returns ()
+  kFunctionalList = 3,  // fresh outputs, returned as one Tensor[]
+};
+
 struct Pending {
   std::string key;
   const std::string* op_name;
   const c10::FunctionSchema* schema;
   bool keyable;
-  bool inplace;
+  int64_t kind;
 };
 thread_local std::vector<Pending> t_pending;
 
 template <typename T>
 void put(std::string& key, T value) {
   key.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+bool put_tensor(const at::Tensor& t, std::string& key, int64_t& device) {
+  if (!t.defined()) {
+    key.push_back('U');
+    return true;
+  }
+  if (!t.device().is_privateuseone() || t.is_conj() || t.is_neg()) return false;
+  int64_t d = t.device().index();
+  if (device >= 0 && d != device) return false;
+  device = d;
+  key.push_back('T');
+  put(key, static_cast<int8_t>(t.scalar_type()));
+  put(key, static_cast<int64_t>(t.dim()));
+  for (int64_t s : t.sizes()) put(key, s);
+  return true;
+}
+
+bool put_scalar(const c10::IValue& v, std::string& key) {
+  if (v.isNone()) {
+    key.push_back('N');
+  } else if (v.isBool()) {
+    key.push_back('B');
+    put(key, v.toBool());
+  } else if (v.isInt()) {
+    key.push_back('I');
+    put(key, v.toInt());
+  } else if (v.isDouble()) {
+    key.push_back('D');
+    put(key, v.toDouble());  // the bits: 0.0 and -0.0 differ, as in the Python key
+  } else {
+    return false;
+  }
+  return true;
 }
 
 // The key of one call, or false when the call must take the Python path (an argument kind the key does not
@@ -117,35 +159,28 @@ bool build_key(const void* op_id, const torch::jit::Stack& stack, size_t n_args,
         }
         continue;
       }
-      if (!t.device().is_privateuseone() || t.is_conj() || t.is_neg()) return false;
-      int64_t d = t.device().index();
-      if (device >= 0 && d != device) return false;
-      device = d;
-      key.push_back('T');
-      put(key, static_cast<int8_t>(t.scalar_type()));
-      put(key, static_cast<int64_t>(t.dim()));
-      for (int64_t s : t.sizes()) put(key, s);
-    } else if (v.isNone()) {
-      key.push_back('N');
-    } else if (v.isBool()) {
-      key.push_back('B');
-      put(key, v.toBool());
-    } else if (v.isInt()) {
-      key.push_back('I');
-      put(key, v.toInt());
-    } else if (v.isDouble()) {
-      key.push_back('D');
-      put(key, v.toDouble());  // the bits: 0.0 and -0.0 differ, as in the Python key
+      if (!put_tensor(t, key, device)) return false;
+    } else if (put_scalar(v, key)) {
+      continue;
+    } else if (v.isTensorList()) {
+      auto list = v.toTensorList();
+      key.push_back('l');
+      put(key, static_cast<int64_t>(list.size()));
+      for (const at::Tensor& t : list) {
+        if (!t.defined() || !put_tensor(t, key, device)) return false;
+      }
+    } else if (v.isList()) {  // Scalar[]
+      auto list = v.toListRef();
+      key.push_back('s');
+      put(key, static_cast<int64_t>(list.size()));
+      for (const auto& item : list) {
+        if (!put_scalar(item, key)) return false;
+      }
     } else if (v.isString()) {
       key.push_back('S');
       const auto& text = v.toStringRef();
       put(key, static_cast<int64_t>(text.size()));
       key.append(text);
-    } else if (v.isIntList()) {
-      key.push_back('L');
-      auto list = v.toIntList();
-      put(key, static_cast<int64_t>(list.size()));
-      for (int64_t x : list) put(key, x);
     } else {
       return false;
     }
@@ -190,8 +225,8 @@ bool is_default(const c10::Argument& arg, const c10::IValue& v) {
 }
 
 struct FastKernel final : public c10::OperatorKernel {
-  FastKernel(py::object kernel, std::string name, bool inplace)
-      : kernel_(kernel.release().ptr()), name_(std::move(name)), inplace_(inplace) {}
+  FastKernel(py::object kernel, std::string name, int64_t kind)
+      : kernel_(kernel.release().ptr()), name_(std::move(name)), kind_(kind) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     py::gil_scoped_acquire gil;  // the table is shared with autograd's device thread: read it under the GIL
@@ -211,18 +246,25 @@ struct FastKernel final : public c10::OperatorKernel {
 
  private:
   void launch_cached(const Entry& entry, int64_t device, size_t n_args, torch::jit::Stack* stack) {
-    std::vector<at::Tensor> inputs;
+    std::vector<at::Tensor> inputs;  // in the Python signature's order: arguments in order, lists flattened
+    size_t first_list = 0;
     for (size_t i = stack->size() - n_args; i < stack->size(); ++i) {
-      if ((*stack)[i].isTensor()) {
-        const at::Tensor& t = (*stack)[i].toTensor();
+      const c10::IValue& v = (*stack)[i];
+      if (v.isTensor()) {
+        const at::Tensor& t = v.toTensor();
         if (t.defined() && t.device().is_privateuseone()) inputs.push_back(t);
+      } else if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorList()) inputs.push_back(t);
+        if (first_list == 0) first_list = v.toTensorList().size();
       }
     }
     TORCH_CHECK(inputs.size() == entry.n_inputs, name_, ": cached launch expects ", entry.n_inputs,
                 " tensors, got ", inputs.size());
     std::vector<at::Tensor> outputs;
-    if (inplace_) {
+    if (kind_ == kInplace) {
       outputs.push_back(inputs.front());
+    } else if (kind_ == kInplaceList) {
+      outputs.assign(inputs.begin(), inputs.begin() + first_list);
     } else {
       outputs.reserve(entry.outputs.size());
       auto device_obj = c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
@@ -251,7 +293,11 @@ struct FastKernel final : public c10::OperatorKernel {
     py::handle(entry.execute)(py::handle(entry.exe), in_buffers, out_buffers, entry.device);
     ++g_hits;
     torch::jit::drop(*stack, n_args);
-    for (auto& t : outputs) stack->emplace_back(std::move(t));
+    if (kind_ == kFunctionalList) {
+      stack->emplace_back(c10::List<at::Tensor>(outputs));
+    } else if (kind_ == kInplace || kind_ == kFunctional) {
+      for (auto& t : outputs) stack->emplace_back(std::move(t));
+    }
   }
 
   // The op's Python kernel called as torch.library would: positional and keyword-only arguments from the
@@ -272,7 +318,7 @@ struct FastKernel final : public c10::OperatorKernel {
       const auto& arg = schema.arguments()[i];
       if (!is_default(arg, values[i])) kwargs[py::str(arg.name())] = to_python(arg, values[i]);
     }
-    t_pending.push_back(Pending{std::move(key), &name_, &schema, keyable, inplace_});
+    t_pending.push_back(Pending{std::move(key), &name_, &schema, keyable, kind_});
     py::object result;
     try {
       result = py::handle(kernel_)(*args, **kwargs);
@@ -296,7 +342,7 @@ struct FastKernel final : public c10::OperatorKernel {
 
   PyObject* kernel_;
   std::string name_;
-  bool inplace_;  // the op writes its first argument and returns it
+  int64_t kind_;  // Kind
 };
 
 torch::Library& library() {
@@ -306,9 +352,10 @@ torch::Library& library() {
 }
 
 // Registers `kernel` (the op's Python kernel) behind the cached launch path for `qualified` ("add.Tensor").
-void register_op(const std::string& qualified, const std::string& name, py::object kernel, bool inplace) {
+void register_op(const std::string& qualified, const std::string& name, py::object kernel, int64_t kind) {
+  TORCH_CHECK(kind >= kFunctional && kind <= kFunctionalList, "fast_register: unknown kind ", kind);
   library().impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                        std::make_unique<FastKernel>(std::move(kernel), name, inplace)));
+                                        std::make_unique<FastKernel>(std::move(kernel), name, kind)));
 }
 
 void clear_entries() {
@@ -318,16 +365,32 @@ void clear_entries() {
 
 // Called by the Python kernel of the op being missed: stores how to launch this key again. `op_name` must
 // be the op whose miss is in progress (a Python kernel may run other ops itself); false when not stored.
-// `outputs` holds (sizes, torch.dtype) per output, in the order the op returns them; none for an in-place op.
+// `outputs` holds (sizes, torch.dtype) per fresh output, in the order the op returns them; none for an in-place
+// op. `kind` (Kind) must be the one the op was registered with.
 bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple extra, int64_t device,
-           int64_t n_inputs, const py::list& outputs, bool inplace) {
+           int64_t n_inputs, const py::list& outputs, int64_t kind) {
   if (t_pending.empty()) return false;
   const Pending& p = t_pending.back();
-  if (!p.keyable || *p.op_name != op_name || !g_enabled || p.inplace != inplace) return false;
+  if (!p.keyable || *p.op_name != op_name || !g_enabled || p.kind != kind) return false;
   const auto& returns = p.schema->returns();
-  if (returns.size() != (inplace ? 1 : outputs.size())) return false;
-  for (const auto& r : returns) {
-    if (r.real_type()->kind() != c10::TypeKind::TensorType) return false;
+  switch (kind) {
+    case kFunctional:
+      if (returns.size() != outputs.size()) return false;
+      for (const auto& r : returns) {
+        if (r.real_type()->kind() != c10::TypeKind::TensorType) return false;
+      }
+      break;
+    case kInplace:
+      if (returns.size() != 1 || !outputs.empty()) return false;
+      break;
+    case kInplaceList:
+      if (!returns.empty() || !outputs.empty()) return false;
+      break;
+    case kFunctionalList:
+      if (returns.size() != 1 || returns[0].real_type()->kind() != c10::TypeKind::ListType) return false;
+      break;
+    default:
+      return false;
   }
   Entry entry{{}, static_cast<size_t>(n_inputs), nullptr, nullptr, nullptr, device};
   for (const auto& item : outputs) {

@@ -264,11 +264,6 @@ def _unflatten(structure: Any, outputs: list[torch.Tensor]) -> Any:
     return None
 
 
-def _flat(structure: Any, n: int) -> bool:
-    """Whether the op returns its outputs as they are: one tensor, or a tuple of all of them in order."""
-    return structure.__class__ is int or (structure.__class__ is tuple and structure == tuple(range(n)))
-
-
 FLOAT_INPUTS: set[Lowering] = set()  # lowerings marked @lower(..., float_inputs=True): see float_inputs.py
 _BY_VALUE = object()  # cache entry: this op's generic floats shape its program, key them by value
 
@@ -346,9 +341,9 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
         drv.execute(exe, inputs, [buffer(t) for t in outputs], dev)
         if mode is modes.EagerMode.LAUNCH_BLOCKING:
             drv.synchronize(dev)
-        elif write_into is None and _flat(traced.structure, len(outputs)):
-            fast_launch.store(op_name, exe, len(tensors), inputs[len(tensors):], traced.out_types, dev, drv)
-        elif len(outputs) == 1 and tensors and outputs[0] is tensors[0] and args and args[0] is tensors[0]:
-            fast_launch.store(op_name, exe, len(tensors), inputs[len(tensors):], (), dev, drv, inplace=True)
+        else:
+            kind = fast_launch.kind_of(traced.structure, len(outputs), args, tensors, outputs, write_into)
+            if kind is not None:
+                fast_launch.store(op_name, exe, len(tensors), inputs[len(tensors):], traced.out_types, dev, drv, kind)
     structure = traced.structure
     return outputs[structure] if structure.__class__ is int else _unflatten(structure, outputs)

@@ -39,13 +39,19 @@ def _native() -> Any:
     return native()
 
 
-def register_kernel(qualified: str, name: str, kernel: Callable[..., Any], inplace: bool = False) -> bool:
-    """Registers `kernel` behind the C++ launch cache for `qualified` ("add.Tensor"; `inplace`: the op writes its
-    first argument and returns it); False when the path is off (then the caller registers `kernel` itself)."""
+# What an op does with its outputs (csrc/fast_launch.cpp's Kind).
+FUNCTIONAL, INPLACE, INPLACE_LIST, FUNCTIONAL_LIST = range(4)
+
+
+def register_kernel(qualified: str, name: str, kernel: Callable[..., Any], kind: int) -> bool:
+    """Registers `kernel` behind the C++ launch cache for `qualified` ("add.Tensor"; `kind`: FUNCTIONAL, INPLACE
+    (writes its first argument, returns it), INPLACE_LIST (writes each tensor of its first argument, returns
+    nothing) or FUNCTIONAL_LIST (returns one list)); False when the path is off (then the caller registers
+    `kernel` itself)."""
     global _active
     if not enabled_by_env():
         return False
-    _native().fast_register(qualified, name, kernel, inplace)
+    _native().fast_register(qualified, name, kernel, kind)
     if not _active:
         _native().fast_numpy_dtypes(runtime.numpy_dtypes())
         from torchtpu import precision
@@ -72,16 +78,36 @@ def sync() -> None:
 
 
 def store(op_name: str, exe: Any, n_tensors: int, extra: Sequence[Any], out_types: Sequence[tuple],
-          device: int, drv: Any, inplace: bool = False) -> None:
+          device: int, drv: Any, kind: int) -> None:
     """Stores the launch of the op whose miss is in progress: `exe` on the tensors' buffers plus `extra`
-    (hoisted scalars of this call's values, which the C++ key holds); `inplace`: its output is its first
-    argument."""
+    (hoisted scalars of this call's values, which the C++ key holds); `out_types` for fresh outputs."""
     if not _active:
         return
     if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
         sync()
-    outputs = [] if inplace else [(list(shape), dtype) for shape, dtype in out_types]
-    _native().fast_store(op_name, drv.execute, exe, tuple(extra), device, n_tensors, outputs, inplace)
+    outputs = [(list(shape), dtype) for shape, dtype in out_types] if kind in (FUNCTIONAL, FUNCTIONAL_LIST) else []
+    _native().fast_store(op_name, drv.execute, exe, tuple(extra), device, n_tensors, outputs, kind)
+
+
+def kind_of(structure: Any, n_outputs: int, args: Sequence[Any], tensors: Sequence[Any],
+            outputs: Sequence[Any], write_into: Sequence[Any] | None) -> int | None:
+    """The Kind of an eager call from how it returned and wrote its outputs, or None if the cache cannot serve
+    it (a nested structure, out= tensors)."""
+    if write_into is None:
+        if structure.__class__ is int or (structure.__class__ is tuple and structure == tuple(range(n_outputs))):
+            return FUNCTIONAL
+        if structure.__class__ is list and structure == list(range(n_outputs)):
+            return FUNCTIONAL_LIST
+        return None
+    if not args or not tensors:
+        return None
+    first = args[0]
+    if len(outputs) == 1 and first is tensors[0] and outputs[0] is first:
+        return INPLACE
+    if first.__class__ is list and len(first) == len(outputs) and all(o is t for o, t in zip(outputs, first)) \
+            and all(t is o for t, o in zip(tensors, outputs)):
+        return INPLACE_LIST
+    return None
 
 
 def clear() -> None:

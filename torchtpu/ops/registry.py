@@ -164,6 +164,23 @@ def _out_kernel(op: OpOverload, fn: Callable[..., Any], out_names: list[str]) ->
     return kernel
 
 
+def _fast_kind(op: OpOverload, kernel: Callable[..., Any]) -> int | None:
+    """How the C++ launch cache serves `op`'s kernel (fast_launch kinds), or None: only the plain lowering
+    kernels (no random state, no argument preparation, no out= tensors)."""
+    if op in RANDOM_OPS or op in PREPARE or _out_args(op):
+        return None
+    if kernel.__name__ == "list_kernel":
+        return fast_launch.INPLACE_LIST
+    if kernel.__name__ != "plain_kernel":
+        return None
+    if _is_inplace(op):
+        return fast_launch.INPLACE
+    returns = op._schema.returns
+    if len(returns) == 1 and str(returns[0].type) == "List[Tensor]":
+        return fast_launch.FUNCTIONAL_LIST
+    return fast_launch.FUNCTIONAL
+
+
 def _sibling(op: OpOverload, inplace: bool) -> OpOverload | None:
     packet_name = op._schema.name.split("::")[1]
     overload = op._overloadname
@@ -199,10 +216,11 @@ def register_all() -> None:
         qualified = f"{op._schema.name}.{op._overloadname}"
         if qualified in REGISTERED:
             return
-        if how in ("lowering", "inplace") and kernel.__name__ == "plain_kernel" and not _out_args(op):
+        kind = _fast_kind(op, kernel) if how in ("lowering", "inplace") else None
+        if kind is not None:
             name = op._schema.name.split("::")[1]
             local = name if op._overloadname == "default" else f"{name}.{op._overloadname}"
-            if fast_launch.register_kernel(local, str(op), kernel, _is_inplace(op)):  # behind the C++ cache
+            if fast_launch.register_kernel(local, str(op), kernel, kind):  # behind the C++ launch cache
                 REGISTERED[qualified] = how
                 return
         lib.impl(op, kernel, "PrivateUse1")
