@@ -31,7 +31,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .numerics import _round_bits_loop
+from .numerics import _round_bits_loop, round_bf16
 
 PARALLEL_MIN_MACS = 1 << 22  # below this many multiply-adds the exact kernel runs single-threaded
 
@@ -192,8 +192,6 @@ def dot_exact_bf16_rounded(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.
     """`dot_exact(round_bf16(a), round_bf16(b), tile)` for float32 operands (one DEFAULT-precision pass)."""
     dims = _batched(a, b)
     if dims is None or tile < 1 or math.prod(dims[1:]) >= PARALLEL_MIN_MACS:
-        from .numerics import round_bf16
-
         return dot_exact(round_bf16(a), round_bf16(b), tile)
     lead, batch, m, k, n = dims
     a3 = _contiguous_f32(a).reshape(batch, m, k).view(np.uint32)

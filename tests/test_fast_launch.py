@@ -69,7 +69,9 @@ def test_argument_values_and_kinds_select_the_entry(tpu):
     for scalar in (0.5, 3.0, 0.5):  # a host 0-d tensor argument is keyed by its value
         got = (x * torch.tensor(scalar)).cpu()
         assert torch.equal(got, c * scalar)
-    assert torch.equal(torch.sum(x, dtype=torch.float64).cpu(), torch.sum(x, dtype=torch.float64).cpu())
+    first, second, hits = _twice(lambda: torch.sum(x, dtype=torch.float64).cpu())  # a dtype argument
+    assert hits == 1 and torch.equal(first, second) and second.dtype == torch.float64
+    torch.testing.assert_close(second, torch.sum(c, dtype=torch.float64))
 
 
 def test_precision_is_part_of_the_key(tpu):

@@ -10,7 +10,6 @@ same bit for bit (tests/sim/test_fast_kernels.py checks each against the generic
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ import numpy as np
 from torchtpu.drivers.ir import Op
 from torchtpu.drivers.sim import kernels_data
 from torchtpu.drivers.sim.kernels import _BINARY, _COMPARE, _UNARY_ANY, _UNARY_FLOAT
-from torchtpu.drivers.sim.kernels_data import _broadcast_plan
+from torchtpu.drivers.sim.kernels_data import _broadcast_plan, dot_layout
 from torchtpu.sim import mxu
 from torchtpu.sim.mxu_kernel import dot_exact_bf16_rounded
 
@@ -83,15 +82,9 @@ def _dot(op: Op) -> FastKernel:
     """float32 dot_general as the generic kernel computes it (operands permuted to (batch, m, k) @ (batch, k, n)
     and through `mxu.matmul`), with the permutation fixed here; DEFAULT precision in the exact order calls the
     fused rounding kernel directly, as `mxu.matmul` itself would."""
-    lhs, rhs = (v.shape for v in op.inputs)
-    lb, rb = op.attr("lhs_batch"), op.attr("rhs_batch")
-    lc, rc = op.attr("lhs_contract"), op.attr("rhs_contract")
-    lfree = [d for d in range(len(lhs)) if d not in lb and d not in lc]
-    rfree = [d for d in range(len(rhs)) if d not in rb and d not in rc]
-    m, n = math.prod(lhs[d] for d in lfree), math.prod(rhs[d] for d in rfree)
-    k, b = math.prod(lhs[d] for d in lc), math.prod(lhs[d] for d in lb)
-    lperm, rperm = (*lb, *lfree, *lc), (*rb, *rc, *rfree)
-    a_shape, b_shape, out_shape = (b, m, k), (b, k, n), op.outputs[0].shape
+    lperm, rperm, a_shape, b_shape = dot_layout(op, op.inputs[0].shape, op.inputs[1].shape)
+    (b, m, k), n = a_shape, b_shape[2]
+    out_shape = op.outputs[0].shape
     precision = op.attr("precision")
     default = str(precision).upper() == "DEFAULT"
 
@@ -110,13 +103,13 @@ def _broadcasts_implicitly(fast: FastKernel | None) -> bool:
     return isinstance(fast, np.ufunc) or fast is np.where
 
 
-def elide_broadcasts(steps: Sequence[Any], program_outputs: Sequence[int]) -> int:
+def elide_broadcasts(steps: Sequence[Any], program_outputs: Sequence[int]) -> None:
     """Let numpy broadcast operands inside the ops that read them instead of materializing `broadcast_in_dim`.
 
     `steps` are the driver's steps (`op`, `fast`, `inputs`, `out`). A fast broadcast whose every reader is a
     fast ufunc (or `np.where`) that also reads a full-shape operand, and which is not a program output, becomes
     a reshape to its rank-aligned shape (size-1 axes where it broadcasts): the readers compute the same values
-    from it (a ufunc broadcasts its operands), without `np.broadcast_to`'s Python cost. Returns how many.
+    from it (a ufunc broadcasts its operands), without `np.broadcast_to`'s Python cost.
     """
     readers: dict[int, list[Any]] = {}
     for step in steps:
@@ -143,4 +136,3 @@ def elide_broadcasts(steps: Sequence[Any], program_outputs: Sequence[int]) -> in
         if step.out in lazy and step.op.name == "broadcast_in_dim":
             expanded = lazy[step.out]
             step.fast = lambda x, expanded=expanded: x.reshape(expanded)
-    return len(lazy)

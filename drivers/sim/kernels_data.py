@@ -218,23 +218,29 @@ def _mxu_dtype(x: np.ndarray) -> np.ndarray:
 _DOT_PLANS: dict[int, tuple] = {}
 
 
+def dot_layout(op: Op, lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple:
+    """(lhs perm, rhs perm, (b, m, k), (b, k, n)): how a dot_general's operands of these shapes are permuted and
+    reshaped into one batched matmul."""
+    lb, rb = op.attr("lhs_batch"), op.attr("rhs_batch")
+    lc, rc = op.attr("lhs_contract"), op.attr("rhs_contract")
+    lfree = [d for d in range(len(lhs)) if d not in lb and d not in lc]
+    rfree = [d for d in range(len(rhs)) if d not in rb and d not in rc]
+    m = math.prod([lhs[d] for d in lfree])
+    n = math.prod([rhs[d] for d in rfree])
+    k = math.prod([lhs[d] for d in lc])
+    b = math.prod([lhs[d] for d in lb])
+    return (*lb, *lfree, *lc), (*rb, *rc, *rfree), (b, m, k), (b, k, n)
+
+
 def _dot_plan(op: Op, lhs: np.ndarray, rhs: np.ndarray) -> tuple:
     """Per op and operand shapes/dtypes: (lhs perm, rhs perm, (b, m, k), (b, k, n), integer?, precision, out type)."""
     entry = _DOT_PLANS.get(id(op))
     if entry is not None and entry[0] is op and entry[1] == lhs.shape and entry[2] == rhs.shape \
             and entry[3] == lhs.dtype:
         return entry[4]
-    lb, rb = op.attr("lhs_batch"), op.attr("rhs_batch")
-    lc, rc = op.attr("lhs_contract"), op.attr("rhs_contract")
-    lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
-    rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
-    m = math.prod([lhs.shape[d] for d in lfree])
-    n = math.prod([rhs.shape[d] for d in rfree])
-    k = math.prod([lhs.shape[d] for d in lc])
-    b = math.prod([lhs.shape[d] for d in lb])
     out_t = op.outputs[0]
     integer = lhs.dtype.kind in "iub" or out_t.dtype in ("int64", "int32")
-    plan = ((*lb, *lfree, *lc), (*rb, *rc, *rfree), (b, m, k), (b, k, n), integer, op.attr("precision"), out_t)
+    plan = (*dot_layout(op, lhs.shape, rhs.shape), integer, op.attr("precision"), out_t)
     if len(_DOT_PLANS) >= 4096:
         _DOT_PLANS.clear()
     _DOT_PLANS[id(op)] = (op, lhs.shape, rhs.shape, lhs.dtype, plan)

@@ -341,12 +341,12 @@ class CompiledGraph:
         states = [tpu_random.next_state(device, n) for n in traced.random_nodes]
         # a mutated tpu input is written in place; a host one (a lifted CPU scalar such as Adam's step count)
         # gets a device output copied back after the launch
-        mutated = [tensors[i] for i in traced.mutated]
-        outputs = [t if t is not None and t.device.type == "tpu" else
-                   torch.empty(v.shape, dtype=_torch_dtype(v.dtype), device=torch.device("tpu", device))
-                   for t, v in zip([None] * (len(traced.program.outputs) - len(mutated)) + mutated,
-                                   traced.program.outputs)]
         dev = torch.device("tpu", device)
+        mutated = [tensors[i] for i in traced.mutated]
+        n_fresh = len(traced.program.outputs) - len(mutated)
+        outputs = [t if t is not None and t.device.type == "tpu" else
+                   torch.empty(v.shape, dtype=_torch_dtype(v.dtype), device=dev)
+                   for t, v in zip([None] * n_fresh + mutated, traced.program.outputs)]
         inputs = [a if a.device.type == "tpu" else a.to(dev) for a in tensors] + states  # lifted CPU constants
         drv = runtime.driver()
         if drv.host_addressable and not deferred.pending() and \
@@ -358,7 +358,7 @@ class CompiledGraph:
             deferred.record("compiled_graph", traced.program, inputs, outputs, device)
             if modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:
                 deferred.flush()
-        for t, out in zip(mutated, outputs[len(outputs) - len(mutated):]):
+        for t, out in zip(mutated, outputs[n_fresh:]):
             if t is not out:
                 t.copy_(out)
         result: list[Any] = []

@@ -1,10 +1,11 @@
-// The cached one-op launch path: a C++ PrivateUse1 kernel for each lowered functional op. It keys the call by
-// operator, matmul precision and every argument (tpu tensors by dtype and sizes, scalars by type and value);
-// on a hit it allocates the outputs and calls the launch the Python side stored for that key (which runs the
-// compiled program on the driver), so the cached case skips the dispatcher's Python trampoline, the Python
-// signature and the output allocation in Python. On a miss (and whenever the path is off: another eager mode,
-// a driver whose memory is not host memory) it calls the op's Python kernel exactly as torch.library would;
-// that kernel stores the launch when the op is eligible (`store`).
+// The cached one-op launch path: a C++ PrivateUse1 kernel for each lowered functional, in-place and foreach op.
+// It keys the call by operator, matmul precision and every argument (tpu tensors and tensor lists by dtype and
+// sizes, scalars and scalar lists by type and value); on a hit it allocates the outputs, makes numpy views of
+// the buffers and calls the driver's execute on the executable the Python side stored for that key, so the
+// cached case skips the dispatcher's Python trampoline, the Python signature, the output allocation and the
+// buffer lookups. On a miss (and whenever the path is off: another eager mode, a driver whose memory is not
+// host memory) it calls the op's Python kernel as torch.library would; that kernel stores the launch when the
+// op is eligible (`store`).
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/DynamicTypes.h>

@@ -1,12 +1,12 @@
 """The cached one-op launch path, Python side (the C++ half is csrc/fast_launch.cpp).
 
-Each lowered functional op is registered on PrivateUse1 as a C++ kernel that keys the call (operator, matmul
-precision, every argument: tpu tensors by dtype and sizes, scalars by type and value) and, when the key was
-stored before, allocates the outputs and calls the stored launch: the compiled executable run on the tensors'
-buffers. A miss runs the op's Python kernel (`eager.run`), which stores the launch when the op qualifies
-(`store`): outputs freshly allocated and returned as a flat tuple of tensors, or an in-place op writing its
-first argument (not out=, not lists), the sim-style driver (memory is host memory) in DEFER_NEVER. Any other
-eager mode turns the path off (`sync`).
+Each lowered functional, in-place and foreach op is registered on PrivateUse1 as a C++ kernel that keys the
+call (operator, matmul precision, every argument: tpu tensors and tensor lists by dtype and sizes, scalars and
+scalar lists by type and value) and, when the key was stored before, allocates the outputs, makes numpy views
+of the buffers and calls the driver's execute on the stored executable. A miss runs the op's Python kernel
+(`eager.run`), which stores the launch when the op qualifies (`kind_of`, `store`): fresh outputs returned as
+they are (one tensor, a flat tuple, or one list), or an in-place write of the first argument (a tensor or a
+list), on a driver whose memory is host memory, in DEFER_NEVER. Any other eager mode turns the path off (`sync`).
 
 TORCHTPU_FAST_LAUNCH=0 turns it off (every call takes the Python kernel, as before); valid values: 0, 1.
 """
