@@ -25,7 +25,51 @@ from torchtpu.sim.chips import CHIPS, ChipSpec, get_chip
 from torchtpu.sim.cost import CostModel, CostRecord
 from torchtpu.sim.timeline import Timeline
 
+try:  # numpy >= 2: the error state is a context variable holding an "extobj" capsule
+    from numpy._core._ufunc_config import _extobj_contextvar
+    from numpy._core.umath import _make_extobj
+except ImportError:  # pragma: no cover - other numpy versions take np.errstate
+    _extobj_contextvar = _make_extobj = None
+
 DEFAULT_CHIP = "v5e"
+
+
+class _IgnoreErrors:
+    """`np.errstate(all="ignore")` for one launch at a fraction of its cost (it builds the error state anew on
+    every entry: about 1 us, a third of a small launch).
+
+    `enter` sets what `np.errstate(all="ignore").__enter__` sets, `_make_extobj(all="ignore")` derived from the
+    current state (its buffer size and error callback are kept), computed once per current state object: the
+    state is an immutable capsule that every `seterr`/`setbufsize`/`errstate` replaces, so the same capsule
+    means the same derived state. `exit` resets the context variable as `__exit__` does. The cache is one tuple,
+    replaced whole, so threads never see a state paired with another thread's base.
+    """
+
+    __slots__ = ("_cache",)
+
+    def __init__(self) -> None:
+        self._cache: tuple[Any, Any] = (None, None)
+
+    def enter(self) -> Any:
+        if _extobj_contextvar is None:  # pragma: no cover
+            state = np.errstate(all="ignore")
+            state.__enter__()
+            return state
+        base = _extobj_contextvar.get()
+        cache = self._cache
+        if cache[0] is not base:
+            cache = self._cache = (base, _make_extobj(all="ignore"))
+        return _extobj_contextvar.set(cache[1])
+
+    @staticmethod
+    def exit(token: Any) -> None:
+        if _extobj_contextvar is None:  # pragma: no cover
+            token.__exit__(None, None, None)
+        else:
+            _extobj_contextvar.reset(token)
+
+
+_IGNORE_ERRORS = _IgnoreErrors()
 
 
 def chip_from_env() -> ChipSpec:
@@ -90,8 +134,10 @@ class _Plan:
             self.last, steps = steps[-1], steps[:-1]
             self.last_dtype = np.dtype(NP_DTYPES[self.last.op.outputs[0].dtype])
         self.steps = tuple(steps)
-        needed = [*outputs, *(self.last.inputs if self.last is not None else ())]
-        self.run = compile_steps(self.steps, needed, name)  # the steps as straight-line code (straight_line.py)
+        # the steps as straight-line code (straight_line.py), returning the operands of the last step
+        last_inputs = self.last.inputs if self.last is not None else ()
+        needed = [i for i in outputs if self.last is None or i != self.last.out]
+        self.run = compile_steps(self.steps, needed, name, last_inputs)
 
 
 # Ops whose inputs are all constants are run once at compile time (constant, iota, broadcasts and arithmetic of
@@ -193,21 +239,25 @@ class SimDriver(Driver):
                 device: int = 0) -> None:
         plan: _Plan = exe.payload
         env: list[Any] = [*inputs, *plan.padding]
-        with np.errstate(all="ignore"):  # one per launch, not per kernel (see kernels.py)
+        token = _IGNORE_ERRORS.enter()  # one per launch, not per kernel (see kernels.py)
+        try:
             try:
-                plan.run(env)
+                operands = plan.run(env)  # the last step's operands
             except Exception:  # noqa: BLE001 - step by step again, to name the op that raises
                 _interpret(plan, env)
+                operands = [env[i] for i in plan.last.inputs] if plan.last is not None else ()
             last = plan.last
             if last is not None:
                 try:
                     if outputs[0].dtype == plan.last_dtype:
-                        last.fast(*[env[i] for i in last.inputs], out=outputs[0])
+                        last.fast(*operands, out=outputs[0])
                         self._charge_launch(plan, device)
                         return
-                    env[last.out] = last.fast(*[env[i] for i in last.inputs])
+                    env[last.out] = last.fast(*operands)
                 except Exception as exc:
                     raise ExecutionError(last.index, last.op.name, exc) from exc
+        finally:
+            _IGNORE_ERRORS.exit(token)
         results = [env[i] for i in plan.outputs]
         if len(outputs) > 1:  # a result that views an input may view memory an earlier output write overwrites
             results = [r.copy() if _external(r) and any(np.may_share_memory(r, o) for o in outputs) else r

@@ -3,9 +3,10 @@
 Interpreting a plan step by step costs a list comprehension, list indexing and a try block per step, which on
 the small arrays of eager ops and model graphs is a large share of a launch. `compile_steps` writes the same
 calls out once per executable: each step's result becomes a local variable, operands are read from locals,
-and only the slots needed after the steps (the program's outputs, the final step's operands) are written back
-into the value list. The calls, their order and their operands are exactly the interpreter's, so values are
-the same; a step that raises is found again by the interpreter, which names it (see driver.py).
+and only the slots needed after the steps (the program's outputs) are written back into the value list; the
+operands of a final step the driver runs itself are returned. The calls, their order and their operands are
+exactly the interpreter's, so values are the same; a step that raises is found again by the interpreter, which
+names it (see driver.py).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-StraightLine = Callable[[list], None]
+StraightLine = Callable[[list], tuple]
 
 
-def compile_steps(steps: Sequence[Any], needed: Sequence[int], name: str = "plan") -> StraightLine:
+def compile_steps(steps: Sequence[Any], needed: Sequence[int], name: str = "plan",
+                  returns: Sequence[int] = ()) -> StraightLine:
     """`run(env)`: runs `steps` (the driver's steps: `fast`, `kernel`, `op`, `inputs`, `outputs`) over the
-    value list `env` and stores the slots in `needed` back into it."""
+    value list `env`, stores the slots in `needed` back into it and returns the values of the slots in `returns`
+    as a tuple."""
     namespace: dict[str, Any] = {}
     loads: list[str] = []
     body: list[str] = []
@@ -43,6 +46,7 @@ def compile_steps(steps: Sequence[Any], needed: Sequence[int], name: str = "plan
             body.append(f"    s{slot} = r[{j}]")
             local.add(slot)
     stores = [f"    env[{slot}] = {ref(slot)}" for slot in dict.fromkeys(needed)]
-    source = "\n".join(["def run(env):", *loads, *body, *stores, "    return None", ""])
+    result = "".join(f"{ref(slot)}, " for slot in returns)
+    source = "\n".join(["def run(env):", *loads, *body, *stores, f"    return ({result})", ""])
     exec(compile(source, f"<sim plan {name}>", "exec"), namespace)  # noqa: S102 - generated from the plan
     return namespace["run"]
