@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 from torchtpu.drivers.ir import Op
 from torchtpu.drivers.sim import kernels_data
-from torchtpu.drivers.sim.kernels import _BINARY, _COMPARE, _UNARY_ANY, _UNARY_FLOAT
-from torchtpu.drivers.sim.kernels_data import _broadcast_plan, dot_layout
+from torchtpu.drivers.sim.fast_index import SPECIALIZERS
+from torchtpu.drivers.sim.kernels import _BINARY, _COMPARE, _UNARY_ANY, _UNARY_FLOAT, NP_DTYPES
+from torchtpu.drivers.sim.kernels_data import _CUMULATIVE, _broadcast_plan, dot_layout
 from torchtpu.sim import mxu
 from torchtpu.sim.mxu_kernel import dot_exact_bf16_rounded
 
@@ -31,12 +32,21 @@ _RAW_UNARY = frozenset({"abs", "negate", "square", "sign"})
 # np.sum/np.prod/np.max/np.min (kernels_data._REDUCERS) are these reductions behind a Python wrapper
 _REDUCE_UFUNC = {"sum": np.add.reduce, "prod": np.multiply.reduce, "max": np.maximum.reduce,
                  "min": np.minimum.reduce}
+_BOOL_REDUCE = {"and": np.logical_and.reduce, "or": np.logical_or.reduce}
+_CONVERTIBLE = frozenset({"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool"})
 
 
 def specialize(op: Op) -> FastKernel | None:
     """A callable taking the step's operand arrays and returning its one result, or None for the generic kernel."""
-    if len(op.outputs) != 1 or op.outputs[0].shape == ():  # numpy would hand back a scalar, not a 0-d array
+    if len(op.outputs) != 1:
         return None
+    fast = _specialize(op)
+    if fast is None or op.outputs[0].shape != ():
+        return fast
+    return lambda *args: np.asarray(fast(*args))  # numpy hands back a scalar where the kernel makes a 0-d array
+
+
+def _specialize(op: Op) -> FastKernel | None:
     out = op.outputs[0].dtype
     ins = [v.dtype for v in op.inputs]
     name = op.name
@@ -68,14 +78,50 @@ def specialize(op: Op) -> FastKernel | None:
         if transpose is not None:
             return None
         return lambda x: np.broadcast_to(x.reshape(expanded), shape)
-    if name == "reduce" and ins == [out] and out in _PLAIN:
-        kind = op.attr("kind")
-        dims = tuple(op.attr("dimensions"))
-        if kind not in _REDUCE_UFUNC or not dims or any(op.inputs[0].shape[d] == 0 for d in dims):
-            return None
-        reduce = _REDUCE_UFUNC[kind]
+    if name == "reduce" and ins == [out]:
+        return _reduce(op, out)
+    if name == "convert":
+        return _convert(ins[0], out)
+    if name == "cumulative" and ins == [out] and out in _PLAIN:
+        kind, dim = op.attr("kind"), op.attr("dimension")
+        if kind in ("sum", "prod"):  # np.cumsum/np.cumprod in the operand's dtype, as the kernel calls them
+            fn, dtype = _CUMULATIVE[kind], NP_DTYPES[out]
+            return lambda x: fn(x, axis=dim, dtype=dtype)
+        if out not in _FLOATS:  # float max/min propagate NaN in the kernel
+            accumulate = _CUMULATIVE[kind]
+            return lambda x: accumulate(x, axis=dim)
+        return None
+    special = SPECIALIZERS.get(name)
+    return special(op) if special is not None else None
+
+
+def _reduce(op: Op, dtype: str) -> FastKernel | None:
+    kind = op.attr("kind")
+    dims = tuple(op.attr("dimensions"))
+    if not dims:
+        return None
+    if dtype == "bool" and kind in _BOOL_REDUCE:  # np.all/np.any are these reductions behind a wrapper
+        reduce = _BOOL_REDUCE[kind]
         return lambda x: reduce(x, axis=dims)
-    return None
+    # np.add/np.multiply reduce int32 in int64 (the kernel then stores int32); an empty max/min takes the identity
+    if dtype not in _PLAIN or kind not in _REDUCE_UFUNC or (dtype == "int32" and kind in ("sum", "prod")) \
+            or any(op.inputs[0].shape[d] == 0 for d in dims):
+        return None
+    reduce = _REDUCE_UFUNC[kind]
+    return lambda x: reduce(x, axis=dims)
+
+
+def _convert(src: str, dst: str) -> FastKernel | None:
+    """`store(x, dst)` for conversions that are a plain `astype` (no narrow floats, no float-to-integer
+    truncation), and `x != 0` for conversions to bool."""
+    if src not in _CONVERTIBLE or dst not in _CONVERTIBLE:
+        return None
+    if dst == "bool":
+        return lambda x: x != 0
+    if src in _FLOATS and dst not in _FLOATS:
+        return None
+    dtype = NP_DTYPES[dst]
+    return lambda x: x.astype(dtype, copy=False)  # `store` returns x itself when it already has the dtype
 
 
 def _dot(op: Op) -> FastKernel:

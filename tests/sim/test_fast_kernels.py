@@ -14,8 +14,10 @@ SPECIALS = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-39, 3e38
 
 def _operand(shape, dtype, seed):
     rng = np.random.default_rng(seed)
-    if dtype in ("int64", "int32"):
+    if dtype in ("int64", "int32", "int16", "int8"):
         return rng.integers(-50, 50, size=shape).astype(NP_DTYPES[dtype])
+    if dtype == "uint8":
+        return rng.integers(0, 200, size=shape).astype(np.uint8)
     x = rng.standard_normal(shape).astype(NP_DTYPES[dtype]) * 3
     flat = x.reshape(-1)
     flat[: min(len(flat), len(SPECIALS))] = SPECIALS[: len(flat)]
@@ -51,6 +53,22 @@ CASES = [
       "out_dtype": "float32"}),
     *[("reduce", [((4, 5, 6), d)], {"kind": k, "dimensions": dims}) for k in ("sum", "prod", "max", "min")
       for d in ("float32", "int64") for dims in ((2,), (0, 2))],
+    *[("reduce", [((4, 5), "int32")], {"kind": k, "dimensions": (1,)}) for k in ("max", "min")],
+    # 0-d results: a 0-d array, as the generic kernel returns
+    ("add", [((), "float32"), ((), "float32")], {}),
+    ("divide", [((), "float32"), ((), "float32")], {}),
+    *[("reduce", [((7,), d)], {"kind": "sum", "dimensions": (0,)}) for d in ("float32", "int64")],
+    ("reshape", [((1, 1), "float32")], {"shape": ()}),
+    # boolean reductions, including over an empty dimension (the identity)
+    *[("reduce", [(shape, "bool")], {"kind": k, "dimensions": dims}) for k in ("and", "or")
+      for shape, dims in (((2, 4, 3), (2,)), ((2, 4, 3), (0, 1)), ((3, 0), (1,)), ((5,), (0,)))],
+    *[("convert", [((3, 4), a)], {"dtype": b}) for a, b in (
+        ("bool", "int64"), ("bool", "float32"), ("bool", "int32"), ("int64", "float32"), ("int32", "int64"),
+        ("int64", "int32"), ("int64", "int8"), ("uint8", "int64"), ("float32", "float64"), ("float64", "float32"),
+        ("float32", "bool"), ("int64", "bool"), ("bool", "bool"), ("float32", "float32"), ("int16", "float32"))],
+    *[("cumulative", [((3, 5), d)], {"kind": k, "dimension": dim}) for d in ("float32", "int64", "int32")
+      for k in ("sum", "prod") for dim in (0, 1)],
+    *[("cumulative", [((3, 5), d)], {"kind": k, "dimension": 1}) for d in ("int64", "int32") for k in ("max", "min")],
 ]
 
 
@@ -65,12 +83,18 @@ def test_fast_step_equals_the_generic_kernel(name, in_types, attrs):
         want = np.asarray(KERNELS[name](op, list(args))[0])
         got = fast(*args)
     assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.shape == want.shape
-    assert got.tobytes() == want.tobytes()
+    assert got.strides == want.strides and got.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("name,in_types,attrs", [
     ("add", [((4,), "bfloat16"), ((4,), "bfloat16")], {}),      # widened to f32, rounded on store
-    ("add", [((), "float32"), ((), "float32")], {}),            # numpy would return a scalar
+    ("reduce", [((4, 5), "int32")], {"kind": "sum", "dimensions": (1,)}),  # numpy sums int32 in int64
+    ("reduce", [((4, 5), "int32")], {"kind": "prod", "dimensions": (1,)}),
+    ("reduce", [((4, 5), "bool")], {"kind": "sum", "dimensions": (1,)}),
+    ("convert", [((4,), "float32")], {"dtype": "int64"}),      # truncates toward zero first
+    ("convert", [((4,), "bfloat16")], {"dtype": "float32"}),
+    ("convert", [((4,), "float32")], {"dtype": "bfloat16"}),   # rounds to nearest even, flushes subnormals
+    ("cumulative", [((4,), "float32")], {"kind": "max", "dimension": 0}),  # NaN propagates forward
     ("divide", [((4,), "int64"), ((4,), "int64")], {}),         # integer division checks for zero
     ("exponential", [((4,), "bfloat16")], {}),
     ("reduce", [((0, 3), "float32")], {"kind": "max", "dimensions": (0,)}),  # the identity of an empty max
