@@ -54,9 +54,15 @@ def make_driver(name: str) -> Driver:
 def driver() -> Driver:
     global _driver
     if _driver is None:
+        created = False
         with _lock:
             if _driver is None:
                 _driver = make_driver(driver_name_from_env())
+                created = True
+        if created:
+            from torchtpu.execution import fast_launch
+
+            fast_launch.sync()  # the C++ launch cache may serve this driver from the first op on
     return _driver
 
 

@@ -1,6 +1,8 @@
-// The cached one-op launch path: a C++ PrivateUse1 kernel for each lowered functional, in-place and foreach op.
-// It keys the call by operator, matmul precision and every argument (tpu tensors and tensor lists by dtype and
-// sizes, scalars and scalar lists by type and value); on a hit it allocates the outputs, makes numpy views of
+// The cached one-op launch path: a C++ PrivateUse1 kernel for each lowered functional, in-place, out= and
+// foreach op, and for device-to-device copies. It keys the call by operator, matmul precision and every argument
+// (tpu tensors and tensor lists by dtype and sizes, scalars and scalar lists by type and value, devices; the
+// generic floats of ops whose lowering takes floats as inputs by class only, their values then filling the
+// hoisted scalar inputs); on a hit it allocates the outputs, makes numpy views of
 // the buffers and calls the driver's execute on the executable the Python side stored for that key, so the
 // cached case skips the dispatcher's Python trampoline, the Python signature, the output allocation and the
 // buffer lookups. On a miss (and whenever the path is off: another eager mode, a driver whose memory is not
@@ -8,6 +10,7 @@
 // op is eligible (`store`).
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
@@ -17,6 +20,7 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -33,7 +37,9 @@ struct Entry {
   size_t n_inputs;
   PyObject* execute;
   PyObject* exe;
-  PyObject* extra;  // a tuple: the hoisted scalar buffers of this call's values
+  PyObject* extra;     // a tuple: the hoisted scalar buffers of this call's values
+  PyObject* floats;    // or, when the key holds generic floats by class, a tuple per hoisted input: a fixed
+                       // buffer or (index of the call's generic float, IR dtype) (float_inputs.py's template)
   int64_t device;
 };
 
@@ -41,6 +47,31 @@ void release(Entry& entry) {
   Py_XDECREF(entry.execute);
   Py_XDECREF(entry.exe);
   Py_XDECREF(entry.extra);
+  Py_XDECREF(entry.floats);
+}
+
+PyObject* g_scalar_buffer = nullptr;  // runtime.scalar_buffer(value, IR dtype): 0-d buffers of other dtypes
+
+// The hoisted input for a generic float: what runtime.scalar_buffer makes (numpy rounds a double to float32
+// to nearest, as the cast here does).
+PyObject* scalar_buffer(double value, PyObject* dtype) {
+  const char* name = PyUnicode_AsUTF8(dtype);
+  if (name == nullptr) throw py::error_already_set();
+  int type = std::strcmp(name, "float32") == 0 ? NPY_FLOAT32 : std::strcmp(name, "float64") == 0 ? NPY_FLOAT64 : -1;
+  if (type < 0) {
+    PyObject* buffer = PyObject_CallFunction(g_scalar_buffer, "dO", value, dtype);
+    if (buffer == nullptr) throw py::error_already_set();
+    return buffer;
+  }
+  PyObject* buffer = PyArray_SimpleNew(0, nullptr, type);
+  if (buffer == nullptr) throw py::error_already_set();
+  void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(buffer));
+  if (type == NPY_FLOAT32) {
+    *static_cast<float*>(data) = static_cast<float>(value);
+  } else {
+    *static_cast<double*>(data) = value;
+  }
+  return buffer;
 }
 
 std::unordered_map<int, PyArray_Descr*>& numpy_dtypes() {  // at::ScalarType -> numpy dtype (owned)
@@ -82,6 +113,8 @@ enum Kind : int64_t {
   kInplace = 1,         // writes its first argument and returns it
   kInplaceList = 2,     // writes every tensor of its first argument (a list), returns ()
   kFunctionalList = 3,  // fresh outputs, returned as one Tensor[]
+  kOut = 4,             // writes its keyword-only out= tensors (or lists), returns them
+  kCopyFrom = 5,        // _copy_from(self, dst): reads its first argument, writes and returns the second
 };
 
 struct Pending {
@@ -90,6 +123,7 @@ struct Pending {
   const c10::FunctionSchema* schema;
   bool keyable;
   int64_t kind;
+  size_t n_floats;  // generic floats keyed by class: the launch needs a template to be stored
 };
 thread_local std::vector<Pending> t_pending;
 
@@ -132,16 +166,76 @@ bool put_scalar(const c10::IValue& v, std::string& key) {
   return true;
 }
 
+// A float whose value no lowering is expected to branch on (float_inputs.is_generic).
+bool is_generic(double x) { return std::isfinite(x) && std::floor(2.0 * x) != 2.0 * x; }
+
+// Whether `v` is the argument's default (torch.library leaves such arguments out of the Python call).
+bool is_default(const c10::Argument& arg, const c10::IValue& v) {
+  if (!arg.default_value()) return false;
+  const c10::IValue& d = *arg.default_value();
+  if (d.isNone() || v.isNone()) return d.isNone() && v.isNone();
+  if (d.isBool() && v.isBool()) return d.toBool() == v.toBool();
+  if (d.isInt() && v.isInt()) return d.toInt() == v.toInt();
+  if (d.isDouble() && v.isDouble()) return d.toDouble() == v.toDouble();
+  if (d.isIntList() && v.isIntList()) return d.toIntVector() == v.toIntVector();
+  if (d.isString() && v.isString()) return d.toStringRef() == v.toStringRef();
+  return false;
+}
+
+// How many leading arguments the Python kernel receives positionally: those after the last non-default
+// positional argument are left out, as torch.library does.
+size_t passed_positional(const c10::FunctionSchema& schema, const c10::IValue* values, size_t n_args,
+                         size_t& n_positional) {
+  n_positional = 0;
+  while (n_positional < n_args && !schema.arguments()[n_positional].kwarg_only()) ++n_positional;
+  size_t last = n_positional;
+  while (last > 0 && is_default(schema.arguments()[last - 1], values[last - 1])) --last;
+  return last;
+}
+
+// A scalar argument or Scalar[] item: generic floats of a float-inputs op by class (their values into
+// `floats`, in the order the Python signature visits them), everything else by value.
+bool put_value(const c10::IValue& v, std::string& key, std::vector<double>* floats) {
+  if (floats != nullptr && v.isDouble() && is_generic(v.toDouble())) {
+    const double x = v.toDouble();
+    key.push_back('G');
+    key.push_back(static_cast<char>((x > 0.0 ? 1 : 0) | (std::fabs(x) < 1.0 ? 2 : 0)));
+    floats->push_back(x);
+    return true;
+  }
+  return put_scalar(v, key);
+}
+
+bool put_device(const c10::Device& d, std::string& key, int64_t& device) {
+  if (!d.is_privateuseone()) return false;
+  int64_t index = d.has_index()
+                      ? d.index()
+                      : c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
+  if (device >= 0 && index != device) return false;
+  device = index;
+  key.push_back('V');
+  put(key, index);
+  return true;
+}
+
 // The key of one call, or false when the call must take the Python path (an argument kind the key does not
-// cover, a tensor off the tpu device, a lazy conjugate/negative bit, tensors on two devices).
-bool build_key(const void* op_id, const torch::jit::Stack& stack, size_t n_args, std::string& key,
-               int64_t& device) {
+// cover, a tensor off the tpu device, a lazy conjugate/negative bit, tensors on two devices). With `floats`,
+// generic float arguments the Python kernel receives enter the key by class and their values go there.
+bool build_key(const void* op_id, const c10::FunctionSchema& schema, const torch::jit::Stack& stack,
+               size_t n_args, std::string& key, int64_t& device, std::vector<double>* floats) {
   key.reserve(128);
   put(key, op_id);
   put(key, g_precision);
   device = -1;
-  for (size_t i = stack.size() - n_args; i < stack.size(); ++i) {
-    const c10::IValue& v = stack[i];
+  const c10::IValue* values = stack.data() + (stack.size() - n_args);
+  size_t n_positional = 0;
+  const size_t passed = floats != nullptr ? passed_positional(schema, values, n_args, n_positional) : 0;
+  for (size_t i = 0; i < n_args; ++i) {
+    const c10::IValue& v = values[i];
+    std::vector<double>* generic = floats;
+    if (floats != nullptr && (i < n_positional ? i >= passed : is_default(schema.arguments()[i], v))) {
+      generic = nullptr;  // left out of the Python call: the lowering sees its default, a constant
+    }
     if (v.isTensor()) {
       const at::Tensor& t = v.toTensor();
       if (!t.defined()) {
@@ -149,6 +243,10 @@ bool build_key(const void* op_id, const torch::jit::Stack& stack, size_t n_args,
         continue;
       }
       if (t.device().is_cpu() && t.dim() == 0 && !t.requires_grad() && !t.is_conj() && !t.is_neg()) {
+        if (generic != nullptr && t.unsafeGetTensorImpl()->is_wrapped_number() &&
+            at::isFloatingType(t.scalar_type()) && put_value(c10::IValue(t.item<double>()), key, generic)) {
+          continue;  // a Python float the dispatcher wrapped: the Python kernel receives the float itself
+        }
         key.push_back('C');  // a host scalar: the Python kernel takes its value as a constant
         put(key, static_cast<int8_t>(t.scalar_type()));
         if (at::isFloatingType(t.scalar_type())) {
@@ -161,8 +259,10 @@ bool build_key(const void* op_id, const torch::jit::Stack& stack, size_t n_args,
         continue;
       }
       if (!put_tensor(t, key, device)) return false;
-    } else if (put_scalar(v, key)) {
+    } else if (put_value(v, key, generic)) {
       continue;
+    } else if (v.isDevice()) {
+      if (!put_device(v.toDevice(), key, device)) return false;
     } else if (v.isTensorList()) {
       auto list = v.toTensorList();
       key.push_back('l');
@@ -170,12 +270,16 @@ bool build_key(const void* op_id, const torch::jit::Stack& stack, size_t n_args,
       for (const at::Tensor& t : list) {
         if (!t.defined() || !put_tensor(t, key, device)) return false;
       }
-    } else if (v.isList()) {  // Scalar[]
+    } else if (v.isList()) {  // Scalar[], int[], Tensor?[]
       auto list = v.toListRef();
       key.push_back('s');
       put(key, static_cast<int64_t>(list.size()));
       for (const auto& item : list) {
-        if (!put_scalar(item, key)) return false;
+        if (item.isTensor()) {
+          if (!put_tensor(item.toTensor(), key, device)) return false;  // undefined: 'U', as None to Python
+        } else if (!put_value(item, key, generic)) {
+          return false;
+        }
       }
     } else if (v.isString()) {
       key.push_back('S');
@@ -212,68 +316,77 @@ py::object to_python(const c10::Argument& arg, const c10::IValue& v) {
   return torch::jit::toPyObject(v);
 }
 
-// Whether `v` is the argument's default (torch.library leaves such arguments out of the Python call).
-bool is_default(const c10::Argument& arg, const c10::IValue& v) {
-  if (!arg.default_value()) return false;
-  const c10::IValue& d = *arg.default_value();
-  if (d.isNone() || v.isNone()) return d.isNone() && v.isNone();
-  if (d.isBool() && v.isBool()) return d.toBool() == v.toBool();
-  if (d.isInt() && v.isInt()) return d.toInt() == v.toInt();
-  if (d.isDouble() && v.isDouble()) return d.toDouble() == v.toDouble();
-  if (d.isIntList() && v.isIntList()) return d.toIntVector() == v.toIntVector();
-  if (d.isString() && v.isString()) return d.toStringRef() == v.toStringRef();
-  return false;
+void push_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (t.defined() && t.device().is_privateuseone()) out.push_back(t);
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorList()) out.push_back(t);
+  } else if (v.isList()) {  // Tensor?[]
+    for (const auto& item : v.toListRef()) {
+      if (item.isTensor() && item.toTensor().defined()) out.push_back(item.toTensor());
+    }
+  }
 }
 
 struct FastKernel final : public c10::OperatorKernel {
-  FastKernel(py::object kernel, std::string name, int64_t kind)
-      : kernel_(kernel.release().ptr()), name_(std::move(name)), kind_(kind) {}
+  FastKernel(py::object kernel, std::string name, int64_t kind, bool float_inputs)
+      : kernel_(kernel.release().ptr()), name_(std::move(name)), kind_(kind), float_inputs_(float_inputs) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     py::gil_scoped_acquire gil;  // the table is shared with autograd's device thread: read it under the GIL
-    const size_t n_args = op.schema().arguments().size();
+    const auto& schema = op.schema();
+    const size_t n_args = schema.arguments().size();
     std::string key;
     int64_t device = -1;
-    const bool keyable = g_enabled && build_key(this, *stack, n_args, key, device);
+    std::vector<double> floats;
+    const bool keyable =
+        g_enabled && build_key(this, schema, *stack, n_args, key, device, float_inputs_ ? &floats : nullptr);
     if (keyable) {
       auto it = table().find(key);
       if (it != table().end()) {
-        launch_cached(it->second, device, n_args, stack);
+        launch_cached(schema, it->second, device, floats, n_args, stack);
         return;
       }
     }
-    call_python(op, std::move(key), keyable, n_args, stack);
+    call_python(op, std::move(key), keyable, floats.size(), n_args, stack);
   }
 
  private:
-  void launch_cached(const Entry& entry, int64_t device, size_t n_args, torch::jit::Stack* stack) {
-    std::vector<at::Tensor> inputs;  // in the Python signature's order: arguments in order, lists flattened
-    size_t first_list = 0;
-    for (size_t i = stack->size() - n_args; i < stack->size(); ++i) {
-      const c10::IValue& v = (*stack)[i];
-      if (v.isTensor()) {
-        const at::Tensor& t = v.toTensor();
-        if (t.defined() && t.device().is_privateuseone()) inputs.push_back(t);
-      } else if (v.isTensorList()) {
-        for (const at::Tensor& t : v.toTensorList()) inputs.push_back(t);
-        if (first_list == 0) first_list = v.toTensorList().size();
+  bool is_out(const c10::Argument& arg) const {
+    return arg.kwarg_only() && arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+  }
+
+  void launch_cached(const c10::FunctionSchema& schema, const Entry& entry, int64_t device,
+                     const std::vector<double>& floats, size_t n_args, torch::jit::Stack* stack) {
+    // inputs in the Python signature's order (arguments in order, lists flattened); out= tensors apart
+    std::vector<at::Tensor> inputs;
+    std::vector<at::Tensor> outputs;
+    const c10::IValue* values = stack->data() + (stack->size() - n_args);
+    for (size_t i = 0; i < n_args; ++i) {
+      if (kind_ == kOut && is_out(schema.arguments()[i])) {
+        push_tensors(values[i], outputs);
+      } else if (kind_ == kCopyFrom && i == 1) {
+        outputs.push_back(values[i].toTensor());
+      } else {
+        push_tensors(values[i], inputs);
       }
     }
     TORCH_CHECK(inputs.size() == entry.n_inputs, name_, ": cached launch expects ", entry.n_inputs,
                 " tensors, got ", inputs.size());
-    std::vector<at::Tensor> outputs;
     if (kind_ == kInplace) {
       outputs.push_back(inputs.front());
     } else if (kind_ == kInplaceList) {
-      outputs.assign(inputs.begin(), inputs.begin() + first_list);
-    } else {
+      outputs.assign(inputs.begin(), inputs.begin() + values[0].toTensorList().size());
+    } else if (kind_ == kFunctional || kind_ == kFunctionalList) {
       outputs.reserve(entry.outputs.size());
       auto device_obj = c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
       for (const auto& [sizes, dtype] : entry.outputs) {
         outputs.push_back(at::empty(sizes, at::TensorOptions().dtype(dtype).device(device_obj)));
       }
     }
-    const Py_ssize_t n_extra = PyTuple_GET_SIZE(entry.extra);
+    PyObject* extra = entry.floats != nullptr ? entry.floats : entry.extra;
+    const Py_ssize_t n_extra = PyTuple_GET_SIZE(extra);
     py::list in_buffers(inputs.size() + n_extra);
     py::list out_buffers(outputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -282,8 +395,13 @@ struct FastKernel final : public c10::OperatorKernel {
       PyList_SET_ITEM(in_buffers.ptr(), i, view);
     }
     for (Py_ssize_t i = 0; i < n_extra; ++i) {
-      PyObject* item = PyTuple_GET_ITEM(entry.extra, i);
-      Py_INCREF(item);
+      PyObject* item = PyTuple_GET_ITEM(extra, i);
+      if (entry.floats != nullptr && PyTuple_Check(item)) {  // (float index, IR dtype)
+        const Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
+        item = scalar_buffer(floats.at(static_cast<size_t>(index)), PyTuple_GET_ITEM(item, 1));
+      } else {
+        Py_INCREF(item);
+      }
       PyList_SET_ITEM(in_buffers.ptr(), inputs.size() + i, item);
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -293,25 +411,34 @@ struct FastKernel final : public c10::OperatorKernel {
     }
     py::handle(entry.execute)(py::handle(entry.exe), in_buffers, out_buffers, entry.device);
     ++g_hits;
+    c10::IValue dst = kind_ == kCopyFrom ? values[1] : c10::IValue();
+    std::vector<c10::IValue> out_args;
+    if (kind_ == kOut) {
+      for (size_t i = 0; i < n_args; ++i) {
+        if (is_out(schema.arguments()[i])) out_args.push_back(values[i]);
+      }
+    }
     torch::jit::drop(*stack, n_args);
     if (kind_ == kFunctionalList) {
       stack->emplace_back(c10::List<at::Tensor>(outputs));
     } else if (kind_ == kInplace || kind_ == kFunctional) {
       for (auto& t : outputs) stack->emplace_back(std::move(t));
+    } else if (kind_ == kCopyFrom) {
+      stack->push_back(std::move(dst));
+    } else if (kind_ == kOut && !schema.returns().empty()) {
+      for (auto& v : out_args) stack->push_back(std::move(v));
     }
   }
 
   // The op's Python kernel called as torch.library would: positional and keyword-only arguments from the
   // schema, the result converted back by the schema's return types.
-  void call_python(const c10::OperatorHandle& op, std::string key, bool keyable, size_t n_args,
+  void call_python(const c10::OperatorHandle& op, std::string key, bool keyable, size_t n_floats, size_t n_args,
                    torch::jit::Stack* stack) {
     ++g_misses;
     const auto& schema = op.schema();
     const c10::IValue* values = stack->data() + (stack->size() - n_args);
     size_t n_positional = 0;
-    while (n_positional < n_args && !schema.arguments()[n_positional].kwarg_only()) ++n_positional;
-    size_t last = n_positional;  // positional arguments after the last non-default one are left out
-    while (last > 0 && is_default(schema.arguments()[last - 1], values[last - 1])) --last;
+    const size_t last = passed_positional(schema, values, n_args, n_positional);
     py::tuple args(last);
     for (size_t i = 0; i < last; ++i) args[i] = to_python(schema.arguments()[i], values[i]);
     py::dict kwargs;
@@ -319,7 +446,7 @@ struct FastKernel final : public c10::OperatorKernel {
       const auto& arg = schema.arguments()[i];
       if (!is_default(arg, values[i])) kwargs[py::str(arg.name())] = to_python(arg, values[i]);
     }
-    t_pending.push_back(Pending{std::move(key), &name_, &schema, keyable, kind_});
+    t_pending.push_back(Pending{std::move(key), &name_, &schema, keyable, kind_, n_floats});
     py::object result;
     try {
       result = py::handle(kernel_)(*args, **kwargs);
@@ -344,6 +471,7 @@ struct FastKernel final : public c10::OperatorKernel {
   PyObject* kernel_;
   std::string name_;
   int64_t kind_;  // Kind
+  bool float_inputs_;  // the lowering takes generic floats as inputs: key them by class
 };
 
 torch::Library& library() {
@@ -353,10 +481,11 @@ torch::Library& library() {
 }
 
 // Registers `kernel` (the op's Python kernel) behind the cached launch path for `qualified` ("add.Tensor").
-void register_op(const std::string& qualified, const std::string& name, py::object kernel, int64_t kind) {
-  TORCH_CHECK(kind >= kFunctional && kind <= kFunctionalList, "fast_register: unknown kind ", kind);
-  library().impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                        std::make_unique<FastKernel>(std::move(kernel), name, kind)));
+void register_op(const std::string& qualified, const std::string& name, py::object kernel, int64_t kind,
+                 bool float_inputs) {
+  TORCH_CHECK(kind >= kFunctional && kind <= kCopyFrom, "fast_register: unknown kind ", kind);
+  library().impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<FastKernel>(
+                                        std::move(kernel), name, kind, float_inputs)));
 }
 
 void clear_entries() {
@@ -367,12 +496,22 @@ void clear_entries() {
 // Called by the Python kernel of the op being missed: stores how to launch this key again. `op_name` must
 // be the op whose miss is in progress (a Python kernel may run other ops itself); false when not stored.
 // `outputs` holds (sizes, torch.dtype) per fresh output, in the order the op returns them; none for an in-place
-// op. `kind` (Kind) must be the one the op was registered with.
+// op. `kind` (Kind) must be the one the op was registered with. `floats`: when the key holds generic floats by
+// class, how the hoisted inputs follow them (float_inputs.py's template); without one such a launch is not
+// stored, since `extra` holds this call's values.
 bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple extra, int64_t device,
-           int64_t n_inputs, const py::list& outputs, int64_t kind) {
+           int64_t n_inputs, const py::list& outputs, int64_t kind, py::object floats) {
   if (t_pending.empty()) return false;
   const Pending& p = t_pending.back();
   if (!p.keyable || *p.op_name != op_name || !g_enabled || p.kind != kind) return false;
+  if (p.n_floats > 0) {
+    if (!PyTuple_Check(floats.ptr())) return false;
+    for (const auto& item : floats.cast<py::tuple>()) {
+      if (!PyTuple_Check(item.ptr())) continue;
+      auto pair = item.cast<py::tuple>();
+      if (pair.size() != 2 || !PyUnicode_Check(pair[1].ptr()) || pair[0].cast<size_t>() >= p.n_floats) return false;
+    }
+  }
   const auto& returns = p.schema->returns();
   switch (kind) {
     case kFunctional:
@@ -390,10 +529,16 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
     case kFunctionalList:
       if (returns.size() != 1 || returns[0].real_type()->kind() != c10::TypeKind::ListType) return false;
       break;
+    case kOut:
+      if (!outputs.empty()) return false;
+      break;
+    case kCopyFrom:
+      if (returns.size() != 1 || !outputs.empty()) return false;
+      break;
     default:
       return false;
   }
-  Entry entry{{}, static_cast<size_t>(n_inputs), nullptr, nullptr, nullptr, device};
+  Entry entry{{}, static_cast<size_t>(n_inputs), nullptr, nullptr, nullptr, nullptr, device};
   for (const auto& item : outputs) {
     auto pair = item.cast<py::tuple>();
     PyObject* dtype = pair[1].ptr();
@@ -407,6 +552,7 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
   entry.execute = execute.release().ptr();
   entry.exe = exe.release().ptr();
   entry.extra = extra.release().ptr();
+  if (p.n_floats > 0) entry.floats = floats.release().ptr();
   auto it = t.find(p.key);
   if (it != t.end()) {
     release(it->second);
@@ -448,6 +594,10 @@ void bind_fast_launch(py::module& m) {
   m.def("fast_store", &store);
   m.def("fast_clear", [] { clear_entries(); });
   m.def("fast_set_state", &set_state);
+  m.def("fast_scalar_buffer", [](py::object make) {  // runtime.scalar_buffer, for dtypes numpy has no C type of
+    Py_XDECREF(g_scalar_buffer);
+    g_scalar_buffer = make.release().ptr();
+  });
   m.def("fast_counters", &counters);
 }
 

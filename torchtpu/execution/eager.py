@@ -268,9 +268,26 @@ FLOAT_INPUTS: set[Lowering] = set()  # lowerings marked @lower(..., float_inputs
 _BY_VALUE = object()  # cache entry: this op's generic floats shape its program, key them by value
 
 
+def result_types(op_name: str, lowering: Lowering, args: Sequence[Any],
+                 kwargs: dict[str, Any]) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
+    """(shape, dtype) of each result `run` would return, without running it; None if the arguments are not
+    ones `run` takes as they are (it then reports the error itself)."""
+    key, _, _ = signature(op_name, args, kwargs, ())
+    if key is None:
+        return None
+    traced = _cache.get(key)
+    if traced is None or traced is _BY_VALUE:
+        tensors, _, bargs, bkwargs, _ = flatten_args(op_name, args, kwargs)
+        _, _, outs = trace(lowering, tensors, bargs, bkwargs, name=op_name)
+        return [(tuple(s.shape), s.dtype) for s in outs]
+    return list(traced.out_types)
+
+
 def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str, Any],
-        write_into: Sequence[torch.Tensor] | None = None, device: int | None = None) -> Any:
-    """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=)."""
+        write_into: Sequence[torch.Tensor] | None = None, device: int | None = None,
+        fast_kind: int | None = fast_launch.INFER) -> Any:
+    """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=).
+    `fast_kind`: how the C++ launch cache may serve this call again (fast_launch kinds; None: it may not)."""
     out_dtypes = tuple(t.dtype for t in write_into) if write_into is not None else ()
     drv = runtime.driver()
     mode = modes.get_eager_mode()
@@ -342,8 +359,11 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
         if mode is modes.EagerMode.LAUNCH_BLOCKING:
             drv.synchronize(dev)
         else:
-            kind = fast_launch.kind_of(traced.structure, len(outputs), args, tensors, outputs, write_into)
+            kind = fast_kind
+            if kind == fast_launch.INFER:
+                kind = fast_launch.kind_of(traced.structure, len(outputs), args, tensors, outputs, write_into)
             if kind is not None:
-                fast_launch.store(op_name, exe, len(tensors), inputs[len(tensors):], traced.out_types, dev, drv, kind)
+                fast_launch.store(op_name, exe, len(tensors), inputs[len(tensors):], traced.out_types, dev, drv, kind,
+                                  traced.template if floats else None)
     structure = traced.structure
     return outputs[structure] if structure.__class__ is int else _unflatten(structure, outputs)

@@ -1,12 +1,17 @@
 """The cached one-op launch path, Python side (the C++ half is csrc/fast_launch.cpp).
 
-Each lowered functional, in-place and foreach op is registered on PrivateUse1 as a C++ kernel that keys the
-call (operator, matmul precision, every argument: tpu tensors and tensor lists by dtype and sizes, scalars and
-scalar lists by type and value) and, when the key was stored before, allocates the outputs, makes numpy views
-of the buffers and calls the driver's execute on the stored executable. A miss runs the op's Python kernel
-(`eager.run`), which stores the launch when the op qualifies (`kind_of`, `store`): fresh outputs returned as
-they are (one tensor, a flat tuple, or one list), or an in-place write of the first argument (a tensor or a
-list), on a driver whose memory is host memory, in DEFER_NEVER. Any other eager mode turns the path off (`sync`).
+Each lowered functional, in-place, out= and foreach op, and the device-to-device copy, is registered on
+PrivateUse1 as a C++ kernel that keys the call (operator, matmul precision, every argument: tpu tensors and
+tensor lists by dtype and sizes, scalars and scalar lists by type and value, devices) and, when the key was
+stored before, allocates the outputs, makes numpy views of the buffers and calls the driver's execute on the
+stored executable. A miss runs the op's Python kernel (`eager.run`), which stores the launch when the op
+qualifies (`kind_of`, `store`): fresh outputs returned as they are (one tensor, a flat tuple, or one list), an
+in-place write of the first argument (a tensor or a list), out= tensors written as they are (no resize), on a
+driver whose memory is host memory, in DEFER_NEVER. Any other eager mode turns the path off (`sync`).
+
+Ops whose lowering takes generic floats as inputs (`@lower(..., float_inputs=True)`, float_inputs.py) are
+keyed by the floats' class in C++ as in Python, and a hit fills the hoisted scalar inputs from this call's
+values by the trace's template: an optimizer's per-step bias corrections launch from the cache.
 
 TORCHTPU_FAST_LAUNCH=0 turns it off (every call takes the Python kernel, as before); valid values: 0, 1.
 """
@@ -40,26 +45,31 @@ def _native() -> Any:
 
 
 # What an op does with its outputs (csrc/fast_launch.cpp's Kind).
-FUNCTIONAL, INPLACE, INPLACE_LIST, FUNCTIONAL_LIST = range(4)
+FUNCTIONAL, INPLACE, INPLACE_LIST, FUNCTIONAL_LIST, OUT, COPY_FROM = range(6)
+INFER = -1  # eager.run's default: the kind follows from how the call returned and wrote its outputs
 
 
-def register_kernel(qualified: str, name: str, kernel: Callable[..., Any], kind: int) -> bool:
+def register_kernel(qualified: str, name: str, kernel: Callable[..., Any], kind: int,
+                    float_inputs: bool = False) -> bool:
     """Registers `kernel` behind the C++ launch cache for `qualified` ("add.Tensor"; `kind`: FUNCTIONAL, INPLACE
     (writes its first argument, returns it), INPLACE_LIST (writes each tensor of its first argument, returns
-    nothing) or FUNCTIONAL_LIST (returns one list)); False when the path is off (then the caller registers
-    `kernel` itself)."""
+    nothing), FUNCTIONAL_LIST (returns one list), OUT (writes its keyword-only out= tensors, returns them) or
+    COPY_FROM (`_copy_from(src, dst)`: writes and returns dst)); `float_inputs`: its lowering takes generic
+    floats as inputs (key them by class). False when the path is off (then the caller registers `kernel`)."""
     global _active
     if not enabled_by_env():
         return False
-    _native().fast_register(qualified, name, kernel, kind)
+    _native().fast_register(qualified, name, kernel, kind, float_inputs)
     if not _active:
         _native().fast_numpy_dtypes(runtime.numpy_dtypes())
+        _native().fast_scalar_buffer(runtime.scalar_buffer)
         from torchtpu import precision
         from torchtpu.execution import modes
 
         precision.on_change.append(sync)
         modes.on_change.append(sync)
-    _active = True
+        _active = True
+        sync()  # a driver made before the kernels were registered is served from the first op on
     return True
 
 
@@ -78,15 +88,16 @@ def sync() -> None:
 
 
 def store(op_name: str, exe: Any, n_tensors: int, extra: Sequence[Any], out_types: Sequence[tuple],
-          device: int, drv: Any, kind: int) -> None:
+          device: int, drv: Any, kind: int, floats: Any = None) -> None:
     """Stores the launch of the op whose miss is in progress: `exe` on the tensors' buffers plus `extra`
-    (hoisted scalars of this call's values, which the C++ key holds); `out_types` for fresh outputs."""
+    (hoisted scalars of this call's values, which the C++ key holds) or, for generic floats keyed by class,
+    `floats` (the trace's float_inputs template); `out_types` for fresh outputs."""
     if not _active:
         return
     if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
         sync()
     outputs = [(list(shape), dtype) for shape, dtype in out_types] if kind in (FUNCTIONAL, FUNCTIONAL_LIST) else []
-    _native().fast_store(op_name, drv.execute, exe, tuple(extra), device, n_tensors, outputs, kind)
+    _native().fast_store(op_name, drv.execute, exe, tuple(extra), device, n_tensors, outputs, kind, floats)
 
 
 def kind_of(structure: Any, n_outputs: int, args: Sequence[Any], tensors: Sequence[Any],

@@ -13,7 +13,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu import runtime
-from torchtpu.execution import deferred, eager
+from torchtpu.execution import deferred, eager, fast_launch
 from torchtpu.ops.prims import broadcast_to, convert
 from torchtpu.ops.tracing import Sym
 
@@ -49,7 +49,7 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
         if src.device == dst.device:
             key = (dst.dtype, tuple(dst.shape))
             lowering = _device_copies.setdefault(key, _device_copy(*key))
-            eager.run("aten::copy_", lowering, (src,), {}, write_into=[dst])
+            eager.run("aten::copy_", lowering, (src,), {}, write_into=[dst], fast_kind=fast_launch.COPY_FROM)
             return dst
         _sync(src)
         runtime.write_from_host(_bytes_view(dst), runtime.host_tensor(_bytes_view(src)))
@@ -65,6 +65,9 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
         src = src.to(dst.dtype)
     runtime.write_from_host(_bytes_view(dst), _bytes_view(src.contiguous()) if dst.dtype in _SIGNED else src)
     return dst
+
+
+copy_from.fast_launch = (fast_launch.COPY_FROM, "aten::copy_")  # device-to-device copies: the C++ launch cache
 
 
 def copy_from_and_resize(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:

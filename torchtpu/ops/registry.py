@@ -102,13 +102,31 @@ def _functional_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., 
             index = torch.device(device).index if device is not None else None
             return eager.run(name, fn, args, kwargs, device=index)
 
+        plain_kernel.lowering = fn
         return plain_kernel
+
+    if op not in RANDOM_OPS:
+        prepare = PREPARE[op]
+
+        def prepared_kernel(*args: Any, **kwargs: Any) -> Any:
+            new_args, new_kwargs = prepare(args, kwargs)
+            return eager.run(name, fn, new_args, new_kwargs, device=_device_of(new_args, new_kwargs),
+                             fast_kind=_unprepared(args, kwargs, new_args, new_kwargs))
+
+        prepared_kernel.lowering = fn
+        return prepared_kernel
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         args, kwargs, device = _with_extras(op, args, kwargs)
         return eager.run(name, fn, args, kwargs, device=device)
 
     return kernel
+
+
+def _unprepared(args: tuple, kwargs: dict[str, Any], new_args: tuple, new_kwargs: dict[str, Any]) -> int | None:
+    """A prepared call's fast_kind: the C++ launch cache may serve it again only when `prepare` left the
+    arguments as they were (e.g. no boolean mask turned into indices, which depend on data)."""
+    return fast_launch.INFER if new_args is args and new_kwargs is kwargs else None
 
 
 def _check_cast(result: torch.dtype, target: torch.dtype, name: str) -> None:
@@ -124,6 +142,7 @@ def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any
             args, kwargs, _ = _with_extras(op, (self, *args), kwargs)
             eager.run(name, fn, args, kwargs, write_into=self)
 
+        list_kernel.lowering = fn
         return list_kernel
 
     if op not in RANDOM_OPS and op not in PREPARE:
@@ -131,7 +150,21 @@ def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any
             eager.run(name, fn, (self, *args), kwargs, write_into=(self,))
             return self
 
+        plain_kernel.lowering = fn
         return plain_kernel
+
+    if op not in RANDOM_OPS:
+        prepare = PREPARE[op]
+
+        def prepared_kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+            args = (self, *args)
+            new_args, new_kwargs = prepare(args, kwargs)
+            eager.run(name, fn, new_args, new_kwargs, write_into=(self,),
+                      fast_kind=_unprepared(args, kwargs, new_args, new_kwargs))
+            return self
+
+        prepared_kernel.lowering = fn
+        return prepared_kernel
 
     def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         args, kwargs, _ = _with_extras(op, (self, *args), kwargs)
@@ -143,35 +176,53 @@ def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any
 
 def _out_kernel(op: OpOverload, fn: Callable[..., Any], out_names: list[str]) -> Callable[..., Any]:
     name = str(op)
-
     returns = bool(op._schema.returns)  # the _foreach_*.out overloads return ()
+    plain = op not in RANDOM_OPS and op not in PREPARE
 
-    def kernel(*args: Any, **kwargs: Any) -> Any:
+    def out_kernel(*args: Any, **kwargs: Any) -> Any:
         outs = [kwargs.pop(n) for n in out_names]
         args, kwargs, device = _with_extras(op, args, kwargs)
-        result = eager.run(name, fn, args, kwargs, device=device)
-        flat = list(result) if isinstance(result, tuple | list) else [result]
         targets = [t for o in outs for t in (o if isinstance(o, list) else (o,))]
-        for out, r in zip(targets, flat):
-            _check_cast(r.dtype, out.dtype, name)
-            if tuple(out.shape) != tuple(r.shape):
-                out.resize_(r.shape)
-            out.copy_(r)
+        types = eager.result_types(name, fn, args, kwargs)
+        if types is None or len(types) != len(targets):  # results computed first, then copied out
+            result = eager.run(name, fn, args, kwargs, device=device)
+            flat = list(result) if isinstance(result, tuple | list) else [result]
+            types = [(tuple(r.shape), r.dtype) for r in flat]
+            for out, r in zip(targets, flat):
+                _check_cast(r.dtype, out.dtype, name)
+                if tuple(out.shape) != tuple(r.shape):
+                    out.resize_(r.shape)
+                out.copy_(r)
+        else:  # written in place: one launch, served by the C++ cache again when no out= tensor was resized
+            for out, (_, dtype) in zip(targets, types):
+                _check_cast(dtype, out.dtype, name)
+            resized = False
+            for out, (shape, _) in zip(targets, types):
+                if tuple(out.shape) != shape:
+                    out.resize_(shape)
+                    resized = True
+            eager.run(name, fn, args, kwargs, write_into=targets, device=device,
+                      fast_kind=fast_launch.OUT if plain and not resized else None)
         if not returns:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    return kernel
+    out_kernel.lowering = fn
+    return out_kernel
 
 
 def _fast_kind(op: OpOverload, kernel: Callable[..., Any]) -> int | None:
-    """How the C++ launch cache serves `op`'s kernel (fast_launch kinds), or None: only the plain lowering
-    kernels (no random state, no argument preparation, no out= tensors)."""
-    if op in RANDOM_OPS or op in PREPARE or _out_args(op):
+    """How the C++ launch cache serves `op`'s kernel (fast_launch kinds), or None: only the lowering kernels
+    without random state (a prepared one stores only the calls its `prepare` leaves as they are)."""
+    if op in RANDOM_OPS:
         return None
-    if kernel.__name__ == "list_kernel":
+    if kernel.__name__ == "out_kernel" and op not in PREPARE:
+        return fast_launch.OUT
+    if _out_args(op):
+        return None
+    if kernel.__name__ == "list_kernel" and op not in PREPARE:
         return fast_launch.INPLACE_LIST
-    if kernel.__name__ != "plain_kernel":
+    if kernel.__name__ not in ("plain_kernel", "prepared_kernel"):
         return None
     if _is_inplace(op):
         return fast_launch.INPLACE
@@ -216,11 +267,13 @@ def register_all() -> None:
         qualified = f"{op._schema.name}.{op._overloadname}"
         if qualified in REGISTERED:
             return
-        kind = _fast_kind(op, kernel) if how in ("lowering", "inplace") else None
-        if kind is not None:
+        fast = getattr(kernel, "fast_launch", None)  # (kind, the op name its eager.run calls use)
+        kind, fast_name = fast if fast is not None else (_fast_kind(op, kernel), str(op))
+        if kind is not None and how != "decomposition":
             name = op._schema.name.split("::")[1]
             local = name if op._overloadname == "default" else f"{name}.{op._overloadname}"
-            if fast_launch.register_kernel(local, str(op), kernel, kind):  # behind the C++ launch cache
+            float_inputs = getattr(kernel, "lowering", None) in eager.FLOAT_INPUTS
+            if fast_launch.register_kernel(local, fast_name, kernel, kind, float_inputs):  # the C++ launch cache
                 REGISTERED[qualified] = how
                 return
         lib.impl(op, kernel, "PrivateUse1")
