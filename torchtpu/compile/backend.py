@@ -19,6 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import runtime
+from torchtpu.compile import fake_rules
 from torchtpu.compile.views import VIEW_LOWERINGS
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import deferred, modes
@@ -455,6 +456,7 @@ def register() -> None:
 
     if "tpu" not in _BACKENDS:
         register_backend(compiler_fn=tpu_backend, name="tpu")
+        fake_rules.register()
         for name in _DYNAMO_SKIP:
             trace_rules.add(name)
 

@@ -1,4 +1,5 @@
-"""Lowerings of the matmul family onto the MXU (dot_general): mm, bmm, addmm, baddbmm, addbmm, mv, dot."""
+"""Lowerings of the matmul family onto the MXU (dot_general): mm, bmm, addmm, baddbmm, addbmm, mv, dot,
+_grouped_mm."""
 
 from __future__ import annotations
 
@@ -83,3 +84,59 @@ def dot(self: Sym, tensor: Sym) -> Sym:
                            f"[{tensor.shape[0]}] to have the same number of elements, but got "
                            f"{self.shape[0]} and {tensor.shape[0]} elements respectively")
     return P.reshape(P.matmul(P.reshape(self, (1, -1)), P.reshape(tensor, (-1, 1))), ())
+
+
+_GROUPED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _group_mask(offs: Sym, length: int) -> Sym:
+    """(groups, length) bool: position i belongs to group g when offs[g-1] <= i < offs[g] (offs[-1] = 0); positions
+    past the last offset belong to no group (their results are zero)."""
+    groups = offs.shape[0]
+    ends = P.convert(P.reshape(offs, (groups, 1)), torch.int64)
+    starts = P.concat([P.const(0, torch.int64, (1, 1)), P.slice_dim(ends, 0, 0, groups - 1)], 0)
+    position = P.iota((groups, length), 1)
+    return P.emit1("and", [P.compare("GE", position, P.broadcast_to(starts, (groups, length))),
+                           P.compare("LT", position, P.broadcast_to(ends, (groups, length)))])
+
+
+@lower(aten._grouped_mm.default)
+def grouped_mm(self: Sym, mat2: Sym, offs: Sym | None = None, bias: Sym | None = None,
+               out_dtype: torch.dtype | None = None) -> Sym:
+    """Grouped matmul (MoE experts): 3D x 3D is bmm; 2D x 3D multiplies the rows of each group (split by the
+    cumulative `offs`) by that group's matrix; 2D x 2D splits the contraction by `offs`, one product per group.
+    Each group's product is an exact dot over its own elements: every group is computed for all rows and the
+    rows' own group selected (the simulated MXU charges all groups' flops; a real grouped kernel skips them)."""
+    if bias is not None:
+        raise RuntimeError("_grouped_mm: bias is not supported (as in PyTorch)")
+    if self.dtype not in _GROUPED_DTYPES or mat2.dtype != self.dtype:
+        raise RuntimeError(f"_grouped_mm: expected float32, bfloat16 or float16 operands of one dtype, got "
+                           f"{self.dtype} and {mat2.dtype}")
+    out = out_dtype or self.dtype
+    if self.shape[-1] != mat2.shape[-2]:
+        raise RuntimeError(f"_grouped_mm: contraction dimension of mat_a ({self.shape[-1]}) and mat_b "
+                           f"({mat2.shape[-2]}) must match")
+    if self.ndim == 3 and mat2.ndim == 3:
+        if offs is not None or self.shape[0] != mat2.shape[0]:
+            raise RuntimeError("_grouped_mm: 3D x 3D takes no offs and needs equal batch sizes")
+        return P.dot_general(self, mat2, (0,), (0,), (2,), (1,), out)
+    if offs is None or offs.ndim != 1 or offs.dtype != torch.int32:
+        raise RuntimeError("_grouped_mm: 2D operands need offs, a 1D int32 tensor of cumulative group ends")
+    groups = offs.shape[0]
+    if self.ndim == 2 and mat2.ndim == 3:  # (rows, K) x (groups, K, N) -> (rows, N)
+        if mat2.shape[0] != groups:
+            raise RuntimeError(f"_grouped_mm: {groups} offsets for {mat2.shape[0]} matrices")
+        rows, k = self.shape
+        per_group = P.dot_general(P.broadcast_to(P.reshape(self, (1, rows, k)), (groups, rows, k)), mat2,
+                                  (0,), (0,), (2,), (1,), out)
+        mask = P.broadcast_to(P.reshape(_group_mask(offs, rows), (groups, rows, 1)), per_group.shape)
+        return P.reduce(P.where(mask, per_group, P.zeros_like(per_group)), "sum", (0,))
+    if self.ndim == 2 and mat2.ndim == 2:  # (M, K) x (K, N), K split by offs -> (groups, M, N)
+        m, k = self.shape
+        mask = P.broadcast_to(P.reshape(_group_mask(offs, k), (groups, 1, k)), (groups, m, k))
+        lhs = P.broadcast_to(P.reshape(self, (1, m, k)), (groups, m, k))
+        lhs = P.where(mask, lhs, P.zeros_like(lhs))
+        rhs = P.broadcast_to(P.reshape(mat2, (1, *mat2.shape)), (groups, *mat2.shape))
+        return P.dot_general(lhs, rhs, (0,), (0,), (2,), (1,), out)
+    raise NotImplementedError(f"_grouped_mm: {self.ndim}D x {mat2.ndim}D is not supported on tpu; supported: "
+                              "3D x 3D, 2D x 3D and 2D x 2D with offs")
