@@ -40,7 +40,7 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
     # change PyTorch's thread count too (seen: torch.get_num_threads() 1 -> 2 after one exact matmul).
     numba.config.THREADING_LAYER = "workqueue"
 
-__all__ = ["dot_exact", "dot_exact_bf16_rounded"]
+__all__ = ["dot_exact", "dot_exact_bf16_rounded", "dot_small_bf16_rounded3"]
 
 _MB = 8  # derived: rows per register block (8 x 64 measured fastest of 2..16 x 32..128 on AVX-512)
 _NB = 64  # derived: register block columns (see _MB)
@@ -194,6 +194,10 @@ def dot_exact_bf16_rounded(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.
     if dims is None or tile < 1 or math.prod(dims[1:]) >= PARALLEL_MIN_MACS:
         return dot_exact(round_bf16(a), round_bf16(b), tile)
     lead, batch, m, k, n = dims
-    a3 = _contiguous_f32(a).reshape(batch, m, k).view(np.uint32)
-    b3 = _contiguous_f32(b).reshape(batch, k, n).view(np.uint32)
-    return _dot_rounded3_serial(a3, b3, int(tile)).reshape(*lead, m, n)
+    return dot_small_bf16_rounded3(a.reshape(batch, m, k), b.reshape(batch, k, n), int(tile)).reshape(*lead, m, n)
+
+
+def dot_small_bf16_rounded3(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
+    """`dot_exact_bf16_rounded` of (batch, M, K) @ (batch, K, N) float32 operands without its checks: the caller
+    makes sure that no dimension is 0, that batch*M*N*K < PARALLEL_MIN_MACS and that `tile` is a positive int."""
+    return _dot_rounded3_serial(_contiguous_f32(a).view(np.uint32), _contiguous_f32(b).view(np.uint32), tile)

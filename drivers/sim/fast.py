@@ -20,7 +20,7 @@ from torchtpu.drivers.sim.fast_index import SPECIALIZERS
 from torchtpu.drivers.sim.kernels import _BINARY, _COMPARE, _UNARY_ANY, _UNARY_FLOAT, NP_DTYPES
 from torchtpu.drivers.sim.kernels_data import _CUMULATIVE, _broadcast_plan, dot_layout
 from torchtpu.sim import mxu
-from torchtpu.sim.mxu_kernel import dot_exact_bf16_rounded
+from torchtpu.sim.mxu_kernel import PARALLEL_MIN_MACS, dot_exact_bf16_rounded, dot_small_bf16_rounded3
 
 FastKernel = Callable[..., np.ndarray]
 
@@ -127,18 +127,25 @@ def _convert(src: str, dst: str) -> FastKernel | None:
 def _dot(op: Op) -> FastKernel:
     """float32 dot_general as the generic kernel computes it (operands permuted to (batch, m, k) @ (batch, k, n)
     and through `mxu.matmul`), with the permutation fixed here; DEFAULT precision in the exact order calls the
-    fused rounding kernel directly, as `mxu.matmul` itself would."""
+    fused rounding kernel directly, as `mxu.matmul` itself would (`dot_exact_bf16_rounded`, without its checks
+    when the product is small: nonzero dimensions, below the parallel threshold)."""
     lperm, rperm, a_shape, b_shape = dot_layout(op, op.inputs[0].shape, op.inputs[1].shape)
     (b, m, k), n = a_shape, b_shape[2]
-    out_shape = op.outputs[0].shape
+    macs = b * m * n * k
+    out_shape = tuple(op.outputs[0].shape)
     precision = op.attr("precision")
     default = str(precision).upper() == "DEFAULT"
+    small = default and 0 < macs < PARALLEL_MIN_MACS
+    lperm = None if lperm == tuple(range(len(lperm))) else lperm  # transposing by the identity: the same view
+    rperm = None if rperm == tuple(range(len(rperm))) else rperm
 
     def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        a3 = x.transpose(lperm).reshape(a_shape)
-        b3 = y.transpose(rperm).reshape(b_shape)
+        a3 = (x if lperm is None else x.transpose(lperm)).reshape(a_shape)
+        b3 = (y if rperm is None else y.transpose(rperm)).reshape(b_shape)
         array = kernels_data.MXU_ARRAY
-        if default and mxu.resolve_mode(None, b * m * n * k) == "exact":
+        if default and mxu.resolve_mode(None, macs) == "exact":
+            if small and type(array) is int and array >= 1:
+                return dot_small_bf16_rounded3(a3, b3, array).reshape(out_shape)
             return dot_exact_bf16_rounded(a3, b3, array).reshape(out_shape)
         return mxu.matmul(a3, b3, precision=precision, out_dtype=np.float32, array=array).reshape(out_shape)
 

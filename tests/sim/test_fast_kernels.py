@@ -48,6 +48,12 @@ CASES = [
        {"lhs_batch": (0,), "rhs_batch": (0,), "lhs_contract": (2,), "rhs_contract": (2,), "precision": p,
         "out_dtype": "float32"})
       for p in ("DEFAULT", "HIGH", "HIGHEST")],
+    ("dot_general", [((4, 5), "float32"), ((5, 3), "float32")],  # no permutation
+     {"lhs_batch": (), "rhs_batch": (), "lhs_contract": (1,), "rhs_contract": (0,), "precision": "DEFAULT",
+      "out_dtype": "float32"}),
+    ("dot_general", [((2, 300, 7), "float32"), ((2, 300, 3), "float32")],  # K over three 128-row tiles
+     {"lhs_batch": (0,), "rhs_batch": (0,), "lhs_contract": (1,), "rhs_contract": (1,), "precision": "DEFAULT",
+      "out_dtype": "float32"}),
     ("dot_general", [((6, 7), "float32"), ((6, 3), "float32")],
      {"lhs_batch": (), "rhs_batch": (), "lhs_contract": (0,), "rhs_contract": (0,), "precision": "DEFAULT",
       "out_dtype": "float32"}),

@@ -1,5 +1,7 @@
 """Tests for torchtpu.sim.mxu.matmul: exact mode bit-exact vs a slow spec reference, fast mode near exact."""
 
+import os
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -184,3 +186,12 @@ def test_bad_arguments():
         mxu.matmul(np.zeros((2, 2, 3), F32), np.zeros((3, 3, 2), F32))
     with pytest.raises(ValueError, match="DEFAULT, HIGH, HIGHEST"):
         mxu.matmul(a, np.zeros((3, 2), F32), precision="ultra")
+
+
+def test_mode_env_read_as_os_environ_reads_it(monkeypatch):
+    monkeypatch.setenv("TORCHTPU_MXU_MODE", " Exact ")
+    assert mxu.get_mode() == "exact"
+    monkeypatch.delenv("TORCHTPU_MXU_MODE")
+    assert mxu.get_mode() == "auto"
+    monkeypatch.setattr(os, "environ", {"TORCHTPU_MXU_MODE": "fast"})  # a plain mapping in its place
+    assert mxu.get_mode() == "fast"
