@@ -65,24 +65,34 @@ class Timeline:
             raise ValueError(f"host_issue needs seconds >= 0, got {seconds}")
         self._host += float(seconds)
 
+    @staticmethod
+    def charge(record: CostRecord, name: str = "") -> tuple:
+        """What a launch reads from `record`: (op, name, seconds, flops, hbm_bytes, cycles, bound), the numbers as
+        floats; a caller that launches the same record many times makes this once and calls `issue`."""
+        return (record.op, name or record.op, float(record.seconds), float(record.flops), float(record.hbm_bytes),
+                float(record.cycles), record.bound)
+
     def launch(self, record: CostRecord, name: str = "") -> None:
         """Queue one executable: it starts at max(host clock, device free time) and runs record.seconds."""
-        start = max(self._host, self._device_free)
-        seconds = float(record.seconds)
+        self.issue(0.0, self.charge(record, name))
+
+    def issue(self, host_seconds: float, charge: tuple) -> None:
+        """`host_issue(host_seconds)` (>= 0, not checked) then the launch of `charge` (made by `Timeline.charge`)."""
+        op, name, seconds, flops, hbm_bytes, cycles, bound = charge
+        host = self._host = self._host + host_seconds
+        start = self._device_free if self._device_free > host else host  # max(host, device free)
         end = start + seconds
         self._device_free = end
         self._busy += seconds
         self._launches += 1
-        flops, hbm_bytes = float(record.flops), float(record.hbm_bytes)
-        totals = self._by_op.get(record.op)
+        totals = self._by_op.get(op)
         if totals is None:
-            totals = self._by_op[record.op] = [0, 0.0, 0.0, 0.0]
+            totals = self._by_op[op] = [0, 0.0, 0.0, 0.0]
         totals[0] += 1
         totals[1] += seconds
         totals[2] += flops
         totals[3] += hbm_bytes
-        self._records.append((name or record.op, record.op, flops, hbm_bytes, float(record.cycles), record.bound,
-                              start, end, self._host))
+        self._records.append((name, op, flops, hbm_bytes, cycles, bound, start, end, host))
 
     def synchronize(self) -> float:
         """Host waits until the device is idle; returns the (new) host clock."""

@@ -120,11 +120,12 @@ class _Plan:
     """An executable's payload: the steps over a flat value list (program inputs first), the output slots and the
     launch cost, all fixed at compile time so that a launch does no lookups."""
 
-    __slots__ = ("steps", "padding", "outputs", "cost", "name", "last", "last_dtype", "run")
+    __slots__ = ("steps", "padding", "outputs", "cost", "charge", "name", "last", "last_dtype", "run")
 
     def __init__(self, steps: list[_Step], padding: tuple, outputs: tuple[int, ...], cost: CostRecord,
                  name: str) -> None:
         self.outputs, self.cost, self.name = outputs, cost, name
+        self.charge = Timeline.charge(cost, name)  # what each launch adds to the timeline
         self.padding = padding  # the value list after the inputs: one slot per op result, constants filled in
         # A one-output program ending in a ufunc step writes that step's result straight into the output buffer
         # (`out=`: numpy buffers any overlap with the operands) instead of into a new array copied afterwards.
@@ -269,9 +270,10 @@ class SimDriver(Driver):
         self._charge_launch(plan, device)
 
     def _charge_launch(self, plan: _Plan, device: int) -> None:
-        timeline = self.timelines[device]
-        timeline.host_issue(self.chip.launch_overhead_s)
-        timeline.launch(plan.cost, plan.name)
+        overhead = float(self.chip.launch_overhead_s)
+        if overhead < 0:
+            raise ValueError(f"host_issue needs seconds >= 0, got {overhead}")
+        self.timelines[device].issue(overhead, plan.charge)
 
     def charge(self, record: CostRecord, device: int = 0, name: str = "") -> None:
         timeline = self.timelines[device]

@@ -74,3 +74,18 @@ def test_records_are_bounded_and_totals_cover_every_launch(monkeypatch):
     assert totals["launches"] == 10 and totals["by_op"]["add"]["count"] == 10
     assert totals["flops"] == pytest.approx(10 * rec.flops) and totals["device_seconds"] == pytest.approx(
         10 * rec.seconds)
+
+
+def test_issue_of_a_charge_is_host_issue_then_launch():
+    cm = CostModel("v5e")
+    small, big = cm.vpu("add", 1024, 1.0, 8192, 4096), cm.matmul(1, 1024, 1024, 1024, "bfloat16", "bfloat16")
+    a, b = Timeline("v5e"), Timeline("v5e")
+    charges = {id(small): Timeline.charge(small, "add"), id(big): Timeline.charge(big)}
+    for i, rec in enumerate([small, small, big, small, big, big, small] * 3):
+        overhead = cm.launch_seconds() * (i % 3)
+        a.host_issue(overhead)
+        a.launch(rec, "add" if rec is small else "")
+        b.issue(overhead, charges[id(rec)])
+    a.synchronize(), b.synchronize()
+    assert a.records == b.records and a.totals() == b.totals()
+    assert (a.host_seconds, a.wall_seconds, a.device_seconds) == (b.host_seconds, b.wall_seconds, b.device_seconds)
