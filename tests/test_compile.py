@@ -109,6 +109,22 @@ def test_graph_break_falls_back_to_eager_on_tpu(tpu):
     torch.testing.assert_close(out.cpu(), (x.cpu() * 2).exp())
 
 
+def test_ops_run_eagerly_between_graphs_are_not_traced_by_dynamo(tpu):
+    """A data-dependent op breaks the graph and runs eagerly inside the compiled frame: the sim's launches it
+    makes (generated plan functions) must not become Dynamo frames and graphs of their own."""
+    torch._dynamo.reset()
+
+    def f(x):
+        kept = torch.masked_select(x, x > 0)  # output shape depends on data: a graph break
+        return kept.sum() * 2
+
+    x = torch.randn(64).to(tpu)
+    explained = torch._dynamo.explain(f)(x)
+    assert explained.graph_count <= 2, [str(b.reason)[:80] for b in explained.break_reasons]
+    out = torch.compile(f, backend="tpu")(x)
+    torch.testing.assert_close(out.cpu(), torch.masked_select(x.cpu(), x.cpu() > 0).sum() * 2)
+
+
 def test_recompiles_are_counted_with_a_reason(tpu):
     torch._dynamo.reset()
     torchtpu.reset_stats()

@@ -11,6 +11,7 @@ names it (see driver.py).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,5 +49,8 @@ def compile_steps(steps: Sequence[Any], needed: Sequence[int], name: str = "plan
     stores = [f"    env[{slot}] = {ref(slot)}" for slot in dict.fromkeys(needed)]
     result = "".join(f"{ref(slot)}, " for slot in returns)
     source = "\n".join(["def run(env):", *loads, *body, *stores, f"    return ({result})", ""])
-    exec(compile(source, f"<sim plan {name}>", "exec"), namespace)  # noqa: S102 - generated from the plan
+    # Named as a file in this folder: torch.compile's frame hook skips this package's files (compile/backend.py),
+    # and would otherwise try to trace every launch that runs between two graphs of a compiled function.
+    filename = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"<sim plan {name}>")
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - generated from the plan
     return namespace["run"]
