@@ -3,9 +3,10 @@
 The generic kernels (kernels*.py) take `(op, args)` and look up the op's function, widen narrow floats, round
 results to the storage dtype and wrap results in lists: a few microseconds per call, which on the small arrays
 of eager ops is most of a step's cost. When a step's operands and result need none of that (float32/float64/
-int64/int32 in and out, a non-scalar result, no zero-size reduction), `specialize` returns the numpy function
-(or a closure over the step's fixed shapes) that the generic kernel would end up calling, so the value is the
-same bit for bit (tests/sim/test_fast_kernels.py checks each against the generic kernel).
+int64/int32 in and out, plain `astype` conversions, no zero-size max/min), `specialize` returns the numpy
+function (or a closure over the step's fixed shapes) that the generic kernel would end up calling, so the value
+is the same bit for bit (tests/sim/test_fast_kernels.py checks each against the generic kernel); a 0-d result
+is returned as a 0-d array, as the generic kernel returns it. Indexing steps are in fast_index.py.
 """
 
 from __future__ import annotations
