@@ -143,3 +143,12 @@ def test_index_lists_with_none_are_served_and_masks_are_not(tpu):
     for seed in range(3):  # a boolean mask turns into data-dependent indices: never a stored launch
         mask = torch.rand(2, 5, generator=torch.Generator().manual_seed(seed)) > 0.5
         assert torch.equal(tx[mask.to(tpu)].cpu(), x[mask])
+
+
+def test_host_scalars_beyond_int64_are_keyed_by_their_bytes(tpu):
+    big = torch.tensor(2**64 - 2, dtype=torch.uint64)  # a 0-d host tensor that int64 cannot hold
+    for _ in range(3):
+        there = big.to(tpu)
+        back = torch.empty((), dtype=torch.uint64)  # an uninitialized 0-d destination
+        back.copy_(there)
+        assert back.item() == 2**64 - 2

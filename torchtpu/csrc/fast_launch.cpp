@@ -249,13 +249,8 @@ bool build_key(const void* op_id, const c10::FunctionSchema& schema, const torch
         }
         key.push_back('C');  // a host scalar: the Python kernel takes its value as a constant
         put(key, static_cast<int8_t>(t.scalar_type()));
-        if (at::isFloatingType(t.scalar_type())) {
-          put(key, t.item<double>());
-        } else if (at::isIntegralType(t.scalar_type(), /*includeBool=*/true)) {
-          put(key, t.item<int64_t>());
-        } else {
-          return false;
-        }
+        // its bytes (not item<int64_t>(): a uint64 beyond int64's range, or a copy's uninitialized destination)
+        key.append(static_cast<const char*>(t.const_data_ptr()), t.element_size());
         continue;
       }
       if (!put_tensor(t, key, device)) return false;
