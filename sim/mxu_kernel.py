@@ -170,6 +170,17 @@ def _contiguous_f32(x: np.ndarray) -> np.ndarray:
     return x if x.dtype == np.float32 and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=np.float32)
 
 
+def _transposed_is_cheaper(m: int, n: int) -> bool:
+    """Whether out^T = b^T @ a^T pads less: register blocks are _MB rows x _NB columns, so a narrow product
+    (N = 1 in a transposed convolution's GEMM) would run 64x its work. Each output is the same sum of the same
+    products in the same order either way (float multiplication commutes exactly): equal values, NaN payloads aside."""
+    return -(-n // _MB) * _MB * -(-m // _NB) * _NB < -(-m // _MB) * _MB * -(-n // _NB) * _NB
+
+
+def _swap(x: np.ndarray) -> np.ndarray:
+    return x.swapaxes(-1, -2)
+
+
 def dot_exact(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.ndarray:
     """float32 (..., M, K) @ (..., K, N) in the order of the module docstring; operands hold bf16 values."""
     if tile < 1:
@@ -178,6 +189,8 @@ def dot_exact(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.ndarray:
     if dims is None:
         return np.zeros((*a.shape[:-1], b.shape[-1]), np.float32)
     lead, batch, m, k, n = dims
+    if _transposed_is_cheaper(m, n):
+        return np.ascontiguousarray(_swap(dot_exact(_swap(b), _swap(a), tile)))
     a3 = _contiguous_f32(a).reshape(batch, m, k)
     b3 = _contiguous_f32(b).reshape(batch, k, n)
     if batch * m * n * k >= PARALLEL_MIN_MACS:
@@ -200,4 +213,6 @@ def dot_exact_bf16_rounded(a: np.ndarray, b: np.ndarray, tile: int = 128) -> np.
 def dot_small_bf16_rounded3(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
     """`dot_exact_bf16_rounded` of (batch, M, K) @ (batch, K, N) float32 operands without its checks: the caller
     makes sure that no dimension is 0, that batch*M*N*K < PARALLEL_MIN_MACS and that `tile` is a positive int."""
+    if _transposed_is_cheaper(a.shape[1], b.shape[2]):
+        return np.ascontiguousarray(_swap(dot_small_bf16_rounded3(_swap(b), _swap(a), tile)))
     return _dot_rounded3_serial(_contiguous_f32(a).view(np.uint32), _contiguous_f32(b).view(np.uint32), tile)
