@@ -42,6 +42,11 @@ steady state). A sample is now a batch of back-to-back calls; measured that way 
 eager forward 6.0x, training step 5.5x. With the C++ launch cache for repeated eager ops, the fused
 DEFAULT-precision dot, straight-line plans and the compiled optimizer step (`--compile` now also compiles
 `optimizer.step`): eager forward 4.3x, training step 3.7x (25 models); compiled see docs/models.md.
+
+Session 5 (5367389): eager forward 2.96x, training step 2.95x (the C++ launch cache serves generic floats,
+out= variants, copies, factories and index lists; cheaper sim launches; BLAS on torch's thread count);
+compiled, all 25 models: forward 1.2x, training step 2.3x (MoE via a tpu `_grouped_mm`; wav2vec2's 89 Dynamo
+graphs were the sim's plan functions being traced: 4 now).
 """
 
 from __future__ import annotations

@@ -187,7 +187,6 @@ def _out_kernel(op: OpOverload, fn: Callable[..., Any], out_names: list[str]) ->
         if types is None or len(types) != len(targets):  # results computed first, then copied out
             result = eager.run(name, fn, args, kwargs, device=device)
             flat = list(result) if isinstance(result, tuple | list) else [result]
-            types = [(tuple(r.shape), r.dtype) for r in flat]
             for out, r in zip(targets, flat):
                 _check_cast(r.dtype, out.dtype, name)
                 if tuple(out.shape) != tuple(r.shape):
