@@ -1,16 +1,14 @@
 // The cached one-op launch path: a C++ PrivateUse1 kernel for each lowered functional, in-place, out= and
-// foreach op, and for device-to-device copies. It keys the call by operator, matmul precision and every argument
-// (tpu tensors and tensor lists by dtype and sizes, scalars and scalar lists by type and value, devices; the
-// generic floats of ops whose lowering takes floats as inputs by class only, their values then filling the
-// hoisted scalar inputs); on a hit it allocates the outputs, makes numpy views of
-// the buffers and calls the driver's execute on the executable the Python side stored for that key, so the
-// cached case skips the dispatcher's Python trampoline, the Python signature, the output allocation and the
-// buffer lookups. On a miss (and whenever the path is off: another eager mode, a driver whose memory is not
-// host memory) it calls the op's Python kernel as torch.library would; that kernel stores the launch when the
-// op is eligible (`store`).
+// foreach op, and for device-to-device copies. It keys the call (fast_launch_key.cpp: operator, matmul
+// precision, every argument; the generic floats of ops whose lowering takes floats as inputs by class only, their
+// values then filling the hoisted scalar inputs); on a hit it allocates the outputs, makes numpy views of the
+// buffers and calls the driver's execute on the executable the Python side stored for that key, so the cached
+// case skips the dispatcher's Python trampoline, the Python signature, the output allocation and the buffer
+// lookups. On a miss (and whenever the path is off: another eager mode, a driver whose memory is not host
+// memory) it calls the op's Python kernel as torch.library would; that kernel stores the launch when the op is
+// eligible (`store`).
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
@@ -19,6 +17,8 @@
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+
+#include "fast_launch_key.h"
 
 #include <cmath>
 #include <cstring>
@@ -127,167 +127,6 @@ struct Pending {
 };
 thread_local std::vector<Pending> t_pending;
 
-template <typename T>
-void put(std::string& key, T value) {
-  key.append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-
-bool put_tensor(const at::Tensor& t, std::string& key, int64_t& device) {
-  if (!t.defined()) {
-    key.push_back('U');
-    return true;
-  }
-  if (!t.device().is_privateuseone() || t.is_conj() || t.is_neg()) return false;
-  int64_t d = t.device().index();
-  if (device >= 0 && d != device) return false;
-  device = d;
-  key.push_back('T');
-  put(key, static_cast<int8_t>(t.scalar_type()));
-  put(key, static_cast<int64_t>(t.dim()));
-  for (int64_t s : t.sizes()) put(key, s);
-  return true;
-}
-
-bool put_scalar(const c10::IValue& v, std::string& key) {
-  if (v.isNone()) {
-    key.push_back('N');
-  } else if (v.isBool()) {
-    key.push_back('B');
-    put(key, v.toBool());
-  } else if (v.isInt()) {
-    key.push_back('I');
-    put(key, v.toInt());
-  } else if (v.isDouble()) {
-    key.push_back('D');
-    put(key, v.toDouble());  // the bits: 0.0 and -0.0 differ, as in the Python key
-  } else {
-    return false;
-  }
-  return true;
-}
-
-// A float whose value no lowering is expected to branch on (float_inputs.is_generic).
-bool is_generic(double x) { return std::isfinite(x) && std::floor(2.0 * x) != 2.0 * x; }
-
-// Whether `v` is the argument's default (torch.library leaves such arguments out of the Python call).
-bool is_default(const c10::Argument& arg, const c10::IValue& v) {
-  if (!arg.default_value()) return false;
-  const c10::IValue& d = *arg.default_value();
-  if (d.isNone() || v.isNone()) return d.isNone() && v.isNone();
-  if (d.isBool() && v.isBool()) return d.toBool() == v.toBool();
-  if (d.isInt() && v.isInt()) return d.toInt() == v.toInt();
-  if (d.isDouble() && v.isDouble()) return d.toDouble() == v.toDouble();
-  if (d.isIntList() && v.isIntList()) return d.toIntVector() == v.toIntVector();
-  if (d.isString() && v.isString()) return d.toStringRef() == v.toStringRef();
-  return false;
-}
-
-// How many leading arguments the Python kernel receives positionally: those after the last non-default
-// positional argument are left out, as torch.library does.
-size_t passed_positional(const c10::FunctionSchema& schema, const c10::IValue* values, size_t n_args,
-                         size_t& n_positional) {
-  n_positional = 0;
-  while (n_positional < n_args && !schema.arguments()[n_positional].kwarg_only()) ++n_positional;
-  size_t last = n_positional;
-  while (last > 0 && is_default(schema.arguments()[last - 1], values[last - 1])) --last;
-  return last;
-}
-
-// A scalar argument or Scalar[] item: generic floats of a float-inputs op by class (their values into
-// `floats`, in the order the Python signature visits them), everything else by value.
-bool put_value(const c10::IValue& v, std::string& key, std::vector<double>* floats) {
-  if (floats != nullptr && v.isDouble() && is_generic(v.toDouble())) {
-    const double x = v.toDouble();
-    key.push_back('G');
-    key.push_back(static_cast<char>((x > 0.0 ? 1 : 0) | (std::fabs(x) < 1.0 ? 2 : 0)));
-    floats->push_back(x);
-    return true;
-  }
-  return put_scalar(v, key);
-}
-
-bool put_device(const c10::Device& d, std::string& key, int64_t& device) {
-  if (!d.is_privateuseone()) return false;
-  int64_t index = d.has_index()
-                      ? d.index()
-                      : c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
-  if (device >= 0 && index != device) return false;
-  device = index;
-  key.push_back('V');
-  put(key, index);
-  return true;
-}
-
-// The key of one call, or false when the call must take the Python path (an argument kind the key does not
-// cover, a tensor off the tpu device, a lazy conjugate/negative bit, tensors on two devices). With `floats`,
-// generic float arguments the Python kernel receives enter the key by class and their values go there.
-bool build_key(const void* op_id, const c10::FunctionSchema& schema, const torch::jit::Stack& stack,
-               size_t n_args, std::string& key, int64_t& device, std::vector<double>* floats) {
-  key.reserve(128);
-  put(key, op_id);
-  put(key, g_precision);
-  device = -1;
-  const c10::IValue* values = stack.data() + (stack.size() - n_args);
-  size_t n_positional = 0;
-  const size_t passed = floats != nullptr ? passed_positional(schema, values, n_args, n_positional) : 0;
-  for (size_t i = 0; i < n_args; ++i) {
-    const c10::IValue& v = values[i];
-    std::vector<double>* generic = floats;
-    if (floats != nullptr && (i < n_positional ? i >= passed : is_default(schema.arguments()[i], v))) {
-      generic = nullptr;  // left out of the Python call: the lowering sees its default, a constant
-    }
-    if (v.isTensor()) {
-      const at::Tensor& t = v.toTensor();
-      if (!t.defined()) {
-        key.push_back('U');
-        continue;
-      }
-      if (t.device().is_cpu() && t.dim() == 0 && !t.requires_grad() && !t.is_conj() && !t.is_neg()) {
-        if (generic != nullptr && t.unsafeGetTensorImpl()->is_wrapped_number() &&
-            at::isFloatingType(t.scalar_type()) && put_value(c10::IValue(t.item<double>()), key, generic)) {
-          continue;  // a Python float the dispatcher wrapped: the Python kernel receives the float itself
-        }
-        key.push_back('C');  // a host scalar: the Python kernel takes its value as a constant
-        put(key, static_cast<int8_t>(t.scalar_type()));
-        // its bytes (not item<int64_t>(): a uint64 beyond int64's range, or a copy's uninitialized destination)
-        key.append(static_cast<const char*>(t.const_data_ptr()), t.element_size());
-        continue;
-      }
-      if (!put_tensor(t, key, device)) return false;
-    } else if (put_value(v, key, generic)) {
-      continue;
-    } else if (v.isDevice()) {
-      if (!put_device(v.toDevice(), key, device)) return false;
-    } else if (v.isTensorList()) {
-      auto list = v.toTensorList();
-      key.push_back('l');
-      put(key, static_cast<int64_t>(list.size()));
-      for (const at::Tensor& t : list) {
-        if (!t.defined() || !put_tensor(t, key, device)) return false;
-      }
-    } else if (v.isList()) {  // Scalar[], int[], Tensor?[]
-      auto list = v.toListRef();
-      key.push_back('s');
-      put(key, static_cast<int64_t>(list.size()));
-      for (const auto& item : list) {
-        if (item.isTensor()) {
-          if (!put_tensor(item.toTensor(), key, device)) return false;  // undefined: 'U', as None to Python
-        } else if (!put_value(item, key, generic)) {
-          return false;
-        }
-      }
-    } else if (v.isString()) {
-      key.push_back('S');
-      const auto& text = v.toStringRef();
-      put(key, static_cast<int64_t>(text.size()));
-      key.append(text);
-    } else {
-      return false;
-    }
-  }
-  return device >= 0;
-}
-
 bool is_kind(const c10::Argument& arg, c10::TypeKind kind) {
   const auto& t = arg.real_type();
   if (t->kind() == kind) return true;
@@ -336,7 +175,7 @@ struct FastKernel final : public c10::OperatorKernel {
     int64_t device = -1;
     std::vector<double> floats;
     const bool keyable =
-        g_enabled && build_key(this, schema, *stack, n_args, key, device, float_inputs_ ? &floats : nullptr);
+        g_enabled && build_key(this, g_precision, schema, *stack, n_args, key, device, float_inputs_ ? &floats : nullptr);
     if (keyable) {
       auto it = table().find(key);
       if (it != table().end()) {

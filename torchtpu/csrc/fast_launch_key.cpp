@@ -1,0 +1,174 @@
+// The launch cache's key (fast_launch_key.h): tensors by dtype and sizes, scalars by type and value (generic
+// floats of float-inputs ops by class), host 0-d tensors by their bytes, devices by index, lists item by item.
+#include "fast_launch_key.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <cmath>
+
+namespace torchtpu {
+namespace {
+
+template <typename T>
+void put(std::string& key, T value) {
+  key.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+bool put_tensor(const at::Tensor& t, std::string& key, int64_t& device) {
+  if (!t.defined()) {
+    key.push_back('U');
+    return true;
+  }
+  if (!t.device().is_privateuseone() || t.is_conj() || t.is_neg()) return false;
+  int64_t d = t.device().index();
+  if (device >= 0 && d != device) return false;
+  device = d;
+  key.push_back('T');
+  put(key, static_cast<int8_t>(t.scalar_type()));
+  put(key, static_cast<int64_t>(t.dim()));
+  for (int64_t s : t.sizes()) put(key, s);
+  return true;
+}
+
+bool put_scalar(const c10::IValue& v, std::string& key) {
+  if (v.isNone()) {
+    key.push_back('N');
+  } else if (v.isBool()) {
+    key.push_back('B');
+    put(key, v.toBool());
+  } else if (v.isInt()) {
+    key.push_back('I');
+    put(key, v.toInt());
+  } else if (v.isDouble()) {
+    key.push_back('D');
+    put(key, v.toDouble());  // the bits: 0.0 and -0.0 differ, as in the Python key
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// A float whose value no lowering is expected to branch on (float_inputs.is_generic).
+bool is_generic(double x) {
+  const double twice = 2.0 * x;  // inf for |x| near DBL_MAX: Python's float.is_integer() says no there too
+  return std::isfinite(x) && !(std::isfinite(twice) && std::floor(twice) == twice);
+}
+
+// A scalar argument or Scalar[] item: generic floats of a float-inputs op by class (their values into
+// `floats`, in the order the Python signature visits them), everything else by value.
+bool put_value(const c10::IValue& v, std::string& key, std::vector<double>* floats) {
+  if (floats != nullptr && v.isDouble() && is_generic(v.toDouble())) {
+    const double x = v.toDouble();
+    key.push_back('G');
+    key.push_back(static_cast<char>((x > 0.0 ? 1 : 0) | (std::fabs(x) < 1.0 ? 2 : 0)));
+    floats->push_back(x);
+    return true;
+  }
+  return put_scalar(v, key);
+}
+
+bool put_device(const c10::Device& d, std::string& key, int64_t& device) {
+  if (!d.is_privateuseone()) return false;
+  int64_t index = d.has_index()
+                      ? d.index()
+                      : c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getDevice().index();
+  if (device >= 0 && index != device) return false;
+  device = index;
+  key.push_back('V');
+  put(key, index);
+  return true;
+}
+
+}  // namespace
+
+bool is_default(const c10::Argument& arg, const c10::IValue& v) {
+  if (!arg.default_value()) return false;
+  const c10::IValue& d = *arg.default_value();
+  if (d.isNone() || v.isNone()) return d.isNone() && v.isNone();
+  if (d.isBool() && v.isBool()) return d.toBool() == v.toBool();
+  if (d.isInt() && v.isInt()) return d.toInt() == v.toInt();
+  if (d.isDouble() && v.isDouble()) return d.toDouble() == v.toDouble();
+  if (d.isIntList() && v.isIntList()) return d.toIntVector() == v.toIntVector();
+  if (d.isString() && v.isString()) return d.toStringRef() == v.toStringRef();
+  return false;
+}
+
+size_t passed_positional(const c10::FunctionSchema& schema, const c10::IValue* values, size_t n_args,
+                         size_t& n_positional) {
+  n_positional = 0;
+  while (n_positional < n_args && !schema.arguments()[n_positional].kwarg_only()) ++n_positional;
+  size_t last = n_positional;
+  while (last > 0 && is_default(schema.arguments()[last - 1], values[last - 1])) --last;
+  return last;
+}
+
+bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& schema,
+               const torch::jit::Stack& stack, size_t n_args, std::string& key, int64_t& device,
+               std::vector<double>* floats) {
+  key.reserve(128);
+  put(key, op_id);
+  put(key, precision);
+  device = -1;
+  const c10::IValue* values = stack.data() + (stack.size() - n_args);
+  size_t n_positional = 0;
+  const size_t passed = floats != nullptr ? passed_positional(schema, values, n_args, n_positional) : 0;
+  for (size_t i = 0; i < n_args; ++i) {
+    const c10::IValue& v = values[i];
+    std::vector<double>* generic = floats;
+    if (floats != nullptr && (i < n_positional ? i >= passed : is_default(schema.arguments()[i], v))) {
+      generic = nullptr;  // left out of the Python call: the lowering sees its default, a constant
+    }
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) {
+        key.push_back('U');
+        continue;
+      }
+      if (t.device().is_cpu() && t.dim() == 0 && !t.requires_grad() && !t.is_conj() && !t.is_neg()) {
+        if (generic != nullptr && t.unsafeGetTensorImpl()->is_wrapped_number() &&
+            at::isFloatingType(t.scalar_type()) && put_value(c10::IValue(t.item<double>()), key, generic)) {
+          continue;  // a Python float the dispatcher wrapped: the Python kernel receives the float itself
+        }
+        key.push_back('C');  // a host scalar: the Python kernel takes its value as a constant
+        put(key, static_cast<int8_t>(t.scalar_type()));
+        // its bytes (not item<int64_t>(): a uint64 beyond int64's range, or a copy's uninitialized destination)
+        key.append(static_cast<const char*>(t.const_data_ptr()), t.element_size());
+        continue;
+      }
+      if (!put_tensor(t, key, device)) return false;
+    } else if (put_value(v, key, generic)) {
+      continue;
+    } else if (v.isDevice()) {
+      if (!put_device(v.toDevice(), key, device)) return false;
+    } else if (v.isTensorList()) {
+      auto list = v.toTensorList();
+      key.push_back('l');
+      put(key, static_cast<int64_t>(list.size()));
+      for (const at::Tensor& t : list) {
+        if (!t.defined() || !put_tensor(t, key, device)) return false;
+      }
+    } else if (v.isList()) {  // Scalar[], int[], Tensor?[]
+      auto list = v.toListRef();
+      key.push_back('s');
+      put(key, static_cast<int64_t>(list.size()));
+      for (const auto& item : list) {
+        if (item.isTensor()) {
+          if (!put_tensor(item.toTensor(), key, device)) return false;  // undefined: 'U', as None to Python
+        } else if (!put_value(item, key, generic)) {
+          return false;
+        }
+      }
+    } else if (v.isString()) {
+      key.push_back('S');
+      const auto& text = v.toStringRef();
+      put(key, static_cast<int64_t>(text.size()));
+      key.append(text);
+    } else {
+      return false;
+    }
+  }
+  return device >= 0;
+}
+
+}  // namespace torchtpu
