@@ -11,7 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
-_SOURCES = [Path(__file__).parent / "csrc" / name for name in ("tpu_shim.cpp", "fast_launch.cpp", "fast_launch_key.cpp")]
+_SOURCES = [Path(__file__).parent / "csrc" / name
+            for name in ("tpu_shim.cpp", "fast_launch.cpp", "fast_launch_key.cpp")]
 
 
 def _cache_dir() -> Path:
