@@ -51,6 +51,9 @@ def make_driver(name: str) -> Driver:
     return PjrtDriver()
 
 
+on_driver: list = []  # callables run once the driver exists (the C++ launch cache may serve it from then on)
+
+
 def driver() -> Driver:
     global _driver
     if _driver is None:
@@ -60,9 +63,8 @@ def driver() -> Driver:
                 _driver = make_driver(driver_name_from_env())
                 created = True
         if created:
-            from torchtpu.execution import fast_launch
-
-            fast_launch.sync()  # the C++ launch cache may serve this driver from the first op on
+            for fn in on_driver:
+                fn()
     return _driver
 
 

@@ -171,6 +171,9 @@ class SimDriver(Driver):
     def __init__(self, chip: ChipSpec | None = None, devices: int | None = None) -> None:
         super().__init__()
         self.chip = chip or chip_from_env()
+        self._launch_overhead = float(self.chip.launch_overhead_s)  # host time each launch adds
+        if self._launch_overhead < 0:
+            raise ValueError(f"{self.chip.name}: launch_overhead_s must be >= 0, got {self._launch_overhead}")
         self.cost_model = CostModel(self.chip)
         kernels_data.MXU_ARRAY = self.chip.mxu_rows
         count = devices or int(os.environ.get("TORCHTPU_NUM_DEVICES", "1"))
@@ -270,15 +273,10 @@ class SimDriver(Driver):
         self._charge_launch(plan, device)
 
     def _charge_launch(self, plan: _Plan, device: int) -> None:
-        overhead = float(self.chip.launch_overhead_s)
-        if overhead < 0:
-            raise ValueError(f"host_issue needs seconds >= 0, got {overhead}")
-        self.timelines[device].issue(overhead, plan.charge)
+        self.timelines[device].issue(self._launch_overhead, plan.charge)
 
     def charge(self, record: CostRecord, device: int = 0, name: str = "") -> None:
-        timeline = self.timelines[device]
-        timeline.host_issue(self.chip.launch_overhead_s)
-        timeline.launch(record, name)
+        self.timelines[device].issue(self._launch_overhead, Timeline.charge(record, name))
 
     def synchronize(self, device: int | None = None) -> None:
         for i, timeline in enumerate(self.timelines):

@@ -68,6 +68,7 @@ def register_kernel(qualified: str, name: str, kernel: Callable[..., Any], kind:
 
         precision.on_change.append(sync)
         modes.on_change.append(sync)
+        runtime.on_driver.append(sync)
         _active = True
         sync()  # a driver made before the kernels were registered is served from the first op on
     return True
