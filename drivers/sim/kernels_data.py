@@ -159,6 +159,25 @@ def _check_index(index: np.ndarray, size: int, what: str) -> np.ndarray:
     return np.where(index < 0, index + size, index)
 
 
+_CHECK_ERRORS = {"IndexError": IndexError, "RuntimeError": RuntimeError}
+
+
+@kernel("check_index")
+def _check_index_op(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    (index,) = args
+    if index.size:
+        low, size = op.attr("low"), op.attr("size")
+        if index.min() < low or index.max() >= size:
+            bad = (index < low) | (index >= size)
+            ignore = op.attr("ignore")
+            if ignore is not None:
+                bad &= index != ignore
+            if bad.any():
+                error = _CHECK_ERRORS[op.attr("error")]
+                raise error(op.attr("message").format(int(index[bad].flat[0])))
+    return [index]
+
+
 @kernel("gather_axis")
 def _gather_axis(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x, index = args
