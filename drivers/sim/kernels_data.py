@@ -274,6 +274,8 @@ def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     b3 = rhs.transpose(rperm).reshape(b_shape)
     if integer:
         y = np.matmul(a3.astype(np.int64), b3.astype(np.int64))  # integer matmul: exact, on the VPU
+    elif lhs.dtype == np.float64 or rhs.dtype == np.float64:  # float64 is exact (host numpy), never the MXU
+        y = np.matmul(a3.astype(np.float64), b3.astype(np.float64))
     else:
         y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=precision, out_dtype=np.float32,
                        array=MXU_ARRAY)
