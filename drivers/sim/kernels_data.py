@@ -167,7 +167,7 @@ def _check_index_op(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     (index,) = args
     if index.size:
         low, size = op.attr("low"), op.attr("size")
-        if index.min() < low or index.max() >= size:
+        if np.minimum.reduce(index, axis=None) < low or np.maximum.reduce(index, axis=None) >= size:
             bad = (index < low) | (index >= size)
             ignore = op.attr("ignore")
             if ignore is not None:
