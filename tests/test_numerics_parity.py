@@ -81,3 +81,22 @@ def test_integer_division_by_zero_raises_like_cpu(tpu, rounding_mode):
         torch.div(a, b, rounding_mode=rounding_mode)
     with pytest.raises(RuntimeError, match="ZeroDivisionError|division by zero"):  # CPU: "ZeroDivisionError"
         torch.div(a.to("tpu"), b.to("tpu"), rounding_mode=rounding_mode).cpu()
+
+
+@pytest.mark.parametrize("write", [lambda t: t.add_(1), lambda t: t.mul_(2), lambda t: t.clamp_(0, 1),
+                                   lambda t: torch.add(torch.ones(3, device=t.device), 1, out=t)])
+def test_in_place_write_through_an_expanded_view_raises_like_cpu(tpu, write):
+    with pytest.raises(RuntimeError, match="single memory location"):
+        write(torch.zeros(1).expand(3))
+    base = torch.zeros(1, device="tpu")
+    for _ in range(2):  # the second call would find the launch cached (a contiguous call stored it)
+        write(torch.zeros(3, device="tpu"))
+        with pytest.raises(RuntimeError, match="single memory location"):
+            write(base.expand(3))
+    assert base.cpu().tolist() == [0.0]
+
+
+def test_fill_of_an_expanded_view_runs_as_on_cpu(tpu):
+    base = torch.zeros(1, device="tpu")
+    base.expand(3).fill_(2.0)
+    assert base.cpu().tolist() == [2.0]
