@@ -138,6 +138,8 @@ def _advanced_index(x: Sym, indices: list[Sym | None]) -> tuple[Sym, tuple[int, 
 
 
 def _linear_index(x: Sym, indices: list[Sym | None], dims: list[int], bshape: tuple[int, ...]) -> Sym:
+    if len(dims) == 1:  # the IR index ops take -size <= i < size themselves, as ATen does here: no check needed
+        return P.reshape(P.broadcast_to(P.convert(indices[dims[0]], torch.int64), bshape), (-1,))
     lin = None
     for i in dims:
         size = x.shape[i]
