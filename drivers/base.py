@@ -16,11 +16,30 @@ from torchtpu.drivers.ir import Program
 
 
 class ExecutionError(RuntimeError):
-    """A runtime failure inside an executable, naming the op (by its index in the Program) that raised it."""
+    """A runtime failure inside an executable, naming the op (by its index in the Program) that raised it.
+
+    An IndexError or ZeroDivisionError inside is also raised as that class (`except IndexError` catches an
+    out-of-range index on the device, as on CPU)."""
+
+    def __new__(cls, op_index: int, op_name: str, cause: BaseException) -> ExecutionError:
+        if cls is ExecutionError:
+            cls = next((mixed for base, mixed in _KEPT.items() if isinstance(cause, base)), cls)
+        return super().__new__(cls, op_index, op_name, cause)
 
     def __init__(self, op_index: int, op_name: str, cause: BaseException) -> None:
         super().__init__(f"{type(cause).__name__}: {cause} (IR op #{op_index} {op_name})")
         self.op_index, self.op_name, self.cause = op_index, op_name, cause
+
+
+class IndexExecutionError(ExecutionError, IndexError):
+    """An index out of range on the device (ExecutionError and IndexError)."""
+
+
+class ZeroDivisionExecutionError(ExecutionError, ZeroDivisionError):
+    """An integer division by zero on the device (ExecutionError and ZeroDivisionError)."""
+
+
+_KEPT: dict[type, type] = {IndexError: IndexExecutionError, ZeroDivisionError: ZeroDivisionExecutionError}
 
 
 @dataclass

@@ -236,6 +236,19 @@ def _index_add(x: TensorType, index: TensorType, src: TensorType, dimension: int
     return [x]
 
 
+CHECK_ERRORS = ("IndexError", "RuntimeError")
+
+
+@define("check_index", 1, "elementwise")
+def _check_index(index: TensorType, size: int, low: int, error: str, message: str, ignore: int | None = None
+                 ) -> list[TensorType]:
+    """The index unchanged, checked when it runs: a value outside [low, size) (other than `ignore`) raises
+    `error` with `message` ("{}" is the first bad value). The front end's index rules (ATen's) live here."""
+    if index.dtype not in ("int64", "int32", "int16", "int8", "uint8") or error not in CHECK_ERRORS:
+        raise TypeError(f"check_index needs an integer index and an error in {CHECK_ERRORS}, got {index}, {error}")
+    return [index]
+
+
 @define("convolution", 2, "matmul")
 def _convolution(lhs: TensorType, rhs: TensorType, window_strides: tuple[int, ...],
                  padding: tuple[tuple[int, int], ...], lhs_dilation: tuple[int, ...],

@@ -207,7 +207,8 @@ class PjrtDriver(Driver):
         flags = self.client.to_host(status, writable=False).reshape(-1, 2)
         for check, (flag, detail) in zip(checks, flags):
             if flag:
-                error = {"IndexError": IndexError, "ZeroDivisionError": ZeroDivisionError}.get(check.error, ValueError)
+                error = {"IndexError": IndexError, "RuntimeError": RuntimeError,
+                         "ZeroDivisionError": ZeroDivisionError}.get(check.error, ValueError)
                 raise ExecutionError(check.op_index, check.op_name, error(check.message.format(int(detail))))
 
     @staticmethod

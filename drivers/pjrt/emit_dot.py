@@ -70,6 +70,8 @@ def _mxu_operands(e: Emitter, a: V, b: V, out_dtype: str) -> tuple[V, V, str]:
         return e.convert(a, "int64"), e.convert(b, "int64"), "int64"
     if a.dtype == "bfloat16" and b.dtype == "bfloat16":
         return a, b, "float32"
+    if "float64" in (a.dtype, b.dtype, out_dtype):  # exact, as the sim computes float64 (host numpy)
+        return e.convert(a, "float64"), e.convert(b, "float64"), "float64"
     return e.convert(a, "float32"), e.convert(b, "float32"), "float32"
 
 
@@ -88,7 +90,9 @@ def _emit_dot_general(e: Emitter, op: Op, args: list[V]) -> list[V]:
         exact = attrs + ", " + _precision_attrs(e, "HIGHEST", "bfloat16")
         y = _mxu_passes(e, a, b, precision, lambda x, w: e.op("stablehlo.dot_general", [x, w], shape, acc, exact))
         return [e.convert(y, dtype)]
-    if acc != "int64":
+    if acc == "float64":
+        attrs += ", " + _precision_attrs(e, "HIGHEST", "float64")
+    elif acc != "int64":
         attrs += ", " + _precision_attrs(e, precision, a.dtype)
     y = e.op("stablehlo.dot_general", [a, b], shape, acc, attrs)
     return [e.convert(y, dtype)]

@@ -78,6 +78,20 @@ def _wrap_index(e: Emitter, index: V, size: int, what: str = "index") -> V:
     return e.select(neg, e.binary("stablehlo.add", index, e.like(size, index)), index)
 
 
+@emits("check_index")
+def _emit_check_index(e: Emitter, op: Op, args: list[V]) -> list[V]:
+    (index,) = args
+    if e.checking and numel(index.shape):
+        wide = e.convert(index, "int64")
+        bad = e.binary("stablehlo.or", e.compare("LT", wide, e.like(op.attr("low"), wide)),
+                       e.compare("GE", wide, e.like(op.attr("size"), wide)))
+        if op.attr("ignore") is not None:
+            bad = e.binary("stablehlo.and", bad, e.compare("NE", wide, e.like(op.attr("ignore"), wide)))
+        detail = e.select(bad, wide, e.like(np.iinfo(np.int64).min, wide))
+        e.check(op.attr("error"), op.attr("message"), bad, detail)
+    return [index]
+
+
 def _full_indices(e: Emitter, index: V, dim: int) -> V:
     """For take_along_axis-style ops: [..., r] coordinates whose `dim` component is `index`."""
     r = len(index.shape)

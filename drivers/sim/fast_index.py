@@ -1,4 +1,5 @@
-"""Direct numpy callables for the sim's indexing and slicing steps (gather, index_select, scatter, slice).
+"""Direct numpy callables for the sim's indexing and slicing steps (gather, index_select, scatter, slice,
+index checks).
 
 The generic kernels (kernels_data.py) first check every index against its dimension (`_check_index`: a min, a
 max and a `where` to wrap negative indices: three or four numpy calls), then index. numpy's own indexing makes
@@ -112,6 +113,30 @@ def slice_(op: Op) -> FastKernel:
     return lambda x: x[index]
 
 
+def check_index(op: Op) -> FastKernel:
+    """The index itself when its min and max are in range (two reductions); else the generic kernel, which
+    raises naming the first bad value (or returns the index: a bad value may be the allowed `ignore`)."""
+    low, size = op.attr("low"), op.attr("size")
+    generic = _generic(op)
+    smallest, largest = np.minimum.reduce, np.maximum.reduce
+    unsigned = {"int64": np.uint64, "int32": np.uint32}.get(op.inputs[0].dtype)
+    if low == 0 and unsigned is not None:  # one reduction: a negative index viewed unsigned is >= 2**63
+        def check_unsigned(index: np.ndarray) -> np.ndarray:
+            if index.size and index.flags.c_contiguous and largest(index.view(unsigned), axis=None) < size:
+                return index
+            return generic(index)
+
+        return check_unsigned
+
+    def check(index: np.ndarray) -> np.ndarray:
+        if index.size and smallest(index, axis=None) >= low and largest(index, axis=None) < size:
+            return index
+        return generic(index)
+
+    return check
+
+
 SPECIALIZERS: dict[str, Callable[[Op], FastKernel | None]] = {
     "gather_axis": gather_axis, "index_select": index_select, "scatter_axis": scatter_axis, "slice": slice_,
+    "check_index": check_index,
 }

@@ -159,6 +159,25 @@ def _check_index(index: np.ndarray, size: int, what: str) -> np.ndarray:
     return np.where(index < 0, index + size, index)
 
 
+_CHECK_ERRORS = {"IndexError": IndexError, "RuntimeError": RuntimeError}
+
+
+@kernel("check_index")
+def _check_index_op(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    (index,) = args
+    if index.size:
+        low, size = op.attr("low"), op.attr("size")
+        if np.minimum.reduce(index, axis=None) < low or np.maximum.reduce(index, axis=None) >= size:
+            bad = (index < low) | (index >= size)
+            ignore = op.attr("ignore")
+            if ignore is not None:
+                bad &= index != ignore
+            if bad.any():
+                error = _CHECK_ERRORS[op.attr("error")]
+                raise error(op.attr("message").format(int(index[bad].flat[0])))
+    return [index]
+
+
 @kernel("gather_axis")
 def _gather_axis(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x, index = args
@@ -255,6 +274,8 @@ def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     b3 = rhs.transpose(rperm).reshape(b_shape)
     if integer:
         y = np.matmul(a3.astype(np.int64), b3.astype(np.int64))  # integer matmul: exact, on the VPU
+    elif lhs.dtype == np.float64 or rhs.dtype == np.float64:  # float64 is exact (host numpy), never the MXU
+        y = np.matmul(a3.astype(np.float64), b3.astype(np.float64))
     else:
         y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=precision, out_dtype=np.float32,
                        array=MXU_ARRAY)

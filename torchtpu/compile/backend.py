@@ -21,6 +21,7 @@ from torch._dynamo.backends.registry import register_backend
 from torchtpu import runtime
 from torchtpu.compile import fake_rules
 from torchtpu.compile.views import VIEW_LOWERINGS
+from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import deferred, modes
 from torchtpu.ops.registry import OP_TABLE, PREPARE, RANDOM_OPS
@@ -64,6 +65,7 @@ class _Traced:
     random_nodes: list[int]  # draws per random op, in program input order after the graph inputs
     mutated: list[int] = field(default_factory=list)  # tensor input written by the last len(mutated) outputs
     exe: Any = None
+    node_starts: list[tuple[int, str]] = field(default_factory=list)  # (first IR op, "aten op at user line")
 
 
 @dataclass
@@ -81,8 +83,15 @@ class _Randomness:
         return state
 
 
+def _origin(node: torch.fx.Node) -> str:
+    """"aten.op from file:line" for a graph node: the last user frame of its recorded stack trace."""
+    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
+    frames = [line.strip() for line in trace if line.strip().startswith("File ")]
+    return f"{node.target} from {frames[-1]}" if frames else str(node.target)
+
+
 def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness, depth: int = 0,
-               mutations: dict[int, Sym] | None = None) -> Any:
+               mutations: dict[int, Sym] | None = None, starts: list[tuple[int, str]] | None = None) -> Any:
     """Lowers every node of `gm` with `inputs` bound to its placeholders; returns the output structure. With
     `mutations`, a graph input's `copy_` (AOTAutograd keeps an inference graph's input mutations in the graph)
     records the input's new value there: input position -> value."""
@@ -97,6 +106,8 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
             continue
         if node.op != "call_function":
             continue
+        if starts is not None:
+            starts.append((len(rng.builder.ops), _origin(node)))
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
         if node.target is operator.getitem:
@@ -207,7 +218,8 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
                 bound.append(value)
         rng = _Randomness(builder)
         mutations: dict[int, Sym] = {}
-        results = _run_graph(gm, bound, rng, mutations=mutations)
+        starts: list[tuple[int, str]] = []
+        results = _run_graph(gm, bound, rng, mutations=mutations, starts=starts)
     outs: list[Sym] = []
     output_map: list[tuple[str, int]] = []
     for r in results:
@@ -226,7 +238,7 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
     program = builder.finish([s.value for s in outs] + [mutations[p].value for p in sorted(mutations)],
                              name="compiled_graph")
     program.inputs = [s.value for s in input_syms] + [s.value for s in rng.states]
-    return _Traced(program, output_map, rng.draws, mutated)
+    return _Traced(program, output_map, rng.draws, mutated, node_starts=starts)
 
 
 def _symbol(value: Any) -> str | None:
@@ -258,6 +270,10 @@ class CompiledGraph:
         self.dynamic = any(flat) and "?" not in flat
         self.safe: dict[int, list[dict] | None] = {}
         self.eager_reason: str | None = None
+        output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+        # where each graph output lives (a `.cpu()` or `.to("tpu")` in the graph moves it): fake tensors know
+        self.out_devices = [getattr(n.meta.get("val"), "device", None) if isinstance(n, torch.fx.Node) else None
+                            for n in (output if isinstance(output, list | tuple) else [output])]
         with _lock:
             stats.graphs += 1
 
@@ -334,6 +350,10 @@ class CompiledGraph:
         for i, (kind, index) in enumerate(traced.output_map):
             if kind == "input":
                 result[i] = [a for a in real_args if isinstance(a, torch.Tensor)][index]
+        for i, device in enumerate(self.out_devices[:len(result)]):
+            value = result[i]
+            if device is not None and isinstance(value, torch.Tensor) and value.device != device:
+                result[i] = value.to(device)
         return result
 
     def _traced(self, args: list[Any], compile_only: bool = False) -> _Traced:
@@ -379,7 +399,13 @@ class CompiledGraph:
                 modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:
             if traced.exe is None:
                 traced.exe = drv.compile(traced.program)
-            modes.execute(drv, traced.exe, inputs, outputs, device, "compiled_graph")
+            try:
+                modes.execute(drv, traced.exe, inputs, outputs, device, "compiled_graph")
+            except ExecutionError as exc:
+                where = next((o for start, o in reversed(traced.node_starts) if start <= exc.op_index), "?")
+                cause = exc.cause
+                raise ExecutionError(exc.op_index, exc.op_name, type(cause)(
+                    f"{cause} (in {where}; raised when the compiled graph ran)")) from cause
         else:
             deferred.record("compiled_graph", traced.program, inputs, outputs, device)
             if modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:

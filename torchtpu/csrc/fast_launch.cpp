@@ -8,6 +8,7 @@
 // memory) it calls the op's Python kernel as torch.library would; that kernel stores the launch when the op is
 // eligible (`store`).
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/Dtype.h>
@@ -178,7 +179,7 @@ struct FastKernel final : public c10::OperatorKernel {
         g_enabled && build_key(this, g_precision, schema, *stack, n_args, key, device, float_inputs_ ? &floats : nullptr);
     if (keyable) {
       auto it = table().find(key);
-      if (it != table().end()) {
+      if (it != table().end() && !writes_overlap(schema, n_args, *stack)) {
         launch_cached(schema, it->second, device, floats, n_args, stack);
         return;
       }
@@ -189,6 +190,21 @@ struct FastKernel final : public c10::OperatorKernel {
  private:
   bool is_out(const c10::Argument& arg) const {
     return arg.kwarg_only() && arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+  }
+
+  // A written tensor with elements sharing memory (an expanded view) takes the Python kernel, which raises as
+  // ATen does (or runs the few ops ATen lets write such views).
+  bool writes_overlap(const c10::FunctionSchema& schema, size_t n_args, const torch::jit::Stack& stack) const {
+    if (kind_ != kInplace && kind_ != kInplaceList && kind_ != kOut) return false;
+    const c10::IValue* values = stack.data() + (stack.size() - n_args);
+    std::vector<at::Tensor> written;
+    for (size_t i = 0; i < n_args; ++i) {
+      if (kind_ == kOut ? is_out(schema.arguments()[i]) : i == 0) push_tensors(values[i], written);
+    }
+    for (const at::Tensor& t : written) {
+      if (at::has_internal_overlap(t) == at::MemOverlap::Yes) return true;
+    }
+    return false;
   }
 
   void launch_cached(const c10::FunctionSchema& schema, const Entry& entry, int64_t device,

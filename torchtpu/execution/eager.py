@@ -264,6 +264,13 @@ def _unflatten(structure: Any, outputs: list[torch.Tensor]) -> Any:
     return None
 
 
+def _overlaps_itself(t: torch.Tensor) -> bool:
+    """ATen's has_internal_overlap == YES: a dimension of size > 1 with stride 0 (an expanded view)."""
+    return not t.is_contiguous() and any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride()))
+
+
+# the in-place ops ATen lets write an expanded view (fill_, zero_, masked_fill_, index_put_, index_fill_)
+_OVERLAP_WRITES = frozenset({"fill", "zero", "masked_fill", "index_put", "_index_put_impl", "index_fill"})
 FLOAT_INPUTS: set[Lowering] = set()  # lowerings marked @lower(..., float_inputs=True): see float_inputs.py
 _BY_VALUE = object()  # cache entry: this op's generic floats shape its program, key them by value
 
@@ -334,6 +341,10 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
             if tuple(t.shape) != shape:
                 raise RuntimeError(f"{op_name}: output with shape {list(t.shape)} doesn't match the broadcast "
                                    f"shape {list(shape)}")
+            if _overlaps_itself(t) and op_name.split(".")[1].rstrip("_") not in _OVERLAP_WRITES:
+                raise RuntimeError(f"{op_name}: unsupported operation: more than one element of the written-to "
+                                   "tensor refers to a single memory location. Please clone() the tensor before "
+                                   "performing the operation.")
     else:
         dev_obj = _device_obj(dev)
         outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]

@@ -19,7 +19,7 @@ ACCEPTED = [
     aten.smooth_l1_loss_backward, aten.binary_cross_entropy, aten.binary_cross_entropy_backward,
     aten.binary_cross_entropy_with_logits, aten.soft_margin_loss, aten.soft_margin_loss_backward,
     aten.nll_loss2d_forward, aten.nll_loss2d_backward, aten.log_sigmoid_forward, aten.log_sigmoid_backward,
-    aten.tril, aten.triu, aten.diag_embed, aten.masked_fill, aten.embedding_dense_backward, aten.index_copy,
+    aten.tril, aten.triu, aten.diag_embed, aten.masked_fill, aten.embedding_dense_backward,
     aten.im2col, aten.col2im, aten._log_softmax_backward_data, aten.addcmul, aten.addcdiv, aten.lerp, aten.frac,
     aten.logaddexp, aten.logaddexp2, aten.xlogy, aten.sinc, aten.deg2rad, aten.rad2deg, aten.heaviside, aten.trace,
     aten.renorm, aten.aminmax, aten.std_mean, aten.cumsum, aten.rot90, aten.repeat, aten.narrow_copy, aten.new_full,

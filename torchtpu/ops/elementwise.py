@@ -308,7 +308,7 @@ def clamp_max(self: Sym, max: Any) -> Sym:  # noqa: A002
 
 @lower(aten.relu.default)
 def relu(self: Sym) -> Sym:
-    return P.where(P.compare("GT", self, 0), self, P.zeros_like(self))
+    return P.where(P.compare("LE", self, 0), P.zeros_like(self), self)  # NaN stays NaN, as clamp_min(0)
 
 
 @lower(aten.threshold_backward.default)

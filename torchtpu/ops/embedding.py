@@ -36,7 +36,9 @@ def _acc(x: Sym) -> torch.dtype:
 def _embedding_bag(weight: Sym, indices: Sym, offsets: Sym, scale_grad_by_freq: bool = False, mode: int = 0,
                    sparse: bool = False, per_sample_weights: Sym | None = None, include_last_offset: bool = False,
                    padding_idx: int = -1) -> tuple[Sym, Sym, Sym, Sym]:
-    idx = P.convert(indices, torch.int64)
+    rows_in = weight.shape[0]
+    idx = P.check_index(P.convert(indices, torch.int64), rows_in,
+                        f"embedding_bag(): index {{}} is not in the valid range [0, {rows_in})", error="RuntimeError")
     n, d = idx.shape[0], weight.shape[1]
     bag, nb = _bags(idx, offsets, include_last_offset)
     valid = _valid(idx, padding_idx)

@@ -27,7 +27,10 @@ def cat(tensors: list[Sym], dim: int = 0) -> Sym:
 @lower(aten.index_select.default)
 def index_select(self: Sym, dim: int, index: Sym) -> Sym:
     d = P.canon_dim(dim, self.ndim)
-    idx = P.reshape(index, (index.numel(),))
+    size = self.shape[d] if self.ndim else 1
+    idx = P.check_index(P.reshape(index, (index.numel(),)), size,
+                        f"index_select(): index {{}} is out of range for dimension {d} with size {size} "
+                        "(index out of range in self)")
     if self.ndim == 0:
         return P.reshape(P.emit1("index_select", [P.reshape(self, (1,)), idx], dimension=0), ())
     return P.emit1("index_select", [self, idx], dimension=d)
@@ -39,6 +42,7 @@ def gather(self: Sym, dim: int, index: Sym, *, sparse_grad: bool = False) -> Sym
     index = P.convert(index, torch.int64)
     if index.numel() == 0:
         return P.full(0, index.shape, self.dtype)
+    index = _scatter_check(index, "gather", d, self.shape[d] if self.ndim else 1)
     if self.ndim == 0:
         return P.reshape(P.emit1("gather_axis", [P.reshape(self, (1,)), P.reshape(index, (-1,))], dimension=0),
                          index.shape)
@@ -51,10 +55,17 @@ def gather(self: Sym, dim: int, index: Sym, *, sparse_grad: bool = False) -> Sym
     return P.emit1("gather_axis", [src, index], dimension=d)
 
 
+def _scatter_check(index: Sym, what: str, d: int, size: int) -> Sym:
+    """gather/scatter: 0 <= index < size, else RuntimeError (CPU's message, prefixed by the op)."""
+    return P.check_index(index, size, f"{what}(): index {{}} is out of bounds for dimension {d} with size {size}",
+                         error="RuntimeError")
+
+
 def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str) -> Sym:
     d = P.canon_dim(dim, self.ndim)
     if index.numel() == 0:
         return self
+    index = _scatter_check(index, "scatter", d, self.shape[d] if self.ndim else 1)
     if not isinstance(src, Sym):
         src = P.full(src, index.shape, self.dtype)
     else:
@@ -90,11 +101,30 @@ def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
 def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
     d = P.canon_dim(dim, self.ndim)
     src = P.convert(source * alpha if alpha != 1 else source, self.dtype)
+    size = self.shape[d] if self.ndim else 1
+    index = P.check_index(index, size, f"index_add(): index {{}} is out of range for dimension {d} with size "
+                                       f"{size} (index out of range in self)")
     if self.ndim == 0:
         out = P.emit1("index_add", [P.reshape(self, (1,)), P.reshape(index, (index.numel(),)),
                                     P.reshape(src, (index.numel(),))], dimension=0)
         return P.reshape(out, ())
     return P.emit1("index_add", [self, P.reshape(index, (index.numel(),)), src], dimension=d)
+
+
+@lower(aten.index_copy.default)
+def index_copy(self: Sym, dim: int, index: Sym, source: Sym) -> Sym:
+    d = P.canon_dim(dim, self.ndim)
+    size = self.shape[d] if self.ndim else 1
+    index = P.check_index(P.reshape(P.convert(index, torch.int64), (-1,)), size,
+                          f"index_copy_(): index {{}} is out of bounds for dimension {d} with size {size}")
+    if index.numel() == 0:
+        return self
+    x = self if self.ndim else P.reshape(self, (1,))
+    src = P.convert(source, self.dtype)
+    src = P.reshape(src, (index.numel(),)) if self.ndim == 0 or src.ndim == 0 else src
+    idx = P.broadcast_to(P.reshape(index, tuple(index.numel() if i == d else 1 for i in range(x.ndim))), src.shape)
+    out = P.emit1("scatter_axis", [x, idx, src], dimension=d, reduce="replace")
+    return out if self.ndim else P.reshape(out, ())
 
 
 def _advanced_index(x: Sym, indices: list[Sym | None]) -> tuple[Sym, tuple[int, ...], list[int], bool]:
@@ -108,10 +138,14 @@ def _advanced_index(x: Sym, indices: list[Sym | None]) -> tuple[Sym, tuple[int, 
 
 
 def _linear_index(x: Sym, indices: list[Sym | None], dims: list[int], bshape: tuple[int, ...]) -> Sym:
+    if len(dims) == 1:  # the IR index ops take -size <= i < size themselves, as ATen does here: no check needed
+        return P.reshape(P.broadcast_to(P.convert(indices[dims[0]], torch.int64), bshape), (-1,))
     lin = None
     for i in dims:
         size = x.shape[i]
-        idx = P.broadcast_to(P.convert(indices[i], torch.int64), bshape)
+        checked = P.check_index(indices[i], size, f"index {{}} is out of bounds for dimension {i} with size {size}",
+                                negative=True)
+        idx = P.broadcast_to(P.convert(checked, torch.int64), bshape)
         idx = P.where(P.compare("LT", idx, 0), idx + size, idx)
         lin = idx if lin is None else lin * size + idx
     return P.reshape(lin, (-1,))
@@ -237,12 +271,13 @@ def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, includ
 
 @lower(aten.scatter_reduce.two)
 def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, include_self: bool = True) -> Sym:
+    d = P.canon_dim(dim, self.ndim)
+    index = _scatter_check(index, "scatter_reduce", d, self.shape[d] if self.ndim else 1)
     if self.ndim == 0:
         out = _scatter_reduce(P.reshape(self, (1,)), 0, P.reshape(index, (-1,)), P.reshape(src, (-1,)), reduce,
                               include_self)
         return P.reshape(out, ())
-    return _scatter_reduce(self, P.canon_dim(dim, self.ndim), P.convert(index, torch.int64), src, reduce,
-                           include_self)
+    return _scatter_reduce(self, d, P.convert(index, torch.int64), src, reduce, include_self)
 
 
 @lower(aten.index_reduce.default)
@@ -250,6 +285,8 @@ def index_reduce(self: Sym, dim: int, index: Sym, source: Sym, reduce: str, *, i
     if self.ndim == 0:
         return scatter_reduce(self, 0, index, source, reduce, include_self=include_self)
     d = P.canon_dim(dim, self.ndim)
+    index = P.check_index(index, self.shape[d], f"index_reduce(): index {{}} is out of range for dimension {d} "
+                                                f"with size {self.shape[d]} (index out of range in self)")
     idx = P.reshape(P.convert(index, torch.int64), tuple(source.shape[d] if i == d else 1
                                                           for i in range(source.ndim)))
     idx = P.where(P.compare("LT", idx, 0), idx + self.shape[d], idx)

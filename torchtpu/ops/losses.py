@@ -296,6 +296,8 @@ def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
     idx = P.reshape(P.convert(index, torch.int64), (-1,))
     if idx.shape[0] == 0:
         return self
+    idx = P.check_index(idx, self.numel(), f"put(): out of range: tried to access index {{}} on a tensor of "
+                                           f"{self.numel()} elements.", negative=True)
     idx = P.where(P.compare("LT", idx, 0), idx + self.numel(), idx)
     src = P.reshape(P.convert(source, self.dtype), (-1,))
     out = P.emit1("scatter_axis", [flat, idx, src], dimension=0, reduce="add" if accumulate else "replace")
@@ -312,6 +314,8 @@ def index_fill(self: Sym, dim: int, index: Sym, value: Any) -> Sym:
     k = idx.shape[0]
     if k == 0:
         return self
+    idx = P.check_index(idx, n, f"index_fill(): index {{}} is out of bounds for dimension {d} with size {n}",
+                        negative=True)
     idx = P.where(P.compare("LT", idx, 0), idx + n, idx)
     hit = P.reduce(P.compare("EQ", P.iota((n, k), 0), P.broadcast_to(P.reshape(idx, (1, k)), (n, k))), "or", (1,))
     mask = P.broadcast_to(P.reshape(hit, tuple(n if i == d else 1 for i in range(self.ndim))), self.shape)

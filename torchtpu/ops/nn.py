@@ -114,7 +114,10 @@ def native_layer_norm_backward(grad_out: Sym, input: Sym, normalized_shape: list
 @lower(aten.embedding.default)
 def embedding(weight: Sym, indices: Sym, padding_idx: int = -1, scale_grad_by_freq: bool = False,
               sparse: bool = False) -> Sym:
-    flat = P.reshape(indices, (indices.numel(),))
+    n = weight.shape[0]
+    flat = P.check_index(P.reshape(indices, (indices.numel(),)), n,
+                         f"embedding(): index {{}} is out of range for a weight of {n} rows (index out of range "
+                         "in self)")
     rows = P.emit1("index_select", [weight, flat], dimension=0)
     return P.reshape(rows, (*indices.shape, weight.shape[1]))
 
@@ -146,6 +149,7 @@ def _nll_parts(self: Sym, target: Sym, weight: Sym | None, ignore_index: int) ->
     nclass = self.shape[cdim]
     tgt = target if self.ndim > 1 else P.reshape(target, (1,))
     x = self if self.ndim > 1 else P.reshape(self, (1, nclass))
+    tgt = P.check_index(tgt, nclass, "Target {} is out of bounds.", ignore=ignore_index)
     valid = P.compare("NE", tgt, ignore_index)
     safe = P.where(valid, tgt, P.zeros_like(tgt))
     picked = P.reshape(P.emit1("gather_axis", [x, P.reshape(safe, (-1, 1))], dimension=1), (-1,))

@@ -43,9 +43,30 @@ def canon_dims(dims: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
     return tuple(sorted({canon_dim(d, ndim) for d in dims}))
 
 
+def check_index(index: Sym, size: int, message: str, *, negative: bool = False, error: str = "IndexError",
+                ignore: int | None = None) -> Sym:
+    """`index` unchanged, checked when the program runs against ATen's rule for the op: -size <= i < size with
+    `negative` (Python-style indexing), else 0 <= i < size; `ignore` is always allowed. A bad value raises
+    `error` (IndexError or RuntimeError, as the CPU kernel does) with `message`, "{}" standing for the value."""
+    if index.numel() == 0:
+        return index
+    attrs: dict[str, Any] = {"size": int(size), "low": -int(size) if negative else 0, "error": error,
+                             "message": message}
+    if ignore is not None:
+        attrs["ignore"] = int(ignore)
+    return emit1("check_index", [index], **attrs)
+
+
+_INT_BITS = {torch.int64: 64, torch.int32: 32, torch.int16: 16, torch.int8: 8, torch.uint8: 8}
+
+
 def const(value: Number, dtype: torch.dtype, shape: Sequence[int] = ()) -> Sym:
-    if isinstance(value, float) and dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+    bits = _INT_BITS.get(dtype)
+    if bits is not None and value.__class__ is not bool:
         value = int(value)
+        low = 0 if dtype == torch.uint8 else -(1 << (bits - 1))
+        if not low <= value < low + (1 << bits):  # wraps as ATen's cast does (uint8_tensor * -1: 255)
+            value = (value - low) % (1 << bits) + low
     return emit1("constant", [], value=value, shape=tuple(shape), dtype=TORCH_TO_IR[dtype])
 
 

@@ -48,7 +48,12 @@ def _mean(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | Non
     count = 1
     for d in dims:
         count *= x.shape[d]
-    total = P.reduce(P.convert(x, torch.float32), "sum", dims, keepdim)
+    if out.is_complex or x.dtype.is_complex:  # the real and imaginary parts averaged on their own
+        z = P.convert(x, torch.complex64)
+        re, im = (_mean(P.emit1(part, [z]), dims, keepdim, torch.float32) for part in ("real", "imag"))
+        return P.convert(P.emit1("complex", [re, im]), out)
+    acc = torch.float64 if torch.float64 in (out, x.dtype) else torch.float32
+    total = P.reduce(P.convert(x, acc), "sum", dims, keepdim)
     return P.convert(total / float(count) if count else total * float("nan"), out)
 
 
@@ -148,7 +153,11 @@ def min_dim(self: Sym, dim: int, keepdim: bool = False) -> tuple[Sym, Sym]:
 
 
 def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool) -> Sym:
-    xf = P.convert(x, torch.float32)
+    if x.dtype.is_complex:  # E|x - mean|^2 = var(re) + var(im), a real result as on CPU
+        z = P.convert(x, torch.complex64)
+        return _var(P.emit1("real", [z]), dims, correction, keepdim) + \
+            _var(P.emit1("imag", [z]), dims, correction, keepdim)
+    xf = P.convert(x, torch.float64 if x.dtype == torch.float64 else torch.float32)
     count = 1
     for d in dims:
         count *= x.shape[d]

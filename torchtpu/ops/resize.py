@@ -40,12 +40,46 @@ def apply_dims(x: Sym, mats: Sequence[np.ndarray | None], first: int) -> Sym:
             shape[d] = m.shape[0]
             y = P.full(0, tuple(shape), compute)
             continue
+        taps = _taps(m)
+        if taps is not None:
+            y = _apply_taps(y, d, *taps)
+            continue
         z = P.emit1("dot_general", [y, mat], lhs_batch=(), rhs_batch=(), lhs_contract=(d,), rhs_contract=(1,),
                     precision="HIGHEST", out_dtype=P.TORCH_TO_IR[compute])
         perm = list(range(y.ndim - 1))
         perm.insert(d, y.ndim - 1)
         y = P.transpose(z, perm)
     return P.convert(y, x.dtype)
+
+
+MAX_TAPS = 16  # matrices with more nonzeros in a row contract on the MXU (an inf or NaN there spreads)
+
+
+def _taps(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(column, weight, present) per output row and tap, when each row has at most MAX_TAPS nonzeros."""
+    nz = m != 0
+    count = int(nz.sum(1).max()) if m.size else 0
+    if count == 0 or count > MAX_TAPS:
+        return None
+    order = np.argsort(~nz, axis=1, kind="stable")[:, :count]
+    return order, np.take_along_axis(m, order, 1), np.take_along_axis(nz, order, 1)
+
+
+def _apply_taps(y: Sym, d: int, cols: np.ndarray, weights: np.ndarray, present: np.ndarray) -> Sym:
+    """Row o of the result along dim d is sum_t weights[o, t] * y[cols[o, t]] over its present taps only: the
+    values a row does not use never enter it (a matrix product multiplies them by 0, and 0 * inf is NaN)."""
+    out = cols.shape[0]
+    shape = tuple(out if i == d else 1 for i in range(y.ndim))
+    total = None
+    for t in range(cols.shape[1]):
+        term = P.emit1("index_select", [y, P.dense(cols[:, t], torch.int64)], dimension=d)
+        if not (weights[:, t] == 1).all():
+            term = term * P.broadcast_to(P.reshape(P.dense(weights[:, t], y.dtype), shape), term.shape)
+        if not present[:, t].all():
+            keep = P.broadcast_to(P.reshape(P.dense(present[:, t], torch.bool), shape), term.shape)
+            term = P.where(keep, term, P.zeros_like(term))
+        total = term if total is None else total + term
+    return total
 
 
 def _transposed(mats: Sequence[np.ndarray | None]) -> list[np.ndarray | None]:

@@ -1,0 +1,130 @@
+"""Out-of-range indices raise as on CPU (never wrap, never drop a write): each index op checks ATen's rule for
+it (negative indices allowed only where ATen allows them) in DEFER_NEVER, at the flush in DEFER_AND_FUSE
+(naming the op and the user's line) and when a torch.compile graph runs; on the sim and the pjrt driver."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchtpu  # noqa: F401
+
+
+def _ones(i: torch.Tensor, shape: tuple | None = None) -> torch.Tensor:
+    return torch.ones(i.shape if shape is None else shape, device=i.device)
+
+
+def _x3() -> torch.Tensor:
+    return torch.arange(3.0)
+
+
+# name -> (fn(x, idx), x, bad index values, CPU's error class, message pattern). Each fn is also checked with a
+# valid index against CPU, so a check that fires too often fails too.
+CASES = {
+    "embedding": (lambda w, i: F.embedding(i, w), torch.arange(6.0).reshape(3, 2), [[-1], [3]], IndexError,
+                  "out of range"),
+    "index_select": (lambda x, i: x.index_select(0, i), _x3(), [[-1], [3]], IndexError, "out of range"),
+    "gather": (lambda x, i: x.gather(0, i), _x3(), [[-1], [5]], RuntimeError, "out of bounds for dimension 0"),
+    "take": (lambda x, i: x.take(i), _x3(), [[-4], [3]], IndexError, "out of bounds|out of range"),
+    "getitem": (lambda x, i: x[i], _x3(), [[-4], [3]], IndexError, "out of bounds for dimension"),
+    "getitem_2d": (lambda x, i: x[i.clamp(0, 0), i], torch.arange(9.0).reshape(3, 3), [[5], [-4]], IndexError,
+                   "out of bounds for dimension 1 with size 3"),
+    "scatter": (lambda x, i: x.scatter(0, i, _ones(i)), _x3(), [[-1], [3]], RuntimeError,
+                "out of bounds for dimension 0"),
+    "scatter_add": (lambda x, i: x.scatter_add(0, i, _ones(i)), _x3(), [[-1]], RuntimeError,
+                    "out of bounds"),
+    "index_put": (lambda x, i: x.index_put((i,), _ones(i, ())), _x3(), [[-4], [3]], IndexError,
+                  "out of bounds for dimension"),
+    "index_put_2d": (lambda x, i: x.index_put((i.clamp(0, 0), i), _ones(i, ())), torch.zeros(3, 3), [[5]],
+                     IndexError, "out of bounds for dimension 1 with size 3"),
+    "index_add": (lambda x, i: x.index_add(0, i, _ones(i)), _x3(), [[-1], [3]], IndexError,
+                  "out of range"),
+    "index_fill": (lambda x, i: x.index_fill(0, i, 7.0), _x3(), [[-4], [3]], IndexError, "out of bounds"),
+    "index_copy": (lambda x, i: x.index_copy(0, i, _ones(i)), _x3(), [[-1], [3]], IndexError,
+                   "out of bounds"),
+    "put": (lambda x, i: x.put(i, _ones(i)), _x3(), [[-4], [3]], IndexError, "out of range"),
+    "nll_loss": (lambda x, i: F.nll_loss(x, i), torch.randn(1, 3), [[-1], [3]], IndexError,
+                 "Target .* is out of bounds"),
+    "embedding_bag": (lambda w, i: F.embedding_bag(i, w, torch.zeros(1, dtype=torch.long, device=i.device)),
+                      torch.arange(6.0).reshape(3, 2), [[-1], [3]], RuntimeError, "valid range"),
+}
+GOOD = {"getitem": [-1], "take": [-1], "index_put": [-1], "index_fill": [-1], "put": [-1]}  # ATen allows these
+
+
+def _on(x: torch.Tensor, device: str) -> torch.Tensor:
+    return x.to(device)
+
+
+def _driver() -> str:
+    from torchtpu.runtime import driver_name_from_env
+
+    return driver_name_from_env()
+
+
+def _expected(cls: type) -> type:
+    # pjrt launches go through the deferred path, whose errors are RuntimeErrors naming the op's line
+    return cls if _driver() == "sim" else RuntimeError
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_valid_indices_match_cpu(tpu, name):
+    fn, x, _, _, _ = CASES[name]
+    good = torch.tensor(GOOD.get(name, [0]))
+    want = fn(x, good)
+    got = fn(_on(x, "tpu"), _on(good, "tpu"))
+    torch.testing.assert_close(got.cpu(), want)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_index_raises_like_cpu_in_defer_never(tpu, name):
+    fn, x, bads, cls, pattern = CASES[name]
+    for bad in bads:
+        idx = torch.tensor(bad)
+        with pytest.raises(cls):
+            fn(x, idx)  # the CPU reference raises the same class
+        with pytest.raises(_expected(cls), match=pattern):
+            fn(_on(x, "tpu"), _on(idx, "tpu")).cpu()
+
+
+@pytest.mark.parametrize("name", ["embedding", "gather", "getitem_2d", "index_put", "nll_loss", "scatter"])
+def test_bad_index_raises_at_the_flush_naming_op_and_line(tpu, name):
+    fn, x, bads, cls, pattern = CASES[name]
+    xt, idx = _on(x, "tpu"), _on(torch.tensor(bads[0]), "tpu")
+    with torch.tpu.eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE):
+        out = fn(xt, idx) * 2  # recorded, not run: the bad index is only known on the device
+        with pytest.raises(RuntimeError, match=pattern) as info:
+            out.cpu()
+    assert "test_index_checks.py" in str(info.value)
+    torch.tpu.synchronize()
+    assert (fn(xt, torch.zeros_like(idx)).cpu() == fn(x, torch.zeros_like(idx.cpu()))).all()  # usable after
+
+
+@pytest.mark.parametrize("name", ["embedding", "gather", "getitem_2d", "index_put", "nll_loss", "index_select"])
+def test_bad_index_raises_under_compile(tpu, name):
+    fn, x, bads, cls, pattern = CASES[name]
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu")
+    xt = _on(x, "tpu")
+    good = _on(torch.tensor(GOOD.get(name, [0])), "tpu")
+    torch.testing.assert_close(compiled(xt, good).cpu(), fn(x, good.cpu()))
+    with pytest.raises(_expected(cls), match=pattern) as info:
+        compiled(xt, _on(torch.tensor(bads[0]), "tpu")).cpu()
+    assert "test_index_checks.py" in str(info.value)
+
+
+def test_bad_in_place_write_leaves_the_target_intact(tpu):
+    x = torch.arange(3.0, device="tpu")
+    with pytest.raises((IndexError, RuntimeError)):
+        x.index_put_((torch.tensor([0, 7], device="tpu"),), torch.tensor(9.0, device="tpu"))
+    with pytest.raises((IndexError, RuntimeError)):
+        x.scatter_(0, torch.tensor([1, -1], device="tpu"), torch.ones(2, device="tpu"))
+    assert x.cpu().tolist() == [0.0, 1.0, 2.0]
+
+
+def test_nll_loss_ignore_index_is_not_an_error(tpu):
+    x = torch.randn(2, 3)
+    target = torch.tensor([-100, 2])
+    torch.testing.assert_close(F.nll_loss(x.to("tpu"), target.to("tpu")).cpu(), F.nll_loss(x, target))
+    with pytest.raises((IndexError, RuntimeError), match="Target -5"):
+        F.nll_loss(x.to("tpu"), torch.tensor([-5, 2], device="tpu"), ignore_index=-100).cpu()
