@@ -295,6 +295,10 @@ def train_step(
     ctx = _context(cfg, system, layout, setup, cal, seqs, recompute)
     bubble, pp_ici, pp_dcn, pp_lat = _pipeline_terms(cfg, system, layout, setup, ctx, cal)
     notes: list[str] = []
+    shape = system.shape()
+    if system.chip.ici_dims == 3 and system.chips_per_slice >= 64 and shape[:-1] == (1,) * (len(shape) - 1):
+        notes.append(f"{system.chips_per_slice} chips have no slice shape of 4x4x4 cubes: modelled as a line "
+                     "without wraparound (pass slice_shape= or a multiple of 64 chips per slice)")
     if seqs * setup.seq_len / layout.cp < 1:
         notes.append("fewer than one token per data shard")
 
