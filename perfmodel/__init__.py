@@ -53,14 +53,16 @@ _EXPORTS = {
     "search": "layout_search",
     "Case": "published",
     "CASES": "published",
+    "VALIDATION_CASES": "published",
+    "cost_per_million_tokens": "pricing",
     "format_table": "validation",
     "validate": "validation",
     "Projection": "project",
     "project_records": "project",
 }
-_SUBMODULES = ("blocks", "calibration", "collectives", "config", "flops", "layout", "layout_search", "memory",
-               "ops", "plots", "project", "published", "remat", "roofline", "serving", "simcost", "training",
-               "validation")
+_SUBMODULES = ("blocks", "calibration", "collectives", "config", "flops", "layout", "layout_search", "longctx",
+               "memory", "ops", "pipeline", "plots", "pricing", "project", "published", "remat", "roofline",
+               "serving", "simcost", "training", "validation")
 
 __all__ = sorted(_EXPORTS) + list(_SUBMODULES)
 

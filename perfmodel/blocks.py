@@ -10,6 +10,12 @@ MoE: routed tokens reach the experts through an all-to-all over ep; the per-expe
 simulator (`perfmodel.simcost`) for a spread of expert loads around the mean (top-k routing is a multinomial;
 eight normal quantiles of the per-expert load), so MXU padding of uneven expert tiles is counted, and the
 busiest chip of the ep group sets the pace (expected maximum of the chip loads, or `router_imbalance`).
+
+Attention variants: multi-head latent attention (MLA, [DSV2]) costs its down/up projections; in decode it runs
+absorbed (queries projected into the latent space, one shared latent 'kv head' of kv_lora + rope), as
+DeepSeek-V2 section 2.1.2 describes; sliding-window layers skip the key blocks outside their window
+(`perfmodel.longctx` has the context-parallel volumes: all-gather of K/V, or a ring of K/V shards whose
+steps overlap the attention blocks).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from torchtpu.perfmodel import simcost
+from torchtpu.perfmodel import longctx, simcost
 from torchtpu.perfmodel.calibration import Calibration
 from torchtpu.perfmodel.collectives import Axis, collective_time, dcn_collective_terms
 from torchtpu.perfmodel.config import ModelConfig
@@ -56,6 +62,11 @@ class Context:
     training: bool = True
     kv_len: int | None = None  # serving: keys attended per query (decode); None = seq_len
     recompute: frozenset[str] = frozenset()  # forward ops the backward recomputes (perfmodel.remat)
+    mxu_dtype: str = "bfloat16"  # weight matmuls' MXU input dtype (serving w8a8: 'int8' / 'float8')
+    kv_bytes: float = 2.0  # bytes per cached key/value element (serving)
+    cp_mode: str = "all_gather"  # context parallelism: 'all_gather' (MaxText) or 'ring'
+    window: int = 0  # sliding window of the layer being planned (0: global attention)
+    absorb_mla: bool = False  # decode: MLA attention in the latent space (DeepSeek-V2 2.1.2)
 
     @property
     def tokens(self) -> float:
@@ -96,13 +107,22 @@ def expert_load_imbalance(tokens_x_k: float, ep: int) -> float:
     return 1.0 + sigma * math.sqrt(2 * math.log(ep)) / tokens_x_k
 
 
-def _mm(ctx: Context, plan: LayerPlan, name: str, m: float, n: float, k: float) -> None:
+def _mm(ctx: Context, plan: LayerPlan, name: str, m: float, n: float, k: float, batch: float = 1) -> None:
+    _mms(ctx, plan, name, [(m, n, k, batch)])
+
+
+def _mms(ctx: Context, plan: LayerPlan, name: str, shapes: list[tuple[float, float, float, float]]) -> None:
+    """Weight matmuls [batch] x [m, k] @ [k, n] summed into one op (forward; backward dX and dW)."""
     c = ctx.chip
     b = ctx.act_bytes
-    plan.fwd[name] = matmul_cost(c, m, n, k, in_bytes=b, weight_bytes=ctx.weight_bytes, out_bytes=b, name=name)
-    dx = matmul_cost(c, m, k, n, in_bytes=b, out_bytes=b, name=name + "_dx")
-    dw = matmul_cost(c, k, n, m, in_bytes=b, weight_bytes=b, out_bytes=4, name=name + "_dw")
-    plan.bwd[name] = _sum(name + "_bwd", "matmul", dx, dw)
+    fwd, bwd = [], []
+    for m, n, k, batch in shapes:
+        fwd.append(matmul_cost(c, m, n, k, batch, in_bytes=b, weight_bytes=ctx.weight_bytes, out_bytes=b,
+                               dtype=ctx.mxu_dtype, name=name))
+        bwd.append(matmul_cost(c, m, k, n, batch, in_bytes=b, out_bytes=b, name=name + "_dx"))
+        bwd.append(matmul_cost(c, k, n, m, batch, in_bytes=b, weight_bytes=b, out_bytes=4, name=name + "_dw"))
+    plan.fwd[name] = fwd[0] if len(fwd) == 1 else _sum(name, "matmul", *fwd)
+    plan.bwd[name] = _sum(name + "_bwd", "matmul", *bwd)
 
 
 def _ew(ctx: Context, plan: LayerPlan, name: str, n: float, n_in: float = 1, n_out: float = 1, ops: float = 4) -> None:
@@ -119,19 +139,46 @@ def _sum(name: str, kind: str, *costs: OpCost) -> OpCost:
                   sum(x.hbm_seconds for x in costs))
 
 
-def _attention(ctx: Context, plan: LayerPlan, heads: float, kv_heads: float) -> None:
+def _attention(ctx: Context, plan: LayerPlan, heads: float, kv_heads: float, qk_dim: int | None = None,
+               v_dim: int | None = None) -> None:
     cfg = ctx.cfg
     s = ctx.seq_len
     kv_len = ctx.kv_len or s
+    qk = cfg.head_dim if qk_dim is None else qk_dim
     kw = dict(n_kv_heads=kv_heads, causal=cfg.causal, kind=ctx.attention, block_q=ctx.block_q,
-              block_kv=ctx.block_kv, in_bytes=ctx.act_bytes, calibration=ctx.calibration)
+              block_kv=ctx.block_kv, in_bytes=ctx.act_bytes, calibration=ctx.calibration,
+              v_head_dim=cfg.v_head_dim if v_dim is None else v_dim, window=ctx.window,
+              kv_bytes=ctx.act_bytes if ctx.training else ctx.kv_bytes)
     # context parallelism: balanced (zig-zag) split of the causal work over cp
     cp = ctx.layout.cp
-    fwd = attention_cost(ctx.chip, ctx.seqs, heads, s, kv_len, cfg.head_dim, **kw).scaled(1 / cp, "attention")
+    fwd = attention_cost(ctx.chip, ctx.seqs, heads, s, kv_len, qk, **kw).scaled(1 / cp, "attention")
     plan.fwd["attention"] = fwd
     if ctx.training:
-        plan.bwd["attention"] = attention_cost(ctx.chip, ctx.seqs, heads, s, kv_len, cfg.head_dim, backward=True,
+        plan.bwd["attention"] = attention_cost(ctx.chip, ctx.seqs, heads, s, kv_len, qk, backward=True,
                                                **kw).scaled(1 / cp, "attention_bwd")
+
+
+def _mla(ctx: Context, plan: LayerPlan, t: float, heads: float) -> None:
+    """MLA projections and attention [DSV2]: q (via q_lora), joint kv latent, its up-projection, out."""
+    cfg = ctx.cfg
+    d, rope, lat = cfg.d_model, cfg.qk_rope_head_dim, cfg.kv_lora_rank
+    nope = cfg.head_dim - rope
+    q = heads * cfg.head_dim
+    # the down-projections are small and not split over tp (every tp rank computes them)
+    shapes = [(t, cfg.q_lora_rank, d, 1), (t, q, cfg.q_lora_rank, 1)] if cfg.q_lora_rank else [(t, q, d, 1)]
+    shapes.append((t, lat + rope, d, 1))
+    if ctx.absorb_mla:  # W_UK folded into the queries: per head [t, nope] @ [nope, lat]
+        shapes.append((t, lat, nope, heads))
+    else:
+        shapes.append((t, heads * (nope + cfg.v_head_dim), lat, 1))
+    _mms(ctx, plan, "qkv", shapes)
+    _ew(ctx, plan, "rope", t * (heads + 1) * rope, 1, 1, ops=6)
+    if ctx.absorb_mla:  # MQA over the latent: qk width lat + rope, values lat; then W_UV per head
+        _attention(ctx, plan, heads, 1.0, lat + rope, lat)
+        _mms(ctx, plan, "out", [(t, cfg.v_head_dim, lat, heads), (t, d, heads * cfg.v_head_dim, 1)])
+    else:
+        _attention(ctx, plan, heads, heads)
+        _mm(ctx, plan, "out", t, d, heads * cfg.v_head_dim)
 
 
 def _experts(ctx: Context, plan: LayerPlan, t: float) -> None:
@@ -181,7 +228,7 @@ def _experts(ctx: Context, plan: LayerPlan, t: float) -> None:
 
 
 def layer_plan(ctx: Context, kind: str) -> LayerPlan:
-    """Ops and collectives of one `kind` ('dense' | 'moe') layer on one chip."""
+    """Ops and collectives of one `kind` ('dense' | 'moe') layer on one chip (attention window: ctx.window)."""
     cfg, lay = ctx.cfg, ctx.layout
     plan = LayerPlan(kind)
     t = ctx.tokens
@@ -193,10 +240,13 @@ def layer_plan(ctx: Context, kind: str) -> LayerPlan:
     q, kv = heads * cfg.head_dim, kv_heads * cfg.head_dim
     # ---- attention sublayer
     _ew(ctx, plan, "norm1", t * d / sp_div, 1, 1, ops=5)
-    _mm(ctx, plan, "qkv", t, q + 2 * kv, d)
-    _ew(ctx, plan, "rope", t * (q + kv), 1, 1, ops=6)
-    _attention(ctx, plan, heads, kv_heads)
-    _mm(ctx, plan, "out", t, d, q)
+    if cfg.is_mla:
+        _mla(ctx, plan, t, heads)
+    else:
+        _mm(ctx, plan, "qkv", t, q + kv + kv_heads * cfg.v_head_dim, d)
+        _ew(ctx, plan, "rope", t * (q + kv), 1, 1, ops=6)
+        _attention(ctx, plan, heads, kv_heads)
+        _mm(ctx, plan, "out", t, d, heads * cfg.v_head_dim)
     _ew(ctx, plan, "residual1", t * d / sp_div, 2, 1, ops=1)
     _ew(ctx, plan, "norm2", t * d / sp_div, 1, 1, ops=5)
     # ---- MLP or MoE sublayer
@@ -287,13 +337,41 @@ def _layer_comms(ctx: Context, plan: LayerPlan, weights: float) -> None:
             _ici(ctx, plan, "ep_a2a", "all_to_all", "ep", "bwd", a2a, count=2)
             if "a2a_dispatch" in ctx.recompute:
                 _ici(ctx, plan, "ep_a2a", "all_to_all", "ep", "recompute", a2a)
-    # Context parallelism: gather keys and values of the whole sequence; reduce-scatter their gradients.
     if lay.cp > 1:
-        kv_w = max(cfg.n_kv_heads / lay.tp, 1.0) * cfg.head_dim
-        kvb = 2 * ctx.seqs * ctx.seq_len * kv_w * b
-        _ici(ctx, plan, "cp_ag_kv", "all_gather", "cp", "fwd", kvb)
-        if ctx.training:
-            _ici(ctx, plan, "cp_rs_dkv", "reduce_scatter", "cp", "bwd", kvb)
-            if "attention" in ctx.recompute:
-                _ici(ctx, plan, "cp_ag_kv", "all_gather", "cp", "recompute", kvb)
+        _cp_comms(ctx, plan)
+
+
+def _cp_comms(ctx: Context, plan: LayerPlan) -> None:
+    """Context parallelism (`perfmodel.longctx`): all-gather K/V and reduce-scatter dK/dV (overlapped like any
+    collective), or a ring of K/V shards whose steps hide behind the attention blocks (only the excess is
+    exposed, network 'exposed'); a sliding-window layer only needs its neighbour's last `window` keys."""
+    lay, b = ctx.layout, ctx.act_bytes
+    vol = longctx.cp_volumes(ctx.cfg, ctx.seqs, ctx.seq_len, lay.cp, lay.tp, b, ctx.window)
+    passes = [("fwd", "fwd")]
+    if ctx.training:
+        passes.append(("bwd", "bwd"))
+        if "attention" in ctx.recompute:
+            passes.append(("recompute", "fwd"))
+    axes = ctx.axes.get("cp", [])
+    lat = ctx.calibration.ici_hop_latency_s
+    if ctx.window and vol.halo_bytes:  # the previous shard's last `window` keys, one neighbour exchange
+        for phase, _ in passes:
+            sec = collective_time("permute", vol.halo_bytes * lay.cp, axes, lat) * (2 if phase == "bwd" else 1)
+            plan.comms.append(Comm("cp_halo_kv", "permute", "cp", phase, vol.halo_bytes, sec))
+        return
+    if ctx.cp_mode == "ring":
+        eff = ctx.calibration.efficiency
+        for phase, src in passes:
+            attn = (plan.fwd if src == "fwd" else plan.bwd)["attention"].seconds / eff
+            step = collective_time("permute", vol.shard_bytes * lay.cp, axes, lat)
+            mult = 2.0 if phase == "bwd" else 1.0  # backward passes K/V and their gradient accumulators
+            exposed = longctx.ring_exposed_seconds(attn, mult * step, lay.cp)
+            plan.comms.append(Comm("cp_ring_kv", "permute", "cp", phase, mult * vol.shard_bytes * (lay.cp - 1),
+                                   exposed, "exposed"))
+        return
+    if ctx.cp_mode != "all_gather":
+        raise ValueError(f"unknown context-parallel mode {ctx.cp_mode!r}; valid: all_gather, ring")
+    for phase, _ in passes:
+        kind, name = ("reduce_scatter", "cp_rs_dkv") if phase == "bwd" else ("all_gather", "cp_ag_kv")
+        _ici(ctx, plan, name, kind, "cp", phase, vol.gathered_bytes)
 

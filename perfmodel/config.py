@@ -4,7 +4,8 @@
 * `load_config(name_or_path)`: a shipped config name (`perfmodel/configs/<name>.json`, see `list_configs()`),
   or a JSON / YAML file in either our field names or Hugging Face `config.json` names;
 * `from_hf_config(dict)`: a Hugging Face config dict (llama, mistral, mixtral, qwen2/3, qwen2_moe/qwen3_moe,
-  deepseek_v2/v3-style keys; MLA attention is approximated by standard attention of the same head count);
+  deepseek_v2/v3 (multi-head latent attention: `kv_lora_rank`, `q_lora_rank`, decoupled rope), gpt-oss and
+  gemma2/3 (sliding-window layers: `sliding_window` with `layer_types` or `sliding_window_pattern`));
 * `maxtext_synthetic(scale)`: MaxText's `global_parameter_scale` models (tpu-facts 4d/4e), derived with
   MaxText's `get_individual_scales` rule from base.yml (emb 2048, 16 heads of 128, MLP 7168, 16 layers,
   vocab 32000, gated SiLU MLP, untied embeddings).
@@ -39,6 +40,13 @@ class ModelConfig:
     first_dense_layers: leading layers that stay dense in an MoE model (DeepSeek `first_k_dense_replace`);
     moe_period: every `moe_period`-th layer after those is MoE (Qwen `decoder_sparse_step`);
     capacity_factor: None = dropless routing; else each expert computes cf * (its fair share) token slots.
+
+    Multi-head latent attention (DeepSeek-V2 [DSV2] section 2.1, arXiv:2405.04434) when kv_lora_rank > 0: keys
+    and values are up-projected from a cached latent of kv_lora_rank plus one shared rope key of
+    qk_rope_head_dim; head_dim is the query/key head width (nope + rope), v_head_dim the value head width
+    (0: head_dim); q_lora_rank > 0 compresses queries too.
+    Sliding-window attention: layers marked 'L' in attention_pattern (repeated over the layers; '' = all
+    global 'G') attend to the last sliding_window keys only.
     """
 
     name: str
@@ -59,6 +67,12 @@ class ModelConfig:
     moe_period: int = 1
     capacity_factor: float | None = None
     causal: bool = True
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    sliding_window: int = 0
+    attention_pattern: str = ""
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -69,6 +83,15 @@ class ModelConfig:
         for f in ("d_model", "n_layers", "n_heads", "head_dim", "vocab_size"):
             if getattr(self, f) <= 0:
                 raise ValueError(f"{self.name}: {f} must be positive")
+        if self.v_head_dim == 0:
+            object.__setattr__(self, "v_head_dim", self.head_dim)
+        if set(self.attention_pattern) - {"L", "G"}:
+            raise ValueError(f"{self.name}: attention_pattern {self.attention_pattern!r} may only hold 'L' "
+                             "(sliding window) and 'G' (global)")
+        if "L" in self.attention_pattern and self.sliding_window <= 0:
+            raise ValueError(f"{self.name}: attention_pattern has local layers but sliding_window is not set")
+        if self.kv_lora_rank and self.qk_rope_head_dim >= self.head_dim:
+            raise ValueError(f"{self.name}: head_dim (nope + rope) must exceed qk_rope_head_dim")
 
     # ---- derived shape facts -------------------------------------------------------------------------------
     @property
@@ -82,8 +105,31 @@ class ModelConfig:
 
     @property
     def kv_width(self) -> int:
-        """Key (or value) projection width, n_kv_heads * head_dim."""
+        """Key (or value) projection width, n_kv_heads * head_dim (MLA: the up-projected keys)."""
         return self.n_kv_heads * self.head_dim
+
+    @property
+    def v_width(self) -> int:
+        """Value width per kv head group, n_kv_heads * v_head_dim (= kv_width unless MLA)."""
+        return self.n_kv_heads * self.v_head_dim
+
+    @property
+    def o_width(self) -> int:
+        """Attention output width fed to the out-projection, n_heads * v_head_dim."""
+        return self.n_heads * self.v_head_dim
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    def layer_attention(self) -> list[str]:
+        """'global' or 'local' (sliding window) for each layer, in order."""
+        pat = self.attention_pattern or "G"
+        return ["local" if pat[i % len(pat)] == "L" else "global" for i in range(self.n_layers)]
+
+    def window(self, attention: str) -> int:
+        """Keys a query of a layer of this attention kind may see (0: unbounded)."""
+        return self.sliding_window if attention == "local" else 0
 
     @property
     def mlp_matrices(self) -> int:
@@ -166,6 +212,13 @@ def from_hf_config(hf: dict[str, Any], name: str | None = None) -> ModelConfig:
     gated = act in ("silu", "swiglu", "geglu", "gelu_pytorch_tanh") or "llama" in str(get("model_type", ""))
     if str(get("model_type", "")) in ("gpt2", "gpt_neox", "opt", "bert"):
         gated = False
+    mla = {}
+    if get("kv_lora_rank"):  # DeepSeek-V2/V3 multi-head latent attention [DSV2]
+        mla = dict(q_lora_rank=int(get("q_lora_rank") or 0), kv_lora_rank=int(get("kv_lora_rank")),
+                   qk_rope_head_dim=int(get("qk_rope_head_dim") or 0), v_head_dim=int(get("v_head_dim") or 0))
+        head_dim = int(get("qk_nope_head_dim", 0)) + mla["qk_rope_head_dim"]
+        kv = heads  # after the up-projection every head has its own key and value
+    window, pattern = _sliding(d)
     first_dense = int(get("first_k_dense_replace") or 0)
     if get("mlp_only_layers"):
         first_dense = max(first_dense, len(get("mlp_only_layers")))
@@ -186,8 +239,36 @@ def from_hf_config(hf: dict[str, Any], name: str | None = None) -> ModelConfig:
         d_ff_shared=shared if n_experts else 0,
         first_dense_layers=first_dense if n_experts else 0,
         moe_period=int(get("decoder_sparse_step") or get("moe_layer_freq") or 1) if n_experts else 1,
+        sliding_window=window,
+        attention_pattern=pattern,
         source="Hugging Face config.json",
+        **mla,
     )
+
+
+def _period(flags: list[str]) -> str:
+    for n in range(1, len(flags) + 1):
+        if all(flags[i] == flags[i % n] for i in range(len(flags))):
+            return "".join(flags[:n])
+    return "".join(flags)
+
+
+def _sliding(d: dict[str, Any]) -> tuple[int, str]:
+    """(window, pattern) from HF keys: layer_types (gpt-oss, newer gemma), sliding_window_pattern (gemma3),
+    gemma2 (every other layer), mistral-style sliding_window on all layers; qwen2 use_sliding_window=False."""
+    w = int(d.get("sliding_window") or 0)
+    if not w or d.get("use_sliding_window") is False:
+        return 0, ""
+    types = d.get("layer_types")
+    if types:
+        flags = ["L" if "sliding" in str(t) else "G" for t in types]
+        return (w, _period(flags)) if "L" in flags else (0, "")
+    period = d.get("sliding_window_pattern")
+    if period:  # gemma3: every period-th layer is global
+        return w, "L" * (int(period) - 1) + "G"
+    if str(d.get("model_type", "")).startswith("gemma2"):
+        return w, "LG"
+    return w, "L"
 
 
 def _from_dict(raw: dict[str, Any], name: str) -> ModelConfig:

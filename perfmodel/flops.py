@@ -5,6 +5,10 @@ Model FLOPs follow MaxText's `calculate_tflops_training_per_device` [MT-readme]:
 plus attention 4 * seq * n_heads * head_dim (QK^T and PV); the output logits 2 * d_model * vocab once; the
 input embedding lookup is free. Training multiplies everything by 3 (forward + two backward matmuls).
 
+Attention per token and layer is 2 * keys * n_heads * (qk head dim + v head dim) (= 4 * S * n_heads * head_dim
+for standard attention); MLA uses its qk (nope + rope) and v head dims [DSV2]; a sliding-window layer of window
+W sees min(S, W) keys per query ('full' convention) or the exact causal mean ('half').
+
 Causal attention is the convention that differs between publishers: newer MaxText halves it
 (`causal="half"`), older MaxText recipes (the v5e, v5p and v6e results in tpu-facts 4) and PaLM count it in full
 (`causal="full"`). Compare each prediction in its publisher's convention. Rematerialisation never changes model
@@ -21,7 +25,9 @@ __all__ = [
     "CONVENTIONS",
     "ParamCounts",
     "attention_flops_per_token",
+    "attention_params",
     "flops_per_token",
+    "keys_per_query",
     "param_counts",
 ]
 
@@ -85,34 +91,64 @@ def _mlp_params(cfg: ModelConfig, hidden: int) -> int:
     return cfg.mlp_matrices * cfg.d_model * hidden
 
 
+def attention_params(cfg: ModelConfig) -> int:
+    """Attention projection weights of one layer.
+
+    Standard / GQA: d x (q + 2 kv) + q x d. MLA [DSV2] eqs. 1-11: queries d x q_lora + q_lora x H(nope+rope)
+    (or d x H(nope+rope) without q compression), the joint latent d x (kv_lora + rope), its up-projection
+    kv_lora x H(nope + v), the out-projection H v x d.
+    """
+    d = cfg.d_model
+    if not cfg.is_mla:
+        return d * (cfg.q_width + 2 * cfg.kv_width) + cfg.q_width * d
+    h = cfg.n_heads
+    nope = cfg.head_dim - cfg.qk_rope_head_dim
+    q = d * cfg.q_lora_rank + cfg.q_lora_rank * cfg.q_width if cfg.q_lora_rank else d * cfg.q_width
+    kv = d * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) + cfg.kv_lora_rank * h * (nope + cfg.v_head_dim)
+    return q + kv + cfg.o_width * d
+
+
 def param_counts(cfg: ModelConfig) -> ParamCounts:
-    """Weights of the model by part (biases ignored; two RMSNorm vectors per layer)."""
+    """Weights of the model by part (biases ignored; two RMSNorm vectors per layer, MLA: plus its two)."""
     d = cfg.d_model
     emb = cfg.vocab_size * d
     return ParamCounts(
         embedding=emb,
         unembedding=0 if cfg.tie_embeddings else emb,
-        attention_per_layer=d * (cfg.q_width + 2 * cfg.kv_width) + cfg.q_width * d,
+        attention_per_layer=attention_params(cfg),
         dense_mlp_per_layer=_mlp_params(cfg, cfg.d_ff),
         expert=_mlp_params(cfg, cfg.d_ff_expert) if cfg.is_moe else 0,
         n_experts=cfg.n_experts,
         top_k=cfg.top_k,
         shared_per_layer=_mlp_params(cfg, cfg.d_ff_shared) if cfg.is_moe and cfg.d_ff_shared else 0,
         router_per_layer=d * cfg.n_experts,
-        norms_per_layer=2 * d,
+        norms_per_layer=2 * d + (cfg.q_lora_rank + cfg.kv_lora_rank if cfg.is_mla else 0),
         n_dense_layers=cfg.n_dense_layers,
         n_moe_layers=cfg.n_moe_layers,
     )
 
 
+def keys_per_query(seq_len: int, window: int, causal: bool, convention: str) -> float:
+    """Keys one query attends, in a FLOP convention: 'full' counts S (or the window W); 'half' the causal mean,
+    S/2 for global layers and (W(W+1)/2 + (S-W)W)/S for a window W < S."""
+    if convention not in CONVENTIONS:
+        raise ValueError(f"causal convention must be one of {CONVENTIONS}, got {convention!r}")
+    s = float(seq_len)
+    w = float(window) if 0 < window < seq_len else 0.0
+    if convention == "full" or not causal:
+        return w or s
+    if not w:
+        return s / 2.0
+    return (w * (w + 1) / 2 + (s - w) * w) / s
+
+
 def attention_flops_per_token(cfg: ModelConfig, seq_len: int, causal: str = "full") -> float:
-    """Forward attention-core FLOPs per token summed over layers: 4 * S * n_heads * head_dim per layer."""
+    """Forward attention-core FLOPs per token summed over layers: 2 * keys * n_heads * (qk + v head dims)
+    per layer (4 * S * n_heads * head_dim for standard full attention)."""
     if causal not in CONVENTIONS:
         raise ValueError(f"causal convention must be one of {CONVENTIONS}, got {causal!r}")
-    per_layer = 4.0 * seq_len * cfg.q_width
-    if cfg.causal and causal == "half":
-        per_layer /= 2.0
-    return per_layer * cfg.n_layers
+    per_key = 2.0 * cfg.n_heads * (cfg.head_dim + cfg.v_head_dim)
+    return sum(per_key * keys_per_query(seq_len, cfg.window(a), cfg.causal, causal) for a in cfg.layer_attention())
 
 
 def flops_per_token(cfg: ModelConfig, seq_len: int, *, causal: str = "half", training: bool = True) -> float:

@@ -3,16 +3,19 @@
 A `Layout` names the size of each mesh axis, MaxText style: inside a slice (ICI) `dp` (data), `fsdp` (data +
 sharded weights/grads/optimizer, ZeRO-3), `tp` (tensor: heads and MLP hidden), `ep` (experts; dense layers
 treat it as data), `cp` (context/sequence: the sequence is split, keys and values gathered); across slices
-(DCN) `dcn_dp` and `dcn_fsdp`. The batch is sharded over dp x fsdp x ep (x dcn axes), the sequence over cp.
+(DCN) `dcn_dp` and `dcn_fsdp`; pipeline stages `pp` (inside a slice) and `dcn_pp` (one or more stages per
+slice, activations sent over DCN). The batch is sharded over dp x fsdp x ep (x dcn_dp x dcn_fsdp), the sequence
+over cp, the layers over pp x dcn_pp.
 `sp` = sequence-parallel activations under TP (saved activations sharded over tp as well), the MaxText and
 Megatron-SP default.
 
 `assign_axes` maps logical axes onto the physical slice torus (innermost, most communication-heavy first:
-tp, ep, cp, fsdp, dp), giving each logical axis the physical `Axis` pieces its collectives run over.
+tp, ep, cp, fsdp, dp, pp), giving each logical axis the physical `Axis` pieces its collectives run over.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, replace
 
@@ -21,8 +24,8 @@ from torchtpu.sim.chips import ChipSpec, get_chip
 
 __all__ = ["ICI_AXES", "DCN_AXES", "Layout", "assign_axes", "default_slice_shape", "divisors"]
 
-ICI_AXES = ("tp", "ep", "cp", "fsdp", "dp")  # assignment order, innermost first
-DCN_AXES = ("dcn_dp", "dcn_fsdp")
+ICI_AXES = ("tp", "ep", "cp", "fsdp", "dp", "pp")  # assignment order, innermost first
+DCN_AXES = ("dcn_dp", "dcn_fsdp", "dcn_pp")
 
 
 @dataclass(frozen=True)
@@ -36,15 +39,27 @@ class Layout:
     cp: int = 1
     dcn_dp: int = 1
     dcn_fsdp: int = 1
+    pp: int = 1
+    dcn_pp: int = 1
     sp: bool = True
+
+    def __post_init__(self) -> None:
+        bad = {k: v for k, v in asdict(self).items() if k != "sp" and (not isinstance(v, int) or v < 1)}
+        if bad:
+            raise ValueError(f"mesh axis sizes must be positive integers, got {bad}")
 
     @property
     def ici_size(self) -> int:
-        return self.dp * self.fsdp * self.tp * self.ep * self.cp
+        return self.dp * self.fsdp * self.tp * self.ep * self.cp * self.pp
 
     @property
     def dcn_size(self) -> int:
-        return self.dcn_dp * self.dcn_fsdp
+        return self.dcn_dp * self.dcn_fsdp * self.dcn_pp
+
+    @property
+    def stages(self) -> int:
+        """Pipeline stages, pp x dcn_pp."""
+        return self.pp * self.dcn_pp
 
     @property
     def size(self) -> int:
@@ -86,7 +101,10 @@ class Layout:
                 continue
             if key not in ICI_AXES + DCN_AXES:
                 raise ValueError(f"unknown mesh axis {key!r}; valid: {', '.join(ICI_AXES + DCN_AXES)}, sp")
-            vals[key] = int(val)
+            try:
+                vals[key] = int(val)
+            except ValueError:
+                raise ValueError(f"mesh axis {key}={val.strip()!r} is not an integer") from None
         if n_chips is not None:
             per_slice = n_chips // max(1, n_slices)
             if n_chips % max(1, n_slices):
@@ -130,6 +148,11 @@ def default_slice_shape(chip: ChipSpec | str, n_chips: int) -> tuple[int, ...]:
     dims = chip.ici_dims
     if n_chips <= 0:
         raise ValueError("n_chips must be positive")
+    return _balanced_shape(dims, n_chips)
+
+
+@functools.lru_cache(maxsize=4096)
+def _balanced_shape(dims: int, n_chips: int) -> tuple[int, ...]:
     best: tuple[int, ...] | None = None
     best_score = math.inf
     for a in divisors(n_chips):

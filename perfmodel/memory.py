@@ -8,14 +8,19 @@ Training, per chip:
   the chip's data shard, d_model-wide ones / tp with sequence-parallel activations, head/hidden-wide ones / tp;
   in host memory instead when offloaded;
 * working set: two layers of all-gathered weights (current + prefetched) under FSDP, the widest sublayer's
-  intermediates of the layer being back-propagated, and the logits (activation dtype).
-Serving: weights (bf16 by default) / tp (/ ep for experts) plus the KV cache.
+  intermediates of the layer being back-propagated, the logits (activation dtype), and with context
+  parallelism the K/V the layer gathers (`perfmodel.longctx.cp_working_bytes`);
+* pipeline parallelism: a chip holds the layers of its stage (layers / stages, plus the larger embedding
+  table) and the saved activations of the microbatches in flight (`perfmodel.pipeline.inflight_fraction`).
+Serving: weights (bf16 by default; int8/fp8: 1 byte) / tp (/ ep for experts) plus the KV cache (MLA latent,
+sliding windows and paging in `perfmodel.longctx`).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from torchtpu.perfmodel import longctx
 from torchtpu.perfmodel.calibration import DEFAULT, Calibration
 from torchtpu.perfmodel.config import ModelConfig
 from torchtpu.perfmodel.flops import param_counts
@@ -55,10 +60,16 @@ class MemoryReport:
 
 
 def params_per_chip(cfg: ModelConfig, layout: Layout) -> float:
-    """Parameters stored on one chip (dense weights / (fsdp*tp*dcn_fsdp), routed experts additionally / ep)."""
+    """Parameters stored on one chip (dense weights / (fsdp*tp*dcn_fsdp), routed experts additionally / ep);
+    with pipeline stages, the stage's share of the layers plus the larger of the two embedding tables."""
     p = param_counts(cfg)
     shard = layout.fsdp * layout.tp * layout.dcn_fsdp
-    return (p.total - p.expert_params) / shard + p.expert_params / (shard * layout.ep)
+    emb = p.embedding + p.unembedding
+    if layout.stages > 1:
+        emb = max(p.embedding, p.unembedding)
+    layers = (p.total - p.embedding - p.unembedding - p.expert_params) / layout.stages
+    experts = p.expert_params / layout.stages
+    return (layers + emb) / shard + experts / (shard * layout.ep)
 
 
 def _activation_widths(cfg: ModelConfig, layout: Layout, policy: str) -> tuple[float, float]:
@@ -92,15 +103,18 @@ def training_memory(
     gather_bytes: float = 2,
     attention: str = "flash",
     calibration: Calibration = DEFAULT,
+    cp_mode: str = "all_gather",
+    inflight: float = 1.0,
 ) -> MemoryReport:
-    """HBM per chip for one training step (see module docstring for what is counted)."""
+    """HBM per chip for one training step (see module docstring for what is counted); `inflight` is the
+    fraction of the shard's sequences whose saved activations a pipeline stage holds at once."""
     chip = get_chip(chip)
     n_params = params_per_chip(cfg, layout)
     tp = layout.tp
     sp_div = tp if layout.sp else 1
     tokens = seqs_per_shard * seq_len / layout.cp
     wd, wh = _activation_widths(cfg, layout, remat)
-    saved = tokens * (wd / sp_div + wh / tp) * act_bytes
+    saved = tokens * (wd / sp_div + wh / tp) * act_bytes * inflight / layout.stages
     per_layer_saved = saved / max(1, cfg.n_layers)
     # the layer being back-propagated: its widest sublayer's intermediates (values; gradients reuse buffers)
     kvw = max(cfg.n_kv_heads / tp, 1.0) * cfg.head_dim
@@ -115,14 +129,17 @@ def training_memory(
     scores = 0.0
     if attention == "naive":
         scores = seqs_per_shard * cfg.n_heads / tp * seq_len * seq_len / layout.cp * 4
+    windows = {cfg.window(a) for a in cfg.layer_attention()}
+    kv_cp = max(longctx.cp_working_bytes(cfg, seqs_per_shard, seq_len, layout.cp, tp, act_bytes, cp_mode, w)
+                for w in windows)
     host = saved if offload else 0.0
-    activations = 2 * per_layer_saved if offload else saved
+    activations = 2 * per_layer_saved * layout.stages if offload else saved
     return MemoryReport(
         weights=n_params * param_bytes,
         grads=n_params * grad_bytes,
         optimizer=n_params * optimizer_bytes,
         activations=activations,
-        working=gathered + layer_full + logits + scores,
+        working=gathered + layer_full + logits + scores + kv_cp,
         kv_cache=0.0,
         host=host,
         capacity=chip.hbm_bytes,
@@ -130,10 +147,17 @@ def training_memory(
     )
 
 
-def kv_cache_bytes(cfg: ModelConfig, batch: float, context: int, *, kv_bytes: float = 2, tp: int = 1) -> float:
-    """KV cache of `batch` sequences of `context` tokens on one chip (kv heads split over tp, at least one)."""
-    kv_w = max(cfg.n_kv_heads / tp, 1.0) * cfg.head_dim
-    return 2.0 * batch * context * kv_w * cfg.n_layers * kv_bytes
+def kv_cache_bytes(cfg: ModelConfig, batch: float, context: int, *, kv_bytes: float = 2, tp: int = 1,
+                   page_tokens: int | None = None) -> float:
+    """KV cache of `batch` sequences of `context` tokens on one chip: per layer `longctx.kv_cache_per_token`
+    elements for each cached token (a sliding-window layer caches at most its window), in whole pages when
+    `page_tokens` is given."""
+    per_token = longctx.kv_cache_per_token(cfg, tp)
+    total = 0.0
+    for a in cfg.layer_attention():
+        w = cfg.window(a)
+        total += longctx.paged_tokens(min(context, w) if w else context, page_tokens)
+    return batch * total * per_token * kv_bytes
 
 
 def serving_memory(
@@ -146,13 +170,16 @@ def serving_memory(
     weight_bytes: float = 2,
     kv_bytes: float = 2,
     calibration: Calibration = DEFAULT,
+    page_tokens: int | None = None,
+    extra_weights: float = 0.0,
 ) -> MemoryReport:
-    """HBM per chip for serving: weights (bf16 default) sharded over tp (and ep), KV cache, logits."""
+    """HBM per chip for serving: weights (bf16 default) sharded over tp (and ep), KV cache, logits;
+    `extra_weights` adds bytes per chip (e.g. a speculative-decoding draft model)."""
     chip = get_chip(chip)
     n_params = params_per_chip(cfg, Layout(tp=layout.tp, ep=layout.ep))
-    kv = kv_cache_bytes(cfg, batch_per_replica, context, kv_bytes=kv_bytes, tp=layout.tp)
+    kv = kv_cache_bytes(cfg, batch_per_replica, context, kv_bytes=kv_bytes, tp=layout.tp, page_tokens=page_tokens)
     working = batch_per_replica * cfg.vocab_size / layout.tp * 4
     return MemoryReport(
-        weights=n_params * weight_bytes, grads=0.0, optimizer=0.0, activations=0.0, working=working,
+        weights=n_params * weight_bytes + extra_weights, grads=0.0, optimizer=0.0, activations=0.0, working=working,
         kv_cache=kv, host=0.0, capacity=chip.hbm_bytes, usable=chip.hbm_bytes * calibration.hbm_usable_fraction,
     )

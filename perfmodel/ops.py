@@ -141,16 +141,35 @@ def elementwise_cost(
     return OpCost(name, "elementwise", flops, hbm, 0.0, flops / chip.vpu_flops, hbm / chip.hbm_bw)
 
 
-def _causal_blocks(q_len: int, kv_len: int, bq: int, bk: int) -> float:
-    """Number of (q block, kv block) pairs a causal flash kernel computes (queries aligned to the kv end)."""
+def _causal_blocks(q_len: int, kv_len: int, bq: int, bk: int, window: int = 0) -> float:
+    """Number of (q block, kv block) pairs a causal flash kernel computes (queries aligned to the kv end).
+
+    With a sliding `window`, a query at position p sees keys (p - window, p]: blocks wholly before the first
+    query's window are skipped too.
+    """
     nq = math.ceil(q_len / bq)
     nk = math.ceil(kv_len / bk)
     offset = kv_len - q_len
+    if nq > 4096:  # very long sequences: the same count in closed form per block row (exact for aligned blocks)
+        return _causal_blocks_fast(q_len, kv_len, bq, bk, window)
     total = 0
     for i in range(nq):
         last_q = min((i + 1) * bq, q_len) - 1 + offset
-        total += min(nk, last_q // bk + 1)
+        hi = min(nk, last_q // bk + 1)
+        lo = max(0, (i * bq + offset - window + 1) // bk) if window else 0
+        total += max(0, hi - lo)
     return float(total)
+
+
+def _causal_blocks_fast(q_len: int, kv_len: int, bq: int, bk: int, window: int) -> float:
+    import numpy as np
+
+    nq, nk = math.ceil(q_len / bq), math.ceil(kv_len / bk)
+    i = np.arange(nq, dtype=np.int64)
+    offset = kv_len - q_len
+    hi = np.minimum(nk, (np.minimum((i + 1) * bq, q_len) - 1 + offset) // bk + 1)
+    lo = np.maximum(0, (i * bq + offset - window + 1) // bk) if window else 0
+    return float(np.maximum(0, hi - lo).sum())
 
 
 def attention_cost(
@@ -170,12 +189,17 @@ def attention_cost(
     in_bytes: int = 2,
     calibration: Calibration = DEFAULT,
     name: str | None = None,
+    v_head_dim: int | None = None,
+    window: int = 0,
+    kv_bytes: float | None = None,
 ) -> OpCost:
     """Self-attention core softmax(QK^T)V for `batch` sequences and `n_heads` query heads on one chip.
 
-    kind='flash': blocked kernel, scores stay in VMEM; causal skips fully-masked blocks. backward=True costs the
-    flash backward (recompute S and P, then dV, dP, dQ, dK: five block matmuls). kind='naive': scores written to
-    and read from HBM in float32 (the unfused reference).
+    kind='flash': blocked kernel, scores stay in VMEM; causal skips fully-masked blocks (and, with a sliding
+    `window`, blocks before the window). backward=True costs the flash backward (recompute S and P, then dV,
+    dP, dQ, dK: five block matmuls). kind='naive': scores written to and read from HBM in float32 (the unfused
+    reference). `v_head_dim` (default head_dim) is the value width (MLA: 128 against a 192-wide qk head);
+    `kv_bytes` the bytes per cached key/value element (int8 KV cache: 1).
     """
     from torchtpu.perfmodel import simcost
 
@@ -183,9 +207,13 @@ def attention_cost(
     kvh = n_heads if n_kv_heads is None else n_kv_heads
     bq, bk = min(block_q, q_len), min(block_kv, kv_len)
     nq, nk = math.ceil(q_len / bq), math.ceil(kv_len / bk)
-    pairs = _causal_blocks(q_len, kv_len, bq, bk) if causal else float(nq * nk)
+    if window and not causal:
+        raise ValueError("a sliding window needs causal attention")
+    pairs = _causal_blocks(q_len, kv_len, bq, bk, window) if causal else float(nq * nk)
     bh = batch * n_heads
     hd = head_dim
+    vd = head_dim if v_head_dim is None else v_head_dim
+    kvb = in_bytes if kv_bytes is None else kv_bytes
     if kind == "naive":  # whole score matrix in one block, written to HBM in float32
         bq, bk, nq, nk, pairs = q_len, kv_len, 1, 1, 1.0
     elif kind != "flash":
@@ -195,16 +223,22 @@ def attention_cost(
     # MXU serves the whole group (as TPU decode kernels do); long ones tile queries per head.
     group = max(1, int(n_heads // kvh)) if kind == "flash" and q_len * n_heads / kvh <= block_q else 1
     rows = bq * group
-    shapes = [(rows, bk, hd), (rows, hd, bk)]  # S = Q K^T ; O += P V   as (m, n, k)
+    # (m, n, k) per block; the contraction dims: S = Q K^T over hd, O += P V over the keys (output vd)
+    shapes = [(rows, bk, hd), (rows, vd, bk)]
     if backward:  # recompute S, then dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q
-        shapes = [(rows, bk, hd), (bk, hd, rows), (rows, bk, hd), (rows, hd, bk), (bk, hd, rows)]
+        shapes = [(rows, bk, hd), (bk, vd, rows), (rows, bk, vd), (rows, hd, bk), (bk, hd, rows)]
     mxu_s = sum(simcost.mxu_seconds(chip, bh / group * pairs, m, n, k) for m, n, k in shapes)
     ops = calibration.softmax_vpu_ops_bwd if backward else calibration.softmax_vpu_ops_fwd
     vpu_s = score_elems * ops / chip.vpu_flops
-    flops = 2.0 * score_elems * hd * len(shapes)
+    # per score element: 2*hd (S) + 2*vd (PV); backward 2*(3 hd + 2 vd) (S, dQ, dK over hd; dV, dP over vd)
+    flops = 2.0 * score_elems * ((3 * hd + 2 * vd) if backward else (hd + vd))
     # Q, O (and dO, dQ) once; K, V re-read once per q block row, shared by the query heads of a kv head.
-    qo = bh * q_len * hd * in_bytes * (4 if backward else 2)
-    kv = batch * kvh * kv_len * hd * in_bytes * (4 if backward else 2) * max(1.0, pairs / nk)
+    qo = bh * q_len * (hd + vd) * in_bytes * (2 if backward else 1)
+    passes = 2 if backward else 1
+    if window:  # block-granular: each computed (q, kv) block pair streams its kv block
+        kv = batch * kvh * pairs * bk * (hd + vd) * kvb * passes
+    else:
+        kv = batch * kvh * kv_len * (hd + vd) * kvb * passes * max(1.0, pairs / nk)
     hbm = qo + kv
     if kind == "naive":
         hbm += score_elems * 4 * (6 if backward else 3)

@@ -14,7 +14,8 @@ from torchtpu.perfmodel.ops import OpCost, matmul_cost
 from torchtpu.perfmodel.roofline import chip_roofline
 from torchtpu.perfmodel.training import StepReport
 
-__all__ = ["plot_mfu_vs_chips", "plot_precision_cost", "plot_roofline", "plot_step_breakdown", "save"]
+__all__ = ["plot_cost_per_million", "plot_mfu_vs_chips", "plot_precision_cost", "plot_roofline",
+           "plot_step_breakdown", "save"]
 
 _KIND_MARKERS = {"matmul": "o", "attention": "s", "elementwise": "^", "moe_matmul": "D"}
 
@@ -137,4 +138,35 @@ def plot_precision_cost(chips: Sequence[str] = ("v5e", "v6e"), sizes: Sequence[i
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
+    return fig
+
+
+def plot_cost_per_million(rows: Sequence[Mapping[str, object]], title: str = "Cost per million tokens") -> Figure:
+    """Two panels for candidate layouts: USD per 1e6 tokens (rows with a price) and tokens/s per chip.
+
+    Each row: {'label': str, 'chip': str, 'usd_per_mtok': float | None, 'tokens_per_s_per_chip': float}.
+    """
+    fig = Figure(figsize=(11, max(3.5, 0.35 * len(rows) + 1.5)))
+    ax_cost, ax_tput = fig.subplots(1, 2, sharey=True)
+    labels = [str(r["label"]) for r in rows]
+    y = np.arange(len(rows))
+    chips = sorted({str(r["chip"]) for r in rows})
+    palette = {c: f"C{i}" for i, c in enumerate(chips)}
+    colors = [palette[str(r["chip"])] for r in rows]
+    cost = [float(r["usd_per_mtok"]) if r.get("usd_per_mtok") is not None else 0.0 for r in rows]
+    ax_cost.barh(y, cost, color=colors)
+    for i, r in enumerate(rows):
+        if r.get("usd_per_mtok") is None:
+            ax_cost.annotate("no price: set a user price", (0, i), va="center", fontsize=7)
+    ax_tput.barh(y, [float(r["tokens_per_s_per_chip"]) for r in rows], color=colors)
+    ax_cost.set_yticks(y, labels, fontsize=7)
+    ax_cost.invert_yaxis()
+    ax_cost.set_xlabel("USD per million training tokens")
+    ax_tput.set_xlabel("tokens / s per chip")
+    for c, col in palette.items():
+        ax_tput.barh([], [], color=col, label=c)
+    ax_tput.legend(fontsize=8, loc="lower right")
+    for ax in (ax_cost, ax_tput):
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.suptitle(title)
     return fig

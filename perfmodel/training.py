@@ -7,7 +7,13 @@ Step model (per chip; every layer of a kind is identical, so each kind is costed
 * resources of a layer run concurrently: compute, ICI collectives, DCN collectives (bandwidth), host offload
   (PCIe). With overlap o, T_layer = max(resources) + (1 - o) * (sum of the others) (`Calibration.overlap`),
   plus the per-step latency of the layer's DCN collectives, which is not hidden (`Calibration.dcn_hop_latency_s`);
-* step = sum over layers + embedding/logits (as one more "layer") + the optimizer update (HBM-bound, exposed).
+* step = sum over layers + embedding/logits (as one more "layer") + the optimizer update (HBM-bound, exposed);
+* layers differ by kind (dense / MoE) and attention (global / sliding window); each group is costed once;
+* context parallelism in 'ring' mode exposes only what the ring steps do not hide behind the attention blocks
+  (`perfmodel.longctx`), added in series like the DCN latency;
+* pipeline parallelism (`perfmodel.pipeline`): a chip runs its stage's layers for all microbatches, stretched
+  by the bubble (1 + (p - 1) / (v m)); the stage-boundary sends are one more concurrent resource (ICI, or DCN
+  for dcn_pp, whose per-send latency is exposed).
 MFU = model FLOPs per chip (`perfmodel.flops`, in the chosen causal convention) / (step x peak bf16 FLOP/s);
 HFU uses the FLOPs actually executed (with recompute).
 """
@@ -15,9 +21,10 @@ HFU uses the FLOPs actually executed (with recompute).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from torchtpu.perfmodel import pipeline
 from torchtpu.perfmodel import remat as remat_mod
 from torchtpu.perfmodel.blocks import Context, LayerPlan, layer_plan
 from torchtpu.perfmodel.calibration import DEFAULT, Calibration
@@ -29,7 +36,7 @@ from torchtpu.perfmodel.memory import MemoryReport, params_per_chip, training_me
 from torchtpu.perfmodel.ops import OpCost, elementwise_cost, matmul_cost
 from torchtpu.sim.chips import ChipSpec, get_chip
 
-__all__ = ["StepReport", "System", "TrainSetup", "combine_resources", "train_step"]
+__all__ = ["StepReport", "System", "TrainSetup", "combine_resources", "layer_groups", "train_step"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,10 @@ class TrainSetup:
     block_q: int = 512
     block_kv: int = 512
     router_imbalance: float | None = None
+    cp_mode: str = "all_gather"  # context parallelism: 'all_gather' (MaxText) or 'ring'
+    microbatches: int | None = None  # pipeline microbatches per data shard; None: one sequence each
+    schedule: str = "1f1b"  # pipeline schedule: 1f1b, interleaved, gpipe
+    virtual_stages: int = 1  # interleaved: model chunks per chip
 
     def batch(self, n_chips: int) -> float:
         if self.global_batch is not None:
@@ -114,6 +125,7 @@ class StepReport:
     comm_seconds: dict[str, float] = field(default_factory=dict)
     ops: list[tuple[str, OpCost]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    cp_mode: str = "all_gather"
 
     @property
     def tokens_per_second_per_chip(self) -> float:
@@ -137,7 +149,7 @@ class StepReport:
             "tokens_per_second_per_chip": self.tokens_per_second_per_chip,
             "memory_per_chip_bytes": self.memory.total, "memory": self.memory.to_dict(), "fits": self.fits,
             "breakdown_seconds": dict(self.breakdown), "comm_seconds": dict(self.comm_seconds),
-            "notes": list(self.notes),
+            "notes": list(self.notes), "cp_mode": self.cp_mode,
         }
 
     def summary(self) -> str:
@@ -164,7 +176,42 @@ def _context(cfg: ModelConfig, system: System, layout: Layout, setup: TrainSetup
                    n_slices=system.n_slices, dcn_bw=system.dcn, calibration=cal, attention=setup.attention,
                    block_q=setup.block_q, block_kv=setup.block_kv, act_bytes=setup.act_bytes,
                    gather_bytes=setup.gather_bytes, reduce_bytes=setup.reduce_bytes,
-                   router_imbalance=setup.router_imbalance, training=True, recompute=recompute)
+                   router_imbalance=setup.router_imbalance, training=True, recompute=recompute,
+                   cp_mode=setup.cp_mode)
+
+
+def layer_groups(cfg: ModelConfig) -> dict[tuple[str, int], int]:
+    """{(layer kind, attention window or 0): number of layers}: the distinct layers a step model costs."""
+    out: dict[tuple[str, int], int] = defaultdict(int)
+    for kind, attn in zip(cfg.layer_kinds(), cfg.layer_attention()):
+        out[(kind, cfg.window(attn))] += 1
+    return dict(out)
+
+
+def _pipeline_terms(cfg: ModelConfig, system: System, layout: Layout, setup: TrainSetup, ctx: Context,
+                    cal: Calibration) -> tuple[float, float, float, float]:
+    """(bubble fraction, p2p seconds ICI, p2p seconds DCN bandwidth, exposed DCN send latency)."""
+    stages = layout.stages
+    if stages <= 1:
+        return 0.0, 0.0, 0.0, 0.0
+    m = setup.microbatches or max(1, round(ctx.seqs))
+    pipeline.check(cfg.n_layers, stages, m, setup.schedule, setup.virtual_stages)
+    if setup.microbatches and abs(ctx.seqs / m - round(ctx.seqs / m)) > 1e-9:
+        raise ValueError(f"{ctx.seqs:g} sequences per data shard do not split into {m} microbatches")
+    bubble = pipeline.bubble_fraction(stages, m, setup.schedule, setup.virtual_stages)
+    nbytes = pipeline.p2p_bytes_per_chip(ctx.tokens, cfg.d_model, setup.act_bytes, layout.tp, layout.sp, stages,
+                                         setup.schedule, setup.virtual_stages)
+    ici = dcn = lat = 0.0
+    if layout.pp > 1:  # one link, one direction per send
+        ici = nbytes / (system.chip.ici_link_bw_bidi / 2.0)
+    if layout.dcn_pp > 1:
+        if not system.dcn:
+            raise ValueError(f"{system.chip.name} has no DCN bandwidth in the chip table; pass dcn_bw=")
+        share = (layout.dcn_pp - 1) / stages  # of the boundaries, those between slices
+        dcn = nbytes * share / system.dcn
+        v = setup.virtual_stages if setup.schedule == "interleaved" else 1
+        lat = 2 * m * v * share * cal.dcn_hop_latency_s
+    return bubble, ici, dcn, lat
 
 
 def _embedding_plan(ctx: Context) -> tuple[list[tuple[str, OpCost]], float, float, float]:
@@ -199,6 +246,13 @@ def _embedding_plan(ctx: Context) -> tuple[list[tuple[str, OpCost]], float, floa
         bw, sy = dcn_collective_terms("all_gather", shard / 2, lay.dcn_fsdp, ctx.dcn_bw, lat, 2)
         dcn, sync = dcn + 3 * bw, sync + 3 * sy
     return ops, ici, dcn, sync
+
+
+def _inflight(layout: Layout, setup: TrainSetup, seqs: float) -> float:
+    if layout.stages <= 1:
+        return 1.0
+    m = setup.microbatches or max(1, round(seqs))
+    return pipeline.inflight_fraction(layout.stages, m, setup.schedule, setup.virtual_stages)
 
 
 def train_step(
@@ -239,7 +293,12 @@ def train_step(
     batch = setup.batch(n_chips)
     seqs = batch / layout.data_shards
     ctx = _context(cfg, system, layout, setup, cal, seqs, recompute)
+    bubble, pp_ici, pp_dcn, pp_lat = _pipeline_terms(cfg, system, layout, setup, ctx, cal)
     notes: list[str] = []
+    shape = system.shape()
+    if system.chip.ici_dims == 3 and system.chips_per_slice >= 64 and shape[:-1] == (1,) * (len(shape) - 1):
+        notes.append(f"{system.chips_per_slice} chips have no slice shape of 4x4x4 cubes: modelled as a line "
+                     "without wraparound (pass slice_shape= or a multiple of 64 chips per slice)")
     if seqs * setup.seq_len / layout.cp < 1:
         notes.append("fewer than one token per data shard")
 
@@ -251,19 +310,18 @@ def train_step(
     mem = training_memory(cfg, system.chip, layout, seqs, setup.seq_len, remat=policy, offload=setup.offload,
                           param_bytes=setup.param_bytes, grad_bytes=setup.grad_bytes,
                           optimizer_bytes=setup.optimizer_bytes, act_bytes=setup.act_bytes,
-                          gather_bytes=setup.gather_bytes, attention=setup.attention, calibration=cal)
-    offload_per_layer = mem.host / max(1, cfg.n_layers)
-    counts: dict[str, int] = defaultdict(int)
-    for kind in cfg.layer_kinds():
-        counts[kind] += 1
-    for kind, n in counts.items():
-        plan: LayerPlan = layer_plan(ctx, kind)
+                          gather_bytes=setup.gather_bytes, attention=setup.attention, calibration=cal,
+                          cp_mode=setup.cp_mode, inflight=_inflight(layout, setup, seqs))
+    offload_per_layer = mem.host * layout.stages / max(1, cfg.n_layers)
+    for (kind, window), n_all in layer_groups(cfg).items():
+        n = n_all / layout.stages  # the layers of one stage (all of them without pipelining)
+        plan: LayerPlan = layer_plan(replace(ctx, window=window), kind)
         fwd = sum(c.seconds for c in plan.fwd.values()) / eff
         bwd = sum(c.seconds for c in plan.bwd.values()) / eff
         rec = sum(c.seconds for name, c in plan.fwd.items() if name in recompute) / eff
         ici = sum(c.seconds for c in plan.comms if c.network == "ici")
         dcn = sum(c.seconds for c in plan.comms if c.network == "dcn")
-        sync = sum(c.seconds for c in plan.comms if c.network == "dcn_sync")
+        sync = sum(c.seconds for c in plan.comms if c.network in ("dcn_sync", "exposed"))
         pcie = 2 * offload_per_layer / system.chip.pcie_bw if setup.offload else 0.0
         compute = fwd + bwd + rec
         t_layer = combine_resources([compute, ici, dcn, pcie], cal.overlap) + sync
@@ -282,6 +340,16 @@ def train_step(
         for c in plan.bwd.values():
             all_ops.append(("bwd", c.scaled(n)))
             hw_flops += n * c.flops
+    if layout.stages > 1:  # the stage's layers for all microbatches, stretched by the bubble; boundary sends
+        layers_time = total
+        compute_total = sum(v for k, v in breakdown.items() if k.startswith("compute"))
+        piped = combine_resources([compute_total, pp_ici, pp_dcn], cal.overlap) - compute_total
+        total = layers_time * (1.0 + bubble) + max(0.0, piped) + pp_lat
+        breakdown["pipeline_bubble"] += layers_time * bubble
+        breakdown["exposed_communication"] += max(0.0, piped) + pp_lat
+        comm_totals["ici:pp_send"] += pp_ici
+        if pp_dcn:
+            comm_totals["dcn:pp_send"] += pp_dcn
     emb_ops, emb_ici, emb_dcn, emb_sync = _embedding_plan(ctx)
     emb_compute = sum(c.seconds for _, c in emb_ops) / eff
     t_emb = combine_resources([emb_compute, emb_ici, emb_dcn], cal.overlap) + emb_sync
@@ -312,4 +380,5 @@ def train_step(
         step_seconds=total, mfu=model_flops / (total * peak), hfu=hw_flops / (total * peak),
         model_flops_per_chip=model_flops, hardware_flops_per_chip=hw_flops, tokens_per_second=tokens / total,
         memory=mem, breakdown=dict(breakdown), comm_seconds=dict(comm_totals), ops=all_ops, notes=notes,
+        cp_mode=setup.cp_mode if layout.cp > 1 else "all_gather",
     )

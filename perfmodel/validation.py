@@ -13,10 +13,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from torchtpu.perfmodel.calibration import DEFAULT, Calibration
-from torchtpu.perfmodel.published import CASES, Case
+from torchtpu.perfmodel.config import load_config
+from torchtpu.perfmodel.flops import flops_per_token
+from torchtpu.perfmodel.published import CASES, Case, ServingCase
+from torchtpu.perfmodel.serving import serve
 from torchtpu.perfmodel.training import StepReport, train_step
+from torchtpu.sim.chips import get_chip
 
-__all__ = ["Row", "fit_grid", "format_table", "predict_case", "validate"]
+__all__ = ["Row", "fit_grid", "format_table", "predict_case", "serving_mfu", "validate"]
 
 
 @dataclass(frozen=True)
@@ -41,10 +45,19 @@ class Row:
 
 def predict_case(case: Case, calibration: Calibration = DEFAULT) -> StepReport:
     """The model's prediction for one published case, in the publisher's FLOP convention."""
-    return train_step(case.model, case.chip, case.chips, case.layout, n_slices=case.slices,
-                      per_device_batch=case.per_device_batch, seq_len=case.seq_len, remat=case.remat,
-                      offload=case.offload, block_q=case.block, block_kv=case.block,
-                      causal_convention=case.convention, calibration=calibration)
+    batch = dict(global_batch=case.global_batch) if case.global_batch else dict(per_device_batch=case.per_device_batch)
+    return train_step(case.model, case.chip, case.chips, case.layout, n_slices=case.slices, seq_len=case.seq_len,
+                      remat=case.remat, offload=case.offload, block_q=case.block, block_kv=case.block,
+                      causal_convention=case.convention, calibration=calibration, dcn_bw=case.dcn_bw, **batch)
+
+
+def serving_mfu(case: ServingCase, calibration: Calibration = DEFAULT) -> float:
+    """Predicted prefill MFU of a published serving case (forward FLOPs, causal attention halved)."""
+    rep = serve(case.model, case.chip, case.chips, tp=case.tp, batch=case.batch, prompt_len=case.prompt_len,
+                gen_len=1, quant=case.quant, calibration=calibration)
+    flops = flops_per_token(load_config(case.model), case.prompt_len, causal="half", training=False)
+    return flops * case.batch * case.prompt_len * rep.replicas / (rep.prefill_seconds * case.chips
+                                                                  * get_chip(case.chip).bf16_flops)
 
 
 def validate(cases: Iterable[Case] = CASES, calibration: Calibration = DEFAULT) -> list[Row]:
@@ -54,13 +67,13 @@ def validate(cases: Iterable[Case] = CASES, calibration: Calibration = DEFAULT) 
 
 def format_table(rows: Sequence[Row]) -> str:
     """Markdown table: case, chips, layout, published and predicted MFU, relative error, step time."""
-    head = ("| case | chips | layout | remat | published MFU | predicted MFU | rel. error | predicted step (s) |\n"
-            "|---|---:|---|---|---:|---:|---:|---:|")
+    head = ("| case | role | chips | layout | remat | published MFU | predicted MFU | rel. error | predicted step (s) |"
+            "\n|---|---|---:|---|---|---:|---:|---:|---:|")
     lines = [head]
     for r in rows:
         c = r.case
         lay = c.layout + (f",dcn_dp={c.slices}" if c.slices > 1 else "")
-        lines.append(f"| {c.id} | {c.chips} | {lay} | {r.report.remat} | {100 * r.published:.2f}% | "
+        lines.append(f"| {c.id} | {c.role} | {c.chips} | {lay} | {r.report.remat} | {100 * r.published:.2f}% | "
                      f"{100 * r.predicted:.2f}% | {100 * r.rel_error:+.1f}% | {r.report.step_seconds:.2f} |")
     errs = [abs(r.rel_error) for r in rows]
     if errs:

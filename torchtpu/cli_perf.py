@@ -39,13 +39,27 @@ def add_perf_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--block", type=int, default=512, help="flash-attention block size (default 512)")
     p.add_argument("--causal", default="half", choices=("half", "full"),
                    help="count causal attention FLOPs at half (newer MaxText) or full (older recipes, PaLM)")
+    p.add_argument("--cp-mode", default="all_gather", choices=("all_gather", "ring"),
+                   help="context parallelism: all-gather K/V (default) or ring")
+    p.add_argument("--microbatches", type=int, default=None, help="pipeline microbatches per data shard")
+    p.add_argument("--schedule", default="1f1b", choices=("1f1b", "interleaved", "gpipe"), help="pipeline schedule")
+    p.add_argument("--virtual-stages", type=int, default=1, help="interleaved pipeline: model chunks per chip")
+    p.add_argument("--dcn-bw", type=float, default=None, help="per-chip DCN bytes/s (v4 and v7x have none)")
     p.add_argument("--search", action="store_true", help="search the best fitting layout and remat policy")
+    p.add_argument("--max-pp", type=int, default=1, help="search: pipeline stages up to this (default 1: none)")
+    p.add_argument("--max-cp", type=int, default=16, help="search: context parallelism up to this (default 16)")
     p.add_argument("--top", type=int, default=5, help="rows of the search table (default 5)")
     p.add_argument("--serve", action="store_true", help="predict serving (prefill/decode) instead of training")
     p.add_argument("--serve-batch", type=int, default=1, help="concurrent sequences per replica (serving)")
     p.add_argument("--prompt", type=int, default=2048, help="prompt length (serving)")
     p.add_argument("--gen", type=int, default=256, help="generated tokens (serving)")
     p.add_argument("--tp", type=int, default=None, help="tensor parallelism per replica (serving)")
+    p.add_argument("--quant", default="bf16", help="serving weights: bf16, int8, fp8, int8_w8a8, fp8_w8a8")
+    p.add_argument("--kv-bytes", type=float, default=2, help="serving: bytes per cached K/V element (int8: 1)")
+    p.add_argument("--page-tokens", type=int, default=None, help="serving: paged KV cache page size (tokens)")
+    p.add_argument("--draft", default=None, help="serving: speculative decoding draft model")
+    p.add_argument("--acceptance", type=float, default=None, help="speculative decoding acceptance rate")
+    p.add_argument("--gamma", type=int, default=4, help="speculative decoding: draft tokens per round")
     p.add_argument("--validate", action="store_true", help="print predicted vs published MFU")
     p.add_argument("--list-models", action="store_true", help="list the shipped model configs")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -65,8 +79,10 @@ def run_perf(args: argparse.Namespace) -> int:
         _print(names, args.json, "\n".join(names))
         return 0
     if args.validate:
-        rows = validation.validate()
-        data = [{"case": r.case.id, "published_mfu": r.published, "predicted_mfu": r.predicted,
+        from torchtpu.perfmodel.published import CASES, VALIDATION_CASES
+
+        rows = validation.validate(CASES + VALIDATION_CASES)
+        data = [{"case": r.case.id, "role": r.case.role, "published_mfu": r.published, "predicted_mfu": r.predicted,
                  "rel_error": r.rel_error} for r in rows]
         _print(data, args.json, validation.format_table(rows))
         return 0
@@ -77,24 +93,30 @@ def run_perf(args: argparse.Namespace) -> int:
         model = config.load_config(args.model)
         if args.serve:
             rep = serving.serve(model, args.chip, args.chips, tp=args.tp, batch=args.serve_batch,
-                                prompt_len=args.prompt, gen_len=args.gen)
+                                prompt_len=args.prompt, gen_len=args.gen, quant=args.quant, kv_bytes=args.kv_bytes,
+                                page_tokens=args.page_tokens, draft=args.draft, acceptance=args.acceptance,
+                                gamma=args.gamma)
             _print(rep.to_dict(), args.json, rep.summary())
             return 0
         setup = training.TrainSetup(seq_len=args.seq, global_batch=args.batch, per_device_batch=args.per_device_batch,
                                     remat=args.remat, offload=args.offload, causal_convention=args.causal,
-                                    block_q=args.block, block_kv=args.block)
+                                    block_q=args.block, block_kv=args.block, cp_mode=args.cp_mode,
+                                    microbatches=args.microbatches, schedule=args.schedule,
+                                    virtual_stages=args.virtual_stages)
         if args.search:
-            res = layout_search.search(model, args.chip, args.chips, setup, n_slices=args.slices)
+            res = layout_search.search(model, args.chip, args.chips, setup, n_slices=args.slices,
+                                       max_pp=args.max_pp, max_cp=args.max_cp, dcn_bw=args.dcn_bw,
+                                       cp_modes=("all_gather", "ring"))
             if res.best is None:
-                _print(res.to_dict(args.top), args.json, f"no layout fits ({res.tried} tried)")
+                _print(res.to_dict(args.top), args.json, f"no layout fits\n{res.explain()}")
                 return 1
-            text = f"best: {res.best.summary()}\n\n{res.table(args.top)}\n({res.tried} tried, " \
-                   f"{res.rejected_memory} did not fit)"
+            text = f"best: {res.best.summary()}\n\n{res.table(args.top)}\n{res.explain()}"
             out = res.best.to_dict()
             out["search"] = res.to_dict(args.top)
             _print(out, args.json, text)
             return 0
-        rep = training.train_step(model, args.chip, args.chips, args.parallelism, setup, n_slices=args.slices)
+        rep = training.train_step(model, args.chip, args.chips, args.parallelism, setup, n_slices=args.slices,
+                                  dcn_bw=args.dcn_bw)
     except ValueError as e:
         print(f"torchtpu perf: {e}")
         return 2

@@ -72,3 +72,18 @@ def _run_help():
     p = argparse.ArgumentParser(prog="torchtpu")
     add_perf_parser(p.add_subparsers(dest="command"))
     p.parse_args(["perf", "--help"])
+
+
+def test_search_explains_rejections_and_new_flags(capsys):
+    code, out = _run(capsys, "--model", "palm-540b", "--chip", "v4", "--chips", "6144", "--slices", "2",
+                     "--batch", "2048", "--search", "--remat", "full")
+    assert code == 1 and "no layout fits" in out and "dcn:" in out and "batch:" in out
+    code, out = _run(capsys, "--model", "llama3.1-8b", "--chip", "v5p", "--chips", "64", "--batch", "8",
+                     "--seq", "65536", "--parallelism", "fsdp=8,cp=8", "--cp-mode", "ring", "--json")
+    assert code == 0 and json.loads(out)["cp_mode"] == "ring"
+    code, out = _run(capsys, "--model", "llama3.1-70b", "--chip", "v6e", "--chips", "8", "--serve", "--tp", "4",
+                     "--serve-batch", "4", "--quant", "int8", "--draft", "llama3.1-8b", "--acceptance", "0.7",
+                     "--page-tokens", "128", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["quant"] == "int8" and d["tokens_per_round"] > 1
+    assert _run(capsys, "--model", "llama3.1-8b", "--chip", "v5e", "--chips", "8", "--serve", "--quant", "q4")[0] == 2

@@ -18,7 +18,10 @@ def test_layout_parse_and_fill():
     with pytest.raises(ValueError):
         Layout.parse("fsdp=100", 256)
     with pytest.raises(ValueError):
-        Layout.parse("pp=2")
+        Layout.parse("xp=2")  # unknown axis (pp is one since issue 25)
+    assert Layout.parse("fsdp=-1,pp=4", 64).stages == 4 and Layout.parse("fsdp=16,tp=12", 192).tp == 12
+    with pytest.raises(ValueError, match="integer"):
+        Layout.parse("tp=two")
 
 
 @pytest.mark.parametrize("chip,n,shape", [("v5e", 256, (16, 16)), ("v6e", 64, (8, 8)), ("v5p", 128, (4, 4, 8)),

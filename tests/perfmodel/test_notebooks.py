@@ -14,6 +14,7 @@ FIGURES = {
     "02_precision_cost.ipynb": ["precision_cost.png", "precision_step.png"],
     "03_scaling.ipynb": ["scaling_dense.png", "scaling_moe.png", "step_breakdown.png"],
     "04_defer_and_fuse.ipynb": ["defer_and_fuse.png", "projection.png"],
+    "05_what_if.ipynb": ["what_if_cost.png"],
 }
 
 
