@@ -218,7 +218,7 @@ def _run(region: _Region, stage: _Stage) -> None:
         exe = drv.compile(built.program)
         _count(built.program, miss=drv.cache_stats.misses > misses_before)
         replay = _replays[key] = _Replay(built, exe)
-        if len(_replays) > _MAX_REPLAYS:
+        while len(_replays) > _MAX_REPLAYS:
             _replays.popitem(last=False)
     else:
         _replays.move_to_end(key)

@@ -223,11 +223,11 @@ def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:
     structure = _STRUCTURES.get(skey)
     if structure is None:
         structure = _STRUCTURES[skey] = next(_ids)
-        if len(_STRUCTURES) > _MAX_STRUCTURES:
+        while len(_STRUCTURES) > _MAX_STRUCTURES:
             _STRUCTURES.popitem(last=False)
     else:
         _STRUCTURES.move_to_end(skey)
     HOISTED[id(program)] = (program, hoisted, values, structure)
-    if len(HOISTED) > _MAX_HOISTED:
+    while len(HOISTED) > _MAX_HOISTED:
         HOISTED.popitem(last=False)
     return hoisted, values, structure
