@@ -287,6 +287,8 @@ def test_interrupt_while_running_poisons_every_output(fresh, monkeypatch):
 
 def test_interrupt_leaving_eager_mode_restores_the_mode(fresh, monkeypatch):
     x, _ = _data(fresh)
+    for _ in range(2):
+        x + 1  # the C++ launch cache now serves this op in DEFER_NEVER
     monkeypatch.setattr(runtime.driver(), "compile", lambda p: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):
         with torchtpu.eager_mode("DEFER_AND_FUSE"):
@@ -294,7 +296,13 @@ def test_interrupt_leaving_eager_mode_restores_the_mode(fresh, monkeypatch):
     assert torchtpu.get_eager_mode() is torchtpu.EagerMode.DEFER_NEVER
     assert deferred.pending()
     monkeypatch.undo()
-    assert torch.equal(a.cpu(), torch.arange(12.0).reshape(3, 4) * 2)  # the next read runs it
+    b = a + 1  # the first op runs the kept region first (the launch cache is off while it is pending)
+    assert torch.equal(b.cpu(), torch.arange(12.0).reshape(3, 4) * 2 + 1)
+    assert torch.equal(a.cpu(), torch.arange(12.0).reshape(3, 4) * 2)
+    if fast_launch._active:
+        before = fast_launch.counters()["hits"]
+        x + 1
+        assert fast_launch.counters()["hits"] == before + 1  # and on again once it ran
 
 
 @pytest.mark.parametrize("stage", ["compile", "execute"])

@@ -37,7 +37,7 @@ import torch
 from torchtpu import runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
-from torchtpu.execution import poison
+from torchtpu.execution import fast_launch, poison
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, hoist_scalars
 from torchtpu.ops.tracing import TORCH_TO_IR
 
@@ -73,6 +73,7 @@ class _Replay:
 
 
 _lock = threading.RLock()
+_kept = [False]  # a region interrupted before it ran was kept pending (fast_launch.sync: off while it is)
 _region = _Region()
 _replays: OrderedDict[tuple, _Replay] = OrderedDict()  # LRU by region signature
 _MAX_REPLAYS = 64
@@ -192,12 +193,17 @@ def flush(raised_at_call: bool = False) -> None:
         stage = _Stage()
         try:
             _region = _Region()
-            _run(region, stage)
+            warning = _run(region, stage)
         except BaseException as exc:  # noqa: BLE001 - every failure leaves a defined state, then re-raises
             _fail(region, stage, exc, raised_at_call)
+    if _kept[0]:  # the C++ launch cache was off while a kept region was pending outside DEFER_AND_FUSE
+        _kept[0] = False
+        fast_launch.sync()
+    if warning is not None:  # after the region ran: a warning made an error must not fail it
+        warnings.warn(warning, RuntimeWarning, stacklevel=2)
 
 
-def _run(region: _Region, stage: _Stage) -> None:
+def _run(region: _Region, stage: _Stage) -> str | None:
     # Tensors that died in reference cycles during the region (autograd graphs make them) must be collected
     # now, or liveness, and with it the program's outputs and cache key, would vary from step to step.
     gc.collect(1)
@@ -216,18 +222,19 @@ def _run(region: _Region, stage: _Stage) -> None:
         stage.name = "compile"
         misses_before = drv.cache_stats.misses
         exe = drv.compile(built.program)
-        _count(built.program, miss=drv.cache_stats.misses > misses_before)
+        warning = _count(built.program, miss=drv.cache_stats.misses > misses_before)
         replay = _replays[key] = _Replay(built, exe)
         while len(_replays) > _MAX_REPLAYS:
             _replays.popitem(last=False)
     else:
         _replays.move_to_end(key)
         stats.replays += 1
-        _count(replay.built.program, miss=False)
+        warning = _count(replay.built.program, miss=False)
     stage.name, stage.built = "execute", replay.built
     _execute(drv, replay.built, replay.exe, region, region.events)
     if poison.active:  # a poisoned storage written whole is valid again
         poison.discard(_key(region.slots[s].holder) for s in _covered(region.slots, region.events))
+    return warning
 
 
 def _execute(drv: Any, built: Built, exe: Any, region: _Region, events: Sequence[Event]) -> None:
@@ -252,6 +259,7 @@ def _fail(region: _Region, stage: _Stage, exc: BaseException, raised_at_call: bo
     interrupted = not isinstance(exc, Exception)
     if interrupted and stage.name != "execute" and not _region.events:
         _region = region  # nothing was written: the region stays pending, and the next flush runs it
+        _kept[0] = True
         raise exc
     bad = _failing_event(stage, exc, len(region.events))
     message = _describe(region, stage, exc, bad)
@@ -314,7 +322,8 @@ def _commit_prefix(region: _Region, count: int) -> list[int]:
     return live
 
 
-def _count(program: Program, miss: bool) -> None:
+def _count(program: Program, miss: bool) -> str | None:
+    """Counts a flush; returns the recompilation warning to give once the region has run, if any."""
     stats.flushes += 1
     shapes = tuple((v.shape, v.dtype) for v in program.inputs)
     if not miss:
@@ -331,10 +340,11 @@ def _count(program: Program, miss: bool) -> None:
             changed = [f"{a} -> {b}" for a, b in zip(stats.last_inputs, shapes) if a != b][:3]
             reason = ("input shapes changed: " + "; ".join(str(c) for c in changed)) if changed else \
                 "the op graph changed between regions"
-            warnings.warn(f"DEFER_AND_FUSE keeps recompiling: the last {stats.consecutive_misses} regions all "
-                          f"compiled a new program ({reason}). Keep shapes static (pad to buckets) to get cache "
-                          "hits.", RuntimeWarning, stacklevel=4)
+            stats.last_inputs = shapes
+            return (f"DEFER_AND_FUSE keeps recompiling: the last {stats.consecutive_misses} regions all compiled "
+                    f"a new program ({reason}). Keep shapes static (pad to buckets) to get cache hits.")
     stats.last_inputs = shapes
+    return None
 
 
 def is_materialized(t: torch.Tensor) -> bool:
