@@ -1,7 +1,7 @@
 """Host memory of a training loop in each eager mode: the tiny transformer (torchtpu/models/tiny_gpt.py) with
 AdamW, N steps per mode, each mode in its own process. Prints resident memory (VmRSS from /proc/self/status)
-after warm-up and at the end, its growth per 1000 steps, the wall time per step, and the size of every program
-cache at the end (a cache that gains entries per step is what grows memory).
+after warm-up and at each quarter of the run, its growth per 1000 steps, the wall time per step, and the size
+of every program cache at the end (a cache that gains entries per step is what grows memory).
 
     python benchmarks/defer_memory.py --steps 2000            # the three modes
     python benchmarks/defer_memory.py --steps 500 --mode DEFER_AND_FUSE
@@ -64,14 +64,17 @@ def run_mode(mode: str, steps: int, warmup: int, batch: int) -> dict[str, object
             step()
         torch.tpu.synchronize()
         start_rss, start_caches = rss_mb(), cache_sizes()
+        samples = []
         start = time.perf_counter()
-        for _ in range(steps):
+        for i in range(steps):
             loss = step()
+            if (i + 1) % max(steps // 4, 1) == 0:
+                samples.append(round(rss_mb(), 1))
         wall = time.perf_counter() - start
         end_rss = rss_mb()
     return {"mode": mode, "steps": steps, "rss_start_mb": start_rss, "rss_end_mb": end_rss,
             "growth_mb_per_1000": (end_rss - start_rss) * 1000.0 / steps, "ms_per_step": 1e3 * wall / steps,
-            "loss": loss, "caches_after_warmup": start_caches, "caches_end": cache_sizes()}
+            "loss": loss, "rss_quarters_mb": samples, "caches_after_warmup": start_caches, "caches_end": cache_sizes()}
 
 
 def main() -> None:
@@ -85,15 +88,16 @@ def main() -> None:
     if args.child:
         print(json.dumps(run_mode(args.mode[0], args.steps, args.warmup, args.batch)))
         return
-    print(f"{'mode':16} {'steps':>6} {'RSS start':>10} {'RSS end':>9} {'MB/1000 steps':>14} {'ms/step':>8}  caches "
-          "(after warm-up -> end)")
+    print(f"{'mode':16} {'steps':>6} {'RSS start':>10} {'RSS at each quarter (MB)':>26} {'MB/1000 steps':>14} "
+          f"{'ms/step':>8}  caches (after warm-up -> end)")
     for mode in args.mode or MODES:
         cmd = [sys.executable, __file__, "--child", "--mode", mode, "--steps", str(args.steps),
                "--warmup", str(args.warmup), "--batch", str(args.batch)]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=os.environ).stdout
         r = json.loads(out.strip().splitlines()[-1])
         caches = ", ".join(f"{k} {r['caches_after_warmup'][k]}->{v}" for k, v in r["caches_end"].items())
-        print(f"{mode:16} {r['steps']:6d} {r['rss_start_mb']:9.1f}M {r['rss_end_mb']:8.1f}M "
+        quarters = " ".join(f"{q:.0f}" for q in r["rss_quarters_mb"])
+        print(f"{mode:16} {r['steps']:6d} {r['rss_start_mb']:9.1f}M {quarters:>26} "
               f"{r['growth_mb_per_1000']:+14.1f} {r['ms_per_step']:8.1f}  {caches}", flush=True)
 
 

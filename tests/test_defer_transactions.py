@@ -244,6 +244,22 @@ def test_interrupt_at_record_leaves_the_region_as_it_was(fresh, monkeypatch):
     assert torch.equal(w.cpu(), ew) and torch.equal(a.cpu(), ea)
 
 
+def test_a_slot_marked_written_by_an_interrupted_record_passes_through(fresh):
+    """What an interrupt between marking an in-place target written and adding its event leaves: no change."""
+    x, w = _data(fresh)
+    fresh_only = torch.full((4,), 5.0, device=fresh)
+    with torchtpu.eager_mode("DEFER_AND_FUSE"):
+        w.add_(1)
+        b = x * 2
+        for t in (fresh_only, x):  # as if `fresh_only.mul_(x)` was interrupted after marking its target
+            deferred._view(t)
+        deferred._region.slots[deferred._region.slot_of[deferred._key(fresh_only)]].written = True
+        deferred._region.slots[deferred._region.slot_of[deferred._key(x)]].written = True
+    assert torch.equal(w.cpu(), torch.full((4,), 2.0)) and torch.equal(b.cpu(), torch.arange(12.0).reshape(3, 4) * 2)
+    assert torch.equal(fresh_only.cpu(), torch.full((4,), 5.0))
+    assert torch.equal(x.cpu(), torch.arange(12.0).reshape(3, 4))
+
+
 @pytest.mark.parametrize("stage", ["prepare", "build", "build_event", "compile"])
 def test_interrupt_before_running_keeps_the_region_pending(fresh, monkeypatch, stage):
     drv = runtime.driver()

@@ -157,9 +157,10 @@ def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
                 _replay(builder, slots, event, value, values, scalars)
             except Exception as exc:
                 raise BuildError(index, exc) from exc
+    # (a slot marked written by a record interrupted before its event was added passes through unchanged)
+    outputs = [value(s) for s in live]
     input_slots = [s for s in range(len(slots)) if inputs[s] is not None]
-    # a slot marked written by a record that was interrupted before its event was added: passes through
-    program = builder.finish([value(s) for s in live], name="deferred_region")
+    program = builder.finish(outputs, name="deferred_region")
     program.inputs = [inputs[s] for s in input_slots] + scalars
     return Built(program, input_slots, list(live), op_starts)
 
