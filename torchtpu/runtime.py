@@ -72,7 +72,7 @@ _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 _views: dict[tuple, np.ndarray] = {}
-_MAX_VIEWS = 8192
+_MAX_VIEWS = 2048  # a deferred region maps each storage it touches: new addresses each step fill it (0.8 KB each)
 
 
 def buffer(t: torch.Tensor) -> np.ndarray:
