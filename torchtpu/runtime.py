@@ -72,7 +72,7 @@ _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 _views: dict[tuple, np.ndarray] = {}
-_MAX_VIEWS = 8192
+_MAX_VIEWS = 2048  # a deferred region maps each storage it touches: new addresses each step fill it (0.8 KB each)
 
 
 def buffer(t: torch.Tensor) -> np.ndarray:
@@ -145,8 +145,13 @@ def _flat_host(t: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(flat))
 
 
+host_access: list = []  # callables (tensor, write) run before a host read / after a host write (poison.py)
+
+
 def host_tensor(t: torch.Tensor) -> torch.Tensor:
     """A CPU tensor with `t`'s values (zero-copy for the simulator; a device read otherwise). Flush first."""
+    for fn in host_access:
+        fn(t, False)
     if driver().host_addressable:
         return native().cpu_alias(t)
     return _flat_host(t).as_strided(t.shape, t.stride(), t.storage_offset())
@@ -157,7 +162,13 @@ def write_from_host(dst: torch.Tensor, src: torch.Tensor) -> None:
     drv = driver()
     if drv.host_addressable:
         native().cpu_alias(dst).copy_(src)
-        return
+    else:
+        _write_storage(drv, dst, src)
+    for fn in host_access:
+        fn(dst, True)
+
+
+def _write_storage(drv: Driver, dst: torch.Tensor, src: torch.Tensor) -> None:
     collect_freed()
     storage = dst.untyped_storage()
     n = storage.nbytes() // dst.element_size()

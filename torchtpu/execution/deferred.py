@@ -8,6 +8,15 @@ building any IR. On a miss, `region_ir.build` replays the events into a Program 
 each storage's flat value, see region_ir.py). Inputs are the storages read before being written; outputs are
 only the written storages someone besides the region still references, so an intermediate that died before the
 flush never touches memory. Deferred outputs hold their storage from the call, so memory accounting is exact.
+
+Regions are transactional. Recording is all or nothing. A flush either completes or leaves a defined state:
+- an interrupt (KeyboardInterrupt) before the region starts to run leaves it pending, whole: nothing is lost,
+  and the next flush (the next read, `synchronize`, leaving `eager_mode`) runs it;
+- an op that fails when the region is built or run: the ops recorded before it are committed (run again on
+  their own: a failed launch writes no output, in both drivers), and every storage that it or a later op was to
+  write is poisoned (poison.py): reading it raises the error, naming the op and the user's line;
+- any other failure (a compile error, an interrupt while the region runs): every storage the region was to
+  write is poisoned. Storages the region only read are never written.
 """
 
 from __future__ import annotations
@@ -17,15 +26,19 @@ import os
 import sys
 import threading
 import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from torchtpu import runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
-from torchtpu.execution.region_ir import Built, Event, Slot, View, build, hoist_scalars
+from torchtpu.execution import fast_launch, poison
+from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, hoist_scalars
 from torchtpu.ops.tracing import TORCH_TO_IR
 
 MAX_REGION_OPS = int(os.environ.get("TORCHTPU_MAX_REGION_OPS", "20000"))
@@ -60,8 +73,9 @@ class _Replay:
 
 
 _lock = threading.RLock()
+_kept = [False]  # a region interrupted before it ran was kept pending (fast_launch.sync: off while it is)
 _region = _Region()
-_replays: dict[tuple, _Replay] = {}
+_replays: OrderedDict[tuple, _Replay] = OrderedDict()  # LRU by region signature
 _MAX_REPLAYS = 64
 stats = RegionStats()
 
@@ -70,9 +84,7 @@ def pending() -> bool:
     return bool(_region.events)
 
 
-def _key(t: torch.Tensor) -> int | tuple:
-    ptr = t.data_ptr() - t.storage_offset() * t.element_size()  # the storage's address, without a storage object
-    return ptr if t.data_ptr() else ("empty", t.dtype)  # every zero-byte storage has address 0
+_key = poison.storage_key
 
 
 def _user_line() -> str:
@@ -113,22 +125,43 @@ def _view(t: torch.Tensor) -> View:
 
 
 def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs: list[torch.Tensor],
-           device: int) -> None:
-    """Appends one traced op to the pending region."""
+           device: int, scalars: Sequence[Any] = ()) -> None:
+    """Appends one traced op to the pending region. `program`'s inputs are `tensors`, then one 0-d input per
+    value of `scalars` (float arguments eager.run hoisted); its other scalar constants are hoisted here.
+
+    All or nothing: an error or an interrupt leaves the region as it was (at most with a slot no event uses).
+    """
     hoisted, constants, structure = hoist_scalars(program)
     if _region.device >= 0 and device != _region.device:
         flush()
     with _lock:
-        _region.device = device
+        if poison.active:
+            _check_poisoned(op_name, hoisted, tensors)
         inputs = tuple(_view(t) for t in tensors)
         outs = tuple(_view(t) for t in outputs)
-        for view in outs:
+        event = Event(hoisted, structure, inputs, outs, (*scalars, *constants), (op_name, _user_line()))
+        for view in outs:  # before the event: a slot marked written that no event writes passes through
             _region.slots[view[0]].written = True
-        _region.events.append(Event(hoisted, structure, inputs, outs, tuple(constants), (op_name, _user_line())))
+        _region.device = device
+        _region.events.append(event)  # the commit point
         _region.ir_ops += len(hoisted.ops)
         stats.ops_deferred += 1
         if _region.ir_ops > MAX_REGION_OPS:
             flush()
+
+
+def _check_poisoned(op_name: str, program: Program, tensors: list[torch.Tensor]) -> None:
+    """Raises at the call if the op reads a poisoned storage that no earlier op of this region wrote whole."""
+    for i, t in enumerate(tensors):
+        if poison.is_poisoned(t) and poison.reads_input(program, i):
+            slot = _region.slot_of.get(_key(t))
+            if slot is None or slot not in _covered(_region.slots, _region.events):
+                raise poison.error(t, f"{op_name} read")
+
+
+def _covered(slots: list[Slot], events: Sequence[Event]) -> set[int]:
+    """The slots that one of `events` writes whole."""
+    return {v[0] for e in events for v in e.outputs if covers(v, slots[v[0]].holder.shape[0])}
 
 
 def _alive_elsewhere(slot: Slot) -> bool:
@@ -136,69 +169,161 @@ def _alive_elsewhere(slot: Slot) -> bool:
     return torch._C._storage_Use_Count(storage._cdata) > 2  # more than our holder and this Python handle
 
 
-def flush() -> None:
-    """Runs the pending region as one Program (replayed or built); afterwards every tensor is materialized."""
+@dataclass
+class _Stage:
+    """How far a flush got: its failure handling depends on it."""
+
+    name: str = "prepare"  # prepare, build, compile, execute
+    built: Built | None = None
+
+
+def flush(raised_at_call: bool = False) -> None:
+    """Runs the pending region as one Program (replayed or built); afterwards every tensor is materialized, or,
+    when the region failed, poisoned (see the module docstring). `raised_at_call`: the caller recorded the
+    region's only op just now, so its error raises at the op's own call and, as in DEFER_NEVER, needs no poison."""
     global _region
     with _lock:
-        if not pending():
+        if poison.active:
+            poison.sweep()
+        if not _region.events:
+            if _region.slots:  # left by a record that failed or was interrupted
+                _region = _Region()
             return
         region = _region
-        _region = _Region()
-        # Tensors that died in reference cycles during the region (autograd graphs make them) must be collected
-        # now, or liveness, and with it the program's outputs and cache key, would vary from step to step.
-        gc.collect(1)
-        live = {i for i, s in enumerate(region.slots) if s.written and _alive_elsewhere(s)}
-        key = (tuple(e.signature() for e in region.events), tuple((s.dtype, s.holder.shape[0]) for s in region.slots))
-        replay = _replays.get(key)
-        drv = runtime.driver()
-        # A replay may write back a few storages that died this time (harmless: our holders keep them until the
-        # flush ends); a storage alive now that the replay does not write forces a rebuild with the union, so
-        # garbage-collection timing cannot make a loop recompile more than once or twice.
-        if replay is None or not live <= set(replay.built.output_slots):
-            if replay is not None:
-                live |= set(replay.built.output_slots)
-            built = build(region.slots, region.events, sorted(live))
-            misses_before = drv.cache_stats.misses
-            exe = drv.compile(built.program)
-            _count(built.program, miss=drv.cache_stats.misses > misses_before)
-            if len(_replays) >= _MAX_REPLAYS:
-                _replays.clear()
-            replay = _replays[key] = _Replay(built, exe)
-        else:
-            stats.replays += 1
-            _count(replay.built.program, miss=False)
-        _execute(drv, replay, region)
+        stage = _Stage()
+        try:
+            _region = _Region()
+            warning = _run(region, stage)
+        except BaseException as exc:  # noqa: BLE001 - every failure leaves a defined state, then re-raises
+            _fail(region, stage, exc, raised_at_call)
+    if _kept[0]:  # the C++ launch cache was off while a kept region was pending outside DEFER_AND_FUSE
+        _kept[0] = False
+        fast_launch.sync()
+    if warning is not None:  # after the region ran: a warning made an error must not fail it
+        warnings.warn(warning, RuntimeWarning, stacklevel=2)
 
 
-def _execute(drv: Any, replay: _Replay, region: _Region) -> None:
-    built = replay.built
-    try:
-        runtime.collect_freed()
-        buffers = [runtime.storage_handle(region.slots[s].holder) for s in built.input_slots]
-        scalar_inputs = built.program.inputs[len(built.input_slots):]
-        values = [v for e in region.events for v in e.scalars]
-        buffers += [runtime.scalar_buffer(value, v.dtype) for v, value in zip(scalar_inputs, values)]
-        outputs = [runtime.storage_handle(region.slots[s].holder) for s in built.output_slots]
-        drv.execute(replay.exe, buffers, outputs, max(region.device, 0))
-    except ExecutionError as exc:
-        where = _origin(region, built, exc.op_index)
-        raise RuntimeError(f"{exc.cause} (in {where}; raised when the deferred region ran)") from exc.cause
+def _run(region: _Region, stage: _Stage) -> str | None:
+    # Tensors that died in reference cycles during the region (autograd graphs make them) must be collected
+    # now, or liveness, and with it the program's outputs and cache key, would vary from step to step.
+    gc.collect(1)
+    live = {i for i, s in enumerate(region.slots) if s.written and _alive_elsewhere(s)}
+    key = (tuple(e.signature() for e in region.events), tuple((s.dtype, s.holder.shape[0]) for s in region.slots))
+    replay = _replays.get(key)
+    drv = runtime.driver()
+    # A replay may write back a few storages that died this time (harmless: our holders keep them until the
+    # flush ends); a storage alive now that the replay does not write forces a rebuild with the union, so
+    # garbage-collection timing cannot make a loop recompile more than once or twice.
+    if replay is None or not live <= set(replay.built.output_slots):
+        if replay is not None:
+            live |= set(replay.built.output_slots)
+        stage.name = "build"
+        built = stage.built = build(region.slots, region.events, sorted(live))
+        stage.name = "compile"
+        misses_before = drv.cache_stats.misses
+        exe = drv.compile(built.program)
+        warning = _count(built.program, miss=drv.cache_stats.misses > misses_before)
+        replay = _replays[key] = _Replay(built, exe)
+        while len(_replays) > _MAX_REPLAYS:
+            _replays.popitem(last=False)
+    else:
+        _replays.move_to_end(key)
+        stats.replays += 1
+        warning = _count(replay.built.program, miss=False)
+    stage.name, stage.built = "execute", replay.built
+    _execute(drv, replay.built, replay.exe, region, region.events)
+    if poison.active:  # a poisoned storage written whole is valid again
+        poison.discard(_key(region.slots[s].holder) for s in _covered(region.slots, region.events))
+    return warning
+
+
+def _execute(drv: Any, built: Built, exe: Any, region: _Region, events: Sequence[Event]) -> None:
+    runtime.collect_freed()
+    buffers = [runtime.storage_handle(region.slots[s].holder) for s in built.input_slots]
+    scalar_inputs = built.program.inputs[len(built.input_slots):]
+    values = [v for e in events for v in e.scalars]
+    buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
+                for v, value in zip(scalar_inputs, values)]
+    outputs = [runtime.storage_handle(region.slots[s].holder) for s in built.output_slots]
+    drv.execute(exe, buffers, outputs, max(region.device, 0))
     from torchtpu.execution import modes
 
     if modes.get_eager_mode() is modes.EagerMode.LAUNCH_BLOCKING:
         drv.synchronize(max(region.device, 0))
 
 
-def _origin(region: _Region, built: Built, op_index: int) -> str:
-    found = "<unknown>"
-    for start, event in zip(built.op_starts, region.events):
-        if start > op_index:
-            break
-        found = f"{event.origin[0]} issued at {event.origin[1]}"
-    return found
+def _fail(region: _Region, stage: _Stage, exc: BaseException, raised_at_call: bool) -> None:
+    """Leaves a defined state after `region` failed at `stage`, then raises: the error of the op that failed
+    (a RuntimeError naming it and the user's line), or the interrupt itself."""
+    global _region
+    interrupted = not isinstance(exc, Exception)
+    if interrupted and stage.name != "execute" and not _region.events:
+        _region = region  # nothing was written: the region stays pending, and the next flush runs it
+        _kept[0] = True
+        raise exc
+    bad = _failing_event(stage, exc, len(region.events))
+    message = _describe(region, stage, exc, bad)
+    written = [s for s in range(len(region.slots)) if region.slots[s].written and _alive_elsewhere(region.slots[s])]
+    if not (raised_at_call and len(region.events) == 1 and not interrupted):
+        # Poison first, then clear what the events before the failing one commit: an interrupt in between
+        # leaves more poisoned, never a storage that holds a wrong value.
+        added = set(poison.mark((region.slots[s].holder for s in written),
+                                f"the DEFER_AND_FUSE region that was to write it failed: {message}"))
+        if bad and not interrupted:
+            try:
+                done = _commit_prefix(region, bad)
+            except Exception:  # noqa: BLE001 - the ops before it failed too: everything stays poisoned
+                done = []
+            covered = _covered(region.slots, region.events[:bad])
+            poison.discard(k for s in done for k in [_key(region.slots[s].holder)] if k in added or s in covered)
+    if interrupted:
+        raise exc
+    cause = exc.cause if isinstance(exc, ExecutionError | BuildError) else exc
+    raise RuntimeError(message) from cause
 
 
-def _count(program: Program, miss: bool) -> None:
+def _failing_event(stage: _Stage, exc: BaseException, n_events: int) -> int | None:
+    """The index of the event whose op failed, when the error names one."""
+    if isinstance(exc, BuildError):
+        return exc.event_index
+    if isinstance(exc, ExecutionError) and stage.built is not None and len(stage.built.op_starts) == n_events:
+        found = 0
+        for i, start in enumerate(stage.built.op_starts):
+            if start > exc.op_index:
+                break
+            found = i
+        return found
+    return None
+
+
+def _describe(region: _Region, stage: _Stage, exc: BaseException, bad: int | None) -> str:
+    if bad is not None:
+        op, line = region.events[bad].origin
+        when = "ran" if isinstance(exc, ExecutionError) else "was built"
+        cause = exc.cause if isinstance(exc, ExecutionError | BuildError) else exc
+        return f"{cause} (in {op} issued at {line}; raised when the deferred region {when})"
+    first, last = region.events[0].origin, region.events[-1].origin
+    span = f"the deferred region of {len(region.events)} ops issued from {first[1]} ({first[0]}) to {last[1]}"
+    if not isinstance(exc, Exception):
+        return f"{type(exc).__name__} while {span} ran: its writes may be partial"
+    return f"{type(exc).__name__}: {exc} (raised at the {stage.name} stage of {span})"
+
+
+def _commit_prefix(region: _Region, count: int) -> list[int]:
+    """Runs the region's first `count` events (those before the failing op); the slots it wrote: only those that
+    no later event writes (a later write failed, or never ran)."""
+    events = region.events[:count]
+    later = {v[0] for e in region.events[count:] for v in e.outputs}
+    mine = {v[0] for e in events for v in e.outputs}
+    live = sorted(s for s in mine - later if _alive_elsewhere(region.slots[s]))
+    built = build(region.slots, events, live)
+    drv = runtime.driver()
+    _execute(drv, built, drv.compile(built.program), region, events)
+    return live
+
+
+def _count(program: Program, miss: bool) -> str | None:
+    """Counts a flush; returns the recompilation warning to give once the region has run, if any."""
     stats.flushes += 1
     shapes = tuple((v.shape, v.dtype) for v in program.inputs)
     if not miss:
@@ -215,10 +340,11 @@ def _count(program: Program, miss: bool) -> None:
             changed = [f"{a} -> {b}" for a, b in zip(stats.last_inputs, shapes) if a != b][:3]
             reason = ("input shapes changed: " + "; ".join(str(c) for c in changed)) if changed else \
                 "the op graph changed between regions"
-            warnings.warn(f"DEFER_AND_FUSE keeps recompiling: the last {stats.consecutive_misses} regions all "
-                          f"compiled a new program ({reason}). Keep shapes static (pad to buckets) to get cache "
-                          "hits.", RuntimeWarning, stacklevel=3)
+            stats.last_inputs = shapes
+            return (f"DEFER_AND_FUSE keeps recompiling: the last {stats.consecutive_misses} regions all compiled "
+                    f"a new program ({reason}). Keep shapes static (pad to buckets) to get cache hits.")
     stats.last_inputs = shapes
+    return None
 
 
 def is_materialized(t: torch.Tensor) -> bool:

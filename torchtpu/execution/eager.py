@@ -14,7 +14,7 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.drivers.ir import Builder
-from torchtpu.execution import deferred, fast_launch, float_inputs, modes
+from torchtpu.execution import deferred, fast_launch, float_inputs, modes, poison
 from torchtpu.execution.float_inputs import class_key, is_generic
 from torchtpu.ops.prims import convert
 from torchtpu.ops.tracing import TORCH_TO_IR, Sym, aten_type_name, tracing
@@ -299,8 +299,8 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     drv = runtime.driver()
     mode = modes.get_eager_mode()
     floats: list[float] | None = None
-    if lowering in FLOAT_INPUTS and drv.host_addressable and mode is not modes.EagerMode.DEFER_AND_FUSE:
-        floats = []  # deferred regions bake each op's constants into the event program: keyed by value there
+    if lowering in FLOAT_INPUTS and drv.host_addressable:
+        floats = []
     key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
     if key is None and _has_lazy_bits((*args, *kwargs.values())):  # mm, bmm, dot: ATen's Conjugate-key fallthroughs
         args, kwargs = _resolve_lazy_bits(args), {k: _resolve_lazy_bits(v) for k, v in kwargs.items()}
@@ -351,12 +351,16 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     if not drv.host_addressable:  # every op goes through storage-level buffers; eager modes flush each op
         deferred.record(op_name, traced.program, tensors, outputs, dev)
         if mode is not modes.EagerMode.DEFER_AND_FUSE:
-            deferred.flush()
+            deferred.flush(raised_at_call=True)
     elif mode is modes.EagerMode.DEFER_AND_FUSE and deferred.can_defer(tensors, outputs):
-        deferred.record(op_name, traced.program, tensors, outputs, dev)
+        # the float-hoisted program: a loop's per-step floats are event scalars, so its region replays
+        scalars = float_inputs.buffers(traced.template, floats) if floats else traced.scalars
+        deferred.record(op_name, traced.launch, tensors, outputs, dev, scalars)
     else:
         if deferred.pending():
             deferred.flush()
+        if poison.active:
+            poison.check_inputs(op_name, tensors, traced.launch)
         exe = traced.exe
         if exe is None:
             exe = traced.exe = drv.compile(traced.launch)  # the driver caches by structure: hoisted scalars hit
@@ -367,6 +371,8 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
         elif traced.scalars:
             inputs += traced.scalars
         drv.execute(exe, inputs, [buffer(t) for t in outputs], dev)
+        if poison.active and write_into is not None:
+            poison.overwritten(outputs)
         if mode is modes.EagerMode.LAUNCH_BLOCKING:
             drv.synchronize(dev)
         else:

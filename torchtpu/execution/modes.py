@@ -2,7 +2,8 @@
 
 DEFER_NEVER launches each op asynchronously in simulated time (host issue and device execution overlap);
 LAUNCH_BLOCKING synchronises after each launch; DEFER_AND_FUSE appends ops to a pending region that is fused,
-cached and launched once at a flush (see deferred.py).
+cached and launched once at a flush (see deferred.py). Leaving an `eager_mode` block restores the previous
+mode even when the flush at its end fails.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.drivers.base import Driver
+from torchtpu.execution import poison
 
 
 class EagerMode(enum.Enum):
@@ -74,13 +76,20 @@ def eager_mode(mode: EagerMode | str) -> Iterator[EagerMode]:
     try:
         yield m
     finally:
-        _flush_pending()
-        _stack.pop()
-        _changed()
+        try:
+            _flush_pending()  # a region that fails here raises after the mode is restored
+        finally:
+            _stack.pop()
+            _changed()
 
 
 def execute(drv: Driver, exe: Any, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor],
             device: int, op_name: str) -> None:
+    """Launches a compiled graph's executable on tpu tensors (a poisoned input raises, see poison.py)."""
+    if poison.active:
+        poison.check_inputs(op_name, inputs, exe.program)
     drv.execute(exe, [runtime.buffer(t) for t in inputs], [runtime.buffer(t) for t in outputs], device)
+    if poison.active:
+        poison.overwritten(outputs)
     if get_eager_mode() is EagerMode.LAUNCH_BLOCKING:
         drv.synchronize(device)

@@ -4,10 +4,16 @@ Each storage the region touches has a flat value: its whole contents as a 1-D IR
 view expression over that value (reshape / transpose / slice, a gather for any other strides); writing one
 replaces the value, or scatters into it for a partial view. Scalar constants of each op become program inputs,
 so a step whose learning rate or bias corrections change every time keeps one structure.
+
+An op that fails while its event is replayed raises `BuildError`, which names the event (deferred.py commits the
+events before it). The two caches here are LRUs of documented size (`_MAX_HOISTED`, `_MAX_STRUCTURES`).
 """
 
 from __future__ import annotations
 
+import itertools
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +46,14 @@ class Event:
 
     def signature(self) -> tuple:
         return (self.structure, self.inputs, self.outputs)
+
+
+class BuildError(Exception):
+    """Replaying event `event_index` of a region into its Program raised `cause`."""
+
+    def __init__(self, event_index: int, cause: Exception) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause} (event #{event_index})")
+        self.event_index, self.cause = event_index, cause
 
 
 @dataclass
@@ -137,34 +151,51 @@ def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
         return values[slot]
 
     with tracing(builder):
-        for event in events:
+        for index, event in enumerate(events):
             op_starts.append(len(builder.ops))
-            args = [view_of(Sym(value(v[0])), v[1], v[2], v[3]).value for v in event.inputs]
-            for constant_input in event.program.inputs[len(event.inputs):]:
-                scalars.append(builder.input((), constant_input.dtype))
-                args.append(scalars[-1])
-            results = builder.splice(event.program, args)
-            for view, result in zip(event.outputs, results):
-                slot, offset, sizes, strides = view
-                numel = slots[slot].holder.shape[0]
-                if sizes and 0 in sizes:
-                    value(slot)  # nothing written: a live slot passes through unchanged (never a None output)
-                    continue
-                if covers(view, numel):
-                    values[slot] = P.reshape(Sym(result), (numel,)).value
-                else:
-                    index = _linear_index(offset, sizes, strides)
-                    values[slot] = P.emit1("scatter_axis", [Sym(value(slot)), index, P.reshape(Sym(result), (-1,))],
-                                           dimension=0, reduce="replace").value
+            try:
+                _replay(builder, slots, event, value, values, scalars)
+            except Exception as exc:
+                raise BuildError(index, exc) from exc
+    # (a slot marked written by a record interrupted before its event was added passes through unchanged)
+    outputs = [value(s) for s in live]
     input_slots = [s for s in range(len(slots)) if inputs[s] is not None]
-    program = builder.finish([values[s] for s in live], name="deferred_region")
+    program = builder.finish(outputs, name="deferred_region")
     program.inputs = [inputs[s] for s in input_slots] + scalars
     return Built(program, input_slots, list(live), op_starts)
 
 
-HOISTED: dict[int, tuple[Program, Program, list[Any], int]] = {}
-_STRUCTURES: dict[tuple, int] = {}  # hoisted program structure -> small id (equal for ops differing in scalars)
-_MAX_HOISTED = 8192
+def _replay(builder: Builder, slots: list[Slot], event: Event, value: Callable[[int], Value],
+            values: list[Value | None], scalars: list[Value]) -> None:
+    """Splices one event's program into `builder`: reads its input views, writes its output views."""
+    args = [view_of(Sym(value(v[0])), v[1], v[2], v[3]).value for v in event.inputs]
+    for constant_input in event.program.inputs[len(event.inputs):]:
+        scalars.append(builder.input((), constant_input.dtype))
+        args.append(scalars[-1])
+    results = builder.splice(event.program, args)
+    for view, result in zip(event.outputs, results):
+        slot, offset, sizes, strides = view
+        numel = slots[slot].holder.shape[0]
+        if sizes and 0 in sizes:
+            value(slot)  # nothing written: a live slot passes through unchanged (never a None output)
+            continue
+        if covers(view, numel):
+            values[slot] = P.reshape(Sym(result), (numel,)).value
+        else:
+            index = _linear_index(offset, sizes, strides)
+            values[slot] = P.emit1("scatter_axis", [Sym(value(slot)), index, P.reshape(Sym(result), (-1,))],
+                                   dimension=0, reduce="replace").value
+
+
+# Each traced program's scalar-hoisted twin, by the traced program's id (checked against the program itself):
+# one entry per distinct op signature a loop runs; an LRU so that a workload of ever-new signatures stays bounded.
+HOISTED: OrderedDict[int, tuple[Program, Program, list[Any], int]] = OrderedDict()
+_MAX_HOISTED = 4096
+# Hoisted program structure -> an id that is never reused (equal for ops that differ only in their scalars).
+# An LRU: a structure evicted and seen again gets a new id, so a region keyed by the old one just misses.
+_STRUCTURES: OrderedDict[tuple, int] = OrderedDict()
+_MAX_STRUCTURES = 4096
+_ids = itertools.count()
 
 
 def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:
@@ -175,6 +206,7 @@ def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:
     """
     cached = HOISTED.get(id(program))
     if cached is not None and cached[0] is program:
+        HOISTED.move_to_end(id(program))
         return cached[1], cached[2], cached[3]
     builder = Builder()
     env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
@@ -188,10 +220,15 @@ def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:
         for o, n in zip(op.outputs, outs):
             env[o.id] = n
     hoisted = builder.finish([env[v.id] for v in program.outputs], program.name)
-    structure = _STRUCTURES.setdefault((program.name, hoisted.key()), len(_STRUCTURES))
-    if len(HOISTED) >= _MAX_HOISTED:
-        HOISTED.clear()
+    skey = (program.name, hoisted.key())
+    structure = _STRUCTURES.get(skey)
+    if structure is None:
+        structure = _STRUCTURES[skey] = next(_ids)
+        while len(_STRUCTURES) > _MAX_STRUCTURES:
+            _STRUCTURES.popitem(last=False)
+    else:
+        _STRUCTURES.move_to_end(skey)
     HOISTED[id(program)] = (program, hoisted, values, structure)
+    while len(HOISTED) > _MAX_HOISTED:
+        HOISTED.popitem(last=False)
     return hoisted, values, structure
-
-

@@ -1,0 +1,137 @@
+"""Storages that a failed DEFER_AND_FUSE region was to write ("poisoned"): using one raises the region's error.
+
+A region that fails at its flush (an op's error when the region is built, compiled or run, or an interrupt once
+it has started to run) leaves every storage it was to write poisoned, and every storage it only read untouched
+(deferred.py). Reading a poisoned tensor, to the host or as the input of an op in any eager mode or of a compiled
+graph, raises a RuntimeError that names the region's error, the op and the user's line that recorded it.
+Writing a poisoned storage whole (`copy_`, `zero_`, `fill_`, a host copy into all of it) makes it valid again; a
+partial write leaves it poisoned. An op's argument that its program never reads (`zero_`'s) may be poisoned.
+
+Each entry holds its storage alive until nothing else references it (`sweep`), so that an unrelated tensor
+cannot be allocated at a poisoned address meanwhile. While any storage is poisoned the C++ launch cache is off:
+it reads buffers without asking Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import torch
+
+from torchtpu import runtime
+from torchtpu.drivers.ir import Program
+
+_entries: dict[Any, tuple[torch.Tensor, str]] = {}  # storage key -> (flat view holding the storage, message)
+active = False  # any storage poisoned (read without a call on every op)
+_checks = 0
+_SWEEP_EVERY = 64  # op-input checks between sweeps for storages nobody references any more
+
+
+def storage_key(t: torch.Tensor) -> int | tuple:
+    """What identifies `t`'s storage while it lives: its address (every zero-byte storage has address 0)."""
+    ptr = t.data_ptr() - t.storage_offset() * t.element_size()  # without making a storage object
+    return ptr if t.data_ptr() else ("empty", t.dtype)
+
+
+def _set_active() -> None:
+    global active
+    now = bool(_entries)
+    if now != active:
+        active = now
+        from torchtpu.execution import fast_launch
+
+        fast_launch.sync()
+
+
+def mark(holders: Iterable[torch.Tensor], message: str) -> list[Any]:
+    """Poisons the storage of each holder (a flat view of a whole storage) that is not poisoned already; the keys
+    it poisoned."""
+    added = []
+    for holder in holders:
+        key = storage_key(holder)
+        if key not in _entries:
+            _entries[key] = (holder, message)
+            added.append(key)
+    _set_active()
+    return added
+
+
+def discard(keys: Iterable[Any]) -> None:
+    for key in keys:
+        _entries.pop(key, None)
+    _set_active()
+
+
+def is_poisoned(t: torch.Tensor) -> bool:
+    return active and storage_key(t) in _entries
+
+
+def error(t: torch.Tensor, use: str) -> RuntimeError:
+    """The error for using poisoned `t` (`use`: what tried, e.g. "aten.add.Tensor read")."""
+    message = _entries[storage_key(t)][1]
+    return RuntimeError(
+        f"{use} a tensor (shape {list(t.shape)}, {t.dtype}) that has no value: {message}. Recompute it, or "
+        "overwrite it whole (copy_, zero_, fill_) to use it again.")
+
+
+def reads_input(program: Program, index: int) -> bool:
+    """Whether `program` uses its input `index` (an in-place `zero_` or `fill_` takes its target but never reads it)."""
+    wanted = program.inputs[index].id
+    return any(v.id == wanted for op in program.ops for v in op.inputs) or \
+        any(v.id == wanted for v in program.outputs)
+
+
+def check_inputs(op_name: str, tensors: Sequence[torch.Tensor], program: Program | None = None) -> None:
+    """Raises if `op_name` reads a poisoned tensor (`program`'s first inputs are `tensors`; None: reads them all).
+    Call only while `active`."""
+    global _checks
+    _checks += 1
+    if _checks % _SWEEP_EVERY == 0:
+        sweep()
+    for i, t in enumerate(tensors):
+        if storage_key(t) in _entries and (program is None or reads_input(program, i)):
+            raise error(t, f"{op_name} read")
+
+
+def covers_storage(t: torch.Tensor) -> bool:
+    """Whether a write of `t` writes every element of its storage."""
+    n = t.untyped_storage().nbytes() // t.element_size()
+    return t.storage_offset() == 0 and t.numel() == n and t.is_contiguous()
+
+
+def overwritten(tensors: Iterable[torch.Tensor]) -> None:
+    """`tensors` were just written: a poisoned storage that one of them covers whole is valid again."""
+    if not active:
+        return
+    done = [storage_key(t) for t in tensors if storage_key(t) in _entries and covers_storage(t)]
+    if done:
+        discard(done)
+
+
+def sweep() -> None:
+    """Forgets poisoned storages that nothing but this table references any more."""
+    if not _entries:
+        return
+    dead = [k for k, (holder, _) in _entries.items()
+            if torch._C._storage_Use_Count(holder.untyped_storage()._cdata) <= 2]  # the holder and this handle
+    if dead:
+        discard(dead)
+
+
+def _host_access(t: torch.Tensor, write: bool) -> None:
+    if not active:
+        return
+    if write:
+        overwritten([t])
+    elif storage_key(t) in _entries:
+        raise error(t, "Reading to the host")
+
+
+def clear() -> None:
+    """Forgets every poisoned storage (tests)."""
+    _entries.clear()
+    _set_active()
+
+
+runtime.host_access.append(_host_access)
