@@ -22,13 +22,13 @@ from typing import Any
 
 import torch
 
-from torchtpu import runtime
+from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
 from torchtpu.execution.region_ir import Built, Event, Slot, View, build, hoist_scalars
 from torchtpu.ops.tracing import TORCH_TO_IR
 
-MAX_REGION_OPS = int(os.environ.get("TORCHTPU_MAX_REGION_OPS", "20000"))
+MAX_REGION_OPS = config.get("TORCHTPU_MAX_REGION_OPS")
 _PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
 
 
