@@ -70,3 +70,15 @@ def test_docs_show_the_same_table():
     text = (Path(__file__).resolve().parents[1] / "docs" / "install.md").read_text()
     for family, names in dtypes.table():
         assert f"| {family} | {names} |" in text, family
+
+
+@pytest.mark.parametrize("dtype", dtypes.FAMILIES["matmul, conv (MXU)"], ids=str)
+def test_the_matmul_family_matches_cpu(tpu, dtype):
+    a = torch.arange(12).reshape(3, 4).to(dtype)
+    b = (torch.arange(8).reshape(4, 2) - 3).to(dtype)
+    if dtype == torch.uint8:
+        b = torch.arange(8).reshape(4, 2).to(dtype)
+    with torch.tpu.precision("HIGHEST"):
+        got = (a.to(tpu) @ b.to(tpu)).cpu()
+    want = (a.to(torch.float64) @ b.to(torch.float64)).to(dtype) if dtype in (torch.float16, torch.bfloat16) else a @ b
+    assert got.dtype == dtype and torch.equal(got, want)
