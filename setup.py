@@ -1,5 +1,10 @@
-"""Maps the top-level folders to their import names (torchtpu, torchtpu.drivers, torchtpu.sim, torchtpu.perfmodel)."""
+"""Maps the top-level folders to their import names (torchtpu, torchtpu.drivers, torchtpu.sim, torchtpu.perfmodel)
+and builds the C++ shim (torchtpu/csrc) into the wheel as `torchtpu._shim`, so that an installed torchtpu needs no
+compiler. An editable install (`pip install -e .`) skips that build: torchtpu._native JIT-builds the shim from the
+checkout's sources on first import and caches it, so editing csrc/ needs no reinstall.
+"""
 
+import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -10,6 +15,7 @@ ROOTS = {
     "torchtpu.sim": "sim",
     "torchtpu.perfmodel": "perfmodel",
 }
+SHIM_SOURCES = ["torchtpu/csrc/tpu_shim.cpp", "torchtpu/csrc/fast_launch.cpp", "torchtpu/csrc/fast_launch_key.cpp"]
 
 
 def _packages() -> tuple[list[str], dict[str, str]]:
@@ -25,5 +31,17 @@ def _packages() -> tuple[list[str], dict[str, str]]:
     return packages, package_dir
 
 
+def _extensions() -> tuple[list, dict]:
+    if "editable_wheel" in sys.argv or "develop" in sys.argv:
+        return [], {}
+    import numpy
+    from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+    ext = CppExtension("torchtpu._shim", SHIM_SOURCES, include_dirs=[numpy.get_include()],
+                       extra_compile_args=["-O2", "-g0"])
+    return [ext], {"build_ext": BuildExtension}
+
+
 packages, package_dir = _packages()
-setup(packages=packages, package_dir=package_dir)
+ext_modules, cmdclass = _extensions()
+setup(packages=packages, package_dir=package_dir, ext_modules=ext_modules, cmdclass=cmdclass)

@@ -130,3 +130,38 @@ def test_module_to_tpu_keeps_tied_parameters_tied(tpu):
     b.weight = a.weight
     m = torch.nn.ModuleDict({"a": a, "b": b}).to(tpu)
     assert m.a.weight is m.b.weight and m.a.weight.device.type == "tpu"
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: torch.empty(3, device=d),
+    lambda d: torch.zeros(3).to(d),
+    lambda d: torch.ones(2, 2, device=d),
+    lambda d: torch.UntypedStorage(8, device=d),
+    lambda d: torch.tpu.set_device(d),
+    lambda d: torch.tpu.memory_allocated(d),
+    lambda d: torch.tpu.get_device_properties(d),
+], ids=["empty", "to", "ones", "storage", "set_device", "memory_allocated", "properties"])
+@pytest.mark.parametrize("index", [1, 63, 64, 127])
+def test_a_device_index_past_device_count_is_refused_everywhere(tpu, make, index):
+    count = torch.tpu.device_count()
+    if index < count:
+        pytest.skip(f"tpu:{index} exists here ({count} devices)")
+    before = torch.tpu.memory_allocated()
+    with pytest.raises(RuntimeError, match=rf"tpu:{index} is not a device .*invalid device ordinal {index}\); "
+                                           rf"valid indices are 0..{count - 1}"):
+        make(f"tpu:{index}")
+    assert torch.tpu.memory_allocated() == before and torch.tpu.current_device() == 0
+
+
+def test_a_shim_that_cannot_build_leaves_import_torch_working(tmp_path):
+    import torchtpu._native as native_module
+
+    if native_module._prebuilt() is not None:
+        pytest.skip("this install ships the prebuilt shim: no build to fail (tests/test_install.py covers it)")
+    env = {**os.environ, "CXX": "no-such-compiler", "TORCHTPU_CACHE_DIR": str(tmp_path)}
+    code = ("import torch\nprint(torch.ones(2).sum().item())\ntry:\n    import torchtpu\nexcept RuntimeError as e:\n"
+            "    print('raised')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2.0", "raised"]
+    assert r.stderr.count("could not register the 'tpu' device") == 1 and "'no-such-compiler'" in r.stderr

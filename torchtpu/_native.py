@@ -1,7 +1,10 @@
-"""Builds (once, then cached) and loads the C++ shim: allocator, device guard and view ops for PrivateUse1."""
+"""Loads the C++ shim (allocator, device guard and view ops for PrivateUse1): the module a wheel install built
+(`torchtpu._shim`, setup.py), else a JIT build from csrc/ (editable checkouts; built once, then cached)."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -11,14 +14,17 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
+from torchtpu import config
+
 _SOURCES = [Path(__file__).parent / "csrc" / name
             for name in ("tpu_shim.cpp", "fast_launch.cpp", "fast_launch_key.cpp")]
 
 
+PREBUILT = "torchtpu._shim"  # the extension setup.py builds into a wheel
+
+
 def _cache_dir() -> Path:
-    root = os.environ.get("TORCHTPU_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "torchtpu"
-    )
+    root = config.get("TORCHTPU_CACHE_DIR")
     import torch
 
     tag = f"torch{torch.__version__.split('+')[0]}-py{sys.version_info.major}{sys.version_info.minor}"
@@ -53,16 +59,37 @@ def _numpy_include() -> str:
     return numpy.get_include()
 
 
+def _prebuilt() -> ModuleType | None:
+    """The wheel's compiled shim, or None when there is none (an editable checkout) or it does not load."""
+    if importlib.util.find_spec(PREBUILT) is None:
+        return None
+    try:
+        return importlib.import_module(PREBUILT)
+    except ImportError as exc:  # built against another torch, say: the JIT build below still works
+        warnings.warn(f"torchtpu: the prebuilt C++ shim {PREBUILT} does not load ({exc}); building it from source "
+                      "instead. Reinstall torchtpu for the installed torch to avoid this.", RuntimeWarning,
+                      stacklevel=3)
+        return None
+
+
 @lru_cache(maxsize=1)
 def native() -> ModuleType:
-    """The compiled shim module; compiles it on first use (about 30 s on two cores) and caches it."""
+    """The compiled shim module: the wheel's, else built from csrc/ on first use (about 30 s) and cached."""
+    module = _prebuilt()
+    if module is not None:
+        return module
+    return _jit_build()
+
+
+def _jit_build() -> ModuleType:
     from torch.utils import cpp_extension
 
     compiler = os.environ.get("CXX", "c++")
     if shutil.which(compiler) is None:
         raise RuntimeError(
-            f"torchtpu needs a C++ compiler to build its allocator shim once, but '{compiler}' was not "
-            "found on PATH. Install g++ (e.g. `apt-get install g++`) or set CXX to a compiler."
+            f"torchtpu needs a C++ compiler to build its allocator shim once (this install has no prebuilt "
+            f"{PREBUILT}), but '{compiler}' was not found on PATH. Install torchtpu from a wheel (`pip install "
+            "torchtpu-*.whl`, which ships the built shim), or install g++ (e.g. `apt-get install g++`) or set CXX."
         )
     clear_stale_lock(_cache_dir())
     try:
@@ -72,7 +99,7 @@ def native() -> ModuleType:
             build_directory=str(_cache_dir()),
             extra_cflags=["-O2"],
             extra_include_paths=[_numpy_include()],
-            verbose=os.environ.get("TORCHTPU_VERBOSE_BUILD") == "1",
+            verbose=config.get("TORCHTPU_VERBOSE_BUILD"),
         )
     except Exception as exc:  # noqa: BLE001 - re-raised with the context a user needs
         raise RuntimeError(

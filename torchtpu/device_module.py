@@ -36,6 +36,11 @@ __all__ = [
 _current = [0]
 
 
+class InvalidDeviceError(RuntimeError, ValueError):
+    """A tpu device index outside 0..device_count()-1 (a RuntimeError as CUDA's "invalid device ordinal"; also a
+    ValueError, which this module raised before)."""
+
+
 def is_available() -> bool:
     return True
 
@@ -62,8 +67,12 @@ def _index(d: Any = None) -> int:
         if dev.type != "tpu":
             raise ValueError(f"expected a tpu device, got {dev}")
         index = dev.index if dev.index is not None else current_device()
-    if not 0 <= index < device_count():
-        raise ValueError(f"invalid tpu device index {index}; valid indices are 0..{device_count() - 1}")
+    count = device_count()
+    if not 0 <= index < count:
+        raise InvalidDeviceError(
+            f"tpu:{index} is not a device of this process (invalid device ordinal {index}); valid indices are "
+            f"0..{count - 1} ({count} tpu device{'s' if count != 1 else ''}; TORCHTPU_NUM_DEVICES sets how many the "
+            "simulator has)")
     return index
 
 

@@ -7,9 +7,10 @@ accumulate), which is what a TPU does for float32 matmuls unless asked otherwise
 from __future__ import annotations
 
 import enum
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from torchtpu import config
 
 
 class Precision(enum.Enum):
@@ -31,7 +32,7 @@ def _parse(value: Precision | str) -> Precision:
         raise ValueError(f"unknown precision {value!r}; valid: {', '.join(p.name for p in Precision)}") from None
 
 
-_global = _parse(os.environ.get("TORCHTPU_PRECISION", "DEFAULT"))
+_global = _parse(config.get("TORCHTPU_PRECISION"))
 # Process-wide, not thread-local: autograd runs backward ops on its own device threads, and they must
 # see the setting of the code that called backward().
 _stack: list = []

@@ -10,7 +10,27 @@ import threading
 import torch
 
 _done = False
+_renamed = False  # this module renamed PrivateUse1 (a failed register() may have got that far and be retried)
 _lock = threading.Lock()
+
+
+class BackendConflictError(RuntimeError):
+    """PrivateUse1 already belongs to another backend in this process."""
+
+
+def _claim_privateuse1() -> None:
+    global _renamed
+    name = torch._C._get_privateuse1_backend_name()
+    if name == "tpu" and _renamed:
+        return
+    if name != "privateuseone":
+        raise BackendConflictError(
+            f"torchtpu cannot register the 'tpu' device: another package already renamed PyTorch's PrivateUse1 "
+            f"backend to {name!r}, and a process has only one PrivateUse1 backend. Keep one such backend per "
+            "environment (pip uninstall the other), or turn off autoloading (TORCH_DEVICE_BACKEND_AUTOLOAD=0) and "
+            "import only the one you want.")
+    torch.utils.rename_privateuse1_backend("tpu")
+    _renamed = True
 
 
 def register() -> None:
@@ -20,8 +40,10 @@ def register() -> None:
     with _lock:
         if _done:
             return
-        if torch._C._get_privateuse1_backend_name() != "tpu":
-            torch.utils.rename_privateuse1_backend("tpu")
+        from torchtpu import config
+
+        config.check_all()  # a bad TORCHTPU_* value fails here, before anything is registered
+        _claim_privateuse1()
         from torchtpu import device_module, runtime
         from torchtpu._native import native
 

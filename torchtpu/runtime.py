@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 import torch
 
+from torchtpu import config
 from torchtpu._native import native
 from torchtpu.drivers.base import Driver
 
@@ -27,9 +28,7 @@ def _tpu_present() -> bool:
 
 
 def driver_name_from_env() -> str:
-    name = os.environ.get("TORCHTPU_DRIVER", "auto").strip().lower()
-    if name not in DRIVERS:
-        raise ValueError(f"TORCHTPU_DRIVER={name!r} is not a known driver; valid values: {', '.join(DRIVERS)}")
+    name = config.get("TORCHTPU_DRIVER")
     if name == "auto":
         return "pjrt" if _tpu_present() else "sim"
     return name

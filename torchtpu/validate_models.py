@@ -41,6 +41,7 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 import torch  # noqa: E402
 
 import torchtpu  # noqa: E402
+from torchtpu import config  # noqa: E402
 
 VOCAB = 128
 SEQ = 8
@@ -424,7 +425,7 @@ def run_check(spec: ModelSpec, check: str, eager_mode: str | None = None) -> Che
             result.detail = f"error {result.error:.3g} > tolerance {TOLERANCE.get(check)}"
     except Exception as exc:  # noqa: BLE001 - reported in the table
         result.detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        if os.environ.get("TORCHTPU_VALIDATE_TRACEBACK"):
+        if config.get("TORCHTPU_VALIDATE_TRACEBACK"):
             traceback.print_exc()
     finally:
         with contextlib.suppress(Exception):

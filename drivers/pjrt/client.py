@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from torchtpu.drivers import config
 
 JAX_VERSION_TESTED = "0.10.2"  # jax and jaxlib; the `pjrt` extra and constraints.txt pin it
 PLATFORMS = ("tpu", "cpu", "cuda")
@@ -46,13 +47,7 @@ def install_hint(platform: str) -> str:
 
 
 def platform_from_env() -> str:
-    name = os.environ.get("TORCHTPU_PJRT_PLATFORM", "").strip().lower()
-    if not name:
-        return "tpu"
-    if name not in PLATFORMS:
-        raise ValueError(f"TORCHTPU_PJRT_PLATFORM={name!r} is not a known PJRT platform; valid values: "
-                         f"{', '.join(PLATFORMS)}")
-    return name
+    return config.get("TORCHTPU_PJRT_PLATFORM")
 
 
 def _import_jax() -> tuple[Any, Any, Any, Any]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from torchtpu.drivers import config
 from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import ITEMSIZE, Program
 from torchtpu.drivers.pjrt import emit
@@ -67,11 +68,9 @@ class _Compiled:
 
 
 def _donate_default(platform: str) -> bool:
-    value = os.environ.get("TORCHTPU_PJRT_DONATE", "auto").strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
+    value = config.get("TORCHTPU_PJRT_DONATE")
+    if value is not None:
+        return value
     # auto: on for accelerators (halves peak memory of in-place updates). The CPU client hands out zero-copy
     # host views of its buffers, and a buffer with such a view cannot be donated.
     return platform != "cpu"
@@ -84,18 +83,17 @@ class PjrtDriver(Driver):
     def __init__(self, platform: str | None = None, devices: int | None = None, donate: bool | None = None) -> None:
         super().__init__()
         self.platform = platform or platform_from_env()
-        count = devices or (int(os.environ["TORCHTPU_NUM_DEVICES"]) if os.environ.get("TORCHTPU_NUM_DEVICES")
-                            else None)
+        count = devices or (config.get("TORCHTPU_NUM_DEVICES") if config.is_set("TORCHTPU_NUM_DEVICES") else None)
         self.client = Client(self.platform, num_cpu_devices=count if self.platform == "cpu" else None)
         self._count = min(count, len(self.client.devices)) if count else len(self.client.devices)
         self.donate = _donate_default(self.platform) if donate is None else donate
         # errors the sim raises inside ops (index out of range, integer division by zero) are checked on the
         # device; a launch with checks waits for them. TORCHTPU_PJRT_CHECKS=0: no checks, XLA's clamping.
-        self.checks = os.environ.get("TORCHTPU_PJRT_CHECKS", "1").strip().lower() not in ("0", "false", "off")
+        self.checks = config.get("TORCHTPU_PJRT_CHECKS")
         # f32 matmuls at DEFAULT/HIGH spelled out as the MXU's bf16 passes where the platform ignores the dot
         # algorithm (cpu, cuda); TORCHTPU_PJRT_MXU_PASSES=0 computes them in f32 instead
-        passes = os.environ.get("TORCHTPU_PJRT_MXU_PASSES", "auto").strip().lower()
-        self.emulate_passes = self.platform != "tpu" if passes == "auto" else passes in ("1", "true", "on")
+        passes = config.get("TORCHTPU_PJRT_MXU_PASSES")
+        self.emulate_passes = self.platform != "tpu" if passes is None else passes
         self._storages: dict[Any, _Storage] = {}
         self._inflight: list[list[Any]] = [[] for _ in range(self._count)]
         self._scalars: dict[tuple[bytes, np.dtype, int], Any] = {}

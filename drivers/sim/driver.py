@@ -9,11 +9,11 @@ touch HBM, as XLA fuses them), MXU ops are priced on their own, and each launch 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from torchtpu.drivers import config
 from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program
 from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers the movement/MXU kernels)
@@ -21,7 +21,7 @@ from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.straight_line import compile_steps
-from torchtpu.sim.chips import CHIPS, ChipSpec, get_chip
+from torchtpu.sim.chips import ChipSpec, get_chip
 from torchtpu.sim.cost import CostModel, CostRecord
 from torchtpu.sim.timeline import Timeline
 
@@ -73,12 +73,7 @@ _IGNORE_ERRORS = _IgnoreErrors()
 
 
 def chip_from_env() -> ChipSpec:
-    name = os.environ.get("TORCHTPU_CHIP", DEFAULT_CHIP)
-    try:
-        return get_chip(name)
-    except (KeyError, ValueError) as exc:
-        raise ValueError(
-            f"TORCHTPU_CHIP={name!r} is not a known chip; valid values: {', '.join(CHIPS)}") from exc
+    return get_chip(config.get("TORCHTPU_CHIP"))
 
 
 class _Step:
@@ -176,7 +171,7 @@ class SimDriver(Driver):
             raise ValueError(f"{self.chip.name}: launch_overhead_s must be >= 0, got {self._launch_overhead}")
         self.cost_model = CostModel(self.chip)
         kernels_data.MXU_ARRAY = self.chip.mxu_rows
-        count = devices or int(os.environ.get("TORCHTPU_NUM_DEVICES", "1"))
+        count = devices or config.get("TORCHTPU_NUM_DEVICES")
         self.timelines = [Timeline(self.chip) for _ in range(count)]
 
     def device_count(self) -> int:

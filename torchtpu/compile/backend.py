@@ -18,14 +18,14 @@ from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
 
-from torchtpu import runtime
+from torchtpu import dtypes, runtime
 from torchtpu.compile import fake_rules
 from torchtpu.compile.views import VIEW_LOWERINGS
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import deferred, modes
 from torchtpu.ops.registry import OP_TABLE, PREPARE, RANDOM_OPS
-from torchtpu.ops.tracing import TORCH_TO_IR, Sym, tracing
+from torchtpu.ops.tracing import Sym, tracing
 from torchtpu.precision import current_precision
 
 
@@ -211,7 +211,7 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
         bound: list[Any] = []
         for value in inputs:
             if isinstance(value, torch.Tensor):
-                sym = Sym(builder.input(tuple(value.shape), TORCH_TO_IR[value.dtype]))
+                sym = Sym(builder.input(tuple(value.shape), dtypes.ir_name(value.dtype, "torch.compile input")))
                 input_syms.append(sym)
                 bound.append(sym)
             else:

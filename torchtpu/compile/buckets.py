@@ -14,20 +14,14 @@ recompile, never a wrong result. Policy: `TORCHTPU_SHAPE_BUCKETS=pow2` (default:
 from __future__ import annotations
 
 import math
-import os
 
+from torchtpu import config
 from torchtpu.drivers.ir import OPS, Op, Program
 
 
 def bucket_policy() -> str | list[int]:
-    value = os.environ.get("TORCHTPU_SHAPE_BUCKETS", "pow2").strip().lower()
-    if value in ("pow2", "none"):
-        return value
-    try:
-        sizes = sorted(int(v) for v in value.split(","))
-    except ValueError:
-        raise ValueError(f"TORCHTPU_SHAPE_BUCKETS={value!r}; valid: pow2, none, or sizes like 128,256,512") from None
-    return sizes
+    value = config.get("TORCHTPU_SHAPE_BUCKETS")
+    return value if isinstance(value, str) else list(value)
 
 
 def bucket(n: int, policy: str | list[int] | None = None) -> int:

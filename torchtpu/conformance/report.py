@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from torchtpu import config
 from torchtpu.conformance.harness import DTYPES, Result
 
 STATUSES = ("native", "fallback", "fail", "skip")
@@ -18,13 +19,11 @@ COMMAND = "python -m torchtpu.conformance --dtypes float32,bfloat16,int64,bool"
 
 def driver_label() -> str:
     """Which driver produced the results: "sim", or "pjrt(<platform>)" (TORCHTPU_DRIVER / TORCHTPU_PJRT_PLATFORM)."""
-    import os
-
     from torchtpu.runtime import driver_name_from_env
 
     name = driver_name_from_env()
     if name == "pjrt":
-        return f"pjrt({os.environ.get('TORCHTPU_PJRT_PLATFORM', 'tpu').strip().lower() or 'tpu'})"
+        return f"pjrt({config.get('TORCHTPU_PJRT_PLATFORM')})"
     return name
 
 

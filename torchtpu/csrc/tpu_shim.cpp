@@ -43,6 +43,15 @@ static std::vector<int64_t> g_freed;
 static std::atomic<int> g_device_count{1};
 static thread_local c10::DeviceIndex t_current_device = 0;
 
+// Every device index that reaches the counters or the current-device slot is checked here first: the counter
+// table has kMaxDevices entries and only the first g_device_count are devices of this process.
+static void check_index(int64_t device) {
+  const int count = g_device_count.load();
+  TORCH_CHECK(device >= 0 && device < count, "tpu:", device, " is not a device of this process (invalid device ",
+              "ordinal ", device, "); valid indices are 0..", count - 1, " (", count,
+              count == 1 ? " tpu device" : " tpu devices", "; TORCHTPU_NUM_DEVICES sets how many the simulator has)");
+}
+
 struct Block {
   void* ptr;
   int64_t size;
@@ -83,6 +92,7 @@ static void reserve(int device, int64_t nbytes) {
 struct TpuAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t nbytes) override {
     int device = t_current_device;
+    check_index(device);
     c10::Device dev(c10::DeviceType::PrivateUse1, device);
     if (nbytes == 0) {
       return {nullptr, nullptr, &c10::detail::deleteNothing, dev};
@@ -111,17 +121,19 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   c10::DeviceType type() const override { return kType; }
   c10::Device exchangeDevice(c10::Device d) const override {
     c10::Device old(kType, t_current_device);
-    if (d.index() >= 0) t_current_device = d.index();
+    if (d.index() >= 0) {
+      check_index(d.index());
+      t_current_device = d.index();
+    }
     return old;
   }
   c10::Device getDevice() const override { return {kType, t_current_device}; }
   void setDevice(c10::Device d) const override {
-    TORCH_CHECK(d.index() >= 0 && d.index() < g_device_count.load(), "invalid tpu device index ", d.index(),
-                "; valid indices are 0..", g_device_count.load() - 1);
+    check_index(d.index());
     t_current_device = d.index();
   }
   void uncheckedSetDevice(c10::Device d) const noexcept override {
-    if (d.index() >= 0) t_current_device = d.index();
+    if (d.index() >= 0 && d.index() < g_device_count.load()) t_current_device = d.index();
   }
   c10::Stream getStream(c10::Device d) const override {
     return c10::Stream(c10::Stream::DEFAULT, d);
@@ -273,29 +285,26 @@ static at::Tensor cpu_alias(const at::Tensor& t) {
   return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), opts);
 }
 
-static void check_device(int64_t device) {
-  TORCH_CHECK(device >= 0 && device < kMaxDevices, "device index ", device, " out of range");
-}
-
 static std::vector<int64_t> memory_counters(int64_t device) {
-  check_device(device);
+  check_index(device);
   auto& c = g_counters[device];
   return {c.allocated.load(), c.peak.load(), c.limit.load(), c.num_allocs.load(), c.num_frees.load(),
           c.num_ooms.load()};
 }
 
 static void reset_peak(int64_t device) {
-  check_device(device);
+  check_index(device);
   g_counters[device].peak = g_counters[device].allocated.load();
 }
 
 static void set_limit(int64_t device, int64_t limit) {
-  check_device(device);
+  check_index(device);
   g_counters[device].limit = limit;
 }
 
 static void set_device_count(int64_t n) {
-  TORCH_CHECK(n >= 1 && n <= kMaxDevices, "device count must be in 1..", kMaxDevices);
+  TORCH_CHECK(n >= 1 && n <= kMaxDevices, "tpu device count ", n, " is out of range: valid counts are 1..",
+              kMaxDevices);
   g_device_count = static_cast<int>(n);
 }
 

@@ -34,14 +34,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchtpu import runtime
+from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
 from torchtpu.execution import fast_launch, poison
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, hoist_scalars
 from torchtpu.ops.tracing import TORCH_TO_IR
 
-MAX_REGION_OPS = int(os.environ.get("TORCHTPU_MAX_REGION_OPS", "20000"))
+MAX_REGION_OPS = config.get("TORCHTPU_MAX_REGION_OPS")
 _PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from torchtpu import runtime
+from torchtpu import dtypes, runtime
 from torchtpu.drivers.ir import Builder
 from torchtpu.execution import deferred, fast_launch, float_inputs, modes, poison
 from torchtpu.execution.float_inputs import class_key, is_generic
@@ -137,9 +137,17 @@ def _flatten_out(result: Any, outs: list[Sym]) -> Any:
 def trace(lowering: Lowering, tensors: list[torch.Tensor], args: tuple, kwargs: dict[str, Any],
           out_dtypes: Sequence[torch.dtype] | None = None, name: str = "main") -> tuple[Any, Any, list[Sym]]:
     builder = Builder()
+    for d in [t.dtype for t in tensors] + list(out_dtypes or ()):
+        dtypes.check_compute(d, name)
     with tracing(builder):
         syms = [Sym(builder.input(t.shape, TORCH_TO_IR[t.dtype])) for t in tensors]
-        result = lowering(*_bind(args, syms), **{k: _bind(v, syms) for k, v in kwargs.items()})
+        try:
+            result = lowering(*_bind(args, syms), **{k: _bind(v, syms) for k, v in kwargs.items()})
+        except KeyError as exc:  # a dtype the IR lacks, asked for inside the lowering (e.g. a dtype= argument)
+            refusal = dtypes.refusal_for(exc, name)
+            if refusal is None:
+                raise
+            raise refusal from None
         outs: list[Sym] = []
         structure = _flatten_out(result, outs)
         if out_dtypes is not None:  # in-place results: the result type must cast to the target's, as in ATen

@@ -19,20 +19,16 @@ TORCHTPU_FAST_LAUNCH=0 turns it off (every call takes the Python kernel, as befo
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from torchtpu import runtime
+from torchtpu import config, runtime
 
 _ENV = "TORCHTPU_FAST_LAUNCH"
 
 
 def enabled_by_env() -> bool:
-    value = os.environ.get(_ENV, "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"{_ENV}={value!r} is not valid; valid values: 0 (off), 1 (on, the default)")
-    return value == "1"
+    return config.get(_ENV)
 
 
 _active = False  # set by `register_kernel` once the C++ kernels are in place

@@ -9,14 +9,13 @@ mode even when the flush at its end fails.
 from __future__ import annotations
 
 import enum
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import torch
 
-from torchtpu import runtime
+from torchtpu import config, runtime
 from torchtpu.drivers.base import Driver
 from torchtpu.execution import poison
 
@@ -36,7 +35,7 @@ def _parse(value: EagerMode | str) -> EagerMode:
         raise ValueError(f"unknown eager mode {value!r}; valid: {', '.join(m.name for m in EagerMode)}") from None
 
 
-_mode = _parse(os.environ.get("TORCHTPU_EAGER_MODE", "DEFER_NEVER"))
+_mode = _parse(config.get("TORCHTPU_EAGER_MODE"))
 # Process-wide, not thread-local: autograd runs backward ops on its own device threads, and they must
 # see the setting of the code that called backward().
 _stack: list = []

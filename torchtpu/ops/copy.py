@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch._ops import OpOverload
 
-from torchtpu import runtime
+from torchtpu import dtypes, runtime
 from torchtpu.execution import deferred, eager, fast_launch
 from torchtpu.ops.prims import broadcast_to, convert
 from torchtpu.ops.tracing import Sym
@@ -43,6 +43,8 @@ def _bytes_view(t: torch.Tensor) -> torch.Tensor:
 
 
 def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+    if dst.device.type == "tpu":
+        dtypes.check_storage(dst.dtype, f"copy to {dst.device}")
     if dst.numel() == 0:
         return dst
     if src.device.type == "tpu" and dst.device.type == "tpu":

@@ -7,12 +7,13 @@ mutated arguments) back, so it is correct but slow.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
 import torch
 from torch.utils._pytree import tree_map
+
+from torchtpu import config
 
 _counts: Counter[str] = Counter()
 _lib: list[torch.library.Library] = []
@@ -27,10 +28,7 @@ def reset_fallback_counts() -> None:
 
 
 def strict() -> bool:
-    value = os.environ.get("TORCHTPU_CPU_FALLBACK", "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"TORCHTPU_CPU_FALLBACK={value!r}; valid values: 1 (allow, counted) or 0 (error)")
-    return value == "0"
+    return not config.get("TORCHTPU_CPU_FALLBACK")
 
 
 class NoLoweringError(NotImplementedError):

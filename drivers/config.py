@@ -1,0 +1,200 @@
+"""Every `TORCHTPU_*` environment variable: its default, its valid values and its parser, in one table.
+
+`get(name)` reads a variable and parses it, once per distinct raw value (a test or a user may change the
+environment between calls); a bad value raises `ConfigError` (a ValueError) naming the variable, the value and
+the valid set. `check_all()` parses every variable that is set, so a bad one fails at import rather than at first
+use. This module is torch-free so that the drivers can read their own options through it; `torchtpu.config`
+re-exports it for the PyTorch layer. `torchtpu.sim` sits below the drivers and cannot import this: its one
+variable, TORCHTPU_MXU_MODE, is read by `torchtpu.sim.mxu` itself (per call, as `set_mode` may change it), with the
+same valid set this table checks at import.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+MAX_DEVICES = 64  # the C++ shim's per-device counter table (torchtpu/csrc/tpu_shim.cpp kMaxDevices)
+BOOL_VALUES = "0, 1"
+
+
+class ConfigError(ValueError):
+    """A TORCHTPU_* variable with a value outside its valid set."""
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    default: str
+    valid: str  # the valid values, as the error message and docs/install.md list them
+    parse: Callable[[str], Any]  # raises ValueError (its message is the reason) for a bad value
+    meaning: str
+
+
+def _choice(*values: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        v = raw.strip().lower()
+        if v not in values:
+            raise ValueError("not one of the valid values")
+        return v
+
+    return parse
+
+
+def _upper_choice(*values: str) -> Callable[[str], str]:
+    lower = _choice(*(v.lower() for v in values))
+    return lambda raw: lower(raw).upper()
+
+
+def _bool(raw: str) -> bool:
+    v = raw.strip()
+    if v not in ("0", "1"):
+        raise ValueError("not 0 or 1")
+    return v == "1"
+
+
+def _auto_bool(raw: str) -> bool | None:
+    return None if raw.strip().lower() == "auto" else _bool(raw)
+
+
+def _int_in(lo: int, hi: int | None) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            n = int(raw.strip())
+        except ValueError:
+            raise ValueError("not an integer") from None
+        if n < lo or (hi is not None and n > hi):
+            raise ValueError(f"{n} is out of range")
+        return n
+
+    return parse
+
+
+def _buckets(raw: str) -> str | tuple[int, ...]:
+    v = raw.strip().lower()
+    if v in ("pow2", "none"):
+        return v
+    try:
+        sizes = sorted({int(s) for s in v.split(",")})
+    except ValueError:
+        raise ValueError("not pow2, none or a list of integers") from None
+    if sizes[0] < 1:
+        raise ValueError(f"bucket size {sizes[0]} is not positive")
+    return tuple(sizes)
+
+
+def _chip(raw: str) -> str:
+    from torchtpu.sim.chips import get_chip
+
+    try:
+        return get_chip(raw.strip()).name
+    except (KeyError, ValueError):
+        raise ValueError("not a known chip") from None
+
+
+def _chip_names() -> str:
+    from torchtpu.sim.chips import CHIPS
+
+    return ", ".join(CHIPS)
+
+
+def _mxu_mode(raw: str) -> str:
+    from torchtpu.sim.mxu import MODES
+
+    return _choice(*MODES)(raw)
+
+
+def _cache_dir(raw: str) -> str:
+    path = os.path.expanduser(raw.strip())
+    if not path:
+        raise ValueError("empty")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError("exists and is not a directory")
+    return path
+
+
+def _default_cache_dir() -> str:
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "torchtpu")
+
+
+VARS: dict[str, Var] = {v.name: v for v in (
+    Var("TORCHTPU_DRIVER", "auto", "sim, pjrt, auto", _choice("sim", "pjrt", "auto"),
+        "which machine runs the programs (auto: pjrt when a TPU is present, else sim)"),
+    Var("TORCHTPU_PJRT_PLATFORM", "tpu", "tpu, cpu, cuda", _choice("tpu", "cpu", "cuda"),
+        "the PJRT platform of the pjrt driver (cpu: JAX's CPU client, real XLA)"),
+    Var("TORCHTPU_CHIP", "v5e", "v4, v5e, v5p, v6e, v7x", _chip, "the simulated chip (HBM size, costs)"),
+    Var("TORCHTPU_PRECISION", "DEFAULT", "DEFAULT, HIGH, HIGHEST", _upper_choice("DEFAULT", "HIGH", "HIGHEST"),
+        "global float32 matmul precision (1, 3 or 6 bf16 MXU passes)"),
+    Var("TORCHTPU_EAGER_MODE", "DEFER_NEVER", "DEFER_NEVER, LAUNCH_BLOCKING, DEFER_AND_FUSE",
+        _upper_choice("DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"), "eager execution mode"),
+    Var("TORCHTPU_SHAPE_BUCKETS", "pow2", "pow2, none, or positive sizes like 128,256,512", _buckets,
+        "bucket policy for torch.compile(dynamic=True)"),
+    Var("TORCHTPU_MAX_REGION_OPS", "20000", "an integer >= 1", _int_in(1, None),
+        "IR ops after which a DEFER_AND_FUSE region flushes"),
+    Var("TORCHTPU_FAST_LAUNCH", "1", BOOL_VALUES, _bool,
+        "cached eager ops launch from the C++ kernel (0: every op through Python)"),
+    Var("TORCHTPU_CPU_FALLBACK", "1", BOOL_VALUES, _bool,
+        "allow (counted) CPU fallback for ops without a lowering (0: an error naming the op)"),
+    Var("TORCHTPU_MXU_MODE", "auto", "auto, exact, fast", _mxu_mode,
+        "sim MXU summation order: systolic order (exact) or BLAS on bf16 splits (fast)"),
+    Var("TORCHTPU_NUM_DEVICES", "1", f"an integer in 1..{MAX_DEVICES}", _int_in(1, MAX_DEVICES),
+        "how many devices the driver exposes (sim: simulated chips; pjrt: at most the platform's)"),
+    Var("TORCHTPU_PJRT_CHECKS", "1", BOOL_VALUES, _bool,
+        "pjrt: check index ranges and integer division on the device (0: XLA's clamping)"),
+    Var("TORCHTPU_PJRT_DONATE", "auto", f"auto, {BOOL_VALUES}", _auto_bool,
+        "pjrt: donate buffers of in-place updates (auto: on except for the cpu platform)"),
+    Var("TORCHTPU_PJRT_MXU_PASSES", "auto", f"auto, {BOOL_VALUES}", _auto_bool,
+        "pjrt: spell f32 matmuls as the MXU's bf16 passes (auto: on except for the tpu platform)"),
+    Var("TORCHTPU_VALIDATE_TRACEBACK", "0", BOOL_VALUES, _bool,
+        "python -m torchtpu.validate_models prints each failure's traceback"),
+    Var("TORCHTPU_VERBOSE_BUILD", "0", BOOL_VALUES, _bool, "show the compiler output of the C++ shim's JIT build"),
+    Var("TORCHTPU_CACHE_DIR", "", "a directory path (created if missing)", _cache_dir,
+        "where the JIT-built C++ shim is cached (default $XDG_CACHE_HOME/torchtpu or ~/.cache/torchtpu)"),
+)}
+
+_seen: dict[str, tuple[str | None, Any]] = {}  # name -> (raw value, parsed value)
+
+
+def _valid(var: Var) -> str:
+    return _chip_names() if var.name == "TORCHTPU_CHIP" else var.valid
+
+
+def parse(name: str, raw: str) -> Any:
+    """`raw` parsed as the value of variable `name`; ConfigError naming both and the valid set if it is bad."""
+    var = VARS[name]
+    try:
+        return var.parse(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}={raw!r} is not valid ({exc}); valid values: {_valid(var)}") from None
+
+
+def get(name: str) -> Any:
+    """The parsed value of `name` from the environment (its default when unset or empty)."""
+    raw = os.environ.get(name)
+    seen = _seen.get(name)
+    if seen is not None and seen[0] == raw:
+        return seen[1]
+    if raw is None or raw.strip() == "":
+        value = _default_cache_dir() if name == "TORCHTPU_CACHE_DIR" else VARS[name].parse(VARS[name].default)
+    else:
+        value = parse(name, raw)
+    _seen[name] = (raw, value)
+    return value
+
+
+def is_set(name: str) -> bool:
+    """Whether `name` is set to a non-empty value (the drivers treat an unset TORCHTPU_NUM_DEVICES as "all")."""
+    return bool(os.environ.get(name, "").strip())
+
+
+def check_all() -> None:
+    """Parses every TORCHTPU_* variable in the table that is set; the first bad one raises ConfigError."""
+    for name in VARS:
+        get(name)
+
+
+def table() -> list[tuple[str, str, str, str]]:
+    """(variable, default, valid values, meaning) rows, as docs/install.md lists them."""
+    return [(v.name, v.default or "(see meaning)", _valid(v), v.meaning) for v in VARS.values()]
