@@ -34,11 +34,12 @@ if _HAVE_TORCH:
     from torchtpu.execution.modes import EagerMode, eager_mode, get_eager_mode, set_eager_mode
     from torchtpu.ops.fallback import fallback_counts, reset_fallback_counts
     from torchtpu.precision import Precision, precision, set_precision
+    from torchtpu.profiler import advise, explain
     from torchtpu.stats import reset_stats, stats, timeline_records
 
-__all__ = ["EagerMode", "Precision", "eager_mode", "fallback_counts", "get_eager_mode", "is_materialized",
-           "pending_ir", "precision", "reset_fallback_counts", "reset_stats", "set_eager_mode", "set_precision",
-           "stats", "timeline_records"]
+__all__ = ["EagerMode", "Precision", "advise", "eager_mode", "explain", "fallback_counts", "get_eager_mode",
+           "is_materialized", "pending_ir", "precision", "reset_fallback_counts", "reset_stats", "set_eager_mode",
+           "set_precision", "stats", "timeline_records"]
 
 
 def __getattr__(name: str) -> Any:

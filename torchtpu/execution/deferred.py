@@ -27,6 +27,7 @@ from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
 from torchtpu.execution.region_ir import Built, Event, Slot, View, build, hoist_scalars
 from torchtpu.ops.tracing import TORCH_TO_IR
+from torchtpu.profiler import events as _events
 
 MAX_REGION_OPS = int(os.environ.get("TORCHTPU_MAX_REGION_OPS", "20000"))
 _PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
@@ -168,6 +169,8 @@ def flush() -> None:
             stats.replays += 1
             _count(replay.built.program, miss=False)
         _execute(drv, replay, region)
+        if _events.ACTIVE:  # a profiler is recording: note the flush, its reason and the region's ops
+            _events.on_flush(region, replay.exe)
 
 
 def _execute(drv: Any, replay: _Replay, region: _Region) -> None:

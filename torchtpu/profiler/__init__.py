@@ -1,0 +1,35 @@
+"""torchtpu.profiler: where the time and memory go on the simulated chips.
+
+* `record()`: a profiling window over every simulated chip (`trace.py`); torch.profiler with
+  `ProfilerActivity.PrivateUse1` opens the same window (`torch_profiler.py`);
+* memory history, snapshots and summaries for `torch.tpu` (`memory.py`);
+* `explain(fn, *inputs)` (`explain.py`) and `advise(model, inputs, chip=...)` (`advise.py`).
+"""
+
+from __future__ import annotations
+
+import types
+
+from torchtpu.profiler.trace import Window, record
+
+__all__ = ["Window", "advise", "explain", "install", "record"]
+
+
+def install(device_module: types.ModuleType) -> None:
+    """Registration's hook: memory API on torch.tpu, the OOM note, and torch.profiler's tpu device track."""
+    from torchtpu.profiler import memory, torch_profiler
+
+    memory.attach(device_module)
+    torch_profiler.install()
+
+
+def explain(fn, *example_inputs, **kwargs):  # noqa: ANN001, ANN201 - see explain.explain
+    from torchtpu.profiler.explain import explain as _explain
+
+    return _explain(fn, *example_inputs, **kwargs)
+
+
+def advise(model, example_inputs, **kwargs):  # noqa: ANN001, ANN201 - see advise.advise
+    from torchtpu.profiler.advise import advise as _advise
+
+    return _advise(model, example_inputs, **kwargs)
