@@ -129,7 +129,7 @@ def _untracked_live() -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     for obj in gc.get_objects():
         try:
-            if not isinstance(obj, torch.Tensor) or obj.device.type != "tpu" or obj.is_meta:
+            if not issubclass(type(obj), torch.Tensor) or obj.device.type != "tpu" or obj.is_meta:
                 continue
             storage = obj.untyped_storage()
             address = storage.data_ptr()
@@ -161,7 +161,7 @@ def live_tensors(device: int | None = None) -> list[dict[str, Any]]:
 def _site(frames: list[dict[str, Any]]) -> str:
     from torchtpu.profiler.events import _TORCH_MARKERS
 
-    for f in reversed(frames):
+    for f in frames:  # innermost first
         if not any(m in f["filename"] for m in _TORCH_MARKERS):
             return f"{f['filename']}:{f['line']} ({f['name']})"
     return ""
