@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 import threading
 import time
 from collections import OrderedDict
@@ -25,9 +26,12 @@ _log: list[HostEvent] = []
 _SOURCES: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
 MAX_SOURCES = 20_000
 
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_TORCH_MARKERS = (os.sep + "torch" + os.sep, os.sep + "torchtpu" + os.sep, "<frozen", os.sep + "contextlib.py",
-                  os.sep + "transformers" + os.sep)
+_STDLIB = sysconfig.get_paths()["stdlib"]
+_TORCH_MARKERS = (os.sep + "torch" + os.sep, os.sep + "torchtpu" + os.sep, "<frozen", os.sep + "contextlib.py")
+# torchtpu's own folders (in a source checkout torchtpu.drivers / .sim / .perfmodel live beside torchtpu/)
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OWN = tuple(os.path.join(os.path.dirname(_PACKAGE), d) + os.sep for d in ("drivers", "sim", "perfmodel")) + \
+    (_PACKAGE + os.sep,)
 
 
 @dataclass
@@ -85,10 +89,14 @@ def user_frames(limit: int = 16) -> list[tuple[str, int, str]]:
     frame = sys._getframe(1)
     while frame is not None and len(frames) < limit:
         filename = frame.f_code.co_filename
-        if not any(m in filename for m in _TORCH_MARKERS) and not filename.startswith(sys.prefix + os.sep + "lib"):
+        if not any(m in filename for m in _TORCH_MARKERS) and not filename.startswith(_OWN) and not _stdlib(filename):
             frames.append((filename, frame.f_lineno, frame.f_code.co_name))
         frame = frame.f_back
     return frames
+
+
+def _stdlib(filename: str) -> bool:
+    return filename.startswith(_STDLIB) and "site-packages" not in filename
 
 
 def user_line() -> str:

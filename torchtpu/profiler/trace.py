@@ -28,10 +28,10 @@ _lock = threading.Lock()
 class Launch:
     """One executable on one simulated chip, in a window: the timeline record plus what the profiler adds."""
 
-    __slots__ = ("device", "record", "host_ns", "info", "cpu_op")
+    __slots__ = ("device", "record", "host_ns", "info", "cpu_op", "line")
 
-    def __init__(self, device: int, record: Any, host_ns: int | None) -> None:
-        self.device, self.record, self.host_ns = device, record, host_ns
+    def __init__(self, device: int, record: Any, host_ns: int | None, line: str = "") -> None:
+        self.device, self.record, self.host_ns, self.line = device, record, host_ns, line
         self.info = executable_info(record)
         self.cpu_op: str | None = None  # the torch.profiler CPU op it was launched from, when known
 
@@ -53,15 +53,18 @@ class Launch:
 class Window:
     """Everything launched on every simulated chip between `open()` and `close()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, stacks: bool = False) -> None:
+        self.stacks = stacks  # note each launch's user source line (a stack walk per launch)
         self.launches: list[Launch] = []
         self.host_events: list[events.HostEvent] = []
         self.chip = ""
         self.start_ns = self.end_ns = 0
-        self.sim_start: list[float] = []
+        self.sim_start: list[float] = []  # per chip: the simulated wall clock when the window opened / closed
+        self.sim_end: list[float] = []
         self._timelines: list[Any] = []
         self._starts: list[int] = []
         self._stamps: list[list[int]] = []
+        self._lines: list[list[str]] = []
         self.closed = False
 
     def open(self) -> Window:
@@ -74,10 +77,11 @@ class Window:
         self._starts = [t.launch_count for t in self._timelines]
         self.sim_start = [t.wall_seconds for t in self._timelines]
         self._stamps = [[] for _ in self._timelines]
+        self._lines = [[] for _ in self._timelines]
         with _lock:
-            for timeline, stamps in zip(self._timelines, self._stamps):
-                _wrap_issue(timeline, stamps)
             _open.append(self)
+            for timeline in self._timelines:
+                _wrap_issue(timeline)
         events.start()
         self.start_ns = time.perf_counter_ns()
         return self
@@ -89,16 +93,16 @@ class Window:
 
         runtime.driver().synchronize()
         self.end_ns = time.perf_counter_ns()
+        self.sim_end = [t.wall_seconds for t in self._timelines]
         with _lock:
             _open.remove(self)
             for timeline in self._timelines:
-                _unwrap_issue(timeline)
+                _wrap_issue(timeline)
         self.host_events = events.stop()
-        for device, (timeline, start, stamps) in enumerate(zip(self._timelines, self._starts, self._stamps)):
+        for device, (timeline, start) in enumerate(zip(self._timelines, self._starts)):
             records = timeline.records_since(start)
-            stamps = stamps[len(stamps) - len(records):] if len(stamps) >= len(records) else \
-                [None] * (len(records) - len(stamps)) + stamps
-            self.launches += [Launch(device, r, s) for r, s in zip(records, stamps)]
+            stamps, lines = _align(self._stamps[device], len(records)), _align(self._lines[device], len(records))
+            self.launches += [Launch(device, r, s, line or "") for r, s, line in zip(records, stamps, lines)]
         self.closed = True
         return self
 
@@ -160,42 +164,40 @@ class Window:
             json.dump(self.chrome_trace(), f)
 
 
-def _wrap_issue(timeline: Any, stamps: list[int]) -> None:
-    """Stamps each launch with the host clock while a window is open (an instance attribute over the class's
-    `issue`; windows on the same timeline share one wrapper)."""
-    wrapped = timeline.__dict__.get("issue")
-    if wrapped is not None:
-        wrapped.lists.append(stamps)
+def _align(values: list, n: int) -> list:
+    """The last `n` of `values`, padded with None in front (the timeline may have dropped old records)."""
+    return values[len(values) - n:] if len(values) >= n else [None] * (n - len(values)) + values
+
+
+def _wrap_issue(timeline: Any) -> None:
+    """(Re)installs, or removes, the per-launch stamping of `timeline` for the windows open on it: an instance
+    attribute over the class's `issue`, present only while a window is open."""
+    targets = [(w._stamps[i], w._lines[i] if w.stacks else None)
+               for w in _open for i, t in enumerate(w._timelines) if t is timeline]
+    if not targets:
+        timeline.__dict__.pop("issue", None)
         return
     original = type(timeline).issue.__get__(timeline)
-    lists = [stamps]
     clock = time.perf_counter_ns
+    want_lines = any(lines is not None for _, lines in targets)
 
     def issue(host_seconds: float, charge: tuple) -> None:
         original(host_seconds, charge)
         now = clock()
-        for s in lists:
-            s.append(now)
+        line = events.user_line() if want_lines else ""
+        for stamps, lines in targets:
+            stamps.append(now)
+            if lines is not None:
+                lines.append(line)
 
-    issue.lists = lists  # type: ignore[attr-defined]
     timeline.issue = issue
 
 
-def _unwrap_issue(timeline: Any) -> None:
-    wrapped = timeline.__dict__.get("issue")
-    if wrapped is None:
-        return
-    for window in _open:
-        if timeline in window._timelines:
-            wrapped.lists[:] = [s for w in _open for t, s in zip(w._timelines, w._stamps) if t is timeline]
-            return
-    del timeline.issue
-
-
 @contextmanager
-def record() -> Iterator[Window]:
-    """`with torchtpu.profiler.record() as w:` ... then `w.launches`, `w.host_events`, `w.export_chrome_trace()`."""
-    window = Window().open()
+def record(stacks: bool = False) -> Iterator[Window]:
+    """`with torchtpu.profiler.record() as w:` ... then `w.launches`, `w.host_events`, `w.export_chrome_trace()`;
+    `stacks=True` also notes each launch's user source line (`Launch.line`)."""
+    window = Window(stacks).open()
     try:
         yield window
     finally:
