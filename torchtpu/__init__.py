@@ -34,7 +34,8 @@ if _HAVE_TORCH:
     from torchtpu.execution.modes import EagerMode, eager_mode, get_eager_mode, set_eager_mode
     from torchtpu.ops.fallback import fallback_counts, reset_fallback_counts
     from torchtpu.precision import Precision, precision, set_precision
-    from torchtpu.profiler import advise, explain
+    from torchtpu.profiler.advise import advise
+    from torchtpu.profiler.explain import explain
     from torchtpu.stats import reset_stats, stats, timeline_records
 
 __all__ = ["EagerMode", "Precision", "advise", "eager_mode", "explain", "fallback_counts", "get_eager_mode",

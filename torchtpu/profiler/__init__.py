@@ -3,7 +3,9 @@
 * `record()`: a profiling window over every simulated chip (`trace.py`); torch.profiler with
   `ProfilerActivity.PrivateUse1` opens the same window (`torch_profiler.py`);
 * memory history, snapshots and summaries for `torch.tpu` (`memory.py`);
-* `explain(fn, *inputs)` (`explain.py`) and `advise(model, inputs, chip=...)` (`advise.py`).
+* `explain(fn, *inputs)` (`explain.py`) and `advise(model, inputs, chip=...)` (`advise.py`), also
+  `torchtpu.explain` / `torchtpu.advise`; re-simulation (`resim.py`), the HTML report (`report.py`) and the
+  advisor's validation (`validate.py`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import types
 
 from torchtpu.profiler.trace import Window, record
 
-__all__ = ["Window", "advise", "explain", "install", "record"]
+__all__ = ["Window", "install", "record"]
 
 
 def install(device_module: types.ModuleType) -> None:
@@ -21,15 +23,3 @@ def install(device_module: types.ModuleType) -> None:
 
     memory.attach(device_module)
     torch_profiler.install()
-
-
-def explain(fn, *example_inputs, **kwargs):  # noqa: ANN001, ANN201 - see explain.explain
-    from torchtpu.profiler.explain import explain as _explain
-
-    return _explain(fn, *example_inputs, **kwargs)
-
-
-def advise(model, example_inputs, **kwargs):  # noqa: ANN001, ANN201 - see advise.advise
-    from torchtpu.profiler.advise import advise as _advise
-
-    return _advise(model, example_inputs, **kwargs)

@@ -19,7 +19,7 @@ from torchtpu.profiler.trace import Launch, Window
 
 __all__ = ["Advice", "Finding", "advise", "run_step"]
 
-MIN_GAIN = 0.02  # findings predicted to save less than this fraction of the step are not reported
+MIN_GAIN = 0.005  # findings predicted to save less than this fraction of the step are not reported
 DIM_SLACK = 0.1  # a width is rounded down to a tile multiple when that drops at most this fraction of it
 BATCH_FACTOR = 4
 SMALL_BATCH_UTILISATION = 0.25
@@ -162,7 +162,8 @@ def _padding(window: Window, chip: Any, before: float, tile: int) -> list[Findin
         new = d // tile * tile
         if (d - new) / d > DIM_SLACK:
             continue
-        after = resim.step_time(window.launches, chip, resim.with_dim(d, new))
+        after = resim.step_time(window.launches, chip, resim.with_dim(d, new), other_scale=new / d,
+                                scale_if=resim.has_dim(d))
         if before <= 0 or 1 - after / before < MIN_GAIN:
             continue
         la, op = uses[0]
@@ -263,9 +264,9 @@ def advise(model: Callable[..., Any], example_inputs: Any, chip: str | None = No
     """Runs one warm step of `model(example_inputs)` (a dict is passed as keywords, a tuple as positional
     arguments; `train`: forward + backward), records it, and returns ranked findings with predicted simulated
     step times on `chip` (default: the simulated chip). `report`: also write an HTML report there."""
+    tile = resim.cost_model(chip).chip.mxu_cols  # an unknown chip fails here, before anything runs
     window = measure(model, example_inputs, train, stacks=True)
     before = resim.step_time(window.launches, chip)
-    tile = resim.cost_model(chip).chip.mxu_cols
     findings = (_padding(window, chip, before, tile) + _precision(window, chip, before, model, example_inputs, train,
                                                                   tolerance)
                 + _mode(window, chip, before) + _batch(window, chip, before) + _recompiles(window))

@@ -97,10 +97,10 @@ def program_seconds(program: Program, model: CostModel, rewrite: OpRewrite | Non
 
 def step_time(launches: Sequence[Any], chip: Any = None, rewrite: OpRewrite | None = None,
               select: Callable[[Op], bool] | None = None, launch_scale: float = 1.0,
-              other_scale: float = 1.0) -> float:
+              other_scale: float = 1.0, scale_if: Callable[[Program], bool] | None = None) -> float:
     """Simulated wall time of `launches` (a window's, one chip) replayed on `chip`'s timeline, with each
     executable re-priced (and rewritten). `launch_scale` scales the number of launches' overheads (a mode
-    that merges launches)."""
+    that merges launches); `other_scale` the VPU and HBM times of the programs `scale_if` accepts (all)."""
     model = cost_model(chip)
     overhead = float(model.chip.launch_overhead_s)
     cache: dict[int, float] = {}
@@ -112,7 +112,8 @@ def step_time(launches: Sequence[Any], chip: Any = None, rewrite: OpRewrite | No
         program = r.source
         key = id(program)
         if key not in cache:
-            cache[key] = program_seconds(program, model, rewrite, select, other_scale) if program is not None \
+            scale = other_scale if program is not None and (scale_if is None or scale_if(program)) else 1.0
+            cache[key] = program_seconds(program, model, rewrite, select, scale) if program is not None \
                 else r.seconds
         gap = 0.0 if prev_issued is None else max(r.issued - prev_issued - recorded_overhead, 0.0)
         prev_issued = r.issued
@@ -120,6 +121,13 @@ def step_time(launches: Sequence[Any], chip: Any = None, rewrite: OpRewrite | No
         start = max(host, free)
         free = start + cache[key]
     return max(host, free)
+
+
+def has_dim(size: int) -> Callable[[Program], bool]:
+    """Whether a program reads or writes a value with an axis of `size`."""
+    def test(program: Program) -> bool:
+        return any(size in v.shape for v in (*program.inputs, *program.outputs))
+    return test
 
 
 def mxu_dims(op: Op) -> tuple[int, int, int, int]:
