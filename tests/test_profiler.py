@@ -138,3 +138,16 @@ def test_window_is_off_outside_profiling():
     from torchtpu.profiler import events
 
     assert events.ACTIVE is False
+
+
+def test_timeline_records_keep_cost_and_program():
+    torchtpu.reset_stats()
+    a = torch.randn(130, 130, device="tpu")
+    (a @ a).sum().item()
+    rows = torchtpu.timeline_records()
+    mm = next(r for r in rows if "mm" in r["name"])
+    assert mm["mxu_seconds"] > 0 and mm["padded_flops"] > mm["flops"]  # 130 pads to two 128-wide tiles
+    timeline = torchtpu.runtime.driver().timelines[0]
+    record = next(r for r in timeline.records if "mm" in r.name)
+    assert record.source is not None and record.source.ops[0].name == "dot_general"
+    assert record.cost.seconds == pytest.approx(record.seconds)

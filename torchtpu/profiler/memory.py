@@ -28,7 +28,8 @@ from torchtpu._native import native
 __all__ = ["live_tensors", "memory_snapshot", "memory_summary", "oom_note", "record_memory_history",
            "snapshot", "dump_snapshot"]
 
-_lock = threading.Lock()
+# Re-entrant: a garbage collection inside a locked section can free a tpu tensor, whose free calls back here.
+_lock = threading.RLock()
 _state: dict[str, Any] = {"enabled": None, "stacks": "python", "max_entries": sys.maxsize}
 _live: dict[int, dict[str, Any]] = {}  # address -> {size, device, frames, time_us}
 _trace: list[list[dict[str, Any]]] = []  # per device: alloc / free_completed entries
@@ -49,14 +50,14 @@ def _frames(skip: int = 2) -> list[dict[str, Any]]:
 
 def _on_alloc(address: int, size: int, device: int, is_alloc: int) -> None:
     now = int(time.time() * 1e6)
+    frames = _frames() if is_alloc else []
     with _lock:
         if is_alloc:
-            frames = _frames()
             _live[address] = {"size": size, "device": device, "frames": frames, "time_us": now}
             action = "alloc"
         else:
             entry = _live.pop(address, None)
-            frames = entry["frames"] if entry else []
+            frames = entry["frames"] if entry else frames
             action = "free_completed"
         if _state["enabled"] == "all":
             while len(_trace) <= device:
