@@ -127,3 +127,24 @@ def test_advise_on_other_chip_and_report_pngs(tmp_path):
         assert (tmp_path / "png" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="valid chips: v4, v5e"):
         torchtpu.advise(model, inputs, chip="v99", train=False)
+
+
+def test_cli_explain_and_advise(tmp_path, capsys):
+    from torchtpu.cli import main
+
+    script = tmp_path / "step.py"
+    script.write_text("import torch\n"
+                      "x = torch.ones(8, device='tpu')\n"
+                      "with torch.tpu.eager_mode('DEFER_AND_FUSE'):\n"
+                      "    print((x * 2 + 1).sum().item())\n")
+    assert main(["explain", str(script)]) == 0
+    out = capsys.readouterr().out
+    assert "24.0" in out and "deferred regions flushed: 1" in out and f"{script}:4" in out
+    factory = tmp_path / "net.py"
+    factory.write_text("import torch\n"
+                       "def make():\n"
+                       "    return torch.nn.Linear(64, 64).to('tpu'), (torch.randn(8, 64, device='tpu'),)\n")
+    assert main(["advise", f"{factory}:make", "--report", str(tmp_path / "a.html")]) == 0
+    assert "torchtpu advise on v5e" in capsys.readouterr().out and (tmp_path / "a.html").exists()
+    with pytest.raises(SystemExit, match="unknown zoo model 'nope'"):
+        main(["advise", "zoo:nope"])
