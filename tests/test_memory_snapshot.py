@@ -80,3 +80,16 @@ def test_oom_names_largest_tensors_and_sites(history):
     assert "Largest live tensors" in message
     assert f"float32[512, 1024] at {__file__}:{_make_activation.__code__.co_firstlineno + 1}" in message
     assert keep.sum().item() == 0  # tensors intact after the OOM
+
+
+def test_ops_from_the_cpp_launch_cache_keep_their_stack(history):
+    from torchtpu.execution import fast_launch
+
+    a = torch.randn(32, 32, device="tpu")
+    a + a  # the first call stores the launch in the C++ cache
+    hits = fast_launch.counters()["hits"]
+    c = a + a; line = __import__("inspect").currentframe().f_lineno  # noqa: E702
+    if fast_launch.counters()["hits"] == hits:
+        pytest.skip("the C++ launch cache is off (TORCHTPU_FAST_LAUNCH=0)")
+    seg = next(s for s in torch.tpu.memory._snapshot()["segments"] if s["address"] == c.untyped_storage().data_ptr())
+    assert (seg["frames"][0]["filename"], seg["frames"][0]["line"]) == (__file__, line)
