@@ -23,7 +23,7 @@ from torchtpu.compile import fake_rules
 from torchtpu.compile.views import VIEW_LOWERINGS
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import deferred, modes
-from torchtpu.ops.registry import OP_TABLE, RANDOM_OPS
+from torchtpu.ops.registry import OP_TABLE, PREPARE, RANDOM_OPS
 from torchtpu.ops.tracing import TORCH_TO_IR, Sym, tracing
 from torchtpu.precision import current_precision
 from torchtpu.profiler import events as _events
@@ -113,11 +113,36 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
             if fn is None:
                 env[node] = _run_decomposed(node.target, args, kwargs, rng, depth)
                 continue
+            if node.target in PREPARE:
+                kwargs = _prepared(node, kwargs)
             if node.target in RANDOM_OPS:
                 kwargs = {**kwargs, "rng": rng.state_for(args)}
             env[node] = fn(*args, **kwargs)
     output_node = next(n for n in gm.graph.nodes if n.op == "output")
     return torch.fx.node.map_arg(output_node.args[0], lambda n: env[n])
+
+
+def _prepared(node: torch.fx.Node, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Runs a lowering's `prepare` step on the node's fake tensors, as eager runs it on the real ones.
+
+    A step that only reads metadata (det's layout flag from the strides) adds static keyword arguments, which
+    the lowering then gets here too. A step that needs the tensors' values, or that replaces a tensor, cannot
+    run at trace time: the graph then runs op by op instead, never with the step skipped.
+    """
+    fakes = torch.fx.node.map_arg(node.args, lambda n: n.meta.get("val"))
+    fake_kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: n.meta.get("val"))
+    try:
+        new_args, new_kwargs = PREPARE[node.target](tuple(fakes), dict(fake_kwargs))
+    except Exception as exc:  # noqa: BLE001 - data-dependent (a fake has no values) or any other refusal
+        raise UnsupportedNode(f"torch.compile(backend='tpu'): {node.target} prepares its arguments from their "
+                              f"values ({type(exc).__name__}: {exc})") from exc
+    same = len(new_args) == len(fakes) and all(a is b for a, b in zip(new_args, fakes))
+    added = {k: v for k, v in new_kwargs.items() if k not in fake_kwargs}
+    same = same and all(new_kwargs.get(k) is v for k, v in fake_kwargs.items())
+    if not same or any(isinstance(v, torch.Tensor) for v in added.values()):
+        raise UnsupportedNode(f"torch.compile(backend='tpu'): {node.target} replaces its arguments in its "
+                              "prepare step, which needs their values")
+    return {**kwargs, **added}
 
 
 def _constant(value: Any) -> Any:

@@ -6,8 +6,9 @@ bucket-shaped Program by tracking which axes of each value carry a padded dimens
 broadcasts, transposes, reshapes that keep the axis whole, matmuls where it is a free or batch dimension,
 reductions over other axes and prefix scans along it are safe; anything that mixes positions along a padded
 axis (a reduction, contraction, sort, gather or concatenation along it) is not, and then the graph runs at its
-exact shape. Policy: `TORCHTPU_SHAPE_BUCKETS=pow2` (default: next power of two, at least 8), `none`, or a
-comma-separated list of sizes (a length above the largest runs exactly).
+exact shape. An op this analysis has no rule for is unsafe (fails closed), so a new IR op can only cost a
+recompile, never a wrong result. Policy: `TORCHTPU_SHAPE_BUCKETS=pow2` (default: next power of two, at least 8),
+`none`, or a comma-separated list of sizes (a length above the largest runs exactly).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 
-from torchtpu.drivers.ir import Op, Program
+from torchtpu.drivers.ir import OPS, Op, Program
 
 
 def bucket_policy() -> str | list[int]:
@@ -172,9 +173,9 @@ def _op_tags(op: Op, tags: list[Tags]) -> Tags | None:  # noqa: C901 - one case 
         if op.attr("dimension") in first:
             return None
         return _elementwise(tags)
-    if name in ("scatter_axis", "index_add", "pad", "reverse", "convolution", "reduce_window"):
-        return None
-    return _elementwise(tags)  # element-wise ops (equal shapes), rng, convert, compare, select, clamp
+    if OPS[name].kind == "elementwise":  # equal shapes: convert, compare, select, clamp, real/imag, ...
+        return _elementwise(tags)
+    return None  # scatters, pads, reversals, convolutions, windows, FFTs, linalg and any op without a rule here
 
 
 def padding_is_safe(program: Program, input_tags: list[Tags]) -> list[Tags] | None:
