@@ -148,3 +148,20 @@ def test_cli_explain_and_advise(tmp_path, capsys):
     assert "torchtpu advise on v5e" in capsys.readouterr().out and (tmp_path / "a.html").exists()
     with pytest.raises(SystemExit, match="unknown zoo model 'nope'"):
         main(["advise", "zoo:nope"])
+
+
+@pytest.mark.slow
+def test_advisor_notebook_saves_its_plots():
+    from pathlib import Path
+
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    nb = nbformat.read(notebooks / "06_advisor.ipynb", as_version=4)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")  # committed without outputs
+    figures = [notebooks / "figures" / f"advisor_{n}.png" for n in ("breakdown", "roofline", "mxu_timeline")]
+    for f in figures:
+        f.unlink(missing_ok=True)
+    nbclient.NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(notebooks)}}).execute()
+    for f in figures:
+        assert f.exists() and f.stat().st_size > 10_000, f

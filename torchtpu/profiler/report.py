@@ -80,13 +80,14 @@ def plots(advice: Any) -> dict[str, bytes]:
     return out
 
 
-def write_html(advice: Any, path: str, png_dir: str | None = None) -> str:
-    """Writes the report to `path` (PNG plots embedded; also saved under `png_dir` if given); returns path."""
+def write_html(advice: Any, path: str, png_dir: str | None = None, prefix: str = "") -> str:
+    """Writes the report to `path` (PNG plots embedded; also saved as `png_dir`/`prefix`NAME.png if png_dir is
+    given); returns path."""
     images = plots(advice)
     if png_dir:
         os.makedirs(png_dir, exist_ok=True)
         for name, data in images.items():
-            with open(os.path.join(png_dir, f"{name}.png"), "wb") as f:
+            with open(os.path.join(png_dir, f"{prefix}{name}.png"), "wb") as f:
                 f.write(data)
     rows = "".join(
         f"<tr><td>{i + 1}</td><td>{html.escape(f.kind)}</td><td>{html.escape(f.title)}</td>"
