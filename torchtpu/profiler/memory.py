@@ -80,7 +80,15 @@ def record_memory_history(enabled: str | None = "all", context: str | None = "al
         if enabled is None:
             _live.clear()
             _trace.clear()
-    native().set_memory_hooks(_on_alloc, oom_note, enabled is not None)
+    _hooks()(_on_alloc, oom_note, enabled is not None)
+
+
+def _hooks() -> Any:
+    hooks = getattr(native(), "set_memory_hooks", None)
+    if hooks is None:
+        raise RuntimeError("torchtpu's C++ shim was built from older sources without memory hooks; delete its "
+                           "build cache ($TORCHTPU_CACHE_DIR or ~/.cache/torchtpu) so that it rebuilds")
+    return hooks
 
 
 def _block(address: int, entry: dict[str, Any]) -> dict[str, Any]:
@@ -230,4 +238,5 @@ def attach(device_module: types.ModuleType) -> None:
     device_module.memory_summary = memory_summary
     device_module.memory_snapshot = memory_snapshot
     sys.modules["torch.tpu.memory"] = mem
-    native().set_memory_hooks(_on_alloc, oom_note, False)
+    if hasattr(native(), "set_memory_hooks"):  # else _record_memory_history says how to rebuild the shim
+        native().set_memory_hooks(_on_alloc, oom_note, False)
