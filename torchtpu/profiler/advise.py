@@ -30,7 +30,7 @@ SMALL_BATCH_ROWS = 2048  # streamed rows (batch x sequence) below which the MXU'
 class Finding:
     """One piece of advice. `before_s` / `after_s`: simulated seconds per step (per sample for kind "batch")."""
 
-    kind: str  # padding | precision | mode | recompile | batch
+    kind: str  # padding | precision | mode | recompile | batch | layout
     title: str
     where: str
     evidence: str
@@ -45,9 +45,12 @@ class Finding:
         return 1.0 - self.after_s / self.before_s if self.before_s > 0 else 0.0
 
     def __str__(self) -> str:
+        if self.unit == "compile":
+            predicted = f"{self.before_s * 1e3:.1f} -> {self.after_s * 1e3:.1f} ms host compile time"
+        else:
+            predicted = f"{self.before_s * 1e6:.2f} -> {self.after_s * 1e6:.2f} us per {self.unit}"
         return (f"[{self.kind}] {self.title}\n    at {self.where or '?'}\n    evidence: {self.evidence}\n"
-                f"    predicted: {self.before_s * 1e6:.2f} -> {self.after_s * 1e6:.2f} us per {self.unit} "
-                f"({self.gain:.1%} saved)")
+                f"    predicted: {predicted} ({self.gain:.1%} saved)")
 
 
 @dataclass
@@ -230,14 +233,15 @@ def _mode(window: Window, chip: Any, before: float) -> list[Finding]:
 
 
 def _recompiles(window: Window) -> list[Finding]:
-    out = []
-    for ev in window.host_events:
-        if ev.kind == "recompile" and "size mismatch" in ev.reason:
-            out.append(Finding("recompile", f"{ev.args.get('function', '?')} recompiles on a new shape",
-                               ev.where, f"Dynamo: {ev.reason}; use torch.compile(dynamic=True) (padded to "
-                               "TORCHTPU_SHAPE_BUCKETS) or pad inputs to fixed sizes", 1.0, 1.0,
-                               {"kind": "buckets"}, unit="compile"))
-    return out
+    from torchtpu.profiler.shapes import recompile_findings
+
+    return recompile_findings(window)
+
+
+def _layout(window: Window, chip: Any, before: float) -> list[Finding]:
+    from torchtpu.profiler.layout import layout_findings
+
+    return layout_findings(window, chip, before)
 
 
 def _batch(window: Window, chip: Any, before: float) -> list[Finding]:
@@ -269,7 +273,8 @@ def advise(model: Callable[..., Any], example_inputs: Any, chip: str | None = No
     before = resim.step_time(window.launches, chip)
     findings = (_padding(window, chip, before, tile) + _precision(window, chip, before, model, example_inputs, train,
                                                                   tolerance)
-                + _mode(window, chip, before) + _batch(window, chip, before) + _recompiles(window))
+                + _mode(window, chip, before) + _batch(window, chip, before) + _recompiles(window)
+                + _layout(window, chip, before))
     findings.sort(key=lambda f: -f.gain)
     name = resim.cost_model(chip).chip.name
     advice = Advice(name, before, findings, window, train)

@@ -187,15 +187,15 @@ def _install_dynamo_callbacks() -> None:
     """Dynamo's public compile callbacks: one compile event per frame compile; a compile that follows a guard
     failure is a recompile, with Dynamo's reason and the function's source line."""
     global _dynamo_installed
-    if _dynamo_installed:
-        _snapshot_failures()
-        return
     try:
         from torch._dynamo.callback import callback_handler
     except ImportError:  # pragma: no cover - older torch
         return
-    callback_handler.register_start_callback(_on_compile_start)
-    callback_handler.register_end_callback(_on_compile_end)
+    # torch._dynamo.reset() clears the handler's lists, so registration is checked every time
+    if _on_compile_start not in callback_handler.start_callbacks:
+        callback_handler.register_start_callback(_on_compile_start)
+    if _on_compile_end not in callback_handler.end_callbacks:
+        callback_handler.register_end_callback(_on_compile_end)
     _dynamo_installed = True
     _snapshot_failures()
 

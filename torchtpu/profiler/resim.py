@@ -97,10 +97,13 @@ def program_seconds(program: Program, model: CostModel, rewrite: OpRewrite | Non
 
 def step_time(launches: Sequence[Any], chip: Any = None, rewrite: OpRewrite | None = None,
               select: Callable[[Op], bool] | None = None, launch_scale: float = 1.0,
-              other_scale: float = 1.0, scale_if: Callable[[Program], bool] | None = None) -> float:
+              other_scale: float = 1.0, scale_if: Callable[[Program], bool] | None = None,
+              drop: Callable[[Any], bool] | None = None) -> float:
     """Simulated wall time of `launches` (a window's, one chip) replayed on `chip`'s timeline, with each
     executable re-priced (and rewritten). `launch_scale` scales the number of launches' overheads (a mode
-    that merges launches); `other_scale` the VPU and HBM times of the programs `scale_if` accepts (all)."""
+    that merges launches); `other_scale` the VPU and HBM times of the programs `scale_if` accepts (all);
+    launches `drop` accepts are removed (their device time and launch overhead; the host work before them
+    stays)."""
     model = cost_model(chip)
     overhead = float(model.chip.launch_overhead_s)
     cache: dict[int, float] = {}
@@ -117,6 +120,9 @@ def step_time(launches: Sequence[Any], chip: Any = None, rewrite: OpRewrite | No
                 else r.seconds
         gap = 0.0 if prev_issued is None else max(r.issued - prev_issued - recorded_overhead, 0.0)
         prev_issued = r.issued
+        if drop is not None and drop(la):
+            host += gap
+            continue
         host += gap + overhead * launch_scale
         start = max(host, free)
         free = start + cache[key]
