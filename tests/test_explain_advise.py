@@ -150,6 +150,23 @@ def test_cli_explain_and_advise(tmp_path, capsys):
         main(["advise", "zoo:nope"])
 
 
+def test_notebook_plots_written_as_png(tmp_path):
+    """notebooks/06_advisor.ipynb's model and plots, fast: each plot a non-empty PNG with a sane size."""
+    import struct
+
+    from torchtpu.profiler.report import write_html
+
+    model, inputs = _net(130)
+    with torch.tpu.precision("HIGHEST"):
+        advice = torchtpu.advise(model, inputs)
+    write_html(advice, str(tmp_path / "advisor_report.html"), png_dir=str(tmp_path), prefix="advisor_")
+    for name in ("breakdown", "roofline", "mxu_timeline"):
+        data = (tmp_path / f"advisor_{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR" and len(data) > 10_000, name
+        width, height = struct.unpack(">II", data[16:24])
+        assert width >= 300 and height >= 200, (name, width, height)
+
+
 @pytest.mark.slow
 def test_advisor_notebook_saves_its_plots():
     from pathlib import Path

@@ -83,14 +83,29 @@ def note(kind: str, name: str, reason: str = "", start_ns: int | None = None, en
     return event
 
 
+_USER_CODE: dict[Any, bool] = {}  # code object -> whether its file is the user's (outside torch, torchtpu, stdlib)
+
+
+def _is_user(code: Any) -> bool:
+    known = _USER_CODE.get(code)
+    if known is None:
+        filename = code.co_filename
+        known = not any(m in filename for m in _TORCH_MARKERS) and not filename.startswith(_OWN) \
+            and not _stdlib(filename)
+        if len(_USER_CODE) > 65536:
+            _USER_CODE.clear()
+        _USER_CODE[code] = known
+    return known
+
+
 def user_frames(limit: int = 16) -> list[tuple[str, int, str]]:
     """The Python stack outside torch, torchtpu and the standard library, innermost first: (file, line, name)."""
     frames: list[tuple[str, int, str]] = []
     frame = sys._getframe(1)
     while frame is not None and len(frames) < limit:
-        filename = frame.f_code.co_filename
-        if not any(m in filename for m in _TORCH_MARKERS) and not filename.startswith(_OWN) and not _stdlib(filename):
-            frames.append((filename, frame.f_lineno, frame.f_code.co_name))
+        code = frame.f_code
+        if _is_user(code):
+            frames.append((code.co_filename, frame.f_lineno, code.co_name))
         frame = frame.f_back
     return frames
 
@@ -100,8 +115,15 @@ def _stdlib(filename: str) -> bool:
 
 
 def user_line() -> str:
-    frames = user_frames(1)
-    return f"{frames[0][0]}:{frames[0][1]}" if frames else ""
+    """The innermost user frame as "file:line" ("" when there is none); one dict lookup per frame walked."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        known = _USER_CODE.get(code)
+        if known or (known is None and _is_user(code)):
+            return f"{code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
 
 
 # ----------------------------------------------------------------- executable sources

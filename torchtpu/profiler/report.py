@@ -80,6 +80,10 @@ def plots(advice: Any) -> dict[str, bytes]:
     return out
 
 
+def _time(seconds: float, unit: str) -> str:
+    return f"{seconds * 1e3:.1f} ms host compile" if unit == "compile" else f"{seconds * 1e6:.2f}"
+
+
 def write_html(advice: Any, path: str, png_dir: str | None = None, prefix: str = "") -> str:
     """Writes the report to `path` (PNG plots embedded; also saved as `png_dir`/`prefix`NAME.png if png_dir is
     given); returns path."""
@@ -92,7 +96,7 @@ def write_html(advice: Any, path: str, png_dir: str | None = None, prefix: str =
     rows = "".join(
         f"<tr><td>{i + 1}</td><td>{html.escape(f.kind)}</td><td>{html.escape(f.title)}</td>"
         f"<td><code>{html.escape(f.where)}</code></td><td>{html.escape(f.evidence)}</td>"
-        f"<td>{f.before_s * 1e6:.2f}</td><td>{f.after_s * 1e6:.2f}</td><td>{f.gain:.1%}</td></tr>"
+        f"<td>{_time(f.before_s, f.unit)}</td><td>{_time(f.after_s, f.unit)}</td><td>{f.gain:.1%}</td></tr>"
         for i, f in enumerate(advice.findings))
     figures = "".join(f'<h2>{name}</h2><img src="data:image/png;base64,{base64.b64encode(data).decode()}">'
                       for name, data in images.items())
