@@ -5,7 +5,7 @@ recorded launches re-priced with the change applied to their MXU ops).
 
 Rules: MXU dims that are not multiples of the tile (padding waste), matmuls at HIGH/HIGHEST where DEFAULT
 stays within the measured error tolerance, host-bound eager runs (DEFER_AND_FUSE), recompiles from changing
-shapes, small batches leaving the MXU idle.
+shapes (`shapes.py`), small batches leaving the MXU idle, eager layout copies every step (`layout.py`).
 """
 
 from __future__ import annotations
@@ -238,10 +238,11 @@ def _recompiles(window: Window) -> list[Finding]:
     return recompile_findings(window)
 
 
-def _layout(window: Window, chip: Any, before: float) -> list[Finding]:
+def _layout(window: Window, chip: Any, before: float, model: Any) -> list[Finding]:
     from torchtpu.profiler.layout import layout_findings
 
-    return layout_findings(window, chip, before)
+    params = model.parameters() if hasattr(model, "parameters") else ()
+    return layout_findings(window, chip, before, [tuple(p.shape) for p in params if p.dim() == 2])
 
 
 def _batch(window: Window, chip: Any, before: float) -> list[Finding]:
@@ -274,7 +275,7 @@ def advise(model: Callable[..., Any], example_inputs: Any, chip: str | None = No
     findings = (_padding(window, chip, before, tile) + _precision(window, chip, before, model, example_inputs, train,
                                                                   tolerance)
                 + _mode(window, chip, before) + _batch(window, chip, before) + _recompiles(window)
-                + _layout(window, chip, before))
+                + _layout(window, chip, before, model))
     findings.sort(key=lambda f: -f.gain)
     name = resim.cost_model(chip).chip.name
     advice = Advice(name, before, findings, window, train)
