@@ -10,7 +10,7 @@ Times are simulated seconds, starting at 0; nothing here looks at values.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from .chips import ChipSpec, get_chip
@@ -36,10 +36,16 @@ class TimelineRecord:
     start: float
     end: float
     issued: float  # host clock when it was launched
+    cost: CostRecord | None = None  # the executable's full cost (unit times, padded FLOPs, fused op list)
+    source: Any = None  # what the driver launched (its Program), opaque here; profilers read it
 
     @property
     def seconds(self) -> float:
         return self.end - self.start
+
+    @property
+    def mxu_seconds(self) -> float:
+        return self.cost.mxu_seconds if self.cost is not None else 0.0
 
 
 class Timeline:
@@ -66,11 +72,12 @@ class Timeline:
         self._host += float(seconds)
 
     @staticmethod
-    def charge(record: CostRecord, name: str = "") -> tuple:
-        """What a launch reads from `record`: (op, name, seconds, flops, hbm_bytes, cycles, bound), the numbers as
-        floats; a caller that launches the same record many times makes this once and calls `issue`."""
+    def charge(record: CostRecord, name: str = "", source: Any = None) -> tuple:
+        """What a launch reads from `record`: (op, name, seconds, flops, hbm_bytes, cycles, bound, record,
+        source), the numbers as floats; `source` (what is launched, e.g. the Program) is kept opaque in each
+        TimelineRecord. A caller that launches the same record many times makes this once and calls `issue`."""
         return (record.op, name or record.op, float(record.seconds), float(record.flops), float(record.hbm_bytes),
-                float(record.cycles), record.bound)
+                float(record.cycles), record.bound, record, source)
 
     def launch(self, record: CostRecord, name: str = "") -> None:
         """Queue one executable: it starts at max(host clock, device free time) and runs record.seconds."""
@@ -78,7 +85,7 @@ class Timeline:
 
     def issue(self, host_seconds: float, charge: tuple) -> None:
         """`host_issue(host_seconds)` (>= 0, not checked) then the launch of `charge` (made by `Timeline.charge`)."""
-        op, name, seconds, flops, hbm_bytes, cycles, bound = charge
+        op, name, seconds, flops, hbm_bytes, cycles, bound, cost, source = charge
         host = self._host = self._host + host_seconds
         start = self._device_free if self._device_free > host else host  # max(host, device free)
         end = start + seconds
@@ -92,7 +99,7 @@ class Timeline:
         totals[1] += seconds
         totals[2] += flops
         totals[3] += hbm_bytes
-        self._records.append((name, op, flops, hbm_bytes, cycles, bound, start, end, host))
+        self._records.append((name, op, flops, hbm_bytes, cycles, bound, start, end, host, cost, source))
 
     def synchronize(self) -> float:
         """Host waits until the device is idle; returns the (new) host clock."""
@@ -118,6 +125,18 @@ class Timeline:
         """The most recent launches (at most MAX_RECORDS), oldest first."""
         return [TimelineRecord(*r) for r in self._records]
 
+    @property
+    def launch_count(self) -> int:
+        """Launches since the last reset (a profiler notes it at start to read only its window's records)."""
+        return self._launches
+
+    def records_since(self, launch_count: int) -> list[TimelineRecord]:
+        """The records of launches after the `launch_count`-th one (those still kept), oldest first."""
+        n = min(self._launches - launch_count, len(self._records))
+        if n <= 0:
+            return []
+        return [TimelineRecord(*r) for r in list(self._records)[-n:]]
+
     def totals(self) -> dict[str, Any]:
         """device_seconds, flops, hbm_bytes, launches and a per-op-kind breakdown, over every launch."""
         by_op = {op: {"count": int(c), "seconds": sec, "flops": fl, "hbm_bytes": hb}
@@ -138,7 +157,7 @@ class Timeline:
             {"ph": "M", "pid": pid, "tid": 1, "name": "thread_name", "args": {"name": "host launches"}},
         ]
         for r in self.records:
-            args = {k: v for k, v in asdict(r).items() if k not in ("name", "start", "end")}
+            args = {k: getattr(r, k) for k in ("op", "flops", "hbm_bytes", "cycles", "bound", "issued")}
             events.append({"ph": "X", "pid": pid, "tid": 0, "name": r.name, "cat": r.op,
                            "ts": r.start * 1e6, "dur": r.seconds * 1e6, "args": args})
             events.append({"ph": "i", "pid": pid, "tid": 1, "name": f"launch {r.name}", "s": "t",

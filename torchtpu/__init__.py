@@ -78,13 +78,15 @@ if _HAVE_TORCH and _load_error is None:
     from torchtpu.execution.modes import EagerMode, eager_mode, get_eager_mode, set_eager_mode
     from torchtpu.ops.fallback import fallback_counts, reset_fallback_counts
     from torchtpu.precision import Precision, precision, set_precision
+    from torchtpu.profiler.advise import advise
+    from torchtpu.profiler.explain import explain
     from torchtpu.stats import reset_stats, stats, timeline_records
 
 _imported = True
 
-__all__ = ["EagerMode", "Precision", "eager_mode", "fallback_counts", "get_eager_mode", "is_materialized",
-           "pending_ir", "precision", "reset_fallback_counts", "reset_stats", "set_eager_mode", "set_precision",
-           "stats", "timeline_records"]
+__all__ = ["EagerMode", "Precision", "advise", "eager_mode", "explain", "fallback_counts", "get_eager_mode",
+           "is_materialized", "pending_ir", "precision", "reset_fallback_counts", "reset_stats", "set_eager_mode",
+           "set_precision", "stats", "timeline_records"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""The `torchtpu` console command: `demo`, `info`, and `perf` (the performance model)."""
+"""The `torchtpu` console command: `demo`, `info`, `perf` (the performance model), `explain` and `advise`."""
 
 from __future__ import annotations
 
@@ -30,11 +30,16 @@ def main(argv: list[str] | None = None) -> int:
         add_perf_parser = run_perf = None
     if add_perf_parser is not None:
         add_perf_parser(sub)
+    from torchtpu.profiler.cli import add_parsers, run
+
+    add_parsers(sub)
     args, rest = parser.parse_known_args(argv)
     if args.command == "demo":
         from torchtpu.demo import main as demo_main
 
         return demo_main(rest)
+    if args.command in ("explain", "advise"):
+        return run(args, rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "info":

@@ -51,15 +51,22 @@ def reset_stats() -> None:
 
 def timeline_records(device: int | None = None) -> list[dict[str, Any]]:
     """The simulated device timeline: one dict per launched executable (name, op, flops, hbm_bytes, cycles, bound,
-    start, end, seconds, chip) — the shape `torchtpu.perfmodel.project_records` takes."""
+    start, end, seconds, chip, and the unit times mxu_seconds / vpu_seconds / hbm_seconds and padded_flops of
+    its cost) — the shape `torchtpu.perfmodel.project_records` takes."""
     drv = runtime.driver()
     timelines = getattr(drv, "timelines", [])
     out = []
     for index, timeline in enumerate(timelines):
         if device is not None and index != device:
             continue
+        chip = drv.stats().get("chip")
         for r in timeline.records:
+            cost = r.cost
             out.append({"name": r.name, "op": r.op, "flops": r.flops, "hbm_bytes": r.hbm_bytes,
                         "cycles": r.cycles, "bound": r.bound, "start": r.start, "end": r.end,
-                        "seconds": r.seconds, "chip": drv.stats().get("chip"), "device": index})
+                        "seconds": r.seconds, "chip": chip, "device": index,
+                        "mxu_seconds": cost.mxu_seconds if cost is not None else 0.0,
+                        "vpu_seconds": cost.vpu_seconds if cost is not None else 0.0,
+                        "hbm_seconds": cost.hbm_seconds if cost is not None else 0.0,
+                        "padded_flops": cost.padded_flops if cost is not None else 0.0})
     return out

@@ -215,6 +215,7 @@ class SimDriver(Driver):
         outputs = tuple(slot[v.id] for v in program.outputs)
         elide_broadcasts(steps, outputs)
         plan = _Plan(steps, padding, outputs, cost, program.name)
+        plan.charge = Timeline.charge(cost, program.name, program)  # records keep the Program (profilers)
         return Executable(program, payload=plan, meta={"cost": cost})
 
     def program_cost(self, program: Program) -> CostRecord:

@@ -27,6 +27,7 @@ from torchtpu.execution import deferred, modes
 from torchtpu.ops.registry import OP_TABLE, PREPARE, RANDOM_OPS
 from torchtpu.ops.tracing import Sym, tracing
 from torchtpu.precision import current_precision
+from torchtpu.profiler import events as _events
 
 
 @dataclass
@@ -399,6 +400,7 @@ class CompiledGraph:
                 modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:
             if traced.exe is None:
                 traced.exe = drv.compile(traced.program)
+                _events.name_program(traced.exe.program, self.gm)  # profiler: the graph's ATen ops and lines
             try:
                 modes.execute(drv, traced.exe, inputs, outputs, device, "compiled_graph")
             except ExecutionError as exc:
@@ -498,7 +500,7 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Call
 # stay traceable.
 _DYNAMO_SKIP = ("torchtpu.execution", "torchtpu.ops", "torchtpu.compile", "torchtpu.runtime", "torchtpu.random",
                 "torchtpu.precision", "torchtpu._native", "torchtpu.registration", "torchtpu.device_module",
-                "torchtpu.stats", "torchtpu.drivers", "torchtpu.sim")
+                "torchtpu.stats", "torchtpu.drivers", "torchtpu.sim", "torchtpu.profiler")
 
 
 def register() -> None:

@@ -42,6 +42,41 @@ static std::mutex g_freed_mutex;
 static std::vector<int64_t> g_freed;
 static std::atomic<int> g_device_count{1};
 static thread_local c10::DeviceIndex t_current_device = 0;
+// Memory history (torchtpu/profiler/memory.py): while on, every allocation and free calls back into Python
+// (which takes the Python stack); the OOM note callback adds the largest live tensors to the OOM message.
+static std::atomic<bool> g_history{false};
+static PyObject* g_alloc_cb = nullptr;  // (ptr, size, device, is_alloc) -> None
+static PyObject* g_oom_cb = nullptr;    // (device, nbytes) -> str
+
+static void notify_alloc(void* ptr, int64_t size, int device, bool is_alloc) {
+  if (!g_history.load(std::memory_order_relaxed) || g_alloc_cb == nullptr || !Py_IsInitialized() ||
+      _Py_IsFinalizing()) {
+    return;
+  }
+  py::gil_scoped_acquire gil;
+  PyObject* r = PyObject_CallFunction(g_alloc_cb, "Llii", reinterpret_cast<long long>(ptr),
+                                      static_cast<long long>(size), device, is_alloc ? 1 : 0);
+  if (r == nullptr) {
+    PyErr_WriteUnraisable(g_alloc_cb);
+  }
+  Py_XDECREF(r);
+}
+
+static std::string oom_note(int device, int64_t nbytes) {
+  if (g_oom_cb == nullptr || !Py_IsInitialized() || _Py_IsFinalizing()) {
+    return "";
+  }
+  py::gil_scoped_acquire gil;
+  PyObject* r = PyObject_CallFunction(g_oom_cb, "iL", device, static_cast<long long>(nbytes));
+  std::string out;
+  if (r != nullptr && PyUnicode_Check(r)) {
+    out = PyUnicode_AsUTF8(r);
+  } else if (r == nullptr) {
+    PyErr_WriteUnraisable(g_oom_cb);
+  }
+  Py_XDECREF(r);
+  return out;
+}
 
 // Every device index that reaches the counters or the current-device slot is checked here first: the counter
 // table has kMaxDevices entries and only the first g_device_count are devices of this process.
@@ -60,6 +95,7 @@ struct Block {
 
 static void delete_block(void* ctx) {
   auto* block = static_cast<Block*>(ctx);
+  notify_alloc(block->ptr, block->size, block->device, false);
   if (g_track_frees.load()) {
     std::lock_guard<std::mutex> lock(g_freed_mutex);
     g_freed.push_back(reinterpret_cast<int64_t>(block->ptr));
@@ -80,7 +116,7 @@ static void reserve(int device, int64_t nbytes) {
                      nbytes, " bytes; ", before, " bytes already allocated of ", c.limit.load(),
                      " bytes total (", c.limit.load() - before,
                      " bytes free). Free tensors, use a smaller batch, or pick a chip with more HBM "
-                     "(TORCHTPU_CHIP).");
+                     "(TORCHTPU_CHIP).", oom_note(device, nbytes));
   }
   int64_t now = before + nbytes;
   int64_t peak = c.peak.load();
@@ -105,6 +141,7 @@ struct TpuAllocator final : c10::Allocator {
       TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu:", device, " host allocation of ", nbytes,
                        " bytes failed (the simulator keeps device memory in host RAM)");
     }
+    notify_alloc(ptr, static_cast<int64_t>(nbytes), device, true);
     return {ptr, new Block{ptr, static_cast<int64_t>(nbytes), device}, &delete_block, dev};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
@@ -317,6 +354,15 @@ static std::vector<int64_t> drain_freed() {
   return out;
 }
 
+static void set_memory_hooks(py::object alloc_cb, py::object oom_cb, bool history) {
+  g_history = false;
+  for (auto [slot, cb] : {std::pair{&g_alloc_cb, alloc_cb}, std::pair{&g_oom_cb, oom_cb}}) {
+    Py_XDECREF(*slot);
+    *slot = cb.is_none() ? nullptr : cb.inc_ref().ptr();
+  }
+  g_history = history && g_alloc_cb != nullptr;
+}
+
 static int64_t storage_ptr(const at::Tensor& t) {
   return reinterpret_cast<int64_t>(t.storage().data());
 }
@@ -335,4 +381,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("storage_ptr", &torchtpu::storage_ptr);
   m.def("set_track_frees", &torchtpu::set_track_frees);
   m.def("drain_freed", &torchtpu::drain_freed);
+  m.def("set_memory_hooks", &torchtpu::set_memory_hooks);
 }

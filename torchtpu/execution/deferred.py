@@ -40,6 +40,7 @@ from torchtpu.drivers.ir import Program
 from torchtpu.execution import fast_launch, poison
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, hoist_scalars
 from torchtpu.ops.tracing import TORCH_TO_IR
+from torchtpu.profiler import events as _events
 
 MAX_REGION_OPS = config.get("TORCHTPU_MAX_REGION_OPS")
 _PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
@@ -232,6 +233,8 @@ def _run(region: _Region, stage: _Stage) -> str | None:
         warning = _count(replay.built.program, miss=False)
     stage.name, stage.built = "execute", replay.built
     _execute(drv, replay.built, replay.exe, region, region.events)
+    if _events.ACTIVE:  # a profiler is recording: note the flush, its reason and the region's ops
+        _events.on_flush(region, replay.exe)
     if poison.active:  # a poisoned storage written whole is valid again
         poison.discard(_key(region.slots[s].holder) for s in _covered(region.slots, region.events))
     return warning

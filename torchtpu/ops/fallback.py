@@ -14,6 +14,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from torchtpu import config
+from torchtpu.profiler import events as _events
 
 _counts: Counter[str] = Counter()
 _lib: list[torch.library.Library] = []
@@ -48,6 +49,8 @@ def cpu_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
             f"{name} has no tpu lowering and TORCHTPU_CPU_FALLBACK=0 forbids running it on CPU. "
             "Set TORCHTPU_CPU_FALLBACK=1 to allow a (counted) CPU fallback.")
     _counts[name] += 1
+    if _events.ACTIVE:  # a profiler is recording
+        _events.on_fallback(name)
     device = None
     for x in (*args, *kwargs.values()):
         if isinstance(x, torch.Tensor) and x.device.type == "tpu":
