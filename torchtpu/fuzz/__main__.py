@@ -59,14 +59,14 @@ def main(argv: list[str] | None = None) -> int:
                  patterns=[x for x in a.ops.split(",") if x] or None, rates=rates, verbose=a.verbose,
                  timeout=a.timeout)
     print(summary(report))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report.to_json(), f, indent=1, default=str)
     if a.update_known:
         from torchtpu.fuzz import known
 
         print(f"known.json: {known.add(report.new())} entries added")
         return 0
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(report.to_json(), f, indent=1, default=str)
     return 1 if report.new() else 0
 
 
