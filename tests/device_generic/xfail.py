@@ -1,0 +1,43 @@
+"""Expected failures of the device-generic tests on "tpu", each with its cause: applied as
+`unittest.expectedFailure`, so a fixed bug makes its test fail (unexpected success) until the entry is removed."""
+
+from __future__ import annotations
+
+import unittest
+from typing import Any
+
+# "GenericClass.test_name" (the tpu instance: test_name + "_tpu") -> cause
+TPU_XFAIL: dict[str, str] = {
+    "TestViewOps.test_expand_write_raises": "in-place writes through an expanded (overlapping) view run where CPU "
+                                            "raises (issue 17 item 7)",
+    "TestIndexing.test_embedding_negative_index_raises": "negative out-of-range indices wrap (issue 17 item 2)",
+    "TestIndexing.test_index_put_cpu_mask": "index_put_ rejects a CPU mask that CUDA accepts (issue 17 item 8)",
+    "TestTypePromotion.test_uint8_times_negative_scalar": "uint8 * -1 raises an internal OverflowError (item 7)",
+    "TestTensorCreation.test_nonexistent_device_index_raises": "tpu:1 accepted with one device (item 4)",
+    "TestReductions.test_complex_mean": "complex mean drops the imaginary part (item 5)",
+    "TestReductions.test_complex_var_is_real": "complex var returns a complex dtype (item 5)",
+    "TestShapeOps.test_many_dims": "more than 64 dims: numpy's limit leaks out as ValueError (item 8)",
+    "TestAutogradDeviceType.test_gru_cell_grad": "RNN cells: _thnn_fused_gru_cell missing on tpu (item 8)",
+    "TestAutogradDeviceType.test_lstm_cell_grad": "RNN cells: _thnn_fused_lstm_cell missing on tpu (item 8)",
+    "TestNNDeviceType.test_avg_pool_inf_window": "an inf in one avg_pool window poisons the next (item 5)",
+    "TestNNDeviceType.test_interpolate_nearest_nan": "one NaN pixel makes the nearest-interpolated plane NaN (item 5)",
+    "TestNNDeviceType.test_nll_loss_negative_target_raises": "nll_loss target -1 gives 0.0, no error (item 2)",
+    "TestNNDeviceType.test_relu_nan": "relu(nan) is 0 (item 5)",
+    "TestNNDeviceType.test_lstm_module": "nn.LSTM: _thnn_fused_lstm_cell has no tpu kernel and no CPU kernel to fall "
+                                         "back to (item 8)",
+}
+
+
+def apply_expected_failures(scope: dict[str, Any]) -> None:
+    """Marks the tpu instances of TPU_XFAIL's tests in `scope` (the instantiated classes, named
+    <Generic>PRIVATEUSE1 or <Generic>TPU: PyTorch renames the device type after its first instantiation)."""
+    for key, cause in TPU_XFAIL.items():
+        generic, test = key.split(".", 1)
+        marked = 0
+        for suffix in ("PRIVATEUSE1", "TPU"):
+            cls = scope.get(generic + suffix)
+            for name in [n for n in dir(cls) if n == f"{test}_tpu" or n.startswith(f"{test}_tpu_")] if cls else []:
+                setattr(cls, name, unittest.expectedFailure(getattr(cls, name)))
+                marked += 1
+        if not marked:
+            raise KeyError(f"xfail entry {key!r} names no tpu test ({cause})")

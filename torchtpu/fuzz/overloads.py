@@ -1,0 +1,69 @@
+"""Which ATen overloads the fuzzer calls: every overload torchtpu registers on PrivateUse1 (lowerings, their
+in-place and out= siblings, accepted decompositions, the hand-written kernels), read from the registry."""
+
+from __future__ import annotations
+
+import fnmatch
+
+import torch
+from torch._ops import OpOverload
+
+# Overloads whose outputs hold undefined values (compared by shape and dtype only).
+UNDEFINED_VALUES = ("aten::empty*", "aten::new_empty*", "aten::empty_like*", "aten::resize*", "aten::_resize*",
+                    "aten::empty_strided*", "aten::set_*", "aten::_copy_from_and_resize*")
+# Overloads whose results are one of several valid answers (signs and phases of QR/SVD/eigen factors): compared by
+# shape and dtype only.
+NONUNIQUE = ("aten::geqrf*", "aten::linalg_qr*", "aten::_linalg_svd*", "aten::linalg_svd*", "aten::svd*",
+             "aten::linalg_eig*", "aten::_linalg_eigh*", "aten::linalg_eigh*", "aten::_linalg_eigvals*",
+             "aten::linalg_householder_product*", "aten::ormqr*", "aten::linalg_lstsq*")
+# Overloads not called, with the reason.
+EXCLUDED = {
+    "aten::_local_scalar_dense*": "needs a one-element tensor; covered by .item() everywhere",
+    "aten::set_.source_Storage*": "takes a Storage (the generator makes none)",
+    "aten::record_stream*": "takes a Stream",
+    # CPU PyTorch itself crashes on some random calls of these (the reference cannot run them in-process):
+    "aten::native_batch_norm_backward*": "CPU segfaults (torch 2.13) with train=True and save_mean/save_invstd None",
+}
+
+
+def _resolve(qualified: str) -> OpOverload | None:
+    ns_name, overload = qualified.rsplit(".", 1)
+    ns, name = ns_name.split("::")
+    packet = getattr(getattr(torch.ops, ns), name, None)
+    return getattr(packet, overload, None) if packet is not None else None
+
+
+def registered() -> list[OpOverload]:
+    """Every overload registered for "tpu" (sorted by name), excluded ones left out."""
+    import torchtpu  # noqa: F401 - registers the backend
+    from torchtpu.ops import registry
+
+    torch.empty(0, device="tpu")  # first use registers the lowering table
+    ops = []
+    for qualified in sorted(registry.REGISTERED):
+        if any(fnmatch.fnmatchcase(qualified, p) for p in EXCLUDED):
+            continue
+        op = _resolve(qualified)
+        if op is not None:
+            ops.append(op)
+    return ops
+
+
+def is_random(op: OpOverload) -> bool:
+    from torchtpu.ops import registry
+
+    if op in registry.RANDOM_OPS:
+        return True
+    return torch.Tag.nondeterministic_seeded in op.tags
+
+
+def undefined_values(op: OpOverload) -> bool:
+    name = f"{op._schema.name}.{op._overloadname}"
+    return any(fnmatch.fnmatchcase(name, p) for p in (*UNDEFINED_VALUES, *NONUNIQUE))
+
+
+def select(ops: list[OpOverload], patterns: list[str] | None) -> list[OpOverload]:
+    if not patterns:
+        return ops
+    return [op for op in ops if any(fnmatch.fnmatchcase(str(op), p) or fnmatch.fnmatchcase(
+        f"{op._schema.name}.{op._overloadname}", p) for p in patterns)]
