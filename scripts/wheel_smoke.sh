@@ -16,7 +16,8 @@ WHEEL=$(ls "$WORK"/dist/torchtpu-*.whl)
 "$PY" - "$WHEEL" <<'PYEOF'
 import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-need = ["torchtpu/csrc/fast_launch_key.h", "torchtpu/csrc/tpu_shim.cpp", "torchtpu/sim/data/chips.json"]
+need = ["torchtpu/csrc/fast_launch_key.h", "torchtpu/csrc/tpu_shim.cpp", "torchtpu/sim/data/chips.json",
+        "torchtpu/fuzz/known.json"]
 missing = [n for n in need if n not in names] + ([] if any(n.startswith("torchtpu/_shim") and n.endswith(".so")
                                                         for n in names) else ["torchtpu/_shim*.so"])
 lic = [n for n in names if n.endswith(".dist-info/METADATA")]
