@@ -173,10 +173,12 @@ def parse(name: str, raw: str) -> Any:
 def get(name: str) -> Any:
     """The parsed value of `name` from the environment (its default when unset or empty)."""
     raw = os.environ.get(name)
+    if name == "TORCHTPU_CACHE_DIR" and not (raw or "").strip():  # the default follows XDG_CACHE_HOME
+        raw = ("default", os.environ.get("XDG_CACHE_HOME"))
     seen = _seen.get(name)
     if seen is not None and seen[0] == raw:
         return seen[1]
-    if raw is None or raw.strip() == "":
+    if not isinstance(raw, str) or raw.strip() == "":
         value = _default_cache_dir() if name == "TORCHTPU_CACHE_DIR" else VARS[name].parse(VARS[name].default)
     else:
         value = parse(name, raw)

@@ -8,21 +8,10 @@ from typing import Any
 
 # "GenericClass.test_name" (the tpu instance: test_name + "_tpu") -> cause
 TPU_XFAIL: dict[str, str] = {
-    "TestViewOps.test_expand_write_raises": "in-place writes through an expanded (overlapping) view run where CPU "
-                                            "raises (issue 17 item 7)",
-    "TestIndexing.test_embedding_negative_index_raises": "negative out-of-range indices wrap (issue 17 item 2)",
     "TestIndexing.test_index_put_cpu_mask": "index_put_ rejects a CPU mask that CUDA accepts (issue 17 item 8)",
-    "TestTypePromotion.test_uint8_times_negative_scalar": "uint8 * -1 raises an internal OverflowError (item 7)",
-    "TestTensorCreation.test_nonexistent_device_index_raises": "tpu:1 accepted with one device (item 4)",
-    "TestReductions.test_complex_mean": "complex mean drops the imaginary part (item 5)",
-    "TestReductions.test_complex_var_is_real": "complex var returns a complex dtype (item 5)",
     "TestShapeOps.test_many_dims": "more than 64 dims: numpy's limit leaks out as ValueError (item 8)",
     "TestAutogradDeviceType.test_gru_cell_grad": "RNN cells: _thnn_fused_gru_cell missing on tpu (item 8)",
     "TestAutogradDeviceType.test_lstm_cell_grad": "RNN cells: _thnn_fused_lstm_cell missing on tpu (item 8)",
-    "TestNNDeviceType.test_avg_pool_inf_window": "an inf in one avg_pool window poisons the next (item 5)",
-    "TestNNDeviceType.test_interpolate_nearest_nan": "one NaN pixel makes the nearest-interpolated plane NaN (item 5)",
-    "TestNNDeviceType.test_nll_loss_negative_target_raises": "nll_loss target -1 gives 0.0, no error (item 2)",
-    "TestNNDeviceType.test_relu_nan": "relu(nan) is 0 (item 5)",
     "TestNNDeviceType.test_lstm_module": "nn.LSTM: _thnn_fused_lstm_cell has no tpu kernel and no CPU kernel to fall "
                                          "back to (item 8)",
 }
