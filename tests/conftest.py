@@ -6,6 +6,8 @@ its reason, when the suite runs on another driver (TORCHTPU_DRIVER=pjrt)."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 
@@ -36,3 +38,13 @@ def tpu():
     torchtpu.reset_fallback_counts()
     yield torch.device("tpu")
     torch.tpu.synchronize()
+
+
+@pytest.fixture
+def steady_memory():
+    """Collect cyclic garbage of earlier tests, then keep the GC off for the test: a GC pass that frees an
+    earlier test's device tensors in the middle of a memory_allocated() comparison would change the count."""
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()

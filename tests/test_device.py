@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import subprocess
 import sys
@@ -70,7 +69,7 @@ def test_random_ops_follow_their_distributions(tpu):
     assert torchtpu.fallback_counts() == {}
 
 
-def test_memory_accounting_returns_to_baseline(tpu):
+def test_memory_accounting_returns_to_baseline(tpu, steady_memory):
     torch.tpu.synchronize()
     base = torch.tpu.memory_allocated()
     x = torch.empty(1024, 1024, device=tpu)
@@ -85,9 +84,8 @@ def test_memory_accounting_returns_to_baseline(tpu):
 
 
 @pytest.mark.sim_only("asserts the sim's HBM accounting (out of simulated HBM at the chip's capacity)")
-def test_oom_raises_and_leaves_tensors_intact(tpu):
+def test_oom_raises_and_leaves_tensors_intact(tpu, steady_memory):
     keep = torch.arange(10, device=tpu)
-    gc.collect()  # cyclic garbage of earlier tests, freed by a GC pass inside the block, would change the count
     before = torch.tpu.memory_allocated()
     with pytest.raises(torch.OutOfMemoryError, match=r"out of simulated HBM: tried to allocate 20000000000 bytes"):
         torch.empty(5_000_000_000, dtype=torch.float32, device=tpu)
@@ -142,7 +140,7 @@ def test_module_to_tpu_keeps_tied_parameters_tied(tpu):
     lambda d: torch.tpu.get_device_properties(d),
 ], ids=["empty", "to", "ones", "storage", "set_device", "memory_allocated", "properties"])
 @pytest.mark.parametrize("index", [1, 63, 64, 127])
-def test_a_device_index_past_device_count_is_refused_everywhere(tpu, make, index):
+def test_a_device_index_past_device_count_is_refused_everywhere(tpu, steady_memory, make, index):
     count = torch.tpu.device_count()
     if index < count:
         pytest.skip(f"tpu:{index} exists here ({count} devices)")
