@@ -1,17 +1,27 @@
 """The contract between the PyTorch front end and a machine: devices, compile(Program), execute, sync, stats.
 
-A driver never imports torch. Buffers are whatever the driver's storage layer hands out: host numpy views for
-the simulator, device buffers keyed by storage for PJRT. Executables are cached by the Program's structural key.
+A driver never imports torch. One buffer model for every driver: the front end names each torch storage by a key
+(its address) and asks the driver for the storage's buffer (`storage_buffer`), a host array of its contents
+(`read_storage`), to replace them (`write_storage`) and to forget a freed one (`free_storage`). The simulator's
+buffers are zero-copy numpy views of the storage's host memory; PJRT's are device buffers. A driver whose
+`strided_operands` is true also takes strided views of those buffers (`view`) as program operands, so one eager op
+launches on its tensors' own memory; otherwise operands are whole storages, and the front end expresses views
+inside the program (deferred regions).
+
+Executables are compiled for one device's target (its chip: MXU width, memory, costs) and cached, least recently
+used first out (TORCHTPU_EXECUTABLE_CACHE entries), by the Program's structural key and that target.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchtpu.drivers import config
 from torchtpu.drivers.ir import Program
 
 
@@ -48,6 +58,7 @@ class CacheStats:
     misses: int = 0
     compiles: int = 0
     compile_seconds: float = 0.0
+    evictions: int = 0
 
 
 @dataclass
@@ -55,19 +66,25 @@ class Executable:
     program: Program
     payload: Any = None
     meta: dict[str, Any] = field(default_factory=dict)
+    target: Any = None  # what it was compiled for (the sim: the chip); `execute` refuses a device of another
 
 
 class Driver(ABC):
     """One machine kind: the simulator, or a PJRT client."""
 
     name: str = "driver"
-    # True when buffers are host memory the front end may view directly (the simulator). Otherwise every
-    # program input/output is a whole storage's buffer from `storage_buffer`, and values cross the host
-    # boundary only through read_storage / write_storage.
-    host_addressable: bool = True
+    # Whether `execute` takes strided views of storage buffers (`view`) as operands; otherwise every program
+    # input and output is a whole storage's buffer from `storage_buffer`.
+    strided_operands: bool = False
+    # Whether `free_storage` must hear of every freed storage (a driver that keeps per-storage state); one that
+    # keys its buffers by address and size alone (the simulator's views of host memory) need not.
+    wants_frees: bool = True
 
-    def __init__(self) -> None:
-        self._cache: dict[tuple, Executable] = {}
+    def __init__(self, cache_size: int | None = None) -> None:
+        self._cache: OrderedDict[tuple, Executable] = OrderedDict()
+        self.cache_size = cache_size or config.get("TORCHTPU_EXECUTABLE_CACHE")
+        if self.cache_size < 1:
+            raise ValueError(f"executable cache size must be >= 1, got {self.cache_size}")
         self.cache_stats = CacheStats()
 
     # -- devices --
@@ -85,23 +102,35 @@ class Driver(ABC):
         """Bytes of device memory on device `index` (the allocator enforces it)."""
 
     # -- programs --
-    def compile(self, program: Program) -> Executable:
-        """The executable for `program`, compiled once per structure and then served from the cache."""
-        key = program.key()
-        exe = self._cache.get(key)
+    def target(self, device: int) -> Any:
+        """What an executable for `device` is compiled for (devices with equal targets share executables)."""
+        return None
+
+    def compile(self, program: Program, device: int = 0) -> Executable:
+        """The executable for `program` on `device`, compiled once per structure and target, then served from
+        the cache (least recently used evicted past `cache_size`)."""
+        target = self.target(device)
+        key = (program.key(), target)
+        cache = self._cache
+        exe = cache.get(key)
         if exe is not None:
             self.cache_stats.hits += 1
+            cache.move_to_end(key)
             return exe
         self.cache_stats.misses += 1
         start = time.perf_counter()
-        exe = self._compile(program)
+        exe = self._compile(program, device)
+        exe.target = target
         self.cache_stats.compiles += 1
         self.cache_stats.compile_seconds += time.perf_counter() - start
-        self._cache[key] = exe
+        cache[key] = exe
+        if len(cache) > self.cache_size:
+            cache.popitem(last=False)
+            self.cache_stats.evictions += 1
         return exe
 
     @abstractmethod
-    def _compile(self, program: Program) -> Executable: ...
+    def _compile(self, program: Program, device: int) -> Executable: ...
 
     @abstractmethod
     def execute(self, exe: Executable, inputs: Sequence[Any], outputs: Sequence[Any], device: int = 0) -> None:
@@ -111,22 +140,31 @@ class Driver(ABC):
     def synchronize(self, device: int | None = None) -> None:
         """Waits until every launched executable on `device` (all devices if None) has finished."""
 
-    # -- storages (drivers whose memory is not host-addressable) --
+    # -- buffers: one model for every driver (module docstring) --
+    @abstractmethod
     def storage_buffer(self, key: int, nbytes: int, dtype: str, device: int) -> Any:
         """The buffer standing for a whole storage (flat, nbytes // itemsize elements of `dtype`)."""
-        raise NotImplementedError(f"the {self.name} driver's buffers are host memory")
 
-    def read_storage(self, key: int, nbytes: int, dtype: str, device: int) -> Any:
-        """A flat host copy (numpy) of a storage's contents."""
-        raise NotImplementedError(f"the {self.name} driver's buffers are host memory")
+    @abstractmethod
+    def read_storage(self, key: int, nbytes: int, dtype: str, device: int, writable: bool = True, *,
+                     discard: bool = False) -> Any:
+        """A flat host array (numpy) of a storage's contents: the memory itself where it is host memory (the
+        simulator), else a copy (`writable=False`: possibly a read-only view, for callers that only read;
+        `discard=True`: the caller overwrites every element, so a copy need not hold the contents)."""
 
+    @abstractmethod
     def write_storage(self, key: int, array: Any, device: int) -> None:
-        """Replaces a storage's whole contents with the flat host array `array`."""
-        raise NotImplementedError(f"the {self.name} driver's buffers are host memory")
+        """Makes the flat host array `array` a storage's whole contents (a no-op for the array `read_storage`
+        returned where that is the memory itself)."""
 
+    @abstractmethod
     def free_storage(self, key: int) -> None:
-        """Drops the buffer of a storage the allocator has freed."""
-        raise NotImplementedError(f"the {self.name} driver's buffers are host memory")
+        """Drops what the driver keeps for a storage the allocator has freed."""
+
+    def view(self, buffer: Any, shape: Sequence[int], strides: Sequence[int], offset: int) -> Any:
+        """A strided view (element strides and offset) of a storage buffer, as an operand of `execute`; only
+        for drivers with `strided_operands`."""
+        raise NotImplementedError(f"the {self.name} driver takes whole storages as operands, not views")
 
     # -- stats --
     @abstractmethod

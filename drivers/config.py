@@ -4,9 +4,9 @@
 environment between calls); a bad value raises `ConfigError` (a ValueError) naming the variable, the value and
 the valid set. `check_all()` parses every variable that is set, so a bad one fails at import rather than at first
 use. This module is torch-free so that the drivers can read their own options through it; `torchtpu.config`
-re-exports it for the PyTorch layer. `torchtpu.sim` sits below the drivers and cannot import this: its one
-variable, TORCHTPU_MXU_MODE, is read by `torchtpu.sim.mxu` itself (per call, as `set_mode` may change it), with the
-same valid set this table checks at import.
+re-exports it for the PyTorch layer. `torchtpu.sim` sits below the drivers and cannot import this: the sim driver
+hands `torchtpu.sim.mxu` the reader of TORCHTPU_MXU_MODE from here (`mxu.set_mode_source`), so that variable too
+is parsed by this table. A default is a callable (`Var.default`), evaluated when the variable is unset.
 """
 
 from __future__ import annotations
@@ -27,10 +27,30 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Var:
     name: str
-    default: str
-    valid: str  # the valid values, as the error message and docs/install.md list them
+    default: Callable[[], Any]  # the parsed value when the variable is unset or empty
+    valid: str | Callable[[], str]  # the valid values, as the error message and docs/install.md list them
     parse: Callable[[str], Any]  # raises ValueError (its message is the reason) for a bad value
     meaning: str
+    shown_default: str = ""  # the default as docs/install.md shows it
+
+    @classmethod
+    def of(cls, name: str, default: str | Callable[[], Any], valid: str | Callable[[], str],
+           parse: Callable[[str], Any], meaning: str) -> Var:
+        """A variable whose default is a raw value (parsed like a set one) or a callable giving the parsed value."""
+        if callable(default):
+            return cls(name, default, valid, parse, meaning, "(see meaning)")
+        return cls(name, _parsed_once(parse, default), valid, parse, meaning, default)
+
+
+def _parsed_once(parse: Callable[[str], Any], raw: str) -> Callable[[], Any]:
+    box: list[Any] = []
+
+    def default() -> Any:
+        if not box:
+            box.append(parse(raw))
+        return box[0]
+
+    return default
 
 
 def _choice(*values: str) -> Callable[[str], str]:
@@ -94,6 +114,21 @@ def _chip(raw: str) -> str:
         raise ValueError("not a known chip") from None
 
 
+def _driver_name(raw: str) -> str:
+    from torchtpu.drivers.registry import names
+
+    v = raw.strip().lower()
+    if v not in names():
+        raise ValueError("not a registered driver")
+    return v
+
+
+def _driver_names() -> str:
+    from torchtpu.drivers.registry import names
+
+    return ", ".join(names())
+
+
 def _chip_names() -> str:
     from torchtpu.sim.chips import CHIPS
 
@@ -120,45 +155,57 @@ def _default_cache_dir() -> str:
 
 
 VARS: dict[str, Var] = {v.name: v for v in (
-    Var("TORCHTPU_DRIVER", "auto", "sim, pjrt, auto", _choice("sim", "pjrt", "auto"),
+    Var.of("TORCHTPU_DRIVER", "auto", _driver_names, _driver_name,
         "which machine runs the programs (auto: pjrt when a TPU is present, else sim)"),
-    Var("TORCHTPU_PJRT_PLATFORM", "tpu", "tpu, cpu, cuda", _choice("tpu", "cpu", "cuda"),
+    Var.of("TORCHTPU_PJRT_PLATFORM", "tpu", "tpu, cpu, cuda", _choice("tpu", "cpu", "cuda"),
         "the PJRT platform of the pjrt driver (cpu: JAX's CPU client, real XLA)"),
-    Var("TORCHTPU_CHIP", "v5e", "v4, v5e, v5p, v6e, v7x", _chip, "the simulated chip (HBM size, costs)"),
-    Var("TORCHTPU_PRECISION", "DEFAULT", "DEFAULT, HIGH, HIGHEST", _upper_choice("DEFAULT", "HIGH", "HIGHEST"),
+    Var.of("TORCHTPU_CHIP", "v5e", _chip_names, _chip, "the simulated chip (HBM size, costs)"),
+    Var.of("TORCHTPU_PRECISION", "DEFAULT", "DEFAULT, HIGH, HIGHEST", _upper_choice("DEFAULT", "HIGH", "HIGHEST"),
         "global float32 matmul precision (1, 3 or 6 bf16 MXU passes)"),
-    Var("TORCHTPU_EAGER_MODE", "DEFER_NEVER", "DEFER_NEVER, LAUNCH_BLOCKING, DEFER_AND_FUSE",
+    Var.of("TORCHTPU_EAGER_MODE", "DEFER_NEVER", "DEFER_NEVER, LAUNCH_BLOCKING, DEFER_AND_FUSE",
         _upper_choice("DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"), "eager execution mode"),
-    Var("TORCHTPU_SHAPE_BUCKETS", "pow2", "pow2, none, or positive sizes like 128,256,512", _buckets,
+    Var.of("TORCHTPU_SHAPE_BUCKETS", "pow2", "pow2, none, or positive sizes like 128,256,512", _buckets,
         "bucket policy for torch.compile(dynamic=True)"),
-    Var("TORCHTPU_MAX_REGION_OPS", "20000", "an integer >= 1", _int_in(1, None),
+    Var.of("TORCHTPU_MAX_REGION_OPS", "20000", "an integer >= 1", _int_in(1, None),
         "IR ops after which a DEFER_AND_FUSE region flushes"),
-    Var("TORCHTPU_FAST_LAUNCH", "1", BOOL_VALUES, _bool,
+    Var.of("TORCHTPU_FAST_LAUNCH", "1", BOOL_VALUES, _bool,
         "cached eager ops launch from the C++ kernel (0: every op through Python)"),
-    Var("TORCHTPU_CPU_FALLBACK", "1", BOOL_VALUES, _bool,
+    Var.of("TORCHTPU_CPU_FALLBACK", "1", BOOL_VALUES, _bool,
         "allow (counted) CPU fallback for ops without a lowering (0: an error naming the op)"),
-    Var("TORCHTPU_MXU_MODE", "auto", "auto, exact, fast", _mxu_mode,
+    Var.of("TORCHTPU_MXU_MODE", "auto", "auto, exact, fast", _mxu_mode,
         "sim MXU summation order: systolic order (exact) or BLAS on bf16 splits (fast)"),
-    Var("TORCHTPU_NUM_DEVICES", "1", f"an integer in 1..{MAX_DEVICES}", _int_in(1, MAX_DEVICES),
+    Var.of("TORCHTPU_NUM_DEVICES", "1", f"an integer in 1..{MAX_DEVICES}", _int_in(1, MAX_DEVICES),
         "how many devices the driver exposes (sim: simulated chips; pjrt: at most the platform's)"),
-    Var("TORCHTPU_PJRT_CHECKS", "1", BOOL_VALUES, _bool,
+    Var.of("TORCHTPU_PJRT_CHECKS", "1", BOOL_VALUES, _bool,
         "pjrt: check index ranges and integer division on the device (0: XLA's clamping)"),
-    Var("TORCHTPU_PJRT_DONATE", "auto", f"auto, {BOOL_VALUES}", _auto_bool,
+    Var.of("TORCHTPU_PJRT_DONATE", "auto", f"auto, {BOOL_VALUES}", _auto_bool,
         "pjrt: donate buffers of in-place updates (auto: on except for the cpu platform)"),
-    Var("TORCHTPU_PJRT_MXU_PASSES", "auto", f"auto, {BOOL_VALUES}", _auto_bool,
+    Var.of("TORCHTPU_PJRT_MXU_PASSES", "auto", f"auto, {BOOL_VALUES}", _auto_bool,
         "pjrt: spell f32 matmuls as the MXU's bf16 passes (auto: on except for the tpu platform)"),
-    Var("TORCHTPU_VALIDATE_TRACEBACK", "0", BOOL_VALUES, _bool,
+    Var.of("TORCHTPU_VALIDATE_TRACEBACK", "0", BOOL_VALUES, _bool,
         "python -m torchtpu.validate_models prints each failure's traceback"),
-    Var("TORCHTPU_VERBOSE_BUILD", "0", BOOL_VALUES, _bool, "show the compiler output of the C++ shim's JIT build"),
-    Var("TORCHTPU_CACHE_DIR", "", "a directory path (created if missing)", _cache_dir,
+    Var.of("TORCHTPU_VERBOSE_BUILD", "0", BOOL_VALUES, _bool, "show the compiler output of the C++ shim's JIT build"),
+    Var.of("TORCHTPU_EXECUTABLE_CACHE", "4096", "an integer >= 1", _int_in(1, None),
+        "compiled executables a driver keeps (least recently used dropped first)"),
+    Var.of("TORCHTPU_CACHE_DIR", _default_cache_dir, "a directory path (created if missing)", _cache_dir,
         "where the JIT-built C++ shim is cached (default $XDG_CACHE_HOME/torchtpu or ~/.cache/torchtpu)"),
 )}
 
-_seen: dict[str, tuple[str | None, Any]] = {}  # name -> (raw value, parsed value)
+_seen: dict[str, tuple[Any, Any]] = {}  # name -> (raw value, parsed value)
 
 
 def _valid(var: Var) -> str:
-    return _chip_names() if var.name == "TORCHTPU_CHIP" else var.valid
+    return var.valid() if callable(var.valid) else var.valid
+
+
+def _raw(name: str) -> str | None:
+    """`os.environ.get(name)` read from the mapping's own store (for an absent key `os.environ.get` raises and
+    catches a KeyError: 0.7 us, on every small matmul for TORCHTPU_MXU_MODE)."""
+    environ = os.environ
+    if type(environ) is not os._Environ:  # replaced by a plain mapping (a test's patch)
+        return environ.get(name)
+    raw = environ._data.get(environ.encodekey(name))
+    return None if raw is None else environ.decodevalue(raw)
 
 
 def parse(name: str, raw: str) -> Any:
@@ -172,16 +219,13 @@ def parse(name: str, raw: str) -> Any:
 
 def get(name: str) -> Any:
     """The parsed value of `name` from the environment (its default when unset or empty)."""
-    raw = os.environ.get(name)
-    if name == "TORCHTPU_CACHE_DIR" and not (raw or "").strip():  # the default follows XDG_CACHE_HOME
-        raw = ("default", os.environ.get("XDG_CACHE_HOME"))
+    raw = _raw(name)
     seen = _seen.get(name)
-    if seen is not None and seen[0] == raw:
+    if seen is not None and seen[0] == raw and raw:  # a default may follow other variables: evaluated anew
         return seen[1]
-    if not isinstance(raw, str) or raw.strip() == "":
-        value = _default_cache_dir() if name == "TORCHTPU_CACHE_DIR" else VARS[name].parse(VARS[name].default)
-    else:
-        value = parse(name, raw)
+    if raw is None or raw.strip() == "":
+        return VARS[name].default()
+    value = parse(name, raw)
     _seen[name] = (raw, value)
     return value
 
@@ -199,4 +243,4 @@ def check_all() -> None:
 
 def table() -> list[tuple[str, str, str, str]]:
     """(variable, default, valid values, meaning) rows, as docs/install.md lists them."""
-    return [(v.name, v.default or "(see meaning)", _valid(v), v.meaning) for v in VARS.values()]
+    return [(v.name, v.shown_default, _valid(v), v.meaning) for v in VARS.values()]

@@ -18,13 +18,14 @@ Modes (how each dot sums):
   rows, tiles accumulated in order), in numba.
 * "fast": BLAS (np.matmul in float32) on the same bf16-valued operands; only the summation order differs.
 * "auto" (default): exact when batch*M*N*K <= AUTO_EXACT_MAX_MACS, else fast.
-Set with `set_mode()` or env TORCHTPU_MXU_MODE=auto|exact|fast; an explicit `mode=` argument wins.
+Set with `set_mode()`, or by the mode source the driver layer installs (`set_mode_source`: the sim driver routes
+TORCHTPU_MXU_MODE=auto|exact|fast through its config module); an explicit `mode=` argument wins. This package
+reads no environment variable itself.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -52,9 +53,8 @@ PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
 PASSES = {"DEFAULT": 1, "HIGH": 3, "HIGHEST": 6}  # bf16 MXU passes per precision [JAX-lax], [XLA-proto]
 AUTO_EXACT_MAX_MACS = 2**18  # assumption: above 64^3 MACs "auto" prefers BLAS speed over the exact order
 DEFAULT_ARRAY = 128  # MXU width on v4/v5e/v5p [SB-tpus]; 256 on v6e/v7x (ChipSpec.mxu_array)
-_ENV = "TORCHTPU_MXU_MODE"
 _mode: str | None = None
-_env_seen: tuple[str | None, str] = (None, "auto")  # (raw env value, its checked mode): read per call, parsed once
+_source: Callable[[], str] | None = None  # the process default when set_mode is not in force (None: "auto")
 
 
 def _check_mode(mode: str, where: str) -> str:
@@ -64,37 +64,26 @@ def _check_mode(mode: str, where: str) -> str:
     return m
 
 
-_ENV_KEY = os.environ.encodekey(_ENV)
-
-
-def _read_env() -> str | None:
-    """`os.environ.get(_ENV)`, read from the mapping's own store: for an absent key `os.environ.get` raises and
-    catches a KeyError (0.7 us, on every small matmul)."""
-    environ = os.environ
-    if type(environ) is not os._Environ:  # replaced by a plain mapping (a test's patch)
-        return environ.get(_ENV)
-    raw = environ._data.get(_ENV_KEY)
-    return None if raw is None else environ.decodevalue(raw)
-
-
 def set_mode(mode: str | None) -> None:
     """Set the process-wide MXU mode ('auto', 'exact', 'fast'); None goes back to env/default."""
     global _mode
     _mode = None if mode is None else _check_mode(mode, "set_mode")
 
 
+def set_mode_source(source: Callable[[], str] | None) -> None:
+    """Installs the callable giving the process default mode (read per call: the sim driver passes its config's
+    reader of TORCHTPU_MXU_MODE, which validates and parses each raw value once); None: 'auto'."""
+    global _source
+    _source = source
+
+
 def get_mode() -> str:
-    """The current process-wide mode: set_mode() value, else env TORCHTPU_MXU_MODE, else 'auto'."""
+    """The current process-wide mode: set_mode() value, else the installed source's, else 'auto'."""
     if _mode is not None:
         return _mode
-    global _env_seen
-    env = _read_env()
-    seen = _env_seen
-    if env == seen[0]:
-        return seen[1]
-    mode = "auto" if env is None or env == "" else _check_mode(env, f"env {_ENV}")
-    _env_seen = (env, mode)
-    return mode
+    if _source is None:
+        return "auto"
+    return _source()  # the source checks its values (config.py parses each raw value once)
 
 
 def resolve_mode(mode: str | None, macs: int) -> str:

@@ -54,7 +54,7 @@ def register() -> None:
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
         drv = runtime.driver()
         shim.set_device_count(drv.device_count())
-        shim.set_track_frees(not drv.host_addressable)
+        shim.set_track_frees(drv.wants_frees)
         for i in range(drv.device_count()):
             shim.set_limit(i, drv.memory_limit(i))
         from torchtpu.ops.registry import register_all

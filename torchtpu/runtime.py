@@ -1,13 +1,15 @@
-"""The active driver and the mapping from tpu tensors to driver buffers.
+"""The active driver and the mapping from tpu tensors to driver buffers (drivers/base.py's buffer model).
 
-`TORCHTPU_DRIVER=sim|pjrt|auto` picks the driver once, on first use (auto: pjrt when a TPU PJRT platform is
-present, else sim). For the simulator a tensor's buffer is a numpy view of its host memory (zero-copy, strides
-kept), so views and in-place writes on slices reach the base tensor's storage.
+`TORCHTPU_DRIVER` names a driver of `torchtpu.drivers.registry` (sim, pjrt, or auto: pjrt when a TPU is present,
+else sim), made once, on first use. Every driver is reached the same way: a storage is named by its address and
+the driver hands out its buffer (`storage_handle`), a host array of its contents (`host_tensor`, a zero-copy view
+for the simulator) and takes new contents (`write_from_host`). A driver with strided operands (the simulator) also
+takes a tensor's own view of its storage as an operand (`buffer`: zero-copy, strides kept, so views and in-place
+writes on slices reach the base tensor's storage).
 """
 
 from __future__ import annotations
 
-import os
 import threading
 
 import ml_dtypes
@@ -16,38 +18,27 @@ import torch
 
 from torchtpu import config
 from torchtpu._native import native
+from torchtpu.drivers import registry
 from torchtpu.drivers.base import Driver
 
-DRIVERS = ("sim", "pjrt", "auto")
 _driver: Driver | None = None
 _lock = threading.Lock()
 
 
-def _tpu_present() -> bool:
-    return os.path.exists("/dev/accel0") or os.path.exists("/dev/vfio/0")
-
-
 def driver_name_from_env() -> str:
-    name = config.get("TORCHTPU_DRIVER")
-    if name == "auto":
-        return "pjrt" if _tpu_present() else "sim"
-    return name
+    """TORCHTPU_DRIVER resolved to a registered driver's name ("auto": a present hardware driver, else sim)."""
+    return registry.resolve(config.get("TORCHTPU_DRIVER"))
 
 
 def make_driver(name: str) -> Driver:
-    if name == "sim":
-        from torchtpu.drivers.sim.driver import SimDriver
-
-        return SimDriver()
+    """A new driver of registered kind `name`; an unknown name raises a ValueError listing the valid ones."""
     try:
-        from torchtpu.drivers.pjrt.driver import PjrtDriver
+        return registry.make(name)
     except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("torchtpu.drivers.pjrt"):
-            raise RuntimeError(
-                "TORCHTPU_DRIVER=pjrt is not available yet in this build of torchtpu: the PJRT driver (libtpu, "
-                "or JAX's CPU client for testing) lands with its own issue. Use TORCHTPU_DRIVER=sim.") from exc
+        if exc.name and exc.name.startswith("torchtpu.drivers."):
+            raise RuntimeError(f"the {name} driver's module {exc.name} is missing from this build of torchtpu; "
+                               f"valid drivers: {', '.join(registry.names())}") from exc
         raise
-    return PjrtDriver()
 
 
 on_driver: list = []  # callables run once the driver exists (the C++ launch cache may serve it from then on)
@@ -75,7 +66,8 @@ _MAX_VIEWS = 2048  # a deferred region maps each storage it touches: new address
 
 
 def buffer(t: torch.Tensor) -> np.ndarray:
-    """The simulator's buffer for a tpu tensor: a numpy view of its memory with its sizes and strides.
+    """A tpu tensor as an operand of a driver with strided operands: the driver's view of its storage buffer with
+    the tensor's sizes, strides and offset (the simulator: a zero-copy numpy view of its memory).
 
     A view is fully determined by (address, sizes, strides, dtype), so views are cached by that key: a later
     tensor at the same address with the same geometry is the same memory, and a live tensor keeps it mapped.
@@ -83,8 +75,10 @@ def buffer(t: torch.Tensor) -> np.ndarray:
     key = (t.data_ptr(), t.shape, t.stride(), t.dtype)
     view = _views.get(key)
     if view is None:
-        alias = native().cpu_alias(t)
-        view = alias.view(torch.int16).numpy().view(_BF16) if t.dtype == torch.bfloat16 else alias.numpy()
+        drv = driver()
+        storage, nbytes, device = _storage_key(t)
+        view = drv.view(drv.storage_buffer(storage, nbytes, _ir_dtype(t.dtype), device), t.shape, t.stride(),
+                        t.storage_offset())
         if t.data_ptr() == 0:
             return view
         if len(_views) >= _MAX_VIEWS:
@@ -115,33 +109,36 @@ def _ir_dtype(dtype: torch.dtype) -> str:
     return TORCH_TO_IR[dtype]
 
 
+def _storage_key(t: torch.Tensor) -> tuple[int, int, int]:
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.nbytes(), t.device.index or 0
+
+
 def storage_handle(holder: torch.Tensor) -> object:
     """The driver buffer for a whole storage (`holder` is a flat view of all of it)."""
-    drv = driver()
-    if drv.host_addressable:
-        return buffer(holder)
     collect_freed()  # a freed storage's address may already belong to this one: drop the stale buffer first
-    storage = holder.untyped_storage()
-    return drv.storage_buffer(storage.data_ptr(), storage.nbytes(), _ir_dtype(holder.dtype),
-                              holder.device.index or 0)
+    key, nbytes, device = _storage_key(holder)
+    return driver().storage_buffer(key, nbytes, _ir_dtype(holder.dtype), device)
 
 
 def collect_freed() -> None:
-    """Tells a non-host-addressable driver which storages the allocator has freed."""
+    """Tells the driver which storages the allocator has freed (drivers that want to hear: `wants_frees`)."""
     drv = driver()
-    if not drv.host_addressable:
-        for key in native().drain_freed():
-            drv.free_storage(key)
+    for key in native().drain_freed():
+        drv.free_storage(key)
 
 
-def _flat_host(t: torch.Tensor) -> torch.Tensor:
+def _flat_host(t: torch.Tensor, writable: bool = True, discard: bool = False) -> torch.Tensor:
+    """The storage's contents as a flat CPU tensor of `t`'s dtype: the memory itself where the driver's buffers
+    are host memory (the simulator), else a copy."""
     collect_freed()
-    storage = t.untyped_storage()
-    drv = driver()
-    flat = drv.read_storage(storage.data_ptr(), storage.nbytes(), _ir_dtype(t.dtype), t.device.index or 0)
+    key, nbytes, device = _storage_key(t)
+    flat = driver().read_storage(key, nbytes, _ir_dtype(t.dtype), device, writable=writable, discard=discard)
+    if not flat.flags.writeable:  # a read-only view (PJRT's CPU client): torch wants writable memory
+        flat = flat.copy()
     if t.dtype == torch.bfloat16:
-        return torch.from_numpy(np.ascontiguousarray(flat).view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(np.ascontiguousarray(flat))
+        return torch.from_numpy(flat.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(flat)
 
 
 host_access: list = []  # callables (tensor, write) run before a host read / after a host write (poison.py)
@@ -151,31 +148,20 @@ def host_tensor(t: torch.Tensor) -> torch.Tensor:
     """A CPU tensor with `t`'s values (zero-copy for the simulator; a device read otherwise). Flush first."""
     for fn in host_access:
         fn(t, False)
-    if driver().host_addressable:
-        return native().cpu_alias(t)
-    return _flat_host(t).as_strided(t.shape, t.stride(), t.storage_offset())
+    return _flat_host(t, writable=False).as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 def write_from_host(dst: torch.Tensor, src: torch.Tensor) -> None:
     """dst (a tpu tensor, any view) = src (CPU), with broadcasting and dtype conversion. Flush first."""
-    drv = driver()
-    if drv.host_addressable:
-        native().cpu_alias(dst).copy_(src)
-    else:
-        _write_storage(drv, dst, src)
+    covers = dst.is_contiguous() and dst.storage_offset() == 0 and \
+        dst.numel() * dst.element_size() == dst.untyped_storage().nbytes()
+    flat = _flat_host(dst, discard=covers)
+    flat.as_strided(dst.shape, dst.stride(), dst.storage_offset()).copy_(src)
+    key, _, device = _storage_key(dst)
+    array = flat.view(torch.int16).numpy().view(_BF16) if dst.dtype == torch.bfloat16 else flat.numpy()
+    driver().write_storage(key, array, device)  # the simulator: the storage's own memory, nothing to copy
     for fn in host_access:
         fn(dst, True)
-
-
-def _write_storage(drv: Driver, dst: torch.Tensor, src: torch.Tensor) -> None:
-    collect_freed()
-    storage = dst.untyped_storage()
-    n = storage.nbytes() // dst.element_size()
-    covers = dst.is_contiguous() and dst.storage_offset() == 0 and dst.numel() == n
-    flat = torch.empty(n, dtype=dst.dtype) if covers else _flat_host(dst).clone()
-    flat.as_strided(dst.shape, dst.stride(), dst.storage_offset()).copy_(src)
-    array = flat.view(torch.int16).numpy().view(_BF16) if dst.dtype == torch.bfloat16 else flat.numpy()
-    drv.write_storage(storage.data_ptr(), array, dst.device.index or 0)
 
 
 def scalar_buffer(value: object, dtype: str) -> np.ndarray:

@@ -1,10 +1,11 @@
 """PjrtDriver: Program -> StableHLO text -> PJRT compile -> execute on storage-keyed device buffers.
 
 The same IR the simulator runs, compiled by XLA for a real PJRT platform: libtpu on a TPU VM, or (for testing the
-same path anywhere) JAX's CPU client, `TORCHTPU_PJRT_PLATFORM=tpu|cpu|cuda`. Device memory is not host memory
-(`host_addressable = False`): the front end names each torch storage by its address (`key`) and the driver keeps
-one flat device buffer per storage. PJRT buffers are immutable, so a program's output *rebinds* its storage to
-the new buffer; the old one is freed when nothing else holds it (or donated to the program, `donate`).
+same path anywhere) JAX's CPU client, `TORCHTPU_PJRT_PLATFORM=tpu|cpu|cuda`. Device memory is not host memory:
+the front end names each torch storage by its address (`key`, base.py's buffer model) and the driver keeps one
+flat device buffer per storage; operands are whole storages (`strided_operands` is false). PJRT buffers are
+immutable, so a program's output *rebinds* its storage to the new buffer; the old one is freed when nothing else
+holds it (or donated to the program, `donate`).
 
 Launches are asynchronous: `execute` returns once the program is queued; reading a storage or `synchronize`
 waits. Executables are cached by the Program's structure (base class), and per donation pattern here.
@@ -78,10 +79,10 @@ def _donate_default(platform: str) -> bool:
 
 class PjrtDriver(Driver):
     name = "pjrt"
-    host_addressable = False
 
-    def __init__(self, platform: str | None = None, devices: int | None = None, donate: bool | None = None) -> None:
-        super().__init__()
+    def __init__(self, platform: str | None = None, devices: int | None = None, donate: bool | None = None,
+                 cache_size: int | None = None) -> None:
+        super().__init__(cache_size)
         self.platform = platform or platform_from_env()
         count = devices or (config.get("TORCHTPU_NUM_DEVICES") if config.is_set("TORCHTPU_NUM_DEVICES") else None)
         self.client = Client(self.platform, num_cpu_devices=count if self.platform == "cpu" else None)
@@ -127,7 +128,7 @@ class PjrtDriver(Driver):
         return emit.emit(program, platform=self.platform, donate=donate, checks=self.checks,
                          emulate_passes=self.emulate_passes).text
 
-    def _compile(self, program: Program) -> Executable:
+    def _compile(self, program: Program, device: int) -> Executable:  # loaded per device in `_loaded`
         module = emit.emit(program, platform=self.platform, checks=self.checks, emulate_passes=self.emulate_passes)
         compiled = _Compiled(module.text, [(emit.numel(v.shape), v.dtype, emit.NP_DTYPES[v.dtype])
                                            for v in program.inputs], module.checks)
@@ -272,13 +273,17 @@ class PjrtDriver(Driver):
             raw = np.concatenate([raw, np.zeros(s.nbytes - raw.size, np.uint8)])
         return raw[: s.nbytes]
 
-    def read_storage(self, key: int, nbytes: int, dtype: str, device: int, writable: bool = True) -> np.ndarray:
+    def read_storage(self, key: int, nbytes: int, dtype: str, device: int, writable: bool = True, *,
+                     discard: bool = False) -> np.ndarray:
         """A flat host copy of the storage (the caller owns it); zeros if it was never written.
 
         `writable=False` allows a read-only zero-copy view of the device buffer where the platform has one (the
-        CPU client), for callers that only copy out of it (`.cpu()`, `.item()`)."""
+        CPU client), for callers that only copy out of it (`.cpu()`, `.item()`); `discard=True` skips the
+        device read (the caller overwrites every element)."""
         np_dtype = emit.NP_DTYPES[dtype]
         n = nbytes // np_dtype.itemsize
+        if discard:
+            return np.empty(n, np_dtype)
         s = self._storages.get(key)
         if s is None or s.array is None or s.nbytes != nbytes:
             return np.zeros(n, np_dtype)

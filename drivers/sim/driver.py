@@ -8,7 +8,9 @@ touch HBM, as XLA fuses them), MXU ops are priced on their own, and each launch 
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,11 +18,12 @@ import numpy as np
 from torchtpu.drivers import config
 from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program
-from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers the movement/MXU kernels)
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
+from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
 from torchtpu.drivers.sim.straight_line import compile_steps
+from torchtpu.sim import mxu
 from torchtpu.sim.chips import ChipSpec, get_chip
 from torchtpu.sim.cost import CostModel, CostRecord
 from torchtpu.sim.timeline import Timeline
@@ -81,9 +84,10 @@ class _Step:
 
     __slots__ = ("kernel", "op", "inputs", "outputs", "index", "fast", "out")
 
-    def __init__(self, kernel: Kernel, op: Op, inputs: tuple[int, ...], outputs: tuple[int, ...], index: int) -> None:
+    def __init__(self, kernel: Kernel, op: Op, inputs: tuple[int, ...], outputs: tuple[int, ...], index: int,
+                 mxu_array: int) -> None:
         self.kernel, self.op, self.inputs, self.outputs, self.index = kernel, op, inputs, outputs, index
-        self.fast = specialize(op)  # a direct numpy call with the generic kernel's value, or None (fast.py)
+        self.fast = specialize(op, mxu_array)  # a direct numpy call with the generic kernel's value, or None (fast.py)
         self.out = outputs[0] if outputs else -1
 
 
@@ -160,36 +164,141 @@ def _fold(kern: Kernel, op: Op, args: list[np.ndarray]) -> list[np.ndarray] | No
     return values
 
 
-class SimDriver(Driver):
-    name = "sim"
+def program_cost(model: CostModel, program: Program) -> CostRecord:
+    """The simulated cost of one launch of `program` on `model`'s chip (fused VPU region + MXU ops)."""
+    vpu_records, mxu_records = [], []
+    for op in program.ops:
+        if op.name == "constant" or op.name == "iota":
+            continue
+        record = COSTS[op.name](model, op)
+        (mxu_records if op.name in ("dot_general", "convolution") else vpu_records).append(record)
+    external = sum(v.type.nbytes for v in program.inputs) + sum(v.type.nbytes for v in program.outputs)
+    records = list(mxu_records)
+    if vpu_records:
+        mxu_bytes = sum(r.hbm_bytes for r in mxu_records)
+        records.append(model.fuse(vpu_records, max(external - mxu_bytes, 0)))
+    if not records:
+        return model.data_movement("copy", external // 2, external - external // 2)
+    return records[0] if len(records) == 1 else model.fuse(records, external)
 
-    def __init__(self, chip: ChipSpec | None = None, devices: int | None = None) -> None:
-        super().__init__()
-        self.chip = chip or chip_from_env()
-        self._launch_overhead = float(self.chip.launch_overhead_s)  # host time each launch adds
-        if self._launch_overhead < 0:
-            raise ValueError(f"{self.chip.name}: launch_overhead_s must be >= 0, got {self._launch_overhead}")
-        self.cost_model = CostModel(self.chip)
-        kernels_data.MXU_ARRAY = self.chip.mxu_rows
-        count = devices or config.get("TORCHTPU_NUM_DEVICES")
-        self.timelines = [Timeline(self.chip) for _ in range(count)]
+
+def _mxu_mode() -> str:
+    return config.get("TORCHTPU_MXU_MODE")
+
+
+class SimChip:
+    """One simulated device: its chip spec (MXU width, VMEM, HBM size), cost model, HBM limit, and its own
+    timeline (simulated clock and stats). A SimDriver holds one per device; devices may be different chips."""
+
+    __slots__ = ("spec", "cost_model", "timeline", "launch_overhead", "hbm_limit")
+
+    def __init__(self, spec: ChipSpec | str) -> None:
+        self.spec = get_chip(spec)
+        self.launch_overhead = float(self.spec.launch_overhead_s)  # host time each launch adds
+        if self.launch_overhead < 0:
+            raise ValueError(f"{self.spec.name}: launch_overhead_s must be >= 0, got {self.launch_overhead}")
+        self.cost_model = CostModel(self.spec)
+        self.timeline = Timeline(self.spec)
+        self.hbm_limit = int(self.spec.hbm_bytes)
+
+
+_MAX_STORAGE_VIEWS = 4096
+
+
+class SimDriver(Driver):
+    """Simulated chips on host memory. `chips` (one spec or name per device) makes devices of different
+    generations; otherwise `devices` (TORCHTPU_NUM_DEVICES) devices of `chip` (TORCHTPU_CHIP)."""
+
+    name = "sim"
+    strided_operands = True
+    wants_frees = False  # storage views are keyed by address, size and dtype: a reused address maps the same memory
+
+    def __init__(self, chip: ChipSpec | str | None = None, devices: int | None = None,
+                 chips: Sequence[ChipSpec | str] | None = None, cache_size: int | None = None) -> None:
+        super().__init__(cache_size)
+        if chips is not None:
+            if chip is not None or devices is not None:
+                raise ValueError("SimDriver: give chips= (one per device) or chip=/devices=, not both")
+            if not chips:
+                raise ValueError("SimDriver: chips= must name at least one chip")
+            specs = [get_chip(c) for c in chips]
+        else:
+            spec = get_chip(chip) if chip is not None else chip_from_env()
+            specs = [spec] * (devices or config.get("TORCHTPU_NUM_DEVICES"))
+        self.chips = [SimChip(spec) for spec in specs]
+        self._targets = tuple(c.spec for c in self.chips)
+        self._storage_views: dict[int, tuple[int, str, np.ndarray]] = {}
+        mxu.set_mode_source(_mxu_mode)
+
+    @property
+    def chip(self) -> ChipSpec:
+        """Device 0's chip spec."""
+        return self.chips[0].spec
+
+    @property
+    def cost_model(self) -> CostModel:
+        """Device 0's cost model."""
+        return self.chips[0].cost_model
+
+    @property
+    def timelines(self) -> list[Timeline]:
+        return [c.timeline for c in self.chips]
 
     def device_count(self) -> int:
-        return len(self.timelines)
+        return len(self.chips)
 
     def device_name(self, index: int) -> str:
-        return f"{self.chip.display_name} (simulated)"
+        return f"{self.chips[index].spec.display_name} (simulated)"
 
     def device_properties(self, index: int) -> dict[str, Any]:
-        c = self.chip
-        return {"name": self.device_name(index), "total_memory": int(c.hbm_bytes), "chip": c.name,
+        c = self.chips[index].spec
+        return {"name": self.device_name(index), "total_memory": self.chips[index].hbm_limit, "chip": c.name,
                 "bf16_flops": c.bf16_flops, "hbm_bandwidth": c.hbm_bw, "tensorcores": c.tensorcores,
-                "mxus_per_core": c.mxus_per_core, "mxu_shape": (c.mxu_rows, c.mxu_cols), "driver": self.name}
+                "mxus_per_core": c.mxus_per_core, "mxu_shape": (c.mxu_rows, c.mxu_cols),
+                "vmem_bytes_per_core": c.vmem_bytes_per_core, "driver": self.name}
 
     def memory_limit(self, index: int) -> int:
-        return int(self.chip.hbm_bytes)
+        return self.chips[index].hbm_limit
 
-    def _compile(self, program: Program) -> Executable:
+    def target(self, device: int) -> ChipSpec:
+        return self._targets[device]
+
+    # -- buffers: the storage's host memory itself --
+    def storage_buffer(self, key: int, nbytes: int, dtype: str, device: int) -> np.ndarray:
+        """A zero-copy flat numpy view of the storage's host memory at address `key` (cached per address)."""
+        seen = self._storage_views.get(key)
+        if seen is not None and seen[0] == nbytes and seen[1] == dtype:
+            return seen[2]
+        np_dtype = np.dtype(NP_DTYPES[dtype])
+        if nbytes == 0 or key == 0:
+            return np.empty(0, np_dtype)
+        raw = (ctypes.c_char * nbytes).from_address(key)
+        view = np.frombuffer(raw, np.uint8)[: nbytes - nbytes % np_dtype.itemsize].view(np_dtype)
+        if len(self._storage_views) >= _MAX_STORAGE_VIEWS:
+            self._storage_views.clear()
+        self._storage_views[key] = (nbytes, dtype, view)
+        return view
+
+    def read_storage(self, key: int, nbytes: int, dtype: str, device: int, writable: bool = True, *,
+                     discard: bool = False) -> np.ndarray:
+        return self.storage_buffer(key, nbytes, dtype, device)
+
+    def write_storage(self, key: int, array: np.ndarray, device: int) -> None:
+        flat = np.ascontiguousarray(array).reshape(-1)
+        if flat.nbytes == 0 or flat.ctypes.data == key:  # nothing, or the storage's own memory (read_storage's)
+            return
+        np.copyto(np.frombuffer((ctypes.c_char * flat.nbytes).from_address(key), np.uint8), flat.view(np.uint8))
+
+    def free_storage(self, key: int) -> None:
+        self._storage_views.pop(key, None)
+
+    def view(self, buffer: np.ndarray, shape: Sequence[int], strides: Sequence[int], offset: int) -> np.ndarray:
+        item = buffer.itemsize
+        return np.lib.stride_tricks.as_strided(buffer[offset:], tuple(shape), tuple(s * item for s in strides))
+
+    def _compile(self, program: Program, device: int) -> Executable:
+        chip = self.chips[device]
+        array = chip.spec.mxu_array  # the tiling travels in the executable's steps, never in a module global
         slot = {v.id: i for i, v in enumerate(program.inputs)}  # value id -> index in the run's value list
         count = len(program.inputs)
         steps = []
@@ -198,6 +307,8 @@ class SimDriver(Driver):
             kern = KERNELS.get(op.name)
             if kern is None:
                 raise NotImplementedError(f"the sim driver has no kernel for IR op {op.name!r}")
+            if op.name in MXU_ARRAY_KERNELS:
+                kern = functools.partial(kern, array=array)
             ins = tuple(slot[v.id] for v in op.inputs)
             for v in op.outputs:
                 slot[v.id] = count
@@ -208,35 +319,26 @@ class SimDriver(Driver):
                 if values is not None:
                     folded.update(zip(outs, values))
                     continue
-            steps.append(_Step(kern, op, ins, outs, index))
-        cost = dataclasses.replace(self.program_cost(program), op=program.name)
+            steps.append(_Step(kern, op, ins, outs, index, array))
+        cost = dataclasses.replace(program_cost(chip.cost_model, program), op=program.name)
         n_in = len(program.inputs)
         padding = tuple(folded.get(i) for i in range(n_in, count))
         outputs = tuple(slot[v.id] for v in program.outputs)
         elide_broadcasts(steps, outputs)
         plan = _Plan(steps, padding, outputs, cost, program.name)
         plan.charge = Timeline.charge(cost, program.name, program)  # records keep the Program (profilers)
-        return Executable(program, payload=plan, meta={"cost": cost})
+        return Executable(program, payload=plan, meta={"cost": cost, "chip": chip.spec.name, "mxu_array": array})
 
     def program_cost(self, program: Program) -> CostRecord:
-        """The simulated cost of one launch of `program` (fused VPU region + MXU ops)."""
-        vpu_records, mxu_records = [], []
-        for op in program.ops:
-            if op.name == "constant" or op.name == "iota":
-                continue
-            record = COSTS[op.name](self.cost_model, op)
-            (mxu_records if op.name in ("dot_general", "convolution") else vpu_records).append(record)
-        external = sum(v.type.nbytes for v in program.inputs) + sum(v.type.nbytes for v in program.outputs)
-        records = list(mxu_records)
-        if vpu_records:
-            mxu_bytes = sum(r.hbm_bytes for r in mxu_records)
-            records.append(self.cost_model.fuse(vpu_records, max(external - mxu_bytes, 0)))
-        if not records:
-            return self.cost_model.data_movement("copy", external // 2, external - external // 2)
-        return records[0] if len(records) == 1 else self.cost_model.fuse(records, external)
+        """The simulated cost of one launch of `program` on device 0's chip (fused VPU region + MXU ops)."""
+        return program_cost(self.cost_model, program)
 
     def execute(self, exe: Executable, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
                 device: int = 0) -> None:
+        target = self._targets[device]
+        if exe.target is not target and exe.target != target:
+            raise ValueError(f"executable {exe.program.name!r} was compiled for {getattr(exe.target, 'name', None)}"
+                             f"; device {device} is a {target.name}: compile it for that device")
         plan: _Plan = exe.payload
         env: list[Any] = [*inputs, *plan.padding]
         token = _IGNORE_ERRORS.enter()  # one per launch, not per kernel (see kernels.py)
@@ -269,19 +371,24 @@ class SimDriver(Driver):
         self._charge_launch(plan, device)
 
     def _charge_launch(self, plan: _Plan, device: int) -> None:
-        self.timelines[device].issue(self._launch_overhead, plan.charge)
+        chip = self.chips[device]
+        chip.timeline.issue(chip.launch_overhead, plan.charge)
 
     def charge(self, record: CostRecord, device: int = 0, name: str = "") -> None:
-        self.timelines[device].issue(self._launch_overhead, Timeline.charge(record, name))
+        chip = self.chips[device]
+        chip.timeline.issue(chip.launch_overhead, Timeline.charge(record, name))
 
     def synchronize(self, device: int | None = None) -> None:
-        for i, timeline in enumerate(self.timelines):
+        for i, chip in enumerate(self.chips):
             if device is None or device == i:
-                timeline.synchronize()
+                chip.timeline.synchronize()
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, device: int | None = None) -> dict[str, Any]:
+        """Totals over every device's timeline (`device`: that device's alone)."""
+        chips = self.chips if device is None else [self.chips[device]]
+        timelines = [c.timeline for c in chips]
         totals: dict[str, Any] = {}
-        for timeline in self.timelines:
+        for timeline in timelines:
             for key, value in timeline.totals().items():
                 if isinstance(value, dict):
                     merged = totals.setdefault(key, {})
@@ -294,11 +401,11 @@ class SimDriver(Driver):
                             merged[k] = merged.get(k, 0) + v
                 else:
                     totals[key] = totals.get(key, 0) + value
-        totals["host_seconds"] = max(t.host_seconds for t in self.timelines)
-        totals["wall_seconds"] = max(t.wall_seconds for t in self.timelines)
-        totals["chip"] = self.chip.name
+        totals["host_seconds"] = max(t.host_seconds for t in timelines)
+        totals["wall_seconds"] = max(t.wall_seconds for t in timelines)
+        totals["chip"] = ",".join(dict.fromkeys(c.spec.name for c in chips))
         return totals
 
     def reset_stats(self) -> None:
-        for timeline in self.timelines:
-            timeline.reset()
+        for chip in self.chips:
+            chip.timeline.reset()

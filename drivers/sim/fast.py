@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 from torchtpu.drivers.ir import Op
-from torchtpu.drivers.sim import kernels_data
 from torchtpu.drivers.sim.fast_index import SPECIALIZERS
 from torchtpu.drivers.sim.kernels import _BINARY, _COMPARE, _UNARY_ANY, _UNARY_FLOAT, NP_DTYPES
 from torchtpu.drivers.sim.kernels_data import _CUMULATIVE, _broadcast_plan, dot_layout
@@ -37,17 +36,18 @@ _BOOL_REDUCE = {"and": np.logical_and.reduce, "or": np.logical_or.reduce}
 _CONVERTIBLE = frozenset({"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool"})
 
 
-def specialize(op: Op) -> FastKernel | None:
-    """A callable taking the step's operand arrays and returning its one result, or None for the generic kernel."""
+def specialize(op: Op, mxu_array: int = mxu.DEFAULT_ARRAY) -> FastKernel | None:
+    """A callable taking the step's operand arrays and returning its one result, or None for the generic kernel;
+    `mxu_array`: the chip's MXU width (K tiling of the exact matmul order)."""
     if len(op.outputs) != 1:
         return None
-    fast = _specialize(op)
+    fast = _specialize(op, mxu_array)
     if fast is None or op.outputs[0].shape != ():
         return fast
     return lambda *args: np.asarray(fast(*args))  # numpy hands back a scalar where the kernel makes a 0-d array
 
 
-def _specialize(op: Op) -> FastKernel | None:
+def _specialize(op: Op, mxu_array: int) -> FastKernel | None:
     out = op.outputs[0].dtype
     ins = [v.dtype for v in op.inputs]
     name = op.name
@@ -72,7 +72,7 @@ def _specialize(op: Op) -> FastKernel | None:
         permutation = tuple(op.attr("permutation"))
         return lambda x: x.transpose(permutation)
     if name == "dot_general" and ins == [out, out] and out == "float32":
-        return _dot(op)
+        return _dot(op, mxu_array)
     if name == "broadcast_in_dim":
         shape = tuple(op.attr("shape"))
         transpose, expanded = _broadcast_plan(shape, tuple(op.attr("broadcast_dimensions")), op.inputs[0].shape)
@@ -125,7 +125,7 @@ def _convert(src: str, dst: str) -> FastKernel | None:
     return lambda x: x.astype(dtype, copy=False)  # `store` returns x itself when it already has the dtype
 
 
-def _dot(op: Op) -> FastKernel:
+def _dot(op: Op, array: int) -> FastKernel:
     """float32 dot_general as the generic kernel computes it (operands permuted to (batch, m, k) @ (batch, k, n)
     and through `mxu.matmul`), with the permutation fixed here; DEFAULT precision in the exact order calls the
     fused rounding kernel directly, as `mxu.matmul` itself would (`dot_exact_bf16_rounded`, without its checks
@@ -143,7 +143,6 @@ def _dot(op: Op) -> FastKernel:
     def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         a3 = (x if lperm is None else x.transpose(lperm)).reshape(a_shape)
         b3 = (y if rperm is None else y.transpose(rperm)).reshape(b_shape)
-        array = kernels_data.MXU_ARRAY
         if default and mxu.resolve_mode(None, macs) == "exact":
             if small and type(array) is int and array >= 1:
                 return dot_small_bf16_rounded3(a3, b3, array).reshape(out_shape)

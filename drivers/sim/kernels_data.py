@@ -10,7 +10,7 @@ from torchtpu.drivers.ir import Op
 from torchtpu.drivers.sim.kernels import NP_DTYPES, kernel, load, store
 from torchtpu.sim import mxu
 
-MXU_ARRAY = 128  # the simulated chip's systolic array width; SimDriver sets it (256 on v6e/v7x)
+MXU_ARRAY_KERNELS = frozenset({"dot_general"})  # kernels taking `array=`, the chip's MXU width (from the executable)
 
 
 _BCAST_PLANS: dict[tuple, tuple] = {}
@@ -267,7 +267,7 @@ def _dot_plan(op: Op, lhs: np.ndarray, rhs: np.ndarray) -> tuple:
 
 
 @kernel("dot_general")
-def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+def _dot_general(op: Op, args: list[np.ndarray], array: int = mxu.DEFAULT_ARRAY) -> list[np.ndarray]:
     lhs, rhs = args
     lperm, rperm, a_shape, b_shape, integer, precision, out_t = _dot_plan(op, lhs, rhs)
     a3 = lhs.transpose(lperm).reshape(a_shape)
@@ -278,7 +278,7 @@ def _dot_general(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
         y = np.matmul(a3.astype(np.float64), b3.astype(np.float64))
     else:
         y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=precision, out_dtype=np.float32,
-                       array=MXU_ARRAY)
+                       array=array)
     return [store(y.reshape(out_t.shape), out_t.dtype)]
 
 

@@ -396,10 +396,10 @@ class CompiledGraph:
                    for t, v in zip([None] * n_fresh + mutated, traced.program.outputs)]
         inputs = [a if a.device.type == "tpu" else a.to(dev) for a in tensors] + states  # lifted CPU constants
         drv = runtime.driver()
-        if drv.host_addressable and not deferred.pending() and \
+        if drv.strided_operands and not deferred.pending() and \
                 modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:
-            if traced.exe is None:
-                traced.exe = drv.compile(traced.program)
+            if traced.exe is None or traced.exe.target != drv.target(device):  # devices may be different chips
+                traced.exe = drv.compile(traced.program, device)
                 _events.name_program(traced.exe.program, self.gm)  # profiler: the graph's ATen ops and lines
             try:
                 modes.execute(drv, traced.exe, inputs, outputs, device, "compiled_graph")

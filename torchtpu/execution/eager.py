@@ -307,7 +307,7 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     drv = runtime.driver()
     mode = modes.get_eager_mode()
     floats: list[float] | None = None
-    if lowering in FLOAT_INPUTS and drv.host_addressable:
+    if lowering in FLOAT_INPUTS and drv.strided_operands:
         floats = []
     key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
     if key is None and _has_lazy_bits((*args, *kwargs.values())):  # mm, bmm, dot: ATen's Conjugate-key fallthroughs
@@ -356,7 +356,7 @@ def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str,
     else:
         dev_obj = _device_obj(dev)
         outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]
-    if not drv.host_addressable:  # every op goes through storage-level buffers; eager modes flush each op
+    if not drv.strided_operands:  # operands are whole storages (deferred regions view them); flush each op
         deferred.record(op_name, traced.program, tensors, outputs, dev)
         if mode is not modes.EagerMode.DEFER_AND_FUSE:
             deferred.flush(raised_at_call=True)

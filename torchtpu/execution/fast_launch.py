@@ -7,8 +7,9 @@ stored before, allocates the outputs, makes numpy views of the buffers and calls
 stored executable. A miss runs the op's Python kernel (`eager.run`), which stores the launch when the op
 qualifies (`kind_of`, `store`): fresh outputs returned as they are (one tensor, a flat tuple, or one list), an
 in-place write of the first argument (a tensor or a list), out= tensors written as they are (no resize), on a
-driver whose memory is host memory, in DEFER_NEVER. Any other eager mode turns the path off (`sync`), and so
-does a poisoned storage (poison.py) or a pending region kept by an interrupt (deferred.py).
+driver that takes strided views of storages as operands (the simulator), in DEFER_NEVER. Any other eager mode
+turns the path off (`sync`), and so does a poisoned storage (poison.py) or a pending region kept by an interrupt
+(deferred.py).
 
 Ops whose lowering takes generic floats as inputs (`@lower(..., float_inputs=True)`, float_inputs.py) are
 keyed by the floats' class in C++ as in Python, and a hit fills the hoisted scalar inputs from this call's
@@ -82,7 +83,7 @@ def sync() -> None:
     drv = runtime._driver
     _synced = drv is not None
     # a poisoned storage must be checked, and a pending region flushed, in Python (deferred.py, poison.py)
-    on = drv is not None and drv.host_addressable and modes.get_eager_mode() is modes.EagerMode.DEFER_NEVER \
+    on = drv is not None and drv.strided_operands and modes.get_eager_mode() is modes.EagerMode.DEFER_NEVER \
         and not poison.active and not deferred.pending()
     _native().fast_set_state(on, current_precision().value)
 
