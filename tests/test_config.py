@@ -31,6 +31,7 @@ BAD = {
     "TORCHTPU_PJRT_MXU_PASSES": ["6"],
     "TORCHTPU_VALIDATE_TRACEBACK": ["verbose"],
     "TORCHTPU_VERBOSE_BUILD": ["loud"],
+    "TORCHTPU_EXECUTABLE_CACHE": ["0", "many"],
 }
 GOOD = {
     "TORCHTPU_DRIVER": [(" SIM ", "sim"), ("auto", "auto")],
@@ -58,7 +59,7 @@ def test_only_the_config_module_and_the_sim_read_torchtpu_variables():
     pattern = re.compile(r"environ(?:\.get)?\(?\[?\s*[\"']TORCHTPU_")
     readers = sorted(str(p.relative_to(ROOT)) for folder in ("torchtpu", "drivers", "sim")
                      for p in (ROOT / folder).rglob("*.py") if pattern.search(p.read_text()))
-    assert readers == [], readers  # sim/mxu.py reads its variable through a constant (_ENV)
+    assert readers == [], readers
 
 
 @pytest.mark.parametrize("name,raw", [(n, v) for n, vs in BAD.items() for v in vs])

@@ -193,7 +193,24 @@ def test_int8():
     assert mxu.matmul(a, b, out_dtype=np.float32).dtype == np.float32
 
 
-def test_mode_switch_and_env(monkeypatch):
+@pytest.fixture
+def env_mode():
+    """The mode source the sim driver installs: TORCHTPU_MXU_MODE through the driver layer's config."""
+    from torchtpu.drivers import config
+
+    previous = mxu._source
+    mxu.set_mode_source(lambda: config.get("TORCHTPU_MXU_MODE"))
+    yield
+    mxu.set_mode_source(previous)
+
+
+def test_without_a_mode_source_the_mode_is_auto(monkeypatch):
+    monkeypatch.setattr(mxu, "_source", None)
+    monkeypatch.setenv("TORCHTPU_MXU_MODE", "fast")  # sim/ reads no environment variable itself
+    assert mxu.get_mode() == "auto"
+
+
+def test_mode_switch_and_env(monkeypatch, env_mode):
     monkeypatch.delenv("TORCHTPU_MXU_MODE", raising=False)
     assert mxu.get_mode() == "auto"
     assert mxu.resolve_mode(None, 2**18) == "exact" and mxu.resolve_mode(None, 2**18 + 1) == "fast"
@@ -221,7 +238,7 @@ def test_bad_arguments():
         mxu.matmul(a, np.zeros((3, 2), F32), precision="ultra")
 
 
-def test_mode_env_read_as_os_environ_reads_it(monkeypatch):
+def test_mode_env_read_as_os_environ_reads_it(monkeypatch, env_mode):
     monkeypatch.setenv("TORCHTPU_MXU_MODE", " Exact ")
     assert mxu.get_mode() == "exact"
     monkeypatch.delenv("TORCHTPU_MXU_MODE")
