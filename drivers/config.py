@@ -18,6 +18,7 @@ from typing import Any
 
 MAX_DEVICES = 64  # the C++ shim's per-device counter table (torchtpu/csrc/tpu_shim.cpp kMaxDevices)
 BOOL_VALUES = "0, 1"
+DYNAMIC = "(see meaning)"  # the shown default of a variable whose default is computed (Var.of with a callable)
 
 
 class ConfigError(ValueError):
@@ -38,7 +39,7 @@ class Var:
            parse: Callable[[str], Any], meaning: str) -> Var:
         """A variable whose default is a raw value (parsed like a set one) or a callable giving the parsed value."""
         if callable(default):
-            return cls(name, default, valid, parse, meaning, "(see meaning)")
+            return cls(name, default, valid, parse, meaning, DYNAMIC)
         return cls(name, _parsed_once(parse, default), valid, parse, meaning, default)
 
 
@@ -198,13 +199,19 @@ def _valid(var: Var) -> str:
     return var.valid() if callable(var.valid) else var.valid
 
 
+_ENV_KEYS: dict[str, Any] = {}
+
+
 def _raw(name: str) -> str | None:
     """`os.environ.get(name)` read from the mapping's own store (for an absent key `os.environ.get` raises and
     catches a KeyError: 0.7 us, on every small matmul for TORCHTPU_MXU_MODE)."""
     environ = os.environ
     if type(environ) is not os._Environ:  # replaced by a plain mapping (a test's patch)
         return environ.get(name)
-    raw = environ._data.get(environ.encodekey(name))
+    key = _ENV_KEYS.get(name)
+    if key is None:
+        key = _ENV_KEYS[name] = environ.encodekey(name)
+    raw = environ._data.get(key)
     return None if raw is None else environ.decodevalue(raw)
 
 
@@ -221,12 +228,12 @@ def get(name: str) -> Any:
     """The parsed value of `name` from the environment (its default when unset or empty)."""
     raw = _raw(name)
     seen = _seen.get(name)
-    if seen is not None and seen[0] == raw and raw:  # a default may follow other variables: evaluated anew
+    if seen is not None and seen[0] == raw:
         return seen[1]
-    if raw is None or raw.strip() == "":
-        return VARS[name].default()
-    value = parse(name, raw)
-    _seen[name] = (raw, value)
+    var = VARS[name]
+    value = var.default() if raw is None or raw.strip() == "" else parse(name, raw)
+    if raw or var.shown_default != DYNAMIC:  # a callable default may follow other variables: evaluated anew
+        _seen[name] = (raw, value)
     return value
 
 
