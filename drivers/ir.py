@@ -133,24 +133,87 @@ ShapeRule = Callable[..., list[TensorType]]
 
 
 @dataclass(frozen=True, slots=True)
-class OpDef:
+class IROp:
+    """Everything the IR knows about one op, side by side (as JAX keeps a primitive's rules): its arity, its
+    shape/dtype rule, its cost rule (drivers/ir_costs.py: shapes in, a simulated CostRecord out) and its padding
+    rule (drivers/ir_padding.py: which output axes carry a padded dynamic dimension, or None when padding is
+    unsafe). Drivers register their implementations against the name (`implements`, `unsupported`)."""
+
     name: str
     arity: int | None  # None: variadic
     shape_rule: ShapeRule
     kind: str  # "elementwise" | "reduction" | "movement" | "matmul" | "other"
+    cost: Callable[..., Any]
+    padding: Callable[..., Any]
 
 
-OPS: dict[str, OpDef] = {}
+OPS: dict[str, IROp] = {}
+KINDS = ("elementwise", "reduction", "movement", "matmul", "other")
 
 
-def define(name: str, arity: int | None, kind: str) -> Callable[[ShapeRule], ShapeRule]:
+def define(name: str, arity: int | None, kind: str, *, cost: Callable[..., Any], padding: Callable[..., Any]
+           ) -> Callable[[ShapeRule], ShapeRule]:
+    """Decorates an op's shape rule; the op's cost and padding rules are required (no default guesses)."""
+    if kind not in KINDS:
+        raise ValueError(f"IR op {name!r}: kind {kind!r}; valid: {KINDS}")
+    if not callable(cost) or not callable(padding):
+        raise TypeError(f"IR op {name!r} needs a cost rule and a padding rule (drivers/ir_costs.py, ir_padding.py)")
+
     def register(rule: ShapeRule) -> ShapeRule:
         if name in OPS:
             raise ValueError(f"IR op {name!r} is defined twice")
-        OPS[name] = OpDef(name, arity, rule, kind)
+        OPS[name] = IROp(name, arity, rule, kind, cost, padding)
         return rule
 
     return register
+
+
+# Each driver's implementation of each op (a sim kernel, a pjrt emitter), and the ops a driver declines with a
+# reason. A driver's table is the dict it looks ops up in; the registry test checks every op x every driver.
+IMPLS: dict[str, dict[str, Callable[..., Any]]] = {}
+UNSUPPORTED: dict[str, dict[str, str]] = {}
+
+
+def impls(driver: str) -> dict[str, Callable[..., Any]]:
+    """`driver`'s table: IR op name -> its implementation (filled by `implements`)."""
+    UNSUPPORTED.setdefault(driver, {})
+    return IMPLS.setdefault(driver, {})
+
+
+def _check_new(driver: str, name: str) -> None:
+    if name not in OPS:
+        raise KeyError(f"{driver} driver: an implementation registered for unknown IR op {name!r} (define the op "
+                       f"in drivers/ir_ops.py first)")
+    if name in impls(driver) or name in UNSUPPORTED[driver]:
+        raise ValueError(f"{driver} driver: IR op {name!r} registered twice")
+
+
+def implements(driver: str, *names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers the decorated function as `driver`'s implementation of each IR op in `names`."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for name in names:
+            _check_new(driver, name)
+            impls(driver)[name] = fn
+        return fn
+
+    return register
+
+
+def unsupported(driver: str, name: str, reason: str) -> None:
+    """Declares that `driver` cannot run IR op `name`, and why: compiling a program with it raises that reason."""
+    if not reason:
+        raise ValueError(f"{driver} driver: declining IR op {name!r} needs a reason")
+    _check_new(driver, name)
+    UNSUPPORTED[driver][name] = reason
+
+
+def unsupported_error(driver: str, name: str) -> NotImplementedError:
+    """The error a driver raises when asked to compile IR op `name` it has no implementation of."""
+    reason = UNSUPPORTED.get(driver, {}).get(name)
+    if reason is not None:
+        return NotImplementedError(f"the {driver} driver does not support IR op {name!r}: {reason}")
+    return NotImplementedError(f"the {driver} driver has no implementation of IR op {name!r}")
 
 
 def _freeze(v: Any) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import ml_dtypes
 import numba
 import numpy as np
+from torchtpu.drivers import ir
 from torchtpu.drivers.ir import Op
 from torchtpu.sim import numerics
 
@@ -26,7 +27,7 @@ NP_DTYPES: dict[str, np.dtype] = {
 _NARROW = ("bfloat16", "float16")
 
 Kernel = Callable[[Op, list[np.ndarray]], list[np.ndarray]]
-KERNELS: dict[str, Kernel] = {}
+KERNELS: dict[str, Kernel] = ir.impls("sim")  # IR op name -> kernel, filled by `kernel` (ir.implements)
 
 
 def store(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -55,14 +56,8 @@ def load(x: np.ndarray) -> np.ndarray:
 
 
 def kernel(*names: str) -> Callable[[Kernel], Kernel]:
-    def register(fn: Kernel) -> Kernel:
-        for name in names:
-            if name in KERNELS:
-                raise ValueError(f"sim kernel for {name!r} registered twice")
-            KERNELS[name] = fn
-        return fn
-
-    return register
+    """Registers the decorated function as the sim kernel of each IR op in `names` (each known, once)."""
+    return ir.implements("sim", *names)
 
 
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)

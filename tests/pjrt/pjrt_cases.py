@@ -406,6 +406,9 @@ def _build_cases() -> dict[str, list[Case]]:
                       1e-4, 1e-5)]
     c["eig"] = [Case("eig", [Variant([f((2, 4, 4))]), Variant([cplx((3, 3))]),
                              Variant([np.array([[0, -1], [1, 0]], np.float32)])], 1e-4, 1e-5)]
+    check = {"size": 5, "low": -5, "error": "IndexError", "message": "index {} is out of bounds for size 5"}
+    c["check_index"] = [Case("check_index", [Variant([i((2, 3), -5, 4, np.int64)], check),
+                                             Variant([i((4,), 0, 4, np.int32)], {**check, "low": 0, "ignore": -100})])]
     _add_empty_cases(c)
     return c
 
