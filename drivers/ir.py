@@ -137,32 +137,39 @@ class IROp:
     """Everything the IR knows about one op, side by side (as JAX keeps a primitive's rules): its arity, its
     shape/dtype rule, its cost rule (drivers/ir_costs.py: shapes in, a simulated CostRecord out) and its padding
     rule (drivers/ir_padding.py: which output axes carry a padded dynamic dimension, or None when padding is
-    unsafe). Drivers register their implementations against the name (`implements`, `unsupported`)."""
+    unsafe). Drivers register their implementations against the name (`implements`, `unsupported`). An op
+    with a `lowering` (drivers/ir_lowerings.py) is expanded by the Builder into other ops where it is emitted:
+    no driver implements it and no Program holds it, so it has no cost or padding rule of its own."""
 
     name: str
     arity: int | None  # None: variadic
     shape_rule: ShapeRule
     kind: str  # "elementwise" | "reduction" | "movement" | "matmul" | "other"
-    cost: Callable[..., Any]
-    padding: Callable[..., Any]
+    cost: Callable[..., Any] | None
+    padding: Callable[..., Any] | None
+    lowering: Callable[..., list[Value]] | None = None
 
 
 OPS: dict[str, IROp] = {}
 KINDS = ("elementwise", "reduction", "movement", "matmul", "other")
 
 
-def define(name: str, arity: int | None, kind: str, *, cost: Callable[..., Any], padding: Callable[..., Any]
+def define(name: str, arity: int | None, kind: str, *, cost: Callable[..., Any] | None = None,
+           padding: Callable[..., Any] | None = None, lowering: Callable[..., list[Value]] | None = None
            ) -> Callable[[ShapeRule], ShapeRule]:
-    """Decorates an op's shape rule; the op's cost and padding rules are required (no default guesses)."""
+    """Decorates an op's shape rule. The op's cost and padding rules are required (no default guesses), unless
+    it has a lowering (then it has neither: its expansion's ops have theirs)."""
     if kind not in KINDS:
         raise ValueError(f"IR op {name!r}: kind {kind!r}; valid: {KINDS}")
-    if not callable(cost) or not callable(padding):
+    if lowering is None and (not callable(cost) or not callable(padding)):
         raise TypeError(f"IR op {name!r} needs a cost rule and a padding rule (drivers/ir_costs.py, ir_padding.py)")
+    if lowering is not None and (cost is not None or padding is not None):
+        raise TypeError(f"IR op {name!r} has a lowering: its expansion's ops carry the cost and padding rules")
 
     def register(rule: ShapeRule) -> ShapeRule:
         if name in OPS:
             raise ValueError(f"IR op {name!r} is defined twice")
-        OPS[name] = IROp(name, arity, rule, kind, cost, padding)
+        OPS[name] = IROp(name, arity, rule, kind, cost, padding, lowering)
         return rule
 
     return register
@@ -184,6 +191,9 @@ def _check_new(driver: str, name: str) -> None:
     if name not in OPS:
         raise KeyError(f"{driver} driver: an implementation registered for unknown IR op {name!r} (define the op "
                        f"in drivers/ir_ops.py first)")
+    if OPS[name].lowering is not None:
+        raise ValueError(f"{driver} driver: IR op {name!r} is a lowering (drivers/ir_lowerings.py), expanded "
+                         f"before any driver sees it")
     if name in impls(driver) or name in UNSUPPORTED[driver]:
         raise ValueError(f"{driver} driver: IR op {name!r} registered twice")
 
@@ -247,6 +257,12 @@ class Builder:
             raise TypeError(f"IR op {name} takes {opdef.arity} inputs, got {len(inputs)}")
         frozen = tuple(sorted((k, _freeze(v)) for k, v in attrs.items()))
         out_types = opdef.shape_rule(*[v.type for v in inputs], **dict(frozen))
+        if opdef.lowering is not None:
+            outs_lowered = opdef.lowering(self, *inputs, **dict(frozen))
+            if [v.type for v in outs_lowered] != list(out_types):
+                raise AssertionError(f"the lowering of IR op {name} gave {[str(v.type) for v in outs_lowered]}, "
+                                     f"its shape rule {[str(t) for t in out_types]}")
+            return list(outs_lowered)
         outs = tuple(self._value(t) for t in out_types)
         self.ops.append(Op(name, tuple(inputs), frozen, outs))
         return list(outs)

@@ -5,13 +5,14 @@ emitters against these names (`ir.implements`); tests/test_ir_registry.py checks
 from __future__ import annotations
 
 from torchtpu.drivers import ir_costs as C
+from torchtpu.drivers import ir_lowerings as L
 from torchtpu.drivers import ir_padding as P
 from torchtpu.drivers.ir import DTYPES, TensorType, define
 
 UNARY = (
     "abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt", "cbrt",
     "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil", "round_nearest_even", "sign", "not",
-    "erf", "erfinv", "lgamma", "digamma", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "erf", "erfinv", "lgamma", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
     "reciprocal", "square", "trunc", "exp2", "log2", "log10", "erfc",
 )
 BINARY = (
@@ -41,6 +42,7 @@ for _name in UNARY:
     define(_name, 1, "elementwise", cost=C.VPU if _name in UNARY_VPU else C.EUP, padding=P.ELEMENTWISE)(_same)
 for _name in BINARY:
     define(_name, 2, "elementwise", cost=C.EUP if _name in BINARY_EUP else C.VPU, padding=P.ELEMENTWISE)(_binary)
+define("digamma", 1, "elementwise", lowering=L.digamma)(_same)
 
 
 @define("is_finite", 1, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)

@@ -22,21 +22,24 @@ from pjrt_cases import CASES, STATISTICAL  # noqa: E402
 
 DRIVERS = ("sim", "pjrt")
 PAIRS = [(d, name) for d in DRIVERS for name in sorted(OPS)]
+LOWERED = sorted(name for name, op in OPS.items() if op.lowering is not None)
+PRIMITIVE = sorted(name for name, op in OPS.items() if op.lowering is None)
 
 
 def test_the_drivers_register_into_the_registry():
     assert sorted(IMPLS) == sorted(DRIVERS)
-    assert len(OPS) > 80  # the op set itself was read
+    assert len(PRIMITIVE) > 80  # the op set itself was read
 
 
 @pytest.mark.parametrize("driver,name", PAIRS, ids=[f"{d}-{n}" for d, n in PAIRS])
 def test_every_op_is_implemented_or_declined_with_a_reason(driver: str, name: str):
     implemented = name in IMPLS[driver]
     declined = UNSUPPORTED[driver].get(name)
-    assert implemented != (declined is not None), (
-        f"IR op {name!r} on the {driver} driver: register a kernel/emitter (ir.implements) or declare it "
-        f"unsupported with a reason (ir.unsupported), exactly one")
-    assert implemented or len(declined) > 10
+    lowered = OPS[name].lowering is not None
+    assert implemented + (declined is not None) + lowered == 1, (
+        f"IR op {name!r} on the {driver} driver: register a kernel/emitter (ir.implements), declare it "
+        f"unsupported with a reason (ir.unsupported) or give it a lowering (drivers/ir_lowerings.py), one only")
+    assert declined is None or len(declined) > 10
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
@@ -70,10 +73,21 @@ def _case_ops() -> list[tuple[str, ir.Op]]:
 
 
 def test_every_op_has_a_case_to_run_its_rules_on():
-    assert sorted(set(OPS) - {name for name, _ in _case_ops()} - {"rng"}) == []
+    assert sorted(set(PRIMITIVE) - {name for name, _ in _case_ops()} - {"rng"}) == []
+    assert sorted(set(LOWERED) - set(CASES)) == []
 
 
-@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("name", LOWERED)
+def test_a_lowering_expands_to_primitives_only(name: str):
+    for case in CASES[name]:
+        program, _ = case.program()
+        assert program.ops and all(OPS[op.name].lowering is None for op in program.ops)
+    with pytest.raises(ValueError, match="is a lowering"):
+        ir.implements("sim", name)(lambda *a: a)
+    assert OPS[name].cost is None and OPS[name].padding is None
+
+
+@pytest.mark.parametrize("name", PRIMITIVE)
 def test_every_op_has_a_cost_rule_that_prices_its_cases(name: str):
     model = CostModel()
     ops = [op for n, op in _CASE_OPS if n == name] or [_rng_op()]
@@ -82,7 +96,7 @@ def test_every_op_has_a_cost_rule_that_prices_its_cases(name: str):
         assert isinstance(record, CostRecord) and math.isfinite(record.seconds) and record.seconds >= 0
 
 
-@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("name", PRIMITIVE)
 def test_every_op_has_a_padding_rule_that_answers_for_its_cases(name: str):
     """With axis 0 of every input padded, a rule returns tags on real output axes, or None (runs exactly)."""
     ops = [op for n, op in _CASE_OPS if n == name and op.inputs] or [_rng_op()]
@@ -145,7 +159,8 @@ def probe_op():
 
 
 def test_a_new_op_without_a_kernel_is_seen(probe_op: str):
-    missing = [(d, n) for d in DRIVERS for n in OPS if n not in IMPLS[d] and n not in UNSUPPORTED[d]]
+    missing = [(d, n) for d in DRIVERS for n in OPS
+               if n not in IMPLS[d] and n not in UNSUPPORTED[d] and OPS[n].lowering is None]
     assert missing == [("sim", probe_op), ("pjrt", probe_op)]
 
 

@@ -16,7 +16,7 @@ _FLOAT_UNARY = {
     "rsqrt": "stablehlo.rsqrt", "cbrt": "stablehlo.cbrt", "tanh": "stablehlo.tanh",
     "logistic": "stablehlo.logistic", "sine": "stablehlo.sine", "cosine": "stablehlo.cosine",
     "tan": "stablehlo.tan", "erf": "chlo.erf", "erfc": "chlo.erfc", "erfinv": "chlo.erf_inv", "lgamma": "chlo.lgamma",
-    "digamma": "chlo.digamma", "atan": "chlo.atan", "asin": "chlo.asin", "acos": "chlo.acos", "sinh": "chlo.sinh",
+    "atan": "chlo.atan", "asin": "chlo.asin", "acos": "chlo.acos", "sinh": "chlo.sinh",
     "cosh": "chlo.cosh", "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh",
 }
 
@@ -28,13 +28,6 @@ def _float_math(e: Emitter, name: str, x: V) -> V:
             pole = e.binary("stablehlo.and", e.compare("LE", x, e.like(0, x)),
                             e.compare("EQ", x, e.unary("stablehlo.floor", x)))
             y = e.select(pole, e.like(math.inf, x), y)
-        elif name == "digamma":  # +-0 -> -+inf, negative integers -> nan (the sim's and torch's values)
-            zero = e.compare("EQ", x, e.like(0, x))
-            neg_bit = e.compare("LT", e.bitcast(x, BITS_INT[x.dtype]), e.const(0, x.shape, BITS_INT[x.dtype]))
-            at_zero = e.select(neg_bit, e.like(math.inf, x), e.like(-math.inf, x))
-            neg_int = e.binary("stablehlo.and", e.compare("LT", x, e.like(0, x)),
-                               e.compare("EQ", x, e.unary("stablehlo.floor", x)))
-            y = e.select(zero, at_zero, e.select(neg_int, e.like(math.nan, x), y))
         return y
     if name == "reciprocal":
         return e.binary("stablehlo.divide", e.like(1, x), x)

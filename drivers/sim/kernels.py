@@ -78,25 +78,6 @@ def _lgamma(x):  # pragma: no cover - numba
 
 
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
-def _digamma(x):  # pragma: no cover - numba
-    # Reflection for x < 0, recurrence up to x >= 6, then the asymptotic series (Abramowitz & Stegun 6.3.18).
-    if x == 0.0:
-        return -math.inf if math.copysign(1.0, x) > 0 else math.inf
-    result = 0.0
-    if x < 0.0:
-        if x == math.floor(x):
-            return math.nan
-        result -= math.pi / math.tan(math.pi * x)
-        x = 1.0 - x
-    while x < 6.0:
-        result -= 1.0 / x
-        x += 1.0
-    f = 1.0 / (x * x)
-    series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))))
-    return result + math.log(x) - 0.5 / x - series
-
-
-@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
 def _erfinv(y):  # pragma: no cover - numba
     # Giles' single-precision approximation, refined by two Newton steps on erf.
     if y <= -1.0:
@@ -131,8 +112,7 @@ _UNARY_FLOAT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log, "log_plus_one": np.log1p,
     "sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1) / np.sqrt(x), "cbrt": np.cbrt, "tanh": np.tanh,
     "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)), "sine": np.sin, "cosine": np.cos,
-    "tan": np.tan, "erf": _erf, "erfc": _erfc, "erfinv": _erfinv, "lgamma": _lgamma, "digamma": _digamma,
-    "atan": np.arctan,
+    "tan": np.tan, "erf": _erf, "erfc": _erfc, "erfinv": _erfinv, "lgamma": _lgamma, "atan": np.arctan,
     "asin": np.arcsin, "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
     "acosh": np.arccosh, "atanh": np.arctanh, "reciprocal": lambda x: np.float32(1) / x, "exp2": np.exp2,
     "log2": np.log2, "log10": np.log10,
