@@ -13,14 +13,15 @@ UNARY = (
     "abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt", "cbrt",
     "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil", "round_nearest_even", "sign", "not",
     "erf", "erfinv", "lgamma", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "reciprocal", "square", "trunc", "exp2", "log2", "log10", "erfc",
+    "reciprocal", "square", "trunc", "exp2", "log2", "log10", "erfc", "round_nearest_afz",
 )
 BINARY = (
     "add", "subtract", "multiply", "divide", "remainder", "fmod", "power", "maximum", "minimum", "atan2",
     "and", "or", "xor", "shift_left", "shift_right_arithmetic", "floor_divide", "nextafter", "hypot",
     "copysign", "xlogy",
 )
-UNARY_VPU = frozenset({"abs", "negate", "floor", "ceil", "round_nearest_even", "sign", "not", "square", "trunc"})
+UNARY_VPU = frozenset({"abs", "negate", "floor", "ceil", "round_nearest_even", "round_nearest_afz", "sign", "not",
+                       "square", "trunc"})
 BINARY_EUP = frozenset({"divide", "power", "atan2"})  # these and the rest of UNARY use the transcendental unit
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or")

@@ -48,7 +48,7 @@ def _emit_float_unary(e: Emitter, op: Op, args: list[V]) -> list[V]:
     return [e.convert(_float_math(e, op.name, xf), dtype)]
 
 
-@emits("abs", "negate", "floor", "ceil", "round_nearest_even", "sign", "square", "trunc", "not")
+@emits("abs", "negate", "floor", "ceil", "round_nearest_even", "round_nearest_afz", "sign", "square", "trunc", "not")
 def _emit_any_unary(e: Emitter, op: Op, args: list[V]) -> list[V]:
     (x,) = args
     shape, dtype = _out(op)
@@ -61,7 +61,7 @@ def _emit_any_unary(e: Emitter, op: Op, args: list[V]) -> list[V]:
         if name == "square":
             return [x]
     xc = e.widen(x)
-    if name in ("floor", "ceil", "round_nearest_even", "trunc") and xc.dtype not in FLOAT_DTYPES:
+    if name in ("floor", "ceil", "round_nearest_even", "round_nearest_afz", "trunc") and xc.dtype not in FLOAT_DTYPES:
         y = xc
     elif name == "trunc":
         y = e.select(e.compare("LT", xc, e.like(0, xc)), e.unary("stablehlo.ceil", xc),

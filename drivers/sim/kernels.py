@@ -108,6 +108,11 @@ def _round_half_even(x: np.ndarray) -> np.ndarray:
     return np.rint(x)
 
 
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    t = np.trunc(x)  # x - t is exact, so the half-way test is too (floor(|x| + 0.5) rounds 0.49999997 up)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
 _UNARY_FLOAT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log, "log_plus_one": np.log1p,
     "sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1) / np.sqrt(x), "cbrt": np.cbrt, "tanh": np.tanh,
@@ -119,7 +124,8 @@ _UNARY_FLOAT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 _UNARY_ANY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "abs": np.abs, "negate": np.negative, "floor": np.floor, "ceil": np.ceil,
-    "round_nearest_even": _round_half_even, "sign": np.sign, "square": np.square, "trunc": np.trunc,
+    "round_nearest_even": _round_half_even, "round_nearest_afz": _round_half_away, "sign": np.sign,
+    "square": np.square, "trunc": np.trunc,
     "not": lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
 }
 
@@ -132,7 +138,7 @@ def _unary(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
         if xf.dtype.kind not in "fc":
             xf = xf.astype(np.float32)
         y = _UNARY_FLOAT[op.name](xf)
-    elif op.name in ("floor", "ceil", "trunc", "round_nearest_even") and xf.dtype.kind != "f":
+    elif op.name in ("floor", "ceil", "trunc", "round_nearest_even", "round_nearest_afz") and xf.dtype.kind != "f":
         y = xf
     else:
         y = _UNARY_ANY[op.name](xf)
