@@ -34,6 +34,8 @@ class _F:
     def __add__(self, o: _F | float) -> _F:
         return self._op("add", o)
 
+    __radd__ = __add__
+
     def __sub__(self, o: _F | float) -> _F:
         return self._op("subtract", o)
 
@@ -42,6 +44,8 @@ class _F:
 
     def __mul__(self, o: _F | float) -> _F:
         return self._op("multiply", o)
+
+    __rmul__ = __mul__
 
     def __truediv__(self, o: _F | float) -> _F:
         return self._op("divide", o)
@@ -93,3 +97,33 @@ def digamma(b: Builder, x_in: Value) -> list[Value]:
     psi = _F(b, x._of(math.nan)).where(pole, psi)
     at_zero = _F(b, x._of(math.inf))._op("copysign", x)._op("negate")  # +0 -> -inf, -0 -> +inf
     return _narrow(b, at_zero.where(x.cmp("EQ", 0.0), psi), x_in.dtype)
+
+
+_LANCZOS_G = 7.0
+_LANCZOS = (676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+            12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7)
+
+
+def lgamma(b: Builder, x_in: Value) -> list[Value]:
+    """log|Gamma(x)|, as XLA's chlo.lgamma expansion: the Lanczos approximation (g = 7, n = 9) at
+    z = x - 1 from 1/2 up, and below 1/2 the reflection log(pi) - log|sin(pi r)| - lgamma(1 - x), r the distance
+    of |x| to its nearest integer (exact). Poles (0, -1, -2, ...) and +-inf give +inf, as torch."""
+    x = _widen(b, x_in)
+    reflect = x.cmp("LT", 0.5)
+    z = (0.0 - x).where(reflect, x - 1.0)  # lgamma(1 - x) = lgamma(1 + z) with z = -x
+    a = z._of(0.99999999999980993)
+    acc = _F(b, a)
+    for i, coeff in enumerate(_LANCZOS):
+        acc = acc + coeff / (z + float(i + 1))
+    t = z + (_LANCZOS_G + 0.5)
+    log_t = math.log(_LANCZOS_G + 0.5) + (z / (_LANCZOS_G + 0.5)).fn("log_plus_one")
+    log_y = (z + 0.5) * log_t - t + acc.fn("log") + 0.5 * math.log(2.0 * math.pi)
+    ax = x.fn("abs")
+    frac = ax - ax.fn("floor")
+    reduced = (1.0 - frac).where(frac.cmp("GT", 0.5), frac)
+    denom = (reduced * math.pi).fn("sine").fn("log")
+    reflection = math.log(math.pi) - denom - log_y
+    finite = b.emit("is_finite", [denom.v])[0]
+    result = reflection.where(finite, 0.0 - denom).where(reflect, log_y)
+    infinite = ax.cmp("EQ", math.inf)
+    return _narrow(b, _F(b, x._of(math.inf)).where(infinite, result), x_in.dtype)

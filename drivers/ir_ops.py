@@ -12,7 +12,7 @@ from torchtpu.drivers.ir import DTYPES, TensorType, define
 UNARY = (
     "abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt", "cbrt",
     "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil", "round_nearest_even", "sign", "not",
-    "erf", "erfinv", "lgamma", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "erf", "erfinv", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
     "reciprocal", "square", "trunc", "exp2", "log2", "log10", "erfc", "round_nearest_afz",
 )
 BINARY = (
@@ -43,7 +43,9 @@ for _name in UNARY:
     define(_name, 1, "elementwise", cost=C.VPU if _name in UNARY_VPU else C.EUP, padding=P.ELEMENTWISE)(_same)
 for _name in BINARY:
     define(_name, 2, "elementwise", cost=C.EUP if _name in BINARY_EUP else C.VPU, padding=P.ELEMENTWISE)(_binary)
-define("digamma", 1, "elementwise", lowering=L.digamma)(_same)
+LOWERED_UNARY = {"digamma": L.digamma, "lgamma": L.lgamma}  # written once over the ops above (ir_lowerings.py)
+for _name, _lowering in LOWERED_UNARY.items():
+    define(_name, 1, "elementwise", lowering=_lowering)(_same)
 
 
 @define("is_finite", 1, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)

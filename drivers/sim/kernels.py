@@ -71,13 +71,6 @@ def _erfc(x):  # pragma: no cover - numba
 
 
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
-def _lgamma(x):  # pragma: no cover - numba
-    if x <= 0.0 and x == math.floor(x):
-        return math.inf
-    return math.lgamma(x)
-
-
-@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
 def _erfinv(y):  # pragma: no cover - numba
     # Giles' single-precision approximation, refined by two Newton steps on erf.
     if y <= -1.0:
@@ -117,7 +110,7 @@ _UNARY_FLOAT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log, "log_plus_one": np.log1p,
     "sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1) / np.sqrt(x), "cbrt": np.cbrt, "tanh": np.tanh,
     "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)), "sine": np.sin, "cosine": np.cos,
-    "tan": np.tan, "erf": _erf, "erfc": _erfc, "erfinv": _erfinv, "lgamma": _lgamma, "atan": np.arctan,
+    "tan": np.tan, "erf": _erf, "erfc": _erfc, "erfinv": _erfinv, "atan": np.arctan,
     "asin": np.arcsin, "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
     "acosh": np.arccosh, "atanh": np.arctanh, "reciprocal": lambda x: np.float32(1) / x, "exp2": np.exp2,
     "log2": np.log2, "log10": np.log10,

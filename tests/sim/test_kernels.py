@@ -68,9 +68,7 @@ def test_transcendentals():
     y = np.linspace(-0.999, 0.999, 201).astype(np.float32)
     np.testing.assert_allclose(run("erf", run("erfinv", y)[0])[0], y, atol=2e-6)
     assert run("erfinv", np.array([1.0], np.float32))[0][0] == np.inf
-    pos = np.array([0.5, 1, 2.5, 7, 30], np.float32)
-    np.testing.assert_allclose(run("lgamma", pos)[0], [math.lgamma(v) for v in pos], rtol=1e-6)
-    assert run("lgamma", np.array([0.0, -2.0], np.float32))[0].tolist() == [np.inf, np.inf]
+    # lgamma and digamma are IR lowerings, not kernels: tests/test_ir_ops.py checks them against torch CPU
     np.testing.assert_allclose(run("logistic", np.array([0, 2], np.float32))[0], [0.5, 1 / (1 + math.exp(-2))],
                                rtol=1e-6)
     assert run("exponential", np.ones(2, BF16))[0].dtype == BF16
