@@ -133,24 +133,97 @@ ShapeRule = Callable[..., list[TensorType]]
 
 
 @dataclass(frozen=True, slots=True)
-class OpDef:
+class IROp:
+    """Everything the IR knows about one op, side by side (as JAX keeps a primitive's rules): its arity, its
+    shape/dtype rule, its cost rule (drivers/ir_costs.py: shapes in, a simulated CostRecord out) and its padding
+    rule (drivers/ir_padding.py: which output axes carry a padded dynamic dimension, or None when padding is
+    unsafe). Drivers register their implementations against the name (`implements`, `unsupported`). An op
+    with a `lowering` (drivers/ir_lowerings.py) is expanded by the Builder into other ops where it is emitted:
+    no driver implements it and no Program holds it, so it has no cost or padding rule of its own."""
+
     name: str
     arity: int | None  # None: variadic
     shape_rule: ShapeRule
     kind: str  # "elementwise" | "reduction" | "movement" | "matmul" | "other"
+    cost: Callable[..., Any] | None
+    padding: Callable[..., Any] | None
+    lowering: Callable[..., list[Value]] | None = None
 
 
-OPS: dict[str, OpDef] = {}
+OPS: dict[str, IROp] = {}
+KINDS = ("elementwise", "reduction", "movement", "matmul", "other")
 
 
-def define(name: str, arity: int | None, kind: str) -> Callable[[ShapeRule], ShapeRule]:
+def define(name: str, arity: int | None, kind: str, *, cost: Callable[..., Any] | None = None,
+           padding: Callable[..., Any] | None = None, lowering: Callable[..., list[Value]] | None = None
+           ) -> Callable[[ShapeRule], ShapeRule]:
+    """Decorates an op's shape rule. The op's cost and padding rules are required (no default guesses), unless
+    it has a lowering (then it has neither: its expansion's ops have theirs)."""
+    if kind not in KINDS:
+        raise ValueError(f"IR op {name!r}: kind {kind!r}; valid: {KINDS}")
+    if lowering is None and (not callable(cost) or not callable(padding)):
+        raise TypeError(f"IR op {name!r} needs a cost rule and a padding rule (drivers/ir_costs.py, ir_padding.py)")
+    if lowering is not None and (cost is not None or padding is not None):
+        raise TypeError(f"IR op {name!r} has a lowering: its expansion's ops carry the cost and padding rules")
+
     def register(rule: ShapeRule) -> ShapeRule:
         if name in OPS:
             raise ValueError(f"IR op {name!r} is defined twice")
-        OPS[name] = OpDef(name, arity, rule, kind)
+        OPS[name] = IROp(name, arity, rule, kind, cost, padding, lowering)
         return rule
 
     return register
+
+
+# Each driver's implementation of each op (a sim kernel, a pjrt emitter), and the ops a driver declines with a
+# reason. A driver's table is the dict it looks ops up in; the registry test checks every op x every driver.
+IMPLS: dict[str, dict[str, Callable[..., Any]]] = {}
+UNSUPPORTED: dict[str, dict[str, str]] = {}
+
+
+def impls(driver: str) -> dict[str, Callable[..., Any]]:
+    """`driver`'s table: IR op name -> its implementation (filled by `implements`)."""
+    UNSUPPORTED.setdefault(driver, {})
+    return IMPLS.setdefault(driver, {})
+
+
+def _check_new(driver: str, name: str) -> None:
+    if name not in OPS:
+        raise KeyError(f"{driver} driver: an implementation registered for unknown IR op {name!r} (define the op "
+                       f"in drivers/ir_ops.py first)")
+    if OPS[name].lowering is not None:
+        raise ValueError(f"{driver} driver: IR op {name!r} is a lowering (drivers/ir_lowerings.py), expanded "
+                         f"before any driver sees it")
+    if name in impls(driver) or name in UNSUPPORTED[driver]:
+        raise ValueError(f"{driver} driver: IR op {name!r} registered twice")
+
+
+def implements(driver: str, *names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers the decorated function as `driver`'s implementation of each IR op in `names`."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for name in names:
+            _check_new(driver, name)
+            impls(driver)[name] = fn
+        return fn
+
+    return register
+
+
+def unsupported(driver: str, name: str, reason: str) -> None:
+    """Declares that `driver` cannot run IR op `name`, and why: compiling a program with it raises that reason."""
+    if not reason:
+        raise ValueError(f"{driver} driver: declining IR op {name!r} needs a reason")
+    _check_new(driver, name)
+    UNSUPPORTED[driver][name] = reason
+
+
+def unsupported_error(driver: str, name: str) -> NotImplementedError:
+    """The error a driver raises when asked to compile IR op `name` it has no implementation of."""
+    reason = UNSUPPORTED.get(driver, {}).get(name)
+    if reason is not None:
+        return NotImplementedError(f"the {driver} driver does not support IR op {name!r}: {reason}")
+    return NotImplementedError(f"the {driver} driver has no implementation of IR op {name!r}")
 
 
 def _freeze(v: Any) -> Any:
@@ -184,6 +257,12 @@ class Builder:
             raise TypeError(f"IR op {name} takes {opdef.arity} inputs, got {len(inputs)}")
         frozen = tuple(sorted((k, _freeze(v)) for k, v in attrs.items()))
         out_types = opdef.shape_rule(*[v.type for v in inputs], **dict(frozen))
+        if opdef.lowering is not None:
+            outs_lowered = opdef.lowering(self, *inputs, **dict(frozen))
+            if [v.type for v in outs_lowered] != list(out_types):
+                raise AssertionError(f"the lowering of IR op {name} gave {[str(v.type) for v in outs_lowered]}, "
+                                     f"its shape rule {[str(t) for t in out_types]}")
+            return list(outs_lowered)
         outs = tuple(self._value(t) for t in out_types)
         self.ops.append(Op(name, tuple(inputs), frozen, outs))
         return list(outs)

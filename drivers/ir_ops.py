@@ -1,20 +1,28 @@
-"""The IR op set and each op's shape/dtype rule (no data). One `define` per op; drivers add one rule each."""
+"""The IR op set: one record per op (`ir.IROp`), its shape/dtype rule, cost rule (`C.*`, drivers/ir_costs.py) and
+padding rule (`P.*`, drivers/ir_padding.py) side by side in one `define`. Drivers register their kernels and
+emitters against these names (`ir.implements`); tests/test_ir_registry.py checks every op x every driver."""
 
 from __future__ import annotations
 
+from torchtpu.drivers import ir_costs as C
+from torchtpu.drivers import ir_lowerings as L
+from torchtpu.drivers import ir_padding as P
 from torchtpu.drivers.ir import DTYPES, TensorType, define
 
 UNARY = (
     "abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt", "cbrt",
     "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil", "round_nearest_even", "sign", "not",
-    "erf", "erfinv", "lgamma", "digamma", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "reciprocal", "square", "trunc", "exp2", "log2", "log10", "erfc",
+    "erf", "erfinv", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "reciprocal", "square", "trunc", "exp2", "log2", "log10", "erfc", "round_nearest_afz",
 )
 BINARY = (
     "add", "subtract", "multiply", "divide", "remainder", "fmod", "power", "maximum", "minimum", "atan2",
     "and", "or", "xor", "shift_left", "shift_right_arithmetic", "floor_divide", "nextafter", "hypot",
     "copysign", "xlogy",
 )
+UNARY_VPU = frozenset({"abs", "negate", "floor", "ceil", "round_nearest_even", "round_nearest_afz", "sign", "not",
+                       "square", "trunc"})
+BINARY_EUP = frozenset({"divide", "power", "atan2"})  # these and the rest of UNARY use the transcendental unit
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or")
 SCATTER_REDUCE = ("replace", "add", "multiply", "amax", "amin")
@@ -32,17 +40,20 @@ def _binary(a: TensorType, b: TensorType, **_: object) -> list[TensorType]:
 
 
 for _name in UNARY:
-    define(_name, 1, "elementwise")(_same)
+    define(_name, 1, "elementwise", cost=C.VPU if _name in UNARY_VPU else C.EUP, padding=P.ELEMENTWISE)(_same)
 for _name in BINARY:
-    define(_name, 2, "elementwise")(_binary)
+    define(_name, 2, "elementwise", cost=C.EUP if _name in BINARY_EUP else C.VPU, padding=P.ELEMENTWISE)(_binary)
+LOWERED_UNARY = {"digamma": L.digamma, "lgamma": L.lgamma}  # written once over the ops above (ir_lowerings.py)
+for _name, _lowering in LOWERED_UNARY.items():
+    define(_name, 1, "elementwise", lowering=_lowering)(_same)
 
 
-@define("is_finite", 1, "elementwise")
+@define("is_finite", 1, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _is_finite(x: TensorType) -> list[TensorType]:
     return [TensorType(x.shape, "bool")]
 
 
-@define("compare", 2, "elementwise")
+@define("compare", 2, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _compare(a: TensorType, b: TensorType, direction: str) -> list[TensorType]:
     if direction not in COMPARE_DIRECTIONS:
         raise ValueError(f"compare direction {direction!r}; valid: {COMPARE_DIRECTIONS}")
@@ -50,27 +61,27 @@ def _compare(a: TensorType, b: TensorType, direction: str) -> list[TensorType]:
     return [TensorType(a.shape, "bool")]
 
 
-@define("select", 3, "elementwise")
+@define("select", 3, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _select(pred: TensorType, a: TensorType, b: TensorType) -> list[TensorType]:
     if pred.dtype != "bool" or pred.shape != a.shape:
         raise TypeError(f"select needs a bool predicate of shape {a.shape}, got {pred}")
     return _binary(a, b)
 
 
-@define("clamp", 3, "elementwise")
+@define("clamp", 3, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _clamp(lo: TensorType, x: TensorType, hi: TensorType) -> list[TensorType]:
     _binary(lo, x)
     return _binary(x, hi)
 
 
-@define("convert", 1, "elementwise")
+@define("convert", 1, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _convert(x: TensorType, dtype: str) -> list[TensorType]:
     if dtype not in DTYPES:
         raise ValueError(f"convert to unknown dtype {dtype!r}; valid: {DTYPES}")
     return [TensorType(x.shape, dtype)]
 
 
-@define("constant", 0, "elementwise")
+@define("constant", 0, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _constant(value: object, shape: tuple[int, ...], dtype: str) -> list[TensorType]:
     """A scalar broadcast to `shape`, or a dense constant: a tuple of all values in row-major order."""
     if isinstance(value, tuple):
@@ -82,12 +93,12 @@ def _constant(value: object, shape: tuple[int, ...], dtype: str) -> list[TensorT
     return [TensorType(tuple(shape), dtype)]
 
 
-@define("iota", 0, "elementwise")
+@define("iota", 0, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _iota(shape: tuple[int, ...], dtype: str, dimension: int) -> list[TensorType]:
     return [TensorType(tuple(shape), dtype)]
 
 
-@define("rng", 1, "elementwise")
+@define("rng", 1, "elementwise", cost=C.EUP, padding=P.ELEMENTWISE)
 def _rng(state: TensorType, shape: tuple[int, ...], dtype: str, distribution: str) -> list[TensorType]:
     if distribution not in ("uniform", "normal"):
         raise ValueError(f"rng distribution {distribution!r}; valid: uniform, normal")
@@ -96,7 +107,7 @@ def _rng(state: TensorType, shape: tuple[int, ...], dtype: str, distribution: st
     return [TensorType(tuple(shape), dtype)]
 
 
-@define("broadcast_in_dim", 1, "movement")
+@define("broadcast_in_dim", 1, "movement", cost=C.MOVEMENT, padding=P.BROADCAST_IN_DIM)
 def _broadcast(x: TensorType, shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...]) -> list[TensorType]:
     if len(broadcast_dimensions) != len(x.shape):
         raise ValueError(f"broadcast_in_dim: {len(x.shape)} dims but dimensions {broadcast_dimensions}")
@@ -106,7 +117,7 @@ def _broadcast(x: TensorType, shape: tuple[int, ...], broadcast_dimensions: tupl
     return [TensorType(tuple(shape), x.dtype)]
 
 
-@define("reshape", 1, "movement")
+@define("reshape", 1, "movement", cost=C.MOVEMENT, padding=P.RESHAPE)
 def _reshape(x: TensorType, shape: tuple[int, ...]) -> list[TensorType]:
     out = TensorType(tuple(shape), x.dtype)
     if out.numel != x.numel:
@@ -114,26 +125,26 @@ def _reshape(x: TensorType, shape: tuple[int, ...]) -> list[TensorType]:
     return [out]
 
 
-@define("transpose", 1, "movement")
+@define("transpose", 1, "movement", cost=C.MOVEMENT, padding=P.TRANSPOSE)
 def _transpose(x: TensorType, permutation: tuple[int, ...]) -> list[TensorType]:
     if sorted(permutation) != list(range(len(x.shape))):
         raise ValueError(f"transpose permutation {permutation} for rank {len(x.shape)}")
     return [TensorType(tuple(x.shape[p] for p in permutation), x.dtype)]
 
 
-@define("slice", 1, "movement")
+@define("slice", 1, "movement", cost=C.MOVEMENT, padding=P.SLICE)
 def _slice(x: TensorType, start: tuple[int, ...], limit: tuple[int, ...], strides: tuple[int, ...]
            ) -> list[TensorType]:
     shape = tuple(max(0, -(-(hi - lo) // s)) for lo, hi, s in zip(start, limit, strides))
     return [TensorType(shape, x.dtype)]
 
 
-@define("reverse", 1, "movement")
+@define("reverse", 1, "movement", cost=C.MOVEMENT, padding=P.UNSAFE)
 def _reverse(x: TensorType, dimensions: tuple[int, ...]) -> list[TensorType]:
     return [x]
 
 
-@define("concatenate", None, "movement")
+@define("concatenate", None, "movement", cost=C.MOVEMENT, padding=P.CONCATENATE)
 def _concatenate(*xs: TensorType, dimension: int) -> list[TensorType]:
     first = xs[0]
     total = 0
@@ -147,7 +158,7 @@ def _concatenate(*xs: TensorType, dimension: int) -> list[TensorType]:
     return [TensorType(tuple(shape), first.dtype)]
 
 
-@define("pad", 1, "movement")
+@define("pad", 1, "movement", cost=C.MOVEMENT, padding=P.UNSAFE)
 def _pad(x: TensorType, value: float, low: tuple[int, ...], high: tuple[int, ...], interior: tuple[int, ...]
          ) -> list[TensorType]:
     shape = tuple(lo + hi + d + max(d - 1, 0) * it for d, lo, hi, it in zip(x.shape, low, high, interior))
@@ -158,7 +169,7 @@ def _reduced(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(shape) if i not in dims)
 
 
-@define("reduce", 1, "reduction")
+@define("reduce", 1, "reduction", cost=C.REDUCTION, padding=P.REDUCE)
 def _reduce(x: TensorType, kind: str, dimensions: tuple[int, ...], acc_dtype: str | None = None
             ) -> list[TensorType]:
     if kind not in REDUCE_KINDS:
@@ -166,26 +177,26 @@ def _reduce(x: TensorType, kind: str, dimensions: tuple[int, ...], acc_dtype: st
     return [TensorType(_reduced(x.shape, dimensions), x.dtype)]
 
 
-@define("argreduce", 1, "reduction")
+@define("argreduce", 1, "reduction", cost=C.REDUCTION, padding=P.ALONG_UNPADDED)
 def _argreduce(x: TensorType, kind: str, dimension: int) -> list[TensorType]:
     if kind not in ("max", "min"):
         raise ValueError(f"argreduce kind {kind!r}; valid: max, min")
     return [TensorType(_reduced(x.shape, (dimension,)), "int64")]
 
 
-@define("cumulative", 1, "reduction")
+@define("cumulative", 1, "reduction", cost=C.REDUCTION, padding=P.CUMULATIVE)
 def _cumulative(x: TensorType, kind: str, dimension: int) -> list[TensorType]:
     if kind not in ("sum", "prod", "max", "min"):
         raise ValueError(f"cumulative kind {kind!r}; valid: sum, prod, max, min")
     return [x]
 
 
-@define("sort", 1, "other")
+@define("sort", 1, "other", cost=C.SORT, padding=P.ALONG_UNPADDED)
 def _sort(x: TensorType, dimension: int, descending: bool, stable: bool) -> list[TensorType]:
     return [x, TensorType(x.shape, "int64")]
 
 
-@define("dot_general", 2, "matmul")
+@define("dot_general", 2, "matmul", cost=C.DOT_GENERAL, padding=P.DOT_GENERAL)
 def _dot_general(lhs: TensorType, rhs: TensorType, lhs_batch: tuple[int, ...], rhs_batch: tuple[int, ...],
                  lhs_contract: tuple[int, ...], rhs_contract: tuple[int, ...], precision: str,
                  out_dtype: str) -> list[TensorType]:
@@ -203,14 +214,14 @@ def _dot_general(lhs: TensorType, rhs: TensorType, lhs_batch: tuple[int, ...], r
     return [TensorType(batch + lfree + rfree, out_dtype)]
 
 
-@define("gather_axis", 2, "movement")
+@define("gather_axis", 2, "movement", cost=C.MOVEMENT, padding=P.GATHER_AXIS)
 def _gather_axis(x: TensorType, index: TensorType, dimension: int) -> list[TensorType]:
     if index.dtype not in ("int64", "int32") or len(index.shape) != len(x.shape):
         raise TypeError(f"gather_axis needs an integer index of rank {len(x.shape)}, got {index}")
     return [TensorType(index.shape, x.dtype)]
 
 
-@define("index_select", 2, "movement")
+@define("index_select", 2, "movement", cost=C.MOVEMENT, padding=P.INDEX_SELECT)
 def _index_select(x: TensorType, index: TensorType, dimension: int) -> list[TensorType]:
     if index.dtype not in ("int64", "int32") or len(index.shape) != 1:
         raise TypeError(f"index_select needs a 1-D integer index, got {index}")
@@ -219,7 +230,7 @@ def _index_select(x: TensorType, index: TensorType, dimension: int) -> list[Tens
     return [TensorType(tuple(shape), x.dtype)]
 
 
-@define("scatter_axis", 3, "movement")
+@define("scatter_axis", 3, "movement", cost=C.MOVEMENT, padding=P.UNSAFE)
 def _scatter_axis(x: TensorType, index: TensorType, src: TensorType, dimension: int, reduce: str
                   ) -> list[TensorType]:
     if reduce not in SCATTER_REDUCE:
@@ -229,7 +240,7 @@ def _scatter_axis(x: TensorType, index: TensorType, src: TensorType, dimension: 
     return [x]
 
 
-@define("index_add", 3, "movement")
+@define("index_add", 3, "movement", cost=C.MOVEMENT, padding=P.UNSAFE)
 def _index_add(x: TensorType, index: TensorType, src: TensorType, dimension: int) -> list[TensorType]:
     if len(index.shape) != 1 or src.dtype != x.dtype:
         raise TypeError(f"index_add: index must be 1-D and src dtype {x.dtype}, got {index}, {src}")
@@ -239,7 +250,7 @@ def _index_add(x: TensorType, index: TensorType, src: TensorType, dimension: int
 CHECK_ERRORS = ("IndexError", "RuntimeError")
 
 
-@define("check_index", 1, "elementwise")
+@define("check_index", 1, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _check_index(index: TensorType, size: int, low: int, error: str, message: str, ignore: int | None = None
                  ) -> list[TensorType]:
     """The index unchanged, checked when it runs: a value outside [low, size) (other than `ignore`) raises
@@ -249,7 +260,7 @@ def _check_index(index: TensorType, size: int, low: int, error: str, message: st
     return [index]
 
 
-@define("convolution", 2, "matmul")
+@define("convolution", 2, "matmul", cost=C.CONVOLUTION, padding=P.UNSAFE)
 def _convolution(lhs: TensorType, rhs: TensorType, window_strides: tuple[int, ...],
                  padding: tuple[tuple[int, int], ...], lhs_dilation: tuple[int, ...],
                  rhs_dilation: tuple[int, ...], feature_group_count: int, precision: str, out_dtype: str
@@ -266,7 +277,7 @@ def _convolution(lhs: TensorType, rhs: TensorType, window_strides: tuple[int, ..
     return [TensorType((n, o, *spatial), out_dtype)]
 
 
-@define("reduce_window", 1, "reduction")
+@define("reduce_window", 1, "reduction", cost=C.REDUCTION, padding=P.UNSAFE)
 def _reduce_window(x: TensorType, kind: str, window: tuple[int, ...], strides: tuple[int, ...],
                    padding: tuple[tuple[int, int], ...], init: float) -> list[TensorType]:
     shape = tuple((d + lo + hi - w) // s + 1 for d, w, s, (lo, hi) in zip(x.shape, window, strides, padding))
@@ -277,17 +288,17 @@ COMPLEX_PARTS = {"complex64": "float32"}
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 
 
-@define("real", 1, "elementwise")
+@define("real", 1, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _real(x: TensorType) -> list[TensorType]:
     if x.dtype not in COMPLEX_PARTS:
         raise TypeError(f"real needs a complex operand, got {x}")
     return [TensorType(x.shape, COMPLEX_PARTS[x.dtype])]
 
 
-define("imag", 1, "elementwise")(_real)
+define("imag", 1, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)(_real)
 
 
-@define("complex", 2, "elementwise")
+@define("complex", 2, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _complex(re: TensorType, im: TensorType) -> list[TensorType]:
     _binary(re, im)
     if re.dtype != "float32":
@@ -295,7 +306,7 @@ def _complex(re: TensorType, im: TensorType) -> list[TensorType]:
     return [TensorType(re.shape, "complex64")]
 
 
-@define("fft", 1, "other")
+@define("fft", 1, "other", cost=C.FFT, padding=P.UNSAFE)
 def _fft(x: TensorType, fft_type: str, fft_length: tuple[int, ...]) -> list[TensorType]:
     """stablehlo.fft over the innermost len(fft_length) dims; IFFT and IRFFT include the 1/n factor."""
     if fft_type not in FFT_TYPES:
@@ -326,13 +337,13 @@ def _square(x: TensorType, name: str) -> int:
     return x.shape[-1]
 
 
-@define("cholesky", 1, "other")
+@define("cholesky", 1, "other", cost=C.linalg(1 / 3), padding=P.UNSAFE)
 def _cholesky(x: TensorType, lower: bool) -> list[TensorType]:
     _square(x, "cholesky")
     return [x]
 
 
-@define("triangular_solve", 2, "other")
+@define("triangular_solve", 2, "other", cost=C.TRIANGULAR_SOLVE, padding=P.UNSAFE)
 def _triangular_solve(a: TensorType, b: TensorType, left_side: bool, lower: bool, unit_diagonal: bool,
                       transpose_a: str) -> list[TensorType]:
     n = _square(a, "triangular_solve")
@@ -343,7 +354,7 @@ def _triangular_solve(a: TensorType, b: TensorType, left_side: bool, lower: bool
     return [b]
 
 
-@define("lu", 1, "other")
+@define("lu", 1, "other", cost=C.linalg(2 / 3), padding=P.UNSAFE)
 def _lu(x: TensorType) -> list[TensorType]:
     """Partial-pivoting LU of each (m, n) matrix: packed LU, 1-based int32 pivots (min(m, n),), int32 info."""
     if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
@@ -352,7 +363,7 @@ def _lu(x: TensorType) -> list[TensorType]:
     return [x, TensorType((*x.shape[:-2], k), "int32"), TensorType(x.shape[:-2], "int32")]
 
 
-@define("qr", 1, "other")
+@define("qr", 1, "other", cost=C.linalg(4 / 3), padding=P.UNSAFE)
 def _qr(x: TensorType, full_matrices: bool) -> list[TensorType]:
     if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
         raise TypeError(f"qr needs a batch of float matrices, got {x}")
@@ -361,7 +372,7 @@ def _qr(x: TensorType, full_matrices: bool) -> list[TensorType]:
     return [TensorType((*x.shape[:-2], m, k), x.dtype), TensorType((*x.shape[:-2], k, n), x.dtype)]
 
 
-@define("svd", 1, "other")
+@define("svd", 1, "other", cost=C.linalg(12.0), padding=P.UNSAFE)
 def _svd(x: TensorType, full_matrices: bool) -> list[TensorType]:
     if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
         raise TypeError(f"svd needs a batch of float matrices, got {x}")
@@ -374,14 +385,14 @@ def _svd(x: TensorType, full_matrices: bool) -> list[TensorType]:
     return [TensorType((*batch, *u), x.dtype), TensorType((*batch, k), real), TensorType((*batch, *v), x.dtype)]
 
 
-@define("eigh", 1, "other")
+@define("eigh", 1, "other", cost=C.linalg(9.0), padding=P.UNSAFE)
 def _eigh(x: TensorType, lower: bool) -> list[TensorType]:
     n = _square(x, "eigh")
     real = "float32" if x.dtype == "complex64" else x.dtype
     return [TensorType((*x.shape[:-2], n), real), x]
 
 
-@define("eig", 1, "other")
+@define("eig", 1, "other", cost=C.linalg(25.0), padding=P.UNSAFE)
 def _eig(x: TensorType) -> list[TensorType]:
     n = _square(x, "eig")
     if x.dtype != "float32" and x.dtype != "complex64":
@@ -397,7 +408,7 @@ SPECIAL_BINARY = ("zeta", "polygamma", "igamma", "igammac", "chebyshev_t", "cheb
                   "shifted_chebyshev_w", "hermite_h", "hermite_he", "laguerre_l", "legendre_p")
 
 
-@define("special_unary", 1, "elementwise")
+@define("special_unary", 1, "elementwise", cost=C.EUP, padding=P.ELEMENTWISE)
 def _special_unary(x: TensorType, function: str) -> list[TensorType]:
     """A special function of one float operand (CHLO has bessel_i1e, erfc, ...; the rest expand to series)."""
     if function not in SPECIAL_UNARY:
@@ -405,7 +416,7 @@ def _special_unary(x: TensorType, function: str) -> list[TensorType]:
     return [x]
 
 
-@define("special_binary", 2, "elementwise")
+@define("special_binary", 2, "elementwise", cost=C.EUP, padding=P.ELEMENTWISE)
 def _special_binary(a: TensorType, b: TensorType, function: str) -> list[TensorType]:
     """zeta(x, q), polygamma(n, x), igamma(c)(a, x) and the orthogonal polynomials p(x, n)."""
     if function not in SPECIAL_BINARY:

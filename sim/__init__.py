@@ -1,7 +1,7 @@
 """torchtpu.sim: the TPU chip model (numpy + numba, no torch).
 
 Submodules, one concern each: `chips` (ChipSpec table), `numerics` (bf16 rounding and splits), `mxu`
-(systolic-array matmul/conv numerics), `kernels` (VPU kernels), `cost` (time model from shapes only),
+(systolic-array matmul/conv numerics), `cost` (time model from shapes only),
 `timeline` (simulated device clock and traces). Names below are imported lazily so `import torchtpu.sim`
 stays cheap and compiles no numba kernel.
 """
@@ -30,7 +30,7 @@ _EXPORTS = {
     "systolic_cycles": "cost",
     "Timeline": "timeline",
 }
-_SUBMODULES = ("chips", "numerics", "mxu", "kernels", "cost", "timeline")
+_SUBMODULES = ("chips", "numerics", "mxu", "cost", "timeline")  # VPU kernels: drivers/sim/kernels*.py
 
 __all__ = sorted(_EXPORTS) + list(_SUBMODULES)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from torchtpu.drivers import ir
 from torchtpu.drivers.ir import Program
 from torchtpu.drivers.pjrt import (  # noqa: F401 - imported to register their emitters
     emit_dot,
@@ -68,7 +69,7 @@ def emit(program: Program, platform: str = "cpu", donate: dict[int, int] | None 
     for index, op in enumerate(program.ops):
         emitter = EMITTERS.get(op.name)
         if emitter is None:
-            raise NotImplementedError(f"the pjrt driver has no StableHLO emitter for IR op {op.name!r}")
+            raise ir.unsupported_error("pjrt", op.name)
         e.raw(f"// #{index} {op.name}")
         e.current = (index, op.name)
         outs = emitter(e, op, [env[v.id] for v in op.inputs])

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
+from torchtpu.drivers import ir
 from torchtpu.drivers.ir import FLOAT_DTYPES, INT_DTYPES, Op
 
 MLIR_TYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int64": "i64",
@@ -293,18 +294,12 @@ class Emitter:
 # the op table
 
 EmitFn = Callable[[Emitter, Op, list[V]], list[V]]
-EMITTERS: dict[str, EmitFn] = {}
+EMITTERS: dict[str, EmitFn] = ir.impls("pjrt")  # IR op name -> emitter, filled by `emits` (ir.implements)
 
 
 def emits(*names: str) -> Callable[[EmitFn], EmitFn]:
-    def register(fn: EmitFn) -> EmitFn:
-        for name in names:
-            if name in EMITTERS:
-                raise ValueError(f"StableHLO emitter for {name!r} registered twice")
-            EMITTERS[name] = fn
-        return fn
-
-    return register
+    """Registers the decorated function as the StableHLO emitter of each IR op in `names` (each known, once)."""
+    return ir.implements("pjrt", *names)
 
 
 def _out(op: Op, i: int = 0) -> tuple[tuple[int, ...], str]:

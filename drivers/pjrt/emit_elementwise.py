@@ -15,27 +15,15 @@ _FLOAT_UNARY = {
     "log": "stablehlo.log", "log_plus_one": "stablehlo.log_plus_one", "sqrt": "stablehlo.sqrt",
     "rsqrt": "stablehlo.rsqrt", "cbrt": "stablehlo.cbrt", "tanh": "stablehlo.tanh",
     "logistic": "stablehlo.logistic", "sine": "stablehlo.sine", "cosine": "stablehlo.cosine",
-    "tan": "stablehlo.tan", "erf": "chlo.erf", "erfc": "chlo.erfc", "erfinv": "chlo.erf_inv", "lgamma": "chlo.lgamma",
-    "digamma": "chlo.digamma", "atan": "chlo.atan", "asin": "chlo.asin", "acos": "chlo.acos", "sinh": "chlo.sinh",
+    "tan": "stablehlo.tan", "erf": "chlo.erf", "erfc": "chlo.erfc", "erfinv": "chlo.erf_inv",
+    "atan": "chlo.atan", "asin": "chlo.asin", "acos": "chlo.acos", "sinh": "chlo.sinh",
     "cosh": "chlo.cosh", "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh",
 }
 
 
 def _float_math(e: Emitter, name: str, x: V) -> V:
     if name in _FLOAT_UNARY:
-        y = e.unary(_FLOAT_UNARY[name], x)
-        if name == "lgamma":  # poles (0, -1, -2, ...) are +inf, as in the sim and torch
-            pole = e.binary("stablehlo.and", e.compare("LE", x, e.like(0, x)),
-                            e.compare("EQ", x, e.unary("stablehlo.floor", x)))
-            y = e.select(pole, e.like(math.inf, x), y)
-        elif name == "digamma":  # +-0 -> -+inf, negative integers -> nan (the sim's and torch's values)
-            zero = e.compare("EQ", x, e.like(0, x))
-            neg_bit = e.compare("LT", e.bitcast(x, BITS_INT[x.dtype]), e.const(0, x.shape, BITS_INT[x.dtype]))
-            at_zero = e.select(neg_bit, e.like(math.inf, x), e.like(-math.inf, x))
-            neg_int = e.binary("stablehlo.and", e.compare("LT", x, e.like(0, x)),
-                               e.compare("EQ", x, e.unary("stablehlo.floor", x)))
-            y = e.select(zero, at_zero, e.select(neg_int, e.like(math.nan, x), y))
-        return y
+        return e.unary(_FLOAT_UNARY[name], x)
     if name == "reciprocal":
         return e.binary("stablehlo.divide", e.like(1, x), x)
     if name == "exp2":
@@ -55,7 +43,7 @@ def _emit_float_unary(e: Emitter, op: Op, args: list[V]) -> list[V]:
     return [e.convert(_float_math(e, op.name, xf), dtype)]
 
 
-@emits("abs", "negate", "floor", "ceil", "round_nearest_even", "sign", "square", "trunc", "not")
+@emits("abs", "negate", "floor", "ceil", "round_nearest_even", "round_nearest_afz", "sign", "square", "trunc", "not")
 def _emit_any_unary(e: Emitter, op: Op, args: list[V]) -> list[V]:
     (x,) = args
     shape, dtype = _out(op)
@@ -68,7 +56,7 @@ def _emit_any_unary(e: Emitter, op: Op, args: list[V]) -> list[V]:
         if name == "square":
             return [x]
     xc = e.widen(x)
-    if name in ("floor", "ceil", "round_nearest_even", "trunc") and xc.dtype not in FLOAT_DTYPES:
+    if name in ("floor", "ceil", "round_nearest_even", "round_nearest_afz", "trunc") and xc.dtype not in FLOAT_DTYPES:
         y = xc
     elif name == "trunc":
         y = e.select(e.compare("LT", xc, e.like(0, xc)), e.unary("stablehlo.ceil", xc),

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import ml_dtypes
 import numba
 import numpy as np
+from torchtpu.drivers import ir
 from torchtpu.drivers.ir import Op
 from torchtpu.sim import numerics
 
@@ -26,7 +27,7 @@ NP_DTYPES: dict[str, np.dtype] = {
 _NARROW = ("bfloat16", "float16")
 
 Kernel = Callable[[Op, list[np.ndarray]], list[np.ndarray]]
-KERNELS: dict[str, Kernel] = {}
+KERNELS: dict[str, Kernel] = ir.impls("sim")  # IR op name -> kernel, filled by `kernel` (ir.implements)
 
 
 def store(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -55,14 +56,8 @@ def load(x: np.ndarray) -> np.ndarray:
 
 
 def kernel(*names: str) -> Callable[[Kernel], Kernel]:
-    def register(fn: Kernel) -> Kernel:
-        for name in names:
-            if name in KERNELS:
-                raise ValueError(f"sim kernel for {name!r} registered twice")
-            KERNELS[name] = fn
-        return fn
-
-    return register
+    """Registers the decorated function as the sim kernel of each IR op in `names` (each known, once)."""
+    return ir.implements("sim", *names)
 
 
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
@@ -73,32 +68,6 @@ def _erf(x):  # pragma: no cover - numba
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
 def _erfc(x):  # pragma: no cover - numba
     return math.erfc(x)
-
-
-@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
-def _lgamma(x):  # pragma: no cover - numba
-    if x <= 0.0 and x == math.floor(x):
-        return math.inf
-    return math.lgamma(x)
-
-
-@numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
-def _digamma(x):  # pragma: no cover - numba
-    # Reflection for x < 0, recurrence up to x >= 6, then the asymptotic series (Abramowitz & Stegun 6.3.18).
-    if x == 0.0:
-        return -math.inf if math.copysign(1.0, x) > 0 else math.inf
-    result = 0.0
-    if x < 0.0:
-        if x == math.floor(x):
-            return math.nan
-        result -= math.pi / math.tan(math.pi * x)
-        x = 1.0 - x
-    while x < 6.0:
-        result -= 1.0 / x
-        x += 1.0
-    f = 1.0 / (x * x)
-    series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))))
-    return result + math.log(x) - 0.5 / x - series
 
 
 @numba.vectorize(["float32(float32)", "float64(float64)"], cache=True)
@@ -132,19 +101,24 @@ def _round_half_even(x: np.ndarray) -> np.ndarray:
     return np.rint(x)
 
 
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    t = np.trunc(x)  # x - t is exact, so the half-way test is too (floor(|x| + 0.5) rounds 0.49999997 up)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
 _UNARY_FLOAT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log, "log_plus_one": np.log1p,
     "sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1) / np.sqrt(x), "cbrt": np.cbrt, "tanh": np.tanh,
     "logistic": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)), "sine": np.sin, "cosine": np.cos,
-    "tan": np.tan, "erf": _erf, "erfc": _erfc, "erfinv": _erfinv, "lgamma": _lgamma, "digamma": _digamma,
-    "atan": np.arctan,
+    "tan": np.tan, "erf": _erf, "erfc": _erfc, "erfinv": _erfinv, "atan": np.arctan,
     "asin": np.arcsin, "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
     "acosh": np.arccosh, "atanh": np.arctanh, "reciprocal": lambda x: np.float32(1) / x, "exp2": np.exp2,
     "log2": np.log2, "log10": np.log10,
 }
 _UNARY_ANY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "abs": np.abs, "negate": np.negative, "floor": np.floor, "ceil": np.ceil,
-    "round_nearest_even": _round_half_even, "sign": np.sign, "square": np.square, "trunc": np.trunc,
+    "round_nearest_even": _round_half_even, "round_nearest_afz": _round_half_away, "sign": np.sign,
+    "square": np.square, "trunc": np.trunc,
     "not": lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
 }
 
@@ -157,7 +131,7 @@ def _unary(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
         if xf.dtype.kind not in "fc":
             xf = xf.astype(np.float32)
         y = _UNARY_FLOAT[op.name](xf)
-    elif op.name in ("floor", "ceil", "trunc", "round_nearest_even") and xf.dtype.kind != "f":
+    elif op.name in ("floor", "ceil", "trunc", "round_nearest_even", "round_nearest_afz") and xf.dtype.kind != "f":
         y = xf
     else:
         y = _UNARY_ANY[op.name](xf)

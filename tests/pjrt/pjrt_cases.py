@@ -87,11 +87,9 @@ _UNARY_TOL = {"lgamma": (2e-5, 2e-5), "digamma": (2e-5, 2e-5), "erfinv": (1e-5, 
               "exponential": (1e-5, 1e-6),
               "sine": (1e-5, 1e-6), "cosine": (1e-5, 1e-6), "atan": (1e-5, 1e-6), "asin": (1e-5, 1e-6),
               "acos": (1e-5, 1e-6), "log": (1e-5, 1e-6)}
-FLOAT_ONLY_UNARY = ("exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt", "cbrt",
-                    "tanh", "logistic", "sine", "cosine", "tan", "erf", "erfc", "erfinv", "lgamma", "digamma", "atan",
-                    "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "reciprocal", "exp2", "log2",
-                    "log10")
-ANY_UNARY = ("abs", "negate", "floor", "ceil", "round_nearest_even", "sign", "square", "trunc")
+# Every unary op of the IR gets a case (a new one needs no edit here): float math, and the ops of any dtype.
+FLOAT_ONLY_UNARY = tuple(n for n in ir_ops.UNARY if n not in ir_ops.UNARY_VPU) + tuple(ir_ops.LOWERED_UNARY)
+ANY_UNARY = tuple(sorted(ir_ops.UNARY_VPU - {"not"}))
 
 
 def _unary_case(name: str) -> Case:
@@ -406,6 +404,9 @@ def _build_cases() -> dict[str, list[Case]]:
                       1e-4, 1e-5)]
     c["eig"] = [Case("eig", [Variant([f((2, 4, 4))]), Variant([cplx((3, 3))]),
                              Variant([np.array([[0, -1], [1, 0]], np.float32)])], 1e-4, 1e-5)]
+    check = {"size": 5, "low": -5, "error": "IndexError", "message": "index {} is out of bounds for size 5"}
+    c["check_index"] = [Case("check_index", [Variant([i((2, 3), -5, 4, np.int64)], check),
+                                             Variant([i((4,), 0, 4, np.int32)], {**check, "low": 0, "ignore": -100})])]
     _add_empty_cases(c)
     return c
 
