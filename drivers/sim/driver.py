@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from torchtpu.drivers import config
 from torchtpu.drivers.base import Driver, Executable, ExecutionError
-from torchtpu.drivers.ir import Op, Program
+from torchtpu.drivers.ir import Op, Program, unsupported_error
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
@@ -306,7 +306,7 @@ class SimDriver(Driver):
         for index, op in enumerate(program.ops):
             kern = KERNELS.get(op.name)
             if kern is None:
-                raise NotImplementedError(f"the sim driver has no kernel for IR op {op.name!r}")
+                raise unsupported_error("sim", op.name)
             if op.name in MXU_ARRAY_KERNELS:
                 kern = functools.partial(kern, array=array)
             ins = tuple(slot[v.id] for v in op.inputs)
