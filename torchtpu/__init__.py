@@ -82,6 +82,10 @@ if _HAVE_TORCH and _load_error is None:
     from torchtpu.profiler.explain import explain
     from torchtpu.stats import reset_stats, stats, timeline_records
 
+    from torchtpu.distributed import _register_on_load
+
+    _register_on_load()  # c10d backend "tpu_dist"; a failure only warns
+
 _imported = True
 
 __all__ = ["EagerMode", "Precision", "advise", "eager_mode", "explain", "fallback_counts", "get_eager_mode",
