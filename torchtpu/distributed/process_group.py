@@ -74,6 +74,10 @@ def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
+def _tensor_index(opts: Any) -> str:
+    return f".{opts.rootTensor}" if opts.rootTensor else ""
+
+
 def _op_name(op: Any) -> str:
     red = getattr(op, "op", op)
     return str(red).rsplit(".", 1)[-1]
@@ -129,11 +133,12 @@ class TpuProcessGroup(dist.ProcessGroup):
                           "tensors go through gloo")
         return None, f"{kind} got tensors on {sorted(types)}; all tensors of one collective must be on 'tpu'"
 
-    def _run(self, kind: str, method: str, args: tuple, inputs: Sequence[torch.Tensor],
+    def _run(self, kind: str, method: str | Callable[..., dist.Work], args: tuple, inputs: Sequence[torch.Tensor],
              outputs: Sequence[torch.Tensor], signature: str, error: str = "",
              nbytes: Callable[[Agreement], float] | None = None, extras: Sequence[int] = (),
              check: Callable[[list[list[int]]], str] | None = None) -> dist.Work:
-        """One collective: agree, move the host copies through `self._gloo.<method>`, write back, charge."""
+        """One collective: agree, move the host copies through `self._gloo.<method>` (or `method(*host args)`),
+        write back, charge."""
         where, placement_error = self._placement(kind, [*inputs, *outputs])
         if where == "cpu":
             return getattr(self._gloo, method)(*args)
@@ -156,7 +161,9 @@ class TpuProcessGroup(dist.ProcessGroup):
             return a
 
         what = f"{kind} #{self._agreer.seq}"
-        if method:
+        if callable(method):
+            self._agreer.gloo_wait(what, method(*[host(a) for a in args]))
+        elif method:
             self._agreer.gloo_wait(what, getattr(self._gloo, method)(*[host(a) for a in args]))
         if outputs:
             deferred.flush()
@@ -187,12 +194,12 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else c10d.BroadcastOptions()
-        sig = f"root={opts.rootRank}.{opts.rootTensor} {describe(tensors)}"
+        sig = f"root={opts.rootRank}{_tensor_index(opts)} {describe(tensors)}"
         return self._run("broadcast", "broadcast", (tensors, opts), tensors, tensors, sig)
 
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else c10d.ReduceOptions()
-        sig = f"root={opts.rootRank}.{opts.rootTensor} op={_op_name(opts.reduceOp)} {describe(tensors)}"
+        sig = f"root={opts.rootRank}{_tensor_index(opts)} op={_op_name(opts.reduceOp)} {describe(tensors)}"
         return self._run("reduce", "reduce", (tensors, opts), tensors, tensors, sig)
 
     # ------------------------------------------------------------------ gathers and scatters
@@ -340,10 +347,22 @@ class TpuProcessGroup(dist.ProcessGroup):
         error = error or self._check_dtypes([*inputs, *outputs])
         counts = [t.numel() for t in inputs] + [t.numel() for t in outputs] if not error else [0] * 2 * n
         unit = inputs[0].element_size() if inputs else 0
-        return self._run("all_to_all", "alltoall", (outputs, inputs, opts), inputs, outputs,
+        return self._run("all_to_all", self._alltoall_flat, (outputs, inputs, opts), inputs, outputs,
                          str(inputs[0].dtype) if inputs else "", error, extras=counts,
                          check=None if error else (lambda e: self._pairwise(e, "elements")),
                          nbytes=lambda a: self._a2a_volume(a.extras, unit))
+
+    def _alltoall_flat(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any) -> dist.Work:
+        """List all-to-all of any sizes (gloo's own needs equal ones) as one all_to_all_single of the flattened
+        host tensors; data movement only, so the values are those of any exchange."""
+        flat_in = torch.cat([t.reshape(-1) for t in inputs])
+        flat_out = torch.empty(sum(t.numel() for t in outputs), dtype=flat_in.dtype)
+        work = self._gloo.all_to_all_single(flat_out, flat_in, [t.numel() for t in outputs],
+                                            [t.numel() for t in inputs], opts)
+        work.wait()
+        for t, piece in zip(outputs, flat_out.split([t.numel() for t in outputs])):
+            t.copy_(piece.view(t.shape))
+        return work
 
     # ------------------------------------------------------------------ barrier and point-to-point
     def barrier(self, opts: Any = None) -> dist.Work:
