@@ -251,8 +251,42 @@ def stuck_rank(rank: int, world: int) -> dict[str, Any]:
         return {"error": (type(exc).__name__, str(exc)), "seconds": time.perf_counter() - t0}
 
 
-SCENARIOS = {"collectives": (collectives, None, TIMEOUT_S), "bad": (bad_input, "tpu_dist", TIMEOUT_S),
-             "dead": (dead_rank, None, TIMEOUT_S), "stuck": (stuck_rank, None, TIMEOUT_S / 4)}
+def bench(rank: int, world: int) -> dict[str, Any]:
+    """Host wall seconds per collective (median of 5): tpu_dist on tpu tensors vs a plain gloo group on cpu."""
+    import statistics
+
+    import torch
+    import torch.distributed as dist
+
+    ref = dist.new_group(backend="gloo")
+    out: dict[str, Any] = {}
+    for size in (1 << 10, 1 << 16, 1 << 20, 1 << 24):
+        n = size // 4
+        cases = {"all_reduce": lambda t, g: dist.all_reduce(t[0], group=g),
+                 "all_gather_into_tensor": lambda t, g: dist.all_gather_into_tensor(t[1], t[0], group=g),
+                 "reduce_scatter_tensor": lambda t, g: dist.reduce_scatter_tensor(t[2], t[0], group=g),
+                 "all_to_all_single": lambda t, g: dist.all_to_all_single(t[3], t[0], group=g)}
+        for name, fn in cases.items():
+            row = []
+            for device, group in (("tpu", None), ("cpu", ref)):
+                ts = (torch.ones(n, device=device), torch.empty(n * world, device=device),
+                      torch.empty(n // world, device=device), torch.empty(n, device=device))
+                fn(ts, group)
+                times = []
+                for _ in range(5):
+                    dist.barrier(group=ref)
+                    t0 = time.perf_counter()
+                    fn(ts, group)
+                    times.append(time.perf_counter() - t0)
+                row.append(statistics.median(times))
+            out[(name, size)] = tuple(row)
+    dist.destroy_process_group()
+    return out
+
+
+SCENARIOS = {"bench": (bench, None, 60), "collectives": (collectives, None, TIMEOUT_S),
+             "bad": (bad_input, "tpu_dist", TIMEOUT_S), "dead": (dead_rank, None, TIMEOUT_S),
+             "stuck": (stuck_rank, None, TIMEOUT_S / 4)}
 
 
 def _main(scenario: str, rank: int, world: int, port: int, outdir: str) -> None:
