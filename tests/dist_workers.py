@@ -151,6 +151,12 @@ def collectives(rank: int, world: int) -> dict[str, Any]:
             dist.recv(r, 0, group=group, tag=3)
 
     both("send/recv", pair, y, torch.zeros(3, dtype=torch.int64))
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("tpu", (world,))  # DeviceMesh reads the group's name (kept by TpuProcessGroup)
+    both("all_reduce on a DeviceMesh group", lambda t, group: dist.all_reduce(
+        t, group=mesh.get_group() if group is None else group), x)
+    out["mesh group"] = (type(mesh.get_group()).__name__, mesh.get_group().group_name)
     dist.barrier()
     out["default map tpu"] = dist.Backend.default_device_backend_map.get("tpu")
     out.update(_clock_check(rank, world))

@@ -85,6 +85,7 @@ def test_every_collective_matches_gloo_on_cpu_bit_for_bit(collectives: list[dict
     for rank, res in enumerate(results):
         assert res["pg"] == "TpuProcessGroup" and res["backend"] == "undefined"
         assert res["default map tpu"] == "tpu_dist"
+        assert res["mesh group"][0] == "TpuProcessGroup" and res["mesh group"][1]
         compared = {k: v for k, v in res.items() if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], list)}
         assert len(compared) >= 40
         for name, (got, expected) in compared.items():

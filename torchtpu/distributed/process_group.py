@@ -89,6 +89,7 @@ class TpuProcessGroup(dist.ProcessGroup):
     def __init__(self, store: dist.Store, rank: int, size: int, timeout: timedelta) -> None:
         super().__init__(rank, size)
         self._my_rank, self._my_size = rank, size
+        self._names: dict[str, str] = {}
         self._timeout = timeout
         self._gloo = _inner_gloo(dist.PrefixStore("tpu_dist/gloo/", store), rank, size, timeout)
         self._agreer = Agreer(self._gloo, dist.PrefixStore("tpu_dist/diag/", store), rank, size,
@@ -100,6 +101,19 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def _get_backend_name(self) -> str:
         return BACKEND_NAME
+
+    # c10d keeps a group's name in its backends; this group has none, so it keeps them itself
+    def getGroupName(self) -> str:  # noqa: N802 - C++ names the trampoline looks up
+        return self._names.get("name", "")
+
+    def setGroupName(self, name: str) -> None:  # noqa: N802
+        self._names["name"] = name
+
+    def getGroupDesc(self) -> str:  # noqa: N802
+        return self._names.get("desc", "")
+
+    def setGroupDesc(self, desc: str) -> None:  # noqa: N802
+        self._names["desc"] = desc
 
     def __repr__(self) -> str:
         return f"TpuProcessGroup(rank={self._my_rank}, size={self._my_size})"
