@@ -1,4 +1,4 @@
-"""The c10d backend "tpu_dist" on 2 ranks (one process per simulated chip, gloo on 127.0.0.1).
+"""The c10d backend "tpu_dist" on 2 and 4 ranks (one process per simulated chip, gloo on 127.0.0.1).
 
 Each multi-rank test runs one scenario of tests/dist_workers.py in a subprocess under a timeout and asserts on
 what every rank wrote: collectives against a plain gloo group on cpu (bit-identical), the simulated clock after a
@@ -73,10 +73,11 @@ def test_ici_cost_follows_the_ring_formulas() -> None:
         clock.collective_seconds("allreduce", 1, 2, v5e)
 
 
-@pytest.fixture(scope="module")
-def collectives(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    codes, results = _run("collectives", tmp_path_factory.mktemp("collectives"))
-    assert codes == [0, 0]
+@pytest.fixture(scope="module", params=[2, 4], ids=["2 ranks", "4 ranks"])
+def collectives(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    world = request.param
+    codes, results = _run("collectives", tmp_path_factory.mktemp(f"collectives{world}"), world)
+    assert codes == [0] * world
     return results
 
 
@@ -101,17 +102,22 @@ def test_every_collective_matches_gloo_on_cpu_bit_for_bit(collectives: list[dict
 
 def test_a_collective_advances_every_rank_to_the_slowest_start_plus_its_ici_time(
         collectives: list[dict[str, Any]]) -> None:
-    r0, r1 = results = collectives
-    assert r0["clock before"] > r1["clock before"]  # rank 0 ran matmuls first
+    results = collectives
+    r0, others = results[0], results[1:]
+    assert all(r0["clock before"] > r["clock before"] for r in others)  # rank 0 ran matmuls first
     for res in results:
         rec = res["record"]
         assert rec["op"] == "all_reduce" and rec["bound"] == "ici"
         assert rec["seconds"] == pytest.approx(res["formula"])
         assert rec["start"] >= r0["clock before"]
         assert res["clock after"] == rec["end"]
-    assert r0["record"]["start"] == r1["record"]["start"] and r0["clock after"] == r1["clock after"]
-    assert r1["dist stats"]["all_reduce"]["wait_seconds"] > r0["dist stats"]["all_reduce"]["wait_seconds"]
-    assert r0["dist stats"]["all_reduce"]["ici_seconds"] >= res["formula"]
+    for r in others:
+        assert r["record"]["start"] == r0["record"]["start"] and r["clock after"] == r0["clock after"]
+        assert r["dist stats"]["all_reduce"]["wait_seconds"] > r0["dist stats"]["all_reduce"]["wait_seconds"]
+    assert r0["dist stats"]["all_reduce"]["ici_seconds"] >= r0["formula"]
+    # ranks on one line of v5e chips (no wraparound below 16): 2 x V (n-1)/n / 4.5e10 B/s [SB-shard], [SB-tpus]
+    n = len(results)
+    assert r0["formula"] == pytest.approx(2 * (1 << 20) * (n - 1) / n / 4.5e10)
 
 
 def test_ddp_five_steps_on_two_ranks_equal_one_chip(tmp_path: Path) -> None:
