@@ -74,6 +74,7 @@ if _HAVE_TORCH:
         raise _load_error
 
 if _HAVE_TORCH and _load_error is None:
+    from torchtpu.distributed import _register_on_load
     from torchtpu.execution.deferred import is_materialized, pending_ir
     from torchtpu.execution.modes import EagerMode, eager_mode, get_eager_mode, set_eager_mode
     from torchtpu.ops.fallback import fallback_counts, reset_fallback_counts
@@ -81,6 +82,8 @@ if _HAVE_TORCH and _load_error is None:
     from torchtpu.profiler.advise import advise
     from torchtpu.profiler.explain import explain
     from torchtpu.stats import reset_stats, stats, timeline_records
+
+    _register_on_load()  # c10d backend "tpu_dist"; a failure only warns
 
 _imported = True
 

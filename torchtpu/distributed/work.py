@@ -1,0 +1,104 @@
+"""The `Work` objects tpu_dist returns, and the errors it raises when a peer fails.
+
+A collective's data movement finishes inside the call (the host moves it through gloo), so its Work is complete
+when returned; `wait()` returns True and `get_future()` holds the output tensors (what DDP's reducer reads).
+Point-to-point receives finish in `wait()` (p2p.py): the data lands in a host buffer on a helper thread and is
+written to the tpu tensor on the waiting thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+# How long a failing rank waits for the other ranks to report the same failure before naming the missing ones.
+REPORT_WAIT_S = 5.0
+
+
+class TpuWork(dist.Work):
+    """A tpu_dist work item: done at creation (`finish` None) or finished by `finish()` on the first wait."""
+
+    def __init__(self, result: list[torch.Tensor], finish: Callable[[], None] | None = None) -> None:
+        super().__init__()
+        self._result = result
+        self._finish = finish
+        self._exc: BaseException | None = None
+        self._future: torch.futures.Future = torch.futures.Future()
+        if finish is None:
+            self._future.set_result(result)
+
+    def wait(self, timeout: timedelta | None = None) -> bool:
+        if self._finish is not None:
+            finish, self._finish = self._finish, None
+            try:
+                finish()
+            except BaseException as exc:
+                self._exc = exc
+                self._future.set_exception(exc)
+                raise
+            self._future.set_result(self._result)
+        if self._exc is not None:
+            raise self._exc
+        return True
+
+    def get_future(self) -> torch.futures.Future:
+        return self._future
+
+    def is_completed(self) -> bool:
+        return self._finish is None
+
+    def is_success(self) -> bool:
+        return self._finish is None and self._exc is None
+
+    def exception(self) -> BaseException | None:
+        return self._exc
+
+    def result(self) -> list[torch.Tensor]:
+        return self._result
+
+    def synchronize(self) -> None:
+        self.wait()
+
+
+def missing_ranks(store: dist.Store, key: str, rank: int, size: int, timeout_s: float) -> list[int] | str:
+    """After a failed collective: this rank reports `key` in the store and waits up to `timeout_s` for the other
+    ranks to report the same; returns the ranks that did not (dead, or stuck elsewhere), or a sentence saying why
+    the store could not be asked (its host is gone)."""
+    try:
+        store.set(f"{key}/{rank}", "1")
+        deadline = time.monotonic() + timeout_s
+        others = [r for r in range(size) if r != rank]
+        while True:
+            missing = [r for r in others if not store.check([f"{key}/{r}"])]
+            if not missing or time.monotonic() >= deadline:
+                return missing
+            time.sleep(0.05)
+    except Exception as exc:  # noqa: BLE001 - the diagnosis must not hide the failure it explains
+        return (f"the rendezvous store cannot be reached to find the missing ranks ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}); its host (MASTER_ADDR, rank 0) is probably down")
+
+
+def peer_failure(what: str, rank: int, missing: list[int] | str, cause: BaseException) -> dist.DistBackendError:
+    """The error a rank raises when `what` (e.g. "all_reduce #7") failed in the transport."""
+    if isinstance(missing, str):
+        who = missing
+    elif missing:
+        who = (f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} did not reach it (died, or "
+               "stuck before it)")
+    else:
+        who = "every rank reached it; the transport itself failed"
+    first = str(cause).strip().splitlines()
+    return dist.DistBackendError(f"tpu_dist {what} failed on rank {rank}: {who}. Transport error: "
+                                 f"{type(cause).__name__}: {first[0] if first else ''}")
+
+
+def describe(tensors: Any) -> str:
+    """Dtype and shapes of a tensor or a (nested) list of tensors, for signatures and error messages."""
+    if isinstance(tensors, torch.Tensor):
+        return f"{str(tensors.dtype).replace('torch.', '')}{list(tensors.shape)}"
+    return "[" + ", ".join(describe(t) for t in tensors) + "]"
