@@ -153,3 +153,36 @@ def test_apply_reads_prepare_and_random_from_the_record(tpu):
                                   name="test::scaled_random")
     torch.testing.assert_close(registry.apply(flagged, (d, 1.5), {}).cpu(), x * 3.0)
     assert seen["rng"] == (2,)
+
+
+# --- adding an op is one decorator in one op file -------------------------------------------------------------------
+
+_SHIFT_OPS = (aten.__lshift__.Tensor, aten.__lshift__.Scalar, aten.__ilshift__.Tensor, aten.__ilshift__.Scalar)
+
+
+def test_the_shift_operators_are_one_decorator_in_math_py():
+    """`x << y` (aten.__lshift__ / __ilshift__) fell back to CPU before one `@lower` line in ops/math.py."""
+    for op in _SHIFT_OPS:
+        record = TABLE[op]
+        assert record.how == "lowering" and record.site.startswith("torchtpu.ops.math:"), (op, record)
+        assert record.fn is TABLE[aten.bitwise_left_shift.Tensor].fn
+    assert TABLE[aten.__ilshift__.Tensor].fast_kind == fast_launch.INPLACE
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64, torch.uint8])
+def test_shift_operators_match_cpu_without_falling_back(tpu, dtype):
+    import torchtpu
+
+    info = torch.iinfo(dtype)
+    x = torch.tensor([1, 3, info.max, info.min, 0, 5, 7], dtype=dtype)
+    y = torch.tensor([0, 2, 1, 1, 3, info.bits - 1, info.bits + 1], dtype=dtype)  # past the width: 0, as CPU
+    torchtpu.reset_fallback_counts()
+    dx, dy = x.to("tpu"), y.to("tpu")
+    torch.testing.assert_close((dx << dy).cpu(), x << y, rtol=0, atol=0)
+    torch.testing.assert_close((dx << 2).cpu(), x << 2, rtol=0, atol=0)
+    inplace = dx.clone()
+    inplace <<= dy
+    torch.testing.assert_close(inplace.cpu(), x.clone().__ilshift__(y), rtol=0, atol=0)
+    inplace <<= 1
+    torch.testing.assert_close(inplace.cpu(), x.clone().__ilshift__(y).__ilshift__(1), rtol=0, atol=0)
+    assert not [name for name in torchtpu.fallback_counts() if "shift" in name]
