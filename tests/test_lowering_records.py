@@ -157,15 +157,20 @@ def test_apply_reads_prepare_and_random_from_the_record(tpu):
 
 # --- adding an op is one decorator in one op file -------------------------------------------------------------------
 
-_SHIFT_OPS = (aten.__lshift__.Tensor, aten.__lshift__.Scalar, aten.__ilshift__.Tensor, aten.__ilshift__.Scalar)
+_SHIFT_OPS = {aten.bitwise_left_shift.Tensor: (aten.__lshift__.Tensor, aten.__lshift__.Scalar,
+                                                aten.__ilshift__.Tensor, aten.__ilshift__.Scalar),
+              aten.bitwise_right_shift.Tensor: (aten.__rshift__.Tensor, aten.__rshift__.Scalar,
+                                                 aten.__irshift__.Tensor, aten.__irshift__.Scalar)}
 
 
-def test_the_shift_operators_are_one_decorator_in_math_py():
-    """`x << y` (aten.__lshift__ / __ilshift__) fell back to CPU before one `@lower` line in ops/math.py."""
-    for op in _SHIFT_OPS:
-        record = TABLE[op]
-        assert record.how == "lowering" and record.site.startswith("torchtpu.ops.math:"), (op, record)
-        assert record.fn is TABLE[aten.bitwise_left_shift.Tensor].fn
+def test_the_shift_operators_are_one_decorator_each_in_math_py():
+    """`x << y`, `x >> y` (aten.__lshift__ / __ilshift__ / __rshift__ / __irshift__) fell back to CPU before one
+    `@lower` line each in ops/math.py."""
+    for lowered, ops in _SHIFT_OPS.items():
+        for op in ops:
+            record = TABLE[op]
+            assert record.how == "lowering" and record.site.startswith("torchtpu.ops.math:"), (op, record)
+            assert record.fn is TABLE[lowered].fn
     assert TABLE[aten.__ilshift__.Tensor].fast_kind == fast_launch.INPLACE
 
 
@@ -185,4 +190,9 @@ def test_shift_operators_match_cpu_without_falling_back(tpu, dtype):
     torch.testing.assert_close(inplace.cpu(), x.clone().__ilshift__(y), rtol=0, atol=0)
     inplace <<= 1
     torch.testing.assert_close(inplace.cpu(), x.clone().__ilshift__(y).__ilshift__(1), rtol=0, atol=0)
+    torch.testing.assert_close((dx >> dy).cpu(), x >> y, rtol=0, atol=0)
+    torch.testing.assert_close((dx >> 2).cpu(), x >> 2, rtol=0, atol=0)
+    inplace = dx.clone()
+    inplace >>= dy
+    torch.testing.assert_close(inplace.cpu(), x.clone().__irshift__(y), rtol=0, atol=0)
     assert not [name for name in torchtpu.fallback_counts() if "shift" in name]

@@ -114,7 +114,7 @@ def slice_scatter(x: Sym, src: Sym, dim: int = 0, start: Any = None, end: Any = 
 def select_scatter(x: Sym, src: Sym, dim: int, index: int) -> Sym:
     d = P.canon_dim(dim, x.ndim)
     i = index + x.shape[d] if index < 0 else index
-    return slice_scatter(x, P.reshape(src, x.shape[:d] + (1,) + x.shape[d:]), d, i, i + 1, 1)
+    return slice_scatter(x, P.reshape(src, src.shape[:d] + (1,) + src.shape[d:]), d, i, i + 1, 1)
 
 
 @lower(aten.constant_pad_nd.default, graph_only=True)

@@ -161,6 +161,7 @@ def bitwise_left_shift(self: Any, other: Any) -> Sym:
 
 @lower(aten.bitwise_right_shift.Tensor, aten.bitwise_right_shift.Tensor_Scalar,
        aten.bitwise_right_shift.Scalar_Tensor)
+@lower(aten.__rshift__.Tensor, aten.__rshift__.Scalar, aten.__irshift__.Tensor, aten.__irshift__.Scalar)
 def bitwise_right_shift(self: Any, other: Any) -> Sym:
     return _shift(self, other, False)
 
