@@ -98,15 +98,14 @@ def test_template_learns_where_each_float_goes(tpu, lowering, ok):
         assert [e for e in template if isinstance(e, tuple)] == [(0, "float32"), (1, "float32")]
 
 
-def test_an_op_whose_floats_shape_the_program_is_keyed_by_value(tpu, monkeypatch):
+def test_an_op_whose_floats_shape_the_program_is_keyed_by_value(tpu):
     def lowering(x, v):
         return x * (1.0 - v)
 
-    monkeypatch.setattr(eager, "FLOAT_INPUTS", {lowering})
     x = torch.randn(4)
     d = x.to("tpu")
     for v in (0.3, 0.7, 0.3):
-        got = eager.run("test.one_minus", lowering, (d, v), {})
+        got = eager.run("test.one_minus", lowering, (d, v), {}, floats_as_inputs=True)
         torch.testing.assert_close(got.cpu(), x * (1.0 - v))
     generic_key = eager.signature("test.one_minus", (d, 0.9), {}, (), [])[0]
     assert eager._cache[generic_key] is eager._BY_VALUE

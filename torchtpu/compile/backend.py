@@ -19,12 +19,12 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import dtypes, runtime
-from torchtpu.compile import fake_rules
-from torchtpu.compile.views import VIEW_LOWERINGS
+from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph roles of view ops' records
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import deferred, modes
-from torchtpu.ops.registry import OP_TABLE, PREPARE, RANDOM_OPS
+from torchtpu.ops import graph_forms  # noqa: F401 - the graph roles of ops graphs spell their own way
+from torchtpu.ops.registry import TABLE, Lowering, Prepare, apply
 from torchtpu.ops.tracing import Sym, tracing
 from torchtpu.precision import current_precision
 from torchtpu.profiler import events as _events
@@ -54,9 +54,12 @@ class UnsupportedNode(NotImplementedError):
     pass
 
 
-def _lowering_for(target: Any) -> Callable[..., Any] | None:
-    fn = OP_TABLE.get(target)  # the eager lowering wins; graph-only ones cover what eager does by aliasing
-    return fn if fn is not None else VIEW_LOWERINGS.get(target)
+def _lowering_for(target: Any) -> Lowering | None:
+    """The record whose graph role lowers `target`'s node, or None (the node is decomposed instead)."""
+    record = TABLE.get(target)
+    if record is not None and record.graph is None and record.data_dependent:
+        raise UnsupportedNode(f"torch.compile(backend='tpu'): {target}'s output shape depends on its values")
+    return record if record is not None and record.graph is not None else None
 
 
 @dataclass
@@ -118,23 +121,34 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
         elif node.target is torch.ops.aten.sym_size.int:
             env[node] = args[0].shape[args[1]]
         elif node.target is torch.ops.aten.copy_.default and mutations is not None and node.args[0] in position:
-            env[node] = mutations[position[node.args[0]]] = VIEW_LOWERINGS[torch.ops.aten.copy.default](*args)
+            env[node] = mutations[position[node.args[0]]] = TABLE[torch.ops.aten.copy.default].graph(*args)
         else:
-            fn = _lowering_for(node.target)
-            if fn is None:
+            record = _lowering_for(node.target)
+            if record is None:
                 env[node] = _run_decomposed(node.target, args, kwargs, rng, depth)
                 continue
-            if node.target in PREPARE:
-                kwargs = _prepared(node, kwargs)
-            if node.target in RANDOM_OPS:
-                kwargs = {**kwargs, "rng": rng.state_for(args)}
-            env[node] = fn(*args, **kwargs)
+            env[node] = apply(record, args, kwargs, graph=_NodeCall(node, rng))
     output_node = next(n for n in gm.graph.nodes if n.op == "output")
     return torch.fx.node.map_arg(output_node.args[0], lambda n: env[n])
 
 
-def _prepared(node: torch.fx.Node, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Runs a lowering's `prepare` step on the node's fake tensors, as eager runs it on the real ones.
+@dataclass
+class _NodeCall:
+    """One graph node as `registry.apply` sees it (registry.GraphCall)."""
+
+    node: torch.fx.Node
+    rng: _Randomness
+
+    def rng_state(self, args: tuple) -> Sym:
+        return self.rng.state_for(args)
+
+    def static_kwargs(self, prepare: Prepare) -> dict[str, Any]:
+        return _static_kwargs(self.node, prepare)
+
+
+def _static_kwargs(node: torch.fx.Node, prepare: Prepare) -> dict[str, Any]:
+    """Runs a lowering's `prepare` step on the node's fake tensors, as eager runs it on the real ones; returns
+    the keyword arguments it adds.
 
     A step that only reads metadata (det's layout flag from the strides) adds static keyword arguments, which
     the lowering then gets here too. A step that needs the tensors' values, or that replaces a tensor, cannot
@@ -143,7 +157,7 @@ def _prepared(node: torch.fx.Node, kwargs: dict[str, Any]) -> dict[str, Any]:
     fakes = torch.fx.node.map_arg(node.args, lambda n: n.meta.get("val"))
     fake_kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: n.meta.get("val"))
     try:
-        new_args, new_kwargs = PREPARE[node.target](tuple(fakes), dict(fake_kwargs))
+        new_args, new_kwargs = prepare(tuple(fakes), dict(fake_kwargs))
     except Exception as exc:  # noqa: BLE001 - data-dependent (a fake has no values) or any other refusal
         raise UnsupportedNode(f"torch.compile(backend='tpu'): {node.target} prepares its arguments from their "
                               f"values ({type(exc).__name__}: {exc})") from exc
@@ -153,7 +167,7 @@ def _prepared(node: torch.fx.Node, kwargs: dict[str, Any]) -> dict[str, Any]:
     if not same or any(isinstance(v, torch.Tensor) for v in added.values()):
         raise UnsupportedNode(f"torch.compile(backend='tpu'): {node.target} replaces its arguments in its "
                               "prepare step, which needs their values")
-    return {**kwargs, **added}
+    return added
 
 
 def _constant(value: Any) -> Any:
@@ -472,7 +486,7 @@ def _decompositions() -> dict:
     Ops outside both are decomposed node by node at lowering time (`_run_decomposed`)."""
     table = dict(core_aten_decompositions())
     for op in list(table):
-        if op in OP_TABLE or op in VIEW_LOWERINGS:
+        if op in TABLE and TABLE[op].graph is not None:
             del table[op]
     return table
 

@@ -20,7 +20,7 @@ from torchtpu.ops.prims import convert
 from torchtpu.ops.tracing import TORCH_TO_IR, Sym, aten_type_name, tracing
 from torchtpu.precision import current_precision
 
-Lowering = Callable[..., Any]
+LoweringFn = Callable[..., Any]
 _TENSOR = "T"
 
 
@@ -134,7 +134,7 @@ def _flatten_out(result: Any, outs: list[Sym]) -> Any:
     raise TypeError(f"a lowering returned {type(result).__name__}; expected Sym or a sequence of Sym")
 
 
-def trace(lowering: Lowering, tensors: list[torch.Tensor], args: tuple, kwargs: dict[str, Any],
+def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs: dict[str, Any],
           out_dtypes: Sequence[torch.dtype] | None = None, name: str = "main") -> tuple[Any, Any, list[Sym]]:
     builder = Builder()
     for d in [t.dtype for t in tensors] + list(out_dtypes or ()):
@@ -279,11 +279,10 @@ def _overlaps_itself(t: torch.Tensor) -> bool:
 
 # the in-place ops ATen lets write an expanded view (fill_, zero_, masked_fill_, index_put_, index_fill_)
 _OVERLAP_WRITES = frozenset({"fill", "zero", "masked_fill", "index_put", "_index_put_impl", "index_fill"})
-FLOAT_INPUTS: set[Lowering] = set()  # lowerings marked @lower(..., float_inputs=True): see float_inputs.py
 _BY_VALUE = object()  # cache entry: this op's generic floats shape its program, key them by value
 
 
-def result_types(op_name: str, lowering: Lowering, args: Sequence[Any],
+def result_types(op_name: str, lowering: LoweringFn, args: Sequence[Any],
                  kwargs: dict[str, Any]) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
     """(shape, dtype) of each result `run` would return, without running it; None if the arguments are not
     ones `run` takes as they are (it then reports the error itself)."""
@@ -298,16 +297,17 @@ def result_types(op_name: str, lowering: Lowering, args: Sequence[Any],
     return list(traced.out_types)
 
 
-def run(op_name: str, lowering: Lowering, args: Sequence[Any], kwargs: dict[str, Any],
+def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any],
         write_into: Sequence[torch.Tensor] | None = None, device: int | None = None,
-        fast_kind: int | None = fast_launch.INFER) -> Any:
+        fast_kind: int | None = fast_launch.INFER, floats_as_inputs: bool = False) -> Any:
     """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=).
-    `fast_kind`: how the C++ launch cache may serve this call again (fast_launch kinds; None: it may not)."""
+    `fast_kind`: how the C++ launch cache may serve this call again (fast_launch kinds; None: it may not);
+    `floats_as_inputs`: the op's record says its generic floats are program inputs (float_inputs.py)."""
     out_dtypes = tuple(t.dtype for t in write_into) if write_into is not None else ()
     drv = runtime.driver()
     mode = modes.get_eager_mode()
     floats: list[float] | None = None
-    if lowering in FLOAT_INPUTS and drv.strided_operands:
+    if floats_as_inputs and drv.strided_operands:
         floats = []
     key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
     if key is None and _has_lazy_bits((*args, *kwargs.values())):  # mm, bmm, dot: ATen's Conjugate-key fallthroughs

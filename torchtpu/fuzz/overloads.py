@@ -40,7 +40,7 @@ def registered() -> list[OpOverload]:
 
     torch.empty(0, device="tpu")  # first use registers the lowering table
     ops = []
-    for qualified in sorted(registry.REGISTERED):
+    for qualified in sorted(registry.registered()):
         if any(fnmatch.fnmatchcase(qualified, p) for p in EXCLUDED):
             continue
         op = _resolve(qualified)
@@ -52,7 +52,7 @@ def registered() -> list[OpOverload]:
 def is_random(op: OpOverload) -> bool:
     from torchtpu.ops import registry
 
-    if op in registry.RANDOM_OPS:
+    if op in registry.TABLE and registry.TABLE[op].random:
         return True
     return torch.Tag.nondeterministic_seeded in op.tags
 

@@ -20,7 +20,6 @@ from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
 aten = torch.ops.aten
-_libs: list[torch.library.Library] = []
 
 
 def real(x: Sym) -> Sym:
@@ -209,11 +208,8 @@ def fft_c2r(self: Sym, dim: list[int], normalization: int, last_dim_size: int) -
     return _scale(y, n, normalization, False)
 
 
-def register(impl: Any) -> None:
-    impl(aten.view_as_real.default, view_as_real, "lowering")
-    impl(aten.view_as_complex.default, view_as_complex, "lowering")
-    if not _libs:
-        lib = torch.library.Library("aten", "IMPL")
-        for key in ("Conjugate", "Negative"):
-            lib.impl("_copy_from", copy_from_with_bits, key)
-        _libs.append(lib)
+def register(kernel: Any) -> None:
+    kernel(aten.view_as_real.default, view_as_real)
+    kernel(aten.view_as_complex.default, view_as_complex)
+    for key in ("Conjugate", "Negative"):
+        kernel(aten._copy_from.default, copy_from_with_bits, key=key)

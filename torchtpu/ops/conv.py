@@ -108,6 +108,7 @@ def _out_dtype(x: Sym, w: Sym) -> torch.dtype:
 
 
 @lower(aten.convolution_overrideable.default)
+@lower(aten.convolution.default, graph_only=True)
 def convolution(input: Sym, weight: Sym, bias: Sym | None, stride: list[int], padding: list[int],  # noqa: A002
                 dilation: list[int], transposed: bool, output_padding: list[int], groups: int) -> Sym:
     n = weight.ndim - 2

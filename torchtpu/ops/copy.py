@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch._ops import OpOverload
 
 from torchtpu import dtypes, runtime
 from torchtpu.execution import deferred, eager, fast_launch
@@ -69,8 +68,6 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
     return dst
 
 
-copy_from.fast_launch = (fast_launch.COPY_FROM, "aten::copy_")  # device-to-device copies: the C++ launch cache
-
 
 def copy_from_and_resize(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     if tuple(dst.shape) != tuple(src.shape):
@@ -83,7 +80,7 @@ def local_scalar_dense(t: torch.Tensor) -> Any:
     return runtime.host_tensor(t).item()
 
 
-def register(impl: Callable[[OpOverload, Callable[..., Any], str], None]) -> None:
-    impl(aten._copy_from.default, copy_from, "lowering")
-    impl(aten._copy_from_and_resize.default, copy_from_and_resize, "lowering")
-    impl(aten._local_scalar_dense.default, local_scalar_dense, "lowering")
+def register(kernel: Any) -> None:
+    kernel(aten._copy_from.default, copy_from, fast=(fast_launch.COPY_FROM, "aten::copy_"))  # tpu->tpu: C++ cache
+    kernel(aten._copy_from_and_resize.default, copy_from_and_resize)
+    kernel(aten._local_scalar_dense.default, local_scalar_dense)

@@ -35,14 +35,16 @@ ACCEPTED = [
 ]
 
 
-def register(impl: Callable[[Any, Callable[..., Any], str], None]) -> None:
-    from torchtpu.ops.registry import OP_TABLE, REGISTERED
+def define_all(define: Callable[..., Any]) -> None:
+    """Makes a "decomposition" record for each overload of an ACCEPTED packet that upstream decomposes and that
+    has no eager record of its own (a lowering of the overload, or its derived in-place / out= sibling, is the
+    more specific choice; which overloads that leaves is what tests/test_lowering_records.py prints and pins)."""
+    from torchtpu.ops.registry import TABLE
 
-    table = get_decompositions(ACCEPTED)
-    for op, fn in table.items():
-        qualified = f"{op._schema.name}.{op._overloadname}"
-        if op in OP_TABLE or qualified in REGISTERED:
-            continue  # our own lowering (or its in-place/out sibling) wins
+    for op, fn in get_decompositions(ACCEPTED).items():
+        record = TABLE.get(op)
+        if record is not None and record.fn is not None:
+            continue
         if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
             continue
-        impl(op, fn, "decomposition")
+        define(op, "decomposition", fn, site=f"{__name__}.ACCEPTED ({op.overloadpacket.__name__})")

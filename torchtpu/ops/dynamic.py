@@ -205,10 +205,10 @@ def unique_dim(self: torch.Tensor, dim: int, sorted: bool = True, return_inverse
     return tuple(_unique(self, True, return_inverse, return_counts, dim))
 
 
-def register(impl: Any) -> None:
-    impl(aten.nonzero.default, nonzero, "lowering")
-    impl(aten.masked_select.default, masked_select, "lowering")
-    impl(aten._unique2.default, unique2, "lowering")
-    impl(aten._unique.default, unique_, "lowering")
-    impl(aten.unique_consecutive.default, unique_consecutive, "lowering")
-    impl(aten.unique_dim.default, unique_dim, "lowering")
+def register(kernel: Any) -> None:
+    kernel(aten.nonzero.default, nonzero, data_dependent=True)
+    kernel(aten.masked_select.default, masked_select, data_dependent=True)
+    kernel(aten._unique2.default, unique2, data_dependent=True)
+    kernel(aten._unique.default, unique_, data_dependent=True)
+    kernel(aten.unique_consecutive.default, unique_consecutive, data_dependent=True)
+    kernel(aten.unique_dim.default, unique_dim, data_dependent=True)

@@ -341,9 +341,9 @@ def equal(self: torch.Tensor, other: torch.Tensor) -> bool:
     return bool(eager.run("aten::equal", same, (self, other), {}).item())
 
 
-def register(impl: Any) -> None:
-    impl(aten.rrelu_with_noise.default, rrelu_with_noise, "lowering")
-    impl(aten.equal.default, equal, "lowering")
+def register(kernel: Any) -> None:
+    kernel(aten.rrelu_with_noise.default, rrelu_with_noise)
+    kernel(aten.equal.default, equal)
 
 
 # --- CTC loss (forward: log alpha recursion; backward: log beta and the occupancy per class) -----------------------

@@ -154,12 +154,14 @@ def _shift(self: Any, other: Any, left: bool) -> Sym:
 
 
 @lower(aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar, aten.bitwise_left_shift.Scalar_Tensor)
+@lower(aten.__lshift__.Tensor, aten.__lshift__.Scalar, aten.__ilshift__.Tensor, aten.__ilshift__.Scalar)
 def bitwise_left_shift(self: Any, other: Any) -> Sym:
     return _shift(self, other, True)
 
 
 @lower(aten.bitwise_right_shift.Tensor, aten.bitwise_right_shift.Tensor_Scalar,
        aten.bitwise_right_shift.Scalar_Tensor)
+@lower(aten.__rshift__.Tensor, aten.__rshift__.Scalar, aten.__irshift__.Tensor, aten.__irshift__.Scalar)
 def bitwise_right_shift(self: Any, other: Any) -> Sym:
     return _shift(self, other, False)
 

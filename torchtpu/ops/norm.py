@@ -176,12 +176,10 @@ def batch_norm_backward(grad_out: Sym, input: Sym, weight: Sym, running_mean: Sy
                      output_mask)
 
 
-def register(impl: Any) -> None:
-    impl(aten.native_batch_norm.default, _stats_kernel("aten::native_batch_norm", True, False), "lowering")
-    impl(aten._native_batch_norm_legit.default, _stats_kernel("aten::_native_batch_norm_legit", True, False),
-         "lowering")
-    impl(aten._batch_norm_with_update.default, _stats_kernel("aten::_batch_norm_with_update", False, True),
-         "lowering")
+def register(kernel: Any) -> None:
+    kernel(aten.native_batch_norm.default, _stats_kernel("aten::native_batch_norm", True, False))
+    kernel(aten._native_batch_norm_legit.default, _stats_kernel("aten::_native_batch_norm_legit", True, False))
+    kernel(aten._batch_norm_with_update.default, _stats_kernel("aten::_batch_norm_with_update", False, True))
 
 
 # --- weight norm (torch.nn.utils.weight_norm's fused kernel) -------------------------------------------------------

@@ -117,7 +117,7 @@ def fused_sgd(params: list[torch.Tensor], grads: list[torch.Tensor], momentum_bu
               write_into=targets)
 
 
-def register(impl: Any) -> None:
-    impl(aten._fused_adam_.default, _fused_adam(False), "lowering")
-    impl(aten._fused_adamw_.default, _fused_adam(True), "lowering")
-    impl(aten._fused_sgd_.default, fused_sgd, "lowering")
+def register(kernel: Any) -> None:
+    kernel(aten._fused_adam_.default, _fused_adam(False))
+    kernel(aten._fused_adamw_.default, _fused_adam(True))
+    kernel(aten._fused_sgd_.default, fused_sgd)

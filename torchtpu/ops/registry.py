@@ -1,16 +1,30 @@
-"""The lowering table and the one loop that registers it with the dispatcher.
+"""The ATen seam: one `Lowering` record per ATen op overload, in one table, and the one path that runs it.
 
-Each ATen op is lowered in exactly one place: `@lower(aten.foo.overload)` on a function whose body uses only
-`torchtpu.ops.prims`. `register_all()` reads each op's schema and registers a functional, in-place or out=
-kernel on PrivateUse1; the in-place and out= siblings of a functional lowering come for free. Lookup order:
-lowering table -> accepted upstream decompositions (listed in `decompositions.py`, never copied) -> CPU
-fallback, counted per op and an error when `TORCHTPU_CPU_FALLBACK=0`.
+Every way an op reaches the device makes its record through `define()`, which raises on a second definition of
+the same op and role, naming both sites:
+- `@lower(aten.foo.overload, ...)`: a function whose body uses only `torchtpu.ops.prims`, traced into a Program
+  per signature, in eager mode and in compiled graphs alike; a functional lowering's in-place and out= siblings
+  are derived records (an explicit record of the sibling wins);
+- `kernel(op, fn)`: a host kernel on real tensors, registered as it is (data-dependent output shapes such as
+  nonzero, in-place statistics, copies across the host boundary); the op files' `register(kernel)` functions;
+- `decompositions.ACCEPTED`: upstream decompositions, listed, never copied;
+- `@lower(op, graph_only=True)`: the value an op has in a functional graph where eager mode reaches it another
+  way (compile/views.py: views, which eager mode aliases with ATen's own kernels).
+
+A record has two roles: `fn`, what eager mode runs, and `graph`, what a compiled graph lowers its node to.
+`register_all()` makes each eager record's dispatcher kernel by its schema kind (functional, in-place, out=) and
+registers it on PrivateUse1, behind the C++ launch cache when `fast_kind` says so. Every executor runs a record
+through `apply()`: the eager kernels, the deferred recorder (fed by eager.run) and the compile backend. Ops
+without a record fall back to CPU, counted per op (fallback.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import dataclasses
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 from torch._ops import OpOverload
@@ -18,38 +32,137 @@ from torch._ops import OpOverload
 from torchtpu.execution import eager, fast_launch
 from torchtpu.ops.tracing import aten_type_name
 
-OP_TABLE: dict[OpOverload, Callable[..., Any]] = {}
+Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
+HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """Everything the executors know about one ATen op overload."""
+
+    op: OpOverload
+    fn: Callable[..., Any] | None  # eager mode: the traced lowering or the host kernel; None: not registered
+    graph: Callable[..., Any] | None  # a compiled graph's lowering of the op's node; None: not lowerable there
+    how: str  # HOWS: lowering, its derived inplace / out siblings, kernel, decomposition, graph (graph only)
+    random: bool = False  # the lowering takes the RNG state as `rng=`
+    prepare: Prepare | None = None  # runs on the real arguments first (boolean masks -> indices)
+    float_inputs: bool = False  # generic float arguments are program inputs, not trace constants
+    data_dependent: bool = False  # a host kernel whose output shape depends on the values (nonzero, unique)
+    fast_kind: int | None = None  # how the C++ launch cache serves the kernel (fast_launch kinds); None: never
+    fast_name: str = ""  # the op name its eager.run calls use (the C++ cache's key)
+    site: str = ""  # where `fn` was defined (module:line)
+    graph_site: str = ""  # where `graph` was defined
+    name: str = ""  # "aten::add.Tensor"
+    other_keys: tuple[tuple[str, Callable[..., Any], str], ...] = ()  # (dispatch key, kernel, site): lazy bits
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.op._schema.name}.{self.op._overloadname}"
+
+
+TABLE: dict[OpOverload, Lowering] = {}
 _libs: list[torch.library.Library] = []
-REGISTERED: dict[str, str] = {}  # qualified overload name -> "lowering" | "inplace" | "out" | "decomposition"
-RANDOM_OPS: set[OpOverload] = set()
-PREPARE: dict[OpOverload, Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]] = {}
 
 
-def lower(*ops: OpOverload, random: bool = False,
-          prepare: Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]] | None = None,
-          float_inputs: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Registers `fn` as the lowering of `ops`. `random`: the lowering takes the RNG state as `rng=`;
+def _caller_site(depth: int) -> str:
+    frame = sys._getframe(depth + 1)
+    return f"{frame.f_globals.get('__name__', '?')}:{frame.f_lineno}"
+
+
+def define(op: OpOverload, how: str, fn: Callable[..., Any] | None = None, graph: Callable[..., Any] | None = None,
+           *, site: str, key: str = "PrivateUse1", random: bool = False, prepare: Prepare | None = None,
+           float_inputs: bool = False, data_dependent: bool = False, fast: tuple[int, str] | None = None) -> Lowering:
+    """Creates or completes `op`'s record: the one way into TABLE. Each role (the eager `fn`, the `graph`
+    lowering, a kernel on another dispatch `key`) is defined once; a second definition is an error naming both
+    sites."""
+    if not isinstance(op, OpOverload):
+        raise TypeError(f"a lowering is defined for an OpOverload (aten.foo.default), got {op!r} at {site}")
+    if how not in HOWS:
+        raise ValueError(f"{op}: how={how!r} is not one of {HOWS}")
+    old = TABLE.get(op) or Lowering(op=op, fn=None, graph=None, how=how, name=str(op), fast_name=str(op))
+    if key != "PrivateUse1":
+        for other, _, other_site in old.other_keys:
+            if other == key:
+                raise ValueError(f"{op} is defined twice for the {key} key: at {other_site} and at {site}")
+        TABLE[op] = dataclasses.replace(old, other_keys=(*old.other_keys, (key, fn, site)))
+        return TABLE[op]
+    if fn is not None and old.fn is not None:
+        raise ValueError(f"{op} is defined twice: at {old.site} ({old.how}) and at {site} ({how})")
+    if graph is not None and old.graph is not None:
+        raise ValueError(f"{op} has two graph lowerings: at {old.graph_site} and at {site}")
+    record = old
+    if graph is not None:
+        record = dataclasses.replace(record, graph=graph, graph_site=site)
+    if fn is not None:
+        record = dataclasses.replace(record, fn=fn, site=site, how=how, random=random, prepare=prepare,
+                                     float_inputs=float_inputs, data_dependent=data_dependent)
+        kind, name = fast if fast is not None else (_fast_kind(record), str(op))
+        record = dataclasses.replace(record, fast_kind=kind, fast_name=name)
+    TABLE[op] = record
+    return record
+
+
+def lower(*ops: OpOverload, random: bool = False, prepare: Prepare | None = None, float_inputs: bool = False,
+          graph_only: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Defines `fn` as the lowering of `ops`. `random`: the lowering takes the RNG state as `rng=`;
     `prepare`: runs on the real arguments first (e.g. boolean masks -> indices, which need data);
-    `float_inputs`: a new value of a float argument reuses the trace (execution/float_inputs.py)."""
+    `float_inputs`: a new value of a float argument reuses the trace (execution/float_inputs.py);
+    `graph_only`: only compiled graphs use it (eager mode reaches the op through ATen's own kernel)."""
+    site = _caller_site(1)
+    if graph_only and (random or prepare is not None or float_inputs):
+        raise ValueError(f"{site}: a graph_only lowering takes no flags (random, prepare, float_inputs)")
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        if float_inputs:
-            eager.FLOAT_INPUTS.add(fn)
         for op in ops:
-            if random:
-                RANDOM_OPS.add(op)
-            if prepare is not None:
-                PREPARE[op] = prepare
-            if not isinstance(op, OpOverload):
-                raise TypeError(f"@lower takes OpOverloads (aten.foo.default), got {op!r}")
-            if op in OP_TABLE:
-                raise ValueError(f"{op} is lowered twice: {OP_TABLE[op].__module__}.{OP_TABLE[op].__name__} and "
-                                 f"{fn.__module__}.{fn.__name__}")
-            OP_TABLE[op] = fn
+            if graph_only:
+                define(op, "graph", None, fn, site=site)
+            else:
+                define(op, "lowering", fn, fn, site=site, random=random, prepare=prepare, float_inputs=float_inputs)
         return fn
 
     return register
 
+
+def kernel(op: OpOverload, fn: Callable[..., Any], *, data_dependent: bool = False,
+           fast: tuple[int, str] | None = None, key: str = "PrivateUse1") -> None:
+    """Defines a host kernel for `op` (runs on real tensors; registered as it is). `data_dependent`: its output
+    shape depends on the values (it reads a count first); `fast`: (fast_launch kind, the op name its eager.run
+    calls use) when the C++ launch cache may serve it; `key`: another dispatch key (Conjugate, Negative)."""
+    define(op, "kernel", fn, site=_caller_site(1), data_dependent=data_dependent, fast=fast, key=key)
+
+
+def lowering_of(op: OpOverload) -> Callable[..., Any]:
+    """The traced lowering of `op` (for lowerings built from others, e.g. foreach maps them over lists)."""
+    record = TABLE.get(op)
+    if record is None or record.how not in ("lowering", "inplace", "out"):
+        raise KeyError(f"{op} has no traced lowering")
+    return record.fn
+
+
+class _Lowerings(Mapping):
+    """op -> traced lowering function: a read-only view of TABLE for op files that build on other lowerings."""
+
+    def __getitem__(self, op: OpOverload) -> Callable[..., Any]:
+        return lowering_of(op)
+
+    def __iter__(self) -> Iterator[OpOverload]:
+        return (op for op, r in TABLE.items() if r.how == "lowering")
+
+    def __len__(self) -> int:
+        return sum(1 for r in TABLE.values() if r.how == "lowering")
+
+    def __contains__(self, op: object) -> bool:
+        record = TABLE.get(op)  # type: ignore[call-overload]
+        return record is not None and record.how == "lowering"
+
+    def get(self, op: Any, default: Any = None) -> Any:
+        return TABLE[op].fn if op in self else default
+
+
+OP_TABLE = _Lowerings()
+
+
+# --- schema kinds -------------------------------------------------------------------------------------------------
 
 def _is_inplace(op: OpOverload) -> bool:
     schema = op._schema
@@ -58,6 +171,41 @@ def _is_inplace(op: OpOverload) -> bool:
 
 def _out_args(op: OpOverload) -> list[str]:
     return [a.name for a in op._schema.arguments if a.kwarg_only and a.is_write]
+
+
+def schema_kind(op: OpOverload) -> str:
+    """"inplace" (writes its first argument), "out" (writes keyword-only out= tensors) or "functional"."""
+    if _is_inplace(op):
+        return "inplace"
+    return "out" if _out_args(op) else "functional"
+
+
+def _fast_kind(record: Lowering) -> int | None:
+    """How the C++ launch cache serves a traced record's kernel: by schema kind, never for random state, and for
+    a prepared op only where its kernel stores just the calls that `prepare` left as they were."""
+    if record.how not in ("lowering", "inplace", "out") or record.random:
+        return None
+    op, kind = record.op, schema_kind(record.op)
+    if kind == "out":
+        return fast_launch.OUT if record.prepare is None else None
+    if kind == "inplace":
+        if str(op._schema.arguments[0].type).startswith("List"):
+            return fast_launch.INPLACE_LIST if record.prepare is None else None
+        return fast_launch.INPLACE
+    returns = op._schema.returns
+    if len(returns) == 1 and str(returns[0].type) == "List[Tensor]":
+        return fast_launch.FUNCTIONAL_LIST
+    return fast_launch.FUNCTIONAL
+
+
+# --- apply: the one path from a call to its lowering -----------------------------------------------------------------
+
+class GraphCall(Protocol):
+    """What a compiled graph gives `apply` for one node (compile/backend.py)."""
+
+    def static_kwargs(self, prepare: Prepare) -> dict[str, Any]: ...
+
+    def rng_state(self, args: tuple) -> Any: ...
 
 
 def _device_of(args: tuple, kwargs: dict[str, Any]) -> int:
@@ -82,154 +230,107 @@ def _draws(args: tuple, kwargs: dict[str, Any]) -> int:
     return count
 
 
-def _with_extras(op: OpOverload, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any], int]:
-    prepare = PREPARE.get(op)
-    if prepare is not None:
-        args, kwargs = prepare(args, kwargs)
-    device = _device_of(args, kwargs)
-    if op in RANDOM_OPS:
-        from torchtpu import random as tpu_random
-
-        kwargs = {**kwargs, "rng": tpu_random.next_state(device, _draws(args, kwargs))}
-    return args, kwargs, device
-
-
-def _functional_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:
-    name = str(op)
-    if op not in RANDOM_OPS and op not in PREPARE:
-        def plain_kernel(*args: Any, **kwargs: Any) -> Any:  # the common case: eager.run finds the device
-            device = kwargs.get("device")
-            index = torch.device(device).index if device is not None else None
-            return eager.run(name, fn, args, kwargs, device=index)
-
-        plain_kernel.lowering = fn
-        return plain_kernel
-
-    if op not in RANDOM_OPS:
-        prepare = PREPARE[op]
-
-        def prepared_kernel(*args: Any, **kwargs: Any) -> Any:
-            new_args, new_kwargs = prepare(args, kwargs)
-            return eager.run(name, fn, new_args, new_kwargs, device=_device_of(new_args, new_kwargs),
-                             fast_kind=_unprepared(args, kwargs, new_args, new_kwargs))
-
-        prepared_kernel.lowering = fn
-        return prepared_kernel
-
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        args, kwargs, device = _with_extras(op, args, kwargs)
-        return eager.run(name, fn, args, kwargs, device=device)
-
-    return kernel
-
-
-def _unprepared(args: tuple, kwargs: dict[str, Any], new_args: tuple, new_kwargs: dict[str, Any]) -> int | None:
-    """A prepared call's fast_kind: the C++ launch cache may serve it again only when `prepare` left the
-    arguments as they were (e.g. no boolean mask turned into indices, which depend on data)."""
-    return fast_launch.INFER if new_args is args and new_kwargs is kwargs else None
-
-
 def _check_cast(result: torch.dtype, target: torch.dtype, name: str) -> None:
     if not torch.can_cast(result, target):
         raise RuntimeError(f"{name}: result type {aten_type_name(result)} can't be cast to the desired output "
                            f"type {aten_type_name(target)}")
 
 
-def _inplace_kernel(op: OpOverload, fn: Callable[..., Any]) -> Callable[..., Any]:
-    name = str(op)
-    if str(op._schema.arguments[0].type).startswith("List"):  # _foreach_*_: every tensor of `self`, returns ()
-        def list_kernel(self: list[torch.Tensor], *args: Any, **kwargs: Any) -> None:
-            args, kwargs, _ = _with_extras(op, (self, *args), kwargs)
-            eager.run(name, fn, args, kwargs, write_into=self)
+def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: Any = None,
+          out: list[torch.Tensor] | None = None, graph: GraphCall | None = None) -> Any:
+    """Runs `record` on a call's arguments, reading its flags here only: `prepare`, then the RNG state, then the
+    lowering. `graph`: a compiled graph's node (Syms in, Syms out; a prepare step may only add static keyword
+    arguments). Else eager: traced and launched by eager.run (or recorded into the deferred region);
+    `write_into`: the in-place targets; `out`: the out= targets (resized to the result as ATen does)."""
+    if graph is not None:
+        if record.prepare is not None:
+            kwargs = {**kwargs, **graph.static_kwargs(record.prepare)}
+        if record.random:
+            kwargs = {**kwargs, "rng": graph.rng_state(args)}
+        return record.graph(*args, **kwargs)
+    fast = fast_launch.INFER
+    device = None
+    if record.prepare is not None:
+        new_args, new_kwargs = record.prepare(args, kwargs)
+        if new_args is not args or new_kwargs is not kwargs:  # data-dependent: never served from the C++ cache
+            fast = None
+        args, kwargs = new_args, new_kwargs
+    if record.random:
+        from torchtpu import random as tpu_random
 
-        list_kernel.lowering = fn
-        return list_kernel
+        device = _device_of(args, kwargs)
+        kwargs = {**kwargs, "rng": tpu_random.next_state(device, _draws(args, kwargs))}
+        fast = None
+    elif "device" in kwargs and kwargs["device"] is not None:  # factories: no tensor names the device
+        device = torch.device(kwargs["device"]).index
+    if out is not None:
+        return _write_out(record, args, kwargs, out, device, fast)
+    return eager.run(record.name, record.fn, args, kwargs, write_into=write_into, device=device, fast_kind=fast,
+                     floats_as_inputs=record.float_inputs)
 
-    if op not in RANDOM_OPS and op not in PREPARE:
-        def plain_kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-            eager.run(name, fn, (self, *args), kwargs, write_into=(self,))
+
+def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: list[torch.Tensor],
+               device: int | None, fast: int | None) -> None:
+    name, fn = record.name, record.fn
+    types = eager.result_types(name, fn, args, kwargs)
+    if types is None or len(types) != len(targets):  # results computed first, then copied out
+        result = eager.run(name, fn, args, kwargs, device=device, floats_as_inputs=record.float_inputs)
+        flat = list(result) if isinstance(result, tuple | list) else [result]
+        for target, r in zip(targets, flat):
+            _check_cast(r.dtype, target.dtype, name)
+            if tuple(target.shape) != tuple(r.shape):
+                target.resize_(r.shape)
+            target.copy_(r)
+        return
+    for target, (_, dtype) in zip(targets, types):  # written in place: one launch
+        _check_cast(dtype, target.dtype, name)
+    for target, (shape, _) in zip(targets, types):
+        if tuple(target.shape) != shape:
+            target.resize_(shape)
+            fast = None  # the C++ cache serves out= tensors written as they are, never resized
+    eager.run(name, fn, args, kwargs, write_into=targets, device=device,
+              fast_kind=fast_launch.OUT if fast is not None and record.fast_kind is not None else None,
+              floats_as_inputs=record.float_inputs)
+
+
+# --- the kernel factory --------------------------------------------------------------------------------------------
+
+def make_kernel(record: Lowering) -> Callable[..., Any]:
+    """The dispatcher kernel of an eager record, by its schema kind; host kernels and decompositions as they are."""
+    if record.how in ("kernel", "decomposition"):
+        return record.fn
+    kind = schema_kind(record.op)
+    if kind == "functional":
+        def functional(*args: Any, **kwargs: Any) -> Any:
+            return apply(record, args, kwargs)
+
+        return functional
+    if kind == "inplace":
+        if str(record.op._schema.arguments[0].type).startswith("List"):  # _foreach_*_: returns ()
+            def inplace_list(self: list[torch.Tensor], *args: Any, **kwargs: Any) -> None:
+                apply(record, (self, *args), kwargs, write_into=self)
+
+            return inplace_list
+
+        def inplace(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+            apply(record, (self, *args), kwargs, write_into=(self,))
             return self
 
-        plain_kernel.lowering = fn
-        return plain_kernel
+        return inplace
+    out_names = _out_args(record.op)
+    returns = bool(record.op._schema.returns)  # the _foreach_*.out overloads return ()
 
-    if op not in RANDOM_OPS:
-        prepare = PREPARE[op]
-
-        def prepared_kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-            args = (self, *args)
-            new_args, new_kwargs = prepare(args, kwargs)
-            eager.run(name, fn, new_args, new_kwargs, write_into=(self,),
-                      fast_kind=_unprepared(args, kwargs, new_args, new_kwargs))
-            return self
-
-        prepared_kernel.lowering = fn
-        return prepared_kernel
-
-    def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-        args, kwargs, _ = _with_extras(op, (self, *args), kwargs)
-        eager.run(name, fn, args, kwargs, write_into=(self,))
-        return self
-
-    return kernel
-
-
-def _out_kernel(op: OpOverload, fn: Callable[..., Any], out_names: list[str]) -> Callable[..., Any]:
-    name = str(op)
-    returns = bool(op._schema.returns)  # the _foreach_*.out overloads return ()
-    plain = op not in RANDOM_OPS and op not in PREPARE
-
-    def out_kernel(*args: Any, **kwargs: Any) -> Any:
+    def out(*args: Any, **kwargs: Any) -> Any:
         outs = [kwargs.pop(n) for n in out_names]
-        args, kwargs, device = _with_extras(op, args, kwargs)
-        targets = [t for o in outs for t in (o if isinstance(o, list) else (o,))]
-        types = eager.result_types(name, fn, args, kwargs)
-        if types is None or len(types) != len(targets):  # results computed first, then copied out
-            result = eager.run(name, fn, args, kwargs, device=device)
-            flat = list(result) if isinstance(result, tuple | list) else [result]
-            for out, r in zip(targets, flat):
-                _check_cast(r.dtype, out.dtype, name)
-                if tuple(out.shape) != tuple(r.shape):
-                    out.resize_(r.shape)
-                out.copy_(r)
-        else:  # written in place: one launch, served by the C++ cache again when no out= tensor was resized
-            for out, (_, dtype) in zip(targets, types):
-                _check_cast(dtype, out.dtype, name)
-            resized = False
-            for out, (shape, _) in zip(targets, types):
-                if tuple(out.shape) != shape:
-                    out.resize_(shape)
-                    resized = True
-            eager.run(name, fn, args, kwargs, write_into=targets, device=device,
-                      fast_kind=fast_launch.OUT if plain and not resized else None)
+        apply(record, args, kwargs, out=[t for o in outs for t in (o if isinstance(o, list) else (o,))])
         if not returns:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    out_kernel.lowering = fn
-    return out_kernel
+    return out
 
 
-def _fast_kind(op: OpOverload, kernel: Callable[..., Any]) -> int | None:
-    """How the C++ launch cache serves `op`'s kernel (fast_launch kinds), or None: only the lowering kernels
-    without random state (a prepared one stores only the calls its `prepare` leaves as they are)."""
-    if op in RANDOM_OPS:
-        return None
-    if kernel.__name__ == "out_kernel" and op not in PREPARE:
-        return fast_launch.OUT
-    if _out_args(op):
-        return None
-    if kernel.__name__ == "list_kernel" and op not in PREPARE:
-        return fast_launch.INPLACE_LIST
-    if kernel.__name__ not in ("plain_kernel", "prepared_kernel"):
-        return None
-    if _is_inplace(op):
-        return fast_launch.INPLACE
-    returns = op._schema.returns
-    if len(returns) == 1 and str(returns[0].type) == "List[Tensor]":
-        return fast_launch.FUNCTIONAL_LIST
-    return fast_launch.FUNCTIONAL
-
+# --- registration ----------------------------------------------------------------------------------------------------
 
 def _sibling(op: OpOverload, inplace: bool) -> OpOverload | None:
     packet_name = op._schema.name.split("::")[1]
@@ -252,64 +353,59 @@ def _sibling(op: OpOverload, inplace: bool) -> OpOverload | None:
     return None
 
 
+def _derive_siblings() -> None:
+    """The in-place and out= records of each functional lowering (where the op has no eager record of its own)."""
+    for record in [r for r in TABLE.values() if r.how == "lowering" and schema_kind(r.op) == "functional"]:
+        for sibling, how in ((_sibling(record.op, True), "inplace"), (_sibling(record.op, False), "out")):
+            if sibling is None or schema_kind(sibling) != how:
+                continue
+            existing = TABLE.get(sibling)
+            if existing is not None and existing.fn is not None:
+                continue  # its own record wins
+            define(sibling, how, record.fn, None, site=record.site, random=record.random, prepare=record.prepare,
+                   float_inputs=record.float_inputs)
+
+
+def registered() -> dict[str, str]:
+    """qualified overload name -> how, for every op registered on PrivateUse1 (after `register_all`)."""
+    return {r.qualified: r.how for r in TABLE.values() if r.fn is not None}
+
+
 def register_all() -> None:
-    """Registers every lowering (and its in-place / out= siblings) on PrivateUse1. Runs once."""
+    """Registers every eager record (and the derived siblings) on PrivateUse1. Runs once."""
     if _libs:
         return
-    from torchtpu.ops import load_families
+    from torchtpu.ops import FAMILIES, copy, decompositions, fallback, load_families, optim
 
     load_families()
-    lib = torch.library.Library("aten", "IMPL")
-    _libs.append(lib)
-
-    def impl(op: OpOverload, kernel: Callable[..., Any], how: str) -> None:
-        qualified = f"{op._schema.name}.{op._overloadname}"
-        if qualified in REGISTERED:
-            return
-        fast = getattr(kernel, "fast_launch", None)  # (kind, the op name its eager.run calls use)
-        kind, fast_name = fast if fast is not None else (_fast_kind(op, kernel), str(op))
-        if kind is not None and how != "decomposition":
-            name = op._schema.name.split("::")[1]
-            local = name if op._overloadname == "default" else f"{name}.{op._overloadname}"
-            float_inputs = getattr(kernel, "lowering", None) in eager.FLOAT_INPUTS
-            if fast_launch.register_kernel(local, fast_name, kernel, kind, float_inputs):  # the C++ launch cache
-                REGISTERED[qualified] = how
-                return
-        lib.impl(op, kernel, "PrivateUse1")
-        REGISTERED[qualified] = how
-
-    composite = [str(op) for op in OP_TABLE
-                 if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")]
-    if composite:  # a PrivateUse1 kernel would hide the composite's autograd (gradients silently None)
-        raise ValueError(f"CompositeImplicitAutograd ops must not be lowered (they decompose): {composite}")
-    for op, fn in OP_TABLE.items():
-        if _is_inplace(op):
-            impl(op, _inplace_kernel(op, fn), "lowering")
-            continue
-        out_names = _out_args(op)
-        if out_names:
-            impl(op, _out_kernel(op, fn, out_names), "lowering")
-            continue
-        impl(op, _functional_kernel(op, fn), "lowering")
-    for op, fn in OP_TABLE.items():
-        if _is_inplace(op) or _out_args(op):
-            continue
-        inplace = _sibling(op, inplace=True)
-        if inplace is not None and inplace not in OP_TABLE and _is_inplace(inplace):
-            impl(inplace, _inplace_kernel(inplace, fn), "inplace")
-        out = _sibling(op, inplace=False)
-        if out is not None and out not in OP_TABLE and _out_args(out):
-            impl(out, _out_kernel(out, fn, _out_args(out)), "out")
-
     import importlib
 
-    from torchtpu.ops import FAMILIES, copy, decompositions, fallback, optim
-
-    copy.register(impl)
-    optim.register(impl)
-    for family in FAMILIES:  # kernels that are not pure lowerings (data-dependent shapes, in-place statistics)
+    copy.register(kernel)
+    optim.register(kernel)
+    for family in FAMILIES:  # host kernels (data-dependent shapes, in-place statistics)
         module = importlib.import_module(f"torchtpu.ops.{family}")
         if hasattr(module, "register"):
-            module.register(impl)
-    decompositions.register(impl)
+            module.register(kernel)
+    composite = [str(r.op) for r in TABLE.values() if r.how == "lowering" and
+                 torch._C._dispatch_has_kernel_for_dispatch_key(r.op.name(), "CompositeImplicitAutograd")]
+    if composite:  # a PrivateUse1 kernel would hide the composite's autograd (gradients silently None)
+        raise ValueError(f"CompositeImplicitAutograd ops must not be lowered (they decompose): {composite}")
+    _derive_siblings()
+    decompositions.define_all(define)
+    lib = torch.library.Library("aten", "IMPL")
+    _libs.append(lib)
+    for record in TABLE.values():
+        if record.fn is None:
+            continue  # graph only, or only other dispatch keys
+        dispatcher_kernel = make_kernel(record)
+        if record.fast_kind is not None:
+            name = record.op._schema.name.split("::")[1]
+            local = name if record.op._overloadname == "default" else f"{name}.{record.op._overloadname}"
+            if fast_launch.register_kernel(local, record.fast_name, dispatcher_kernel, record.fast_kind,
+                                           record.float_inputs):  # the C++ launch cache, in front of the kernel
+                continue
+        lib.impl(record.op, dispatcher_kernel, "PrivateUse1")
+    for record in TABLE.values():
+        for key, fn, _ in record.other_keys:
+            lib.impl(record.op, fn, key)
     fallback.register()

@@ -326,6 +326,6 @@ def repeat_interleave(repeats: torch.Tensor, *, output_size: int | None = None) 
     return eager.run("aten::repeat_interleave", _repeat_index, (repeats,), {"size": int(output_size)})
 
 
-def register(impl: Any) -> None:
-    impl(aten.bincount.default, bincount, "lowering")
-    impl(aten.repeat_interleave.Tensor, repeat_interleave, "lowering")
+def register(kernel: Any) -> None:
+    kernel(aten.bincount.default, bincount, data_dependent=True)
+    kernel(aten.repeat_interleave.Tensor, repeat_interleave, data_dependent=True)

@@ -209,6 +209,6 @@ def hash_tensor_out(self: torch.Tensor, dim: Any = (), *, keepdim: bool = False,
     return out
 
 
-def register(impl: Any) -> None:
-    impl(aten.hash_tensor.default, hash_tensor, "lowering")
-    impl(aten.hash_tensor.out, hash_tensor_out, "lowering")
+def register(kernel: Any) -> None:
+    kernel(aten.hash_tensor.default, hash_tensor)
+    kernel(aten.hash_tensor.out, hash_tensor_out)

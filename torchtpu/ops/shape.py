@@ -75,5 +75,5 @@ def unfold(self: torch.Tensor, dimension: int, size: int, step: int) -> torch.Te
     return self.as_strided((*sizes, size), (*strides, self.stride(d)), self.storage_offset())
 
 
-def register(impl: Any) -> None:
-    impl(aten.unfold.default, unfold, "lowering")
+def register(kernel: Any) -> None:
+    kernel(aten.unfold.default, unfold)
