@@ -5,11 +5,13 @@ reshape / transpose / broadcast / slice. These are used only by the compile back
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import prims as P
 from torchtpu.ops.tracing import Sym
 
@@ -158,12 +160,14 @@ def convert_element_type(x: Sym, dtype: torch.dtype) -> Sym:
 
 @_view(aten.scalar_tensor.default)
 def scalar_tensor(value: Any, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    check_scalar_fits(value, dtype or torch.get_default_dtype(), "scalar_tensor()", 1)
     return P.const(value, dtype or torch.get_default_dtype())
 
 
 # Factories that stay as ops in functional graphs; eager mode builds them from empty + fill_.
 @_view(aten.full_like.default)
 def full_like(x: Sym, fill_value: Any, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    check_scalar_fits(fill_value, dtype or x.dtype, "full_like()", x.numel())
     return P.full(fill_value, x.shape, dtype or x.dtype)
 
 
@@ -179,6 +183,7 @@ def ones_like(x: Sym, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
 
 @_view(aten.new_full.default)
 def new_full(x: Sym, size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    check_scalar_fits(fill_value, dtype or x.dtype, "new_full()", math.prod(size))
     return P.full(fill_value, tuple(size), dtype or x.dtype)
 
 
