@@ -29,19 +29,19 @@ def _check_2d(name: str, a: Sym, b: Sym) -> None:
 
 @lower(aten.mm.default)
 def mm(self: Sym, mat2: Sym) -> Sym:
-    mxu_dtypes("aten::mm", self, mat2)
     _check_2d("mm", self, mat2)
+    mxu_dtypes("aten::mm", self, mat2)
     return P.matmul(self, mat2)
 
 
 @lower(aten.bmm.default)
 def bmm(self: Sym, mat2: Sym) -> Sym:
-    mxu_dtypes("aten::bmm", self, mat2)
     if self.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor, got {self.ndim}D and {mat2.ndim}D")
     if self.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{self.shape[0]}, {self.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    mxu_dtypes("aten::bmm", self, mat2)  # after the shape checks, as CPU's dispatch on dtype comes last
     return P.matmul(self, mat2)
 
 
@@ -60,8 +60,8 @@ def _scale_add(bias: Sym, product: Sym, beta: Any, alpha: Any) -> Sym:
 
 @lower(aten.addmm.default)
 def addmm(self: Sym, mat1: Sym, mat2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
-    mxu_dtypes("aten::addmm", self, mat1, mat2)
     _check_2d("addmm", mat1, mat2)
+    mxu_dtypes("aten::addmm", self, mat1, mat2)
     return _scale_add(self, P.matmul(mat1, mat2), beta, alpha)
 
 
@@ -92,13 +92,13 @@ def addmv(self: Sym, mat: Sym, vec: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sy
 
 @lower(aten.dot.default)
 def dot(self: Sym, tensor: Sym) -> Sym:
-    mxu_dtypes("aten::dot", self, tensor)
     if self.ndim != 1 or tensor.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
     if self.shape != tensor.shape:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src "
                            f"[{tensor.shape[0]}] to have the same number of elements, but got "
                            f"{self.shape[0]} and {tensor.shape[0]} elements respectively")
+    mxu_dtypes("aten::dot", self, tensor)
     return P.reshape(P.matmul(P.reshape(self, (1, -1)), P.reshape(tensor, (-1, 1))), ())
 
 
