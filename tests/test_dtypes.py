@@ -82,3 +82,23 @@ def test_the_matmul_family_matches_cpu(tpu, dtype):
         got = (a.to(tpu) @ b.to(tpu)).cpu()
     want = (a.to(torch.float64) @ b.to(torch.float64)).to(dtype) if dtype in (torch.float16, torch.bfloat16) else a @ b
     assert got.dtype == dtype and torch.equal(got, want)
+
+
+_MXU_OPS = {
+    "aten::mm": lambda b: torch.mm(b, b),
+    "aten::bmm": lambda b: torch.bmm(b[None], b[None]),
+    "aten::addmm": lambda b: torch.addmm(b, b, b),
+    "aten::mv": lambda b: torch.mv(b, b[0]),
+    "aten::dot": lambda b: torch.dot(b[0], b[0]),
+    "aten::convolution": lambda b: torch.nn.functional.conv1d(b[None], b[:1, :, None]),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_MXU_OPS))
+def test_the_matmul_family_refuses_other_dtypes_at_the_op(tpu, op):
+    b = torch.ones(2, 2, dtype=torch.bool)
+    with pytest.raises(NotImplementedError):  # CPU: "addmm_impl_cpu_" not implemented for 'Bool'
+        _MXU_OPS[op](b)
+    with pytest.raises(dtypes.DtypeNotImplementedError, match=rf"{op}: dtype torch.bool .*matmul, conv \(MXU\).*"
+                                                              r"supported: float32, .*uint8"):
+        _MXU_OPS[op](b.to(tpu)).cpu()

@@ -98,6 +98,64 @@ def refusal_for(exc: KeyError, op: str) -> Exception | None:
     return None
 
 
+# c10's names for the type a Scalar is converted to, as CPU's overflow message spells them.
+_C_NAMES: dict[torch.dtype, str] = {
+    torch.uint8: "uint8_t", torch.int8: "int8_t", torch.int16: "int16_t", torch.int32: "int",
+    torch.int64: "int64_t", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", torch.float32: "float",
+    torch.float64: "double", torch.complex64: "c10::complex<float>", torch.complex128: "c10::complex<double>",
+}
+
+
+def _real_overflows(v: float | int, dtype: torch.dtype) -> bool:
+    if dtype.is_floating_point or dtype.is_complex:
+        if dtype in (torch.float64, torch.complex128) or v != v or v in (float("inf"), float("-inf")):
+            return False  # the target has NaN and infinities
+        info = torch.finfo(dtype)
+        return v < info.min or v > info.max
+    if v != v or v in (float("inf"), float("-inf")):
+        return True
+    info = torch.iinfo(dtype)
+    if isinstance(v, int) and info.min == 0:
+        return v > info.max or v < -info.max  # c10 lets a negative integer wrap into an unsigned type
+    if isinstance(v, float):  # c10 compares in double, where int64's max rounds up to 2**63
+        return v < float(info.min) or v > float(info.max)
+    return v < info.min or v > info.max
+
+
+def scalar_overflows(value: object, dtype: torch.dtype) -> bool:
+    """True where c10's checked Scalar conversion (c10::overflows) refuses `value` for `dtype`."""
+    if isinstance(value, bool) or dtype == torch.bool or not isinstance(value, (int, float, complex)):
+        return False
+    if isinstance(value, complex):
+        if dtype.is_complex:
+            part = torch.float32 if dtype == torch.complex64 else torch.float64
+            return _real_overflows(value.real, part) or _real_overflows(value.imag, part)
+        if value.imag != 0:
+            return True
+        value = value.real
+    if dtype.is_complex:
+        dtype = torch.float32 if dtype == torch.complex64 else torch.float64
+    return _real_overflows(value, dtype)
+
+
+def check_scalar_fits(value: object, dtype: torch.dtype, op: str, numel: int | None = None) -> None:
+    """Raises RuntimeError, as CPU does, where `op` would convert the Python scalar `value` to `dtype` with overflow.
+
+    CPU checks the ops that store a Scalar into a tensor of the tensor's own type (fill_, full, masked_fill,
+    index_fill, scatter's value, clamp's bounds, where's scalar operand, add's alpha); it does not check arithmetic
+    with a wrapped scalar (`int8_tensor + 1000` wraps), so callers are those ops only. `numel` is the filled
+    tensor's size for fill_: CPU fills a one-element tensor on a path that checks no Half or BFloat16 value.
+    """
+    if numel == 1 and dtype in (torch.float16, torch.bfloat16):
+        return
+    if scalar_overflows(value, dtype):
+        lo_hi = (torch.iinfo(dtype) if not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+                 else None)
+        valid = f" (valid range [{lo_hi.min}, {lo_hi.max}])" if lo_hi is not None else ""
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES.get(dtype, str(dtype))} without overflow: "
+                           f"{op} got {value!r} for a {dtype} tensor{valid}")
+
+
 def table() -> list[tuple[str, str]]:
     """(family, supported dtypes) rows, as docs/install.md shows them."""
     return [(family, _names(dtypes)) for family, dtypes in FAMILIES.items()]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import torch
 
 from torchtpu.ops import prims as P
+from torchtpu.ops.matmul import mxu_dtypes
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -111,6 +112,7 @@ def _out_dtype(x: Sym, w: Sym) -> torch.dtype:
 @lower(aten.convolution.default, graph_only=True)
 def convolution(input: Sym, weight: Sym, bias: Sym | None, stride: list[int], padding: list[int],  # noqa: A002
                 dilation: list[int], transposed: bool, output_padding: list[int], groups: int) -> Sym:
+    mxu_dtypes("aten::convolution", input, weight, bias)
     n = weight.ndim - 2
     stride, padding, dilation = _expand(stride, n), _expand(padding, n), _expand(dilation, n)
     dtype = _out_dtype(input, weight)
@@ -131,6 +133,7 @@ def convolution(input: Sym, weight: Sym, bias: Sym | None, stride: list[int], pa
 def convolution_backward(grad_output: Sym, input: Sym, weight: Sym, stride: list[int],  # noqa: A002
                          padding: list[int], dilation: list[int], transposed: bool, output_padding: list[int],
                          groups: int, output_mask: list[bool]) -> tuple[Sym | None, Sym | None, Sym | None]:
+    mxu_dtypes("aten::convolution_backward", grad_output, input, weight)
     n = weight.ndim - 2
     stride, padding, dilation = _expand(stride, n), _expand(padding, n), _expand(dilation, n)
     dtype = _out_dtype(input, weight)

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import prims as P
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
@@ -28,6 +29,7 @@ def _scaled(other: Any, alpha: Any) -> Any:
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
     if alpha != 1:
+        check_scalar_fits(alpha, result, "add(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
     return P.convert(P.binary("add", P.convert(self, compute), other), result)
 
@@ -45,6 +47,7 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     compute, result = P.result_dtype(self, other)
     if alpha != 1:
+        check_scalar_fits(alpha, result, "sub(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
     return P.convert(P.binary("subtract", P.convert(self, compute), other), result)
 
@@ -267,6 +270,10 @@ for _packet, _name in ((aten.bitwise_and, "and"), (aten.bitwise_or, "or"), (aten
 
 @lower(aten.where.self)
 def where(condition: Sym, self: Any, other: Any) -> Sym:
+    _, result = P.result_dtype(self, other)
+    if not (result.is_floating_point or result.is_complex):  # CPU checks a scalar operand for integer results only
+        check_scalar_fits(self, result, "where(): self")
+        check_scalar_fits(other, result, "where(): other")
     return P.where(condition, self, other)
 
 
@@ -275,6 +282,7 @@ def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
     if isinstance(value, Sym):
         value = P.convert(value, self.dtype)
     else:
+        check_scalar_fits(value, self.dtype, "masked_fill()")
         value = P.const(value, self.dtype)
     shape = P.broadcast_shapes(self.shape, mask.shape)
     m = P.broadcast_to(P.convert(mask, torch.bool), shape)
@@ -286,6 +294,8 @@ def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - A
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     compute, result = P.result_dtype(self, min, max)
+    check_scalar_fits(min, result, "clamp(): min")
+    check_scalar_fits(max, result, "clamp(): max")
     x = P.convert(self, compute)
     if min is not None:
         x, lo = P.prepare([x, min], compute)
@@ -372,6 +382,7 @@ def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self
 
 @lower(aten.addcmul.default, float_inputs=True)
 def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
+    check_scalar_fits(value, P.result_dtype(self, tensor1, tensor2)[1], "addcmul(): value")
     return self + value * tensor1 * tensor2 if value != 1 else self + tensor1 * tensor2  # ATen's order
 
 
@@ -397,6 +408,7 @@ def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
 def fill(self: Sym, value: Any) -> Sym:
     if isinstance(value, Sym):
         return P.broadcast_to(P.convert(value, self.dtype), self.shape)
+    check_scalar_fits(value, self.dtype, "fill_()", self.numel())
     return P.full(value, self.shape, self.dtype)
 
 

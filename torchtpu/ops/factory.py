@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -50,6 +51,7 @@ def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = N
 def full(size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, layout: Any = None,
          device: Any = None, pin_memory: Any = None) -> Sym:
     out = dtype or (torch.bool if isinstance(fill_value, bool) else _dtype(None, fill_value))
+    check_scalar_fits(fill_value, out, "full()")
     return P.full(fill_value, tuple(size), out)
 
 

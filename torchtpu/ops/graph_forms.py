@@ -10,10 +10,12 @@ convolution to the lowered `convolution(_backward)_overrideable`). Each is the `
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
+from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import conv
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
@@ -41,12 +43,14 @@ def convert_element_type(x: Sym, dtype: torch.dtype) -> Sym:
 
 @lower(aten.scalar_tensor.default, graph_only=True)
 def scalar_tensor(value: Any, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    check_scalar_fits(value, dtype or torch.get_default_dtype(), "scalar_tensor()", 1)
     return P.const(value, dtype or torch.get_default_dtype())
 
 
 # Factories that stay as ops in functional graphs; eager mode builds them from empty + fill_.
 @lower(aten.full_like.default, graph_only=True)
 def full_like(x: Sym, fill_value: Any, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    check_scalar_fits(fill_value, dtype or x.dtype, "full_like()", x.numel())
     return P.full(fill_value, x.shape, dtype or x.dtype)
 
 
@@ -62,6 +66,7 @@ def ones_like(x: Sym, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
 
 @lower(aten.new_full.default, graph_only=True)
 def new_full(x: Sym, size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
+    check_scalar_fits(fill_value, dtype or x.dtype, "new_full()", math.prod(size))
     return P.full(fill_value, tuple(size), dtype or x.dtype)
 
 

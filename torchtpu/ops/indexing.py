@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -67,6 +68,7 @@ def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str) -> Sym:
         return self
     index = _scatter_check(index, "scatter", d, self.shape[d] if self.ndim else 1)
     if not isinstance(src, Sym):
+        check_scalar_fits(src, self.dtype, "scatter(): value")  # after the dim check, unless nothing is written
         src = P.full(src, index.shape, self.dtype)
     else:
         if src.shape != index.shape:

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import check_scalar_fits
 from torchtpu.execution import eager
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
@@ -307,8 +308,10 @@ def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
 @lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar)
 def index_fill(self: Sym, dim: int, index: Sym, value: Any) -> Sym:
     if self.ndim == 0:
+        check_scalar_fits(value, self.dtype, "index_fill()")
         return P.broadcast_to(P.convert(value, self.dtype), ()) if index.numel() else self
     d = P.canon_dim(dim, self.ndim)
+    check_scalar_fits(value, self.dtype, "index_fill()")
     n = self.shape[d]
     idx = P.reshape(P.convert(index, torch.int64), (-1,))
     k = idx.shape[0]

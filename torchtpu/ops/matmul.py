@@ -7,11 +7,19 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import check_family
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
 aten = torch.ops.aten
+
+
+def mxu_dtypes(op: str, *operands: Sym | None) -> None:
+    """Refuses an operand dtype outside the MXU family's set (dtypes.FAMILIES), naming it, the op and the set."""
+    for x in operands:
+        if x is not None:
+            check_family(x.dtype, op, "matmul, conv (MXU)")
 
 
 def _check_2d(name: str, a: Sym, b: Sym) -> None:
@@ -22,6 +30,7 @@ def _check_2d(name: str, a: Sym, b: Sym) -> None:
 @lower(aten.mm.default)
 def mm(self: Sym, mat2: Sym) -> Sym:
     _check_2d("mm", self, mat2)
+    mxu_dtypes("aten::mm", self, mat2)
     return P.matmul(self, mat2)
 
 
@@ -32,6 +41,7 @@ def bmm(self: Sym, mat2: Sym) -> Sym:
     if self.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{self.shape[0]}, {self.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    mxu_dtypes("aten::bmm", self, mat2)  # after the shape checks, as CPU's dispatch on dtype comes last
     return P.matmul(self, mat2)
 
 
@@ -51,27 +61,32 @@ def _scale_add(bias: Sym, product: Sym, beta: Any, alpha: Any) -> Sym:
 @lower(aten.addmm.default)
 def addmm(self: Sym, mat1: Sym, mat2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
     _check_2d("addmm", mat1, mat2)
+    mxu_dtypes("aten::addmm", self, mat1, mat2)
     return _scale_add(self, P.matmul(mat1, mat2), beta, alpha)
 
 
 @lower(aten.baddbmm.default)
 def baddbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
+    mxu_dtypes("aten::baddbmm", self, batch1, batch2)
     return _scale_add(self, bmm(batch1, batch2), beta, alpha)
 
 
 @lower(aten.addbmm.default)
 def addbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
+    mxu_dtypes("aten::addbmm", self, batch1, batch2)
     product = P.reduce(bmm(batch1, batch2), "sum", (0,))
     return _scale_add(self, product, beta, alpha)
 
 
 @lower(aten.mv.default)
 def mv(self: Sym, vec: Sym) -> Sym:
+    mxu_dtypes("aten::mv", self, vec)
     return P.reshape(P.matmul(self, P.reshape(vec, (vec.shape[0], 1))), (self.shape[0],))
 
 
 @lower(aten.addmv.default)
 def addmv(self: Sym, mat: Sym, vec: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
+    mxu_dtypes("aten::addmv", self, mat, vec)
     return _scale_add(self, mv(mat, vec), beta, alpha)
 
 
@@ -83,6 +98,7 @@ def dot(self: Sym, tensor: Sym) -> Sym:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src "
                            f"[{tensor.shape[0]}] to have the same number of elements, but got "
                            f"{self.shape[0]} and {tensor.shape[0]} elements respectively")
+    mxu_dtypes("aten::dot", self, tensor)
     return P.reshape(P.matmul(P.reshape(self, (1, -1)), P.reshape(tensor, (-1, 1))), ())
 
 

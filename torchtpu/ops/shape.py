@@ -17,6 +17,11 @@ aten = torch.ops.aten
 @lower(aten.flip.default)
 def flip(self: Sym, dims: list[int]) -> Sym:
     d = P.canon_dims(dims, self.ndim)
+    seen: set[int] = set()
+    for dim in ([P.canon_dim(x, self.ndim) for x in dims] if self.ndim else ()):
+        if dim in seen:
+            raise RuntimeError(f"dim {dim} appears multiple times in the list of dims")
+        seen.add(dim)
     return P.emit1("reverse", [self], dimensions=d) if d else self
 
 
@@ -59,16 +64,22 @@ def as_strided_scatter(self: Sym, src: Sym, size: list[int], stride: list[int], 
 
 
 def unfold(self: torch.Tensor, dimension: int, size: int, step: int) -> torch.Tensor:
-    """Tensor.unfold is a view: new sizes and strides over the same storage (the shim's as_strided)."""
-    if self.ndim == 0:
-        if size > 1:
-            raise RuntimeError(f"maximum size for tensor at dimension 0 is 1 but size is {size}")
-        return self.as_strided((1,), (1,), self.storage_offset())
-    d = dimension % self.ndim
-    if size > self.shape[d]:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {self.shape[d]} but size is {size}")
+    """Tensor.unfold is a view: new sizes and strides over the same storage (the shim's as_strided); ATen's
+    checks in its order (dim range, size >= 0, size <= the dim's size, step > 0)."""
+    rank = max(self.ndim, 1)
+    if not -rank <= dimension < rank:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got "
+                         f"{dimension})")
+    d = dimension % rank
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    max_size = self.shape[d] if self.ndim else 1
+    if size > max_size:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {max_size} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
+    if self.ndim == 0:
+        return self.as_strided((size,), (1,), self.storage_offset())
     sizes, strides = list(self.shape), list(self.stride())
     sizes[d] = (self.shape[d] - size) // step + 1
     strides[d] = self.stride(d) * step
