@@ -11,7 +11,7 @@ import torch
 from torchtpu.ops import prims as P
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -142,6 +142,9 @@ def logit_backward(grad_output: Sym, self: Sym, eps: float | None = None) -> Sym
 def _shift(self: Any, other: Any, left: bool) -> Sym:
     compute, result = P.result_dtype(self, other)
     a, s = P.prepare([self, other], compute)
+    if result == torch.bool or result.is_floating_point or result.is_complex:  # after the shape check, as ATen
+        raise NotImplementedError(f'"{"lshift" if left else "rshift"}" not implemented for '
+                                  f"'{aten_type_name(result)}' (tpu shifts integer tensors)")
     bits = 8 * {torch.int64: 8, torch.int32: 4, torch.int16: 2}.get(compute, 1)
     out_of_range = P.emit1("or", [P.compare("LT", s, 0), P.compare("GE", s, bits)])
     safe = P.where(out_of_range, P.zeros_like(s), s)
