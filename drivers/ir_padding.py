@@ -34,10 +34,17 @@ def ELEMENTWISE(op: Op, tags: list[Tags]) -> Tags | None:  # noqa: N802
     out: Tags = {}
     for t in tags:
         for axis, tag in t.items():
-            if axis in out and out[axis] != tag:
+            if not _join(out, axis, tag):
                 return None
-            out[axis] = tag
     return out
+
+
+def _join(out: Tags, axis: int, tag: Tag) -> bool:
+    """Adds `axis: tag` to `out`; False when the axis already carries another tag."""
+    if axis in out and out[axis] != tag:
+        return False
+    out[axis] = tag
+    return True
 
 
 def BROADCAST_IN_DIM(op: Op, tags: list[Tags]) -> Tags | None:  # noqa: N802
@@ -156,10 +163,8 @@ def DOT_GENERAL(op: Op, tags: list[Tags]) -> Tags | None:  # noqa: N802
     for a, t in tags[0].items():
         out[lb.index(a) if a in lb else len(lb) + lfree.index(a)] = t
     for a, t in tags[1].items():
-        axis = rb.index(a) if a in rb else len(lb) + len(lfree) + rfree.index(a)
-        if axis in out and out[axis] != t:
+        if not _join(out, rb.index(a) if a in rb else len(lb) + len(lfree) + rfree.index(a), t):
             return None
-        out[axis] = t
     return out
 
 
