@@ -165,6 +165,8 @@ def _same_unary(name: str) -> Any:
             from torchtpu.ops.complex import complex_abs, complex_sgn
 
             return complex_abs(self) if name == "abs" else complex_sgn(self)
+        if name == "not" and (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise NotImplementedError(f'"bitwise_not" not implemented for {aten_type_name(self.dtype)!r}')
         if name == "negate" and self.dtype == torch.bool:
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                                "to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -259,6 +261,9 @@ def logical_not(self: Sym) -> Sym:
 
 def _bitwise(name: str) -> Any:
     def lowering(self: Any, other: Any) -> Sym:
+        _, result = P.result_dtype(self, other)
+        if result.is_floating_point or result.is_complex:
+            raise NotImplementedError(f'"bitwise_{name}" not implemented for {aten_type_name(result)!r}')
         return P.binary(name, self, other)
 
     return lowering
@@ -293,7 +298,13 @@ def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
 def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - ATen's names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if self.dtype.is_floating_point:  # ATen reads a Scalar bound of a float tensor as a double
+        if any(isinstance(b, complex) and b.imag != 0 for b in (min, max)):
+            raise RuntimeError("value cannot be converted to type double without overflow")
+        min, max = (b.real if isinstance(b, complex) else b for b in (min, max))  # noqa: A001
     compute, result = P.result_dtype(self, min, max)
+    if result.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
     check_scalar_fits(min, result, "clamp(): min")
     check_scalar_fits(max, result, "clamp(): max")
     x = P.convert(self, compute)
@@ -308,12 +319,19 @@ def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - A
 
 @lower(aten.clamp_min.default, float_inputs=True)
 def clamp_min(self: Sym, min: Any) -> Sym:  # noqa: A002
+    _no_complex_bound(min)
     return clamp(self, min, None)
 
 
 @lower(aten.clamp_max.default, float_inputs=True)
 def clamp_max(self: Sym, max: Any) -> Sym:  # noqa: A002
+    _no_complex_bound(max)
     return clamp(self, None, max)
+
+
+def _no_complex_bound(bound: Any) -> None:
+    if isinstance(bound, complex):  # clamp_min/clamp_max promote to complex, where clamp reads a double
+        raise NotImplementedError("clamp is not supported for complex types")
 
 
 @lower(aten.relu.default)

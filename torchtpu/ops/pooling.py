@@ -15,17 +15,13 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from torchtpu.ops import pool_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.resize import _pool_out
 from torchtpu.ops.tracing import Sym
 
 aten = torch.ops.aten
-
-
-def _expand(v: Sequence[int] | int, n: int) -> list[int]:
-    v = [v] if isinstance(v, int) else list(v)
-    return v * n if len(v) == 1 else v
 
 
 def _flat_index(coords: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
@@ -92,10 +88,9 @@ def _pool_windows(sizes: Sequence[int], kernel: Sequence[int], stride: Sequence[
 def _max_pool(nd: int):  # noqa: ANN202
     def forward(self: Sym, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
                 dilation: Sequence[int] = (1,), ceil_mode: bool = False) -> tuple[Sym, Sym]:
-        k = _expand(kernel_size, nd)
-        s = _expand(stride, nd) if stride else k
+        k, s, p, d = pool_checks.params("max", nd, self.shape, kernel_size, stride, padding, dilation, ceil_mode)
         sizes = self.shape[self.ndim - nd:]
-        windows = _pool_windows(sizes, k, s, _expand(padding, nd), _expand(dilation, nd), ceil_mode)
+        windows = _pool_windows(sizes, k, s, p, d, ceil_mode)
         grid, valid, outs = _window_grid(sizes, windows)
         return _window_max(self, nd, grid, valid, outs)
 
@@ -121,6 +116,7 @@ def _scatter_back(grad_output: Sym, self: Sym, indices: Sym, nd: int) -> Sym:
 def _max_pool_backward(nd: int):  # noqa: ANN202
     def backward(grad_output: Sym, self: Sym, kernel_size: Sequence[int], stride: Sequence[int],
                  padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool, indices: Sym) -> Sym:
+        pool_checks.params("max", nd, self.shape, kernel_size, stride, padding, dilation, ceil_mode)
         return _scatter_back(grad_output, self, indices, nd)
 
     return backward

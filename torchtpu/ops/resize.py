@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+from torchtpu.ops import pool_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -322,6 +323,7 @@ def _avg_pool(nd: int) -> Callable[..., Sym]:
     def forward(self: Sym, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
                 ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None
                 ) -> Sym:
+        pool_checks.params("avg", nd, self.shape, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
         mats, inv = _avg_parts(self.shape, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
                                divisor_override)
         summed = apply_dims(P.convert(self, _acc(self)), mats, self.ndim - nd)
@@ -335,6 +337,7 @@ def _avg_pool_backward(nd: int) -> Callable[..., Sym]:
     def backward(grad_output: Sym, self: Sym, kernel_size: Sequence[int], stride: Sequence[int],
                  padding: Sequence[int], ceil_mode: bool, count_include_pad: bool, divisor_override: int | None
                  ) -> Sym:
+        pool_checks.params("avg", nd, self.shape, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
         mats, inv = _avg_parts(self.shape, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
                                divisor_override)
         g = P.convert(grad_output, _acc(grad_output))

@@ -1,0 +1,121 @@
+"""ATen's argument and shape checks of max and average pooling (2d and 3d, forward and backward), made before a
+pooling lowering builds its windows, so invalid input raises CPU's error class and message instead of giving a
+result (a negative padding or a kernel larger than the input used to give an empty output).
+
+The rules and their order follow ATen's `Pool.h` (`pooling_output_shape`, `pool2d_shape_check`,
+`pool3d_shape_check`) and the avg/max pooling meta functions; `tests/test_pool_checks.py` compares every case with
+CPU. `params` returns the per-dimension kernel, stride, padding and dilation the lowerings use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+_WORDS = {2: "two", 3: "three"}
+
+
+def _per_dim(value: Sequence[int] | int, nd: int, message: str, *, empty_ok: bool = False) -> list[int] | None:
+    v = [value] if isinstance(value, int) else list(value)
+    if empty_ok and not v:
+        return None
+    if len(v) not in (1, nd):
+        raise RuntimeError(message)
+    return v * nd if len(v) == 1 else v
+
+
+def _messages(kind: str, nd: int) -> dict[str, str]:
+    name, n = f"{kind}_pool{nd}d", _WORDS[nd]
+    if kind == "avg" and nd == 3:
+        return {"kernel_size": f"{name}: kernel_size must be a single int, or a tuple of {n} ints",
+                "stride": f"{name}: stride must be omitted, a single int, or a tuple of {n} ints",
+                "padding": f"{name}: padding must be a single int, or a tuple of {n} ints"}
+    return {"kernel_size": f"{name}: kernel_size must either be a single int, or a tuple of {n} ints",
+            "stride": f"{name}: stride must either be omitted, a single int, or a tuple of {n} ints",
+            "padding": f"{name}: padding must either be a single int, or a tuple of {n} ints",
+            "dilation": f"{name}: dilation must be either a single int, or a tuple of {n} ints"}
+
+
+def output_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """ATen's `pooling_output_shape` with its checks (stride, padding's sign and its bound by the kernel)."""
+    if s == 0:
+        raise RuntimeError("stride should not be zero")
+    if p < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+    if p > ((k - 1) * d + 1) // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                           f"kernel_size={k} and dilation={d}")
+    out = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def params(kind: str, nd: int, shape: Sequence[int], kernel_size: Sequence[int] | int,
+           stride: Sequence[int] | int, padding: Sequence[int] | int, dilation: Sequence[int] | int = 1,
+           ceil_mode: bool = False, divisor_override: int | None = None
+           ) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Checks one pooling call as ATen does (`kind` "max" or "avg", `nd` 2 or 3, `shape` the input's) and returns
+    (kernel, stride, padding, dilation) per pooled dimension."""
+    msg = _messages(kind, nd)
+    k = _per_dim(kernel_size, nd, msg["kernel_size"])
+    s = _per_dim(stride, nd, msg["stride"], empty_ok=True) or list(k)
+    p = _per_dim(padding, nd, msg["padding"])
+    d = _per_dim(dilation, nd, msg["dilation"]) if kind == "max" else [1] * nd
+    ndim = len(shape)
+    if (kind == "max" and ndim not in (nd + 1, nd + 2)) or (kind == "avg" and nd == 3 and ndim not in (4, 5)):
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if kind == "avg" and divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    if kind == "avg" and nd == 2 and ndim < 3:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got -3)")
+    spatial = list(shape[ndim - nd:])
+    outs = [output_size(n, *a, ceil_mode) for n, *a in zip(spatial, k, s, p, d)]
+    if nd == 2:
+        _check_2d(shape, k, s, d, p, outs)
+    else:
+        _check_3d(kind, shape, k, s, d, p, outs)
+    return k, s, p, d
+
+
+def _positive(what: str, values: Sequence[int], names: str) -> None:
+    if any(v <= 0 for v in values):
+        got = " ".join(f"{n}: {v}" for n, v in zip(names.split(), values))
+        raise RuntimeError(f"{what} should be greater than zero, but got {got}")
+
+
+def _too_small(shape: Sequence[int], nd: int, outs: Sequence[int]) -> None:
+    if min(outs) < 1:
+        planes = shape[-nd - 1] if len(shape) > nd else 1
+        given = "x".join(str(v) for v in (planes, *shape[len(shape) - nd:]))
+        calc = "x".join(str(v) for v in (planes, *outs))
+        raise RuntimeError(f"Given input size: ({given}). Calculated output size: ({calc}). Output size is too small")
+
+
+def _check_2d(shape: Sequence[int], k: list[int], s: list[int], d: list[int], p: list[int], outs: list[int]) -> None:
+    _positive("kernel size", k, "kH kW")
+    _positive("stride", s, "dH dW")
+    _positive("dilation", d, "dilationH dilationW")
+    ndim = len(shape)
+    valid = ndim >= 3 and shape[1] != 0 and shape[2] != 0  # ATen: sizes 1 and 2 whatever the rank
+    if not ((ndim == 3 and shape[0] != 0 and valid) or (ndim == 4 and valid and shape[3] != 0)):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:"
+                           f"[{', '.join(map(str, shape))}]")
+    _too_small(shape, 2, outs)
+
+
+def _check_3d(kind: str, shape: Sequence[int], k: list[int], s: list[int], d: list[int], p: list[int],
+              outs: list[int]) -> None:
+    _positive("kernel size", k, "kT kH kW")
+    _positive("stride", s, "dT dH dW")
+    _positive("dilation", d, "dilationT dilationH dilationW")
+    ndim = len(shape)
+    for size in shape[1:] if ndim == 5 else shape:
+        if size <= 0:
+            raise RuntimeError(f"{kind}_pool3d(): Expected input's non-batch dimensions to have positive length, but "
+                               f"input has a shape of [{', '.join(map(str, shape))}] and non-batch dimension {size} "
+                               "has length zero!")
+    t, h, w = shape[-3:]
+    if kind == "avg" and (t < k[0] or h < k[1] or w < k[2]):
+        raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
+                           f"(kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+    _too_small(shape, 3, outs)
