@@ -57,7 +57,7 @@ def test_pooling_raises_and_computes_as_cpu(kind: str, nd: int):
             raised += 1
             assert _text(tpu_msg) == _text(cpu_msg), f"{where}: cpu {cpu_msg!r}, tpu {tpu_msg!r}"
         checked += 1
-    assert raised > checked // 3 and checked - raised > 5
+    assert raised > checked // 3 and checked - raised >= 4  # both outcomes are exercised
 
 
 @pytest.mark.parametrize("nd", (2, 3))
