@@ -262,7 +262,7 @@ class SimDriver(Driver):
         super().__init__(cache_size)
         if chips is not None:
             if chip is not None or devices is not None or topology is not None:
-                raise ValueError("SimDriver: give chips= (one per device), topology= or chip=/devices=, not several")
+                raise ValueError("SimDriver: give chips= (one per device), topology= or chip=/devices=; not both")
             if not chips:
                 raise ValueError("SimDriver: chips= must name at least one chip")
             specs = [get_chip(c) for c in chips]
