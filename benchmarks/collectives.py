@@ -37,7 +37,7 @@ from typing import Any
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-# 256M is left to `--ranks 2 --sizes 256M`: gloo's reduce-scatter of 256 MiB peaks at ~4.4 GB per rank (measured),
+# 256M is left to `--ranks 2 --sizes 256M`: on 4 ranks its reduce-scatter peaked at ~4.4 GB in one rank (measured),
 # more than 4 ranks of a shared 2-core, 23 GB machine can hold
 DEFAULT_SIZES = "1K,4K,16K,64K,256K,1M,4M,16M,64M"
 T_MIN = 1e-6  # per hop [SB-shard]
