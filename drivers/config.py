@@ -11,6 +11,7 @@ is parsed by this table. A default is a callable (`Var.default`), evaluated when
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ class Var:
     parse: Callable[[str], Any]  # raises ValueError (its message is the reason) for a bad value
     meaning: str
     shown_default: str = ""  # the default as docs/install.md shows it
+    after: tuple[str, ...] = ()  # variables whose values the parse reads too (a cached value follows them)
 
     @classmethod
     def of(cls, name: str, default: str | Callable[[], Any], valid: str | Callable[[], str],
@@ -151,6 +153,21 @@ def _cache_dir(raw: str) -> str:
     return path
 
 
+def _topology(raw: str) -> tuple[int, ...]:
+    """A slice shape such as 2x2, checked against the chip generation of TORCHTPU_CHIP (its chip-table entry)."""
+    from torchtpu.sim.topology import check_shape, parse_shape
+
+    shape = parse_shape(raw)
+    check_shape(shape, get("TORCHTPU_CHIP"))
+    return shape
+
+
+def _topology_forms() -> str:
+    from torchtpu.sim.topology import SHAPE_FORMS
+
+    return SHAPE_FORMS
+
+
 def _default_cache_dir() -> str:
     return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "torchtpu")
 
@@ -177,6 +194,11 @@ VARS: dict[str, Var] = {v.name: v for v in (
         "sim MXU summation order: systolic order (exact) or BLAS on bf16 splits (fast)"),
     Var.of("TORCHTPU_NUM_DEVICES", "1", f"an integer in 1..{MAX_DEVICES}", _int_in(1, MAX_DEVICES),
         "how many devices the driver exposes (sim: simulated chips; pjrt: at most the platform's)"),
+    dataclasses.replace(Var.of("TORCHTPU_TOPOLOGY", lambda: None, _topology_forms, _topology,
+        "the simulated slice's ICI torus shape (unset: TORCHTPU_NUM_DEVICES chips of one host)"),
+        after=("TORCHTPU_CHIP",)),
+    Var.of("TORCHTPU_HOSTS", lambda: None, "an integer >= 1, a multiple of the slice's hosts (unset: one slice)",
+        _int_in(1, None), "hosts of the simulated system: slices of TORCHTPU_TOPOLOGY joined by DCN"),
     Var.of("TORCHTPU_PJRT_CHECKS", "1", BOOL_VALUES, _bool,
         "pjrt: check index ranges and integer division on the device (0: XLA's clamping)"),
     Var.of("TORCHTPU_PJRT_DONATE", "auto", f"auto, {BOOL_VALUES}", _auto_bool,
@@ -227,13 +249,14 @@ def parse(name: str, raw: str) -> Any:
 def get(name: str) -> Any:
     """The parsed value of `name` from the environment (its default when unset or empty)."""
     raw = _raw(name)
-    seen = _seen.get(name)
-    if seen is not None and seen[0] == raw:
-        return seen[1]
     var = VARS[name]
+    key: Any = (raw, *map(_raw, var.after)) if var.after else raw
+    seen = _seen.get(name)
+    if seen is not None and seen[0] == key:
+        return seen[1]
     value = var.default() if raw is None or raw.strip() == "" else parse(name, raw)
     if raw or var.shown_default != DYNAMIC:  # a callable default may follow other variables: evaluated anew
-        _seen[name] = (raw, value)
+        _seen[name] = (key, value)
     return value
 
 

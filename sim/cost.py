@@ -11,8 +11,8 @@ Equations (docs/sim.md has the derivations):
 * An op's device time is max(mxu, vpu, hbm) (units overlap [SB-roof]); `bound` names the largest term, or
   "launch" when even that is below the host launch overhead of one executable (the op is launch-bound when
   run op by op). Fused regions add unit times and charge only their external bytes to HBM.
-* ICI collectives follow [SB-shard] (bidirectional ring over W = ici_link_bw_bidi, 1 us per hop latency
-  floor, no-wraparound axes pay 2(N-1)/N more).
+* ICI collectives: `torchtpu.sim.ici.collective_time` ([SB-shard]: bidirectional ring over W = ici_link_bw_bidi,
+  exact (N-1)/N ring factor, 1 us per hop latency floor, a no-wraparound axis at half the bandwidth).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .chips import ChipSpec, get_chip
+from .ici import COLLECTIVES, Axis, collective_time, ring_hops
 from .systolic import mxu_schedule, systolic_cycles, systolic_report
 
 __all__ = ["COLLECTIVES", "CostModel", "CostRecord", "dtype_bytes", "systolic_cycles", "systolic_report"]
@@ -35,7 +36,6 @@ SPLIT_OPS = {"DEFAULT": 1, "HIGH": 4, "HIGHEST": 7}
 COMBINE_OPS = {"DEFAULT": 0, "HIGH": 5, "HIGHEST": 8}
 HOP_LATENCY_S = 1e-6  # T_min per ICI hop [SB-shard]
 EUP_ELEMS_PER_CYCLE_PER_CORE = 8 * 128 / 2  # derived: one 8x128 vreg every 2 cycles ([AYK] EUP interval 2)
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
 
 _DTYPE_BYTES = {
     "float64": 8, "f64": 8, "int64": 8, "s64": 8, "uint64": 8, "complex64": 8,
@@ -180,32 +180,26 @@ class CostModel:
     # ---------------------------------------------------------------- ICI
     def collective(self, kind: str, nbytes: int, axis_sizes: tuple[int, ...],
                    wraparound: bool | None = None) -> CostRecord:
-        """Collective over mesh axes `axis_sizes` ([SB-shard]); `nbytes` = V, the full (gathered) array.
+        """Collective over torus axes `axis_sizes` of this chip; `nbytes` = V, the full (gathered) array.
 
-        all_gather / reduce_scatter: T = max(T_min * sum(hops), V * f / (W * n_axes)), W = bidirectional
-        link bandwidth, hops = N/2 per wrapped axis (N-1 without wraparound), f = max over axes of 1 (ring) or
-        2(N-1)/N (line). all_reduce = 2x, all_to_all = 1/4x of all_gather. permute: one hop of V bytes
-        one-way. wraparound None asks the chip (ChipSpec.has_wraparound) per axis.
+        The time is `torchtpu.sim.ici.collective_time` ([SB-shard], exact (n-1)/n ring factor kept): one
+        formula, shared with the perfmodel and tpu_dist. Each axis runs at the chip's bidirectional link
+        bandwidth when it wraps and at half of it when it is a line; wraparound None asks the chip
+        (ChipSpec.has_wraparound) per axis.
         """
         if kind not in COLLECTIVES:
             raise ValueError(f"invalid collective {kind!r}; valid: {', '.join(COLLECTIVES)}")
         c = self.chip
-        axes = [int(a) for a in axis_sizes if int(a) > 1]
-        if not axes:
+        sizes = [int(a) for a in axis_sizes if int(a) > 1]
+        if not sizes:
             return self._finish(kind, 0.0, 0.0, 0.0, 0.0, 0.0, detail={"axes": ()})
-        if kind == "permute":
-            t = max(HOP_LATENCY_S, nbytes / c.ici_link_bw_oneway)
-            return self._finish(kind, 0.0, 0.0, 0.0, 0.0, 0.0, ici_s=t, ici_bytes=nbytes,
-                                detail={"axes": tuple(axes)})
-        wraps = [c.has_wraparound(a) if wraparound is None else bool(wraparound) for a in axes]
-        hops = sum(a // 2 if w else a - 1 for a, w in zip(axes, wraps))
-        factor = max(1.0 if w else 2.0 * (a - 1) / a for a, w in zip(axes, wraps))
-        scale = {"all_gather": 1.0, "reduce_scatter": 1.0, "all_reduce": 2.0, "all_to_all": 0.25}[kind]
-        t_bw = scale * nbytes * factor / (c.ici_link_bw_bidi * len(axes))
-        t_lat = HOP_LATENCY_S * hops * (2 if kind == "all_reduce" else 1)
-        t = max(t_lat, t_bw)
+        wraps = [c.has_wraparound(a) if wraparound is None else bool(wraparound) for a in sizes]
+        axes = [Axis(a, w, c.ici_link_bw_bidi) for a, w in zip(sizes, wraps)]
+        t = collective_time(kind, nbytes, axes, HOP_LATENCY_S)
+        scale = {"all_reduce": 2.0, "all_to_all": 0.25}.get(kind, 1.0)
         return self._finish(kind, 0.0, 0.0, 0.0, 0.0, 0.0, ici_s=t, ici_bytes=nbytes * scale,
-                            detail={"axes": tuple(axes), "wraparound": tuple(wraps), "hops": hops})
+                            detail={"axes": tuple(sizes), "wraparound": tuple(wraps),
+                                    "hops": sum(ring_hops(a) for a in axes)})
 
 
 def _prod(xs: Sequence[int]) -> int:

@@ -26,6 +26,8 @@ BAD = {
     "TORCHTPU_CPU_FALLBACK": ["maybe"],
     "TORCHTPU_MXU_MODE": ["bogus"],
     "TORCHTPU_NUM_DEVICES": ["0", "65", "two", "-1"],
+    "TORCHTPU_TOPOLOGY": ["abc", "0x2", "2x2x2x2", "2x", "2x2x2", "32x4", "3x4", "32x32"],  # last four: not a v5e slice
+    "TORCHTPU_HOSTS": ["0", "two"],
     "TORCHTPU_PJRT_CHECKS": ["off"],
     "TORCHTPU_PJRT_DONATE": ["sometimes"],
     "TORCHTPU_PJRT_MXU_PASSES": ["6"],
@@ -41,6 +43,8 @@ GOOD = {
     "TORCHTPU_SHAPE_BUCKETS": [("pow2", "pow2"), ("256,128,128", (128, 256))],
     "TORCHTPU_MAX_REGION_OPS": [("1", 1), ("20000", 20000)],
     "TORCHTPU_NUM_DEVICES": [("64", 64)],
+    "TORCHTPU_TOPOLOGY": [("2x2", (2, 2)), (" 2X2x1 ", (2, 2, 1)), ("8", (8,)), ("16x16", (16, 16))],
+    "TORCHTPU_HOSTS": [("4", 4)],
     "TORCHTPU_PJRT_DONATE": [("auto", None), ("0", False)],
     "TORCHTPU_FAST_LAUNCH": [("0", False), ("1", True)],
 }

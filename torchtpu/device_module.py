@@ -71,8 +71,8 @@ def _index(d: Any = None) -> int:
     if not 0 <= index < count:
         raise InvalidDeviceError(
             f"tpu:{index} is not a device of this process (invalid device ordinal {index}); valid indices are "
-            f"0..{count - 1} ({count} tpu device{'s' if count != 1 else ''}; TORCHTPU_NUM_DEVICES sets how many the "
-            "simulator has)")
+            f"0..{count - 1} ({count} tpu device{'s' if count != 1 else ''}: this host's chips; TORCHTPU_NUM_DEVICES "
+            "or TORCHTPU_TOPOLOGY sets how many the simulator has)")
     return index
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from torchtpu.sim import mxu
 from torchtpu.sim.chips import ChipSpec, get_chip
 from torchtpu.sim.cost import CostModel, CostRecord
 from torchtpu.sim.timeline import Timeline
+from torchtpu.sim.topology import Topology
 
 try:  # numpy >= 2: the error state is a context variable holding an "extobj" capsule
     from numpy._core._ufunc_config import _extobj_contextvar
@@ -77,6 +79,46 @@ _IGNORE_ERRORS = _IgnoreErrors()
 
 def chip_from_env() -> ChipSpec:
     return get_chip(config.get("TORCHTPU_CHIP"))
+
+
+def topology_from_env(chip: ChipSpec | None = None) -> Topology:
+    """The simulated system of TORCHTPU_TOPOLOGY / TORCHTPU_HOSTS on TORCHTPU_CHIP (sim/topology.py); unset: the
+    default of TORCHTPU_NUM_DEVICES chips on one host. A bad combination raises ConfigError naming the variables."""
+    spec = chip or chip_from_env()
+    shape = config.get("TORCHTPU_TOPOLOGY")
+    hosts = config.get("TORCHTPU_HOSTS")
+    if shape is None:
+        if hosts is not None:
+            raise config.ConfigError(f"TORCHTPU_HOSTS={hosts} needs TORCHTPU_TOPOLOGY (the slice shape of each "
+                                     "host group); valid: set TORCHTPU_TOPOLOGY too, or unset TORCHTPU_HOSTS")
+        return Topology.single_host(spec, config.get("TORCHTPU_NUM_DEVICES"))
+    try:
+        topo = Topology.of(spec, shape, hosts)
+    except ValueError as exc:
+        raise config.ConfigError(str(exc)) from None
+    if config.is_set("TORCHTPU_NUM_DEVICES") and config.get("TORCHTPU_NUM_DEVICES") != topo.chips_per_host:
+        raise config.ConfigError(
+            f"TORCHTPU_NUM_DEVICES={config.get('TORCHTPU_NUM_DEVICES')} disagrees with TORCHTPU_TOPOLOGY="
+            f"{'x'.join(map(str, shape))}, whose hosts have {topo.chips_per_host} chips; valid: unset "
+            f"TORCHTPU_NUM_DEVICES or set it to {topo.chips_per_host}")
+    return topo
+
+
+def process_host(topo: Topology, environ: Any = None) -> int:
+    """This process's host in `topo`: rank r drives chip r, so RANK // chips_per_host (torchrun's RANK and
+    WORLD_SIZE); 0 outside a distributed launch. A WORLD_SIZE beyond the system's chips raises ConfigError."""
+    env = os.environ if environ is None else environ
+    if not topo.explicit:
+        return 0
+    world, rank = env.get("WORLD_SIZE"), env.get("RANK")
+    if world is not None and world.strip().isdigit() and int(world) > topo.chips:
+        raise config.ConfigError(
+            f"WORLD_SIZE={world} ranks, but TORCHTPU_TOPOLOGY={'x'.join(map(str, topo.shape))} "
+            f"({topo.describe()}, {topo.hosts} host{'s' if topo.hosts > 1 else ''}) has {topo.chips} chips (one "
+            f"rank per chip); valid: at most {topo.chips} ranks, or a larger TORCHTPU_TOPOLOGY / TORCHTPU_HOSTS")
+    if rank is None or not rank.strip().isdigit():
+        return 0
+    return int(rank) // topo.chips_per_host
 
 
 class _Step:
@@ -207,24 +249,38 @@ _MAX_STORAGE_VIEWS = 4096
 
 class SimDriver(Driver):
     """Simulated chips on host memory. `chips` (one spec or name per device) makes devices of different
-    generations; otherwise `devices` (TORCHTPU_NUM_DEVICES) devices of `chip` (TORCHTPU_CHIP)."""
+    generations; `topology` (default TORCHTPU_TOPOLOGY) makes this process's host of a simulated slice, its
+    devices the host's chips; otherwise `devices` (TORCHTPU_NUM_DEVICES) devices of `chip` (TORCHTPU_CHIP)."""
 
     name = "sim"
     strided_operands = True
     wants_frees = False  # storage views are keyed by address, size and dtype: a reused address maps the same memory
 
     def __init__(self, chip: ChipSpec | str | None = None, devices: int | None = None,
-                 chips: Sequence[ChipSpec | str] | None = None, cache_size: int | None = None) -> None:
+                 chips: Sequence[ChipSpec | str] | None = None, cache_size: int | None = None,
+                 topology: Topology | None = None, host: int | None = None) -> None:
         super().__init__(cache_size)
         if chips is not None:
-            if chip is not None or devices is not None:
-                raise ValueError("SimDriver: give chips= (one per device) or chip=/devices=, not both")
+            if chip is not None or devices is not None or topology is not None:
+                raise ValueError("SimDriver: give chips= (one per device), topology= or chip=/devices=; not both")
             if not chips:
                 raise ValueError("SimDriver: chips= must name at least one chip")
             specs = [get_chip(c) for c in chips]
+            topology = Topology.single_host(specs[0], len(specs))
         else:
-            spec = get_chip(chip) if chip is not None else chip_from_env()
-            specs = [spec] * (devices or config.get("TORCHTPU_NUM_DEVICES"))
+            if topology is None:
+                if chip is None and devices is None:
+                    topology = topology_from_env()
+                else:
+                    spec = get_chip(chip) if chip is not None else chip_from_env()
+                    topology = Topology.single_host(spec, devices or config.get("TORCHTPU_NUM_DEVICES"))
+            elif chip is not None or devices is not None:
+                raise ValueError("SimDriver: give topology= or chip=/devices=, not both")
+        self.topology = topology
+        self.host = process_host(topology) if host is None else int(host)
+        self.chip_ids = tuple(topology.host_chips(self.host))  # device i is global chip chip_ids[i]
+        if chips is None:
+            specs = [topology.chip] * len(self.chip_ids)
         self.chips = [SimChip(spec) for spec in specs]
         self._targets = tuple(c.spec for c in self.chips)
         self._storage_views: dict[int, tuple[int, str, np.ndarray]] = {}
@@ -248,14 +304,20 @@ class SimDriver(Driver):
         return len(self.chips)
 
     def device_name(self, index: int) -> str:
-        return f"{self.chips[index].spec.display_name} (simulated)"
+        """The chip's display name, "TPU v5e" style (JAX's device_kind spelling of the generation)."""
+        return self.chips[index].spec.display_name
 
     def device_properties(self, index: int) -> dict[str, Any]:
         c = self.chips[index].spec
+        topo = self.topology
+        gid = self.chip_ids[index]
         return {"name": self.device_name(index), "total_memory": self.chips[index].hbm_limit, "chip": c.name,
                 "bf16_flops": c.bf16_flops, "hbm_bandwidth": c.hbm_bw, "tensorcores": c.tensorcores,
                 "mxus_per_core": c.mxus_per_core, "mxu_shape": (c.mxu_rows, c.mxu_cols),
-                "vmem_bytes_per_core": c.vmem_bytes_per_core, "driver": self.name}
+                "vmem_bytes_per_core": c.vmem_bytes_per_core, "driver": self.name, "simulated": True,
+                "id": gid, "coords": topo.coords(gid), "core_on_chip": 0, "slice_index": topo.slice_of(gid),
+                "process_index": topo.host_of(gid), "topology": "x".join(map(str, topo.shape)),
+                "num_slices": topo.slices, "num_hosts": topo.hosts}
 
     def memory_limit(self, index: int) -> int:
         return self.chips[index].hbm_limit

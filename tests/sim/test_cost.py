@@ -117,21 +117,22 @@ def test_fuse_keeps_intermediates_on_chip():
 
 
 def test_collectives_match_scaling_book_example():
-    """v5e {X:8, Y:4}, AllGather_Y of bf16[2048, 8192]: book predicts 377 us (ring) / 560 us (no wrap)."""
+    """v5e {X:8, Y:4}, AllGather_Y of bf16[2048, 8192]: book predicts 377 us (ring, V/W without the exact (N-1)/N
+    ring factor, which torchtpu.sim.ici keeps: 3/4 of it) / 560 us (no wrap, where 2(N-1)/N already is exact)."""
     cm = CostModel("v5e")
     v = 2048 * 8192 * 2
     ring = cm.collective("all_gather", v, (4,), wraparound=True)
     line = cm.collective("all_gather", v, (4,))  # axis 4 < 16: no wraparound on v5e
-    assert ring.seconds == pytest.approx(377e-6, rel=0.02) and ring.bound == "ici"
+    assert ring.seconds == pytest.approx(377e-6 * 3 / 4, rel=0.02) and ring.bound == "ici"
     assert line.seconds == pytest.approx(560e-6, rel=0.01)
     assert cm.collective("all_reduce", v, (4,), True).seconds == pytest.approx(2 * ring.seconds)
     assert cm.collective("reduce_scatter", v, (4,), True).seconds == pytest.approx(ring.seconds)
     assert cm.collective("all_to_all", v, (4,), True).seconds == pytest.approx(ring.seconds / 4)
     two = cm.collective("all_gather", v, (16, 16))
-    assert two.seconds == pytest.approx(v / (9e10 * 2))
+    assert two.seconds == pytest.approx(v * 255 / 256 / (9e10 * 2))
     tiny = cm.collective("all_gather", 1024, (16,))
     assert tiny.ici_seconds == pytest.approx(8e-6)  # latency floor: 1 us x 16/2 hops
-    assert cm.collective("permute", 9e6, (4,)).seconds == pytest.approx(9e6 / 4.5e10)
+    assert cm.collective("permute", 9e6, (4,)).seconds == pytest.approx(9e6 / 4 / 4.5e10)  # a V/n shard one way
     assert cm.collective("all_reduce", v, (1,)).seconds == 0
     with pytest.raises(ValueError, match="all_reduce"):
         cm.collective("broadcast", v, (4,))

@@ -12,6 +12,8 @@ wraps only where `ChipSpec.has_wraparound` says so, e.g. v5e only at 16 chips [S
 * barrier: the all-reduce latency floor (2·T_min·hops, no bytes).
 * send/recv: one hop, max(T_min, V / one-way link bandwidth) (`ChipSpec.ici_link_bw_oneway` [SB-tpus]).
 T_min = 1 µs per hop [SB-shard].
+With TORCHTPU_TOPOLOGY set, the group's chips are placed on the simulated torus instead (topology.py: rings,
+lines and sub-tori of the group's axes, DCN across slices); send/recv stay one ICI hop.
 
 Charge: a collective is one launch (the chip's host launch overhead). Each rank's local start is
 max(host clock, device free time); the ranks exchange their starts (process_group.py) and every one of them runs
@@ -26,6 +28,7 @@ import threading
 from typing import Any
 
 from torchtpu import runtime
+from torchtpu.distributed import topology
 from torchtpu.perfmodel.collectives import Axis, collective_time
 from torchtpu.sim.chips import ChipSpec, get_chip
 from torchtpu.sim.cost import CostRecord
@@ -67,14 +70,18 @@ def ici_axis(world: int, chip: ChipSpec) -> Axis:
     return Axis(world, chip.has_wraparound(world), chip.ici_link_bw_bidi)
 
 
-def collective_seconds(kind: str, nbytes: float, world: int, chip: ChipSpec) -> float:
-    """Simulated seconds of one collective of `kind` over `world` ranks (see the module docstring for V)."""
+def collective_seconds(kind: str, nbytes: float, world: int, chip: ChipSpec, group: Any = None) -> float:
+    """Simulated seconds of one collective of `kind` over `world` ranks (see the module docstring for V); with
+    TORCHTPU_TOPOLOGY, by the torus positions of `group`'s chips (topology.py)."""
     if kind not in KINDS:
         raise ValueError(f"unknown collective {kind!r}; valid: {', '.join(KINDS)}")
     if world <= 1:
         return 0.0
     if kind in ("send", "recv"):
         return max(HOP_LATENCY_S, nbytes / chip.ici_link_bw_oneway)
+    on_torus = topology.collective_seconds(_MODELLED_AS.get(kind, kind), nbytes, group)
+    if on_torus is not None:
+        return on_torus
     axis = ici_axis(world, chip)
     if kind == "barrier":
         return 2.0 * HOP_LATENCY_S * (world // 2 if axis.wraparound else world - 1)

@@ -26,7 +26,7 @@ import torch._C._distributed_c10d as c10d
 import torch.distributed as dist
 
 from torchtpu import runtime
-from torchtpu.distributed import BACKEND_NAME, clock
+from torchtpu.distributed import BACKEND_NAME, clock, topology
 from torchtpu.distributed.agree import Agreement, Agreer
 from torchtpu.distributed.p2p import PointToPoint, host_copy
 from torchtpu.distributed.work import TpuWork, describe
@@ -184,7 +184,7 @@ class TpuProcessGroup(dist.ProcessGroup):
         for t in outputs:
             runtime.write_from_host(t, staged[id(t)])
         v = nbytes(agreement) if nbytes is not None else float(_nbytes(outputs or inputs))
-        seconds = clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where))
+        seconds = clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
         clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0)
         return TpuWork(list(outputs))
 
@@ -417,4 +417,5 @@ class TpuProcessGroup(dist.ProcessGroup):
 
 def create(store: dist.Store, rank: int, size: int, timeout: timedelta) -> TpuProcessGroup:
     """The factory `Backend.register_backend("tpu_dist", ...)` calls."""
+    topology.check_world(size)
     return TpuProcessGroup(store, rank, size, timeout)
