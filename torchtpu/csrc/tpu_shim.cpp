@@ -258,9 +258,11 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   }
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
               const c10::EventFlag flag) const override {
-    TORCH_CHECK(device_index == -1 || device_index == stream.device_index(), "tpu event of tpu:", device_index,
-                " cannot be recorded on a stream of tpu:", stream.device_index(),
-                ": an event belongs to the device of its first record; record it on a stream of tpu:", device_index);
+    const int event_device = device_index;  // c10::DeviceIndex is a char: print it as a number
+    const int stream_device = stream.device_index();
+    TORCH_CHECK(event_device == -1 || event_device == stream_device, "tpu event of tpu:", event_device,
+                " cannot be recorded on a stream of tpu:", stream_device,
+                ": an event belongs to the device of its first record; record it on a stream of tpu:", event_device);
     check_index(stream.device_index());
     if (*event == nullptr) {
       *event = reinterpret_cast<void*>(g_next_event.fetch_add(1));
