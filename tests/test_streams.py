@@ -116,6 +116,7 @@ def test_elapsed_time_is_simulated_milliseconds() -> None:
     g1.record()
     g1.synchronize()
     assert g0.elapsed_time(g1) == pytest.approx((_last()[0]["end"] - _event_time(g0)) * 1e3)
+    assert start.elapsed_time(g1) == pytest.approx((_last()[0]["end"] - t0) * 1e3)  # tpu event to generic one
 
 
 def _event_time(event: torch.Event) -> float:

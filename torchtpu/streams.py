@@ -195,6 +195,8 @@ class Event(torch.Event):
     def elapsed_time(self, end_event: torch.Event) -> float:
         """Simulated milliseconds from this event to `end_event` (both recorded with enable_timing=True, and
         complete: synchronize the end event first, as with CUDA)."""
+        if not isinstance(end_event, Event):  # the generic event: torch's own checks, then the device guard
+            return super().elapsed_time(end_event)
         if not (self._timing and getattr(end_event, "_timing", False)):
             raise ValueError("Both events must be created with argument 'enable_timing=True'.")
         if _event(self.event_id) is None or _event(end_event.event_id) is None:
