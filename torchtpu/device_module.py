@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -23,8 +21,10 @@ from torchtpu.random import (
     set_rng_state,
     set_rng_state_all,
 )
+from torchtpu.streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
 __all__ = [
+    "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream",
     "EagerMode", "Precision", "current_device", "device", "device_count", "eager_mode", "get_amp_supported_dtype",
     "get_device_name", "get_device_properties", "get_eager_mode", "get_precision", "get_rng_state",
     "get_rng_state_all", "initial_seed", "is_available", "is_bf16_supported", "is_initialized", "manual_seed",
@@ -106,7 +106,7 @@ class device:  # noqa: N801 - the name torch.load and user code expect
 
 
 def synchronize(d: Any = None) -> None:
-    """Waits for every launched op on the device (all pending work is flushed first)."""
+    """Waits for every launched op on the device, on every stream (all pending work is flushed first)."""
     from torchtpu.execution import deferred
 
     deferred.flush()
@@ -165,7 +165,3 @@ def mem_get_info(d: Any = None) -> tuple[int, int]:
     allocated, _, limit, *_ = _counters(d)
     return limit - allocated, limit
 
-
-@contextmanager
-def stream(s: Any = None) -> Iterator[None]:
-    yield

@@ -24,6 +24,7 @@ from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
 from torchtpu.drivers.sim.straight_line import compile_steps
+from torchtpu.drivers.sim.streams import StreamTimeline
 from torchtpu.sim import mxu
 from torchtpu.sim.chips import ChipSpec, get_chip
 from torchtpu.sim.cost import CostModel, CostRecord
@@ -240,7 +241,7 @@ class SimChip:
         if self.launch_overhead < 0:
             raise ValueError(f"{self.spec.name}: launch_overhead_s must be >= 0, got {self.launch_overhead}")
         self.cost_model = CostModel(self.spec)
-        self.timeline = Timeline(self.spec)
+        self.timeline = StreamTimeline(self.spec)  # one queue until streams are used (drivers/sim/streams.py)
         self.hbm_limit = int(self.spec.hbm_bytes)
 
 

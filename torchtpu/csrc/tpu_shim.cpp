@@ -17,7 +17,9 @@
 #include <torch/extension.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -153,6 +155,68 @@ struct TpuAllocator final : c10::Allocator {
 static TpuAllocator g_allocator;
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
 
+// ---- streams and events: ids here, their simulated clocks in Python (torchtpu/streams.py) ----
+// Stream id 0 is each device's default stream; other ids are (serial << 4) | (priority + 8), priority clamped to
+// kMinPriority..kMaxPriority (lower is higher, as CUDA's). The current stream is per thread and device, as CUDA's.
+constexpr int kMinPriority = -8;
+constexpr int kMaxPriority = 7;
+constexpr int kPoolSize = 4;
+static thread_local int64_t t_current_stream[kMaxDevices] = {};
+static std::atomic<int64_t> g_next_stream{1};
+static std::atomic<int64_t> g_next_event{1};
+static std::mutex g_pool_mutex;
+static int64_t g_pool[kMaxDevices][2][kPoolSize] = {};
+static int g_pool_next[kMaxDevices][2] = {};
+static PyObject* g_stream_cb = nullptr;  // (kind, *ints) -> None | bool | float: torchtpu/streams.py _on_native
+
+static int64_t new_stream_id(int priority) {
+  const int clamped = std::min(std::max(priority, kMinPriority), kMaxPriority);
+  return (g_next_stream.fetch_add(1) << 4) | static_cast<int64_t>(clamped - kMinPriority);
+}
+
+static int64_t stream_priority(int64_t id) {
+  return id == 0 ? 0 : (id & 15) + kMinPriority;
+}
+
+static int64_t pool_stream_id(int device, bool high) {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  int& next = g_pool_next[device][high ? 1 : 0];
+  int64_t& slot = g_pool[device][high ? 1 : 0][next];
+  next = (next + 1) % kPoolSize;
+  if (slot == 0) slot = new_stream_id(high ? -1 : 0);
+  return slot;
+}
+
+static int device_of(c10::Device d) {
+  const int index = d.has_index() ? d.index() : t_current_device;
+  check_index(index);
+  return index;
+}
+
+static c10::Stream stream_of(int device, int64_t id) {
+  return c10::Stream::unpack3(id, static_cast<c10::DeviceIndex>(device), c10::DeviceType::PrivateUse1);
+}
+
+static int64_t event_id(void* event) { return reinterpret_cast<int64_t>(event); }
+
+// Calls the Python side and returns its result as a number (None: 0, a bool: 0 or 1), converted under the GIL;
+// a Python exception becomes a c10::Error (RuntimeError) carrying its message.
+template <typename... Args>
+static double stream_call(const char* kind, Args... args) {
+  TORCH_CHECK(g_stream_cb != nullptr, "tpu streams are not initialised (torchtpu/streams.py registers them at load)");
+  std::string error;
+  {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object r = py::reinterpret_borrow<py::object>(g_stream_cb)(kind, static_cast<long long>(args)...);
+      return r.is_none() ? 0.0 : r.cast<double>();
+    } catch (py::error_already_set& e) {
+      error = e.what();
+    }
+  }
+  TORCH_CHECK(false, error);
+}
+
 struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
   c10::DeviceType type() const override { return kType; }
@@ -173,11 +237,71 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
     if (d.index() >= 0 && d.index() < g_device_count.load()) t_current_device = d.index();
   }
   c10::Stream getStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
+    const int index = device_of(d);
+    return stream_of(index, t_current_stream[index]);
+  }
+  c10::Stream getDefaultStream(c10::Device d) const override { return stream_of(device_of(d), 0); }
+  c10::Stream getNewStream(c10::Device d, int priority) const override {
+    return stream_of(device_of(d), new_stream_id(priority));
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool isHighPriority) const override {
+    return stream_of(device_of(d), pool_stream_id(device_of(d), isHighPriority));
   }
   c10::Stream exchangeStream(c10::Stream s) const override {
-    return c10::Stream(c10::Stream::DEFAULT, s.device());
+    const int index = device_of(s.device());
+    const int64_t old = t_current_stream[index];
+    if (old != s.id()) {
+      stream_call("switch", index, old, s.id());  // pending work is charged on the stream it was issued on
+      t_current_stream[index] = s.id();
+    }
+    return stream_of(index, old);
   }
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
+              const c10::EventFlag flag) const override {
+    const int event_device = device_index;  // c10::DeviceIndex is a char: print it as a number
+    const int stream_device = stream.device_index();
+    TORCH_CHECK(event_device == -1 || event_device == stream_device, "tpu event of tpu:", event_device,
+                " cannot be recorded on a stream of tpu:", stream_device,
+                ": an event belongs to the device of its first record; record it on a stream of tpu:", event_device);
+    check_index(stream.device_index());
+    if (*event == nullptr) {
+      *event = reinterpret_cast<void*>(g_next_event.fetch_add(1));
+    }
+    stream_call("record", event_id(*event), stream.device_index(), stream.id(),
+                flag == c10::EventFlag::BACKEND_DEFAULT ? 1 : 0);
+  }
+  void block(void* event, const c10::Stream& stream) const override {
+    if (event == nullptr) return;
+    check_index(stream.device_index());
+    stream_call("block", event_id(event), stream.device_index(), stream.id());
+  }
+  bool queryEvent(void* event) const override {
+    return event == nullptr || stream_call("query", event_id(event)) != 0.0;
+  }
+  void synchronizeEvent(void* event) const override {
+    if (event != nullptr) stream_call("sync_event", event_id(event));
+  }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex device_index) const override {
+    TORCH_CHECK(start != nullptr && end != nullptr, "both tpu events must be recorded before elapsed_time");
+    return stream_call("elapsed", event_id(start), event_id(end), device_index);
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex device_index) const noexcept override {
+    if (event == nullptr || g_stream_cb == nullptr || !Py_IsInitialized() || _Py_IsFinalizing()) return;
+    try {
+      stream_call("destroy", event_id(event), device_index);
+    } catch (...) {  // a destructor: the event's record is dropped either way
+    }
+  }
+  bool queryStream(const c10::Stream& s) const override {
+    return stream_call("query_stream", device_of(s.device()), s.id()) != 0.0;
+  }
+  void synchronizeStream(const c10::Stream& s) const override {
+    stream_call("sync_stream", device_of(s.device()), s.id());
+  }
+  void synchronizeDevice(const c10::DeviceIndex device_index) const override {
+    stream_call("sync_device", device_index < 0 ? t_current_device : device_index);
+  }
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(g_device_count.load());
   }
@@ -232,6 +356,23 @@ struct TpuHooks final : at::PrivateUse1HooksInterface {
   c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(g_device_count.load()); }
   bool isPinnedPtr(const void* data) const override { return g_pinned.is_pinned(data); }
   c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned; }
+  // storage.resize_(n) (FSDP2 frees unsharded parameters with resize_(0) and brings them back with resize_(n)):
+  // a new block from the allocator on the storage's device (accounted), the old bytes copied, the old block freed.
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+    TORCH_CHECK(impl->resizable(), "tpu storage of ", impl->nbytes(), " bytes is not resizable (it wraps memory "
+                "it does not own)");
+    const c10::Device device = impl->data_ptr().device();
+    TORCH_CHECK(device.is_privateuseone(), "resizePrivateUse1Bytes got a storage on ", device);
+    const c10::DeviceGuard guard(device);
+    c10::DataPtr fresh = g_allocator.allocate(newsize);
+    const size_t keep = std::min(newsize, impl->nbytes());
+    if (keep > 0 && impl->data() != nullptr) {
+      std::memcpy(fresh.get(), impl->data(), keep);
+    }
+    impl->set_data_ptr_noswap(std::move(fresh));
+    impl->set_nbytes(newsize);
+  }
 };
 
 static bool register_hooks() {
@@ -363,6 +504,16 @@ static void set_memory_hooks(py::object alloc_cb, py::object oom_cb, bool histor
   g_history = history && g_alloc_cb != nullptr;
 }
 
+static void set_stream_callback(py::object cb) {
+  Py_XDECREF(g_stream_cb);
+  g_stream_cb = cb.is_none() ? nullptr : cb.inc_ref().ptr();
+}
+
+static int64_t current_stream(int64_t device) {
+  check_index(device);
+  return t_current_stream[device];
+}
+
 static int64_t storage_ptr(const at::Tensor& t) {
   return reinterpret_cast<int64_t>(t.storage().data());
 }
@@ -379,6 +530,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_limit", &torchtpu::set_limit);
   m.def("set_device_count", &torchtpu::set_device_count);
   m.def("storage_ptr", &torchtpu::storage_ptr);
+  m.def("set_stream_callback", &torchtpu::set_stream_callback);
+  m.def("current_stream", &torchtpu::current_stream);
+  m.def("stream_priority", &torchtpu::stream_priority);
   m.def("set_track_frees", &torchtpu::set_track_frees);
   m.def("drain_freed", &torchtpu::drain_freed);
   m.def("set_memory_hooks", &torchtpu::set_memory_hooks);

@@ -15,11 +15,15 @@ T_min = 1 µs per hop [SB-shard].
 With TORCHTPU_TOPOLOGY set, the group's chips are placed on the simulated torus instead (topology.py: rings,
 lines and sub-tori of the group's axes, DCN across slices); send/recv stay one ICI hop.
 
-Charge: a collective is one launch (the chip's host launch overhead). Each rank's local start is
-max(host clock, device free time); the ranks exchange their starts (process_group.py) and every one of them runs
-the collective from the latest start to that start plus the cost: the host clock advances to the common start
-(the host moves the data synchronously, so it waits there), the device record spans [start, start + cost]. The
-clock is the sim driver's `Timeline` of the tensor's device; drivers without one (pjrt) are not charged.
+Charge: a collective is one launch (the chip's host launch overhead). It runs on the device's communication
+stream (`torchtpu.streams.comm_stream`, one per device, as NCCL's internal stream), which first waits for the
+issuing thread's current stream (the inputs are ready there), and on the ICI engine (drivers/sim/streams.py):
+it overlaps compute on other streams. Each rank's local start is max(host clock, comm stream, ICI engine); the
+ranks exchange their starts (process_group.py) and every one of them runs the collective from the latest start
+to that start plus the cost. The host does not wait (it only pays the launch); `charge` returns (device, end),
+and the collective's `Work.wait()` (which the c10d front end calls for `async_op=False`) or its future's wait
+makes the waiting thread's current stream wait until `end` (work.py). The clock is the sim driver's timeline of
+the tensor's device; drivers without one (pjrt) are not charged.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from torchtpu import runtime
+from torchtpu import runtime, streams
+from torchtpu._native import native
 from torchtpu.distributed import topology
+from torchtpu.drivers.sim.streams import ICI
 from torchtpu.perfmodel.collectives import Axis, collective_time
 from torchtpu.sim.chips import ChipSpec, get_chip
 from torchtpu.sim.cost import CostRecord
@@ -89,20 +95,25 @@ def collective_seconds(kind: str, nbytes: float, world: int, chip: ChipSpec, gro
 
 
 def local_start(device: int | None) -> float:
-    """Issue one collective on tpu:`device` (host launch overhead) and return when it can start here:
-    max(host clock, device free time). 0.0 without a simulated clock (cpu tensors, pjrt)."""
+    """Issue one collective on tpu:`device` (host launch overhead; the comm stream waits for the current stream)
+    and return when it can start here: max(host clock, comm stream, ICI engine). 0.0 without a simulated clock
+    (cpu tensors, pjrt)."""
     tl = timeline_of(device) if device is not None else None
     if tl is None:
         return 0.0
     tl.host_issue(tl.chip.launch_overhead_s)
-    return float(tl.wall_seconds)
+    tl = streams.timeline(device)
+    comm = streams.comm_stream(device)
+    tl.wait(comm, tl.stream_clock(native().current_stream(device)))
+    return float(tl.ready(comm, ICI))
 
 
 def charge(device: int | None, kind: str, start: float, seconds: float, nbytes: float, own_start: float,
-           host_wall: float, name: str = "") -> None:
-    """Run the collective on tpu:`device`'s clock from `start` (the latest rank's start) for `seconds`, and count
-    it in `stats()`: `own_start` is this rank's local start (the wait is start - own_start), `host_wall` the
-    real seconds the host spent moving the data."""
+           host_wall: float, name: str = "") -> tuple[int, float] | None:
+    """Run the collective on tpu:`device`'s comm stream and ICI engine from `start` (the latest rank's start) for
+    `seconds`, and count it in `stats()`: `own_start` is this rank's local start (the wait is start - own_start),
+    `host_wall` the real seconds the host spent moving the data. Returns (device, end) for the Work to wait on,
+    None without a simulated clock."""
     with _lock:
         t = _totals.setdefault(kind, [0, 0.0, 0.0, 0.0, 0.0])
         t[0] += 1
@@ -112,14 +123,24 @@ def charge(device: int | None, kind: str, start: float, seconds: float, nbytes: 
         t[4] += host_wall
     tl = timeline_of(device) if device is not None else None
     if tl is None:
-        return
-    if start > tl.host_seconds:
-        tl.host_issue(start - tl.host_seconds)
+        return None
+    tl = streams.timeline(device)
     bound = "ici" if seconds >= tl.chip.launch_overhead_s else "launch"
     record = CostRecord(op=kind, flops=0.0, hbm_bytes=0.0, seconds=float(seconds), mxu_seconds=0.0,
                         vpu_seconds=0.0, hbm_seconds=0.0, bound=bound, cycles=seconds * tl.chip.clock_hz,
                         ici_seconds=float(seconds), ici_bytes=float(nbytes), detail={"collective": kind})
-    tl.launch(record, name or kind)
+    end = tl.run_record(streams.comm_stream(device), ICI, record, name or kind, start=start)
+    return device, end
+
+
+def wait_current(done: tuple[int, float] | None) -> None:
+    """The calling thread's current stream on the collective's device waits until the collective's end."""
+    if done is None:
+        return
+    device, end = done
+    tl = streams.timeline(device)
+    if tl is not None:
+        tl.wait(native().current_stream(device), end)
 
 
 def stats() -> dict[str, dict[str, float]]:

@@ -185,8 +185,8 @@ class TpuProcessGroup(dist.ProcessGroup):
             runtime.write_from_host(t, staged[id(t)])
         v = nbytes(agreement) if nbytes is not None else float(_nbytes(outputs or inputs))
         seconds = clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
-        clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0)
-        return TpuWork(list(outputs))
+        done = clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0)
+        return TpuWork(list(outputs), done=done)
 
     def _check_dtypes(self, tensors: Sequence[torch.Tensor]) -> str:
         dtypes = {t.dtype for t in tensors}

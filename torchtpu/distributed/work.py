@@ -2,6 +2,10 @@
 
 A collective's data movement finishes inside the call (the host moves it through gloo), so its Work is complete
 when returned; `wait()` returns True and `get_future()` holds the output tensors (what DDP's reducer reads).
+On the simulated timeline the collective runs on the device's comm stream until `done` = (device, end)
+(clock.py): `wait()` makes the calling thread's current stream wait until then, and the future is a device
+future (`torch.futures.Future(devices=...)`) completed on the comm stream, whose `wait()` makes the waiter's
+current stream wait the same way (c10's CUDA-style future events, through the tpu device guard).
 Point-to-point receives finish in `wait()` (p2p.py): the data lands in a host buffer on a helper thread and is
 written to the tpu tensor on the waiting thread.
 """
@@ -16,6 +20,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from torchtpu.distributed import clock
+
 # How long a failing rank waits for the other ranks to report the same failure before naming the missing ones.
 REPORT_WAIT_S = 5.0
 
@@ -23,14 +29,19 @@ REPORT_WAIT_S = 5.0
 class TpuWork(dist.Work):
     """A tpu_dist work item: done at creation (`finish` None) or finished by `finish()` on the first wait."""
 
-    def __init__(self, result: list[torch.Tensor], finish: Callable[[], None] | None = None) -> None:
+    def __init__(self, result: list[torch.Tensor], finish: Callable[[], None] | None = None,
+                 done: tuple[int, float] | None = None) -> None:
         super().__init__()
         self._result = result
         self._finish = finish
+        self._done = done
         self._exc: BaseException | None = None
-        self._future: torch.futures.Future = torch.futures.Future()
-        if finish is None:
-            self._future.set_result(result)
+        if done is None:
+            self._future: torch.futures.Future = torch.futures.Future()
+            if finish is None:
+                self._future.set_result(result)
+        else:
+            self._future = _device_future(result, done)
 
     def wait(self, timeout: timedelta | None = None) -> bool:
         if self._finish is not None:
@@ -44,6 +55,7 @@ class TpuWork(dist.Work):
             self._future.set_result(self._result)
         if self._exc is not None:
             raise self._exc
+        clock.wait_current(self._done)
         return True
 
     def get_future(self) -> torch.futures.Future:
@@ -63,6 +75,19 @@ class TpuWork(dist.Work):
 
     def synchronize(self) -> None:
         self.wait()
+
+
+def _device_future(result: list[torch.Tensor], done: tuple[int, float]) -> torch.futures.Future:
+    """A future on tpu:`device` completed on its comm stream (the event c10 records there reads the end)."""
+    from torchtpu import streams
+
+    device = done[0]
+    future = torch.futures.Future(devices=[torch.device("tpu", device)])
+    kind = streams.current_stream(device).device_type
+    comm = streams.Stream(stream_id=streams.comm_stream(device), device_index=device, device_type=kind)
+    with streams.stream(comm):
+        future.set_result(result)
+    return future
 
 
 def missing_ranks(store: dist.Store, key: str, rank: int, size: int, timeout_s: float) -> list[int] | str:
