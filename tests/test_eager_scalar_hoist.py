@@ -89,7 +89,7 @@ def _retrace(lowering, x):
 ])
 def test_template_learns_where_each_float_goes(tpu, lowering, ok):
     x = torch.randn(3).to("tpu")
-    args = (eager._Leaf(0), 0.3, -2.7)
+    args = (x, 0.3, -2.7)
     program, _, _ = eager.trace(lowering, [x], args, {})
     launch, _, values = float_inputs.hoist(program)
     template = float_inputs.template(_retrace(lowering, x), args, {}, launch, values, [0.3, -2.7])

@@ -18,11 +18,11 @@ from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
 
-from torchtpu import dtypes, runtime
+from torchtpu import dtypes
 from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph roles of view ops' records
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
-from torchtpu.execution import deferred, modes
+from torchtpu.execution import launch
 from torchtpu.ops import graph_forms  # noqa: F401 - the graph roles of ops graphs spell their own way
 from torchtpu.ops.registry import TABLE, Lowering, Prepare, apply
 from torchtpu.ops.tracing import Sym, tracing
@@ -409,23 +409,16 @@ class CompiledGraph:
                    torch.empty(v.shape, dtype=_torch_dtype(v.dtype), device=dev)
                    for t, v in zip([None] * n_fresh + mutated, traced.program.outputs)]
         inputs = [a if a.device.type == "tpu" else a.to(dev) for a in tensors] + states  # lifted CPU constants
-        drv = runtime.driver()
-        if drv.strided_operands and not deferred.pending() and \
-                modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:
-            if traced.exe is None or traced.exe.target != drv.target(device):  # devices may be different chips
-                traced.exe = drv.compile(traced.program, device)
-                _events.name_program(traced.exe.program, self.gm)  # profiler: the graph's ATen ops and lines
-            try:
-                modes.execute(drv, traced.exe, inputs, outputs, device, "compiled_graph")
-            except ExecutionError as exc:
-                where = next((o for start, o in reversed(traced.node_starts) if start <= exc.op_index), "?")
-                cause = exc.cause
-                raise ExecutionError(exc.op_index, exc.op_name, type(cause)(
-                    f"{cause} (in {where}; raised when the compiled graph ran)")) from cause
-        else:
-            deferred.record("compiled_graph", traced.program, inputs, outputs, device)
-            if modes.get_eager_mode() is not modes.EagerMode.DEFER_AND_FUSE:
-                deferred.flush()
+        try:
+            exe = launch.launch("compiled_graph", traced.program, inputs, outputs, device, exe=traced.exe)
+        except ExecutionError as exc:
+            where = next((o for start, o in reversed(traced.node_starts) if start <= exc.op_index), "?")
+            cause = exc.cause
+            raise ExecutionError(exc.op_index, exc.op_name, type(cause)(
+                f"{cause} (in {where}; raised when the compiled graph ran)")) from cause
+        if exe is not None and exe is not traced.exe:
+            traced.exe = exe
+            _events.name_program(exe.program, self.gm)  # profiler: the graph's ATen ops and lines
         for t, out in zip(mutated, outputs[n_fresh:]):
             if t is not out:
                 t.copy_(out)

@@ -248,11 +248,9 @@ def _execute(drv: Any, built: Built, exe: Any, region: _Region, events: Sequence
     buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
                 for v, value in zip(scalar_inputs, values)]
     outputs = [runtime.storage_handle(region.slots[s].holder) for s in built.output_slots]
-    drv.execute(exe, buffers, outputs, max(region.device, 0))
-    from torchtpu.execution import modes
+    from torchtpu.execution import launch
 
-    if modes.get_eager_mode() is modes.EagerMode.LAUNCH_BLOCKING:
-        drv.synchronize(max(region.device, 0))
+    launch.execute(drv, exe, buffers, outputs, max(region.device, 0))
 
 
 def _fail(region: _Region, stage: _Stage, exc: BaseException, raised_at_call: bool) -> None:

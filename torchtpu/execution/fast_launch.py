@@ -77,13 +77,13 @@ def sync() -> None:
     global _synced
     if not _active:
         return
-    from torchtpu.execution import deferred, modes, poison
+    from torchtpu.execution import deferred, launch, modes, poison
     from torchtpu.precision import current_precision
 
     drv = runtime._driver
     _synced = drv is not None
     # a poisoned storage must be checked, and a pending region flushed, in Python (deferred.py, poison.py)
-    on = drv is not None and drv.strided_operands and modes.get_eager_mode() is modes.EagerMode.DEFER_NEVER \
+    on = launch.runs_directly(drv) and modes.get_eager_mode() is modes.EagerMode.DEFER_NEVER \
         and not poison.active and not deferred.pending()
     _native().fast_set_state(on, current_precision().value)
 

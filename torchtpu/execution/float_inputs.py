@@ -39,31 +39,36 @@ def class_key(x: float) -> tuple:
 
 
 def _is_float_scalar_constant(op: Op) -> bool:
-    out = op.outputs[0]
-    return (op.name == "constant" and out.shape == () and out.dtype in FLOAT_DTYPES
-            and op.attr("value").__class__ is float)
+    return op.outputs[0].dtype in FLOAT_DTYPES and op.attr("value").__class__ is float
+
+
+def hoist_constants(program: Program, selected: Callable[[Op], bool]) -> tuple[Program, list[Op]]:
+    """`program` with each 0-d constant that `selected` picks made an extra input (in op order), and those
+    constant ops: the one scalar hoister, for eager launches (float arguments) and deferred regions (all)."""
+    builder = Builder()
+    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
+    hoisted = []
+    for op in program.ops:
+        if op.name == "constant" and op.outputs[0].shape == () and selected(op):
+            env[op.outputs[0].id] = builder.input((), op.outputs[0].dtype)
+            hoisted.append(op)
+            continue
+        for o, n in zip(op.outputs, builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))):
+            env[o.id] = n
+    return builder.finish([env[v.id] for v in program.outputs], program.name), hoisted
 
 
 def hoist(program: Program) -> tuple[Program, tuple[np.ndarray, ...], list[tuple[float, str]]]:
     """(`program` with each 0-d float constant whose value is a Python float made an extra input, those inputs'
     0-d buffers, their (value, IR dtype)). The buffers hold exactly what the constant kernel makes."""
-    if not any(_is_float_scalar_constant(op) for op in program.ops):
+    launch, ops = hoist_constants(program, _is_float_scalar_constant)
+    if not ops:
         return program, (), []
-    builder = Builder()
-    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
-    buffers, values = [], []
-    for op in program.ops:
-        if _is_float_scalar_constant(op):
-            out = op.outputs[0]
-            env[out.id] = builder.input((), out.dtype)
-            buf = runtime.scalar_buffer(op.attr("value"), out.dtype)
-            buf.flags.writeable = False
-            buffers.append(buf)
-            values.append((op.attr("value"), out.dtype))
-            continue
-        for o, n in zip(op.outputs, builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))):
-            env[o.id] = n
-    return builder.finish([env[v.id] for v in program.outputs], program.name), tuple(buffers), values
+    values = [(op.attr("value"), op.outputs[0].dtype) for op in ops]
+    buffers = tuple(runtime.scalar_buffer(v, d) for v, d in values)
+    for buf in buffers:
+        buf.flags.writeable = False
+    return launch, buffers, values
 
 
 def substitute(args: tuple, kwargs: dict[str, Any], values: Sequence[float]) -> tuple[tuple, dict[str, Any]]:

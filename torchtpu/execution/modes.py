@@ -9,15 +9,10 @@ mode even when the flush at its end fails.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
-import torch
-
-from torchtpu import config, runtime
-from torchtpu.drivers.base import Driver
-from torchtpu.execution import poison
+from torchtpu import config
 
 
 class EagerMode(enum.Enum):
@@ -80,15 +75,3 @@ def eager_mode(mode: EagerMode | str) -> Iterator[EagerMode]:
         finally:
             _stack.pop()
             _changed()
-
-
-def execute(drv: Driver, exe: Any, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor],
-            device: int, op_name: str) -> None:
-    """Launches a compiled graph's executable on tpu tensors (a poisoned input raises, see poison.py)."""
-    if poison.active:
-        poison.check_inputs(op_name, inputs, exe.program)
-    drv.execute(exe, [runtime.buffer(t) for t in inputs], [runtime.buffer(t) for t in outputs], device)
-    if poison.active:
-        poison.overwritten(outputs)
-    if get_eager_mode() is EagerMode.LAUNCH_BLOCKING:
-        drv.synchronize(device)

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from torchtpu.drivers.ir import Builder, Program, Value
+from torchtpu.execution.float_inputs import hoist_constants
 from torchtpu.ops import prims as P
 from torchtpu.ops.tracing import Sym, tracing
 
@@ -208,18 +209,8 @@ def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:
     if cached is not None and cached[0] is program:
         HOISTED.move_to_end(id(program))
         return cached[1], cached[2], cached[3]
-    builder = Builder()
-    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
-    values: list[Any] = []
-    for op in program.ops:
-        if op.name == "constant" and op.outputs[0].shape == ():
-            env[op.outputs[0].id] = builder.input((), op.outputs[0].dtype)
-            values.append(op.attr("value"))
-            continue
-        outs = builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))
-        for o, n in zip(op.outputs, outs):
-            env[o.id] = n
-    hoisted = builder.finish([env[v.id] for v in program.outputs], program.name)
+    hoisted, ops = hoist_constants(program, lambda op: True)
+    values = [op.attr("value") for op in ops]
     skey = (program.name, hoisted.key())
     structure = _STRUCTURES.get(skey)
     if structure is None:
