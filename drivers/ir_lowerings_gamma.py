@@ -61,7 +61,8 @@ def erfcx(x: _F) -> _F:
         term = term * -(2.0 * k - 1.0) * y
         acc = acc + term
     near = _exp_square(where(x < edge, x, 0.0)) * x.fn("erfc")
-    return where(isnan(x), x, where(x < edge, near, acc / (big * math.sqrt(math.pi))))
+    v = where(x < edge, near, acc / (big * math.sqrt(math.pi)))
+    return where(isnan(x), x, where(x.eq(-math.inf), math.inf, v))
 
 
 def ndtri(p: _F) -> _F:
