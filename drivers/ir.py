@@ -129,6 +129,42 @@ def _attrs_key(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True, eq=False, slots=True)
+class Region:
+    """A sub-program an op runs (the condition and body of `while`): a Program over 0-d values, applied to each
+    element of the op's operands. Equal (and hashed) by the program's structural key, so an op holding one keys
+    executables like any other attribute. `at(shape)` is the same program over values of `shape` (constants
+    splatted to it), for drivers that run it on whole arrays."""
+
+    program: Program
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Region) and self.program.key() == other.program.key()
+
+    def __hash__(self) -> int:
+        return hash(self.program.key())
+
+    def __repr__(self) -> str:
+        return f"Region<{len(self.program.inputs)} in, {len(self.program.ops)} ops, {len(self.program.outputs)} out>"
+
+    def at(self, shape: tuple[int, ...]) -> Program:
+        shape = tuple(shape)
+        env: dict[int, Value] = {}
+        counter = iter(range(1, 1 << 62))
+
+        def retyped(v: Value) -> Value:
+            new = Value(next(counter), TensorType(shape, v.dtype))
+            env[v.id] = new
+            return new
+
+        inputs = [retyped(v) for v in self.program.inputs]
+        ops = []
+        for op in self.program.ops:
+            attrs = tuple((k, shape if k == "shape" and op.name == "constant" else a) for k, a in op.attrs)
+            ops.append(Op(op.name, tuple(env[v.id] for v in op.inputs), attrs, tuple(retyped(o) for o in op.outputs)))
+        return Program(inputs, ops, [env[v.id] for v in self.program.outputs], self.program.name)
+
+
 ShapeRule = Callable[..., list[TensorType]]
 
 

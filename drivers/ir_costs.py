@@ -106,3 +106,15 @@ def TRIANGULAR_SOLVE(model: CostModel, op: Op) -> CostRecord:  # noqa: N802
     batch = x.numel // max(m * n, 1)
     work = m * m * op.inputs[1].type.numel / max(batch, 1)
     return model.vpu(op.name, batch, work, _bytes_in(op), _bytes_out(op), False)
+
+
+WHILE_TRIPS = 32  # the trips a `while` is charged: a shape-only rule cannot see the data-dependent count
+
+
+def WHILE(model: CostModel, op: Op) -> CostRecord:  # noqa: N802
+    """The condition and body regions' ops, per element, for min(limit, WHILE_TRIPS) trips, on the EUP (the
+    loops are series and continued fractions of divides and transcendentals)."""
+    per_trip = len(op.attr("cond").program.ops) + len(op.attr("body").program.ops)
+    trips = min(op.attr("limit"), WHILE_TRIPS)
+    return model.vpu(op.name, op.outputs[0].type.numel, float(per_trip * trips), _bytes_in(op), _bytes_out(op),
+                     True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from torchtpu.drivers import ir_costs as C
 from torchtpu.drivers import ir_lowerings as L
 from torchtpu.drivers import ir_padding as P
-from torchtpu.drivers.ir import DTYPES, TensorType, define
+from torchtpu.drivers.ir import DTYPES, OPS, Region, TensorType, define
 
 UNARY = (
     "abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt", "rsqrt", "cbrt",
@@ -408,17 +408,66 @@ SPECIAL_BINARY = ("zeta", "polygamma", "igamma", "igammac", "chebyshev_t", "cheb
                   "shifted_chebyshev_w", "hermite_h", "hermite_he", "laguerre_l", "legendre_p")
 
 
-@define("special_unary", 1, "elementwise", cost=C.EUP, padding=P.ELEMENTWISE)
+def _lower_special_unary(b: object, x: object, function: str) -> list:
+    from torchtpu.drivers import ir_lowerings_bessel, ir_lowerings_gamma
+
+    if function in ir_lowerings_gamma.UNARY:
+        return ir_lowerings_gamma.lower_unary(b, x, function)  # type: ignore[arg-type]
+    return ir_lowerings_bessel.lower(b, x, function)  # type: ignore[arg-type]
+
+
+def _lower_special_binary(b: object, x: object, y: object, function: str) -> list:
+    from torchtpu.drivers import ir_lowerings_gamma, ir_lowerings_polynomials
+
+    if function in ir_lowerings_gamma.BINARY:
+        return ir_lowerings_gamma.lower_binary(b, x, y, function)  # type: ignore[arg-type]
+    return ir_lowerings_polynomials.lower(b, x, y, function)  # type: ignore[arg-type]
+
+
+@define("special_unary", 1, "elementwise", lowering=_lower_special_unary)
 def _special_unary(x: TensorType, function: str) -> list[TensorType]:
-    """A special function of one float operand (CHLO has bessel_i1e, erfc, ...; the rest expand to series)."""
+    """A special function of one float operand, written once as a lowering (drivers/ir_lowerings_bessel.py,
+    ir_lowerings_gamma.py)."""
     if function not in SPECIAL_UNARY:
         raise ValueError(f"special_unary function {function!r}; valid: {SPECIAL_UNARY}")
     return [x]
 
 
-@define("special_binary", 2, "elementwise", cost=C.EUP, padding=P.ELEMENTWISE)
+@define("special_binary", 2, "elementwise", lowering=_lower_special_binary)
 def _special_binary(a: TensorType, b: TensorType, function: str) -> list[TensorType]:
-    """zeta(x, q), polygamma(n, x), igamma(c)(a, x) and the orthogonal polynomials p(x, n)."""
+    """zeta(x, q), polygamma(n, x), igamma(c)(a, x) and the orthogonal polynomials p(x, n), written once as
+    lowerings (drivers/ir_lowerings_gamma.py, ir_lowerings_polynomials.py)."""
     if function not in SPECIAL_BINARY:
         raise ValueError(f"special_binary function {function!r}; valid: {SPECIAL_BINARY}")
     return _binary(a, b)
+
+
+REGION_EXCLUDED = frozenset({"rng", "iota", "check_index"})
+
+
+def _check_region(region: object, ins: list[str], outs: list[str] | None, what: str) -> None:
+    if not isinstance(region, Region):
+        raise TypeError(f"while: {what} must be an ir.Region, got {type(region).__name__}")
+    p = region.program
+    if [(v.shape, v.dtype) for v in p.inputs] != [((), d) for d in ins]:
+        raise TypeError(f"while: {what} takes {[str(v.type) for v in p.inputs]}, the state is 0-d {ins}")
+    if outs is not None and [(v.shape, v.dtype) for v in p.outputs] != [((), d) for d in outs]:
+        raise TypeError(f"while: {what} gives {[str(v.type) for v in p.outputs]}, needs 0-d {outs}")
+    for op in p.ops:
+        if OPS[op.name].kind != "elementwise" or op.name in REGION_EXCLUDED or isinstance(op.attr("value"), tuple):
+            raise TypeError(f"while: {what} holds {op.name}; a region is element-wise ops and scalar constants")
+
+
+@define("while", None, "other", cost=C.WHILE, padding=P.ELEMENTWISE)
+def _while(*state: TensorType, cond: Region, body: Region, limit: int) -> list[TensorType]:
+    """An element-wise bounded loop (StableHLO `while`, applied per element): each element's state runs
+    `s = body(s)` while `cond(s)` holds, at most `limit` times; the regions are programs over 0-d values. Every
+    operand has one shape. Padded elements iterate on their own values and never reach a real one."""
+    if not state or any(s.shape != state[0].shape for s in state):
+        raise TypeError(f"while needs operands of one shape, got {[str(s) for s in state]}")
+    if not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"while: limit must be an int >= 1, got {limit!r}")
+    dtypes = [s.dtype for s in state]
+    _check_region(cond, dtypes, ["bool"], "cond")
+    _check_region(body, dtypes, dtypes, "body")
+    return list(state)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from torchtpu.drivers import ir
 from torchtpu.drivers.ir import IMPLS, OPS, UNSUPPORTED, Builder
+from torchtpu.drivers.ir_ops import SPECIAL_BINARY, SPECIAL_UNARY
 from torchtpu.drivers.pjrt import emit  # noqa: F401  (registers every emitter; imports no jax)
 from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers every kernel)
 from torchtpu.sim.cost import CostModel, CostRecord
@@ -53,14 +54,27 @@ def test_every_op_the_pjrt_driver_emits_has_a_differential_case():
     assert sorted(need - set(CASES) - set(STATISTICAL)) == []
 
 
-def test_every_special_function_has_a_sim_kernel_and_a_pjrt_expansion():
-    from torchtpu.drivers import ir_ops
-    from torchtpu.drivers.sim import kernels_special
+@pytest.mark.parametrize("function", SPECIAL_UNARY)
+def test_every_special_unary_function_is_one_lowering_to_ops_both_drivers_run(function: str):
+    """Written once (drivers/ir_lowerings_*.py): expands to primitives that the sim and pjrt both implement."""
+    _expands_to_implemented("special_unary", function, 1)
 
-    known = set(ir_ops.SPECIAL_UNARY) | set(ir_ops.SPECIAL_BINARY)
-    assert sorted(known - set(emit.SPECIAL_EMITTED)) == []
-    sim = set(kernels_special.UNARY) | set(kernels_special.BINARY) | set(kernels_special.POLYNOMIALS)
-    assert sorted(known - sim) == []
+
+@pytest.mark.parametrize("function", SPECIAL_BINARY)
+def test_every_special_binary_function_is_one_lowering_to_ops_both_drivers_run(function: str):
+    _expands_to_implemented("special_binary", function, 2)
+
+
+def _expands_to_implemented(op: str, function: str, arity: int) -> None:
+    for dtype in ("float32", "float64", "bfloat16"):
+        b = Builder()
+        vals = [b.input((3,), dtype) for _ in range(arity)]
+        program = b.finish(b.emit(op, vals, function=function))
+        names = {o.name for o in program.ops}
+        for o in program.ops:
+            if o.name == "while":
+                names |= {r.name for region in (o.attr("cond"), o.attr("body")) for r in region.program.ops}
+        assert names and all(OPS[n].lowering is None and n in IMPLS["sim"] and n in IMPLS["pjrt"] for n in names)
 
 
 def _case_ops() -> list[tuple[str, ir.Op]]:

@@ -9,7 +9,7 @@ register themselves in `EMITTERS` on import:
     emit_reduce.py       reduce, argreduce, cumulative, sort, reduce_window
     emit_dot.py          dot_general and convolution (precision config, bf16-pass emulation)
     emit_linalg.py       cholesky, triangular_solve; lu/qr/svd/eigh/eig through jaxlib's LAPACK calls (CPU)
-    emit_special.py      special functions (Bessel, Airy, incomplete gamma, orthogonal polynomials, ...)
+    emit_control.py      while (the element-wise bounded loop the special-function lowerings iterate with)
 
 Nothing here imports jax: the text is plain strings, checked by the golden tests and compiled by `client.py`.
 """
@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from torchtpu.drivers import ir
 from torchtpu.drivers.ir import Program
 from torchtpu.drivers.pjrt import (  # noqa: F401 - imported to register their emitters
+    emit_control,
     emit_dot,
     emit_elementwise,
     emit_linalg,
     emit_reduce,
     emit_shape,
-    emit_special,
 )
 from torchtpu.drivers.pjrt.emit_core import (  # noqa: F401 - re-exported
     EMITTERS,
@@ -40,7 +40,6 @@ from torchtpu.drivers.pjrt.emit_core import (  # noqa: F401 - re-exported
     numel,
     tensor_type,
 )
-from torchtpu.drivers.pjrt.emit_special import SPECIAL_EMITTED  # noqa: F401 - re-exported
 
 
 def missing_emitters(names: Sequence[str] | None = None) -> list[str]:

@@ -448,4 +448,4 @@ def _eig(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(w, np.complex64), np.asarray(v, np.complex64)]
 
 
-from torchtpu.drivers.sim import kernels_special  # noqa: E402,F401  (registers the special-function kernels)
+from torchtpu.drivers.sim import kernels_control  # noqa: E402,F401  (registers the control-flow kernel)

@@ -49,6 +49,24 @@ class Case:
         return b.finish(outs, name=f"case_{self.op}"), inputs
 
 
+def _halvings(limit: int, dtype: str = "float32") -> dict[str, Any]:
+    """`while` attributes: halve x and count the halvings while x >= 1 (at most `limit` trips)."""
+    from torchtpu.drivers.ir import Region
+
+    def region(fn: Any) -> Region:
+        b = Builder()
+        x, k = b.input((), dtype), b.input((), dtype)
+
+        def const(v: float) -> Any:
+            return b.emit("constant", [], value=v, shape=(), dtype=dtype)[0]
+
+        return Region(b.finish(fn(b, x, k, const)))
+
+    cond = region(lambda b, x, k, c: b.emit("compare", [x, c(1.0)], direction="GE"))
+    body = region(lambda b, x, k, c: [b.emit("multiply", [x, c(0.5)])[0], b.emit("add", [k, c(1.0)])[0]])
+    return {"cond": cond, "body": body, "limit": limit}
+
+
 def f(shape: Sequence[int], lo: float = -3, hi: float = 3, dtype: Any = np.float32) -> np.ndarray:
     return RNG.uniform(lo, hi, shape).astype(dtype)
 
@@ -375,6 +393,10 @@ def _build_cases() -> dict[str, list[Case]]:
     ts.append(Variant([spd((), 3, np.complex64), (f((3, 2)) + 1j * f((3, 2))).astype(np.complex64)],
                       {"left_side": True, "lower": True, "unit_diagonal": False, "transpose_a": "ADJOINT"}))
     c["triangular_solve"] = [Case("triangular_solve", ts, 1e-5, 1e-5)]
+    c["while"] = [Case("while", [
+        Variant([f((6,), 0.1, 50), np.zeros(6, np.float32)], _halvings(100)),
+        Variant([f((2, 3), 0.1, 50), np.zeros((2, 3), np.float32)], _halvings(3)),  # the limit stops some
+        Variant([f((4,), 0.1, 50).astype(np.float64), np.zeros(4, np.float64)], _halvings(100, "float64"))], 0, 0)]
     c["special_unary"] = [Case("special_unary", [
         Variant([f((7,), -4, 4)], {"function": "bessel_i1e"}), Variant([f((7,), -4, 4)], {"function": "bessel_i1"}),
         Variant([np.array([0, 0.5, -2, 3, 10], np.float32)], {"function": "spherical_bessel_j0"}),

@@ -1,5 +1,7 @@
-"""Every special function (special_unary / special_binary) on pjrt(cpu) against the sim's float64 kernels: edge
-values (0, +-1, the approximations' branch points, +-inf, NaN) and random arguments in each function's domain."""
+"""Every special function (special_unary / special_binary: one lowering each, drivers/ir_lowerings_*.py) on
+pjrt(cpu) against the sim running the same expansion: edge values (0, +-1, the approximations' branch points,
++-inf, NaN) and random arguments in each function's domain. tests/test_special_functions.py checks both
+drivers against torch CPU."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import pytest
 from pjrt_cases import run
 from torchtpu.drivers.ir import Builder
 from torchtpu.drivers.ir_ops import SPECIAL_BINARY, SPECIAL_UNARY
-from torchtpu.drivers.pjrt import emit
 
 EDGE = [0.0, -0.0, 1e-6, -1e-6, 0.5, -0.5, 1.0, -1.0, 2.0, 2.09, -2.09, 4.99, 5.0, 5.01, 6.0, -6.0, 8.0, 8.5, 10.0,
         12.0, 30.0, 50.0, -50.0, 100.0, -7.5, np.inf, -np.inf, np.nan]
@@ -37,8 +38,8 @@ def _inputs(fn: str, dtype: str) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_special_function_matches_sim(sim, pjrt, dtype):
-    """One Program with every function (one compile per dtype); float32 results to a few ulp, float64 to 1e-6
-    (where they differ by 1e-9..2e-7, the sim's series lose digits to cancellation: k0e at 10, k1e near 10)."""
+    """One Program with every function (one compile per dtype): the same expansion on both drivers, so they
+    differ only by the transcendentals' last bits (numpy's and XLA's exp, log, sin, ...)."""
     b, inputs, outs, names = Builder(), [], [], []
     for fn in (*SPECIAL_UNARY, *SPECIAL_BINARY):
         arrays = _inputs(fn, dtype)
@@ -50,17 +51,15 @@ def test_special_function_matches_sim(sim, pjrt, dtype):
     with np.errstate(all="ignore"):
         want = run(sim, program, inputs)
     got = run(pjrt, program, inputs)
-    rtol = 1e-5 if dtype == "float32" else 1e-6
     for fn, g, w in zip(names, got, want):
+        rtol = 1e-5 if dtype == "float32" else 1e-6
+        if dtype == "float32" and fn in ("igamma", "igammac"):
+            rtol = 1e-4  # float32 math: exp(a log x - x - lgamma(a)) carries the exponent's rounding (~1e-5 x a)
         np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol / 10, equal_nan=True, err_msg=fn)
 
 
-def test_every_special_function_is_emitted():
-    assert sorted(emit.SPECIAL_EMITTED) == sorted((*SPECIAL_UNARY, *SPECIAL_BINARY))
-
-
 def test_polynomial_loop_runs_to_the_largest_degree(sim, pjrt):
-    """The recurrences are a stablehlo.while to max(n): elements of lower degree stop at theirs."""
+    """The recurrences are IR op `while` (a stablehlo.while on pjrt): each element stops at its own degree."""
     x = np.array([1.5, 1.5, 1.5, -2.0, 3.0], np.float32)
     n = np.array([0, 1, 25, 17, 3], np.float32)
     for fn in ("chebyshev_t", "hermite_h", "laguerre_l", "legendre_p"):

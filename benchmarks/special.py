@@ -1,0 +1,91 @@
+"""Sim host time of the special functions, 1e6 float32 elements, against torch CPU in the same run.
+
+Each function is one IR program (`special_unary` / `special_binary`) compiled once and run N times on the sim
+driver; the time is the median of the runs, beside torch's CPU kernel on the same values (median of N, one
+thread). The script builds programs through the IR only, so it runs unchanged in a checkout where the special
+functions are numba kernels (main, before they became lowerings): run it in both and compare the columns.
+
+    python benchmarks/special.py [--n 1000000] [--repeat 5] [--only bessel_j0,zeta]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+from torchtpu.drivers.ir import Builder
+from torchtpu.drivers.ir_ops import SPECIAL_BINARY, SPECIAL_UNARY
+from torchtpu.drivers.sim.driver import SimDriver
+
+S = torch.special
+TORCH = {
+    "digamma": torch.digamma, "lgamma": torch.lgamma, "bessel_j0": S.bessel_j0, "bessel_j1": S.bessel_j1,
+    "bessel_y0": S.bessel_y0, "bessel_y1": S.bessel_y1, "bessel_i0": S.i0, "bessel_i0e": S.i0e, "bessel_i1": S.i1,
+    "bessel_i1e": S.i1e, "bessel_k0": S.modified_bessel_k0, "bessel_k0e": S.scaled_modified_bessel_k0,
+    "bessel_k1": S.modified_bessel_k1, "bessel_k1e": S.scaled_modified_bessel_k1, "airy_ai": S.airy_ai,
+    "spherical_bessel_j0": S.spherical_bessel_j0, "erfcx": S.erfcx, "ndtri": S.ndtri, "zeta": S.zeta,
+    "polygamma": lambda n, x: torch.polygamma(2, x), "igamma": torch.igamma, "igammac": torch.igammac,
+    "chebyshev_t": S.chebyshev_polynomial_t, "hermite_h": S.hermite_polynomial_h,
+    "laguerre_l": S.laguerre_polynomial_l, "legendre_p": S.legendre_polynomial_p,
+}
+
+
+def _inputs(fn: str, n: int, rng: np.random.Generator) -> list[np.ndarray]:
+    if fn in ("igamma", "igammac"):
+        return [rng.uniform(0.1, 10, n).astype(np.float32), rng.uniform(0.1, 10, n).astype(np.float32)]
+    if fn == "zeta":
+        return [rng.uniform(1.1, 6, n).astype(np.float32), rng.uniform(0.1, 5, n).astype(np.float32)]
+    if fn == "polygamma":
+        return [np.full(n, 2.0, np.float32), rng.uniform(0.1, 10, n).astype(np.float32)]
+    if fn in SPECIAL_BINARY:
+        return [rng.uniform(-1, 1, n).astype(np.float32), rng.integers(0, 8, n).astype(np.float32)]
+    if fn == "ndtri":
+        return [rng.uniform(0, 1, n).astype(np.float32)]
+    return [rng.uniform(-10 if fn not in ("bessel_y0", "bessel_y1", "bessel_k0", "bessel_k0e", "bessel_k1",
+                                          "bessel_k1e") else 0.01, 10, n).astype(np.float32)]
+
+
+def _median(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    drv = SimDriver()
+    names = [f for f in TORCH if f in SPECIAL_UNARY or f in SPECIAL_BINARY or f in ("digamma", "lgamma")]
+    if args.only:
+        names = [f for f in names if f in args.only.split(",")]
+    print(f"{'function':22s} {'sim ms':>9s} {'torch ms':>9s} {'ratio':>7s}  (n={args.n}, median of {args.repeat})")
+    for fn in names:
+        xs = _inputs(fn, args.n, rng)
+        b = Builder()
+        vals = [b.input(x.shape, "float32") for x in xs]
+        if fn in ("digamma", "lgamma"):
+            outs = b.emit(fn, vals)
+        else:
+            outs = b.emit("special_binary" if fn in SPECIAL_BINARY else "special_unary", vals, function=fn)
+        exe = drv.compile(b.finish(outs, name=fn))
+        out = np.empty(args.n, np.float32)
+        drv.execute(exe, xs, [out])  # warm (numba compiles on first call)
+        sim = _median(lambda exe=exe, xs=xs, out=out: drv.execute(exe, xs, [out]), args.repeat)
+        ts = [torch.from_numpy(x) for x in xs]
+        ref = _median(lambda fn=fn, ts=ts: TORCH[fn](*ts), args.repeat)
+        print(f"{fn:22s} {sim * 1e3:9.1f} {ref * 1e3:9.1f} {sim / ref:7.1f}")
+
+
+if __name__ == "__main__":
+    main()

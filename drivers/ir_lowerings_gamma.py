@@ -1,0 +1,211 @@
+"""The gamma family as IR lowerings over primitives: erfcx, ndtri, Hurwitz zeta, polygamma (digamma, trigamma
+and n >= 2 through zeta) and the regularized incomplete gamma functions igamma / igammac.
+
+What iterates a data-dependent number of times is IR op `while` (an element-wise bounded loop, ir_lowerings.py
+`loop`): zeta's direct sum (until q + i > 9: at most 10 trips for q > 0, 9 - q for the negative q of polygamma
+at negative x) and the incomplete gamma series and continued fraction (until a term is below epsilon, at most
+2000 trips, the bound the earlier kernels used). The rest is straight-line, with fixed bounds said where they
+are set.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from torchtpu.drivers.ir_lowerings import (
+    _F,
+    digamma,
+    exp,
+    fabs,
+    isnan,
+    lgamma,
+    log,
+    loop,
+    narrow,
+    odd,
+    sin,
+    sqrt,
+    where,
+    widen,
+)
+
+if TYPE_CHECKING:
+    from torchtpu.drivers.ir import Builder, Value
+
+
+def _lgamma(x: _F) -> _F:
+    return _F(x.b, lgamma(x.b, x.v)[0])
+
+
+def _exp_square(x: _F) -> _F:
+    """exp(x^2) with x^2 split exactly into hi + lo (Veltkamp), so its rounding does not scale the result's
+    error by x^2: exp(hi) exp(lo)."""
+    split = 134217729.0 if x.v.dtype == "float64" else 4097.0  # 2^27 + 1, 2^12 + 1
+    t = x * split
+    xh = t - (t - x)
+    xl = x - xh
+    hi = xh * xh
+    lo = 2.0 * xh * xl + xl * xl
+    return exp(hi) * exp(lo)
+
+
+def erfcx(x: _F) -> _F:
+    """exp(x^2) erfc(x), and the asymptotic series (11 terms) where erfc underflows: from 25 on in float64, from
+    9 in float32 (erfc(9) = 4e-37; the 11-term series is accurate to 1e-12 there)."""
+    edge = 25.0 if x.v.dtype == "float64" else 9.0
+    big = where(x < edge, edge, x)
+    y = 1.0 / (2.0 * big * big)
+    acc, term = y.like(1.0), y.like(1.0)
+    for k in range(1, 12):
+        term = term * -(2.0 * k - 1.0) * y
+        acc = acc + term
+    near = _exp_square(where(x < edge, x, 0.0)) * x.fn("erfc")
+    v = where(x < edge, near, acc / (big * math.sqrt(math.pi)))
+    return where(isnan(x), x, where(x.eq(-math.inf), math.inf, v))
+
+
+def ndtri(p: _F) -> _F:
+    """The normal quantile: a rational first guess on the lower tail q = min(p, 1 - p), then six Newton steps on
+    Phi(x) = q (Phi through erfc: accurate in the tail); NaN outside [0, 1], -+inf at 0 and 1."""
+    q = where(p < 0.5, p, 1.0 - p)
+    qs = where(q > 0.0, q, 0.5)
+    t = sqrt(-2.0 * log(qs))
+    x = -(t - (2.515517 + 0.802853 * t + 0.010328 * t * t)
+          / (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t))
+    for _ in range(6):
+        err = 0.5 * (x * (-1.0 / math.sqrt(2.0))).fn("erfc") - qs
+        x = x - err / (exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi)))
+    v = where(p < 0.5, x, -x)
+    v = where(p.eq(0.0), -math.inf, where(p.eq(1.0), math.inf, v))
+    return where(isnan(p) | (p < 0.0) | (p > 1.0), math.nan, v)
+
+
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+           1.8152105401943546773e17, -7.1661652561756670113e18)
+ZETA_LIMIT = 1 << 20  # direct-sum trips: 9 - q for negative q; q below -ZETA_LIMIT + 10 gives NaN (fail closed)
+
+
+def zeta(x: _F, q: _F) -> _F:
+    """Hurwitz zeta (Cephes' Euler-Maclaurin summation, as ATen): direct terms until 9 are summed and q + i > 9
+    (a `while`), then the 12 Bernoulli tail terms (without Cephes' early exits, which only skip terms below
+    1e-16 of the sum). Negative q is allowed for integer x (polygamma at negative x)."""
+    bad = isnan(x) | isnan(q) | (x <= 1.0) | ((q <= 0.0) & (q.fn("floor").eq(q) | x.fn("floor").ne(x)))
+    bad = bad | (q < -(ZETA_LIMIT - 10.0))
+    sx, sq = where(bad, 2.0, x), where(bad, 1.0, q)
+
+    def more(s: list[_F]) -> _F:
+        return (s[1] < 9.0) | (s[2] <= 9.0)
+
+    def step(s: list[_F]) -> list[_F]:
+        px, cnt, a, acc, _ = s
+        a2 = a + 1.0
+        b2 = a2 ** -px
+        return [px, cnt + 1.0, a2, acc + b2, b2]
+
+    _, _, a, acc, b = loop([sx, sq.like(0.0), sq, sq ** -sx, sq.like(0.0)], more, step, ZETA_LIMIT)
+    w = a
+    acc = acc + b * w / (sx - 1.0) - 0.5 * b
+    fa, k = sq.like(1.0), 0.0
+    for coef in _ZETA_A:
+        fa = fa * (sx + k)
+        b = b / w
+        acc = acc + fa * b / coef
+        k += 1.0
+        fa = fa * (sx + k)
+        b = b / w
+        k += 1.0
+    v = where(x.eq(1.0) | ((q <= 0.0) & q.fn("floor").eq(q) & (x > 1.0)), x.like(math.inf), acc)
+    nan = isnan(x) | isnan(q) | (x < 1.0) | ((q <= 0.0) & q.fn("floor").ne(q) & x.fn("floor").ne(x))
+    return where(nan | (q < -(ZETA_LIMIT - 10.0)), math.nan, v)
+
+
+def trigamma(x: _F) -> _F:
+    """ATen's trigamma: reflection below 0.5, six recurrence steps, the asymptotic series."""
+    low = x < 0.5
+    s = sin(math.pi * x)
+    result = where(low, -(math.pi * math.pi) / (s * s), x.like(0.0))
+    y = where(low, 1.0 - x, x)
+    for _ in range(6):
+        result = result + 1.0 / (y * y)
+        y = y + 1.0
+    ixx = 1.0 / (y * y)
+    result = result + (1.0 + 1.0 / (2.0 * y) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / y
+    return where(low, -result, result)
+
+
+def polygamma(n: _F, x: _F) -> _F:
+    """digamma (n = 0), trigamma (n = 1), and (-1)^(n+1) n! zeta(n + 1, x) for n >= 2 (as ATen)."""
+    k = where(n >= 2.0, n, 2.0)
+    big = where(odd(k), 1.0, k.like(-1.0)) * exp(_lgamma(k + 1.0)) * zeta(k + 1.0, x)
+    psi = _F(x.b, digamma(x.b, x.v)[0])
+    return where(n.eq(0.0), psi, where(n.eq(1.0), trigamma(x), big))
+
+
+IGAMMA_LIMIT = 2000  # series / continued-fraction trips (the earlier kernels' bound)
+
+
+def igamma(a: _F, x: _F, upper: bool) -> _F:
+    """P(a, x) (upper: Q = 1 - P): the series for x < a + 1, Lentz's continued fraction beyond, each a `while`
+    until its term is below epsilon; the special cases (NaN, 0, infinities, negative arguments) as torch."""
+    f64 = a.v.dtype == "float64"
+    tiny, eps = (1e-300, 1e-17) if f64 else (1e-30, 1e-8)
+    use_series = x < a + 1.0
+    bad = isnan(a) | isnan(x) | (a < 0.0) | (x < 0.0) | a.eq(0.0) | x.eq(0.0) | fabs(a).eq(math.inf) \
+        | fabs(x).eq(math.inf)
+    sa, sx = where(bad | ~use_series, 1.0, a), where(bad | ~use_series, 0.5, x)
+    ca, cx = where(bad | use_series, 1.0, a), where(bad | use_series, 2.0, x)
+
+    def more(s: list[_F]) -> _F:
+        return s[-2] | s[-1]
+
+    def step(st: list[_F]) -> list[_F]:
+        sa, sx, ca, i, r, c, s, b, cc, d, h, act_s, act_f = st
+        r2 = r + 1.0
+        c2 = c * sx / r2
+        s2 = s + c2
+        new_act_s = act_s & ~(c2 <= eps * s2)
+        i2 = i + 1.0
+        an = -i2 * (i2 - ca)
+        b2 = b + 2.0
+        d2 = an * d + b2
+        d2 = where(fabs(d2) < tiny, tiny, d2)
+        c3 = b2 + an / cc
+        c3 = where(fabs(c3) < tiny, tiny, c3)
+        d2 = 1.0 / d2
+        delta = d2 * c3
+        h2 = h * delta
+        new_act_f = act_f & ~(fabs(delta - 1.0) < 1e-16)
+        return [sa, sx, ca, i2, where(act_s, r2, r), where(act_s, c2, c), where(act_s, s2, s),
+                where(act_f, b2, b), where(act_f, c3, cc), where(act_f, d2, d), where(act_f, h2, h),
+                new_act_s, new_act_f]
+
+    b0 = cx + 1.0 - ca
+    on = a.like(0.0).eq(0.0)
+    init = [sa, sx, ca, sa.like(0.0), sa, sa.like(1.0), sa.like(1.0), b0, b0.like(1.0 / tiny), 1.0 / b0, 1.0 / b0,
+            on, on]
+    out = loop(init, more, step, IGAMMA_LIMIT)
+    s, h = out[6], out[10]
+    p = exp(sa * log(sx) - sx - _lgamma(sa)) * s / sa
+    q = exp(ca * log(cx) - cx - _lgamma(ca)) * h
+    v = where(use_series, 1.0 - p if upper else p, q if upper else 1.0 - q)
+    lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
+    v = where(fabs(x).eq(math.inf), hi, v)
+    v = where(fabs(a).eq(math.inf), where(fabs(x).eq(math.inf), a.like(math.nan), lo), v)
+    v = where(x.eq(0.0), lo, v)
+    v = where(a.eq(0.0), where(x > 0.0, a.like(hi), math.nan), v)
+    return where(isnan(a) | isnan(x) | (a < 0.0) | (x < 0.0), math.nan, v)
+
+
+UNARY = {"erfcx": erfcx, "ndtri": ndtri}
+BINARY = {"zeta": zeta, "polygamma": polygamma, "igamma": lambda a, x: igamma(a, x, False),
+          "igammac": lambda a, x: igamma(a, x, True)}
+
+
+def lower_unary(b: Builder, x_in: Value, function: str) -> list[Value]:
+    return narrow(UNARY[function](widen(b, x_in)), x_in.dtype)
+
+
+def lower_binary(b: Builder, a_in: Value, x_in: Value, function: str) -> list[Value]:
+    return narrow(BINARY[function](widen(b, a_in), widen(b, x_in)), x_in.dtype)

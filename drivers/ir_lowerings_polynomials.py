@@ -1,0 +1,109 @@
+"""The orthogonal polynomials of a tensor degree n as IR lowerings: Chebyshev T, U, V, W and their shifted
+forms, Hermite H and He, Laguerre L, Legendre P, with ATen's recurrences and closed forms (ATen/native/Math.h).
+
+The degree is data, so the three-term recurrence is IR op `while` (ir_lowerings.py `loop`): each element runs
+its own n - 1 steps. n is truncated toward zero (ATen's int64 cast); n < 0 gives 0, n = 0 gives 1. Degrees
+above POLY_LIMIT, where the recurrence would run, give NaN (fail closed) instead of a loop of a million trips.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from torchtpu.drivers.ir_lowerings import _F, cos, fabs, isnan, loop, narrow, odd, sin, where, widen
+
+if TYPE_CHECKING:
+    from torchtpu.drivers.ir import Builder, Value
+
+POLY_LIMIT = 1 << 20
+
+Step = Callable[[_F, _F, _F, _F], _F]  # (x, k, q_(k-1), q_k) -> q_(k+1)
+
+
+def _recurrence(x: _F, n: _F, used: _F, first: _F, nxt: Step) -> _F:
+    """q_n from q_0 = 1, q_1 = `first`, q_(k+1) = nxt(x, k, q_(k-1), q_k) for k = 1 .. n-1, where `used` (and
+    n >= 1); elsewhere `first`."""
+    deg = where(used & (n >= 1.0) & (n <= float(POLY_LIMIT)), n, 0.0)
+
+    def more(s: list[_F]) -> _F:
+        return s[2] < s[1]
+
+    def step(s: list[_F]) -> list[_F]:
+        px, pn, k, p, q = s
+        return [px, pn, k + 1.0, q, nxt(px, k, p, q)]
+
+    return loop([x, deg, x.like(1.0), x.like(1.0), first], more, step, POLY_LIMIT)[4]
+
+
+def _chebyshev(x: _F, n: _F, kind: int) -> _F:
+    """T (0), U (1), V (2), W (3): closed forms at |x| = 1 and (n > 6 for T, > 8 otherwise) inside (-1, 1)."""
+    is_odd = odd(n)
+    pos = x > 0.0
+    if kind == 0:
+        at1 = where(pos | ~is_odd, x.like(1.0), -1.0)
+    elif kind == 1:
+        at1 = where(pos | ~is_odd, n + 1.0, -(n + 1.0))
+    elif kind == 2:
+        at1 = where(pos, 1.0, where(~is_odd, n + n + 1.0, -(n + n + 1.0)))
+    else:
+        at1 = where(pos, n + n + 1.0, where(~is_odd, x.like(1.0), -1.0))
+    inside = (fabs(x) < 1.0) & (n > (6.0 if kind == 0 else 8.0))
+    th = where(inside, x, 0.5).fn("acos")
+    if kind == 0:
+        trig = cos(n * th)
+    elif kind == 1:
+        st = sin(th)
+        trig = where(st.ne(0.0), sin((n + 1.0) * th) / st, (n + 1.0) * cos((n + 1.0) * th) / x)
+    elif kind == 2:
+        trig = cos((n + 0.5) * th) / cos(th / 2.0)
+    else:
+        trig = sin((n + 0.5) * th) / sin(th / 2.0)
+    first = (x, x + x, x + x - 1.0, x + x + 1.0)[kind]
+    rec = _recurrence(x, n, ~inside & fabs(x).ne(1.0), first, lambda px, k, p, q: (px + px) * q - p)
+    v = where(n.eq(0.0), 1.0, rec)
+    v = where(inside, trig, v)
+    v = where(fabs(x).eq(1.0), at1, v)
+    return where(n < 0.0, 0.0, v)
+
+
+def _limited(n: _F, v: _F) -> _F:
+    return where(n > float(POLY_LIMIT), math.nan, v)
+
+
+def polynomial(fn: str, x: _F, nf: _F) -> _F:
+    nan = isnan(x) | isnan(nf)
+    n = nf.fn("trunc")
+    if fn.startswith("shifted_chebyshev_"):
+        xs = x + x - 1.0
+        v = _chebyshev(xs, n, "tuvw".index(fn[-1]))
+        v = where((fabs(xs) < 1.0) | fabs(xs).eq(1.0), v, _limited(n, v))
+    elif fn.startswith("chebyshev_"):
+        v = _chebyshev(x, n, "tuvw".index(fn[-1]))
+        v = where((fabs(x) < 1.0) | fabs(x).eq(1.0), v, _limited(n, v))
+    else:
+        if fn == "hermite_h":
+            rec = _recurrence(x, n, n >= 1.0, x + x, lambda px, k, p, q: (px + px) * q - 2.0 * k * p)
+        elif fn == "hermite_he":
+            rec = _recurrence(x, n, n >= 1.0, x, lambda px, k, p, q: px * q - k * p)
+        elif fn == "laguerre_l":
+            rec = _recurrence(x, n, n >= 1.0, 1.0 - x,
+                              lambda px, k, p, q: ((2.0 * k + 1.0 - px) * q - k * p) / (k + 1.0))
+            rec = _limited(n, where(x.eq(0.0), 1.0, rec))
+        else:  # legendre_p
+            rec = _recurrence(x, n, n >= 1.0, x, lambda px, k, p, q: ((2.0 * k + 1.0) * px * q - k * p) / (k + 1.0))
+            rec = where(fabs(x).eq(1.0), where((x > 0.0) | ~odd(n), x.like(1.0), -1.0), _limited(n, rec))
+        if fn.startswith("hermite"):
+            rec = _limited(n, rec)
+        v = where(n < 0.0, 0.0, where(n.eq(0.0), 1.0, rec))
+    return where(nan, math.nan, v)
+
+
+NAMES = ("chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w", "shifted_chebyshev_t", "shifted_chebyshev_u",
+         "shifted_chebyshev_v", "shifted_chebyshev_w", "hermite_h", "hermite_he", "laguerre_l", "legendre_p")
+
+
+def lower(b: Builder, x_in: Value, n_in: Value, function: str) -> list[Value]:
+    """p_n(x) of the family `function`, in float32 (float64 for float64 operands), back in x's dtype."""
+    return narrow(polynomial(function, widen(b, x_in), widen(b, n_in)), x_in.dtype)

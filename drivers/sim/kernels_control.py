@@ -1,0 +1,44 @@
+"""The sim's control flow: IR op `while`, an element-wise bounded loop whose condition and body are regions
+(programs over 0-d values, drivers/ir.py `Region`).
+
+The regions run through the same kernels as any program (kernels*.py), on the elements still looping: after
+each trip the elements whose condition fails are dropped, so a trip costs what its live elements cost, and an
+element's result is its state when its condition first fails (or after `limit` trips).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from torchtpu.drivers.ir import Op, Program
+from torchtpu.drivers.sim.kernels import KERNELS, kernel
+
+
+def run_region(program: Program, args: list[np.ndarray]) -> list[np.ndarray]:
+    """`program` (element-wise ops over 0-d values) on 1-D arrays of equal length: numpy broadcasts the 0-d
+    constants against them."""
+    env = {v.id: a for v, a in zip(program.inputs, args)}
+    for op in program.ops:
+        outs = KERNELS[op.name](op, [env[v.id] for v in op.inputs])
+        for v, out in zip(op.outputs, outs):
+            env[v.id] = out
+    return [env[v.id] for v in program.outputs]
+
+
+@kernel("while")
+def _while(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    cond, body, limit = op.attr("cond").program, op.attr("body").program, op.attr("limit")
+    shape = op.outputs[0].shape
+    state = [np.array(np.broadcast_to(a, shape)).reshape(-1) for a in args]  # the results, written in place
+    live = np.arange(state[0].size)
+    cur = [s.copy() for s in state]  # never the results: a body passing a value through must not alias them
+    for _ in range(limit):
+        go = np.broadcast_to(run_region(cond, cur)[0], live.shape)
+        if not go.all():
+            live = live[go]
+            cur = [c[go] for c in cur]
+        if not live.size:
+            break
+        cur = [np.broadcast_to(v, live.shape) for v in run_region(body, cur)]
+        for s, c in zip(state, cur):
+            s[live] = c
+    return [s.reshape(shape) for s in state]
