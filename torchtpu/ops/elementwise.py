@@ -303,7 +303,8 @@ def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - A
             raise RuntimeError("value cannot be converted to type double without overflow")
         min, max = (b.real if isinstance(b, complex) else b for b in (min, max))  # noqa: A001
     compute, result = P.result_dtype(self, min, max)
-    if result.is_complex:
+    if result.is_complex:  # after the shapes, as ATen's TensorIterator
+        P.broadcast_shapes(self.shape, *(b.shape for b in (min, max) if isinstance(b, Sym)))
         raise NotImplementedError("clamp is not supported for complex types")
     check_scalar_fits(min, result, "clamp(): min")
     check_scalar_fits(max, result, "clamp(): max")
