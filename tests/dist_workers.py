@@ -18,11 +18,16 @@ from typing import Any
 TIMEOUT_S = 20
 
 
-def _init(rank: int, world: int, port: int, backend: str | None, timeout_s: float = TIMEOUT_S) -> None:
+def _init(rank: int, world: int, port: int, backend: str | dict | None, timeout_s: float = TIMEOUT_S) -> None:
+    """init_process_group(backend) (a dict: its keyword arguments, "device_id" named as a string)."""
+    import torch
     import torch.distributed as dist
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    kwargs = dict(backend) if isinstance(backend, dict) else {"backend": backend}
+    if "device_id" in kwargs:
+        kwargs["device_id"] = torch.device(kwargs["device_id"])
+    dist.init_process_group(**kwargs, timeout=datetime.timedelta(seconds=timeout_s))
 
 
 def _values(dtype: Any, shape: tuple[int, ...], rank: int, salt: int = 0) -> Any:
@@ -301,6 +306,11 @@ def _main(scenario: str, rank: int, world: int, port: int, outdir: str) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if scenario in SCENARIOS:
         fn, backend, timeout_s = SCENARIOS[scenario]
+    elif ":" in scenario:  # "module:scenario", a worker module beside this one
+        import importlib
+
+        module, name = scenario.split(":", 1)
+        fn, backend, timeout_s = importlib.import_module(module).SCENARIOS[name]
     else:
         import dist_train_workers
 

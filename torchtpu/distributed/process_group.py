@@ -26,7 +26,7 @@ import torch._C._distributed_c10d as c10d
 import torch.distributed as dist
 
 from torchtpu import runtime
-from torchtpu.distributed import BACKEND_NAME, clock, topology
+from torchtpu.distributed import BACKEND_NAME, clock, subgroups, topology
 from torchtpu.distributed.agree import Agreement, Agreer
 from torchtpu.distributed.p2p import PointToPoint, host_copy
 from torchtpu.distributed.work import TpuWork, describe
@@ -95,6 +95,8 @@ class TpuProcessGroup(dist.ProcessGroup):
         self._agreer = Agreer(self._gloo, dist.PrefixStore("tpu_dist/diag/", store), rank, size,
                               timeout.total_seconds())
         self._p2p = PointToPoint(self._gloo, rank, size)
+        self._store = store
+        self._split_handle = subgroups.SplitHandle(self)
 
     def getBackendName(self) -> str:  # noqa: N802 - the C++ name the trampoline looks up
         return BACKEND_NAME
@@ -114,6 +116,23 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def setGroupDesc(self, desc: str) -> None:  # noqa: N802
         self._names["desc"] = desc
+
+    # c10d's split path (split_group, DeviceMesh with a device_id): subgroups.py
+    def _get_backend(self, device: torch.device) -> Any:
+        return subgroups.get_backend(self, device)
+
+    def split_group(self, new_ranks: list[int], timeout: timedelta | None = None, opts: Any = None,
+                    group_name: str | None = None, group_desc: str | None = None,
+                    device_types: list[torch.device] | None = None) -> TpuProcessGroup | None:
+        return subgroups.split(self, new_ranks, timeout, opts, group_name, group_desc, device_types)
+
+    def get_group_store(self) -> dist.Store:
+        return self._store
+
+    @property
+    def _device_types(self) -> list[torch.device]:
+        """c10d's pick for object collectives and barrier: cpu when the group has its gloo side, else tpu."""
+        return [torch.device("cpu"), torch.device("tpu")] if self._cpu_allowed() else [torch.device("tpu")]
 
     def __repr__(self) -> str:
         return f"TpuProcessGroup(rank={self._my_rank}, size={self._my_size})"
@@ -418,4 +437,6 @@ class TpuProcessGroup(dist.ProcessGroup):
 def create(store: dist.Store, rank: int, size: int, timeout: timedelta) -> TpuProcessGroup:
     """The factory `Backend.register_backend("tpu_dist", ...)` calls."""
     topology.check_world(size)
-    return TpuProcessGroup(store, rank, size, timeout)
+    pg = TpuProcessGroup(store, rank, size, timeout)
+    pg.bound_device_id = subgroups.requested_device_id()
+    return pg
