@@ -85,11 +85,14 @@ class Timeline:
 
     def issue(self, host_seconds: float, charge: tuple) -> None:
         """`host_issue(host_seconds)` (>= 0, not checked) then the launch of `charge` (made by `Timeline.charge`)."""
-        op, name, seconds, flops, hbm_bytes, cycles, bound, cost, source = charge
         host = self._host = self._host + host_seconds
         start = self._device_free if self._device_free > host else host  # max(host, device free)
-        end = start + seconds
-        self._device_free = end
+        end = self._device_free = start + charge[2]
+        self._account(charge, start, end)
+
+    def _account(self, charge: tuple, start: float, end: float) -> None:
+        """Counts the launch of `charge` that ran on the device over [start, end] (busy time, per-op totals, record)."""
+        op, name, seconds, flops, hbm_bytes, cycles, bound, cost, source = charge
         self._busy += seconds
         self._launches += 1
         totals = self._by_op.get(op)
@@ -99,7 +102,7 @@ class Timeline:
         totals[1] += seconds
         totals[2] += flops
         totals[3] += hbm_bytes
-        self._records.append((name, op, flops, hbm_bytes, cycles, bound, start, end, host, cost, source))
+        self._records.append((name, op, flops, hbm_bytes, cycles, bound, start, end, self._host, cost, source))
 
     def synchronize(self) -> float:
         """Host waits until the device is idle; returns the (new) host clock."""

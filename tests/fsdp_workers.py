@@ -216,45 +216,14 @@ def overlap(rank: int, world: int) -> dict[str, Any]:
     return out
 
 
-SCENARIOS = {"plain": plain, "keep": keep_unsharded, "mixed": mixed, "overlap": overlap}
-
-
-def _main(scenario: str, rank: int, world: int, port: int, outdir: str) -> None:
-    import torch
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import dist_workers
-
-    try:
-        dist_workers._init(rank, world, port, None, TIMEOUT_S)
-        result = SCENARIOS[scenario](rank, world)
-    except BaseException:  # noqa: BLE001 - the test shows it
-        import traceback
-
-        result = {"crash": traceback.format_exc()}
-    torch.save(result, os.path.join(outdir, f"rank{rank}.pt"))
-
-
-def launch(scenario: str, world: int, port: int, outdir: str, timeout_s: float) -> list[int | None]:
-    """Run the scenario on `world` spawned processes; their exit codes (None: still running, then killed)."""
-    import multiprocessing
-    import time
-
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_main, args=(scenario, r, world, port, outdir)) for r in range(world)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + timeout_s
-    for p in procs:
-        p.join(max(deadline - time.monotonic(), 0.1))
-    codes = [p.exitcode for p in procs]
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            p.join()
-    return codes
+SCENARIOS = {name: (fn, None, TIMEOUT_S) for name, fn in
+             {"plain": plain, "keep": keep_unsharded, "mixed": mixed, "overlap": overlap}.items()}
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import dist_workers
+
     name, n, port_arg, directory = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    print(launch(name, n, port_arg, directory, float(sys.argv[5]) if len(sys.argv) > 5 else 600))
+    print(dist_workers.launch(f"fsdp_workers:{name}", n, port_arg, directory,
+                              float(sys.argv[5]) if len(sys.argv) > 5 else 600))

@@ -98,24 +98,14 @@ class StreamTimeline(Timeline):
         `start` when given (a collective's start agreed by every rank, not earlier than `ready`); returns its end."""
         if engine not in self._engines:
             raise ValueError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)}")
-        op, name, seconds, flops, hbm_bytes, cycles, bound, cost, source = charge
         ready = self.ready(stream, engine)
         begin = ready if start is None or start < ready else start
-        end = begin + seconds
+        end = begin + charge[2]
         self._streams[stream] = end
         self._engines[engine] = end
         if end > self._device_free:
             self._device_free = end
-        self._busy += seconds
-        self._launches += 1
-        totals = self._by_op.get(op)
-        if totals is None:
-            totals = self._by_op[op] = [0, 0.0, 0.0, 0.0]
-        totals[0] += 1
-        totals[1] += seconds
-        totals[2] += flops
-        totals[3] += hbm_bytes
-        self._records.append((name, op, flops, hbm_bytes, cycles, bound, begin, end, self._host, cost, source))
+        self._account(charge, begin, end)
         return end
 
     def run_record(self, stream: int, engine: str, record: CostRecord, name: str = "",
