@@ -87,7 +87,18 @@ def _shard(model: Any, mesh: Any, reshard: bool, mp: Any) -> Any:
     return model
 
 
-def _run(rank: int, world: int, reshard: bool, mixed: bool) -> dict[str, Any]:
+def _use_own_chip(rank: int) -> None:
+    """Under TORCHTPU_TOPOLOGY a process sees its host's chips: rank r drives tpu:r (LOCAL_RANK, as with CUDA)."""
+    import torch
+
+    if torch.tpu.device_count() > 1:
+        torch.tpu.set_device(rank % torch.tpu.device_count())
+
+
+_SINGLE: dict[bool, tuple[list[float], dict[str, Any]]] = {}  # mixed -> one chip's losses and parameters
+
+
+def _run(rank: int, world: int, reshard: bool, mixed: bool, destroy: bool = True) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
@@ -96,6 +107,8 @@ def _run(rank: int, world: int, reshard: bool, mixed: bool) -> dict[str, Any]:
     import torchtpu
 
     torchtpu.set_precision("HIGHEST")
+    _use_own_chip(rank)
+    torchtpu.distributed.reset_stats()
     mesh = init_device_mesh("tpu", (world,))
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed \
         else MixedPrecisionPolicy()
@@ -108,12 +121,14 @@ def _run(rank: int, world: int, reshard: bool, mixed: bool) -> dict[str, Any]:
     part = slice(rank * n, (rank + 1) * n)
     # each rank's loss is its shard's mean / world: FSDP2 averages the gradients over ranks (reduce-scatter avg)
     losses = _train(model, x[part].to("tpu"), y[part].to("tpu"), 1.0)
-    if mixed:
-        single_losses = _train_mixed(single, x.to("tpu"), y.to("tpu"), world)
-    else:
-        single_losses = _train(single, x.to("tpu"), y.to("tpu"), 1.0)
+    if mixed not in _SINGLE:  # one chip's run depends on the arithmetic only (not on reshard_after_forward)
+        if mixed:
+            single_losses = _train_mixed(single, x.to("tpu"), y.to("tpu"), world)
+        else:
+            single_losses = _train(single, x.to("tpu"), y.to("tpu"), 1.0)
+        _SINGLE[mixed] = single_losses, {k: v.detach().cpu() for k, v in single.state_dict().items()}
+    single_losses, reference = _SINGLE[mixed]
     full = {k: v.full_tensor().cpu() for k, v in model.state_dict().items()}
-    reference = {k: v.detach().cpu() for k, v in single.state_dict().items()}
     # state_dict round trip: load the full (unsharded) values back into the sharded model
     from torch.distributed.tensor import distribute_tensor
 
@@ -123,8 +138,10 @@ def _run(rank: int, world: int, reshard: bool, mixed: bool) -> dict[str, Any]:
     again = {k: v.full_tensor().cpu() for k, v in model.state_dict().items()}
     out = {"full": full, "single": reference, "again": again, "losses": losses, "single losses": single_losses,
            "dist stats": torchtpu.distributed.stats(), "memory before shard": before,
-           "local shapes": {k: tuple(v.to_local().shape) for k, v in sharded.items()}}
-    dist.destroy_process_group()
+           "local shapes": {k: tuple(v.to_local().shape) for k, v in sharded.items()},
+           "device": str(next(model.parameters()).device)}
+    if destroy:
+        dist.destroy_process_group()
     return out
 
 
@@ -167,6 +184,16 @@ def plain(rank: int, world: int) -> dict[str, Any]:
 
 def keep_unsharded(rank: int, world: int) -> dict[str, Any]:
     return _run(rank, world, reshard=False, mixed=False)
+
+
+def four(rank: int, world: int) -> dict[str, Any]:
+    """The three configurations in one process (a 4-rank start is the expensive part on a small machine)."""
+    import torch.distributed as dist
+
+    out = {name: _run(rank, world, reshard=reshard, mixed=mixed, destroy=False)
+           for name, reshard, mixed in (("plain", True, False), ("keep", False, False), ("mixed", True, True))}
+    dist.destroy_process_group()
+    return out
 
 
 OVERLAP_WIDTH, OVERLAP_TOKENS, OVERLAP_LAYERS = 1024, 2048, 4
@@ -217,7 +244,7 @@ def overlap(rank: int, world: int) -> dict[str, Any]:
 
 
 SCENARIOS = {name: (fn, None, TIMEOUT_S) for name, fn in
-             {"plain": plain, "keep": keep_unsharded, "mixed": mixed, "overlap": overlap}.items()}
+             {"plain": plain, "keep": keep_unsharded, "mixed": mixed, "overlap": overlap, "four": four}.items()}
 
 
 if __name__ == "__main__":

@@ -65,7 +65,8 @@ def _lowering_for(target: Any) -> Lowering | None:
 @dataclass
 class _Traced:
     program: Program
-    output_map: list[tuple[str, int]]  # per graph output: ("value"|"input", index) | ("int", value) | ("none", -1)
+    # per graph output: ("value"|"input", index) | ("int", value) | ("arg", graph argument position) | ("none", -1)
+    output_map: list[tuple[str, int]]
     random_nodes: list[int]  # draws per random op, in program input order after the graph inputs
     mutated: list[int] = field(default_factory=list)  # tensor input written by the last len(mutated) outputs
     exe: Any = None
@@ -245,8 +246,13 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
         elif isinstance(r, Sym):
             output_map.append(("value", len(outs)))
             outs.append(r)
-        else:  # a SymInt output of a dynamic graph: concrete for this trace
+        elif isinstance(r, int | torch.SymInt) and not isinstance(r, bool):  # a SymInt of a dynamic graph
             output_map.append(("int", int(r)))
+        elif any(r is value for value in inputs):  # a non-tensor argument returned as is (a DeviceMesh, say)
+            output_map.append(("arg", next(i for i, value in enumerate(inputs) if value is r)))
+        else:
+            raise UnsupportedNode(f"torch.compile(backend='tpu'): graph output of type {type(r).__name__} "
+                                  "(valid: tensors, ints, None and the graph's own arguments)")
     tensor_index = {graph_position: i for i, graph_position in
                     enumerate(p for p, value in enumerate(inputs) if isinstance(value, torch.Tensor))}
     mutated = [tensor_index[p] for p in sorted(mutations)]
@@ -430,6 +436,8 @@ class CompiledGraph:
                 result.append(tensors[index])
             elif kind == "int":
                 result.append(index)
+            elif kind == "arg":
+                result.append(args[index])
             else:
                 result.append(outputs[index])
         return result
