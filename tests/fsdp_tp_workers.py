@@ -1,12 +1,12 @@
 """Rank programs for tests/test_fsdp_tp.py ("fsdp_tp_workers:NAME" for tests/dist_workers.py): FSDP2 combined
-with tensor parallel on a 2-D "tpu" mesh, and torch.compile of FSDP2 models, on 4 ranks of a 2x2 slice.
+with tensor parallel on a 2-D "tpu" mesh (4 ranks of a 2x2 slice), and torch.compile of FSDP2 models.
 
 - `fsdp_tp`: `init_device_mesh("tpu", (2, 2), mesh_dim_names=("dp", "tp"))`; tests/tp_workers.py's transformer
   parallelized with `parallelize_module` (Colwise/Rowwise) on "tp", then `fully_shard` per block and at the root
   on "dp"; each dp rank trains on its half of the batch (the tp ranks of one dp rank on the same half) for STEPS
   momentum-SGD steps at HIGHEST, against the same model on one chip on the whole batch. Then the same again
   under `torch.compile(backend="tpu")`, with Dynamo's graph and graph-break counters.
-- `fsdp_compiled`: tests/fsdp_workers.py's transformer under `fully_shard` on a 1-D mesh of the 4 ranks, eager
+- `fsdp_compiled`: tests/fsdp_workers.py's transformer under `fully_shard` on a 1-D mesh of the ranks, eager
   and `torch.compile(backend="tpu")`, against one chip; the graph and graph-break counters of the compiled run.
 """
 

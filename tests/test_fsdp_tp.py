@@ -1,8 +1,8 @@
-"""FSDP2 x tensor parallel on a 2-D mesh, and torch.compile of FSDP2 models, on 4 ranks of a 2x2 slice.
+"""FSDP2 x tensor parallel on a 2-D mesh (4 ranks of a 2x2 slice), and torch.compile of FSDP2 models.
 
 `init_device_mesh("tpu", (2, 2), mesh_dim_names=("dp", "tp"))`, `parallelize_module` (Colwise/Rowwise) on "tp",
 then `fully_shard` on "dp": 10 steps equal one chip at HIGHEST, eager and under `torch.compile(backend="tpu")`.
-FSDP2 alone on a 1-D mesh of the 4 ranks under torch.compile equals its eager run and one chip. The rank programs
+FSDP2 alone on a 1-D mesh (2 ranks) under torch.compile equals its eager run and one chip. The rank programs
 are tests/fsdp_tp_workers.py, run through tests/dist_workers.py under a timeout (test_fsdp._run). The compiled
 runs record Dynamo's graph and graph-break counters and the ATen graphs the tpu backend compiled.
 Also the backend fix the compiled FSDP2 x TP run needed: a graph that returns one of its non-tensor arguments.
@@ -66,11 +66,11 @@ def test_compiled_fsdp2_over_tp_trains_like_eager(fsdp_tp: list[dict[str, Any]])
 
 @pytest.fixture(scope="module")
 def fsdp_compiled(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    return _run("fsdp_tp_workers:fsdp_compiled", tmp_path_factory.mktemp("fsdp_compiled"), world=4,
-                topology="2x2")
+    # 2 ranks (one chip each): the 4-rank run (TORCHTPU_TOPOLOGY=2x2, same figures) takes 4 minutes here
+    return _run("fsdp_tp_workers:fsdp_compiled", tmp_path_factory.mktemp("fsdp_compiled"), world=2)
 
 
-def test_compiled_fsdp2_on_four_ranks_equals_eager_and_one_chip(fsdp_compiled: list[dict[str, Any]]) -> None:
+def test_compiled_fsdp2_equals_eager_and_one_chip(fsdp_compiled: list[dict[str, Any]]) -> None:
     for res in fsdp_compiled:
         compiled = res["compiled"]
         assert "error" not in compiled, compiled.get("traceback")
@@ -79,7 +79,7 @@ def test_compiled_fsdp2_on_four_ranks_equals_eager_and_one_chip(fsdp_compiled: l
         assert res["compiled losses"] == pytest.approx(res["eager losses"], rel=1e-6)
         assert compiled["graph breaks"] == {}
         assert compiled["unique graphs"] >= 1 and compiled["aten graphs"]
-    assert len({tuple(res["eager losses"]) for res in fsdp_compiled}) == 4  # each rank its own quarter
+    assert fsdp_compiled[0]["eager losses"] != fsdp_compiled[1]["eager losses"]  # each rank its own half
 
 
 def _graph(outputs: Any) -> torch.fx.GraphModule:
