@@ -24,7 +24,7 @@ def _dtype(dtype: torch.dtype | None, *values: Any) -> torch.dtype:
     return torch.int64
 
 
-@lower(aten.arange.start_step)
+@lower(aten.arange.start_step, static=("start", "end", "step"))
 def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = None, layout: Any = None,
            device: Any = None, pin_memory: Any = None) -> Sym:
     if step == 0:
@@ -47,7 +47,7 @@ def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = N
     return P.convert(ramp * int(step) + int(start), out)
 
 
-@lower(aten.full.default)
+@lower(aten.full.default, static=("fill_value",))
 def full(size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, layout: Any = None,
          device: Any = None, pin_memory: Any = None) -> Sym:
     out = dtype or (torch.bool if isinstance(fill_value, bool) else _dtype(None, fill_value))
@@ -55,7 +55,7 @@ def full(size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, 
     return P.full(fill_value, tuple(size), out)
 
 
-@lower(aten.linspace.default)
+@lower(aten.linspace.default, static=("start", "end"))
 def linspace(start: Any, end: Any, steps: int, *, dtype: torch.dtype | None = None, layout: Any = None,
              device: Any = None, pin_memory: Any = None) -> Sym:
     out = dtype or torch.get_default_dtype()

@@ -81,7 +81,7 @@ def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str) -> Sym:
     return P.emit1("scatter_axis", [self, index, src], dimension=d, reduce=reduce)
 
 
-@lower(aten.scatter.src, aten.scatter.value)
+@lower(aten.scatter.src, aten.scatter.value, static=("value",))
 def scatter(self: Sym, dim: int, index: Sym, src: Any) -> Sym:
     return _scatter(self, dim, index, src, "replace")
 
@@ -89,7 +89,7 @@ def scatter(self: Sym, dim: int, index: Sym, src: Any) -> Sym:
 _REDUCE = {"sum": "add", "add": "add", "prod": "multiply", "multiply": "multiply", "amax": "amax", "amin": "amin"}
 
 
-@lower(aten.scatter.reduce, aten.scatter.value_reduce)
+@lower(aten.scatter.reduce, aten.scatter.value_reduce, static=("value",))
 def scatter_reduce_legacy(self: Sym, dim: int, index: Sym, src: Any, *, reduce: str) -> Sym:
     return _scatter(self, dim, index, src, _REDUCE[reduce])
 

@@ -305,7 +305,7 @@ def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
     return P.reshape(out, self.shape)
 
 
-@lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar)
+@lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar, static=("value",))
 def index_fill(self: Sym, dim: int, index: Sym, value: Any) -> Sym:
     if self.ndim == 0:
         check_scalar_fits(value, self.dtype, "index_fill()")

@@ -238,7 +238,7 @@ def logsumexp(self: Sym, dim: list[int], keepdim: bool = False) -> Sym:
     return y if keepdim else P.reshape(y, tuple(d for i, d in enumerate(x.shape) if i not in dims))
 
 
-@lower(aten.linalg_vector_norm.default)
+@lower(aten.linalg_vector_norm.default, static=("ord",))
 def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
                 *, dtype: torch.dtype | None = None) -> Sym:
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
