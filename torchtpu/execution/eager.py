@@ -1,8 +1,10 @@
 """Eager execution of one ATen op: trace its lowering once per signature into a Program, then replay it.
 
-The signature is the op plus, for every argument, either (shape, dtype) for a tensor or the value itself for
-anything else, plus the current matmul precision. A tpu tensor becomes a Program input; a 0-dim CPU tensor is
-folded in as a scalar (as CUDA does); any other CPU tensor mixed with tpu tensors is an error naming both devices.
+The signature is the op plus, for every argument, (shape, dtype) for a tensor, the type for a float (a program
+input from the first trace: ops/scalar_args.py; the value for an argument the lowering declares static), the
+value itself for anything else, plus the current matmul precision. A tpu tensor becomes a Program input; a
+0-dim CPU tensor is folded in as a scalar (as CUDA does: a float one as an input, others as constants); any
+other CPU tensor mixed with tpu tensors is an error naming both devices.
 """
 
 from __future__ import annotations

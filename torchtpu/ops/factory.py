@@ -102,13 +102,13 @@ def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any =
     return P.convert(u * float(to - from_) + float(from_), self.dtype)
 
 
-@lower(aten.normal_.default, random=True)
+@lower(aten.normal_.default, random=True, static=("mean", "std"))
 def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     z = P.emit1("rng", [rng], shape=self.shape, dtype="float32", distribution="normal")
     return P.convert(z * float(std) + float(mean), self.dtype)
 
 
-@lower(aten.bernoulli_.float, random=True)
+@lower(aten.bernoulli_.float, random=True, static=("p",))
 def bernoulli_(self: Sym, p: float = 0.5, *, generator: Any = None, rng: Sym) -> Sym:
     return P.convert(P.compare("LT", _uniform(self.shape, rng), float(p)), self.dtype)
 
@@ -139,7 +139,7 @@ def random_to(self: Sym, to: int, *, generator: Any = None, rng: Sym) -> Sym:
     return random_from(self, 0, to, rng=rng)
 
 
-@lower(aten.exponential_.default, random=True)
+@lower(aten.exponential_.default, random=True, static=("lambd",))
 def exponential_(self: Sym, lambd: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     u = _uniform(self.shape, rng)
     return P.convert(-P.emit1("log_plus_one", [-u]) / float(lambd), self.dtype)

@@ -99,7 +99,7 @@ def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
     return _scatter(self, dim, index, src, "add")
 
 
-@lower(aten.index_add.default)
+@lower(aten.index_add.default, static=("alpha",))
 def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
     d = P.canon_dim(dim, self.ndim)
     src = P.convert(source * alpha if alpha != 1 else source, self.dtype)
