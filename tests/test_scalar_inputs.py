@@ -153,3 +153,18 @@ def _adamw_programs(steps: int) -> list[tuple[int, int, int]]:
 def test_adamw_in_defer_and_fuse_makes_a_bounded_number_of_programs(tpu):
     sizes = _adamw_programs(50)
     assert sizes[-1] == sizes[9], f"the caches grew after step 10: {sizes[9]} -> {sizes[-1]}"
+
+
+@pytest.mark.parametrize("call", [
+    lambda d, v: torch.nn.functional.elu(d, alpha=v),
+    lambda d, v: torch.nn.functional.softplus(d, beta=v + 1.0),
+    lambda d, v: torch.lerp(d, d * 2, v),
+])
+def test_every_float_argument_is_an_input_not_a_marked_few(tpu, count_traces, call):
+    x = torch.randn(12)
+    d = x.to("tpu")
+    for i, v in enumerate((0.3, 0.7, 1.9)):
+        torch.testing.assert_close(call(d, v).cpu(), call(x, v), rtol=1e-6, atol=1e-6)
+        if i == 0:
+            traces = len(count_traces)
+    assert len(count_traces) == traces, "a new float value traced the lowering again"
