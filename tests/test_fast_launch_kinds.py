@@ -28,13 +28,12 @@ def _served(fn, calls: int = 4) -> int:
 
 
 def test_new_generic_floats_launch_from_the_cache_with_their_own_values(tpu):
-    a, b = torch.randn(5, 3), torch.randn(5, 3)
-    ta, tb = a.to(tpu), b.to(tpu)
+    a = torch.randn(5, 3)
+    ta = a.to(tpu)
 
-    def step(i: int) -> None:  # Adam's bias corrections: a new generic float every step
+    def step(i: int) -> None:  # Adam's bias corrections: a new float every step
         alpha = 0.1 + 0.037 * i
-        got = torch.add(ta, tb, alpha=alpha).cpu()  # CPU may fuse the multiply-add: close, not equal
-        torch.testing.assert_close(got, torch.add(a, b, alpha=alpha), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(torch.div(ta, alpha).cpu(), torch.div(a, alpha), rtol=0, atol=0)
 
     assert _served(step) == 4
 

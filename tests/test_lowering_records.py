@@ -122,7 +122,7 @@ def test_fast_launch_kinds_follow_the_schema_kind_and_the_flags():
 def test_derived_siblings_carry_the_flags_of_their_lowering():
     functional, inplace = TABLE[aten.index_put.default], TABLE[aten.index_put_.default]
     assert inplace.how == "inplace" and inplace.prepare is functional.prepare is not None
-    assert TABLE[aten.add.out].float_inputs and TABLE[aten.add_.Tensor].float_inputs
+    assert TABLE[aten.add.out].static == TABLE[aten.add_.Tensor].static == frozenset({"alpha"})
 
 
 def test_boolean_mask_in_place_index_put_runs_prepare(tpu):
@@ -143,7 +143,7 @@ def test_apply_reads_prepare_and_random_from_the_record(tpu):
         seen["rng"] = None if rng is None else tuple(rng.shape)
         return x * s
 
-    base = dataclasses.replace(TABLE[aten.mul.Tensor], fn=lowering, prepare=None, random=False, float_inputs=False,
+    base = dataclasses.replace(TABLE[aten.mul.Tensor], fn=lowering, prepare=None, random=False, static=frozenset(),
                                name="test::scaled")
     x = torch.randn(5)
     d = x.to("tpu")

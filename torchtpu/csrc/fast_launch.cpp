@@ -1,7 +1,7 @@
 // The cached one-op launch path: a C++ PrivateUse1 kernel for each lowered functional, in-place, out= and
 // foreach op, and for device-to-device copies. It keys the call (fast_launch_key.cpp: operator, matmul
-// precision, every argument; the generic floats of ops whose lowering takes floats as inputs by class only, their
-// values then filling the hoisted scalar inputs); on a hit it allocates the outputs, makes numpy views of the
+// precision, every argument; floats by type only, their values then filling the program's 0-d inputs by the
+// trace's bindings); on a hit it allocates the outputs, makes numpy views of the
 // buffers and calls the driver's execute on the executable the Python side stored for that key, so the cached
 // case skips the dispatcher's Python trampoline, the Python signature, the output allocation and the buffer
 // lookups. On a miss (and whenever the path is off: another eager mode, a driver whose memory is not host
@@ -31,29 +31,27 @@
 namespace torchtpu {
 namespace {
 
-// How to launch one key again: `execute(exe, [input buffers..., *extra], [output buffers...], device)`, the
+// How to launch one key again: `execute(exe, [input buffers..., *scalars], [output buffers...], device)`, the
 // buffers numpy views of the tensors' memory (what runtime.buffer makes). References owned by the table.
 struct Entry {
   std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> outputs;
   size_t n_inputs;
   PyObject* execute;
   PyObject* exe;
-  PyObject* extra;     // a tuple: the hoisted scalar buffers of this call's values
-  PyObject* floats;    // or, when the key holds generic floats by class, a tuple per hoisted input: a fixed
-                       // buffer or (index of the call's generic float, IR dtype) (float_inputs.py's template)
+  PyObject* bindings;  // a tuple per 0-d input: (index of the call's float, or a function of the floats' tuple;
+                       // IR dtype) (eager.Traced.bindings)
   int64_t device;
 };
 
 void release(Entry& entry) {
   Py_XDECREF(entry.execute);
   Py_XDECREF(entry.exe);
-  Py_XDECREF(entry.extra);
-  Py_XDECREF(entry.floats);
+  Py_XDECREF(entry.bindings);
 }
 
 PyObject* g_scalar_buffer = nullptr;  // runtime.scalar_buffer(value, IR dtype): 0-d buffers of other dtypes
 
-// The hoisted input for a generic float: what runtime.scalar_buffer makes (numpy rounds a double to float32
+// The 0-d input for a float: what runtime.scalar_buffer makes (numpy rounds a double to float32
 // to nearest, as the cast here does).
 PyObject* scalar_buffer(double value, PyObject* dtype) {
   const char* name = PyUnicode_AsUTF8(dtype);
@@ -96,7 +94,7 @@ PyObject* numpy_view(const at::Tensor& t) {
                               NPY_ARRAY_WRITEABLE, nullptr);
 }
 
-constexpr size_t kMaxEntries = 8192;  // like the Python cache: scalar values are part of the key
+constexpr size_t kMaxEntries = 8192;  // like the Python cache: a workload of ever-new shapes stays bounded
 
 std::unordered_map<std::string, Entry>& table() {
   static auto* t = new std::unordered_map<std::string, Entry>();
@@ -124,7 +122,7 @@ struct Pending {
   const c10::FunctionSchema* schema;
   bool keyable;
   int64_t kind;
-  size_t n_floats;  // generic floats keyed by class: the launch needs a template to be stored
+  size_t n_floats;  // floats keyed by type: the bindings may name that many
 };
 thread_local std::vector<Pending> t_pending;
 
@@ -165,8 +163,8 @@ void push_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
 }
 
 struct FastKernel final : public c10::OperatorKernel {
-  FastKernel(py::object kernel, std::string name, int64_t kind, bool float_inputs)
-      : kernel_(kernel.release().ptr()), name_(std::move(name)), kind_(kind), float_inputs_(float_inputs) {}
+  FastKernel(py::object kernel, std::string name, int64_t kind, std::vector<bool> is_static)
+      : kernel_(kernel.release().ptr()), name_(std::move(name)), kind_(kind), is_static_(std::move(is_static)) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     py::gil_scoped_acquire gil;  // the table is shared with autograd's device thread: read it under the GIL
@@ -175,8 +173,7 @@ struct FastKernel final : public c10::OperatorKernel {
     std::string key;
     int64_t device = -1;
     std::vector<double> floats;
-    const bool keyable =
-        g_enabled && build_key(this, g_precision, schema, *stack, n_args, key, device, float_inputs_ ? &floats : nullptr);
+    const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, is_static_, key, device, floats);
     if (keyable) {
       auto it = table().find(key);
       if (it != table().end() && !writes_overlap(schema, n_args, *stack)) {
@@ -235,8 +232,8 @@ struct FastKernel final : public c10::OperatorKernel {
         outputs.push_back(at::empty(sizes, at::TensorOptions().dtype(dtype).device(device_obj)));
       }
     }
-    PyObject* extra = entry.floats != nullptr ? entry.floats : entry.extra;
-    const Py_ssize_t n_extra = PyTuple_GET_SIZE(extra);
+    PyObject* bindings = entry.bindings;
+    const Py_ssize_t n_extra = PyTuple_GET_SIZE(bindings);
     py::list in_buffers(inputs.size() + n_extra);
     py::list out_buffers(outputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -244,13 +241,19 @@ struct FastKernel final : public c10::OperatorKernel {
       if (view == nullptr) throw py::error_already_set();
       PyList_SET_ITEM(in_buffers.ptr(), i, view);
     }
+    py::tuple float_values;  // the floats as a tuple, for bindings that are functions of them
     for (Py_ssize_t i = 0; i < n_extra; ++i) {
-      PyObject* item = PyTuple_GET_ITEM(extra, i);
-      if (entry.floats != nullptr && PyTuple_Check(item)) {  // (float index, IR dtype)
-        const Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
-        item = scalar_buffer(floats.at(static_cast<size_t>(index)), PyTuple_GET_ITEM(item, 1));
+      PyObject* binding = PyTuple_GET_ITEM(bindings, i);
+      PyObject* source = PyTuple_GET_ITEM(binding, 0);
+      PyObject* dtype = PyTuple_GET_ITEM(binding, 1);
+      PyObject* item;
+      if (PyLong_Check(source)) {
+        item = scalar_buffer(floats.at(static_cast<size_t>(PyLong_AsSsize_t(source))), dtype);
       } else {
-        Py_INCREF(item);
+        if (float_values.size() != floats.size()) float_values = py::tuple(py::cast(floats));
+        py::object value = py::handle(source)(float_values);
+        item = PyObject_CallFunctionObjArgs(g_scalar_buffer, value.ptr(), dtype, nullptr);
+        if (item == nullptr) throw py::error_already_set();
       }
       PyList_SET_ITEM(in_buffers.ptr(), inputs.size() + i, item);
     }
@@ -321,7 +324,7 @@ struct FastKernel final : public c10::OperatorKernel {
   PyObject* kernel_;
   std::string name_;
   int64_t kind_;  // Kind
-  bool float_inputs_;  // the lowering takes generic floats as inputs: key them by class
+  std::vector<bool> is_static_;  // by schema position: a float argument keyed by value
 };
 
 torch::Library& library() {
@@ -332,10 +335,16 @@ torch::Library& library() {
 
 // Registers `kernel` (the op's Python kernel) behind the cached launch path for `qualified` ("add.Tensor").
 void register_op(const std::string& qualified, const std::string& name, py::object kernel, int64_t kind,
-                 bool float_inputs) {
+                 const std::vector<int64_t>& static_positions) {
   TORCH_CHECK(kind >= kFunctional && kind <= kCopyFrom, "fast_register: unknown kind ", kind);
+  std::vector<bool> is_static;
+  for (int64_t i : static_positions) {
+    TORCH_CHECK(i >= 0, "fast_register: bad static position ", i);
+    if (is_static.size() <= static_cast<size_t>(i)) is_static.resize(i + 1, false);
+    is_static[i] = true;
+  }
   library().impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<FastKernel>(
-                                        std::move(kernel), name, kind, float_inputs)));
+                                        std::move(kernel), name, kind, std::move(is_static))));
 }
 
 void clear_entries() {
@@ -346,20 +355,19 @@ void clear_entries() {
 // Called by the Python kernel of the op being missed: stores how to launch this key again. `op_name` must
 // be the op whose miss is in progress (a Python kernel may run other ops itself); false when not stored.
 // `outputs` holds (sizes, torch.dtype) per fresh output, in the order the op returns them; none for an in-place
-// op. `kind` (Kind) must be the one the op was registered with. `floats`: when the key holds generic floats by
-// class, how the hoisted inputs follow them (float_inputs.py's template); without one such a launch is not
-// stored, since `extra` holds this call's values.
-bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple extra, int64_t device,
-           int64_t n_inputs, const py::list& outputs, int64_t kind, py::object floats) {
+// op. `kind` (Kind) must be the one the op was registered with. `bindings`: how each 0-d input after the tensors
+// is made from the call's floats (Entry::bindings).
+bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple bindings, int64_t device,
+           int64_t n_inputs, const py::list& outputs, int64_t kind) {
   if (t_pending.empty()) return false;
   const Pending& p = t_pending.back();
   if (!p.keyable || *p.op_name != op_name || !g_enabled || p.kind != kind) return false;
-  if (p.n_floats > 0) {
-    if (!PyTuple_Check(floats.ptr())) return false;
-    for (const auto& item : floats.cast<py::tuple>()) {
-      if (!PyTuple_Check(item.ptr())) continue;
-      auto pair = item.cast<py::tuple>();
-      if (pair.size() != 2 || !PyUnicode_Check(pair[1].ptr()) || pair[0].cast<size_t>() >= p.n_floats) return false;
+  for (const auto& item : bindings) {
+    if (!PyTuple_Check(item.ptr()) || PyTuple_GET_SIZE(item.ptr()) != 2) return false;
+    auto pair = item.cast<py::tuple>();
+    if (!PyUnicode_Check(pair[1].ptr())) return false;
+    if (PyLong_Check(pair[0].ptr()) ? pair[0].cast<size_t>() >= p.n_floats : !PyCallable_Check(pair[0].ptr())) {
+      return false;
     }
   }
   const auto& returns = p.schema->returns();
@@ -388,7 +396,7 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
     default:
       return false;
   }
-  Entry entry{{}, static_cast<size_t>(n_inputs), nullptr, nullptr, nullptr, nullptr, device};
+  Entry entry{{}, static_cast<size_t>(n_inputs), nullptr, nullptr, nullptr, device};
   for (const auto& item : outputs) {
     auto pair = item.cast<py::tuple>();
     PyObject* dtype = pair[1].ptr();
@@ -401,8 +409,7 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
   if (t.size() >= kMaxEntries) clear_entries();
   entry.execute = execute.release().ptr();
   entry.exe = exe.release().ptr();
-  entry.extra = extra.release().ptr();
-  if (p.n_floats > 0) entry.floats = floats.release().ptr();
+  entry.bindings = bindings.release().ptr();
   auto it = t.find(p.key);
   if (it != t.end()) {
     release(it->second);

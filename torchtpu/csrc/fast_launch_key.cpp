@@ -1,11 +1,11 @@
-// The launch cache's key (fast_launch_key.h): tensors by dtype and sizes, scalars by type and value (generic
-// floats of float-inputs ops by class), host 0-d tensors by their bytes, devices by index, lists item by item.
+// The launch cache's key (fast_launch_key.h): tensors by dtype and sizes, floats (and host 0-d float tensors) by
+// type, other scalars by type and value, other host 0-d tensors by their bytes, devices by index, lists item by
+// item; the float arguments an op declares static by value.
 #include "fast_launch_key.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
-#include <cmath>
 
 namespace torchtpu {
 namespace {
@@ -49,20 +49,12 @@ bool put_scalar(const c10::IValue& v, std::string& key) {
   return true;
 }
 
-// A float whose value no lowering is expected to branch on (float_inputs.is_generic).
-bool is_generic(double x) {
-  const double twice = 2.0 * x;  // inf for |x| near DBL_MAX: Python's float.is_integer() says no there too
-  return std::isfinite(x) && !(std::isfinite(twice) && std::floor(twice) == twice);
-}
-
-// A scalar argument or Scalar[] item: generic floats of a float-inputs op by class (their values into
-// `floats`, in the order the Python signature visits them), everything else by value.
+// A scalar argument or Scalar[] item: floats by type (their values into `floats`, in the order the Python
+// signature visits them), everything else by value.
 bool put_value(const c10::IValue& v, std::string& key, std::vector<double>* floats) {
-  if (floats != nullptr && v.isDouble() && is_generic(v.toDouble())) {
-    const double x = v.toDouble();
-    key.push_back('G');
-    key.push_back(static_cast<char>((x > 0.0 ? 1 : 0) | (std::fabs(x) < 1.0 ? 2 : 0)));
-    floats->push_back(x);
+  if (floats != nullptr && v.isDouble()) {
+    key.push_back('F');
+    floats->push_back(v.toDouble());
     return true;
   }
   return put_scalar(v, key);
@@ -104,20 +96,21 @@ size_t passed_positional(const c10::FunctionSchema& schema, const c10::IValue* v
 }
 
 bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& schema,
-               const torch::jit::Stack& stack, size_t n_args, std::string& key, int64_t& device,
-               std::vector<double>* floats) {
+               const torch::jit::Stack& stack, size_t n_args, const std::vector<bool>& is_static,
+               std::string& key, int64_t& device, std::vector<double>& floats) {
   key.reserve(128);
   put(key, op_id);
   put(key, precision);
   device = -1;
   const c10::IValue* values = stack.data() + (stack.size() - n_args);
   size_t n_positional = 0;
-  const size_t passed = floats != nullptr ? passed_positional(schema, values, n_args, n_positional) : 0;
+  const size_t passed = passed_positional(schema, values, n_args, n_positional);
   for (size_t i = 0; i < n_args; ++i) {
     const c10::IValue& v = values[i];
-    std::vector<double>* generic = floats;
-    if (floats != nullptr && (i < n_positional ? i >= passed : is_default(schema.arguments()[i], v))) {
-      generic = nullptr;  // left out of the Python call: the lowering sees its default, a constant
+    std::vector<double>* input = &floats;
+    if ((i < is_static.size() && is_static[i]) ||
+        (i < n_positional ? i >= passed : is_default(schema.arguments()[i], v))) {
+      input = nullptr;  // keyed by value: static, or left out of the Python call (the lowering's default)
     }
     if (v.isTensor()) {
       const at::Tensor& t = v.toTensor();
@@ -126,9 +119,13 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
         continue;
       }
       if (t.device().is_cpu() && t.dim() == 0 && !t.requires_grad() && !t.is_conj() && !t.is_neg()) {
-        if (generic != nullptr && t.unsafeGetTensorImpl()->is_wrapped_number() &&
-            at::isFloatingType(t.scalar_type()) && put_value(c10::IValue(t.item<double>()), key, generic)) {
-          continue;  // a Python float the dispatcher wrapped: the Python kernel receives the float itself
+        if (input != nullptr && at::isFloatingType(t.scalar_type())) {
+          // a Python float the dispatcher wrapped (the Python kernel receives the float itself) or a host
+          // float scalar: a program input either way
+          key.push_back(t.unsafeGetTensorImpl()->is_wrapped_number() ? 'F' : 'c');
+          put(key, static_cast<int8_t>(t.scalar_type()));
+          input->push_back(t.item<double>());
+          continue;
         }
         key.push_back('C');  // a host scalar: the Python kernel takes its value as a constant
         put(key, static_cast<int8_t>(t.scalar_type()));
@@ -137,7 +134,7 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
         continue;
       }
       if (!put_tensor(t, key, device)) return false;
-    } else if (put_value(v, key, generic)) {
+    } else if (put_value(v, key, input)) {
       continue;
     } else if (v.isDevice()) {
       if (!put_device(v.toDevice(), key, device)) return false;
@@ -155,7 +152,7 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
       for (const auto& item : list) {
         if (item.isTensor()) {
           if (!put_tensor(item.toTensor(), key, device)) return false;  // undefined: 'U', as None to Python
-        } else if (!put_value(item, key, generic)) {
+        } else if (!put_value(item, key, input)) {
           return false;
         }
       }

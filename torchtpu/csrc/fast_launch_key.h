@@ -22,10 +22,11 @@ size_t passed_positional(const c10::FunctionSchema& schema, const c10::IValue* v
 
 // The key of the call whose `n_args` arguments end `stack`, or false when the call must take the Python path
 // (an argument kind the key does not cover, a tensor off the tpu device, a lazy conjugate/negative bit,
-// tensors on two devices). `device` gets the tpu device index. With `floats`, generic float arguments the
-// Python kernel receives enter the key by class and their values go there, in the Python signature's order.
+// tensors on two devices). `device` gets the tpu device index. Float arguments the Python kernel receives (and
+// 0-dim CPU float tensors) enter the key by type and their values go to `floats`, in the Python signature's
+// order (eager.signature), except at the schema positions `is_static` marks, which are keyed by value.
 bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& schema,
-               const torch::jit::Stack& stack, size_t n_args, std::string& key, int64_t& device,
-               std::vector<double>* floats);
+               const torch::jit::Stack& stack, size_t n_args, const std::vector<bool>& is_static,
+               std::string& key, int64_t& device, std::vector<double>& floats);
 
 }  // namespace torchtpu

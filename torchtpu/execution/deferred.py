@@ -128,7 +128,7 @@ def _view(t: torch.Tensor) -> View:
 def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs: list[torch.Tensor],
            device: int, scalars: Sequence[Any] = ()) -> None:
     """Appends one traced op to the pending region. `program`'s inputs are `tensors`, then one 0-d input per
-    value of `scalars` (float arguments eager.run hoisted); its other scalar constants are hoisted here.
+    value of `scalars` (its float arguments, inputs from the first trace); its scalar constants are hoisted here.
 
     All or nothing: an error or an interrupt leaves the region as it was (at most with a slot no event uses).
     """

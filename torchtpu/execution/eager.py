@@ -1,12 +1,15 @@
 """Eager execution of one ATen op: trace its lowering once per signature into a Program, then replay it.
 
-The signature is the op plus, for every argument, either (shape, dtype) for a tensor or the value itself for
-anything else, plus the current matmul precision. A tpu tensor becomes a Program input; a 0-dim CPU tensor is
-folded in as a scalar (as CUDA does); any other CPU tensor mixed with tpu tensors is an error naming both devices.
+The signature is the op plus, for every argument, (shape, dtype) for a tensor, the type for a float (a program
+input from the first trace: ops/scalar_args.py; the value for an argument the lowering declares static), the
+value itself for anything else, plus the current matmul precision. A tpu tensor becomes a Program input; a
+0-dim CPU tensor is folded in as a scalar (as CUDA does: a float one as an input, others as constants); any
+other CPU tensor mixed with tpu tensors is an error naming both devices.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -14,50 +17,43 @@ import torch
 
 from torchtpu import dtypes, runtime
 from torchtpu.drivers.ir import Builder
-from torchtpu.execution import fast_launch, float_inputs, launch, modes
-from torchtpu.execution.float_inputs import class_key, is_generic
+from torchtpu.execution import fast_launch, launch, modes
+from torchtpu.ops import scalar_args
 from torchtpu.ops.prims import const, convert
-from torchtpu.ops.tracing import TORCH_TO_IR, Sym, aten_type_name, tracing
+from torchtpu.ops.scalar_args import Placeholder
+from torchtpu.ops.tracing import TORCH_TO_IR, Sym, aten_type_name, current_builder, tracing
 from torchtpu.precision import current_precision
 
 LoweringFn = Callable[..., Any]
 
 
 class Traced:
-    """A traced op: its Program (compiled on first eager launch) plus where the outputs go.
+    """A traced op: its Program (compiled on first eager launch), where the outputs go, and `bindings`: the
+    Program's 0-d inputs after the tensors, each made from the call's floats (ops/scalar_args.py)."""
 
-    `launch` is what a launch runs: `program` itself, or, when the op had a float scalar argument, `program` with
-    its float scalar constants turned into 0-d inputs (`scalars`, their buffers) so that a new value reuses the
-    compiled executable (see float_inputs.py; with a `template`, the trace too).
-    """
+    __slots__ = ("program", "exe", "out_types", "structure", "bindings")
 
-    __slots__ = ("program", "exe", "out_types", "structure", "launch", "scalars", "template")
-
-    def __init__(self, program: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any) -> None:
-        self.program, self.out_types, self.structure = program, out_types, structure
-        self.launch = program
-        self.scalars: tuple = ()
+    def __init__(self, program: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any,
+                 bindings: tuple) -> None:
+        self.program, self.out_types, self.structure, self.bindings = program, out_types, structure, bindings
         self.exe = None
-        self.template: float_inputs.Template | None = None  # set when generic floats are keyed by class
 
 
-def _has_float(x: Any) -> bool:
-    if x.__class__ is float:
-        return True
-    if isinstance(x, _TENSOR_TYPE):
-        return x.is_cpu and x.dtype.is_floating_point
-    if isinstance(x, list | tuple):
-        return any(_has_float(v) for v in x)
-    return False
-
-
-def _bind(x: Any, syms: Iterator[Sym]) -> Any:
-    """The arguments as the lowering sees them: tpu tensors by their Syms (in `signature`'s order), 0-dim CPU
+def _bind(x: Any, syms: Iterator[Sym], placeholders: Iterator[int] | None, what: str) -> Any:
+    """The arguments as the lowering sees them: tpu tensors by their Syms (in `signature`'s order), floats and
+    0-dim CPU float tensors as placeholders (`placeholders`: their indices; None: by value), other 0-dim CPU
     tensors as typed constants."""
     if isinstance(x, _TENSOR_TYPE):
-        return const(x.item(), x.dtype) if x.is_cpu else next(syms)
+        if not x.is_cpu:
+            return next(syms)
+        if placeholders is not None and x.dtype.is_floating_point:
+            p = Placeholder(next(placeholders), what)
+            return Sym(scalar_args.current().input(current_builder(), p, TORCH_TO_IR[x.dtype], None))
+        return const(x.item(), x.dtype)
+    if x.__class__ is float and placeholders is not None:
+        return Placeholder(next(placeholders), what)
     if isinstance(x, list | tuple):
-        return type(x)(_bind(v, syms) for v in x)
+        return type(x)(_bind(v, syms, placeholders, what) for v in x)
     return x
 
 
@@ -73,14 +69,20 @@ def _flatten_out(result: Any, outs: list[Sym]) -> Any:
 
 
 def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs: dict[str, Any],
-          out_dtypes: Sequence[torch.dtype] | None = None, name: str = "main") -> tuple[Any, Any, list[Sym]]:
+          out_dtypes: Sequence[torch.dtype] | None = None, name: str = "main",
+          static: Static = None) -> tuple[Any, Any, list[Sym], tuple]:
+    """(Program, output structure, output Syms, bindings of its 0-d inputs after the tensors' ones)."""
     builder = Builder()
     for d in [t.dtype for t in tensors] + list(out_dtypes or ()):
         dtypes.check_compute(d, name)
-    with tracing(builder):
+    inputs = scalar_args.Inputs()
+    with tracing(builder), scalar_args.collecting(inputs):
         syms = iter([Sym(builder.input(t.shape, TORCH_TO_IR[t.dtype])) for t in tensors])
-        bound_args = _bind(args, syms)
-        bound_kwargs = {k: _bind(v, syms) for k, v in kwargs.items()}
+        index = itertools.count()
+        bound_args = tuple(_bind(v, syms, None if _is_static(static, i, None) else index,
+                                 f"argument {_arg_name(static, i)} of {name}") for i, v in enumerate(args))
+        bound_kwargs = {k: _bind(v, syms, None if _is_static(static, -1, k) else index, f"argument {k} of {name}")
+                        for k, v in kwargs.items()}
         try:
             result = lowering(*bound_args, **bound_kwargs)
         except KeyError as exc:  # a dtype the IR lacks, asked for inside the lowering (e.g. a dtype= argument)
@@ -96,7 +98,22 @@ def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs
                     raise RuntimeError(f"result type {aten_type_name(s.dtype)} can't be cast to the desired "
                                        f"output type {aten_type_name(d)}")
             outs = [convert(s, d) for s, d in zip(outs, out_dtypes)]
-    return builder.finish([s.value for s in outs], name=name), structure, outs
+    return builder.finish([s.value for s in outs], name=name), structure, outs, tuple(inputs.bindings)
+
+
+# Which arguments a lowering branches on: (schema argument names, the static ones among them); None: none.
+Static = tuple[tuple[str, ...], frozenset[str]] | None
+
+
+def _is_static(static: Static, position: int, name: str | None) -> bool:
+    if static is None:
+        return False
+    names, fixed = static
+    return (name if name is not None else names[position] if position < len(names) else "") in fixed
+
+
+def _arg_name(static: Static, position: int) -> str:
+    return repr(static[0][position]) if static is not None and position < len(static[0]) else f"#{position}"
 
 
 _cache: dict[tuple, Traced] = {}
@@ -127,10 +144,15 @@ def _devices_error(op_name: str, first: str, other: Any, hint: str = "") -> Runt
 
 def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[int],
               floats: list[float] | None, host: list[torch.device]) -> None:
-    """The one walk of a call's arguments (positional, then keyword values; lists depth-first)."""
+    """The one walk of a call's arguments (positional, then keyword values; lists depth-first). With `floats`,
+    floats and 0-dim CPU float tensors enter the key by type and their values go to `floats`."""
     if isinstance(x, _TENSOR_TYPE):
         if x.is_cpu and not x.dim() and not x.requires_grad:  # folded in as a scalar, as CUDA does
-            key.append(("S", _scalar_key(x.item()), x.dtype))
+            if floats is not None and x.dtype.is_floating_point:
+                key.append(("S", x.dtype))
+                floats.append(x.item())
+            else:
+                key.append(("S", _scalar_key(x.item()), x.dtype))
             return
         d = x.get_device()
         if d < 0:
@@ -146,8 +168,8 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
         key.append((x.shape, x.dtype))
         return
     cls = x.__class__
-    if cls is float and floats is not None and is_generic(x):
-        key.append(class_key(x))
+    if cls is float and floats is not None:
+        key.append(float)
         floats.append(x)
     elif cls is int or cls is float or cls is bool or cls is str:
         key.append(_scalar_key(x))
@@ -164,23 +186,23 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
 
 
 def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_dtypes: tuple,
-              floats: list[float] | None = None) -> tuple[tuple | None, list[torch.Tensor], int]:
+              floats: list[float], static: Static = None) -> tuple[tuple | None, list[torch.Tensor], int]:
     """(cache key, tpu tensors in argument order, device index or -1). The key holds the op, the matmul
-    precision, the out= / in-place result dtypes, the keyword names, each tensor's (shape, dtype) and each
-    scalar's type and value. None when a tensor has a lazy conjugate/negative bit. A CPU tensor mixed with tpu
-    tensors (other than a 0-dim one) or tensors on two tpu devices raise. With a `floats` list, generic floats
-    enter the key by class only and are appended to it (float_inputs.py)."""
+    precision, the out= / in-place result dtypes, the keyword names, each tensor's (shape, dtype), each float's
+    type (its value goes to `floats`; a `static` argument's value is in the key) and other scalars' type and
+    value. None when a tensor has a lazy conjugate/negative bit. A CPU tensor mixed with tpu tensors (other
+    than a 0-dim one) or tensors on two tpu devices raise."""
     tensors: list[torch.Tensor] = []
     device: list[int] = []
     host: list[torch.device] = []
     key: list[Any] = [op_name, current_precision()._value_, out_dtypes]  # (an Enum hashes in Python)
     try:
-        for x in args:
-            _sig_into(x, tensors, key, device, floats, host)
+        for i, x in enumerate(args):
+            _sig_into(x, tensors, key, device, None if _is_static(static, i, None) else floats, host)
         if kwargs:
             key.append(tuple(kwargs))
-            for x in kwargs.values():
-                _sig_into(x, tensors, key, device, floats, host)
+            for k, x in kwargs.items():
+                _sig_into(x, tensors, key, device, None if _is_static(static, -1, k) else floats, host)
     except _Lazy:
         return None, tensors, -1
     if host:
@@ -220,44 +242,20 @@ def _overlaps_itself(t: torch.Tensor) -> bool:
 
 # the in-place ops ATen lets write an expanded view (fill_, zero_, masked_fill_, index_put_, index_fill_)
 _OVERLAP_WRITES = frozenset({"fill", "zero", "masked_fill", "index_put", "_index_put_impl", "index_fill"})
-_BY_VALUE = object()  # cache entry: this op's generic floats shape its program, key them by value
 
 
-def result_types(op_name: str, lowering: LoweringFn, args: Sequence[Any],
-                 kwargs: dict[str, Any]) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
+def result_types(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any],
+                 static: Static = None) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
     """(shape, dtype) of each result `run` would return, without running it; None if the arguments are not
     ones `run` takes as they are (a lazy conjugate/negative bit; it then resolves them itself)."""
-    key, tensors, _ = signature(op_name, args, kwargs, ())
+    key, tensors, _ = signature(op_name, args, kwargs, (), [], static)
     if key is None:
         return None
     traced = _cache.get(key)
-    if traced is None or traced is _BY_VALUE:
-        _, _, outs = trace(lowering, tensors, tuple(args), kwargs, name=op_name)
+    if traced is None:
+        _, _, outs, _ = trace(lowering, tensors, tuple(args), kwargs, name=op_name, static=static)
         return [(tuple(s.shape), s.dtype) for s in outs]
     return list(traced.out_types)
-
-
-def _traced(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any], key: tuple,
-            tensors: list[torch.Tensor], targets: list[torch.dtype] | None, floats: list[float] | None) -> Traced:
-    """Traces a call that missed the cache and caches it (by value instead when its floats shape the program)."""
-    program, structure, outs = trace(lowering, tensors, tuple(args), kwargs, targets, name=op_name)
-    traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure)
-    if _has_float(args) or _has_float(tuple(kwargs.values())):  # a value that may change each call
-        traced.launch, traced.scalars, values = float_inputs.hoist(program)
-        if floats:
-            def retrace(a: tuple, k: dict[str, Any]) -> Any:
-                return trace(lowering, tensors, a, k, targets, name=op_name)[0]
-
-            traced.template = float_inputs.template(retrace, tuple(args), kwargs, traced.launch, values, floats)
-            if traced.template is None:
-                _cache[key] = _BY_VALUE
-                key = signature(op_name, args, kwargs, tuple(targets or ()))[0]
-        traced.launch, traced.scalars, traced.template = float_inputs.share(
-            traced.launch, traced.scalars, values, traced.template)
-    if len(_cache) >= _MAX_CACHE:  # scalar arguments are part of the key (a changing lr makes new entries)
-        _cache.clear()
-    _cache[key] = traced
-    return traced
 
 
 def _check_written(op_name: str, outputs: list[torch.Tensor], traced: Traced) -> None:
@@ -273,28 +271,25 @@ def _check_written(op_name: str, outputs: list[torch.Tensor], traced: Traced) ->
 
 def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any],
         write_into: Sequence[torch.Tensor] | None = None, device: int | None = None,
-        fast_kind: int | None = fast_launch.INFER, floats_as_inputs: bool = False) -> Any:
+        fast_kind: int | None = fast_launch.INFER, static: Static = None) -> Any:
     """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=).
     `fast_kind`: how the C++ launch cache may serve this call again (fast_launch kinds; None: it may not);
-    `floats_as_inputs`: the op's record says its generic floats are program inputs (float_inputs.py)."""
+    `static`: the schema's argument names and those whose value the lowering branches on."""
     out_dtypes = tuple(t.dtype for t in write_into) if write_into is not None else ()
-    drv = runtime.driver()
-    floats: list[float] | None = [] if floats_as_inputs and drv.strided_operands else None
-    key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
+    floats: list[float] = []
+    key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats, static)
     if key is None:  # mm, bmm, dot: ATen's Conjugate-key fallthroughs
         args, kwargs = _resolve_lazy_bits(args), {k: _resolve_lazy_bits(v) for k, v in kwargs.items()}
-        floats = [] if floats is not None else None
-        key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats)
+        floats = []
+        key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats, static)
     traced = _cache.get(key)
-    if traced is _BY_VALUE:
-        floats = None
-        key, tensors, dev = signature(op_name, args, kwargs, out_dtypes)
-        traced = _cache.get(key)
     if traced is None:
-        traced = _traced(op_name, lowering, args, kwargs, key, tensors,
-                         list(out_dtypes) if write_into is not None else None, floats)
-        if traced.template is None:
-            floats = None
+        program, structure, outs, bindings = trace(lowering, tensors, tuple(args), kwargs,
+                                                   out_dtypes if write_into is not None else None, op_name, static)
+        traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure, bindings)
+        if len(_cache) >= _MAX_CACHE:  # a workload of ever-new shapes stays bounded
+            _cache.clear()
+        _cache[key] = traced
     if dev < 0:
         dev = device if device is not None else torch.tpu.current_device()
     if write_into is not None:
@@ -303,15 +298,15 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
     else:
         dev_obj = _device_obj(dev)
         outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]
-    scalars = float_inputs.buffers(traced.template, floats) if floats else traced.scalars
-    exe = launch.launch(op_name, traced.launch, tensors, outputs, dev, scalars, traced.exe)
+    scalars = scalar_args.buffers(traced.bindings, floats, runtime.scalar_buffer) if traced.bindings else ()
+    exe = launch.launch(op_name, traced.program, tensors, outputs, dev, scalars, traced.exe)
     if exe is not None:
         traced.exe = exe
         kind = fast_kind
         if kind == fast_launch.INFER:
             kind = fast_launch.kind_of(traced.structure, len(outputs), args, tensors, outputs, write_into)
         if kind is not None and modes.get_eager_mode() is not modes.EagerMode.LAUNCH_BLOCKING:
-            fast_launch.store(op_name, exe, len(tensors), scalars, traced.out_types, dev, drv, kind,
-                              traced.template if floats else None)
+            fast_launch.store(op_name, exe, len(tensors), traced.bindings, traced.out_types, dev,
+                              runtime.driver(), kind)
     structure = traced.structure
     return outputs[structure] if structure.__class__ is int else _unflatten(structure, outputs)

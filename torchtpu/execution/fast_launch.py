@@ -2,7 +2,8 @@
 
 Each lowered functional, in-place, out= and foreach op, and the device-to-device copy, is registered on
 PrivateUse1 as a C++ kernel that keys the call (operator, matmul precision, every argument: tpu tensors and
-tensor lists by dtype and sizes, scalars and scalar lists by type and value, devices) and, when the key was
+tensor lists by dtype and sizes, floats by type, other scalars by type and value, devices; the same classes
+eager.signature keys by) and, when the key was
 stored before, allocates the outputs, makes numpy views of the buffers and calls the driver's execute on the
 stored executable. A miss runs the op's Python kernel (`eager.run`), which stores the launch when the op
 qualifies (`kind_of`, `store`): fresh outputs returned as they are (one tensor, a flat tuple, or one list), an
@@ -11,9 +12,9 @@ driver that takes strided views of storages as operands (the simulator), in DEFE
 turns the path off (`sync`), and so does a poisoned storage (poison.py) or a pending region kept by an interrupt
 (deferred.py).
 
-Ops whose lowering takes generic floats as inputs (`@lower(..., float_inputs=True)`, float_inputs.py) are
-keyed by the floats' class in C++ as in Python, and a hit fills the hoisted scalar inputs from this call's
-values by the trace's template: an optimizer's per-step bias corrections launch from the cache.
+Floats are program inputs (ops/scalar_args.py): a hit makes the trace's 0-d inputs from this call's floats by
+the trace's bindings, so an optimizer's per-step bias corrections launch from the cache. The float arguments an
+op declares static (`@lower(..., static=...)`) are keyed by value, by their schema positions.
 
 TORCHTPU_FAST_LAUNCH=0 turns it off (every call takes the Python kernel, as before); valid values: 0, 1.
 """
@@ -48,16 +49,16 @@ INFER = -1  # eager.run's default: the kind follows from how the call returned a
 
 
 def register_kernel(qualified: str, name: str, kernel: Callable[..., Any], kind: int,
-                    float_inputs: bool = False) -> bool:
+                    static: Sequence[int] = ()) -> bool:
     """Registers `kernel` behind the C++ launch cache for `qualified` ("add.Tensor"; `kind`: FUNCTIONAL, INPLACE
     (writes its first argument, returns it), INPLACE_LIST (writes each tensor of its first argument, returns
     nothing), FUNCTIONAL_LIST (returns one list), OUT (writes its keyword-only out= tensors, returns them) or
-    COPY_FROM (`_copy_from(src, dst)`: writes and returns dst)); `float_inputs`: its lowering takes generic
-    floats as inputs (key them by class). False when the path is off (then the caller registers `kernel`)."""
+    COPY_FROM (`_copy_from(src, dst)`: writes and returns dst)); `static`: the schema positions of the float
+    arguments keyed by value. False when the path is off (then the caller registers `kernel`)."""
     global _active
     if not enabled_by_env():
         return False
-    _native().fast_register(qualified, name, kernel, kind, float_inputs)
+    _native().fast_register(qualified, name, kernel, kind, list(static))
     if not _active:
         _native().fast_numpy_dtypes(runtime.numpy_dtypes())
         _native().fast_scalar_buffer(runtime.scalar_buffer)
@@ -88,17 +89,17 @@ def sync() -> None:
     _native().fast_set_state(on, current_precision().value)
 
 
-def store(op_name: str, exe: Any, n_tensors: int, extra: Sequence[Any], out_types: Sequence[tuple],
-          device: int, drv: Any, kind: int, floats: Any = None) -> None:
-    """Stores the launch of the op whose miss is in progress: `exe` on the tensors' buffers plus `extra`
-    (hoisted scalars of this call's values, which the C++ key holds) or, for generic floats keyed by class,
-    `floats` (the trace's float_inputs template); `out_types` for fresh outputs."""
+def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Sequence[tuple],
+          device: int, drv: Any, kind: int) -> None:
+    """Stores the launch of the op whose miss is in progress: `exe` on the tensors' buffers plus one 0-d buffer
+    per binding (source: the index of the call's float, or a function of the floats; IR dtype); `out_types` for
+    fresh outputs."""
     if not _active:
         return
     if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
         sync()
     outputs = [(list(shape), dtype) for shape, dtype in out_types] if kind in (FUNCTIONAL, FUNCTIONAL_LIST) else []
-    _native().fast_store(op_name, drv.execute, exe, tuple(extra), device, n_tensors, outputs, kind, floats)
+    _native().fast_store(op_name, drv.execute, exe, bindings, device, n_tensors, outputs, kind)
 
 
 def kind_of(structure: Any, n_outputs: int, args: Sequence[Any], tensors: Sequence[Any],

@@ -19,8 +19,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.drivers.ir import Builder, Program, Value
-from torchtpu.execution.float_inputs import hoist_constants
+from torchtpu.drivers.ir import Builder, Op, Program, Value
 from torchtpu.ops import prims as P
 from torchtpu.ops.tracing import Sym, tracing
 
@@ -197,6 +196,22 @@ _MAX_HOISTED = 4096
 _STRUCTURES: OrderedDict[tuple, int] = OrderedDict()
 _MAX_STRUCTURES = 4096
 _ids = itertools.count()
+
+
+def hoist_constants(program: Program, selected: Callable[[Op], bool]) -> tuple[Program, list[Op]]:
+    """`program` with each 0-d constant that `selected` picks made an extra input (in op order), and those
+    constant ops."""
+    builder = Builder()
+    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
+    hoisted = []
+    for op in program.ops:
+        if op.name == "constant" and op.outputs[0].shape == () and selected(op):
+            env[op.outputs[0].id] = builder.input((), op.outputs[0].dtype)
+            hoisted.append(op)
+            continue
+        for o, n in zip(op.outputs, builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))):
+            env[o.id] = n
+    return builder.finish([env[v.id] for v in program.outputs], program.name), hoisted
 
 
 def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:

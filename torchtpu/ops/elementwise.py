@@ -11,6 +11,7 @@ from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import prims as P
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
+from torchtpu.ops.scalar_args import known
 from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
@@ -25,7 +26,7 @@ def _scaled(other: Any, alpha: Any) -> Any:
     return other * alpha
 
 
-@lower(aten.add.Tensor, aten.add.Scalar, float_inputs=True)
+@lower(aten.add.Tensor, aten.add.Scalar, static=("alpha",))
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
     if alpha != 1:
@@ -34,7 +35,7 @@ def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     return P.convert(P.binary("add", P.convert(self, compute), other), result)
 
 
-@lower(aten.sub.Tensor, aten.sub.Scalar, float_inputs=True)
+@lower(aten.sub.Tensor, aten.sub.Scalar, static=("alpha",))
 def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
     def is_bool(x: Any) -> bool:
         return x.dtype == torch.bool if isinstance(x, Sym) else isinstance(x, bool)
@@ -52,17 +53,17 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
     return P.convert(P.binary("subtract", P.convert(self, compute), other), result)
 
 
-@lower(aten.rsub.Tensor, aten.rsub.Scalar, float_inputs=True)
+@lower(aten.rsub.Tensor, aten.rsub.Scalar, static=("alpha",))
 def rsub(self: Any, other: Any, alpha: Any = 1) -> Sym:
     return sub(other, self, alpha)
 
 
-@lower(aten.mul.Tensor, aten.mul.Scalar, float_inputs=True)
+@lower(aten.mul.Tensor, aten.mul.Scalar)
 def mul(self: Any, other: Any) -> Sym:
     return P.binary("multiply", self, other)
 
 
-@lower(aten.div.Tensor, aten.div.Scalar, float_inputs=True)
+@lower(aten.div.Tensor, aten.div.Scalar)
 def div(self: Any, other: Any) -> Sym:
     return P.true_divide(self, other)
 
@@ -92,7 +93,7 @@ def fmod(self: Any, other: Any) -> Sym:
     return P.binary("fmod", self, other)
 
 
-@lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, float_inputs=True)
+@lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, static=("exponent",))
 def pow_(self: Sym, exponent: Any) -> Sym:
     if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 and \
             not (self.dtype.is_floating_point or self.dtype.is_complex):
@@ -282,7 +283,7 @@ def where(condition: Sym, self: Any, other: Any) -> Sym:
     return P.where(condition, self, other)
 
 
-@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor, static=("value",))
 def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
     if isinstance(value, Sym):
         value = P.convert(value, self.dtype)
@@ -294,7 +295,7 @@ def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
     return P.emit1("select", [m, P.broadcast_to(value, shape), P.broadcast_to(self, shape)])
 
 
-@lower(aten.clamp.default, aten.clamp.Tensor)
+@lower(aten.clamp.default, aten.clamp.Tensor, static=("min", "max"))
 def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - ATen's names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -318,13 +319,13 @@ def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - A
     return P.convert(x, result)
 
 
-@lower(aten.clamp_min.default, float_inputs=True)
+@lower(aten.clamp_min.default, static=("min",))
 def clamp_min(self: Sym, min: Any) -> Sym:  # noqa: A002
     _no_complex_bound(min)
     return clamp(self, min, None)
 
 
-@lower(aten.clamp_max.default, float_inputs=True)
+@lower(aten.clamp_max.default, static=("max",))
 def clamp_max(self: Sym, max: Any) -> Sym:  # noqa: A002
     _no_complex_bound(max)
     return clamp(self, None, max)
@@ -389,7 +390,7 @@ def sigmoid_backward(grad_output: Sym, output: Sym) -> Sym:
     return grad_output * (output * (1 - output))
 
 
-@lower(aten.leaky_relu.default, float_inputs=True)
+@lower(aten.leaky_relu.default)
 def leaky_relu(self: Sym, negative_slope: float = 0.01) -> Sym:
     return P.where(P.compare("GT", self, 0), self, self * negative_slope)
 
@@ -399,13 +400,13 @@ def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self
     return P.where(P.compare("GT", self, 0), grad_output, grad_output * negative_slope)
 
 
-@lower(aten.addcmul.default, float_inputs=True)
+@lower(aten.addcmul.default, static=("value",))
 def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
     check_scalar_fits(value, P.result_dtype(self, tensor1, tensor2)[1], "addcmul(): value")
     return self + value * tensor1 * tensor2 if value != 1 else self + tensor1 * tensor2  # ATen's order
 
 
-@lower(aten.addcdiv.default, float_inputs=True)
+@lower(aten.addcdiv.default)
 def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
     if not _float_like(tensor1) and not _float_like(tensor2):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
@@ -414,16 +415,18 @@ def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
                            "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
                            "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
                            "for all dtypes.")
-    return self + value * tensor1 / tensor2 if value != 1 else self + tensor1 / tensor2  # ATen's order
+    if known(value) and value == 1:
+        return self + tensor1 / tensor2
+    return self + value * tensor1 / tensor2  # ATen's order (value * t1 is exact for a runtime value of 1)
 
 
-@lower(aten.lerp.Scalar, aten.lerp.Tensor, float_inputs=True)
+@lower(aten.lerp.Scalar, aten.lerp.Tensor)
 def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
     _floats_only(self, "lerp_kernel_tensor" if isinstance(weight, Sym) else "lerp_kernel_scalar")
     return self + (end - self) * weight
 
 
-@lower(aten.fill.Scalar, aten.fill.Tensor, float_inputs=True)
+@lower(aten.fill.Scalar, aten.fill.Tensor, static=("value",))
 def fill(self: Sym, value: Any) -> Sym:
     if isinstance(value, Sym):
         return P.broadcast_to(P.convert(value, self.dtype), self.shape)
@@ -436,7 +439,7 @@ def zero_(self: Sym) -> Sym:
     return P.full(0, self.shape, self.dtype)
 
 
-@lower(aten.hardtanh.default, float_inputs=True)
+@lower(aten.hardtanh.default, static=("min_val", "max_val"))
 def hardtanh(self: Sym, min_val: float = -1.0, max_val: float = 1.0) -> Sym:
     if not self.dtype.is_floating_point:  # the bounds take the tensor's type
         min_val, max_val = int(min_val), int(max_val)

@@ -24,7 +24,7 @@ def _dtype(dtype: torch.dtype | None, *values: Any) -> torch.dtype:
     return torch.int64
 
 
-@lower(aten.arange.start_step)
+@lower(aten.arange.start_step, static=("start", "end", "step"))
 def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = None, layout: Any = None,
            device: Any = None, pin_memory: Any = None) -> Sym:
     if step == 0:
@@ -47,7 +47,7 @@ def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = N
     return P.convert(ramp * int(step) + int(start), out)
 
 
-@lower(aten.full.default)
+@lower(aten.full.default, static=("fill_value",))
 def full(size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, layout: Any = None,
          device: Any = None, pin_memory: Any = None) -> Sym:
     out = dtype or (torch.bool if isinstance(fill_value, bool) else _dtype(None, fill_value))
@@ -55,7 +55,7 @@ def full(size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, 
     return P.full(fill_value, tuple(size), out)
 
 
-@lower(aten.linspace.default)
+@lower(aten.linspace.default, static=("start", "end"))
 def linspace(start: Any, end: Any, steps: int, *, dtype: torch.dtype | None = None, layout: Any = None,
              device: Any = None, pin_memory: Any = None) -> Sym:
     out = dtype or torch.get_default_dtype()
@@ -102,13 +102,13 @@ def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any =
     return P.convert(u * float(to - from_) + float(from_), self.dtype)
 
 
-@lower(aten.normal_.default, random=True)
+@lower(aten.normal_.default, random=True, static=("mean", "std"))
 def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     z = P.emit1("rng", [rng], shape=self.shape, dtype="float32", distribution="normal")
     return P.convert(z * float(std) + float(mean), self.dtype)
 
 
-@lower(aten.bernoulli_.float, random=True)
+@lower(aten.bernoulli_.float, random=True, static=("p",))
 def bernoulli_(self: Sym, p: float = 0.5, *, generator: Any = None, rng: Sym) -> Sym:
     return P.convert(P.compare("LT", _uniform(self.shape, rng), float(p)), self.dtype)
 
@@ -139,7 +139,7 @@ def random_to(self: Sym, to: int, *, generator: Any = None, rng: Sym) -> Sym:
     return random_from(self, 0, to, rng=rng)
 
 
-@lower(aten.exponential_.default, random=True)
+@lower(aten.exponential_.default, random=True, static=("lambd",))
 def exponential_(self: Sym, lambd: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     u = _uniform(self.shape, rng)
     return P.convert(-P.emit1("log_plus_one", [-u]) / float(lambd), self.dtype)

@@ -5,7 +5,7 @@ and launches one op per tensor (a foreach AdamW step on a 42-tensor BERT was 336
 here maps the per-tensor op's own lowering over the lists, so results equal the per-tensor ops' exactly; the
 in-place (`_foreach_add_`) and out= siblings come from the registry. A foreach op whose per-tensor op has no
 lowering is left to ATen's loop (which then reaches that op's decomposition or fallback). Float scalars are
-program inputs (`float_inputs=True`): Adam's per-step `step_size` lists reuse the trace.
+program inputs (ops/scalar_args.py): Adam's per-step `step_size` lists reuse the trace.
 """
 
 from __future__ import annotations
@@ -99,6 +99,14 @@ def _register_unary(name: str) -> None:
     lower(getattr(aten, qualified).default)(lowering)
 
 
+# the per-tensor lowerings that branch on their scalar (pow's exponent, clamp's bounds)
+_BRANCHING = frozenset({"pow", "maximum", "minimum", "clamp_min", "clamp_max"})
+
+
+def _scalar_name(op: OpOverload) -> tuple[str]:
+    return (op._schema.arguments[1].name,)
+
+
 def _register_binary(name: str, by_scalar: Callable[..., Any] | None, by_tensor: Callable[..., Any] | None,
                      alpha: bool) -> None:
     packet = getattr(aten, f"_foreach_{name}")
@@ -109,26 +117,26 @@ def _register_binary(name: str, by_scalar: Callable[..., Any] | None, by_tensor:
             _check_lengths(qualified, self)
             return [by_scalar(s, scalar) for s in self]
 
-        lower(packet.Scalar, float_inputs=True)(scalar)
+        lower(packet.Scalar, static=_scalar_name(packet.Scalar) if name in _BRANCHING else ())(scalar)
     if by_scalar is not None and "ScalarList" in overloads:
         def scalar_list(self: list[Sym], scalars: list[Any]) -> list[Sym]:
             _check_lengths(qualified, self, scalars)
             return [by_scalar(s, c) for s, c in zip(self, scalars)]
 
-        lower(packet.ScalarList, float_inputs=True)(scalar_list)
+        lower(packet.ScalarList, static=_scalar_name(packet.ScalarList) if name in _BRANCHING else ())(scalar_list)
     if by_tensor is not None and "List" in overloads:
         def tensor_list(self: list[Sym], other: list[Sym], **kw: Any) -> list[Sym]:
             _check_lengths(qualified, self, other)
             return [by_tensor(s, o, **kw) for s, o in zip(self, other)]
 
-        lower(packet.List, float_inputs=alpha)(tensor_list)
+        lower(packet.List, static=("alpha",) if alpha else ())(tensor_list)
     if by_tensor is not None and "Tensor" in overloads:
         def one_tensor(self: list[Sym], other: Any, **kw: Any) -> list[Sym]:
             _check_lengths(qualified, self)
             _check_scalar_tensor(qualified, other)
             return [by_tensor(s, other, **kw) for s in self]
 
-        lower(packet.Tensor, float_inputs=alpha)(one_tensor)
+        lower(packet.Tensor, static=("alpha",) if alpha else ())(one_tensor)
 
 
 for _name in _UNARY:
@@ -158,9 +166,10 @@ def _register_pointwise(name: str) -> None:
         _check_lengths(qualified, self, tensor1, tensor2, scalars)
         return [per_tensor(s, a, b, c) for s, a, b, c in zip(self, tensor1, tensor2, scalars)]
 
-    lower(packet.Scalar, float_inputs=True)(scalar)
-    lower(packet.ScalarList, float_inputs=True)(scalar_list)
-    lower(packet.Tensor, float_inputs=True, prepare=lambda a, k: _scalars_list(a, k, 3, "scalars"))(scalar_list)
+    fixed = ("value", "scalars") if name == "addcmul" else ()  # addcmul checks its value fits (dtypes.py)
+    lower(packet.Scalar, static=fixed[:1])(scalar)
+    lower(packet.ScalarList, static=fixed[1:])(scalar_list)
+    lower(packet.Tensor, static=fixed[1:], prepare=lambda a, k: _scalars_list(a, k, 3, "scalars"))(scalar_list)
 
 
 _register_pointwise("addcmul")
@@ -173,19 +182,19 @@ def foreach_lerp_list(self: list[Sym], tensors1: list[Sym], weights: list[Sym]) 
     return [OP_TABLE[aten.lerp.Tensor](s, e, w) for s, e, w in zip(self, tensors1, weights)]
 
 
-@lower(aten._foreach_lerp.Scalar, float_inputs=True)
+@lower(aten._foreach_lerp.Scalar)
 def foreach_lerp_scalar(self: list[Sym], tensors1: list[Sym], weight: Any) -> list[Sym]:
     _check_lengths("_foreach_lerp", self, tensors1)
     return [OP_TABLE[aten.lerp.Scalar](s, e, weight) for s, e in zip(self, tensors1)]
 
 
-@lower(aten._foreach_lerp.ScalarList, float_inputs=True)
+@lower(aten._foreach_lerp.ScalarList)
 def foreach_lerp_scalar_list(self: list[Sym], tensors1: list[Sym], weight: list[Any]) -> list[Sym]:
     _check_lengths("_foreach_lerp", self, tensors1, weight)
     return [OP_TABLE[aten.lerp.Scalar](s, e, w) for s, e, w in zip(self, tensors1, weight)]
 
 
-@lower(aten._foreach_norm.Scalar)
+@lower(aten._foreach_norm.Scalar, static=("ord",))
 def foreach_norm(self: list[Sym], ord: Any = 2, dtype: torch.dtype | None = None) -> list[Sym]:  # noqa: A002
     _check_lengths("_foreach_norm", self)
     norm = OP_TABLE[aten.linalg_vector_norm.default]

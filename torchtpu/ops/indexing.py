@@ -81,7 +81,7 @@ def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str) -> Sym:
     return P.emit1("scatter_axis", [self, index, src], dimension=d, reduce=reduce)
 
 
-@lower(aten.scatter.src, aten.scatter.value)
+@lower(aten.scatter.src, aten.scatter.value, static=("value",))
 def scatter(self: Sym, dim: int, index: Sym, src: Any) -> Sym:
     return _scatter(self, dim, index, src, "replace")
 
@@ -89,7 +89,7 @@ def scatter(self: Sym, dim: int, index: Sym, src: Any) -> Sym:
 _REDUCE = {"sum": "add", "add": "add", "prod": "multiply", "multiply": "multiply", "amax": "amax", "amin": "amin"}
 
 
-@lower(aten.scatter.reduce, aten.scatter.value_reduce)
+@lower(aten.scatter.reduce, aten.scatter.value_reduce, static=("value",))
 def scatter_reduce_legacy(self: Sym, dim: int, index: Sym, src: Any, *, reduce: str) -> Sym:
     return _scatter(self, dim, index, src, _REDUCE[reduce])
 
@@ -99,7 +99,7 @@ def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
     return _scatter(self, dim, index, src, "add")
 
 
-@lower(aten.index_add.default)
+@lower(aten.index_add.default, static=("alpha",))
 def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
     d = P.canon_dim(dim, self.ndim)
     src = P.convert(source * alpha if alpha != 1 else source, self.dtype)

@@ -467,7 +467,7 @@ def _contract(a: Sym, b: Sym) -> Sym:
     return P.reduce(prod, "sum", (a.ndim - 1,))
 
 
-@lower(aten.linalg_lstsq.default)
+@lower(aten.linalg_lstsq.default, static=("rcond",))
 def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None = None
           ) -> tuple[Sym, Sym, Sym, Sym]:
     """The minimum-norm least-squares solution from the SVD (LAPACK's gelsy / gelsd / gelss give it; gels for

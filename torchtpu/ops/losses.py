@@ -70,7 +70,7 @@ def multi_margin_loss(self: Sym, target: Sym, p: Any = 1, margin: Any = 1, weigh
     return _reduce_loss(per, reduction, self.dtype)
 
 
-@lower(aten.multi_margin_loss_backward.default)
+@lower(aten.multi_margin_loss_backward.default, static=("p",))
 def multi_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, p: Any, margin: Any,
                                weight: Sym | None = None, reduction: int = 1) -> Sym:
     _, active, z = _margin_terms(self, target, p, margin, weight)
@@ -189,7 +189,8 @@ def rrelu_with_noise(self: torch.Tensor, noise: torch.Tensor, lower: Any = 0.125
 
     rng = tpu_random.next_state(self.device.index or 0, self.numel())
     out, new_noise = eager.run("aten::rrelu_with_noise", _rrelu_lowering,
-                               (self, noise, float(lower), float(upper), bool(training)), {"rng": rng})
+                               (self, noise, float(lower), float(upper), bool(training)), {"rng": rng},
+                               static=(("self", "noise", "lower", "upper"), frozenset({"lower", "upper"})))
     if training:
         noise.copy_(new_noise)
     return out
@@ -305,7 +306,7 @@ def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
     return P.reshape(out, self.shape)
 
 
-@lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar)
+@lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar, static=("value",))
 def index_fill(self: Sym, dim: int, index: Sym, value: Any) -> Sym:
     if self.ndim == 0:
         check_scalar_fits(value, self.dtype, "index_fill()")

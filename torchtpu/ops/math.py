@@ -115,7 +115,7 @@ def frexp(self: Sym) -> tuple[Sym, Sym]:
     return P.convert(m, self.dtype), P.convert(e, torch.int32)
 
 
-@lower(aten.logit.default)
+@lower(aten.logit.default, static=("eps",))
 def logit(self: Sym, eps: float | None = None) -> Sym:
     _, result = P.result_dtype(self, kind=Kind.INT_TO_FLOAT)
     x = P.convert(self, acc_dtype(result))
@@ -125,7 +125,7 @@ def logit(self: Sym, eps: float | None = None) -> Sym:
     return P.convert(P.emit1("log", [x / (1.0 - x)]), result)
 
 
-@lower(aten.logit_backward.default)
+@lower(aten.logit_backward.default, static=("eps",))
 def logit_backward(grad_output: Sym, self: Sym, eps: float | None = None) -> Sym:
     x = P.convert(self, acc_dtype(self.dtype))
     g = P.convert(grad_output, x.dtype)

@@ -210,7 +210,7 @@ def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) 
     return P.broadcast_to(grad_output, shape) * (self - target) * scale
 
 
-@lower(aten.native_dropout.default, random=True)
+@lower(aten.native_dropout.default, random=True, static=("p",))
 def native_dropout(input: Sym, p: float, train: bool | None, *, rng: Sym) -> tuple[Sym, Sym]:  # noqa: A002
     if not train or p == 0:
         return input, P.full(True, input.shape, torch.bool)

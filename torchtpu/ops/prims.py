@@ -12,6 +12,8 @@ from typing import Any
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
+from torchtpu.ops import scalar_args
+from torchtpu.ops.scalar_args import Placeholder
 from torchtpu.ops.tracing import IR_TO_TORCH, TORCH_TO_IR, Sym, current_builder
 
 Kind = ELEMENTWISE_TYPE_PROMOTION_KIND
@@ -61,13 +63,31 @@ _INT_BITS = {torch.int64: 64, torch.int32: 32, torch.int16: 16, torch.int8: 8, t
 
 
 def const(value: Number, dtype: torch.dtype, shape: Sequence[int] = ()) -> Sym:
-    bits = _INT_BITS.get(dtype)
-    if bits is not None and value.__class__ is not bool:
-        value = int(value)
-        low = 0 if dtype == torch.uint8 else -(1 << (bits - 1))
-        if not low <= value < low + (1 << bits):  # wraps as ATen's cast does (uint8_tensor * -1: 255)
-            value = (value - low) % (1 << bits) + low
+    if isinstance(value, Placeholder):  # a float argument: a 0-d program input of this dtype (scalar_args.py)
+        return broadcast_to(_placeholder_input(value, dtype), tuple(shape))
+    if dtype in _INT_BITS and value.__class__ is not bool:
+        value = _wrap_int(value, dtype)
     return emit1("constant", [], value=value, shape=tuple(shape), dtype=TORCH_TO_IR[dtype])
+
+
+def _placeholder_input(p: Placeholder, dtype: torch.dtype) -> Sym:
+    inputs = scalar_args.current()
+    if inputs is None:
+        p._read()
+    convert = None
+    if dtype == torch.bool:
+        convert = bool
+    elif dtype in _INT_BITS:
+        convert = lambda v: _wrap_int(v, dtype)  # noqa: E731
+    return Sym(inputs.input(current_builder(), p, TORCH_TO_IR[dtype], convert))
+
+
+def _wrap_int(value: Any, dtype: torch.dtype) -> int:
+    """int(value) wrapped as ATen's cast does (uint8_tensor * -1: 255)."""
+    bits = _INT_BITS[dtype]
+    value = int(value)
+    low = 0 if dtype == torch.uint8 else -(1 << (bits - 1))
+    return (value - low) % (1 << bits) + low if not low <= value < low + (1 << bits) else value
 
 
 def dense(values: Any, dtype: torch.dtype) -> Sym:
@@ -83,6 +103,8 @@ def dense(values: Any, dtype: torch.dtype) -> Sym:
 
 
 def _meta(x: Any) -> Any:
+    if isinstance(x, Placeholder):
+        return 1.0  # promotes as any Python float
     if isinstance(x, Sym):
         return torch.empty(x.shape, dtype=x.dtype, device="meta")
     return x
@@ -92,6 +114,8 @@ _promotions: dict[tuple, tuple[torch.dtype, torch.dtype]] = {}
 
 
 def _promotion_key(a: Any) -> Any:
+    if isinstance(a, Placeholder):
+        return float
     if isinstance(a, Sym):
         return (a.dtype, a.ndim == 0)
     return type(a)

@@ -168,7 +168,7 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool) -> Sym
     return P.convert(sq / float(denom) if denom else sq * float("nan"), x.dtype)
 
 
-@lower(aten.var.correction)
+@lower(aten.var.correction, static=("correction",))
 def var(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
         ) -> Sym:
     return _var(self, P.canon_dims(dim if dim else None, self.ndim), 1 if correction is None else correction,
@@ -181,7 +181,7 @@ def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = N
     return P.emit1("sqrt", [var(self, dim, correction=correction, keepdim=keepdim)])
 
 
-@lower(aten.var_mean.correction)
+@lower(aten.var_mean.correction, static=("correction",))
 def var_mean(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
              ) -> tuple[Sym, Sym]:
     dims = P.canon_dims(dim if dim else None, self.ndim)
@@ -238,7 +238,7 @@ def logsumexp(self: Sym, dim: list[int], keepdim: bool = False) -> Sym:
     return y if keepdim else P.reshape(y, tuple(d for i, d in enumerate(x.shape) if i not in dims))
 
 
-@lower(aten.linalg_vector_norm.default)
+@lower(aten.linalg_vector_norm.default, static=("ord",))
 def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
                 *, dtype: torch.dtype | None = None) -> Sym:
     if not (self.dtype.is_floating_point or self.dtype.is_complex):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -46,7 +46,7 @@ class Lowering:
     how: str  # HOWS: lowering, its derived inplace / out siblings, kernel, decomposition, graph (graph only)
     random: bool = False  # the lowering takes the RNG state as `rng=`
     prepare: Prepare | None = None  # runs on the real arguments first (boolean masks -> indices)
-    float_inputs: bool = False  # generic float arguments are program inputs, not trace constants
+    static: frozenset[str] = frozenset()  # float arguments the lowering branches on: keyed and traced by value
     data_dependent: bool = False  # a host kernel whose output shape depends on the values (nonzero, unique)
     fast_kind: int | None = None  # how the C++ launch cache serves the kernel (fast_launch kinds); None: never
     fast_name: str = ""  # the op name its eager.run calls use (the C++ cache's key)
@@ -54,6 +54,11 @@ class Lowering:
     graph_site: str = ""  # where `graph` was defined
     name: str = ""  # "aten::add.Tensor"
     other_keys: tuple[tuple[str, Callable[..., Any], str], ...] = ()  # (dispatch key, kernel, site): lazy bits
+
+    @property
+    def static_spec(self) -> tuple[tuple[str, ...], frozenset[str]]:
+        """(the schema's argument names, the static ones): what eager.run keys and traces floats by."""
+        return tuple(a.name for a in self.op._schema.arguments), self.static
 
     @property
     def qualified(self) -> str:
@@ -71,7 +76,7 @@ def _caller_site(depth: int) -> str:
 
 def define(op: OpOverload, how: str, fn: Callable[..., Any] | None = None, graph: Callable[..., Any] | None = None,
            *, site: str, key: str = "PrivateUse1", random: bool = False, prepare: Prepare | None = None,
-           float_inputs: bool = False, data_dependent: bool = False, fast: tuple[int, str] | None = None) -> Lowering:
+           static: Sequence[str] = (), data_dependent: bool = False, fast: tuple[int, str] | None = None) -> Lowering:
     """Creates or completes `op`'s record: the one way into TABLE. Each role (the eager `fn`, the `graph`
     lowering, a kernel on another dispatch `key`) is defined once; a second definition is an error naming both
     sites."""
@@ -95,29 +100,33 @@ def define(op: OpOverload, how: str, fn: Callable[..., Any] | None = None, graph
         record = dataclasses.replace(record, graph=graph, graph_site=site)
     if fn is not None:
         record = dataclasses.replace(record, fn=fn, site=site, how=how, random=random, prepare=prepare,
-                                     float_inputs=float_inputs, data_dependent=data_dependent)
+                                     static=frozenset(static), data_dependent=data_dependent)
         kind, name = fast if fast is not None else (_fast_kind(record), str(op))
         record = dataclasses.replace(record, fast_kind=kind, fast_name=name)
     TABLE[op] = record
     return record
 
 
-def lower(*ops: OpOverload, random: bool = False, prepare: Prepare | None = None, float_inputs: bool = False,
+def lower(*ops: OpOverload, random: bool = False, prepare: Prepare | None = None, static: Sequence[str] = (),
           graph_only: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Defines `fn` as the lowering of `ops`. `random`: the lowering takes the RNG state as `rng=`;
     `prepare`: runs on the real arguments first (e.g. boolean masks -> indices, which need data);
-    `float_inputs`: a new value of a float argument reuses the trace (execution/float_inputs.py);
+    `static`: the float arguments (by schema name) whose value the lowering branches on (pow's exponent):
+    they are keyed and traced by value; every other float is a program input (ops/scalar_args.py);
     `graph_only`: only compiled graphs use it (eager mode reaches the op through ATen's own kernel)."""
     site = _caller_site(1)
-    if graph_only and (random or prepare is not None or float_inputs):
-        raise ValueError(f"{site}: a graph_only lowering takes no flags (random, prepare, float_inputs)")
+    if graph_only and (random or prepare is not None or static):
+        raise ValueError(f"{site}: a graph_only lowering takes no flags (random, prepare, static)")
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for name in static:
+            if all(name not in [a.name for a in op._schema.arguments] for op in ops):
+                raise ValueError(f"{site}: static={name!r} is not an argument of {', '.join(map(str, ops))}")
         for op in ops:
             if graph_only:
                 define(op, "graph", None, fn, site=site)
             else:
-                define(op, "lowering", fn, fn, site=site, random=random, prepare=prepare, float_inputs=float_inputs)
+                define(op, "lowering", fn, fn, site=site, random=random, prepare=prepare, static=static)
         return fn
 
     return register
@@ -266,15 +275,15 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
     if out is not None:
         return _write_out(record, args, kwargs, out, device, fast)
     return eager.run(record.name, record.fn, args, kwargs, write_into=write_into, device=device, fast_kind=fast,
-                     floats_as_inputs=record.float_inputs)
+                     static=record.static_spec)
 
 
 def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: list[torch.Tensor],
                device: int | None, fast: int | None) -> None:
     name, fn = record.name, record.fn
-    types = eager.result_types(name, fn, args, kwargs)
+    types = eager.result_types(name, fn, args, kwargs, record.static_spec)
     if types is None or len(types) != len(targets):  # results computed first, then copied out
-        result = eager.run(name, fn, args, kwargs, device=device, floats_as_inputs=record.float_inputs)
+        result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         for target, r in zip(targets, flat):
             _check_cast(r.dtype, target.dtype, name)
@@ -290,7 +299,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
             fast = None  # the C++ cache serves out= tensors written as they are, never resized
     eager.run(name, fn, args, kwargs, write_into=targets, device=device,
               fast_kind=fast_launch.OUT if fast is not None and record.fast_kind is not None else None,
-              floats_as_inputs=record.float_inputs)
+              static=record.static_spec)
 
 
 # --- the kernel factory --------------------------------------------------------------------------------------------
@@ -363,7 +372,12 @@ def _derive_siblings() -> None:
             if existing is not None and existing.fn is not None:
                 continue  # its own record wins
             define(sibling, how, record.fn, None, site=record.site, random=record.random, prepare=record.prepare,
-                   float_inputs=record.float_inputs)
+                   static=record.static)
+
+
+def _static_positions(record: Lowering) -> list[int]:
+    names, static = record.static_spec
+    return [i for i, n in enumerate(names) if n in static]
 
 
 def registered() -> dict[str, str]:
@@ -402,7 +416,7 @@ def register_all() -> None:
             name = record.op._schema.name.split("::")[1]
             local = name if record.op._overloadname == "default" else f"{name}.{record.op._overloadname}"
             if fast_launch.register_kernel(local, record.fast_name, dispatcher_kernel, record.fast_kind,
-                                           record.float_inputs):  # the C++ launch cache, in front of the kernel
+                                           _static_positions(record)):  # the C++ launch cache, in front of the kernel
                 continue
         lib.impl(record.op, dispatcher_kernel, "PrivateUse1")
     for record in TABLE.values():

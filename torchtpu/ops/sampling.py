@@ -24,19 +24,19 @@ def _uniform(shape: tuple[int, ...], rng: Sym) -> Sym:
     return P.emit1("maximum", [u, P.full(2.0 ** -24, shape, torch.float32)])
 
 
-@lower(aten.cauchy_.default, random=True)
+@lower(aten.cauchy_.default, random=True, static=("median", "sigma"))
 def cauchy_(self: Sym, median: float = 0.0, sigma: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     u = _uniform(self.shape, rng)
     return P.convert(P.emit1("tan", [(u - 0.5) * math.pi]) * float(sigma) + float(median), self.dtype)
 
 
-@lower(aten.log_normal_.default, random=True)
+@lower(aten.log_normal_.default, random=True, static=("mean", "std"))
 def log_normal_(self: Sym, mean: float = 1.0, std: float = 2.0, *, generator: Any = None, rng: Sym) -> Sym:
     z = P.emit1("rng", [rng], shape=self.shape, dtype="float32", distribution="normal")
     return P.convert(P.emit1("exponential", [z * float(std) + float(mean)]), self.dtype)
 
 
-@lower(aten.geometric_.default, random=True)
+@lower(aten.geometric_.default, random=True, static=("p",))
 def geometric_(self: Sym, p: float, *, generator: Any = None, rng: Sym) -> Sym:
     u = _uniform(self.shape, rng)
     k = P.emit1("ceil", [P.emit1("log", [u]) / math.log1p(-p)]) if p < 1 else P.full(1.0, self.shape, torch.float32)
@@ -125,14 +125,14 @@ def _range(x: Sym, lo: float, hi: float, widen: float = 1.0) -> tuple[Sym, Sym]:
     return P.const(float(lo), x.dtype), P.const(float(hi), x.dtype)
 
 
-@lower(aten.histc.default)
+@lower(aten.histc.default, static=("min", "max"))
 def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noqa: A002
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
     lo, hi = _range(x, float(min), float(max))
     return P.convert(_bins(x, bins, lo, hi, None), self.dtype)
 
 
-@lower(aten.histogram.bin_ct)
+@lower(aten.histogram.bin_ct, static=("range",))
 def histogram(self: Sym, bins: int = 100, *, range: list[float] | None = None,  # noqa: A002
               weight: Sym | None = None, density: bool = False) -> tuple[Sym, Sym]:
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
@@ -261,14 +261,14 @@ def _dd_hist(x: Sym, edges: list[Sym], weight: Sym | None, density: bool, acc: t
     return hist
 
 
-@lower(aten._histogramdd_bin_edges.default)
+@lower(aten._histogramdd_bin_edges.default, static=("range",))
 def histogramdd_bin_edges(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
                           weight: Sym | None = None, density: bool = False) -> list[Sym]:
     x, _ = _dd_input(self)
     return _dd_edges(x, list(bins), range, self.dtype)
 
 
-@lower(aten._histogramdd_from_bin_cts.default)
+@lower(aten._histogramdd_from_bin_cts.default, static=("range",))
 def histogramdd_from_bin_cts(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
                              weight: Sym | None = None, density: bool = False) -> Sym:
     x, acc = _dd_input(self)

@@ -77,7 +77,7 @@ class _Segments:
         return P.emit1("gather_axis", [ext, self.index], dimension=self.axis)
 
 
-@lower(aten.segment_reduce.default)
+@lower(aten.segment_reduce.default, static=("initial",))
 def segment_reduce(data: Sym, reduce: str, *, lengths: Sym | None = None, indices: Sym | None = None,
                    offsets: Sym | None = None, axis: int = 0, unsafe: bool = False, initial: Any = None) -> Sym:
     seg = _Segments(data, lengths, offsets, axis)
@@ -91,7 +91,7 @@ def segment_reduce(data: Sym, reduce: str, *, lengths: Sym | None = None, indice
     return P.convert(out, data.dtype)
 
 
-@lower(aten._segment_reduce_backward.default)
+@lower(aten._segment_reduce_backward.default, static=("initial",))
 def segment_reduce_backward(grad: Sym, output: Sym, data: Sym, reduce: str, *, lengths: Sym | None = None,
                             offsets: Sym | None = None, axis: int = 0, initial: Any = None) -> Sym:
     seg = _Segments(data, lengths, offsets, axis)

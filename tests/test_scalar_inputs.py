@@ -1,0 +1,170 @@
+"""Python floats are program inputs from the first trace (ops/scalar_args.py): a new value neither re-traces
+nor recompiles, in eager mode, in DEFER_AND_FUSE regions and from the C++ launch cache; results are bit-identical
+to a program with the value baked in; a lowering that reads an undeclared float fails closed."""
+
+import dataclasses
+
+import pytest
+import torch
+from torch._ops import ops
+
+import torchtpu  # noqa: F401
+from torchtpu import runtime
+from torchtpu.execution import deferred, eager, fast_launch
+from torchtpu.ops import registry
+from torchtpu.ops.registry import TABLE
+from torchtpu.ops.scalar_args import StaticRead
+
+aten = ops.aten
+
+
+@pytest.fixture
+def count_traces(monkeypatch):
+    calls = []
+    real = eager.trace
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(eager, "trace", counting)
+    return calls
+
+
+def test_new_float_value_reuses_the_trace_and_the_executable(tpu, count_traces):
+    x = torch.randn(5, 7)
+    d = x.to("tpu")
+    for i, v in enumerate((1.25, 0.9, 0.99, 0.999, 3.0e-7, -2.5, 0.0, -0.0, float("inf"), float("nan"), 2.0)):
+        torch.testing.assert_close((d / v).cpu(), x / v, rtol=0, atol=0, equal_nan=True)
+        y, z = d.clone(), x.clone()
+        y.addcdiv_(d, d.abs() + 1.0, value=-v)
+        torch.testing.assert_close(y.cpu(), z.addcdiv(x, x.abs() + 1.0, value=-v), rtol=0, atol=0, equal_nan=True)
+        if i == 0:
+            traces, compiles = len(count_traces), runtime.driver().cache_stats.compiles
+    assert len(count_traces) == traces and runtime.driver().cache_stats.compiles == compiles
+
+
+def test_foreach_step_sizes_reuse_the_trace(tpu, count_traces):
+    params = [torch.randn(5, 3), torch.randn(4)]
+    dev = [p.to("tpu") for p in params]
+    for step in range(1, 7):
+        values = [-1e-3 / (1 - 0.9 ** step), -2e-3 / (1 - 0.9 ** step)]  # Adam's step sizes: new every step
+        torch._foreach_addcdiv_(params, params, [p.abs() + 1 for p in params], values)
+        torch._foreach_addcdiv_(dev, dev, [p.abs() + 1 for p in dev], values)
+        for p, d in zip(params, dev):
+            torch.testing.assert_close(d.cpu(), p, rtol=0, atol=0)
+        if step == 1:
+            traces = len(count_traces)
+    assert len(count_traces) == traces
+
+
+def test_cpu_scalar_tensor_is_an_input(tpu, count_traces):
+    x = torch.randn(6)
+    d = x.to("tpu")
+    for i, v in enumerate((0.3, 0.7, -1.5)):
+        s = torch.tensor(v)
+        torch.testing.assert_close((d * s).cpu(), x * s, rtol=0, atol=0)
+        if i == 0:
+            traces = len(count_traces)
+    assert len(count_traces) == traces
+
+
+def test_static_arguments_are_keyed_by_value(tpu, count_traces):
+    x = torch.rand(6) + 0.5
+    d = x.to("tpu")
+    for e in (2.0, 0.5, -0.5, 1.0, 2.3, 2.0):
+        torch.testing.assert_close(torch.pow(d, e).cpu(), torch.pow(x, e), rtol=2e-7, atol=0)
+    assert len([f for f in count_traces if f.__name__ == "pow_"]) == 5  # pow declares its exponent static
+
+
+def _record(lowering, static=()):
+    return dataclasses.replace(TABLE[aten.mul.Tensor], fn=lowering, prepare=None, random=False,
+                               static=frozenset(static), name="test::scaled")
+
+
+def test_reading_an_undeclared_float_fails_closed(tpu):
+    record = _record(lambda x, other: x * 2 if other == 1 else x * other)
+    d = torch.randn(4).to("tpu")
+    with pytest.raises(StaticRead, match="argument 'other' of test::scaled.*static"):
+        registry.apply(record, (d, 1.5), {})
+    fixed = _record(record.fn, static=("other",))
+    for v in (1.0, 1.5):
+        torch.testing.assert_close(registry.apply(fixed, (d, v), {}).cpu(), d.cpu() * (2 if v == 1 else v))
+
+
+def test_host_arithmetic_on_a_float_matches_the_baked_constant(tpu, count_traces):
+    def lowering(x, other):
+        return x * ((1.0 - other) / other) + other ** 2
+
+    x = torch.randn(16)
+    d = x.to("tpu")
+    inputs, baked = _record(lowering), _record(lowering, static=("other",))
+    for v in (0.3, 0.9, 1e-3):
+        got = registry.apply(inputs, (d, v), {}).cpu()
+        assert got.numpy().tobytes() == registry.apply(baked, (d, v), {}).cpu().numpy().tobytes()
+    assert len([f for f in count_traces if f is lowering]) == 1 + 3
+
+
+def test_repeated_scalars_share_one_input_per_source(tpu):
+    xs = [torch.randn(3, 2).to("tpu") for _ in range(3)]
+    cpu = [x.cpu() for x in xs]
+    for values in ([0.3, 0.3, 0.3], [0.3, 0.7, -0.1]):
+        for g, c, v in zip(torch._foreach_div(xs, values), cpu, values):
+            torch.testing.assert_close(g.cpu(), c / v, rtol=0, atol=0)
+    torch._foreach_mul(xs, 0.45)
+    key = eager.signature("aten._foreach_mul.Scalar", (xs, 0.3), {}, (), [],
+                          TABLE[aten._foreach_mul.Scalar].static_spec)[0]
+    assert len(eager._cache[key].bindings) == 1
+    key = eager.signature("aten._foreach_div.ScalarList", (xs, [0.3, 0.7, -0.1]), {}, (), [],
+                          TABLE[aten._foreach_div.ScalarList].static_spec)[0]
+    assert len(eager._cache[key].bindings) == 3
+
+
+def test_cached_launch_fills_floats_from_the_call(tpu):
+    x = torch.randn(8)
+    d = x.to("tpu")
+    d * 0.5
+    before = fast_launch.counters()["hits"]
+    for v in (0.3, 0.7, -4.25):
+        torch.testing.assert_close((d * v).cpu(), x * v, rtol=0, atol=0)
+    if fast_launch._active:
+        assert fast_launch.counters()["hits"] >= before + 3
+
+
+def _adamw_programs(steps: int) -> list[tuple[int, int, int]]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)).to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1 + s))  # a new lr every step too
+    x, y = torch.randn(32, 8).to("tpu"), torch.randn(32, 4).to("tpu")
+    sizes = []
+    with torch.tpu.eager_mode("DEFER_AND_FUSE"):
+        for _ in range(steps):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            sched.step()
+            loss.item()
+            sizes.append((len(eager._cache), len(deferred._replays), runtime.driver().cache_stats.compiles))
+    return sizes
+
+
+def test_adamw_in_defer_and_fuse_makes_a_bounded_number_of_programs(tpu):
+    sizes = _adamw_programs(50)
+    assert sizes[-1] == sizes[9], f"the caches grew after step 10: {sizes[9]} -> {sizes[-1]}"
+
+
+@pytest.mark.parametrize("call", [
+    lambda d, v: torch.nn.functional.elu(d, alpha=v),
+    lambda d, v: torch.nn.functional.softplus(d, beta=v + 1.0),
+    lambda d, v: torch.lerp(d, d * 2, v),
+])
+def test_every_float_argument_is_an_input_not_a_marked_few(tpu, count_traces, call):
+    x = torch.randn(12)
+    d = x.to("tpu")
+    for i, v in enumerate((0.3, 0.7, 1.9)):
+        torch.testing.assert_close(call(d, v).cpu(), call(x, v), rtol=1e-6, atol=1e-6)
+        if i == 0:
+            traces = len(count_traces)
+    assert len(count_traces) == traces, "a new float value traced the lowering again"
