@@ -15,6 +15,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sim_only(reason): asserts a simulator-only fact; skipped on other drivers")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _strict_static_reads():
+    """A lowering that reads a float it did not declare static raises in tests (users get a by-value retrace)."""
+    from torchtpu.execution import eager
+
+    eager.STRICT = True
+    yield
+    eager.STRICT = False
+
+
 def _driver_name() -> str:
     from torchtpu.runtime import driver_name_from_env
 

@@ -1,6 +1,7 @@
 """Python floats are program inputs from the first trace (ops/scalar_args.py): a new value neither re-traces
 nor recompiles, in eager mode, in DEFER_AND_FUSE regions and from the C++ launch cache; results are bit-identical
-to a program with the value baked in; a lowering that reads an undeclared float fails closed."""
+to a program with the value baked in; a lowering that reads an undeclared float raises in tests and, for users,
+is retraced with its floats by value (never served a program traced for another value)."""
 
 import dataclasses
 
@@ -90,6 +91,17 @@ def test_reading_an_undeclared_float_fails_closed(tpu):
     fixed = _record(record.fn, static=("other",))
     for v in (1.0, 1.5):
         torch.testing.assert_close(registry.apply(fixed, (d, v), {}).cpu(), d.cpu() * (2 if v == 1 else v))
+
+
+def test_an_undeclared_read_is_retraced_by_value_for_users(tpu, monkeypatch):
+    monkeypatch.setattr(eager, "STRICT", False)
+    monkeypatch.setattr(eager, "undeclared_reads", {})
+    record = _record(lambda x, other: x * 2 if other == 1 else x * other)
+    d = torch.randn(4).to("tpu")
+    for v in (1.5, 1.0, 1.5, 3.0, 1.0):
+        got = registry.apply(record, (d, v), {}).cpu()
+        assert got.numpy().tobytes() == (d.cpu() * (2 if v == 1 else v)).numpy().tobytes()
+    assert "argument 'other'" in eager.undeclared_reads["test::scaled"]
 
 
 def test_host_arithmetic_on_a_float_matches_the_baked_constant(tpu, count_traces):

@@ -20,7 +20,7 @@ from torchtpu.drivers.ir import Builder
 from torchtpu.execution import fast_launch, launch, modes
 from torchtpu.ops import scalar_args
 from torchtpu.ops.prims import const, convert
-from torchtpu.ops.scalar_args import Placeholder
+from torchtpu.ops.scalar_args import Placeholder, StaticRead
 from torchtpu.ops.tracing import TORCH_TO_IR, Sym, aten_type_name, current_builder, tracing
 from torchtpu.precision import current_precision
 
@@ -103,6 +103,34 @@ def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs
 
 # Which arguments a lowering branches on: (schema argument names, the static ones among them); None: none.
 Static = tuple[tuple[str, ...], frozenset[str]] | None
+
+
+class _EveryArgument(frozenset):
+    """The static set of an op whose lowering read a float it did not declare: every argument is by value."""
+
+    def __contains__(self, _: object) -> bool:
+        return True
+
+
+_EVERY = _EveryArgument()
+# Ops whose lowering read an undeclared float (op name -> the read): retraced with every float by value, so the
+# call is still right (and the C++ cache, which keys floats by type, never serves them). Tests set STRICT so a
+# missing `static=` declaration raises there instead (tests/conftest.py).
+undeclared_reads: dict[str, str] = {}
+STRICT = False
+
+
+def _by_value(static: Static) -> Static:
+    return (static[0] if static is not None else (), _EVERY)
+
+
+def _fall_back(op_name: str, static: Static, exc: StaticRead) -> Static:
+    """The static set to retrace with after the lowering read an undeclared float (every float by value);
+    raises `exc` under STRICT, or when every float was already by value."""
+    if STRICT or (static is not None and static[1] is _EVERY):
+        raise exc
+    undeclared_reads[op_name] = str(exc)
+    return _by_value(static)
 
 
 def _is_static(static: Static, position: int, name: str | None) -> bool:
@@ -248,12 +276,17 @@ def result_types(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs
                  static: Static = None) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
     """(shape, dtype) of each result `run` would return, without running it; None if the arguments are not
     ones `run` takes as they are (a lazy conjugate/negative bit; it then resolves them itself)."""
+    if undeclared_reads and op_name in undeclared_reads:
+        static = _by_value(static)
     key, tensors, _ = signature(op_name, args, kwargs, (), [], static)
     if key is None:
         return None
     traced = _cache.get(key)
     if traced is None:
-        _, _, outs, _ = trace(lowering, tensors, tuple(args), kwargs, name=op_name, static=static)
+        try:
+            _, _, outs, _ = trace(lowering, tensors, tuple(args), kwargs, name=op_name, static=static)
+        except StaticRead as exc:
+            return result_types(op_name, lowering, args, kwargs, _fall_back(op_name, static, exc))
         return [(tuple(s.shape), s.dtype) for s in outs]
     return list(traced.out_types)
 
@@ -275,6 +308,8 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
     """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=).
     `fast_kind`: how the C++ launch cache may serve this call again (fast_launch kinds; None: it may not);
     `static`: the schema's argument names and those whose value the lowering branches on."""
+    if undeclared_reads and op_name in undeclared_reads:
+        static, fast_kind = _by_value(static), None
     out_dtypes = tuple(t.dtype for t in write_into) if write_into is not None else ()
     floats: list[float] = []
     key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats, static)
@@ -284,8 +319,12 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
         key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats, static)
     traced = _cache.get(key)
     if traced is None:
-        program, structure, outs, bindings = trace(lowering, tensors, tuple(args), kwargs,
-                                                   out_dtypes if write_into is not None else None, op_name, static)
+        try:
+            program, structure, outs, bindings = trace(lowering, tensors, tuple(args), kwargs,
+                                                       out_dtypes if write_into is not None else None, op_name,
+                                                       static)
+        except StaticRead as exc:
+            return run(op_name, lowering, args, kwargs, write_into, device, None, _fall_back(op_name, static, exc))
         traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure, bindings)
         if len(_cache) >= _MAX_CACHE:  # a workload of ever-new shapes stays bounded
             _cache.clear()
