@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CASES", "Case", "SERVING_CASES", "ServingCase", "VALIDATION_CASES", "cases"]
+__all__ = ["CASES", "Case", "IRONWOOD_CASES", "SERVING_CASES", "ServingCase", "VALIDATION_CASES", "cases"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class Case:
     dcn_bw: float | None = None  # per-chip DCN bandwidth where the chip table has none (a case parameter)
     global_batch: float | None = None
     expected_error: float | None = None  # validation cases: relative MFU error when the case was added
+    tokens_per_chip_s: float | None = None  # published tokens/s per chip (with tflops_per_chip: FLOPs per token)
 
 
 _V5E = "[MT-v5e] MaxText configs/v5e/README.md; scripts configs/v5e/{16b,32b,64b,128b}.sh"
@@ -127,6 +128,61 @@ VALIDATION_CASES: tuple[Case, ...] = (
               "parallel attention+MLP block and 2022 compiler are not modelled: predicted +25% (not "
               "reproduced)"),
 )
+
+
+_TR7X = ("[TR-7x] AI-Hypercomputer/tpu-recipes training/ironwood/README.md (summary table: chips, GBS, sequence, "
+         "step time, TFLOP/s per chip, tokens/s per chip) and the recipe's run_recipe.sh")
+# id, model, chips, global batch, seq, layout (in chips), remat, offload, flash block, TFLOP/s, tokens/s, recipe, note
+_IRONWOOD_RUNS = [
+    ("v7x Llama3.1-70B 8k 4x4x4", "llama3.1-70b", 64, 256, 8192, "fsdp=64", "save_attention", False, 2048, 1207.05,
+     2686.98, "llama3.1-70b/8k-bf16-tpu7x-4x4x4",
+     "remat custom: decoder_layer_input, context, query/key/value_proj on device (our save_attention)"),
+    ("v7x Llama3.1-70B 8k 4x8x8", "llama3.1-70b", 256, 1024, 8192, "fsdp=256", "save_attention", False, 2048,
+     1199.67, 2670.55, "llama3.1-70b/8k-bf16-tpu7x-4x8x8", "settings as the 4x4x4 recipe"),
+    ("v7x Llama3.1-70B 128k 4x8x8", "llama3.1-70b", 256, 64, 131072, "fsdp=32,cp=8", "save_attention", False, 2048,
+     897.94, 963.03, "llama3.1-70b/128k-bf16-tpu7x-4x8x8",
+     "ici_context_parallelism=8 (all-gather CP), per_device_batch 0.125 x 512 TensorCores; remat custom "
+     "(decoder_layer_input, context, q/k/v, mlpwo on device)"),
+    ("v7x Llama3.1-405B 8k 4x8x8", "llama3.1-405b", 256, 1536, 8192, "fsdp=256", "save_qkv", True, 2048, 1261.40,
+     499.77, "llama3.1-405b/8k-bf16-tpu7x-4x8x8",
+     "remat custom: decoder_layer_input and mlpwo offloaded, key/value_proj on device"),
+    ("v7x DeepSeek-V3 4k 4x4x8", "deepseek-v3", 128, 2048, 4096, "fsdp=128", "full", True, 2048, 607.53, 2425.75,
+     "deepseek3-671b/4k-bf16-tpu7x-4x4x8",
+     "MLA + 256-expert MoE; ici_fsdp=-1 with fsdp_shard_on_exp (experts sharded over the fsdp axis, modelled as "
+     "fsdp without ep); remat custom: decoder_layer_input offloaded"),
+    ("v7x DeepSeek-V3 4k 4x8x8", "deepseek-v3", 256, 4096, 4096, "fsdp=256", "full", True, 2048, 612.66, 2446.25,
+     "deepseek3-671b/4k-bf16-tpu7x-4x8x8", "settings as the 4x4x8 recipe"),
+    ("v7x gpt-oss-120B 8k 4x4x4", "gpt-oss-120b", 64, 1280, 8192, "fsdp=32,dp=2", "full", True, 1024, 378.90,
+     10975.31, "gpt-oss-120b/8k-bf16-tpu7x-4x4x4",
+     "sliding window 128 on every other layer; ici_fsdp 64 x ici_data 2 TensorCores; remat custom: "
+     "decoder_layer_input and mlpwo offloaded; attention sinks and biases not modelled"),
+    ("v7x Qwen3-235B-A22B 4k 4x8x8", "qwen3-235b-a22b", 256, 8192, 4096, "fsdp=256", "full", True, 1024, 629.79,
+     4245.89, "qwen3-235b-a22b/4k-bf16-tpu7x-4x8x8",
+     "ici_fsdp=-1, experts not sharded on fsdp; remat custom: decoder_layer_input offloaded"),
+]
+# relative MFU error of each case when added (validation only: never fitted; docs/perfmodel.md says why)
+_IRONWOOD_ERRORS: dict[str, float] = {
+    "v7x Llama3.1-70B 8k 4x4x4": -0.029, "v7x Llama3.1-70B 8k 4x8x8": -0.023, "v7x Llama3.1-70B 128k 4x8x8": -0.311,
+    "v7x Llama3.1-405B 8k 4x8x8": -0.058, "v7x DeepSeek-V3 4k 4x4x8": 0.214, "v7x DeepSeek-V3 4k 4x8x8": 0.204,
+    "v7x gpt-oss-120B 8k 4x4x4": 0.193, "v7x Qwen3-235B-A22B 4k 4x8x8": 0.094,
+}
+
+
+def _ironwood_cases() -> list[Case]:
+    out = []
+    for cid, m, chips, gbs, seq, lay, remat, off, blk, tfl, tok, recipe, note in _IRONWOOD_RUNS:
+        out.append(Case(
+            id=cid, group="v7x Ironwood", model=m, chip="v7x", chips=chips, slices=1, per_device_batch=gbs / chips,
+            global_batch=gbs, seq_len=seq, layout=lay, remat=remat, offload=off, block=blk, convention="half",
+            mfu=tfl / 2307, tflops_per_chip=tfl, tokens_per_chip_s=tok, role="validation",
+            expected_error=_IRONWOOD_ERRORS.get(cid),
+            source=f"{_TR7X} training/ironwood/{recipe}; MFU = TFLOP/s / 2307 (bf16 peak, tpu-facts 1)",
+            note="bf16 row; " + note))
+    return out
+
+
+IRONWOOD_CASES: tuple[Case, ...] = tuple(_ironwood_cases())
+VALIDATION_CASES = VALIDATION_CASES + IRONWOOD_CASES
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ Names follow MaxText's `remat_policy`:
   elementwise ops and the attention kernel (a custom call, not a weight dot);
 * `save_qkv` - save the layer input and the q/k/v projections (the v6e Llama3.1-70B "custom" recipe,
   tpu-facts 4c), recompute attention, the output projection, the MLP input projections and elementwise ops;
+* `save_attention` - `save_qkv` plus the attention output (MaxText custom policy with `context=device`, the
+  v7x Llama3.1-70B recipes, tpu-recipes training/ironwood/llama3.1-70b): the attention kernel is not run again;
 * `full`    - save only the layer input; recompute the forward, except the MLP down-projection whose output
   only feeds the next layer's (saved) input, so XLA dead-code-eliminates it.
 With `offload=True` the saved tensors live in host memory (PCIe traffic instead of HBM capacity).
@@ -24,6 +26,7 @@ POLICIES: dict[str, set[str]] = {
     "none": set(),
     "minimal": _ELEMENTWISE | _ATTENTION,
     "save_qkv": _ELEMENTWISE | _ATTENTION | {"out", "mlp_in", "router", "experts_in", "shared_in", "a2a_dispatch"},
+    "save_attention": _ELEMENTWISE | {"out", "mlp_in", "router", "experts_in", "shared_in", "a2a_dispatch"},
     "full": _ELEMENTWISE | _ATTENTION | {"qkv", "out", "mlp_in", "router", "experts_in", "shared_in",
                                          "a2a_dispatch"},
 }
@@ -59,6 +62,8 @@ def saved_widths(policy: str, *, d: int, q: int, kv: int, f_in: int, f: int, moe
         return float(d), 0.0
     if p == "save_qkv":
         return float(d), float(q + 2 * kv)
+    if p == "save_attention":  # + the attention output (n_heads x v head dim, ~ q wide)
+        return float(d), float(2 * q + 2 * kv)
     if p == "minimal":  # layer input and the dot outputs the backward reads: attention out-proj, q/k/v, MLP in
         return float(2 * d), float(q + 2 * kv + mlp_in)
     # none: every intermediate the backward reads

@@ -34,7 +34,7 @@ def add_perf_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--seq", type=int, default=2048, help="sequence length (default 2048)")
     p.add_argument("--parallelism", default=None,
                    help="layout, e.g. 'fsdp=-1,tp=8' (-1 fills the slice; dcn_dp defaults to the slices)")
-    p.add_argument("--remat", default="full", help="none, minimal, save_qkv, full (default full)")
+    p.add_argument("--remat", default="full", help="none, minimal, save_qkv, save_attention, full (default full)")
     p.add_argument("--offload", action="store_true", help="saved activations in host memory")
     p.add_argument("--block", type=int, default=512, help="flash-attention block size (default 512)")
     p.add_argument("--causal", default="half", choices=("half", "full"),
