@@ -87,7 +87,8 @@ def _scalars(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]
     return tuple(a.item() if isinstance(a, torch.Tensor) else a for a in args), kwargs
 
 
-@lower(aten.linspace.Tensor_Tensor, aten.linspace.Tensor_Scalar, aten.linspace.Scalar_Tensor, prepare=_scalars)
+@lower(aten.linspace.Tensor_Tensor, aten.linspace.Tensor_Scalar, aten.linspace.Scalar_Tensor, prepare=_scalars,
+       static=("start", "end"))
 def linspace_tensor(start: Any, end: Any, steps: int, **kwargs: Any) -> Sym:
     return linspace(start, end, steps, **kwargs)
 
@@ -96,7 +97,7 @@ def _uniform(shape: tuple[int, ...], rng: Sym) -> Sym:
     return P.emit1("rng", [rng], shape=shape, dtype="float32", distribution="uniform")
 
 
-@lower(aten.uniform_.default, random=True)
+@lower(aten.uniform_.default, random=True, static=("from", "to"))
 def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     u = _uniform(self.shape, rng)
     return P.convert(u * float(to - from_) + float(from_), self.dtype)

@@ -241,7 +241,7 @@ def _pdist_pairs(n: int) -> tuple[list[int], list[int]]:
     return i, j
 
 
-@lower(aten._pdist_forward.default)
+@lower(aten._pdist_forward.default, static=("p",))
 def pdist(self: Sym, p: float = 2.0) -> Sym:
     n = self.shape[0]
     i, j = _pdist_pairs(n)
@@ -253,7 +253,7 @@ def pdist(self: Sym, p: float = 2.0) -> Sym:
     return P.convert(_pair_norm(diff, p, 1), self.dtype)
 
 
-@lower(aten._pdist_backward.default)
+@lower(aten._pdist_backward.default, static=("p",))
 def pdist_backward(grad: Sym, self: Sym, p: float, pdist: Sym) -> Sym:
     n, m = self.shape
     i, j = _pdist_pairs(n)

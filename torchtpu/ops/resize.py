@@ -11,6 +11,7 @@ computed once at trace time, with ATen's index formulas in float32, and enter th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -254,9 +255,14 @@ _UPSAMPLE = {
     "upsample_bilinear2d": ("linear", 2), "upsample_trilinear3d": ("linear", 3), "upsample_bicubic2d": ("cubic", 2),
     "_upsample_bilinear2d_aa": ("aa", 2),
 }
+def _scales(op: Any) -> tuple[str, ...]:
+    """The scale factors an upsampling builds its matrices from: static (keyed by value)."""
+    return tuple(a.name for a in op._schema.arguments if a.name.startswith("scales"))
+
+
 for _name, (_kind, _nd) in _UPSAMPLE.items():
-    lower(getattr(aten, _name).default)(_upsample(_kind, _nd, False))
-    lower(getattr(aten, _name + "_backward").default)(_upsample(_kind, _nd, True))
+    for _op, _backward in ((getattr(aten, _name).default, False), (getattr(aten, _name + "_backward").default, True)):
+        lower(_op, static=_scales(_op))(_upsample(_kind, _nd, _backward))
 
 
 # --- padding ------------------------------------------------------------------------------------------------------
