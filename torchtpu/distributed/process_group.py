@@ -94,7 +94,8 @@ class TpuProcessGroup(dist.ProcessGroup):
         self._gloo = _inner_gloo(dist.PrefixStore("tpu_dist/gloo/", store), rank, size, timeout)
         self._agreer = Agreer(self._gloo, dist.PrefixStore("tpu_dist/diag/", store), rank, size,
                               timeout.total_seconds())
-        self._p2p = PointToPoint(self._gloo, rank, size)
+        self._p2p = PointToPoint(self._gloo, rank, size, self)
+        self._coalesced: list[TpuWork] | None = None  # the Works of an open _coalescing_manager(device=tpu)
         self._store = store
         self._split_handle = subgroups.SplitHandle(self)
 
@@ -205,7 +206,13 @@ class TpuProcessGroup(dist.ProcessGroup):
         v = nbytes(agreement) if nbytes is not None else float(_nbytes(outputs or inputs))
         seconds = clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
         done = clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0)
-        return TpuWork(list(outputs), done=done)
+        return self._track(TpuWork(list(outputs), done=done))
+
+    def _track(self, work: TpuWork) -> TpuWork:
+        """Keeps `work` for the open device coalescing block, if any (`_end_coalescing` returns them as one)."""
+        if self._coalesced is not None:
+            self._coalesced.append(work)
+        return work
 
     def _check_dtypes(self, tensors: Sequence[torch.Tensor]) -> str:
         dtypes = {t.dtype for t in tensors}
@@ -413,26 +420,48 @@ class TpuProcessGroup(dist.ProcessGroup):
         where = self._p2p_device("send", tensors)
         if where == "cpu":
             return self._gloo.send(tensors, dst, tag)
-        return self._p2p.send(tensors[0], dst, tag, where)
+        return self._track(self._p2p.send(tensors[0], dst, tag, where))
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> dist.Work:
         where = self._p2p_device("recv", tensors)
         if where == "cpu":
             return self._gloo.recv(tensors, src, tag)
-        return self._p2p.recv(tensors[0], src, tag, where)
+        return self._track(self._p2p.recv(tensors[0], src, tag, where))
 
     def recv_anysource(self, tensors: list[torch.Tensor], tag: int = 0) -> dist.Work:
-        raise NotImplementedError("tpu_dist recv needs its source rank (recv from any source is not supported): "
-                                  "pass src=")
+        """`dist.recv(t)` / `dist.irecv(t)` without `src`: from whichever rank sends first (p2p.py);
+        `Work._source_rank()` then names it."""
+        where = self._p2p_device("recv", tensors)
+        if where == "cpu":
+            return self._gloo.recv_anysource(tensors, tag)
+        return self._track(self._p2p.recv(tensors[0], None, tag, where))
 
+    # _coalescing_manager(group, device=...): the collectives and point-to-point operations inside the block run
+    # as they come (the fast-path ones c10d batches itself run as its coalesced call at the end); the block's
+    # Work is all of them. gloo has no such coalescing: cpu devices get gloo's own answer (an error).
     def _start_coalescing(self, device: torch.device) -> None:
-        raise NotImplementedError(
-            "tpu_dist has no device-side coalescing (_coalescing_manager(device=...)); use "
-            "_coalescing_manager(group) without device, or batch_isend_irecv, which work")
+        if torch.device(device).type != "tpu":
+            return self._gloo._start_coalescing(device)
+        if self._coalesced is not None:
+            raise ValueError("tpu_dist: _coalescing_manager(device=...) blocks cannot be nested on one group (one "
+                             "is already open)")
+        self._coalesced = []
+        return None
 
     def _end_coalescing(self, device: torch.device) -> dist.Work:
-        raise NotImplementedError("tpu_dist has no device-side coalescing (see _start_coalescing)")
+        if torch.device(device).type != "tpu":
+            return self._gloo._end_coalescing(device)
+        if self._coalesced is None:
+            raise ValueError("tpu_dist: _end_coalescing without a matching _start_coalescing")
+        works, self._coalesced = self._coalesced, None
+        index = torch.device(device).index
+        index = torch.tpu.current_device() if index is None else index
 
+        def finish() -> tuple[int, float] | None:
+            ends = [w._done[1] for w in works if w.wait() and w._done is not None]
+            return (index, max(ends)) if ends else None
+
+        return TpuWork([t for w in works for t in w.result()], finish, device=index)
 
 def create(store: dist.Store, rank: int, size: int, timeout: timedelta) -> TpuProcessGroup:
     """The factory `Backend.register_backend("tpu_dist", ...)` calls."""
