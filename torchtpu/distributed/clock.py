@@ -39,9 +39,9 @@ from torchtpu._native import native
 from torchtpu.distributed import topology
 from torchtpu.drivers.sim.streams import ICI
 from torchtpu.perfmodel.collectives import Axis, collective_time
-from torchtpu.sim.ici import p2p_time, torus_hops
 from torchtpu.sim.chips import ChipSpec, get_chip
 from torchtpu.sim.cost import CostRecord
+from torchtpu.sim.ici import p2p_time, torus_hops
 
 HOP_LATENCY_S = 1e-6  # T_min per ICI hop [SB-shard]
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "gather", "scatter",

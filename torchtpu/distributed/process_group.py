@@ -170,7 +170,7 @@ class TpuProcessGroup(dist.ProcessGroup):
     def _run(self, kind: str, method: str | Callable[..., dist.Work], args: tuple, inputs: Sequence[torch.Tensor],
              outputs: Sequence[torch.Tensor], signature: str, error: str = "",
              nbytes: Callable[[Agreement], float] | None = None, extras: Sequence[int] = (),
-             check: Callable[[list[list[int]]], str] | None = None) -> dist.Work:
+             check: Callable[[list[list[int]]], str] | None = None, read_only_inputs: bool = False) -> dist.Work:
         """One collective: agree, move the host copies through `self._gloo.<method>` (or `method(*host args)`),
         write back, charge."""
         where, placement_error = self._placement(kind, [*inputs, *outputs])
@@ -182,8 +182,12 @@ class TpuProcessGroup(dist.ProcessGroup):
         own = clock.local_start(where) if where is not None else 0.0
         agreement = self._agreer.agree(kind, signature, error, own, extras, check)
         staged: dict[int, torch.Tensor] = {}
+        written = {id(t) for t in outputs}
         for t in inputs:
-            staged.setdefault(id(t), host_copy(t))
+            # gloo only reads the input of the single-tensor gathers, reduce-scatters and all-to-alls: it reads the
+            # device buffer itself (zero-copy for the simulator), saving a host copy of V per call
+            zero_copy = read_only_inputs and id(t) not in written and t.is_contiguous()
+            staged.setdefault(id(t), runtime.host_tensor(t) if zero_copy else host_copy(t))
         for t in outputs:
             staged.setdefault(id(t), torch.empty(t.shape, dtype=t.dtype))
 
@@ -279,7 +283,8 @@ class TpuProcessGroup(dist.ProcessGroup):
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> dist.Work:  # noqa: A002
         opts = opts if opts is not None else c10d.AllgatherOptions()
         return self._run("all_gather", "all_gather_single", (output, input, opts), [input], [output],
-                         describe(input), self._single_error(output, input, "all_gather_into_tensor"))
+                         describe(input), self._single_error(output, input, "all_gather_into_tensor"),
+                         read_only_inputs=True)
 
     _allgather_base = all_gather_single
 
@@ -307,7 +312,7 @@ class TpuProcessGroup(dist.ProcessGroup):
         return self._run("reduce_scatter", "reduce_scatter_single", (output, input, opts), [input], [output],
                          f"op={_op_name(opts.reduceOp)} {describe(output)}",
                          self._single_error(input, output, "reduce_scatter_tensor"),
-                         nbytes=lambda _: float(_nbytes([input])))
+                         nbytes=lambda _: float(_nbytes([input])), read_only_inputs=True)
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -374,7 +379,7 @@ class TpuProcessGroup(dist.ProcessGroup):
                          (output, input, output_split_sizes, input_split_sizes, opts), [input], [output],
                          f"{str(input.dtype)} rows{list(input.shape[1:])}", error, extras=splits,
                          check=None if error else (lambda e: self._pairwise(e, "rows")),
-                         nbytes=lambda a: self._a2a_volume(a.extras, row_bytes))
+                         nbytes=lambda a: self._a2a_volume(a.extras, row_bytes), read_only_inputs=True)
 
     alltoall_base = all_to_all_single
 

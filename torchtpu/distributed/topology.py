@@ -6,7 +6,8 @@ chips (`Topology.collective_seconds`: a ring or line along one axis, a 2-D/3-D s
 with the ICI hop latency of [SB-shard] and the DCN step latency of the perfmodel's calibration. Without
 TORCHTPU_TOPOLOGY (or on a driver without a topology, pjrt) `collective_seconds` returns None and clock.py keeps
 its one-axis-per-group model. Point-to-point messages (`p2p_seconds`) take the torus route between the two
-ranks' chips (`Topology.p2p_seconds`), or a DCN step between slices. `check_world` refuses a world larger than the topology's chips.
+ranks' chips (`Topology.p2p_seconds`), or a DCN step between slices.
+`check_world` refuses a world larger than the topology's chips.
 """
 
 from __future__ import annotations

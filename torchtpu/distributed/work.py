@@ -9,7 +9,8 @@ current stream wait the same way (c10's CUDA-style future events, through the tp
 Point-to-point Works finish in `wait()` (p2p.py): a send waits for gloo, a receive's data lands in a host
 buffer on a helper thread and is written to the tpu tensor on the waiting thread; `finish()` then returns the
 transfer's (device, end) on the comm stream, and the Work waits and completes its device future as a collective's
-does; `get_future()` finishes it first (on the calling thread). A receive from any source also answers `_source_rank()` (the group rank it came from).
+does; `get_future()` finishes it first (on the calling thread). A receive from any source also answers
+`_source_rank()` (the group rank it came from).
 """
 
 from __future__ import annotations
