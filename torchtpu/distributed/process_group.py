@@ -70,6 +70,17 @@ def _tensors(*args: Any) -> list[torch.Tensor]:
     return out
 
 
+def _on_host(a: Any, staged: dict[int, torch.Tensor]) -> Any:
+    """`a` (an argument of a collective) with its tpu tensors replaced by their staged host buffers. A module
+    function: a nested recursive closure would be a reference cycle keeping `staged`, V bytes a call, alive until
+    the garbage collector ran (the 256 MiB runs' growing memory)."""
+    if isinstance(a, torch.Tensor):
+        return staged[id(a)]
+    if isinstance(a, list):
+        return [_on_host(x, staged) for x in a]
+    return a
+
+
 def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
@@ -191,22 +202,19 @@ class TpuProcessGroup(dist.ProcessGroup):
         for t in outputs:
             staged.setdefault(id(t), torch.empty(t.shape, dtype=t.dtype))
 
-        def host(a: Any) -> Any:
-            if isinstance(a, torch.Tensor):
-                return staged[id(a)]
-            if isinstance(a, list):
-                return [host(x) for x in a]
-            return a
-
         what = f"{kind} #{self._agreer.seq}"
-        if callable(method):
-            self._agreer.gloo_wait(what, method(*[host(a) for a in args]))
-        elif method:
-            self._agreer.gloo_wait(what, getattr(self._gloo, method)(*[host(a) for a in args]))
-        if outputs:
-            deferred.flush()
-        for t in outputs:
-            runtime.write_from_host(t, staged[id(t)])
+        try:
+            host_args = [_on_host(a, staged) for a in args]
+            if callable(method):
+                self._agreer.gloo_wait(what, method(*host_args))
+            elif method:
+                self._agreer.gloo_wait(what, getattr(self._gloo, method)(*host_args))
+            if outputs:
+                deferred.flush()
+            for t in outputs:
+                runtime.write_from_host(t, staged[id(t)])
+        finally:
+            staged.clear()  # the host copies (V each) go now, not at the next garbage collection
         v = nbytes(agreement) if nbytes is not None else float(_nbytes(outputs or inputs))
         seconds = clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
         done = clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0)
