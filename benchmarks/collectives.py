@@ -1,7 +1,7 @@
 """tpu_dist collectives on a simulated slice: simulated time vs the ICI formulas, and host time vs plain gloo.
 
     python benchmarks/collectives.py [--ranks 4] [--sizes 1K,64K,1M,...] [--reps 3]
-    python benchmarks/collectives.py --ranks 2 --sizes 256M          # the largest size, 1-D only
+    python benchmarks/collectives.py --ranks 4 --sizes 256M          # the largest size alone
 
 Spawns `--ranks` processes (4: TORCHTPU_TOPOLOGY=2x2, `init_device_mesh("tpu", (2, 2))`; 2: TORCHTPU_TOPOLOGY=2)
 on 127.0.0.1. For each size V (the whole logical array: the all-reduced array, the gathered result, the
@@ -17,7 +17,8 @@ ranks, the 2-D group (all 4 chips of the 2x2 torus), and prints
 * ratio: sim / formula;
 * host ms: median wall time per call of the tpu_dist collective, and of the same collective on cpu tensors
   through a plain gloo group of the same ranks (same run, same sizes), and their ratio.
-`torch.set_num_threads(1)` in every rank; medians over `--reps` calls after one warm-up call.
+`torch.set_num_threads(1)` in every rank; medians over `--reps` calls after one warm-up call. Last line: each
+rank's peak resident memory (`ru_maxrss`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import datetime
 import json
 import multiprocessing
 import os
+import resource
 import socket
 import statistics
 import sys
@@ -37,9 +39,9 @@ from typing import Any
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-# 256M is left to `--ranks 2 --sizes 256M`: on 4 ranks its reduce-scatter peaked at ~4.4 GB in one rank (measured),
-# more than 4 ranks of a shared 2-core, 23 GB machine can hold
-DEFAULT_SIZES = "1K,4K,16K,64K,256K,1M,4M,16M,64M"
+# the issue's range, 1 KB..256 MB; 256M alone on 4 ranks took 334 s and peaked at 1.42 GB per rank (measured);
+# each rank's peak resident memory is printed at the end
+DEFAULT_SIZES = "1K,4K,16K,64K,256K,1M,4M,16M,64M,256M"
 T_MIN = 1e-6  # per hop [SB-shard]
 
 
@@ -87,6 +89,7 @@ def _rank(rank: int, world: int, port: int, sizes: list[int], reps: int, outfile
     from torch.distributed.device_mesh import init_device_mesh
 
     import torchtpu.distributed
+    import torchtpu.runtime
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # reduce_scatter_tensor's rename notice
     torch.set_num_threads(1)
@@ -105,6 +108,10 @@ def _rank(rank: int, world: int, port: int, sizes: list[int], reps: int, outfile
             for kind in KINDS:
                 walls = {}
                 for device, group in (("tpu", tpu_group), ("cpu", gloo_group)):
+                    # one collective's tensors alive at a time: the last ones freed, and the simulator told so
+                    # now (it hears of freed storages at its next host access), before the next are made
+                    fn = None
+                    torchtpu.runtime.collect_freed()
                     fn = _call(kind, v, group, n, device)
                     fn()
                     torchtpu.distributed.reset_stats()
@@ -119,7 +126,7 @@ def _rank(rank: int, world: int, port: int, sizes: list[int], reps: int, outfile
                         s = torchtpu.distributed.stats()[kind]
                         sim = s["ici_seconds"] / s["count"]
                         charged_v = s["bytes"] / s["count"]
-                del fn
+                fn = None
                 rows.append({"group": name, "kind": kind, "v": charged_v, "sim": sim, "tpu_wall": walls["tpu"],
                              "gloo_wall": walls["cpu"]})
     if rank == 0:
@@ -129,6 +136,8 @@ def _rank(rank: int, world: int, port: int, sizes: list[int], reps: int, outfile
             json.dump({"rows": rows, "topology": props.topology, "chip": props.chip,
                        "link_bidi": chip.ici_link_bw_bidi, "wrap": {str(k): chip.has_wraparound(k) for k in (2, 4)}},
                       f)
+    with open(f"{outfile}.rss{rank}", "w") as f:
+        f.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))  # kilobytes on Linux
     dist.destroy_process_group()
 
 
@@ -178,6 +187,11 @@ def main() -> None:
         print(f"{row['group']:5} {row['kind']:14} {_fmt(row['v']):>6} {row['sim'] * 1e6:10.2f} {expect * 1e6:11.2f} "
               f"{row['sim'] / expect:6.3f} {row['tpu_wall'] * 1e3:11.3f} {row['gloo_wall'] * 1e3:8.3f} "
               f"{row['tpu_wall'] / row['gloo_wall']:10.2f}")
+    peaks = []
+    for r in range(args.ranks):
+        with open(f"{outfile}.rss{r}") as f:
+            peaks.append(int(f.read()) / 1e9)
+    print(f"peak resident memory per rank: {', '.join(f'{p:.2f}' for p in peaks)} GB")
     print(f"total wall {time.perf_counter() - start:.0f} s")
 
 

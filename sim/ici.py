@@ -12,6 +12,12 @@ all-reduce, the full array of an all-to-all); each chip holds `nbytes / n` of it
   typically doubles the time" [SB-tpus]). The exact ring factor (n-1)/n is kept.
 * latency floor: T >= T_min * (hops), hops = |X|/2 per wrapped axis, |X|-1 per line [SB-shard].
 * all-reduce = reduce-scatter + all-gather = 2x; all-to-all = all-gather / 4 on a bidirectional ring [SB-shard].
+* point-to-point (send/recv) over a path of `hops` links (cut-through: the message is pipelined, so each further
+  link adds its latency, not another copy): T = T_min * hops + V / B_oneway, B_oneway the one-way bandwidth of
+  one link (`ChipSpec.ici_link_bw_oneway` [SB-tpus]), T_min the per-hop latency [SB-shard]; `torus_hops` is
+  the shortest route on the torus (per axis |a - b|, or min(|a - b|, size - |a - b|) on an axis that wraps;
+  dimension-order routing adds the axes). Between slices: one DCN step latency + V / the per-chip DCN
+  bandwidth. (Derived: the latency-bandwidth form of tpu-facts section 2 applied to one path.)
 * DCN (between slices): each chip has its own share of the host NICs (`ChipSpec.dcn_bw`, per chip). A ring over
   k slices costs (k-1)/k * V/B per all-gather plus one DCN hop latency per ring step; all-reduce twice that.
   The two terms are returned separately: the step model hides bandwidth time behind compute but not the
@@ -30,7 +36,9 @@ __all__ = [
     "collective_time",
     "dcn_collective_terms",
     "dcn_collective_time",
+    "p2p_time",
     "ring_hops",
+    "torus_hops",
 ]
 
 COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "permute")
@@ -123,3 +131,27 @@ def dcn_collective_time(
 ) -> float:
     """Seconds for `count` DCN collectives (bandwidth + latency terms of `dcn_collective_terms`)."""
     return sum(dcn_collective_terms(kind, nbytes, n_slices, dcn_bw, hop_latency_s, count))
+
+
+def torus_hops(a: Sequence[int], b: Sequence[int], shape: Sequence[int], wraps: Sequence[bool]) -> int:
+    """Links on the shortest route between torus coordinates `a` and `b` of a torus of `shape` (module
+    docstring): per axis the distance, the shorter way round where that axis wraps."""
+    if not len(a) == len(b) == len(shape) == len(wraps):
+        raise ValueError(f"coordinates {tuple(a)} and {tuple(b)} must both have one entry per axis of {tuple(shape)}")
+    hops = 0
+    for x, y, size, wrap in zip(a, b, shape, wraps):
+        d = abs(int(x) - int(y))
+        hops += min(d, int(size) - d) if wrap else d
+    return hops
+
+
+def p2p_time(nbytes: float, hops: int, link_bw_oneway: float, hop_latency_s: float = 1e-6) -> float:
+    """Seconds for one point-to-point message of `nbytes` over `hops` ICI links (module docstring:
+    T_min * hops + V / one-way link bandwidth); 0.0 for 0 hops (the same chip).
+
+    >>> round(p2p_time(4.5e6, 2, 4.5e10) * 1e6, 6)    # 2 hops on v5e: 2 us + 100 us
+    102.0
+    """
+    if hops <= 0:
+        return 0.0
+    return hop_latency_s * hops + max(float(nbytes), 0.0) / link_bw_oneway

@@ -17,7 +17,8 @@ group is a sub-torus when its chips are the full product of contiguous runs alon
 when it covers a whole axis that wraps and a line otherwise. Any other group is modelled as a line through its
 chips (the slowest regular layout: an upper bound). A group across k slices, with the same m chips in each, runs
 hierarchically: the ICI collective of the whole array inside each slice, plus the DCN collective of each chip's
-1/m part across the slices (`torchtpu.sim.ici` formulas for both).
+1/m part across the slices (`torchtpu.sim.ici` formulas for both). A point-to-point message between two chips
+takes the shortest route on their slice's torus (`p2p_seconds`), or one DCN step between slices.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .chips import ChipSpec, get_chip
-from .ici import Axis, collective_time, dcn_collective_time, ring_hops
+from .ici import Axis, collective_time, dcn_collective_time, p2p_time, ring_hops, torus_hops
 
 __all__ = ["SHAPE_FORMS", "GroupGeometry", "Topology", "check_shape", "parse_shape"]
 
@@ -212,3 +213,17 @@ class Topology:
         """The all-reduce latency floor of the group: 2 steps per ICI hop, 2(k-1) DCN steps over k slices."""
         g = self.group_axes(chip_ids)
         return 2.0 * ici_hop_s * sum(ring_hops(a) for a in self.ici_axes(g)) + 2.0 * (g.slices - 1) * dcn_hop_s
+
+    def hops(self, a: int, b: int) -> int:
+        """ICI links on the shortest route between chips `a` and `b` of one slice (wraparound where it exists)."""
+        if self.slice_of(a) != self.slice_of(b):
+            raise ValueError(f"chips {a} and {b} are in different slices (joined by DCN, not ICI)")
+        return torus_hops(self.coords(a), self.coords(b), self.shape,
+                          [self.chip.has_wraparound(n) for n in self.shape])
+
+    def p2p_seconds(self, nbytes: float, a: int, b: int, ici_hop_s: float, dcn_hop_s: float) -> float:
+        """Seconds of one message of `nbytes` from chip `a` to chip `b` (`torchtpu.sim.ici.p2p_time` over the
+        torus route; between slices one DCN step latency plus the bytes at the per-chip DCN bandwidth)."""
+        if self.slice_of(a) != self.slice_of(b):
+            return dcn_hop_s + max(float(nbytes), 0.0) / self.chip.dcn_bw
+        return p2p_time(nbytes, self.hops(a, b), self.chip.ici_link_bw_oneway, ici_hop_s)

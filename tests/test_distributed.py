@@ -64,7 +64,9 @@ def test_ici_cost_follows_the_ring_formulas() -> None:
     assert clock.collective_seconds("all_gather", 9e6, 2, v5e) == pytest.approx(9e6 / 2 / 4.5e10)
     assert clock.collective_seconds("all_to_all", 9e6, 2, v5e) == pytest.approx(9e6 / 2 / 4.5e10 / 4)
     assert clock.collective_seconds("broadcast", 9e6, 2, v5e) == clock.collective_seconds("all_reduce", 9e6, 2, v5e)
-    assert clock.collective_seconds("send", 9e6, 2, v5e) == pytest.approx(9e6 / v5e.ici_link_bw_oneway)
+    # send/recv: one hop between 2 chips, T_min + V / one-way link bandwidth [SB-shard], [SB-tpus]
+    assert clock.collective_seconds("send", 9e6, 2, v5e) == pytest.approx(1e-6 + 9e6 / v5e.ici_link_bw_oneway)
+    assert clock.p2p_seconds(9e6, 4, v5e, None, 0, 3) == pytest.approx(3e-6 + 9e6 / v5e.ici_link_bw_oneway)
     assert clock.collective_seconds("all_reduce", 8, 2, v5e) == pytest.approx(2e-6)  # latency floor, 1 us a hop
     assert clock.collective_seconds("all_reduce", 9e6, 1, v5e) == 0.0
     # a full v5e axis of 16 wraps: a bidirectional ring, V (n-1)/n / W_bidi per gather [SB-shard]

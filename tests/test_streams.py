@@ -221,3 +221,43 @@ def test_bad_device_and_cross_device_errors() -> None:
     assert got[3].startswith("ValueError: elapsed_time between an event of tpu:0 and one of tpu:1")
     assert got[4].startswith("ValueError: expected a tpu stream")
     assert got[5] == "((True, 1), 0, 0)"
+
+
+def test_host_device_copies_are_charged_on_the_copy_engine_at_pcie_bandwidth() -> None:
+    tl = _timeline()
+    pcie = tl.chip.pcie_bw  # the chip table's PCIe bandwidth each way [SB-tpus]: 1.6e10 B/s for v5e
+    x = torch.arange(1 << 20, dtype=torch.float32)  # 4 MiB
+    nbytes = x.numel() * 4
+    torch.tpu.synchronize()
+    host = tl.host_seconds
+    y = x.to("tpu")  # blocking: the host waits for the copy's end
+    assert tl.host_seconds == pytest.approx(host + nbytes / pcie, rel=1e-12)
+    assert torch.equal(y.cpu(), x)
+    a = _big()
+    torch.tpu.synchronize()
+    t0, copies = tl.host_seconds, dict(tl.copies)
+    s = torch.tpu.Stream()
+    with torch.tpu.stream(s):
+        z = x.to("tpu", non_blocking=True)  # a side-stream upload overlaps the compute below
+    assert tl.host_seconds == t0
+    for _ in range(4):
+        a = a @ a
+    compute_end, copy_end = tl.stream_clock(0), tl.stream_clock(s.stream_id)
+    assert copy_end == pytest.approx(t0 + nbytes / pcie, rel=1e-12) and tl.engine_free(COPY) == copy_end
+    torch.tpu.synchronize()
+    assert tl.host_seconds == pytest.approx(max(compute_end, copy_end), rel=1e-12)
+    assert tl.host_seconds < compute_end + nbytes / pcie  # overlapped, not serial
+    assert tl.copies["count"] == copies["count"] + 1 and tl.copies["bytes"] == copies["bytes"] + nbytes
+    back = torch.empty(x.shape)
+    before = tl.host_seconds
+    back.copy_(z)  # blocking download: after the device, then the transfer
+    assert tl.host_seconds == pytest.approx(before + nbytes / pcie, rel=1e-12) and torch.equal(back, x)
+
+
+def test_a_timeline_without_streams_queues_copies_with_compute() -> None:
+    tl = StreamTimeline("v5e")
+    tl.launch(CostRecord("mm", 0, 0, 1e-3, 0, 0, 0, "mxu", 0))
+    end = tl.transfer(2e-3, 3.2e7, blocking=False)
+    assert end == pytest.approx(3e-3) and tl.host_seconds == 0.0 and tl.wall_seconds == pytest.approx(3e-3)
+    tl.transfer(1e-3, 1.6e7, blocking=True)
+    assert tl.host_seconds == pytest.approx(4e-3) and len(tl.records) == 1  # copies are not launches

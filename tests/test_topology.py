@@ -207,6 +207,7 @@ def test_cross_device_copies_work_and_mixed_devices_raise_as_cuda(devices):
     assert devices["current"] == [3, 3]
     for msg in devices["errors"]:  # set_device (torch.tpu) and a factory (the C++ shim's device guard)
         assert "invalid device ordinal" in msg and "valid indices are 0..3 (4 tpu devices" in msg
+        assert "TORCHTPU_NUM_DEVICES or TORCHTPU_TOPOLOGY sets how many" in msg  # both variables, both paths
 
 
 # ---------------------------------------------------------------------------- tpu_dist on a 2x2 slice

@@ -29,7 +29,7 @@ import torch
 from torchtpu import runtime
 from torchtpu._native import native
 
-__all__ = ["Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "timeline"]
+__all__ = ["Event", "Stream", "charge_copy", "current_stream", "default_stream", "set_stream", "stream", "timeline"]
 
 _lock = threading.Lock()
 _events: dict[int, tuple[int, float]] = {}  # event id (from the shim) -> (device, simulated seconds)
@@ -54,6 +54,17 @@ def timeline(device: int) -> Any | None:
     if not tl.streams_enabled:
         tl.enable_streams(functools.partial(native().current_stream, device))
     return tl
+
+
+def charge_copy(device: int, nbytes: int, blocking: bool) -> None:
+    """Charges a host<->device copy of `nbytes` to tpu:`device`: `nbytes / ChipSpec.pcie_bw` (the chip table's
+    PCIe bandwidth each way, [SB-tpus]) on the current stream's copy engine (`StreamTimeline.transfer`); a
+    blocking copy moves the host clock to its end. Nothing for a driver without a simulated clock (pjrt)."""
+    timelines = getattr(runtime.driver(), "timelines", None)
+    if timelines is None:
+        return
+    tl = timelines[device]
+    tl.transfer(nbytes / tl.chip.pcie_bw, float(nbytes), blocking)
 
 
 def _flush() -> None:

@@ -12,6 +12,10 @@ numbers, the same per-launch cost). Afterwards each launch runs on the stream cu
 * start = max(host clock, stream clock, engine free time); end = start + seconds; the stream's and the engine's
   clocks move to the end. `wait(stream, t)` (an event wait) moves a stream's clock to t.
 
+A host<->device copy (`transfer`) is not a launch: it takes its PCIe seconds on the copy engine and the current
+stream (on the one device queue before streams are enabled), leaves no record and no launch count (`copies`
+counts them), and a blocking one moves the host clock to its end.
+
 The device's free time (`wall_seconds`, `synchronize`) is the latest end of anything, so a device-wide
 synchronize waits for every stream. Events are times on these clocks (the torch layer keeps them). Nothing
 here looks at values: the simulator computes eagerly, streams only shape simulated time.
@@ -45,6 +49,7 @@ class StreamTimeline(Timeline):
         super().reset()
         self._streams: dict[int, float] = {}
         self._engines: dict[str, float] = dict.fromkeys(ENGINES, 0.0)
+        self.copies = {"count": 0, "seconds": 0.0, "bytes": 0.0}  # host<->device transfers since the reset
 
     @property
     def streams_enabled(self) -> bool:
@@ -112,3 +117,22 @@ class StreamTimeline(Timeline):
                    start: float | None = None, source: Any = None) -> float:
         """`run` for a CostRecord (collectives, copies)."""
         return self.run(stream, engine, Timeline.charge(record, name, source), start)
+
+    def transfer(self, seconds: float, nbytes: float, blocking: bool) -> float:
+        """A host<->device copy taking `seconds` (module docstring); returns its end."""
+        if self.current is None:
+            start = self._device_free if self._device_free > self._host else self._host
+            end = self._device_free = start + seconds
+        else:
+            stream = self.current()
+            end = self.ready(stream, COPY) + seconds
+            self._streams[stream] = end
+            self._engines[COPY] = end
+            if end > self._device_free:
+                self._device_free = end
+        self.copies["count"] += 1
+        self.copies["seconds"] += seconds
+        self.copies["bytes"] += nbytes
+        if blocking:
+            self.host_until(end)
+        return end

@@ -86,7 +86,8 @@ static void check_index(int64_t device) {
   const int count = g_device_count.load();
   TORCH_CHECK(device >= 0 && device < count, "tpu:", device, " is not a device of this process (invalid device ",
               "ordinal ", device, "); valid indices are 0..", count - 1, " (", count,
-              count == 1 ? " tpu device" : " tpu devices", "; TORCHTPU_NUM_DEVICES sets how many the simulator has)");
+              count == 1 ? " tpu device" : " tpu devices", ": this host's chips; TORCHTPU_NUM_DEVICES or ",
+              "TORCHTPU_TOPOLOGY sets how many the simulator has)");
 }
 
 struct Block {

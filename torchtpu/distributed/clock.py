@@ -10,10 +10,13 @@ wraps only where `ChipSpec.has_wraparound` says so, e.g. v5e only at 16 chips [S
   and reduce-scatter + gather, each as costly as the two halves of an all-reduce).
 * gather and scatter: the all-gather cost of the gathered array (derived: the root's links carry (n-1)/n of it).
 * barrier: the all-reduce latency floor (2·T_min·hops, no bytes).
-* send/recv: one hop, max(T_min, V / one-way link bandwidth) (`ChipSpec.ici_link_bw_oneway` [SB-tpus]).
+* send/recv: T_min·hops + V / one-way link bandwidth (`ChipSpec.ici_link_bw_oneway` [SB-tpus];
+  `torchtpu.sim.ici.p2p_time`), hops = the distance of the two group ranks on the group's axis (the shorter way
+  round where it wraps).
 T_min = 1 µs per hop [SB-shard].
 With TORCHTPU_TOPOLOGY set, the group's chips are placed on the simulated torus instead (topology.py: rings,
-lines and sub-tori of the group's axes, DCN across slices); send/recv stay one ICI hop.
+lines and sub-tori of the group's axes, DCN across slices; send/recv along the shortest torus route between the
+two chips, or one DCN step between slices).
 
 Charge: a collective is one launch (the chip's host launch overhead). It runs on the device's communication
 stream (`torchtpu.streams.comm_stream`, one per device, as NCCL's internal stream), which first waits for the
@@ -38,6 +41,7 @@ from torchtpu.drivers.sim.streams import ICI
 from torchtpu.perfmodel.collectives import Axis, collective_time
 from torchtpu.sim.chips import ChipSpec, get_chip
 from torchtpu.sim.cost import CostRecord
+from torchtpu.sim.ici import p2p_time, torus_hops
 
 HOP_LATENCY_S = 1e-6  # T_min per ICI hop [SB-shard]
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "gather", "scatter",
@@ -84,7 +88,7 @@ def collective_seconds(kind: str, nbytes: float, world: int, chip: ChipSpec, gro
     if world <= 1:
         return 0.0
     if kind in ("send", "recv"):
-        return max(HOP_LATENCY_S, nbytes / chip.ici_link_bw_oneway)
+        return p2p_seconds(nbytes, world, chip, group, 0, 1)
     on_torus = topology.collective_seconds(_MODELLED_AS.get(kind, kind), nbytes, group)
     if on_torus is not None:
         return on_torus
@@ -92,6 +96,18 @@ def collective_seconds(kind: str, nbytes: float, world: int, chip: ChipSpec, gro
     if kind == "barrier":
         return 2.0 * HOP_LATENCY_S * (world // 2 if axis.wraparound else world - 1)
     return collective_time(_MODELLED_AS.get(kind, kind), nbytes, [axis], HOP_LATENCY_S)
+
+
+def p2p_seconds(nbytes: float, world: int, chip: ChipSpec, group: Any, a: int, b: int) -> float:
+    """Simulated seconds of one send/recv of `nbytes` between group ranks `a` and `b` (module docstring); with
+    TORCHTPU_TOPOLOGY along the torus route between their chips (topology.py)."""
+    if world <= 1 or a == b:
+        return 0.0
+    on_torus = topology.p2p_seconds(nbytes, group, a, b)
+    if on_torus is not None:
+        return on_torus
+    hops = torus_hops([a], [b], [world], [chip.has_wraparound(world)])
+    return p2p_time(nbytes, hops, chip.ici_link_bw_oneway, HOP_LATENCY_S)
 
 
 def local_start(device: int | None) -> float:

@@ -5,18 +5,25 @@ the sender's simulated clock) and the data (a host copy). A receive must not pos
 the sender's byte count (gloo aborts the process on a size mismatch) and must not block the caller (an `irecv`
 posted before the matching `isend` of the same batch would deadlock), so each receive runs on a daemon thread:
 header, check, data into a host buffer. Receives on one (source, tag) channel run in order, as gloo matches them.
-`wait()` writes the host buffer to the tpu tensor and charges the transfer on the waiting thread; a mismatch
-(dtype or shape) raises ValueError there, after the thread drained the sender's bytes so that the sender is not
-left blocked.
+A receive from any source (`src=None`) takes the header through gloo's `recv_anysource`, then the data from the
+rank that header came from; so that it never takes a header another receive of the same tag is waiting for
+(and then that receive a data message), it starts after every earlier receive of its tag, and later receives of
+the tag start after it. `wait()` writes the host buffer to the tpu tensor and charges the transfer on the waiting
+thread; a mismatch (dtype or shape) raises ValueError there, after the thread drained the sender's bytes so that
+the sender is not left blocked.
 
-Clocks: the sender is charged from its own start (it does not wait for the receiver); the receiver from
-max(its start, the sender's start) (clock.py).
+Clocks: a message costs `clock.p2p_seconds` (the route between the two ranks' chips: per-hop latency plus the
+bytes at one link's one-way bandwidth, or a DCN step between slices). It runs on the comm stream and the ICI
+engine like a collective (clock.py): the sender's from its own start (it does not wait for the receiver), the
+receiver's from max(its start, the sender's start); the Work's `wait()` makes the current stream wait for its
+end, as a collective's does (work.py).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -54,7 +61,7 @@ def host_copy(t: torch.Tensor) -> torch.Tensor:
 class _Inbox:
     """One receive's result, filled by its thread."""
 
-    __slots__ = ("done", "host", "sender_clock", "error", "transport")
+    __slots__ = ("done", "host", "sender_clock", "error", "transport", "source")
 
     def __init__(self) -> None:
         self.done = threading.Event()
@@ -62,15 +69,32 @@ class _Inbox:
         self.sender_clock = 0.0
         self.error: BaseException | None = None
         self.transport: BaseException | None = None
+        self.source = -1
 
 
 class PointToPoint:
     """send/recv over a tpu_dist group's inner gloo group."""
 
-    def __init__(self, gloo: dist.ProcessGroup, rank: int, size: int) -> None:
-        self.gloo, self.rank, self.size = gloo, rank, size
+    def __init__(self, gloo: dist.ProcessGroup, rank: int, size: int, group: Any = None) -> None:
+        self.gloo, self.rank, self.size, self.group = gloo, rank, size, group
         self._last: dict[tuple[int, int], threading.Event] = {}  # (src, tag) -> the channel's previous receive
+        self._any: dict[int, threading.Event] = {}  # tag -> the previous receive from any source on it
         self._lock = threading.Lock()
+
+    def _seconds(self, nbytes: float, device: int, a: int, b: int) -> float:
+        return clock.p2p_seconds(nbytes, self.size, clock.chip_of(device), self.group, a, b)
+
+    def _after(self, src: int | None, tag: int, done: threading.Event) -> list[threading.Event]:
+        """The receives this one must wait for (module docstring), and this one registered as the latest."""
+        with self._lock:
+            if src is None:
+                before = [e for (_, t), e in self._last.items() if t == tag]
+                before += [self._any[tag]] if tag in self._any else []
+                self._any[tag] = done
+            else:
+                before = [e for e in (self._last.get((src, tag)), self._any.get(tag)) if e is not None]
+                self._last[(src, tag)] = done
+        return before
 
     def _check_peer(self, what: str, peer: int) -> None:
         if not 0 <= peer < self.size or peer == self.rank:
@@ -89,10 +113,10 @@ class PointToPoint:
         except RuntimeError as exc:
             raise peer_failure(what, self.rank, f"rank {dst} cannot be reached", exc) from exc
         nbytes = host.numel() * host.element_size()
-        seconds = clock.collective_seconds("send", nbytes, self.size, clock.chip_of(device))
-        clock.charge(device, "send", own, seconds, nbytes, own, time.perf_counter() - t0)
+        seconds = self._seconds(nbytes, device, self.rank, dst)
+        done = clock.charge(device, "send", own, seconds, nbytes, own, time.perf_counter() - t0)
 
-        def finish() -> None:
+        def finish() -> tuple[int, float] | None:
             try:
                 for w in works:
                     w.wait()
@@ -100,29 +124,31 @@ class PointToPoint:
                 raise peer_failure(what, self.rank, f"rank {dst} did not receive it (died, or is stuck before "
                                    "the matching recv)", exc) from exc
             _ = host  # the data must stay alive until gloo sent it
+            return done
 
-        return TpuWork([tensor], finish)
+        return TpuWork([tensor], finish, device=device)
 
-    def recv(self, tensor: torch.Tensor, src: int, tag: int, device: int) -> TpuWork:
-        what = f"recv from rank {src} (tag {tag})"
-        self._check_peer(what, src)
+    def recv(self, tensor: torch.Tensor, src: int | None, tag: int, device: int) -> TpuWork:
+        """Receive into `tensor` from group rank `src` (None: from any source)."""
+        what = f"recv from {'any rank' if src is None else f'rank {src}'} (tag {tag})"
+        if src is not None:
+            self._check_peer(what, src)
         t0 = time.perf_counter()
         deferred.flush()
         own = clock.local_start(device)
         inbox = _Inbox()
-        with self._lock:
-            previous = self._last.get((src, tag))
-            self._last[(src, tag)] = inbox.done
+        previous = self._after(src, tag, inbox.done)
         expected = describe(tensor)
         thread = threading.Thread(target=self._receive, name=f"tpu_dist-recv-{src}-{tag}", daemon=True,
                                   args=(previous, src, tag, expected, tuple(tensor.shape), tensor.dtype, inbox))
         thread.start()
         wall = time.perf_counter() - t0
 
-        def finish() -> None:
+        def finish() -> tuple[int, float] | None:
             inbox.done.wait()
             if inbox.transport is not None:
-                raise peer_failure(what, self.rank, f"rank {src} did not send it (died, or is stuck before the "
+                who = "no rank" if src is None else f"rank {src}"
+                raise peer_failure(what, self.rank, f"{who} did not send it (died, or is stuck before the "
                                    "matching send)", inbox.transport) from inbox.transport
             if inbox.error is not None:
                 raise inbox.error
@@ -130,19 +156,25 @@ class PointToPoint:
             deferred.flush()
             runtime.write_from_host(tensor, inbox.host)
             nbytes = tensor.numel() * tensor.element_size()
-            seconds = clock.collective_seconds("recv", nbytes, self.size, clock.chip_of(device))
-            clock.charge(device, "recv", max(own, inbox.sender_clock), seconds, nbytes, own,
-                         wall + time.perf_counter() - t1)
+            seconds = self._seconds(nbytes, device, inbox.source, self.rank)
+            return clock.charge(device, "recv", max(own, inbox.sender_clock), seconds, nbytes, own,
+                                wall + time.perf_counter() - t1)
 
-        return TpuWork([tensor], finish)
+        return TpuWork([tensor], finish, device=device, source=lambda: inbox.source)
 
-    def _receive(self, previous: threading.Event | None, src: int, tag: int, expected: str,
+    def _receive(self, previous: list[threading.Event], src: int | None, tag: int, expected: str,
                  shape: tuple[int, ...], dtype: torch.dtype, inbox: _Inbox) -> None:
         try:
-            if previous is not None:
-                previous.wait()
+            for event in previous:
+                event.wait()
             header = torch.zeros(HEADER_BYTES, dtype=torch.uint8)
-            self.gloo.recv([header], src, tag).wait()
+            if src is None:
+                work = self.gloo.recv_anysource([header], tag)
+                work.wait()
+                src = int(work._source_rank())
+            else:
+                self.gloo.recv([header], src, tag).wait()
+            inbox.source = src
             desc, nbytes, inbox.sender_clock = _parse(header)
             if desc != expected:
                 self.gloo.recv([torch.empty(nbytes, dtype=torch.uint8)], src, tag).wait()  # drain the sender

@@ -70,6 +70,17 @@ def _tensors(*args: Any) -> list[torch.Tensor]:
     return out
 
 
+def _on_host(a: Any, staged: dict[int, torch.Tensor]) -> Any:
+    """`a` (an argument of a collective) with its tpu tensors replaced by their staged host buffers. A module
+    function: a nested recursive closure would be a reference cycle keeping `staged`, V bytes a call, alive until
+    the garbage collector ran (the 256 MiB runs' growing memory)."""
+    if isinstance(a, torch.Tensor):
+        return staged[id(a)]
+    if isinstance(a, list):
+        return [_on_host(x, staged) for x in a]
+    return a
+
+
 def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
@@ -94,7 +105,8 @@ class TpuProcessGroup(dist.ProcessGroup):
         self._gloo = _inner_gloo(dist.PrefixStore("tpu_dist/gloo/", store), rank, size, timeout)
         self._agreer = Agreer(self._gloo, dist.PrefixStore("tpu_dist/diag/", store), rank, size,
                               timeout.total_seconds())
-        self._p2p = PointToPoint(self._gloo, rank, size)
+        self._p2p = PointToPoint(self._gloo, rank, size, self)
+        self._coalesced: list[TpuWork] | None = None  # the Works of an open _coalescing_manager(device=tpu)
         self._store = store
         self._split_handle = subgroups.SplitHandle(self)
 
@@ -169,7 +181,7 @@ class TpuProcessGroup(dist.ProcessGroup):
     def _run(self, kind: str, method: str | Callable[..., dist.Work], args: tuple, inputs: Sequence[torch.Tensor],
              outputs: Sequence[torch.Tensor], signature: str, error: str = "",
              nbytes: Callable[[Agreement], float] | None = None, extras: Sequence[int] = (),
-             check: Callable[[list[list[int]]], str] | None = None) -> dist.Work:
+             check: Callable[[list[list[int]]], str] | None = None, read_only_inputs: bool = False) -> dist.Work:
         """One collective: agree, move the host copies through `self._gloo.<method>` (or `method(*host args)`),
         write back, charge."""
         where, placement_error = self._placement(kind, [*inputs, *outputs])
@@ -181,31 +193,38 @@ class TpuProcessGroup(dist.ProcessGroup):
         own = clock.local_start(where) if where is not None else 0.0
         agreement = self._agreer.agree(kind, signature, error, own, extras, check)
         staged: dict[int, torch.Tensor] = {}
+        written = {id(t) for t in outputs}
         for t in inputs:
-            staged.setdefault(id(t), host_copy(t))
+            # gloo only reads the input of the single-tensor gathers, reduce-scatters and all-to-alls: it reads the
+            # device buffer itself (zero-copy for the simulator), saving a host copy of V per call
+            zero_copy = read_only_inputs and id(t) not in written and t.is_contiguous()
+            staged.setdefault(id(t), runtime.host_tensor(t) if zero_copy else host_copy(t))
         for t in outputs:
             staged.setdefault(id(t), torch.empty(t.shape, dtype=t.dtype))
 
-        def host(a: Any) -> Any:
-            if isinstance(a, torch.Tensor):
-                return staged[id(a)]
-            if isinstance(a, list):
-                return [host(x) for x in a]
-            return a
-
         what = f"{kind} #{self._agreer.seq}"
-        if callable(method):
-            self._agreer.gloo_wait(what, method(*[host(a) for a in args]))
-        elif method:
-            self._agreer.gloo_wait(what, getattr(self._gloo, method)(*[host(a) for a in args]))
-        if outputs:
-            deferred.flush()
-        for t in outputs:
-            runtime.write_from_host(t, staged[id(t)])
+        try:
+            host_args = [_on_host(a, staged) for a in args]
+            if callable(method):
+                self._agreer.gloo_wait(what, method(*host_args))
+            elif method:
+                self._agreer.gloo_wait(what, getattr(self._gloo, method)(*host_args))
+            if outputs:
+                deferred.flush()
+            for t in outputs:
+                runtime.write_from_host(t, staged[id(t)])
+        finally:
+            staged.clear()  # the host copies (V each) go now, not at the next garbage collection
         v = nbytes(agreement) if nbytes is not None else float(_nbytes(outputs or inputs))
         seconds = clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
         done = clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0)
-        return TpuWork(list(outputs), done=done)
+        return self._track(TpuWork(list(outputs), done=done))
+
+    def _track(self, work: TpuWork) -> TpuWork:
+        """Keeps `work` for the open device coalescing block, if any (`_end_coalescing` returns them as one)."""
+        if self._coalesced is not None:
+            self._coalesced.append(work)
+        return work
 
     def _check_dtypes(self, tensors: Sequence[torch.Tensor]) -> str:
         dtypes = {t.dtype for t in tensors}
@@ -272,7 +291,8 @@ class TpuProcessGroup(dist.ProcessGroup):
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> dist.Work:  # noqa: A002
         opts = opts if opts is not None else c10d.AllgatherOptions()
         return self._run("all_gather", "all_gather_single", (output, input, opts), [input], [output],
-                         describe(input), self._single_error(output, input, "all_gather_into_tensor"))
+                         describe(input), self._single_error(output, input, "all_gather_into_tensor"),
+                         read_only_inputs=True)
 
     _allgather_base = all_gather_single
 
@@ -300,7 +320,7 @@ class TpuProcessGroup(dist.ProcessGroup):
         return self._run("reduce_scatter", "reduce_scatter_single", (output, input, opts), [input], [output],
                          f"op={_op_name(opts.reduceOp)} {describe(output)}",
                          self._single_error(input, output, "reduce_scatter_tensor"),
-                         nbytes=lambda _: float(_nbytes([input])))
+                         nbytes=lambda _: float(_nbytes([input])), read_only_inputs=True)
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -367,7 +387,7 @@ class TpuProcessGroup(dist.ProcessGroup):
                          (output, input, output_split_sizes, input_split_sizes, opts), [input], [output],
                          f"{str(input.dtype)} rows{list(input.shape[1:])}", error, extras=splits,
                          check=None if error else (lambda e: self._pairwise(e, "rows")),
-                         nbytes=lambda a: self._a2a_volume(a.extras, row_bytes))
+                         nbytes=lambda a: self._a2a_volume(a.extras, row_bytes), read_only_inputs=True)
 
     alltoall_base = all_to_all_single
 
@@ -413,26 +433,48 @@ class TpuProcessGroup(dist.ProcessGroup):
         where = self._p2p_device("send", tensors)
         if where == "cpu":
             return self._gloo.send(tensors, dst, tag)
-        return self._p2p.send(tensors[0], dst, tag, where)
+        return self._track(self._p2p.send(tensors[0], dst, tag, where))
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> dist.Work:
         where = self._p2p_device("recv", tensors)
         if where == "cpu":
             return self._gloo.recv(tensors, src, tag)
-        return self._p2p.recv(tensors[0], src, tag, where)
+        return self._track(self._p2p.recv(tensors[0], src, tag, where))
 
     def recv_anysource(self, tensors: list[torch.Tensor], tag: int = 0) -> dist.Work:
-        raise NotImplementedError("tpu_dist recv needs its source rank (recv from any source is not supported): "
-                                  "pass src=")
+        """`dist.recv(t)` / `dist.irecv(t)` without `src`: from whichever rank sends first (p2p.py);
+        `Work._source_rank()` then names it."""
+        where = self._p2p_device("recv", tensors)
+        if where == "cpu":
+            return self._gloo.recv_anysource(tensors, tag)
+        return self._track(self._p2p.recv(tensors[0], None, tag, where))
 
+    # _coalescing_manager(group, device=...): the collectives and point-to-point operations inside the block run
+    # as they come (the fast-path ones c10d batches itself run as its coalesced call at the end); the block's
+    # Work is all of them. gloo has no such coalescing: cpu devices get gloo's own answer (an error).
     def _start_coalescing(self, device: torch.device) -> None:
-        raise NotImplementedError(
-            "tpu_dist has no device-side coalescing (_coalescing_manager(device=...)); use "
-            "_coalescing_manager(group) without device, or batch_isend_irecv, which work")
+        if torch.device(device).type != "tpu":
+            return self._gloo._start_coalescing(device)
+        if self._coalesced is not None:
+            raise ValueError("tpu_dist: _coalescing_manager(device=...) blocks cannot be nested on one group (one "
+                             "is already open)")
+        self._coalesced = []
+        return None
 
     def _end_coalescing(self, device: torch.device) -> dist.Work:
-        raise NotImplementedError("tpu_dist has no device-side coalescing (see _start_coalescing)")
+        if torch.device(device).type != "tpu":
+            return self._gloo._end_coalescing(device)
+        if self._coalesced is None:
+            raise ValueError("tpu_dist: _end_coalescing without a matching _start_coalescing")
+        works, self._coalesced = self._coalesced, None
+        index = torch.device(device).index
+        index = torch.tpu.current_device() if index is None else index
 
+        def finish() -> tuple[int, float] | None:
+            ends = [w._done[1] for w in works if w.wait() and w._done is not None]
+            return (index, max(ends)) if ends else None
+
+        return TpuWork([t for w in works for t in w.result()], finish, device=index)
 
 def create(store: dist.Store, rank: int, size: int, timeout: timedelta) -> TpuProcessGroup:
     """The factory `Backend.register_backend("tpu_dist", ...)` calls."""

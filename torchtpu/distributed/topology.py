@@ -5,7 +5,9 @@ drives chip r (one rank per chip). A collective over a group is priced by the to
 chips (`Topology.collective_seconds`: a ring or line along one axis, a 2-D/3-D sub-torus, DCN across slices),
 with the ICI hop latency of [SB-shard] and the DCN step latency of the perfmodel's calibration. Without
 TORCHTPU_TOPOLOGY (or on a driver without a topology, pjrt) `collective_seconds` returns None and clock.py keeps
-its one-axis-per-group model. `check_world` refuses a world larger than the topology's chips.
+its one-axis-per-group model. Point-to-point messages (`p2p_seconds`) take the torus route between the two
+ranks' chips (`Topology.p2p_seconds`), or a DCN step between slices.
+`check_world` refuses a world larger than the topology's chips.
 """
 
 from __future__ import annotations
@@ -55,3 +57,14 @@ def collective_seconds(kind: str, nbytes: float, group: Any) -> float | None:
     if kind == "barrier":
         return topo.barrier_seconds(ranks, ICI_HOP_S, DCN_HOP_S)
     return topo.collective_seconds(kind, nbytes, ranks, ICI_HOP_S, DCN_HOP_S)
+
+
+def p2p_seconds(nbytes: float, group: Any, a: int, b: int) -> float | None:
+    """Simulated seconds of one message of `nbytes` between group ranks `a` and `b` of `group` along the torus
+    route between their chips, or None without a TORCHTPU_TOPOLOGY system."""
+    topo = system()
+    if topo is None or group is None:
+        return None
+    ranks = group_ranks(group)
+    check_world(max(ranks) + 1)
+    return topo.p2p_seconds(nbytes, ranks[a], ranks[b], ICI_HOP_S, DCN_HOP_S)

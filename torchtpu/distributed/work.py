@@ -6,8 +6,11 @@ On the simulated timeline the collective runs on the device's comm stream until 
 (clock.py): `wait()` makes the calling thread's current stream wait until then, and the future is a device
 future (`torch.futures.Future(devices=...)`) completed on the comm stream, whose `wait()` makes the waiter's
 current stream wait the same way (c10's CUDA-style future events, through the tpu device guard).
-Point-to-point receives finish in `wait()` (p2p.py): the data lands in a host buffer on a helper thread and is
-written to the tpu tensor on the waiting thread.
+Point-to-point Works finish in `wait()` (p2p.py): a send waits for gloo, a receive's data lands in a host
+buffer on a helper thread and is written to the tpu tensor on the waiting thread; `finish()` then returns the
+transfer's (device, end) on the comm stream, and the Work waits and completes its device future as a collective's
+does; `get_future()` finishes it first (on the calling thread). A receive from any source also answers
+`_source_rank()` (the group rank it came from).
 """
 
 from __future__ import annotations
@@ -27,38 +30,65 @@ REPORT_WAIT_S = 5.0
 
 
 class TpuWork(dist.Work):
-    """A tpu_dist work item: done at creation (`finish` None) or finished by `finish()` on the first wait."""
+    """A tpu_dist work item: done at creation (`finish` None) or finished by `finish()` on the first wait, which
+    may return the transfer's (device, end) on the simulated timeline (point-to-point). `device`: the tpu device
+    of a Work whose `done` is known only after `finish` (its future is then a device future too)."""
 
-    def __init__(self, result: list[torch.Tensor], finish: Callable[[], None] | None = None,
-                 done: tuple[int, float] | None = None) -> None:
+    def __init__(self, result: list[torch.Tensor], finish: Callable[[], tuple[int, float] | None] | None = None,
+                 done: tuple[int, float] | None = None, device: int | None = None,
+                 source: Callable[[], int] | None = None) -> None:
         super().__init__()
         self._result = result
         self._finish = finish
         self._done = done
+        self._source = source
         self._exc: BaseException | None = None
-        if done is None:
+        device = done[0] if done is not None else device
+        if device is None:
             self._future: torch.futures.Future = torch.futures.Future()
             if finish is None:
                 self._future.set_result(result)
         else:
-            self._future = _device_future(result, done)
+            self._future = torch.futures.Future(devices=[torch.device("tpu", device)])
+            if finish is None:
+                _complete_on_comm(self._future, result, device)
+        self._device = device
 
     def wait(self, timeout: timedelta | None = None) -> bool:
+        self._complete()
+        clock.wait_current(self._done)
+        return True
+
+    def _complete(self) -> None:
+        """Runs `finish` once and completes the future (raises what it raised, then and on every later call)."""
         if self._finish is not None:
             finish, self._finish = self._finish, None
             try:
-                finish()
+                done = finish()
             except BaseException as exc:
                 self._exc = exc
                 self._future.set_exception(exc)
                 raise
-            self._future.set_result(self._result)
+            if done is not None:
+                self._done = done
+            if self._device is None:
+                self._future.set_result(self._result)
+            else:
+                _complete_on_comm(self._future, self._result, self._device)
         if self._exc is not None:
             raise self._exc
-        clock.wait_current(self._done)
-        return True
+
+    def _source_rank(self) -> int:
+        """The group rank a receive from any source came from (after `wait()`), as gloo's Work answers."""
+        if self._source is None:
+            raise ValueError("_source_rank() is only defined for a recv from any source (src=None)")
+        self._complete()
+        return self._source()
 
     def get_future(self) -> torch.futures.Future:
+        """The Work's future; for a point-to-point Work this first finishes the transfer (as `wait()` does, on
+        the calling thread, where the data is written), so the future is complete when returned."""
+        self._complete()
         return self._future
 
     def is_completed(self) -> bool:
@@ -77,17 +107,15 @@ class TpuWork(dist.Work):
         self.wait()
 
 
-def _device_future(result: list[torch.Tensor], done: tuple[int, float]) -> torch.futures.Future:
-    """A future on tpu:`device` completed on its comm stream (the event c10 records there reads the end)."""
+def _complete_on_comm(future: torch.futures.Future, result: list[torch.Tensor], device: int) -> None:
+    """Completes a device future of tpu:`device` on its comm stream (the event c10 records there reads the
+    collective's end, where the comm stream's clock stands)."""
     from torchtpu import streams
 
-    device = done[0]
-    future = torch.futures.Future(devices=[torch.device("tpu", device)])
     kind = streams.current_stream(device).device_type
     comm = streams.Stream(stream_id=streams.comm_stream(device), device_index=device, device_type=kind)
     with streams.stream(comm):
         future.set_result(result)
-    return future
 
 
 def missing_ranks(store: dist.Store, key: str, rank: int, size: int, timeout_s: float) -> list[int] | str:

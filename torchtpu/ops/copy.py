@@ -1,7 +1,11 @@
 """Copies between devices and dtypes, and reading a scalar back: the kernels that cross the host boundary.
 
 CPU<->tpu copies move bytes between host memory and the device buffer (for the simulator both are host
-memory); tpu->tpu copies, with any dtype change or broadcast, are an IR program like any other op.
+memory) and are charged on the simulated timeline at the chip's PCIe bandwidth (`torchtpu.streams.charge_copy`:
+the current stream's copy engine; `non_blocking=False` makes the host wait for the copy's end, as CUDA's
+stream synchronize after a copy; a device-to-host copy first waits for the device, as before). tpu->tpu copies,
+with any dtype change or broadcast, are an IR program like any other op; between two tpu devices they are not
+charged. Reading a scalar back (`.item()`) synchronizes without a transfer charge.
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ aten = torch.ops.aten
 def _sync(t: torch.Tensor) -> None:
     deferred.flush()
     runtime.driver().synchronize(t.device.index or 0)
+
+
+def _charge(device: int, nbytes: int, blocking: bool) -> None:
+    from torchtpu.streams import charge_copy  # streams loads after the ops (it registers with the shim)
+
+    charge_copy(device, nbytes, blocking)
 
 
 def _device_copy(dst_dtype: torch.dtype, dst_shape: tuple[int, ...]) -> Callable[[Sym], Sym]:
@@ -56,15 +66,20 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
         runtime.write_from_host(_bytes_view(dst), runtime.host_tensor(_bytes_view(src)))
         return dst
     if src.device.type == "tpu":  # tpu -> cpu
-        _sync(src)
+        if non_blocking:
+            deferred.flush()
+        else:
+            _sync(src)
         host = runtime.host_tensor(_bytes_view(src))
         dst.copy_(host.view(src.dtype) if host.dtype != src.dtype else host)
+        _charge(src.device.index or 0, src.numel() * src.element_size(), not non_blocking)
         return dst
     if deferred.touches(dst):  # the pending region reads or writes this storage: materialize first
         deferred.flush()
     if dst.dtype in _SIGNED and src.dtype != dst.dtype:
         src = src.to(dst.dtype)
     runtime.write_from_host(_bytes_view(dst), _bytes_view(src.contiguous()) if dst.dtype in _SIGNED else src)
+    _charge(dst.device.index or 0, dst.numel() * dst.element_size(), not non_blocking)
     return dst
 
 
