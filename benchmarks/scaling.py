@@ -12,9 +12,11 @@ embedding row-parallel and the output column-parallel with a vocab-parallel loss
 
 Per row: the simulated step (median over the measured steps of the slowest rank's simulated clock), MFU per chip
 (the perfmodel's model FLOPs per chip / simulated step / bf16 peak), the perfmodel's prediction for the same
-model, batch, layout and program (`steps.eager_prediction`: eager PyTorch, SGD on bf16 parameters), the ratio
-simulated / predicted, and from rank 0's simulated timeline of the last step: TensorCore busy time, collective
-(ICI) busy time and the exposed part of it (ICI busy while the TensorCore is idle), beside the model's figures.
+model, batch, layout and program (`perfmodel.eager.predict_step`: eager PyTorch, SGD on bf16 parameters), the
+ratio simulated / predicted, and from rank 0's simulated timeline of the last step: TensorCore busy time, collective
+(ICI) busy time and the exposed part of it (ICI busy while the TensorCore is idle), beside the model's figures;
+last, "compiled": `perfmodel.training.train_step` for the same shapes, the model of an XLA-compiled step (for
+reference: it is not this program).
 The model: a decoder-only transformer in bf16 (RMSNorm, gated MLP, causal attention, untied output), SGD, a fixed
 batch per chip (weak scaling; TP ranks share their group's batch), `torch.set_num_threads(1)`.
 """
@@ -102,14 +104,16 @@ def _print(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
           f"vocab {args.vocab}, seq {args.seq}, {args.batch} seqs/chip, bf16, SGD, median of {args.steps} steps "
           f"after {args.warmup} warmup")
     print(f"{'layout':>6} {'chips':>5} {'sim ms':>8} {'pred ms':>8} {'sim/pred':>8} {'sim MFU':>7} {'pred MFU':>8}"
-          f" {'tc ms':>7} {'pred tc':>7} {'ici ms':>7} {'pred ici':>8} {'exp ms':>7} {'pred exp':>8}")
+          f" {'tc ms':>7} {'pred tc':>7} {'ici ms':>7} {'pred ici':>8} {'exp ms':>7} {'pred exp':>8} {'compiled':>8}")
     for row in rows:
         pred = steps.eager_prediction(row["chips"], row["layout"], vars(args))
+        xla = steps.compiled_prediction(row["chips"], row["layout"], vars(args))
         step = row["step"]
         print(f"{row['layout']:>6} {row['chips']:>5} {step * 1e3:>8.3f} {pred.step_seconds * 1e3:>8.3f} "
               f"{step / pred.step_seconds:>8.2f} {pred.model_flops / step / peak:>7.1%} {pred.mfu:>8.1%} "
               f"{row['compute'] * 1e3:>7.3f} {pred.compute_seconds * 1e3:>7.3f} {row['ici'] * 1e3:>7.3f} "
-              f"{pred.comm_seconds * 1e3:>8.3f} {row['exposed'] * 1e3:>7.3f} {pred.exposed_seconds * 1e3:>8.3f}")
+              f"{pred.comm_seconds * 1e3:>8.3f} {row['exposed'] * 1e3:>7.3f} {pred.exposed_seconds * 1e3:>8.3f} "
+              f"{xla.step_seconds * 1e3:>8.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -201,12 +201,27 @@ def analyse(records: list[Any], start: float, end: float) -> dict[str, Any]:
             "collectives": {k: {"count": int(c), "seconds": s, "bytes": b} for k, (c, s, b) in kinds.items()}}
 
 
-def eager_prediction(world: int, layout: str, cfg: dict[str, Any]) -> Any:
-    """The perfmodel's prediction of this benchmark's step (`torchtpu.perfmodel.eager.predict_step`)."""
+def _config(cfg: dict[str, Any]) -> Any:
     from torchtpu.perfmodel.config import ModelConfig
-    from torchtpu.perfmodel.eager import predict_step
 
-    mc = ModelConfig(name=f"decoder-h{cfg['hidden']}-l{cfg['layers']}", d_model=cfg["hidden"],
+    return ModelConfig(name=f"decoder-h{cfg['hidden']}-l{cfg['layers']}", d_model=cfg["hidden"],
                      n_layers=cfg["layers"], n_heads=cfg["heads"], head_dim=cfg["hidden"] // cfg["heads"],
                      d_ff=cfg["ffn"], vocab_size=cfg["vocab"], n_kv_heads=cfg["heads"], gated_mlp=True)
-    return predict_step(mc, cfg["chip"], world, layout, per_device_batch=cfg["batch"], seq_len=cfg["seq"])
+
+
+def eager_prediction(world: int, layout: str, cfg: dict[str, Any]) -> Any:
+    """The perfmodel's prediction of this benchmark's step (`torchtpu.perfmodel.eager.predict_step`)."""
+    from torchtpu.perfmodel.eager import predict_step
+
+    return predict_step(_config(cfg), cfg["chip"], world, layout, per_device_batch=cfg["batch"],
+                        seq_len=cfg["seq"])
+
+
+def compiled_prediction(world: int, layout: str, cfg: dict[str, Any]) -> Any:
+    """`perfmodel.training.train_step` for the same shapes: the model of an XLA-compiled step (fused element-wise
+    work, flash attention), with this program's bf16 SGD update; shown beside the eager model."""
+    from torchtpu.perfmodel.training import train_step
+
+    lay = {"ddp": f"dp={world}", "fsdp": f"fsdp={world}", "tp": f"tp={world},sp=0"}[layout]
+    return train_step(_config(cfg), cfg["chip"], world, lay, per_device_batch=cfg["batch"], seq_len=cfg["seq"],
+                      remat="none", param_bytes=2, grad_bytes=2, optimizer_bytes=0)
