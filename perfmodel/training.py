@@ -7,7 +7,8 @@ Step model (per chip; every layer of a kind is identical, so each kind is costed
 * resources of a layer run concurrently: compute, ICI collectives, DCN collectives (bandwidth), host offload
   (PCIe). With overlap o, T_layer = max(resources) + (1 - o) * (sum of the others) (`Calibration.overlap`),
   plus the per-step latency of the layer's DCN collectives, which is not hidden (`Calibration.dcn_hop_latency_s`);
-* step = sum over layers + embedding/logits (as one more "layer") + the optimizer update (HBM-bound, exposed);
+* step = sum over layers + embedding/logits (as one more "layer") + the optimizer update (HBM-bound, exposed;
+  its bytes from param_bytes, grad_bytes and optimizer_bytes);
 * layers differ by kind (dense / MoE) and attention (global / sliding window); each group is costed once;
 * context parallelism in 'ring' mode exposes only what the ring steps do not hide behind the attention blocks
   (`perfmodel.longctx`), added in series like the DCN latency;
@@ -363,8 +364,11 @@ def train_step(
     all_ops.extend(emb_ops)
     hw_flops += sum(c.flops for _, c in emb_ops if c.kind == "matmul")
     n_local = params_per_chip(cfg, layout)
-    opt = elementwise_cost(system.chip, n_local, n_inputs=4, n_outputs=3, bytes_per_element=4, vpu_ops=12,
-                           name="optimizer")
+    # the update streams the parameters in and out, the gradients in, the optimizer state in and out (fp32
+    # AdamW by default: 2x4 + 4 + 2x8 = 28 bytes per parameter; bf16 SGD without momentum: 6)
+    opt_bytes = 2 * setup.param_bytes + setup.grad_bytes + 2 * setup.optimizer_bytes
+    opt = elementwise_cost(system.chip, n_local, n_inputs=1, n_outputs=0, bytes_per_element=opt_bytes,
+                           vpu_ops=12, name="optimizer")
     total += opt.seconds / eff
     breakdown["optimizer"] += opt.seconds / eff
     all_ops.append(("step", opt))
