@@ -62,6 +62,7 @@ def test_compiled_fsdp2_over_tp_trains_like_eager(fsdp_tp: list[dict[str, Any]])
         assert res["compiled losses"] == pytest.approx(res["losses"], rel=1e-5)
         assert compiled["graph breaks"] == {}
         assert compiled["unique graphs"] >= 1 and compiled["aten graphs"]
+        assert [g for g in compiled["aten graphs"] if g["eager"]] == []  # graphs with collectives split, compiled
 
 
 @pytest.fixture(scope="module")

@@ -165,8 +165,11 @@ def tp(rank: int, world: int) -> dict[str, Any]:
     import torch._dynamo
     from torch._dynamo.utils import counters
 
+    from torchtpu.compile.backend import compile_stats, reset_compile_stats
+
     torch._dynamo.reset()
     counters.clear()
+    reset_compile_stats()
     model = _plan(_model().to("tpu"), mesh, False)
     compiled = torch.compile(model, backend="tpu")
     try:
@@ -176,6 +179,7 @@ def tp(rank: int, world: int) -> dict[str, Any]:
         out["compiled error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
     out["graph breaks"] = {str(k): v for k, v in counters["graph_break"].items()}
     out["unique graphs"] = counters["stats"].get("unique_graphs", 0)
+    out["compile stats"] = compile_stats()
     dist.destroy_process_group()
     return out
 

@@ -20,6 +20,7 @@ from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import dtypes
 from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph roles of view ops' records
+from torchtpu.compile.collective_split import split_at_collectives
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import launch
@@ -479,7 +480,7 @@ def _torch_dtype(ir_dtype: str) -> torch.dtype:
 
 
 def _compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    return CompiledGraph(gm, example_inputs)
+    return split_at_collectives(gm, CompiledGraph) or CompiledGraph(gm, example_inputs)
 
 
 def _decompositions() -> dict:
