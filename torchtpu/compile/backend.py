@@ -20,7 +20,7 @@ from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import dtypes
 from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph roles of view ops' records
-from torchtpu.compile.collective_split import split_at_collectives
+from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import launch
@@ -335,11 +335,7 @@ class CompiledGraph:
     _boxed_call = True  # AOTAutograd passes one list of arguments, which we may clear
 
     def __call__(self, *call_args: Any) -> list[Any]:
-        if len(call_args) == 1 and isinstance(call_args[0], list):  # boxed: graph arguments are never lists
-            args = list(call_args[0])
-            call_args[0].clear()
-        else:
-            args = list(call_args)
+        args = unbox_call_args(call_args)
         if self.eager_reason is not None:
             return list(self.gm(*args))
         try:

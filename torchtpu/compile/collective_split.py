@@ -18,6 +18,17 @@ from torch.fx.passes.split_module import split_module
 COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "c10d_functional", "_dtensor"})
 
 
+def unbox_call_args(call_args: tuple[Any, ...]) -> list[Any]:
+    """A compiled graph's arguments as a list, under either calling convention: plain, or AOTAutograd's boxed one
+    (one list the callee empties so the caller's references die early). Graph arguments are never lists."""
+    if len(call_args) == 1 and isinstance(call_args[0], list):
+        boxed = call_args[0]
+        args = list(boxed)
+        boxed.clear()
+        return args
+    return list(call_args)
+
+
 def is_collective(node: torch.fx.Node) -> bool:
     return node.op == "call_function" and getattr(node.target, "namespace", None) in COLLECTIVE_NAMESPACES
 
@@ -55,13 +66,8 @@ class SplitGraph:
     def __init__(self, gm: torch.fx.GraphModule, split: torch.fx.GraphModule) -> None:
         self.gm, self.split = gm, split
 
-    def __call__(self, *args: Any) -> list[Any]:
-        if len(args) == 1 and isinstance(args[0], list):  # boxed: graph arguments are never lists
-            boxed = args[0]
-            args = tuple(boxed)
-            boxed.clear()
-        result = self.split(*args)
-        return list(result) if isinstance(result, list | tuple) else [result]
+    def __call__(self, *call_args: Any) -> list[Any]:
+        return list(self.split(*unbox_call_args(call_args)))
 
 
 def split_at_collectives(gm: torch.fx.GraphModule, compile_graph: Callable[[Any, Sequence[Any]], Any]
