@@ -466,11 +466,19 @@ def run_many(tasks: Sequence[tuple[Any, str]], max_samples: int | None = None, t
 
     results = []
     bar = tqdm(tasks, disable=not progress, unit="entry", dynamic_ncols=True)
-    for op, dtype_name in bar:
-        bar.set_description(f"{entry_name(op)[:28]:28s} {dtype_name:8s}")
-        r = run_entry(op, dtype_name, max_samples=max_samples, timeout=timeout, check_grad=check_grad)
-        results.append(r)
-        if on_result is not None:
-            on_result(r)
-        _clear_caches()
+    # The per-entry collection frees each entry's cyclic garbage (device memory among it); with the heap that
+    # existed before the sweep (op_db's samples, the modules) frozen, it scans only what the sweep made:
+    # 1.5 s -> milliseconds per entry.
+    gc.collect()
+    gc.freeze()
+    try:
+        for op, dtype_name in bar:
+            bar.set_description(f"{entry_name(op)[:28]:28s} {dtype_name:8s}")
+            r = run_entry(op, dtype_name, max_samples=max_samples, timeout=timeout, check_grad=check_grad)
+            results.append(r)
+            if on_result is not None:
+                on_result(r)
+            _clear_caches()
+    finally:
+        gc.unfreeze()
     return results
