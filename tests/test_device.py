@@ -12,10 +12,17 @@ import torch
 import torchtpu
 
 
-def test_autoload_registers_tpu_on_plain_import_torch():
-    code = "import torch; x = torch.ones(2, device='tpu'); print(x.device, torch.accelerator.current_accelerator())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["tpu:0", "tpu"]
+def test_autoload_registers_tpu_on_plain_import_torch_and_compile_finds_the_backend_lazily(tmp_path):
+    """Autoload leaves Dynamo unimported (a third of the import time); torch.compile(backend="tpu") then finds
+    the backend through its entry point. Run outside the checkout: a stale egg-info there hides the entry point."""
+    code = ("import sys, torch; x = torch.ones(2, device='tpu')\n"
+            "print(x.device, torch.accelerator.current_accelerator(), 'torch._dynamo' in sys.modules)\n"
+            "f = torch.compile(lambda t: t * 2 + 1, backend='tpu')\n"
+            "from torchtpu.compile.backend import stats\n"
+            "print(f(x).cpu().tolist(), stats.programs)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
+    assert out.split("\n")[:2] == ["tpu:0 tpu False", "[3.0, 3.0] 1"]
 
 
 def test_autoload_can_be_disabled_and_import_torchtpu_still_works():

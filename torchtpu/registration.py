@@ -33,6 +33,21 @@ def _claim_privateuse1() -> None:
     _renamed = True
 
 
+def _dynamo_finds_the_entry_point() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(ep.value.startswith("torchtpu.") for ep in entry_points(group="torch_dynamo_backends", name="tpu"))
+
+
+def _register_compile_backend() -> None:
+    """torch.compile(backend="tpu") reaches the backend through its `torch_dynamo_backends` entry point, which
+    loads torchtpu.compile.backend on first use: importing Dynamo is about a third of `import torch`'s time with
+    the device, so autoload does not. Where Dynamo is already imported, or no installed entry point names the
+    backend (a source tree on sys.path), it is registered now."""
+    if "torch._dynamo" in sys.modules or not _dynamo_finds_the_entry_point():
+        __import__("torchtpu.compile.backend")
+
+
 def register() -> None:
     global _done
     if _done:
@@ -60,9 +75,7 @@ def register() -> None:
         from torchtpu.ops.registry import register_all
 
         register_all()
-        from torchtpu.compile.backend import register as register_compile_backend
-
-        register_compile_backend()
+        _register_compile_backend()
         from torchtpu import autocast
 
         autocast.register()

@@ -515,15 +515,24 @@ _DYNAMO_SKIP = ("torchtpu.execution", "torchtpu.ops", "torchtpu.compile", "torch
                 "torchtpu.stats", "torchtpu.drivers", "torchtpu.sim", "torchtpu.profiler")
 
 
+_rules_registered = False
+
+
 def register() -> None:
+    """Registers the backend's fake-tensor rules and Dynamo skips, and the name "tpu" unless Dynamo's entry-point
+    discovery already holds it (then `lookup_backend` registers `tpu_backend` as it loads this module).
+    Idempotent; runs when this module is imported."""
+    global _rules_registered
     from torch._dynamo import trace_rules
     from torch._dynamo.backends.registry import _BACKENDS
 
-    if "tpu" not in _BACKENDS:
-        register_backend(compiler_fn=tpu_backend, name="tpu")
+    if not _rules_registered:
         fake_rules.register()
         for name in _DYNAMO_SKIP:
             trace_rules.add(name)
+        _rules_registered = True
+    if "tpu" not in _BACKENDS:
+        register_backend(compiler_fn=tpu_backend, name="tpu")
 
 
 def compile_stats() -> dict[str, Any]:
@@ -538,3 +547,6 @@ def compile_stats() -> dict[str, Any]:
 def reset_compile_stats() -> None:
     global stats
     stats = CompileStats()
+
+
+register()
