@@ -1,4 +1,5 @@
-"""The `torchtpu` console command: `demo`, `info`, `perf` (the performance model), `explain` and `advise`."""
+"""The `torchtpu` console command: `demo`, `info`, `perf` (the performance model), `explain`, `advise` and
+`topology` (torchtpu/topology_cli.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="train a small transformer on the simulated TPU and report", add_help=False)
     sub.add_parser("info", help="show the device and driver")
+    from torchtpu.topology_cli import add_topology_parser, run_topology
+
+    add_topology_parser(sub)
     try:
         from torchtpu.cli_perf import add_perf_parser, run_perf
     except ImportError:
@@ -44,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "info":
         return _info()
+    if args.command == "topology":
+        return run_topology(args)
     return run_perf(args)
 
 
