@@ -36,7 +36,7 @@ def straggler(rank: int, world: int) -> dict[str, Any]:
     from torchtpu.distributed import clock
 
     x = torch.ones(256, device="tpu")
-    a = torch.randn(512, 512, device="tpu") / 512
+    a = torch.randn(1024, 1024, device="tpu") / 1024  # ~31 us a matmul: device-bound, not launch-bound
     out: dict[str, Any] = {}
     for phase in ("extra work", "host sleep", "plain"):
         dist.all_reduce(x)  # aligns every rank's clock at this collective's end
