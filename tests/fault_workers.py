@@ -21,7 +21,8 @@ import time
 from typing import Any
 
 STEPS = 5
-PG_TIMEOUT_S = 10
+PG_TIMEOUT_S = 60  # bounds the start-up skew of the ranks on a loaded machine; a dead rank is seen in ~5 s
+ERROR_BOUND_S = 10  # the survivor's error comes this soon after the kill (tpu_dist's report wait is 5 s)
 TIMEOUT_S = 20
 
 
@@ -97,8 +98,7 @@ def _train(outdir: str, rank: int, kill_step: int, checkpoint: bool,
         for p in model.parameters():
             opt.state[p]["momentum_buffer"] = torch.zeros_like(p)
         state = {"model": model.state_dict(), "optim": opt.state_dict()}
-        dcp.load(state, checkpoint_id=os.path.join(ckpt, f"step{done}"))
-        model.load_state_dict(state["model"])
+        dcp.load(state, checkpoint_id=os.path.join(ckpt, f"step{done}"))  # in place, into the parameters too
         opt.load_state_dict(state["optim"])
         first = done + 1
     losses: dict[int, float] = {}

@@ -1,7 +1,7 @@
 """Faults at scale on tpu_dist: a rank killed mid-step under real torchrun, and a straggler on the simulated clock.
 
 The killed-rank test runs the DDP job of tests/fault_workers.py on two torchrun nodes of one rank each: rank 1
-SIGKILLs itself in a backward pass; rank 0 must get, within the process-group timeout, a DistBackendError naming
+SIGKILLs itself in a backward pass; rank 0 must get, within 10 s (no hang), a DistBackendError naming
 the all-reduce, its sequence number, the group and the dead rank. The job is then rerun under one torchrun with
 `--max-restarts 1`, where rank 1 dies once more and torchrun's elastic agent restarts both ranks: they resume
 from the last DCP checkpoint and must end bit-identical to an uninterrupted run of the same job.
@@ -90,7 +90,7 @@ def test_a_rank_killed_mid_step_errors_the_survivor_and_torchrun_resumes_from_dc
     assert "DistBackendError" in kind + msg, msg
     assert "all_reduce #" in msg and "group '0' (2 ranks)" in msg and "rank 1 did not reach it" in msg, msg
     elapsed = err["at"] - killed_at
-    assert 0 < elapsed < fault_workers.PG_TIMEOUT_S, f"the survivor's error came {elapsed:.1f} s after the kill"
+    assert 0 < elapsed < fault_workers.ERROR_BOUND_S, f"the survivor's error came {elapsed:.1f} s after the kill"
     assert not (tmp_path / "error_a_rank1.pt").exists()
     # 2. rerun as one torchrun with --max-restarts 1: it resumes from step 0's checkpoint; rank 1 dies again in
     # step 3; torchrun's agent restarts both ranks, which resume from step 2's checkpoint and finish
