@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-__all__ = ["BACKEND_NAME", "register_backend", "reset_stats", "stats"]
+__all__ = ["BACKEND_NAME", "register_backend", "reset_stats", "stats", "waits"]
 
 BACKEND_NAME = "tpu_dist"
 
@@ -20,6 +20,13 @@ def stats() -> dict[str, dict[str, float]]:
     from torchtpu.distributed.clock import stats as _stats
 
     return _stats()
+
+
+def waits() -> dict[str, Any]:
+    """Simulated seconds this rank's collectives waited for a later rank, in all and per straggler (clock.py)."""
+    from torchtpu.distributed.clock import waits as _waits
+
+    return _waits()
 
 
 def reset_stats() -> None:

@@ -28,12 +28,13 @@ _FIXED = 4  # seq, signature crc, local error flag, clock bits
 
 
 class Agreement:
-    """What the ranks agreed on: the collective's common start (the latest rank's clock) and each rank's extras."""
+    """What the ranks agreed on: the collective's common start (the latest rank's clock), the rank whose clock
+    that was (the straggler, the lowest such rank on a tie) and each rank's extras."""
 
-    __slots__ = ("start", "extras")
+    __slots__ = ("start", "latest", "extras")
 
-    def __init__(self, start: float, extras: list[list[int]]) -> None:
-        self.start, self.extras = start, extras
+    def __init__(self, start: float, extras: list[list[int]], latest: int = 0) -> None:
+        self.start, self.extras, self.latest = start, extras, latest
 
 
 def _clock_bits(clock: float) -> int:
@@ -51,6 +52,7 @@ class Agreer:
         self.gloo, self.store, self.rank, self.size = gloo, store, rank, size
         self.report_wait_s = min(REPORT_WAIT_S, timeout_s)
         self.seq = 0
+        self.group_name: Callable[[], str] = lambda: ""  # the c10d group name (set after construction)
 
     def header_len(self) -> int:
         return _FIXED + 2 * self.size
@@ -64,8 +66,10 @@ class Agreer:
 
     def failure(self, what: str, exc: BaseException) -> dist.DistBackendError:
         key = f"failed/{what.replace(' ', '_')}"
-        return peer_failure(what, self.rank, missing_ranks(self.store, key, self.rank, self.size,
-                                                           self.report_wait_s), exc)
+        missing = missing_ranks(self.store, key, self.rank, self.size, self.report_wait_s)
+        name = self.group_name()
+        group = f"group {name!r}" if name else "a tpu_dist group"
+        return peer_failure(f"{what} of {group} ({self.size} ranks)", self.rank, missing, exc)
 
     def agree(self, kind: str, signature: str, local_error: str, clock: float, extras: Sequence[int] = (),
               check: Callable[[list[list[int]]], str] | None = None) -> Agreement:
@@ -92,7 +96,9 @@ class Agreer:
             problem = check(all_extras)
             if problem:
                 raise ValueError(f"tpu_dist {what}: {problem}")
-        return Agreement(max(_clock(r[3]) for r in rows), all_extras)
+        clocks = [_clock(r[3]) for r in rows]
+        start = max(clocks)
+        return Agreement(start, all_extras, clocks.index(start))
 
     def _raise_disagreement(self, what: str, kind: str, signature: str, local_error: str,
                             rows: list[list[int]]) -> None:

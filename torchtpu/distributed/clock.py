@@ -51,6 +51,7 @@ _MODELLED_AS = {"broadcast": "all_reduce", "reduce": "all_reduce", "gather": "al
 
 _lock = threading.Lock()
 _totals: dict[str, list[float]] = {}  # kind -> [count, ici seconds, wait seconds, bytes, host wall seconds]
+_waited_for: dict[int, float] = {}  # group rank of the straggler -> simulated seconds this rank waited for it
 
 
 def timeline_of(device: int) -> Any | None:
@@ -125,18 +126,21 @@ def local_start(device: int | None) -> float:
 
 
 def charge(device: int | None, kind: str, start: float, seconds: float, nbytes: float, own_start: float,
-           host_wall: float, name: str = "") -> tuple[int, float] | None:
+           host_wall: float, name: str = "", latest: int | None = None) -> tuple[int, float] | None:
     """Run the collective on tpu:`device`'s comm stream and ICI engine from `start` (the latest rank's start) for
     `seconds`, and count it in `stats()`: `own_start` is this rank's local start (the wait is start - own_start),
-    `host_wall` the real seconds the host spent moving the data. Returns (device, end) for the Work to wait on,
-    None without a simulated clock."""
+    `host_wall` the real seconds the host spent moving the data, `latest` the group rank whose start it was
+    (`waits()`). Returns (device, end) for the Work to wait on, None without a simulated clock."""
+    wait = max(start - own_start, 0.0)
     with _lock:
         t = _totals.setdefault(kind, [0, 0.0, 0.0, 0.0, 0.0])
         t[0] += 1
         t[1] += seconds
-        t[2] += max(start - own_start, 0.0)
+        t[2] += wait
         t[3] += nbytes
         t[4] += host_wall
+        if wait > 0.0 and latest is not None:
+            _waited_for[latest] = _waited_for.get(latest, 0.0) + wait
     tl = timeline_of(device) if device is not None else None
     if tl is None:
         return None
@@ -144,7 +148,8 @@ def charge(device: int | None, kind: str, start: float, seconds: float, nbytes: 
     bound = "ici" if seconds >= tl.chip.launch_overhead_s else "launch"
     record = CostRecord(op=kind, flops=0.0, hbm_bytes=0.0, seconds=float(seconds), mxu_seconds=0.0,
                         vpu_seconds=0.0, hbm_seconds=0.0, bound=bound, cycles=seconds * tl.chip.clock_hz,
-                        ici_seconds=float(seconds), ici_bytes=float(nbytes), detail={"collective": kind})
+                        ici_seconds=float(seconds), ici_bytes=float(nbytes),
+                        detail={"collective": kind, "wait_seconds": wait, "waited_for_rank": latest})
     end = tl.run_record(streams.comm_stream(device), ICI, record, name or kind, start=start)
     return device, end
 
@@ -168,6 +173,16 @@ def stats() -> dict[str, dict[str, float]]:
                 for k, (c, s, w, b, h) in _totals.items()}
 
 
+def waits() -> dict[str, Any]:
+    """The straggler view of this rank since the last `reset_stats()`: "collective_wait_seconds", the simulated
+    seconds its collectives waited for a later rank to arrive (the sum of every kind's wait_seconds), and
+    "by_rank", those seconds per group rank it waited for (the rank whose clock set the collective's start).
+    Only simulated time counts: a rank that sleeps or is slow on the host delays no one's simulated clock."""
+    with _lock:
+        return {"collective_wait_seconds": sum(t[2] for t in _totals.values()), "by_rank": dict(_waited_for)}
+
+
 def reset_stats() -> None:
     with _lock:
         _totals.clear()
+        _waited_for.clear()

@@ -102,9 +102,14 @@ class TpuProcessGroup(dist.ProcessGroup):
         self._my_rank, self._my_size = rank, size
         self._names: dict[str, str] = {}
         self._timeout = timeout
-        self._gloo = _inner_gloo(dist.PrefixStore("tpu_dist/gloo/", store), rank, size, timeout)
-        self._agreer = Agreer(self._gloo, dist.PrefixStore("tpu_dist/diag/", store), rank, size,
+        # torchrun's elastic restarts may hand the new workers the store of the failed attempt: its keys (the dead
+        # ranks' gloo addresses, their failure reports) must not be read as this attempt's
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        scope = "" if attempt == "0" else f"attempt{attempt}/"
+        self._gloo = _inner_gloo(dist.PrefixStore(f"tpu_dist/gloo/{scope}", store), rank, size, timeout)
+        self._agreer = Agreer(self._gloo, dist.PrefixStore(f"tpu_dist/diag/{scope}", store), rank, size,
                               timeout.total_seconds())
+        self._agreer.group_name = self.getGroupName
         self._p2p = PointToPoint(self._gloo, rank, size, self)
         self._coalesced: list[TpuWork] | None = None  # the Works of an open _coalescing_manager(device=tpu)
         self._store = store
@@ -217,7 +222,8 @@ class TpuProcessGroup(dist.ProcessGroup):
             staged.clear()  # the host copies (V each) go now, not at the next garbage collection
         v = nbytes(agreement) if nbytes is not None else float(_nbytes(outputs or inputs))
         seconds = clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
-        done = clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0)
+        done = clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0,
+                            latest=agreement.latest)
         return self._track(TpuWork(list(outputs), done=done))
 
     def _track(self, work: TpuWork) -> TpuWork:
