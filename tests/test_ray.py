@@ -17,6 +17,9 @@ import torch
 # read by ray when it is imported (ray_constants.ENABLE_RAY_CLUSTER): without them Ray listens on every address
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# Ray Train v2 (2.60's default) schedules TPU workers only as a whole TPU slice (ScalingConfig(use_tpu=True,
+# topology=, accelerator_type=) and slice node labels); v1 places them by the "TPU" resource alone
+os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "0")
 ray = pytest.importorskip("ray", reason="Ray is optional: pip install -c constraints.txt -e '.[ray]'")
 
 from torchtpu.distributed import ray_workers  # noqa: E402
@@ -33,7 +36,7 @@ def cluster() -> Any:
     assert os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0", "Ray would listen beyond 127.0.0.1"
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     ray.init(num_cpus=2, resources={"TPU": 2}, include_dashboard=False, _node_ip_address="127.0.0.1",
-             runtime_env=ray_workers.runtime_env(), log_to_driver=False)
+             runtime_env=ray_workers.runtime_env({"RAY_TRAIN_V2_ENABLED": "0"}), log_to_driver=False)
     yield ray
     ray.shutdown()
 
@@ -125,10 +128,10 @@ def test_an_actor_without_a_chip_gets_our_error_inside_rays(cluster: Any) -> Non
 
 
 def _train_loop(config: dict[str, Any]) -> None:
+    import ray.train
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    import ray.train
     import torchtpu
 
     torchtpu.set_precision("HIGHEST")
@@ -154,12 +157,12 @@ def test_ray_train_torch_trainer_ddp_on_tpu_dist_equals_one_chip(cluster: Any, t
 
     trainer = TorchTrainer(
         _train_loop, train_loop_config={"lr": 0.1},
-        torch_config=TorchConfig(backend="cpu:gloo,tpu:tpu_dist", timeout_s=60),
+        torch_config=TorchConfig(timeout_s=60),  # Ray picks "tpu_dist" for workers holding "TPU"
         scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"TPU": 1, "CPU": 0}),
         run_config=RunConfig(storage_path=str(tmp_path), name="ddp"))
     result = trainer.fit()
     m = result.metrics
-    assert m["rank"] == 0 and m["pg"] == "TpuProcessGroup" and "tpu:tpu_dist" in m["tpu backend"]
+    assert m["rank"] == 0 and m["pg"] == "TpuProcessGroup" and m["backend"] == "tpu_dist"
     assert m["all_reduce"] >= STEPS  # one gradient bucket per step
     import torchtpu
 
