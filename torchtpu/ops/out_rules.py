@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
+from typing import Any
 
 import torch
 
@@ -119,3 +120,27 @@ def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torc
         raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES.get(result, str(result))}, but got "
                            f"{_CPP_NAMES.get(target, str(target))} instead ({name}: this out= overload requires "
                            "the result dtype exactly)")
+
+
+def _first_tpu(values: Any) -> torch.device | None:
+    for x in values:
+        if isinstance(x, torch.Tensor) and x.device.type == "tpu":
+            return x.device
+        if isinstance(x, list | tuple):
+            found = _first_tpu(x)
+            if found is not None:
+                return found
+    return None
+
+
+def check_out_devices(args: tuple, kwargs: dict[str, Any], targets: list[Any], name: str) -> None:
+    """Refuses an out= tensor on another device than the call's tpu inputs, as CUDA does ("Expected out tensor to
+    have device cuda:0, but got cpu instead"): a CPU out= would otherwise be written through a host copy."""
+    device = _first_tpu((*args, *kwargs.values()))
+    if device is None:  # factories: the out tensor names the device
+        return
+    device = torch.device("tpu", device.index or 0)
+    for t in targets:
+        if isinstance(t, torch.Tensor) and t.device != device:
+            raise RuntimeError(f"Expected out tensor to have device {device}, but got {t.device} instead ({name}: "
+                               f"an out= tensor must be on the inputs' device; move it with .to('{device}'))")

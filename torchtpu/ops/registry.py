@@ -30,7 +30,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import eager, fast_launch
-from torchtpu.ops.out_rules import check_out_dtype
+from torchtpu.ops.out_rules import check_out_devices, check_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
@@ -325,7 +325,9 @@ def make_kernel(record: Lowering) -> Callable[..., Any]:
 
     def out(*args: Any, **kwargs: Any) -> Any:
         outs = [kwargs.pop(n) for n in out_names]
-        apply(record, args, kwargs, out=[t for o in outs for t in (o if isinstance(o, list) else (o,))])
+        targets = [t for o in outs for t in (o if isinstance(o, list) else (o,))]
+        check_out_devices(args, kwargs, targets, record.name)
+        apply(record, args, kwargs, out=targets)
         if not returns:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
