@@ -61,6 +61,12 @@ def cpu_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
                 if isinstance(y, torch.Tensor) and y.device.type == "tpu":
                     device = y.device
     device = device or kwargs.get("device") or torch.device("tpu", torch.tpu.current_device())
+    outs = [kwargs[a.name] for a in op._schema.arguments if a.kwarg_only and a.is_write and a.name in kwargs]
+    if outs:  # out= tensors on another device are refused as CUDA does (not written through the host copy)
+        from torchtpu.ops.out_rules import check_out_devices
+
+        ins = {k: v for k, v in kwargs.items() if all(v is not o for o in outs)}
+        check_out_devices(args, ins, [t for o in outs for t in (o if isinstance(o, list | tuple) else (o,))], name)
     cpu_args = tree_map(_to_cpu, args)
     cpu_kwargs = tree_map(_to_cpu, kwargs)
     if "device" in cpu_kwargs and cpu_kwargs["device"] is not None:

@@ -213,8 +213,15 @@ def nonzero(self: torch.Tensor) -> torch.Tensor:
 
 
 def bool_indices_to_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
-    """`x[mask]`: each boolean index becomes its nonzero() columns before tracing (shapes depend on data)."""
+    """`x[mask]`: each boolean index becomes its nonzero() columns before tracing (shapes depend on data). A CPU
+    index (bool or integer) is first copied to `self`'s device, as ATen's CUDA indexing does; other CPU operands
+    (the values of index_put_) still raise the device-mix error."""
     self, indices, *rest = args
+    if isinstance(self, torch.Tensor) and self.device.type == "tpu" and \
+            any(isinstance(i, torch.Tensor) and i.device.type == "cpu" for i in indices):
+        indices = [i.to(self.device) if isinstance(i, torch.Tensor) and i.device.type == "cpu" else i
+                   for i in indices]
+        args = (self, indices, *rest)
     if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
         return args, kwargs
     out: list[Any] = []

@@ -30,7 +30,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import eager, fast_launch
-from torchtpu.ops.tracing import aten_type_name
+from torchtpu.ops.out_rules import check_out_devices, check_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
@@ -239,12 +239,6 @@ def _draws(args: tuple, kwargs: dict[str, Any]) -> int:
     return count
 
 
-def _check_cast(result: torch.dtype, target: torch.dtype, name: str) -> None:
-    if not torch.can_cast(result, target):
-        raise RuntimeError(f"{name}: result type {aten_type_name(result)} can't be cast to the desired output "
-                           f"type {aten_type_name(target)}")
-
-
 def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: Any = None,
           out: list[torch.Tensor] | None = None, graph: GraphCall | None = None) -> Any:
     """Runs `record` on a call's arguments, reading its flags here only: `prepare`, then the RNG state, then the
@@ -286,13 +280,13 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         for target, r in zip(targets, flat):
-            _check_cast(r.dtype, target.dtype, name)
+            check_out_dtype(record.op, r.dtype, target.dtype, name)
             if tuple(target.shape) != tuple(r.shape):
                 target.resize_(r.shape)
             target.copy_(r)
         return
     for target, (_, dtype) in zip(targets, types):  # written in place: one launch
-        _check_cast(dtype, target.dtype, name)
+        check_out_dtype(record.op, dtype, target.dtype, name)
     for target, (shape, _) in zip(targets, types):
         if tuple(target.shape) != shape:
             target.resize_(shape)
@@ -331,7 +325,9 @@ def make_kernel(record: Lowering) -> Callable[..., Any]:
 
     def out(*args: Any, **kwargs: Any) -> Any:
         outs = [kwargs.pop(n) for n in out_names]
-        apply(record, args, kwargs, out=[t for o in outs for t in (o if isinstance(o, list) else (o,))])
+        targets = [t for o in outs for t in (o if isinstance(o, list) else (o,))]
+        check_out_devices(args, kwargs, targets, record.name)
+        apply(record, args, kwargs, out=targets)
         if not returns:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)

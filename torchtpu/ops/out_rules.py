@@ -1,0 +1,146 @@
+"""Which out= overloads require `out.dtype` to equal the result dtype exactly (ATen's rule, read from data).
+
+ATen's structured kernels that are not built on TensorIterator check the out tensor in their generated
+`set_output` ("Expected out tensor to have dtype float, but got double instead": a castable dtype is refused), and
+so do torchgen's generated (`autogen:`) out= kernels, which copy with `copy_arg`; TensorIterator kernels only
+require the result to be castable to the out dtype. Both sets come from the `native_functions.yaml` torchgen ships
+in torch's wheel (`structured: True` without `structured_inherits: TensorIteratorBase`; `autogen:` lists), read
+once on the first out= call whose dtype differs from its result (a line scan, ~30 ms; a yaml parse takes seconds).
+Where CPU differs from the yaml rule (a TensorIterator op configured to require equal dtypes, a structured meta
+that takes the out dtype as its result dtype), the CPU probe in tests/test_out_dtype.py found it and the two
+tables below follow CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from typing import Any
+
+import torch
+
+from torchtpu.ops.tracing import aten_type_name
+
+# Exact by the yaml rule, but CPU accepts a castable out dtype (the meta takes the out's dtype as the result dtype,
+# e.g. sum/mean/prod/cumsum with dtype=None; autogen factories copy with a cast): found by the CPU probe.
+LENIENT: frozenset[str] = frozenset({
+    "_efficientzerotensor.out", "all.out", "any.dims_out", "any.out", "cat.out", "cumprod.out", "cumsum.out",
+    "empty_like.out", "mean.out", "new_empty.out", "new_full.out", "new_ones.out", "new_zeros.out",
+    "ones_like.out", "pow.Scalar_out", "prod.int_out", "sum.IntList_out", "triu_indices.out", "zeros_like.out",
+})
+
+# Not structured-non-TensorIterator in the yaml, but CPU refuses a castable out dtype (TensorIterator configured
+# with `check_all_same_dtype`, or a hand-written check): found by the CPU probe.
+EXACT: frozenset[str] = frozenset({
+    "_native_batch_norm_legit.no_stats_out", "abs.out", "binary_cross_entropy_backward.grad_input",
+    "bitwise_not.out", "ceil.out", "clamp.out", "clamp_max.out", "clamp_min.out", "col2im.out", "dot.out",
+    "elu.out", "floor.out", "frac.out", "gelu.out", "hardshrink.out", "hardsigmoid.out", "hardswish.out",
+    "hardtanh.out", "heaviside.out", "histc.out", "histogram.bin_ct_out", "histogram.bins_tensor_out",
+    "huber_loss_backward.out", "im2col.out", "index.Tensor_out", "index_select.out", "isposinf.out",
+    "kthvalue.values", "leaky_relu.out", "lerp.Tensor_out", "linalg_solve_triangular.out",
+    "log_sigmoid_backward.grad_input", "log_sigmoid_forward.output", "median.dim_values", "mish.out",
+    "multilabel_margin_loss_forward.output", "nan_to_num.out", "narrow_copy.out", "neg.out",
+    "reflection_pad2d.out", "round.decimals_out", "round.out", "sgn.out", "sign.out", "silu.out",
+    "soft_margin_loss.out", "softplus.out", "softshrink.out", "sort.values", "take.out", "trunc.out", "vdot.out",
+    "where.self_out",
+})
+
+_FUNC = re.compile(r"^- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\(")
+
+
+def yaml_path() -> str:
+    import torchgen
+
+    return os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native", "native_functions.yaml")
+
+
+def scan(text: str) -> frozenset[str]:
+    """"name.overload" of each `structured: True` entry whose `structured_inherits` is not TensorIteratorBase, and
+    of each `autogen:` out= overload (torchgen's generated out= kernels check the dtype exactly too)."""
+    found: set[str] = set()
+    name, structured, inherits = None, False, None
+
+    def close() -> None:
+        if name is not None and structured and inherits != "TensorIteratorBase":
+            found.add(name)
+
+    for line in text.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            close()
+            name, structured, inherits = f"{m.group(1)}.{m.group(2) or 'default'}", False, None
+        elif line.startswith("  structured:"):
+            structured = line.split(":", 1)[1].strip() == "True"
+        elif line.startswith("  structured_inherits:"):
+            inherits = line.split(":", 1)[1].strip()
+        elif line.startswith("  autogen:"):  # generated out= kernels copy with `copy_arg`: dtype checked exactly
+            found.update(n.strip() if "." in n else f"{n.strip()}.default"
+                         for n in line.split(":", 1)[1].split(",") if n.strip())
+    close()
+    return frozenset(found)
+
+
+@lru_cache(maxsize=1)
+def yaml_exact() -> frozenset[str]:
+    """The yaml rule alone (no CPU overrides): structured, non-TensorIterator overloads."""
+    with open(yaml_path(), encoding="utf-8") as f:
+        return scan(f.read())
+
+
+def _local(op: torch._ops.OpOverload) -> str:
+    return f"{op._schema.name.split('::')[1]}.{op._overloadname}"
+
+
+def requires_exact(op: torch._ops.OpOverload) -> bool:
+    """Whether CPU refuses an out= tensor of `op` whose dtype is castable from, but not equal to, the result's."""
+    name = _local(op)
+    if name in EXACT:
+        return True
+    return name in yaml_exact() and name not in LENIENT
+
+
+# c10's TypeMeta names, as ATen's "Expected out tensor to have dtype ..." message prints them.
+_CPP_NAMES = {
+    torch.bool: "bool", torch.uint8: "unsigned char", torch.int8: "signed char", torch.int16: "short int",
+    torch.int32: "int", torch.int64: "long int", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16",
+    torch.float32: "float", torch.float64: "double", torch.complex64: "c10::complex<float>",
+    torch.complex128: "c10::complex<double>",
+}
+
+
+def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torch.dtype, name: str) -> None:
+    """Raises CPU's error where `result` cannot be written into an out= tensor of dtype `target`."""
+    if result == target:
+        return
+    if not torch.can_cast(result, target):
+        raise RuntimeError(f"{name}: result type {aten_type_name(result)} can't be cast to the desired output "
+                           f"type {aten_type_name(target)}")
+    if requires_exact(op):
+        raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES.get(result, str(result))}, but got "
+                           f"{_CPP_NAMES.get(target, str(target))} instead ({name}: this out= overload requires "
+                           "the result dtype exactly)")
+
+
+def _first_tpu(values: Any) -> torch.device | None:
+    for x in values:
+        if isinstance(x, torch.Tensor) and x.device.type == "tpu":
+            return x.device
+        if isinstance(x, list | tuple):
+            found = _first_tpu(x)
+            if found is not None:
+                return found
+    return None
+
+
+def check_out_devices(args: tuple, kwargs: dict[str, Any], targets: list[Any], name: str) -> None:
+    """Refuses an out= tensor on another device than the call's tpu inputs, as CUDA does ("Expected out tensor to
+    have device cuda:0, but got cpu instead"): a CPU out= would otherwise be written through a host copy."""
+    device = _first_tpu((*args, *kwargs.values()))
+    if device is None:  # factories: the out tensor names the device
+        return
+    device = torch.device("tpu", device.index or 0)
+    for t in targets:
+        if isinstance(t, torch.Tensor) and t.device != device:
+            raise RuntimeError(f"Expected out tensor to have device {device}, but got {t.device} instead ({name}: "
+                               f"an out= tensor must be on the inputs' device; move it with .to('{device}'))")
