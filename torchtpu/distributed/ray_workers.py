@@ -5,19 +5,16 @@ A Ray node started with `resources={"TPU": n}` offers n chips; Ray gives an acto
 worker's process sees its own chips only, as `tpu:0..k-1` (each a `SimChip` of that process: its own HBM, RNG
 and simulated clock). `chip()` (called inside the actor) checks that and returns the device.
 
-Ray Train's TPU support (`ray.air._internal.device_manager.tpu`, Ray 2.60) imports a module named `torch_tpu`
-(`torch_tpu._loader.load()` registers the c10d backend, `torch.device("tpu")` is the worker's device).
+Ray Train: `TorchConfig(backend="tpu:tpu_dist,cpu:gloo")` makes its workers' process group tpu_dist (with gloo
+for CPU objects). Ray 2.60's own TPU path (backend "tpu_dist", or its default for workers holding `TPU`) imports
+another vendor's package by name (`ray/air/_internal/device_manager/tpu.py`); torchtpu does not pose as it.
 `setup_worker`, run in every Ray worker through `runtime_env()`'s `worker_process_setup_hook`, imports torch
-(torchtpu's autoload registers "tpu" and "tpu_dist") and, when no real `torch_tpu` is installed, puts this
-module's `_TorchTpuLoader` in `sys.modules` under that name. docs/distributed.md ("Ray") shows both uses.
+(torchtpu's autoload registers "tpu" and "tpu_dist") so a broken install fails at worker start, not mid-task.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,33 +82,9 @@ def chip() -> ChipInfo:
     return held[0]
 
 
-class _TorchTpuLoader:
-    """`torch_tpu._loader` as Ray Train's TPU device manager calls it: `load()` registers "tpu_dist"."""
-
-    @staticmethod
-    def load() -> None:
-        import torch  # noqa: F401 - torchtpu's autoload registers the device
-
-        from torchtpu.distributed import register_backend
-
-        if not register_backend():
-            raise RuntimeError("torch.distributed is not available: the 'tpu_dist' backend cannot be registered")
-
-
 def setup_worker() -> None:
-    """Ray's worker_process_setup_hook: load torch with torchtpu, and provide `torch_tpu` for Ray Train when
-    no real `torch_tpu` package is installed (a real one is left alone)."""
-    import torch  # noqa: F401
-
-    if "torch_tpu" in sys.modules or importlib.util.find_spec("torch_tpu") is not None:
-        return
-    pkg = types.ModuleType("torch_tpu", "torchtpu's stand-in for Ray Train's TPU device manager")
-    loader = types.ModuleType("torch_tpu._loader")
-    loader.load = _TorchTpuLoader.load  # type: ignore[attr-defined]
-    pkg._loader = loader  # type: ignore[attr-defined]
-    pkg.__path__ = []  # a package, so `import torch_tpu._loader` resolves through sys.modules
-    sys.modules["torch_tpu"] = pkg
-    sys.modules["torch_tpu._loader"] = loader
+    """Ray's worker_process_setup_hook: load torch with torchtpu in every worker before it runs a task."""
+    import torch  # noqa: F401 - torchtpu's autoload registers "tpu" and "tpu_dist"
 
 
 def runtime_env(env_vars: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
