@@ -221,7 +221,8 @@ class TpuProcessGroup(dist.ProcessGroup):
         finally:
             staged.clear()  # the host copies (V each) go now, not at the next garbage collection
         v = nbytes(agreement) if nbytes is not None else float(_nbytes(outputs or inputs))
-        seconds = clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
+        seconds = (clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
+                   if clock.timeline_of(where) is not None else 0.0)  # pjrt: real devices, no simulated clock
         done = clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0,
                             latest=agreement.latest)
         return self._track(TpuWork(list(outputs), done=done))
