@@ -73,7 +73,6 @@ def _finish(procs: list[subprocess.Popen], timeout_s: float) -> list[tuple[int, 
     return out
 
 
-@pytest.mark.slow
 def test_a_rank_killed_mid_step_errors_the_survivor_and_torchrun_resumes_from_dcp_bit_identical(
         tmp_path: Path) -> None:
     # 1. two torchrun nodes of one rank each (static rendezvous on 127.0.0.1), no restarts: rank 1 dies in the

@@ -78,7 +78,7 @@ def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     return _torchrun(tmp_path_factory.mktemp("multihost"), "charges,hsdp")
 
 
-@pytest.mark.slow  # one 4-rank torchrun launch: ~3 min on the shared 2-core machine
+# one 4-rank torchrun launch for the module: ~35 s on two quiet cores
 def test_each_rank_of_two_torchrun_nodes_drives_its_own_chip_of_its_host(two_nodes):
     for r, res in enumerate(two_nodes):
         w = res["where"]
@@ -89,7 +89,6 @@ def test_each_rank_of_two_torchrun_nodes_drives_its_own_chip_of_its_host(two_nod
         assert (w["num_slices"], w["num_hosts"]) == (2, 2)
 
 
-@pytest.mark.slow  # one 4-rank torchrun launch: ~3 min on the shared 2-core machine
 def test_collectives_are_charged_ici_within_a_slice_dcn_across_and_both_for_the_world(two_nodes):
     v = 1024 * 1024  # each all-reduced array: 1 MiB
     line = W / 2  # a 2-chip v5e axis does not wrap: a line at half the bidi bandwidth [SB-tpus]
@@ -111,7 +110,6 @@ def test_collectives_are_charged_ici_within_a_slice_dcn_across_and_both_for_the_
     assert expected["replicate"] > 10 * expected["shard"]  # DCN is far slower than ICI at this size
 
 
-@pytest.mark.slow  # one 4-rank torchrun launch: ~3 min on the shared 2-core machine
 def test_hsdp_over_replicate_across_slices_and_shard_within_equals_one_chip(two_nodes):
     for r, res in enumerate(two_nodes):
         h = res["hsdp"]
