@@ -30,6 +30,13 @@ from torchtitan.models.llama3.model import Llama3Model
 from torchtitan.protocols.module import Module
 from torchtitan.trainer import Trainer
 
+if not hasattr(torch.distributed, "set_timeout"):
+    # TorchTitan 0.3.0 calls `torch.distributed.set_timeout` (newer than torch 2.13) after the first step; 2.13
+    # has the same operation as `_set_pg_timeout` (which sets gloo/nccl timeouts and warns for other backends).
+    from torch.distributed.distributed_c10d import _set_pg_timeout
+
+    torch.distributed.set_timeout = _set_pg_timeout
+
 __all__ = ["DocumentCausalSDPA", "SdpaLlama3Model", "llama3_debugmodel_sdpa", "make_debug_assets"]
 
 
