@@ -26,11 +26,19 @@ _LOSS = re.compile(r"step:\s*(\d+)\s+loss:\s*([0-9.]+)")
 _MFU = re.compile(r"mfu:\s*([0-9.]+)%")
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _torchrun(tmp: Path, name: str, nproc: int, *extra: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", PYTHONUNBUFFERED="1", LOG_RANK="0")
     assets = tmp / "assets"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--master-addr",
-           "127.0.0.1", "--master-port", "0" if nproc == 1 else str(29500 + os.getpid() % 1000),
+           "127.0.0.1", "--master-port", str(_free_port()),
            "-m", "torchtitan.train", "--module", "torchtpu.titan_spec", "--config", "llama3_debugmodel_sdpa",
            "--hf_assets_path", str(assets / "tokenizer"), "--dataloader.dataset_path", str(assets / "c4_test"),
            "--dump_folder", str(tmp / name), "--training.seq_len", "64", "--training.local_batch_size", "2",
