@@ -28,7 +28,7 @@ TIMEOUT_S = 240  # a worker imports torch + torchtpu (~10-30 s on the shared 2-c
 LRS = (0.05, 0.2)
 STEPS = 3
 
-pytestmark = pytest.mark.slow  # each test starts a Ray cluster and worker processes: ~1-2 min each here
+# each test starts a Ray cluster and worker processes: about a minute each on two quiet cores
 
 
 @pytest.fixture

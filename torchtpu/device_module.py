@@ -28,7 +28,7 @@ __all__ = [
     "EagerMode", "Precision", "current_device", "device", "device_count", "eager_mode", "get_amp_supported_dtype",
     "get_device_name", "get_device_properties", "get_eager_mode", "get_precision", "get_rng_state",
     "get_rng_state_all", "initial_seed", "is_available", "is_bf16_supported", "is_initialized", "manual_seed",
-    "manual_seed_all", "max_memory_allocated", "memory_allocated", "memory_stats", "precision",
+    "manual_seed_all", "max_memory_allocated", "memory_allocated", "memory_stats", "empty_cache", "precision",
     "reset_peak_memory_stats", "seed", "seed_all", "set_device", "set_eager_mode", "set_precision",
     "set_rng_state", "set_rng_state_all", "synchronize",
 ]
@@ -155,10 +155,19 @@ def reset_peak_memory_stats(d: Any = None) -> None:
 
 
 def memory_stats(d: Any = None) -> dict[str, int]:
+    """torch.cuda's keys that the allocator has. It caches nothing (each free returns the memory), so the
+    active and reserved bytes are the allocated bytes and an allocation is never retried."""
     allocated, peak, limit, allocs, frees, ooms = _counters(d)
     return {"allocated_bytes.all.current": allocated, "allocated_bytes.all.peak": peak,
+            "active_bytes.all.current": allocated, "active_bytes.all.peak": peak,
+            "reserved_bytes.all.current": allocated, "reserved_bytes.all.peak": peak,
             "allocation.all.allocated": allocs, "allocation.all.freed": frees,
-            "allocation.all.current": allocs - frees, "num_ooms": ooms, "limit_bytes": limit}
+            "allocation.all.current": allocs - frees, "num_alloc_retries": 0, "num_ooms": ooms,
+            "limit_bytes": limit}
+
+
+def empty_cache() -> None:
+    """Nothing to release: the allocator keeps no cache (as `memory_stats` says)."""
 
 
 def mem_get_info(d: Any = None) -> tuple[int, int]:

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# TorchTitan CI step: creates .venv-titan (torchtitan 0.3.0 + triton, pinned in constraints.txt and constraints-torchtitan.txt, beside torch 2.13
+# and torchtpu) and runs tests/test_torchtitan.py: TorchTitan's own `torchrun -m torchtitan.train` on "tpu".
+# Kept apart from .venv: torchtitan's dependencies (triton is 1 GB) are not the project's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+export TORCHTPU_CACHE_DIR=${TORCHTPU_CACHE_DIR:-$PWD/.cache/torchtpu}
+start=$(date +%s)
+if [ ! -x .venv-titan/bin/python ]; then
+  "$PY" -m venv .venv-titan
+fi
+.venv-titan/bin/python -m pip install -q -c constraints.txt -c constraints-torchtitan.txt torch==2.13.0 -e . torchtitan==0.3.0 triton pytest \
+  tokenizers
+echo "ci_torchtitan: venv ready in $(( $(date +%s) - start )) s"
+start=$(date +%s)
+timeout 1800 .venv-titan/bin/python -m pytest -q -p no:cacheprovider tests/test_torchtitan.py "$@"
+echo "ci_torchtitan: tests ran in $(( $(date +%s) - start )) s"
