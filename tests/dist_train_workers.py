@@ -23,12 +23,12 @@ def _data() -> tuple[Any, Any]:
     return torch.randn(16, 8, generator=g), torch.randn(16, 4, generator=g)
 
 
-def _train(model: Any, x: Any, y: Any) -> list[float]:
+def _train(model: Any, x: Any, y: Any, lr: float = 0.1, steps: int = STEPS) -> list[float]:
     import torch
 
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
-    for _ in range(STEPS):
+    for _ in range(steps):
         opt.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()

@@ -22,6 +22,8 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "0")
 ray = pytest.importorskip("ray", reason="Ray is optional: pip install -c constraints.txt -e '.[ray]'")
 
+import dist_train_workers  # noqa: E402 - the model, data and loop of the DDP tests
+
 from torchtpu.distributed import ray_workers  # noqa: E402
 
 TIMEOUT_S = 240  # a worker imports torch + torchtpu (~10-30 s on the shared 2-core machine)
@@ -35,32 +37,15 @@ STEPS = 3
 def cluster() -> Any:
     assert os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0", "Ray would listen beyond 127.0.0.1"
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.cloudpickle.register_pickle_by_value(dist_train_workers)
     ray.init(num_cpus=2, resources={"TPU": 2}, include_dashboard=False, _node_ip_address="127.0.0.1",
              runtime_env=ray_workers.runtime_env({"RAY_TRAIN_V2_ENABLED": "0"}), log_to_driver=False)
     yield ray
     ray.shutdown()
 
 
-def _model() -> torch.nn.Module:
-    torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
-
-
-def _data() -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(1)
-    return torch.randn(16, 8, generator=g), torch.randn(16, 4, generator=g)
-
-
 def _train(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float) -> list[float]:
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = []
-    for _ in range(STEPS):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
-    return losses
+    return dist_train_workers._train(model, x, y, lr, STEPS)
 
 
 def _sweep_point(lr: float) -> dict[str, Any]:
@@ -68,8 +53,8 @@ def _sweep_point(lr: float) -> dict[str, Any]:
     import torchtpu
 
     torchtpu.set_precision("HIGHEST")
-    x, y = _data()
-    model = _model().to("tpu")
+    x, y = dist_train_workers._data()
+    model = dist_train_workers._model().to("tpu")
     torchtpu.reset_stats()
     losses = _train(model, x.to("tpu"), y.to("tpu"), lr)
     torch.tpu.synchronize()
@@ -137,8 +122,8 @@ def _train_loop(config: dict[str, Any]) -> None:
     torchtpu.set_precision("HIGHEST")
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    x, y = _data()
-    model = DistributedDataParallel(_model().to("tpu"))
+    x, y = dist_train_workers._data()
+    model = DistributedDataParallel(dist_train_workers._model().to("tpu"))
     n = x.shape[0] // world
     shard = slice(rank * n, (rank + 1) * n)
     losses = _train(model, x[shard].to("tpu"), y[shard].to("tpu"), config["lr"])
@@ -168,8 +153,8 @@ def test_ray_train_torch_trainer_ddp_on_tpu_dist_equals_one_chip(cluster: Any, t
     import torchtpu
 
     torchtpu.set_precision("HIGHEST")
-    x, y = _data()
-    single = _model().to("tpu")
+    x, y = dist_train_workers._data()
+    single = dist_train_workers._model().to("tpu")
     _train(single, x.to("tpu"), y.to("tpu"), 0.1)
     for p, q in zip(m["params"], single.parameters()):
         torch.testing.assert_close(torch.tensor(p), q.detach().cpu(), rtol=1e-5, atol=1e-6)
