@@ -50,6 +50,8 @@ def chips() -> list[ChipInfo]:
     (TORCHTPU_NUM_DEVICES / TORCHTPU_TOPOLOGY of the worker's environment), naming both and what is valid."""
     import torch
 
+    from torchtpu import config
+
     ids = _ray_chip_ids()
     if not ids:
         raise ValueError(f"this Ray worker holds no {RESOURCE!r} resource, so it owns no simulated chip; ask for "
@@ -60,7 +62,7 @@ def chips() -> list[ChipInfo]:
         raise ValueError(
             f"this Ray worker holds {len(ids)} {RESOURCE!r} chips (ids {', '.join(ids)}), but its process "
             f"simulates {count} chip{'s' if count != 1 else ''} (TORCHTPU_NUM_DEVICES="
-            f"{os.environ.get('TORCHTPU_NUM_DEVICES', '1')}); valid: at most {count} chips per worker, or set "
+            f"{config.get('TORCHTPU_NUM_DEVICES')}); valid: at most {count} chips per worker, or set "
             f"TORCHTPU_NUM_DEVICES={len(ids)} in the worker's runtime_env env_vars")
     out = []
     for i, cid in enumerate(ids):
