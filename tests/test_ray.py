@@ -54,12 +54,13 @@ def _sweep_point(lr: float) -> dict[str, Any]:
 
     torchtpu.set_precision("HIGHEST")
     x, y = dist_train_workers._data()
+    base = torch.tpu.memory_allocated()  # this process may hold earlier tests' tensors
     model = dist_train_workers._model().to("tpu")
     torchtpu.reset_stats()
     losses = _train(model, x.to("tpu"), y.to("tpu"), lr)
     torch.tpu.synchronize()
     return {"losses": losses, "params": [p.detach().cpu() for p in model.parameters()],
-            "device_seconds": torchtpu.stats().device_seconds, "hbm": torch.tpu.memory_allocated()}
+            "device_seconds": torchtpu.stats().device_seconds, "hbm": torch.tpu.memory_allocated() - base}
 
 
 class Trainer:

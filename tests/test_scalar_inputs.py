@@ -21,6 +21,8 @@ aten = ops.aten
 
 @pytest.fixture
 def count_traces(monkeypatch):
+    eager._cache.clear()  # counts start from nothing cached: an earlier test may have traced the same op
+    fast_launch.clear()
     calls = []
     real = eager.trace
 
