@@ -51,20 +51,12 @@ def cpu_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     _counts[name] += 1
     if _events.ACTIVE:  # a profiler is recording
         _events.on_fallback(name)
-    device = None
-    for x in (*args, *kwargs.values()):
-        if isinstance(x, torch.Tensor) and x.device.type == "tpu":
-            device = x.device
-            break
-        if isinstance(x, list | tuple):
-            for y in x:
-                if isinstance(y, torch.Tensor) and y.device.type == "tpu":
-                    device = y.device
+    from torchtpu.ops.out_rules import check_out_devices, first_tpu_device
+
+    device = first_tpu_device((*args, *kwargs.values()))
     device = device or kwargs.get("device") or torch.device("tpu", torch.tpu.current_device())
     outs = [kwargs[a.name] for a in op._schema.arguments if a.kwarg_only and a.is_write and a.name in kwargs]
     if outs:  # out= tensors on another device are refused as CUDA does (not written through the host copy)
-        from torchtpu.ops.out_rules import check_out_devices
-
         ins = {k: v for k, v in kwargs.items() if all(v is not o for o in outs)}
         check_out_devices(args, ins, [t for o in outs for t in (o if isinstance(o, list | tuple) else (o,))], name)
     cpu_args = tree_map(_to_cpu, args)

@@ -122,12 +122,13 @@ def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torc
                            "the result dtype exactly)")
 
 
-def _first_tpu(values: Any) -> torch.device | None:
+def first_tpu_device(values: Any) -> torch.device | None:
+    """The device of the first tpu tensor among `values` (looking into lists and tuples), or None."""
     for x in values:
         if isinstance(x, torch.Tensor) and x.device.type == "tpu":
             return x.device
         if isinstance(x, list | tuple):
-            found = _first_tpu(x)
+            found = first_tpu_device(x)
             if found is not None:
                 return found
     return None
@@ -136,7 +137,7 @@ def _first_tpu(values: Any) -> torch.device | None:
 def check_out_devices(args: tuple, kwargs: dict[str, Any], targets: list[Any], name: str) -> None:
     """Refuses an out= tensor on another device than the call's tpu inputs, as CUDA does ("Expected out tensor to
     have device cuda:0, but got cpu instead"): a CPU out= would otherwise be written through a host copy."""
-    device = _first_tpu((*args, *kwargs.values()))
+    device = first_tpu_device((*args, *kwargs.values()))
     if device is None:  # factories: the out tensor names the device
         return
     device = torch.device("tpu", device.index or 0)
