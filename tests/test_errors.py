@@ -89,18 +89,39 @@ def test_shape_errors_point_at_the_call(tpu):
         torch.ones(2, 3, device=tpu) @ torch.ones(4, 5, device=tpu)
 
 
-def test_a_stale_shim_build_lock_is_removed_by_name(tmp_path):
-    import os
-    import time
-
-    from torchtpu._native import clear_stale_lock
+def test_a_shim_build_lock_left_by_a_killed_build_is_removed_by_name(tmp_path):
+    from torchtpu._native import build_guard
 
     lock = tmp_path / "lock"
-    lock.write_text("")
-    assert not clear_stale_lock(tmp_path)  # fresh: a build may be running
-    old = time.time() - 3600
-    os.utime(lock, (old, old))
-    with pytest.warns(RuntimeWarning, match=str(lock)):
-        assert clear_stale_lock(tmp_path)
-    assert not lock.exists()
-    assert not clear_stale_lock(tmp_path)
+    lock.write_text("")  # torch's build lock, left behind: no build holds the guard
+    with pytest.warns(RuntimeWarning, match=str(lock)), build_guard(tmp_path):
+        assert not lock.exists()
+
+
+def test_the_shim_build_guard_waits_for_a_live_build_and_not_for_a_killed_one(tmp_path):
+    import subprocess
+    import sys
+    import threading
+
+    from torchtpu._native import build_guard
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time\n"
+        f"h = open({str(tmp_path / 'torchtpu-build.flock')!r}, 'a'); fcntl.flock(h, fcntl.LOCK_EX)\n"
+        "print('held', flush=True); time.sleep(120)")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        entered = threading.Event()
+
+        def build() -> None:
+            with build_guard(tmp_path):
+                entered.set()
+
+        waiter = threading.Thread(target=build, daemon=True)
+        waiter.start()
+        assert not entered.wait(1.0)  # a live build holds the guard
+        holder.kill()  # killed mid-build: the kernel releases its flock
+        assert entered.wait(20.0)
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import importlib.util
 import os
 import shutil
 import sys
-import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -33,24 +35,24 @@ def _cache_dir() -> Path:
     return path
 
 
-# A build takes about 30 s; torch's build lock older than this was left by a build that was killed, and would make
-# every later import wait on it forever.
-STALE_LOCK_SECONDS = 600
+@contextmanager
+def build_guard(build_dir: Path) -> Iterator[None]:
+    """Holds this cache's build lock: an flock the kernel releases when its holder exits, however it exits.
 
-
-def clear_stale_lock(build_dir: Path, max_age: float = STALE_LOCK_SECONDS) -> bool:
-    """Removes `build_dir`/lock when it is older than `max_age` seconds (with a warning naming it)."""
-    lock = build_dir / "lock"
-    try:
-        age = time.time() - lock.stat().st_mtime
-    except FileNotFoundError:
-        return False
-    if age <= max_age:
-        return False
-    warnings.warn(f"torchtpu: removing the stale C++ shim build lock {lock} ({age:.0f} s old; a build was "
-                  "interrupted)", RuntimeWarning, stacklevel=2)
-    lock.unlink(missing_ok=True)
-    return True
+    torch's own build lock (`build_dir`/lock, a plain file) outlives a build that was killed, and would make every
+    later import wait on it forever. Every torchtpu build takes this flock first, so a torch lock found while
+    holding it was left by a dead build: it is removed, with a warning naming it."""
+    with open(build_dir / "torchtpu-build.flock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # waits only while a live process builds
+        try:
+            stale = build_dir / "lock"
+            if stale.exists():
+                warnings.warn(f"torchtpu: removing the C++ shim build lock {stale} that an interrupted build left",
+                              RuntimeWarning, stacklevel=3)
+                stale.unlink(missing_ok=True)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _numpy_include() -> str:
@@ -91,16 +93,16 @@ def _jit_build() -> ModuleType:
             f"{PREBUILT}), but '{compiler}' was not found on PATH. Install torchtpu from a wheel (`pip install "
             "torchtpu-*.whl`, which ships the built shim), or install g++ (e.g. `apt-get install g++`) or set CXX."
         )
-    clear_stale_lock(_cache_dir())
     try:
-        return cpp_extension.load(
-            name="torchtpu_shim",
-            sources=[str(p) for p in _SOURCES],
-            build_directory=str(_cache_dir()),
-            extra_cflags=["-O2"],
-            extra_include_paths=[_numpy_include()],
-            verbose=config.get("TORCHTPU_VERBOSE_BUILD"),
-        )
+        with build_guard(_cache_dir()):
+            return cpp_extension.load(
+                name="torchtpu_shim",
+                sources=[str(p) for p in _SOURCES],
+                build_directory=str(_cache_dir()),
+                extra_cflags=["-O2"],
+                extra_include_paths=[_numpy_include()],
+                verbose=config.get("TORCHTPU_VERBOSE_BUILD"),
+            )
     except Exception as exc:  # noqa: BLE001 - re-raised with the context a user needs
         raise RuntimeError(
             f"torchtpu could not build its C++ shim with '{compiler}' (cache: {_cache_dir()}): {exc}. "
