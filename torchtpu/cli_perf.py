@@ -17,6 +17,8 @@ import argparse
 import json
 from typing import Any
 
+from torchtpu.sim.chips import CHIPS, DEFAULT_CHIP
+
 __all__ = ["add_perf_parser", "run_perf"]
 
 
@@ -25,7 +27,7 @@ def add_perf_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("perf", help="predict training/serving speed on TPU pods (analytical model)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help="config name (see --list-models), or a .json/.yaml file")
-    p.add_argument("--chip", default="v5e", help="v4, v5e, v5p, v6e, v7x (default v5e)")
+    p.add_argument("--chip", default=DEFAULT_CHIP, help=f"{', '.join(CHIPS)} (default {DEFAULT_CHIP})")
     p.add_argument("--chips", type=int, default=256, help="number of chips (default 256)")
     p.add_argument("--slices", type=int, default=None, help="ICI slices joined by DCN (default: by chip type)")
     g = p.add_mutually_exclusive_group()
@@ -44,7 +46,8 @@ def add_perf_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--microbatches", type=int, default=None, help="pipeline microbatches per data shard")
     p.add_argument("--schedule", default="1f1b", choices=("1f1b", "interleaved", "gpipe"), help="pipeline schedule")
     p.add_argument("--virtual-stages", type=int, default=1, help="interleaved pipeline: model chunks per chip")
-    p.add_argument("--dcn-bw", type=float, default=None, help="per-chip DCN bytes/s (v4 and v7x have none)")
+    p.add_argument("--dcn-bw", type=float, default=None, help="per-chip DCN bytes/s (the chip table has none for "
+                   f"{', '.join(n for n, c in CHIPS.items() if c.dcn_bw is None)})")
     p.add_argument("--search", action="store_true", help="search the best fitting layout and remat policy")
     p.add_argument("--max-pp", type=int, default=1, help="search: pipeline stages up to this (default 1: none)")
     p.add_argument("--max-cp", type=int, default=16, help="search: context parallelism up to this (default 16)")
