@@ -89,12 +89,17 @@ def test_bad_combinations_name_the_variables_and_what_is_valid(monkeypatch, env,
         topology_from_env()
 
 
-def test_a_world_larger_than_the_topology_is_refused():
+def test_a_world_or_a_node_that_does_not_fit_the_topology_is_refused():
     t = Topology.of("v5e", (2, 2))
     with pytest.raises(config.ConfigError, match="WORLD_SIZE=8 ranks, but TORCHTPU_TOPOLOGY=2x2 .* has 4 chips.*"
                                                  "valid: at most 4 ranks"):
         process_host(t, {"WORLD_SIZE": "8", "RANK": "0"})
     assert process_host(Topology.of("v5e", (4, 4)), {"WORLD_SIZE": "16", "RANK": "9"}) == 1  # rank 9: host 1
+    two_hosts = Topology.of("v5e", (1, 2), hosts=2)
+    assert process_host(two_hosts, {"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1"}) == 1
+    with pytest.raises(config.ConfigError, match=r"RANK=3 is LOCAL_RANK=0 of its node \(3 processes per node\).*"
+                       r"valid: one process per chip of each host, torchrun --nproc-per-node 2"):
+        process_host(two_hosts, {"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "3"})
     drv = SimDriver(topology=Topology.of("v5e", (4, 4)), host=1)
     assert drv.device_count() == 8 and drv.device_properties(3)["coords"] == (2, 3)
 

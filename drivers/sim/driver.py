@@ -107,7 +107,8 @@ def topology_from_env(chip: ChipSpec | None = None) -> Topology:
 
 def process_host(topo: Topology, environ: Any = None) -> int:
     """This process's host in `topo`: rank r drives chip r, so RANK // chips_per_host (torchrun's RANK and
-    WORLD_SIZE); 0 outside a distributed launch. A WORLD_SIZE beyond the system's chips raises ConfigError."""
+    WORLD_SIZE); 0 outside a distributed launch. A WORLD_SIZE beyond the system's chips, or a LOCAL_RANK that is
+    not RANK's place on its host (torchrun's --nproc-per-node other than the chips per host), raises ConfigError."""
     env = os.environ if environ is None else environ
     if not topo.explicit:
         return 0
@@ -119,6 +120,15 @@ def process_host(topo: Topology, environ: Any = None) -> int:
             f"rank per chip); valid: at most {topo.chips} ranks, or a larger TORCHTPU_TOPOLOGY / TORCHTPU_HOSTS")
     if rank is None or not rank.strip().isdigit():
         return 0
+    local = env.get("LOCAL_RANK")
+    if local is not None and local.strip().isdigit() and int(local) != int(rank) % topo.chips_per_host:
+        per_node = env.get("LOCAL_WORLD_SIZE", "?")
+        raise config.ConfigError(
+            f"RANK={rank} is LOCAL_RANK={local} of its node ({per_node} processes per node), but rank r drives chip "
+            f"r and TORCHTPU_TOPOLOGY={'x'.join(map(str, topo.shape))} hosts have {topo.chips_per_host} chips, so "
+            f"rank {rank} would be local rank {int(rank) % topo.chips_per_host} of host "
+            f"{int(rank) // topo.chips_per_host}; valid: one process per chip of each host, torchrun "
+            f"--nproc-per-node {topo.chips_per_host}")
     return int(rank) // topo.chips_per_host
 
 
