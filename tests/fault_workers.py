@@ -28,8 +28,9 @@ TIMEOUT_S = 20
 
 # ---------------------------------------------------------------------- straggler (dist_workers.py harness)
 def straggler(rank: int, world: int) -> dict[str, Any]:
-    """Three phases after the clocks are aligned by an all-reduce: rank 1 does EXTRA extra matmuls before the
-    next all-reduce; rank 0 sleeps 1 s of host time (no extra device work); neither does anything extra."""
+    """Four phases after the clocks are aligned by an all-reduce: rank 1 does 3 extra matmuls before the next
+    all-reduce; rank 0 sleeps 1 s of host time (no extra device work); neither does anything extra; rank 1 does 3
+    extra matmuls before it sends to rank 0 (a point-to-point message instead of the all-reduce)."""
     import torch
     import torch.distributed as dist
 
@@ -39,7 +40,7 @@ def straggler(rank: int, world: int) -> dict[str, Any]:
     x = torch.ones(256, device="tpu")
     a = torch.randn(1024, 1024, device="tpu") / 1024  # ~31 us a matmul: device-bound, not launch-bound
     out: dict[str, Any] = {}
-    for phase in ("extra work", "host sleep", "plain"):
+    for phase in ("extra work", "host sleep", "plain", "late send"):
         dist.all_reduce(x)  # aligns every rank's clock at this collective's end
         torch.tpu.synchronize()
         torchtpu.distributed.reset_stats()
@@ -47,12 +48,15 @@ def straggler(rank: int, world: int) -> dict[str, Any]:
         t0 = tl.wall_seconds
         n0 = len(torchtpu.timeline_records(0))
         b = a @ a
-        if phase == "extra work" and rank == 1:
+        if phase in ("extra work", "late send") and rank == 1:
             for _ in range(3):
                 b = b @ a
         if phase == "host sleep" and rank == 0:
             time.sleep(1.0)
-        dist.all_reduce(x)
+        if phase == "late send":
+            dist.send(x, dst=0) if rank == 1 else dist.recv(x, src=1)
+        else:
+            dist.all_reduce(x)
         torch.tpu.synchronize()
         recs = torchtpu.timeline_records(0)[n0:]
         out[phase] = {"records": recs, "t0": t0, "t1": tl.wall_seconds, "waits": torchtpu.distributed.waits(),

@@ -43,6 +43,12 @@ def test_a_straggler_makes_the_others_wait_in_simulated_time_and_a_host_sleep_do
     assert w_fast["by_rank"] == {1: pytest.approx(extra_s, rel=1e-9)}
     assert extra[0]["stats"]["all_reduce"]["wait_seconds"] == w_fast["collective_wait_seconds"]
     assert w_slow == {"collective_wait_seconds": 0.0, "by_rank": {}}
+    # a receive waits for its late sender, and the wait is put down to the sending rank
+    late = [res["late send"] for res in results]
+    assert late[0]["waits"] == {"collective_wait_seconds": pytest.approx(extra_s, rel=1e-9),
+                                "by_rank": {1: pytest.approx(extra_s, rel=1e-9)}}
+    assert late[0]["stats"]["recv"]["wait_seconds"] == pytest.approx(extra_s, rel=1e-9)
+    assert late[1]["waits"] == {"collective_wait_seconds": 0.0, "by_rank": {}}
     ar_fast, ar_slow = extra[0]["records"][-1], extra[1]["records"][-1]
     assert ar_fast["op"] == ar_slow["op"] == "all_reduce" and ar_fast["start"] == ar_slow["start"]
     # a host sleep (rank 0, 1 s) without extra device work: no rank waits, simulated time is that of no sleep

@@ -160,7 +160,7 @@ class PointToPoint:
             nbytes = tensor.numel() * tensor.element_size()
             seconds = self._seconds(nbytes, device, inbox.source, self.rank)
             return clock.charge(device, "recv", max(own, inbox.sender_clock), seconds, nbytes, own,
-                                wall + time.perf_counter() - t1)
+                                wall + time.perf_counter() - t1, latest=inbox.source)
 
         return TpuWork([tensor], finish, device=device, source=lambda: inbox.source)
 
