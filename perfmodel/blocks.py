@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from torchtpu.perfmodel import longctx, simcost
+from torchtpu.perfmodel import kernels, longctx, simcost
 from torchtpu.perfmodel.calibration import Calibration
 from torchtpu.perfmodel.collectives import Axis, collective_time, dcn_collective_terms
 from torchtpu.perfmodel.config import ModelConfig
@@ -197,22 +197,38 @@ def _experts(ctx: Context, plan: LayerPlan, t: float) -> None:
         chip_factor = ctx.router_imbalance or expert_load_imbalance(t * cfg.top_k, lay.ep)
     n_in = (cfg.mlp_matrices - 1) * fe
     b = ctx.act_bytes
+    hit = 1.0 - math.exp(-mean) if not cfg.capacity_factor else 1.0  # experts that got any token
+    devices = kernels.devices_per_chip(chip)
+    rows = t * cfg.top_k * chip_factor / devices  # sorted token copies one device's kernel sees
+
+    def per_expert(role: str, n: float, k: float) -> float:
+        """Capacity buffers: dense per-expert matmuls at the simulator's cost for each load."""
+        vals = [simcost.mxu_seconds(chip, 1, math.ceil(x), n, k) if role == "m"  # [load, k] @ [k, n]
+                else simcost.mxu_seconds(chip, 1, k, n, math.ceil(x))  # dW: [k, load] @ [load, n]
+                for x in loads if x > 0]
+        return sum(vals) / len(loads) * e_loc * chip_factor
+
+    def gmm(role: str, n: float, k: float) -> float:
+        """Dropless routing: a grouped matmul over the device's sorted rows (`perfmodel.kernels`), every m tile
+        visited once per group in it, each visit one full tile on the MXU (double-buffered weight tiles: the
+        kernel streams tile after tile); the gate and up matrices are separate calls (MaxText moe.py without
+        prefuse_moe_weights). role 'w': the weight gradient, m contracted ([k, tm] @ [tm, n] per visit)."""
+        calls = 1
+        if n == n_in and cfg.mlp_matrices == 3:
+            n, calls = fe, 2
+        elif k == n_in and cfg.mlp_matrices == 3:
+            k, calls = fe, 2
+        tm, tk, tn = kernels.gmm_chip_tiling(chip, rows, int(k), int(n), transposed=role == "w")
+        visits = math.ceil(rows / tm) * kernels.gmm_visit_factor(rows, e_loc * hit, tm)
+        tiles = devices * calls * visits * math.ceil(k / tk) * math.ceil(n / tn)
+        if role == "m":
+            return simcost.mxu_seconds(chip, tiles, tm, tn, tk, double_buffered=True)
+        return simcost.mxu_seconds(chip, tiles, tk, tn, tm, double_buffered=True)
 
     def grouped(name: str, shapes: list[tuple[str, int, int]], flops_per_token: float) -> OpCost:
-        mxu = 0.0
-        for role, n, k in shapes:
-            vals = []
-            for load in loads:
-                if load <= 0:
-                    continue
-                if role == "m":  # activations [load, k] @ weights [k, n]
-                    vals.append(simcost.mxu_seconds(chip, 1, math.ceil(load), n, k))
-                else:  # weight gradient [k, load] @ [load, n]: contraction over the expert's tokens
-                    vals.append(simcost.mxu_seconds(chip, 1, k, n, math.ceil(load)))
-            mxu += sum(vals) / len(loads)
-        mxu *= e_loc * chip_factor
+        cost = per_expert if cfg.capacity_factor else gmm
+        mxu = sum(cost(role, n, k) for role, n, k in shapes)
         tokens = t * cfg.top_k * chip_factor
-        hit = 1.0 - math.exp(-mean) if not cfg.capacity_factor else 1.0  # experts that got any token
         weights = e_loc * hit * sum(n * k for role, n, k in shapes if role == "m") * ctx.weight_bytes
         hbm = weights + tokens * sum(k + n for role, n, k in shapes if role == "m") * b
         return OpCost(name, "moe_matmul", flops_per_token * tokens, hbm, mxu, 0.0, hbm / chip.hbm_bw)
@@ -360,9 +376,8 @@ def _cp_comms(ctx: Context, plan: LayerPlan) -> None:
             plan.comms.append(Comm("cp_halo_kv", "permute", "cp", phase, vol.halo_bytes, sec))
         return
     if ctx.cp_mode == "ring":
-        eff = ctx.calibration.efficiency
         for phase, src in passes:
-            attn = (plan.fwd if src == "fwd" else plan.bwd)["attention"].seconds / eff
+            attn = (plan.fwd if src == "fwd" else plan.bwd)["attention"].calibrated_seconds(ctx.calibration)
             step = collective_time("permute", vol.shard_bytes * lay.cp, axes, lat)
             mult = 2.0 if phase == "bwd" else 1.0  # backward passes K/V and their gradient accumulators
             exposed = longctx.ring_exposed_seconds(attn, mult * step, lay.cp)

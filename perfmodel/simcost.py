@@ -40,12 +40,15 @@ def source(chip: ChipSpec | str = "v5e") -> str:
 
 @functools.lru_cache(maxsize=65536)
 def _sim_matmul(chip_name: str, batch: int, m: int, n: int, k: int, in_dtype: str, out_dtype: str,
-                precision: str) -> tuple[float, float] | None:
+                precision: str, double_buffered: bool = False) -> tuple[float, float] | None:
     model = _model(chip_name)
     if model is None:
         return None
     try:
-        rec = model.matmul(batch, int(m), int(n), int(k), in_dtype, out_dtype, precision)
+        if double_buffered:
+            rec = model.matmul(batch, int(m), int(n), int(k), in_dtype, out_dtype, precision, double_buffered=True)
+        else:
+            rec = model.matmul(batch, int(m), int(n), int(k), in_dtype, out_dtype, precision)
         seconds = float(rec.seconds)
         mxu = float(getattr(rec, "mxu_seconds", seconds))
         return mxu, seconds
@@ -64,7 +67,7 @@ def _fallback(chip: ChipSpec, batch: float, m: float, n: float, k: float, in_dty
 
 
 def _cost(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, in_dtype: str, out_dtype: str,
-          precision: str) -> tuple[float, float]:
+          precision: str, double_buffered: bool = False) -> tuple[float, float]:
     chip = get_chip(chip)
     if batch <= 0 or m <= 0 or n <= 0 or k <= 0:
         return 0.0, 0.0
@@ -72,7 +75,7 @@ def _cost(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, in_d
     # kernels repeat the same tiles once every MXU is busy. Small batches are asked for exactly.
     group = chip.mxus if batch >= chip.mxus else max(1, math.ceil(batch))
     got = _sim_matmul(chip.name, group, max(1, int(round(m))), max(1, int(round(n))), max(1, int(round(k))),
-                      in_dtype, out_dtype, precision)
+                      in_dtype, out_dtype, precision, double_buffered)
     if got is None:
         return _fallback(chip, batch, m, n, k, in_dtype, out_dtype, precision)
     scale = batch / group
@@ -80,9 +83,11 @@ def _cost(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, in_d
 
 
 def mxu_seconds(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, *, in_dtype: str = "bfloat16",
-                out_dtype: str = "float32", precision: str = "DEFAULT") -> float:
-    """MXU-busy seconds of [batch] x [m,k]@[k,n] (operands already in VMEM: no HBM time)."""
-    return _cost(chip, batch, m, n, k, in_dtype, out_dtype, precision)[0]
+                out_dtype: str = "float32", precision: str = "DEFAULT", double_buffered: bool = False) -> float:
+    """MXU-busy seconds of [batch] x [m,k]@[k,n] (operands already in VMEM: no HBM time); `double_buffered`:
+    the steady state of a kernel that shifts the next weight tile in while the current one streams
+    (`torchtpu.sim.systolic.mxu_schedule`)."""
+    return _cost(chip, batch, m, n, k, in_dtype, out_dtype, precision, double_buffered)[0]
 
 
 def matmul_seconds(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, *,
