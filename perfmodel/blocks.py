@@ -6,10 +6,11 @@ phase. Shapes per chip: t = tokens of the chip's data shard (sequences x seq_len
 head / hidden dimension over tp; experts are split over ep (and their hidden dimension over tp); with
 sequence-parallel activations the d_model-wide elementwise work is split over tp too.
 
-MoE: routed tokens reach the experts through an all-to-all over ep; the per-expert matmuls are costed by the
-simulator (`perfmodel.simcost`) for a spread of expert loads around the mean (top-k routing is a multinomial;
-eight normal quantiles of the per-expert load), so MXU padding of uneven expert tiles is counted, and the
-busiest chip of the ep group sets the pace (expected maximum of the chip loads, or `router_imbalance`).
+MoE: routed tokens reach the experts through an all-to-all over ep; dropless experts run as grouped matmuls
+(`perfmodel.kernels`: the kernel's tile shape, one visit per m tile and group in it, each visited tile costed by
+the simulator with double-buffered weight tiles); with a capacity factor, dense per-expert matmuls costed by
+the simulator at the padded load (`perfmodel.simcost`); the busiest chip of the ep group sets the pace
+(expected maximum of the chip loads, or `router_imbalance`).
 
 Attention variants: multi-head latent attention (MLA, [DSV2]) costs its down/up projections; in decode it runs
 absorbed (queries projected into the latent space, one shared latent 'kv head' of kv_lora + rope), as
@@ -34,8 +35,6 @@ from torchtpu.sim.chips import ChipSpec
 
 __all__ = ["Comm", "Context", "LayerPlan", "expert_load_imbalance", "layer_plan"]
 
-# Eight equal-probability quantiles of the standard normal (midpoints of octiles).
-_Z8 = (-1.534, -0.887, -0.489, -0.157, 0.157, 0.489, 0.887, 1.534)
 
 
 @dataclass(frozen=True)
@@ -189,11 +188,10 @@ def _experts(ctx: Context, plan: LayerPlan, t: float) -> None:
     d = cfg.d_model
     mean = lay.ep * t * cfg.top_k / cfg.n_experts  # tokens per expert (balanced)
     if cfg.capacity_factor:  # fixed capacity buffers: every expert computes cf * mean slots
-        loads = [cfg.capacity_factor * mean]
+        load = cfg.capacity_factor * mean
         chip_factor = 1.0
     else:
-        sd = math.sqrt(max(mean * (1 - 1 / cfg.n_experts), 0.0))
-        loads = [max(0.0, mean + z * sd) for z in _Z8]
+        load = 0.0  # dropless: ragged groups (`gmm` below)
         chip_factor = ctx.router_imbalance or expert_load_imbalance(t * cfg.top_k, lay.ep)
     n_in = (cfg.mlp_matrices - 1) * fe
     b = ctx.act_bytes
@@ -202,11 +200,12 @@ def _experts(ctx: Context, plan: LayerPlan, t: float) -> None:
     rows = t * cfg.top_k * chip_factor / devices  # sorted token copies one device's kernel sees
 
     def per_expert(role: str, n: float, k: float) -> float:
-        """Capacity buffers: dense per-expert matmuls at the simulator's cost for each load."""
-        vals = [simcost.mxu_seconds(chip, 1, math.ceil(x), n, k) if role == "m"  # [load, k] @ [k, n]
-                else simcost.mxu_seconds(chip, 1, k, n, math.ceil(x))  # dW: [k, load] @ [load, n]
-                for x in loads if x > 0]
-        return sum(vals) / len(loads) * e_loc * chip_factor
+        """Capacity buffers: dense per-expert matmuls at the simulator's cost for the padded load."""
+        if load <= 0:
+            return 0.0
+        if role == "m":  # [load, k] @ [k, n]
+            return simcost.mxu_seconds(chip, 1, math.ceil(load), n, k) * e_loc
+        return simcost.mxu_seconds(chip, 1, k, n, math.ceil(load)) * e_loc  # dW: [k, load] @ [load, n]
 
     def gmm(role: str, n: float, k: float) -> float:
         """Dropless routing: a grouped matmul over the device's sorted rows (`perfmodel.kernels`), every m tile

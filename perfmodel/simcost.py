@@ -1,9 +1,10 @@
 """Kernel costs taken from the simulator's cost model (`torchtpu.sim.cost.CostModel`), shapes only.
 
 The perfmodel asks the simulator for the kernels whose efficiency dense calibration data cannot pin down: the
-block matmuls inside flash attention (head_dim against the MXU width, tile fill and drain) and the per-expert
-matmuls of MoE grouped matmuls (uneven, MXU-padded expert tiles). Using the simulator's rules keeps one source
-of truth for MXU behaviour. Only the cost model is imported (it never sees values); no numba value kernel is.
+block matmuls inside flash attention (head_dim against the MXU width, tile fill and drain) and the tiles of MoE
+grouped matmuls (`perfmodel.kernels`; double-buffered weight tiles) or, with capacity buffers, per-expert
+matmuls. Using the simulator's rules keeps one source of truth for MXU behaviour. Only the cost model is
+imported (it never sees values); no numba value kernel is.
 
 If `torchtpu.sim.cost` is not importable (or does not follow the contract), the perfmodel's own analytic
 matmul cost (`perfmodel.ops.matmul_cost`: MXU padding and precision passes, no fill/drain) is used instead,
