@@ -210,36 +210,34 @@ def _experts(ctx: Context, plan: LayerPlan, t: float) -> None:
     def gmm(role: str, n: float, k: float) -> float:
         """Dropless routing: a grouped matmul over the device's sorted rows (`perfmodel.kernels`), every m tile
         visited once per group in it, each visit one full tile on the MXU (double-buffered weight tiles: the
-        kernel streams tile after tile); the gate and up matrices are separate calls (MaxText moe.py without
-        prefuse_moe_weights). role 'w': the weight gradient, m contracted ([k, tm] @ [tm, n] per visit)."""
-        calls = 1
-        if n == n_in and cfg.mlp_matrices == 3:
-            n, calls = fe, 2
-        elif k == n_in and cfg.mlp_matrices == 3:
-            k, calls = fe, 2
+        kernel streams tile after tile). role 'w': the weight gradient, m contracted ([k, tm] @ [tm, n])."""
         tm, tk, tn = kernels.gmm_chip_tiling(chip, rows, int(k), int(n), transposed=role == "w")
         visits = math.ceil(rows / tm) * kernels.gmm_visit_factor(rows, e_loc * hit, tm)
-        tiles = devices * calls * visits * math.ceil(k / tk) * math.ceil(n / tn)
+        tiles = devices * visits * math.ceil(k / tk) * math.ceil(n / tn)
         if role == "m":
             return simcost.mxu_seconds(chip, tiles, tm, tn, tk, double_buffered=True)
         return simcost.mxu_seconds(chip, tiles, tk, tn, tm, double_buffered=True)
 
-    def grouped(name: str, shapes: list[tuple[str, int, int]], flops_per_token: float) -> OpCost:
+    def grouped(name: str, shapes: list[tuple[str, float, float, int]], flops_per_token: float) -> OpCost:
+        """shapes: (role, n, k, calls): `calls` matrices of [k, n] per expert, one kernel call each."""
         cost = per_expert if cfg.capacity_factor else gmm
-        mxu = sum(cost(role, n, k) for role, n, k in shapes)
+        mxu = sum(calls * cost(role, n, k) for role, n, k, calls in shapes)
         tokens = t * cfg.top_k * chip_factor
-        weights = e_loc * hit * sum(n * k for role, n, k in shapes if role == "m") * ctx.weight_bytes
-        hbm = weights + tokens * sum(k + n for role, n, k in shapes if role == "m") * b
+        fwd_shapes = [(n, k, calls) for role, n, k, calls in shapes if role == "m"]
+        weights = e_loc * hit * sum(n * k * calls for n, k, calls in fwd_shapes) * ctx.weight_bytes
+        hbm = weights + tokens * sum((k + n) * calls for n, k, calls in fwd_shapes) * b
         return OpCost(name, "moe_matmul", flops_per_token * tokens, hbm, mxu, 0.0, hbm / chip.hbm_bw)
 
-    plan.fwd["experts_in"] = grouped("experts_in", [("m", n_in, d)], 2 * d * n_in)
+    # the gate and up matrices are separate kernel calls (MaxText moe.py without prefuse_moe_weights)
+    gates = cfg.mlp_matrices - 1
+    plan.fwd["experts_in"] = grouped("experts_in", [("m", fe, d, gates)], 2 * d * n_in)
     plan.fwd["experts_act"] = elementwise_cost(chip, t * cfg.top_k * chip_factor * fe, n_inputs=cfg.mlp_matrices - 1,
                                                bytes_per_element=b, vpu_ops=4, name="experts_act")
-    plan.fwd["experts_out"] = grouped("experts_out", [("m", d, fe)], 2 * d * fe)
+    plan.fwd["experts_out"] = grouped("experts_out", [("m", d, fe, 1)], 2 * d * fe)
     if ctx.training:
-        plan.bwd["experts_in"] = grouped("experts_in_bwd", [("m", d, n_in), ("w", n_in, d)], 4 * d * n_in)
+        plan.bwd["experts_in"] = grouped("experts_in_bwd", [("m", d, fe, gates), ("w", fe, d, gates)], 4 * d * n_in)
         plan.bwd["experts_act"] = plan.fwd["experts_act"].scaled(2.0, "experts_act_bwd")
-        plan.bwd["experts_out"] = grouped("experts_out_bwd", [("m", fe, d), ("w", d, fe)], 4 * d * fe)
+        plan.bwd["experts_out"] = grouped("experts_out_bwd", [("m", fe, d, 1), ("w", d, fe, 1)], 4 * d * fe)
 
 
 def layer_plan(ctx: Context, kind: str) -> LayerPlan:
