@@ -6,10 +6,11 @@ phase. Shapes per chip: t = tokens of the chip's data shard (sequences x seq_len
 head / hidden dimension over tp; experts are split over ep (and their hidden dimension over tp); with
 sequence-parallel activations the d_model-wide elementwise work is split over tp too.
 
-MoE: routed tokens reach the experts through an all-to-all over ep; the per-expert matmuls are costed by the
-simulator (`perfmodel.simcost`) for a spread of expert loads around the mean (top-k routing is a multinomial;
-eight normal quantiles of the per-expert load), so MXU padding of uneven expert tiles is counted, and the
-busiest chip of the ep group sets the pace (expected maximum of the chip loads, or `router_imbalance`).
+MoE: routed tokens reach the experts through an all-to-all over ep; dropless experts run as grouped matmuls
+(`perfmodel.kernels`: the kernel's tile shape, one visit per m tile and group in it, each visited tile costed by
+the simulator with double-buffered weight tiles); with a capacity factor, dense per-expert matmuls costed by
+the simulator at the padded load (`perfmodel.simcost`); the busiest chip of the ep group sets the pace
+(expected maximum of the chip loads, or `router_imbalance`).
 
 Attention variants: multi-head latent attention (MLA, [DSV2]) costs its down/up projections; in decode it runs
 absorbed (queries projected into the latent space, one shared latent 'kv head' of kv_lora + rope), as
@@ -23,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from torchtpu.perfmodel import longctx, simcost
+from torchtpu.perfmodel import kernels, longctx, simcost
 from torchtpu.perfmodel.calibration import Calibration
 from torchtpu.perfmodel.collectives import Axis, collective_time, dcn_collective_terms
 from torchtpu.perfmodel.config import ModelConfig
@@ -34,8 +35,6 @@ from torchtpu.sim.chips import ChipSpec
 
 __all__ = ["Comm", "Context", "LayerPlan", "expert_load_imbalance", "layer_plan"]
 
-# Eight equal-probability quantiles of the standard normal (midpoints of octiles).
-_Z8 = (-1.534, -0.887, -0.489, -0.157, 0.157, 0.489, 0.887, 1.534)
 
 
 @dataclass(frozen=True)
@@ -189,42 +188,56 @@ def _experts(ctx: Context, plan: LayerPlan, t: float) -> None:
     d = cfg.d_model
     mean = lay.ep * t * cfg.top_k / cfg.n_experts  # tokens per expert (balanced)
     if cfg.capacity_factor:  # fixed capacity buffers: every expert computes cf * mean slots
-        loads = [cfg.capacity_factor * mean]
+        load = cfg.capacity_factor * mean
         chip_factor = 1.0
     else:
-        sd = math.sqrt(max(mean * (1 - 1 / cfg.n_experts), 0.0))
-        loads = [max(0.0, mean + z * sd) for z in _Z8]
+        load = 0.0  # dropless: ragged groups (`gmm` below)
         chip_factor = ctx.router_imbalance or expert_load_imbalance(t * cfg.top_k, lay.ep)
     n_in = (cfg.mlp_matrices - 1) * fe
     b = ctx.act_bytes
+    hit = 1.0 - math.exp(-mean) if not cfg.capacity_factor else 1.0  # experts that got any token
+    devices = kernels.devices_per_chip(chip)
+    rows = t * cfg.top_k * chip_factor / devices  # sorted token copies one device's kernel sees
 
-    def grouped(name: str, shapes: list[tuple[str, int, int]], flops_per_token: float) -> OpCost:
-        mxu = 0.0
-        for role, n, k in shapes:
-            vals = []
-            for load in loads:
-                if load <= 0:
-                    continue
-                if role == "m":  # activations [load, k] @ weights [k, n]
-                    vals.append(simcost.mxu_seconds(chip, 1, math.ceil(load), n, k))
-                else:  # weight gradient [k, load] @ [load, n]: contraction over the expert's tokens
-                    vals.append(simcost.mxu_seconds(chip, 1, k, n, math.ceil(load)))
-            mxu += sum(vals) / len(loads)
-        mxu *= e_loc * chip_factor
+    def per_expert(role: str, n: float, k: float) -> float:
+        """Capacity buffers: dense per-expert matmuls at the simulator's cost for the padded load."""
+        if load <= 0:
+            return 0.0
+        if role == "m":  # [load, k] @ [k, n]
+            return simcost.mxu_seconds(chip, 1, math.ceil(load), n, k) * e_loc
+        return simcost.mxu_seconds(chip, 1, k, n, math.ceil(load)) * e_loc  # dW: [k, load] @ [load, n]
+
+    def gmm(role: str, n: float, k: float) -> float:
+        """Dropless routing: a grouped matmul over the device's sorted rows (`perfmodel.kernels`), every m tile
+        visited once per group in it, each visit one full tile on the MXU (double-buffered weight tiles: the
+        kernel streams tile after tile). role 'w': the weight gradient, m contracted ([k, tm] @ [tm, n])."""
+        tm, tk, tn = kernels.gmm_chip_tiling(chip, rows, int(k), int(n), transposed=role == "w")
+        visits = math.ceil(rows / tm) * kernels.gmm_visit_factor(rows, e_loc * hit, tm)
+        tiles = devices * visits * math.ceil(k / tk) * math.ceil(n / tn)
+        if role == "m":
+            return simcost.mxu_seconds(chip, tiles, tm, tn, tk, double_buffered=True)
+        return simcost.mxu_seconds(chip, tiles, tk, tn, tm, double_buffered=True)
+
+    def grouped(name: str, shapes: list[tuple[str, float, float, int]], flops_per_token: float) -> OpCost:
+        """shapes: (role, n, k, calls): `calls` matrices of [k, n] per expert, one kernel call each."""
+        cost = per_expert if cfg.capacity_factor else gmm
+        mxu = sum(calls * cost(role, n, k) for role, n, k, calls in shapes)
         tokens = t * cfg.top_k * chip_factor
-        hit = 1.0 - math.exp(-mean) if not cfg.capacity_factor else 1.0  # experts that got any token
-        weights = e_loc * hit * sum(n * k for role, n, k in shapes if role == "m") * ctx.weight_bytes
-        hbm = weights + tokens * sum(k + n for role, n, k in shapes if role == "m") * b
+        fwd_shapes = [(n, k, calls) for role, n, k, calls in shapes if role == "m"]
+        weights = e_loc * hit * sum(n * k * calls for n, k, calls in fwd_shapes) * ctx.weight_bytes
+        hbm = weights + tokens * sum((k + n) * calls for n, k, calls in fwd_shapes) * b
         return OpCost(name, "moe_matmul", flops_per_token * tokens, hbm, mxu, 0.0, hbm / chip.hbm_bw)
 
-    plan.fwd["experts_in"] = grouped("experts_in", [("m", n_in, d)], 2 * d * n_in)
+    # the gate and up matrices are separate kernel calls (MaxText moe.py without prefuse_moe_weights)
+    gates = cfg.mlp_matrices - 1
+    plan.fwd["experts_in"] = grouped("experts_in", [("m", fe, d, gates)], 2 * d * n_in)
     plan.fwd["experts_act"] = elementwise_cost(chip, t * cfg.top_k * chip_factor * fe, n_inputs=cfg.mlp_matrices - 1,
                                                bytes_per_element=b, vpu_ops=4, name="experts_act")
-    plan.fwd["experts_out"] = grouped("experts_out", [("m", d, fe)], 2 * d * fe)
+    plan.fwd["experts_out"] = grouped("experts_out", [("m", d, fe, 1)], 2 * d * fe)
     if ctx.training:
-        plan.bwd["experts_in"] = grouped("experts_in_bwd", [("m", d, n_in), ("w", n_in, d)], 4 * d * n_in)
+        plan.bwd["experts_in"] = grouped("experts_in_bwd", [("m", d, fe, gates), ("w", fe, d, gates)], 4 * d * n_in)
         plan.bwd["experts_act"] = plan.fwd["experts_act"].scaled(2.0, "experts_act_bwd")
-        plan.bwd["experts_out"] = grouped("experts_out_bwd", [("m", fe, d), ("w", d, fe)], 4 * d * fe)
+        plan.bwd["experts_out"] = grouped("experts_out_bwd", [("m", fe, d, 1), ("w", d, fe, 1)], 4 * d * fe)
 
 
 def layer_plan(ctx: Context, kind: str) -> LayerPlan:
@@ -360,9 +373,8 @@ def _cp_comms(ctx: Context, plan: LayerPlan) -> None:
             plan.comms.append(Comm("cp_halo_kv", "permute", "cp", phase, vol.halo_bytes, sec))
         return
     if ctx.cp_mode == "ring":
-        eff = ctx.calibration.efficiency
         for phase, src in passes:
-            attn = (plan.fwd if src == "fwd" else plan.bwd)["attention"].seconds / eff
+            attn = (plan.fwd if src == "fwd" else plan.bwd)["attention"].calibrated_seconds(ctx.calibration)
             step = collective_time("permute", vol.shard_bytes * lay.cp, axes, lat)
             mult = 2.0 if phase == "bwd" else 1.0  # backward passes K/V and their gradient accumulators
             exposed = longctx.ring_exposed_seconds(attn, mult * step, lay.cp)

@@ -58,6 +58,9 @@ class OpCost:
     mxu_seconds: float = 0.0
     vpu_seconds: float = 0.0
     hbm_seconds: float = 0.0
+    # True when the compute time is a published measurement of the kernel (`perfmodel.kernels`): it already is
+    # what the kernel achieves, so the calibration's roofline efficiency does not apply to it again.
+    measured: bool = False
 
     @property
     def compute_seconds(self) -> float:
@@ -82,8 +85,12 @@ class OpCost:
         """The same op `factor` times (e.g. per layer -> per model)."""
         return OpCost(
             name or self.name, self.kind, self.flops * factor, self.hbm_bytes * factor,
-            self.mxu_seconds * factor, self.vpu_seconds * factor, self.hbm_seconds * factor,
+            self.mxu_seconds * factor, self.vpu_seconds * factor, self.hbm_seconds * factor, self.measured,
         )
+
+    def calibrated_seconds(self, calibration: Calibration) -> float:
+        """Time in a step: roofline time / `calibration.efficiency`, or the measured time as it is."""
+        return self.seconds if self.measured else self.seconds / calibration.efficiency
 
 
 def _pad(x: float, to: int) -> float:
@@ -243,4 +250,22 @@ def attention_cost(
     if kind == "naive":
         hbm += score_elems * 4 * (6 if backward else 3)
     label = name or ("attention" if kind == "flash" else "attention_naive") + ("_bwd" if backward else "")
+    measured = _measured_splash_seconds(chip, kind, causal, window, q_len, kv_len, hd, vd, bh, in_bytes, backward)
+    if measured is not None:  # a published measurement of the kernel replaces the block model
+        return OpCost(label, "attention", flops, hbm, measured, 0.0, hbm / chip.hbm_bw, measured=True)
     return OpCost(label, "attention", flops, hbm, mxu_s, vpu_s, hbm / chip.hbm_bw)
+
+
+def _measured_splash_seconds(chip: ChipSpec, kind: str, causal: bool, window: int, q_len: int, kv_len: int,
+                             hd: int, vd: int, bh: float, in_bytes: float, backward: bool) -> float | None:
+    """Causal self-attention over a whole sequence in bf16 on a chip whose splash kernel is measured
+    (`perfmodel.kernels.splash_mfu`): the table's useful FLOPs at the measured fraction of peak."""
+    from torchtpu.perfmodel import kernels
+
+    if kind != "flash" or not causal or window or q_len != kv_len or in_bytes != 2:
+        return None
+    mfu = kernels.splash_mfu(chip, q_len, hd, vd, backward)
+    if mfu is None:
+        return None
+    useful = 0.5 * bh * q_len * kv_len * (2 * hd + 2 * vd) * (kernels.SPLASH_BWD_FLOPS_RATIO if backward else 1.0)
+    return useful / (chip.bf16_flops * mfu)

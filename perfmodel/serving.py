@@ -137,14 +137,14 @@ def _forward_seconds(cfg: ModelConfig, chip: ChipSpec, layout: Layout, seqs: flo
         lctx = ctx if not window else Context(**{**ctx.__dict__, "window": window,
                                                  "kv_len": min(kv_len, window + q_len)})
         plan = layer_plan(lctx, kind)
-        compute = sum(c.seconds for c in plan.fwd.values()) / cal.efficiency
+        compute = sum(c.calibrated_seconds(cal) for c in plan.fwd.values())
         ici = sum(c.seconds for c in plan.comms if c.network == "ici")
         t = combine_resources([compute, ici], cal.overlap)
         total += n * t
         parts["compute"] += n * compute
         parts["exposed_communication"] += n * (t - compute)
     logits = matmul_cost(chip, seqs * q_len if q_len <= 16 else seqs, cfg.vocab_size / layout.tp, cfg.d_model,
-                         weight_bytes=weight_bytes, out_bytes=4).seconds / cal.efficiency
+                         weight_bytes=weight_bytes, out_bytes=4).calibrated_seconds(cal)
     parts["logits"] = logits
     return total + logits, parts
 

@@ -1,9 +1,10 @@
 """Kernel costs taken from the simulator's cost model (`torchtpu.sim.cost.CostModel`), shapes only.
 
 The perfmodel asks the simulator for the kernels whose efficiency dense calibration data cannot pin down: the
-block matmuls inside flash attention (head_dim against the MXU width, tile fill and drain) and the per-expert
-matmuls of MoE grouped matmuls (uneven, MXU-padded expert tiles). Using the simulator's rules keeps one source
-of truth for MXU behaviour. Only the cost model is imported (it never sees values); no numba value kernel is.
+block matmuls inside flash attention (head_dim against the MXU width, tile fill and drain) and the tiles of MoE
+grouped matmuls (`perfmodel.kernels`; double-buffered weight tiles) or, with capacity buffers, per-expert
+matmuls. Using the simulator's rules keeps one source of truth for MXU behaviour. Only the cost model is
+imported (it never sees values); no numba value kernel is.
 
 If `torchtpu.sim.cost` is not importable (or does not follow the contract), the perfmodel's own analytic
 matmul cost (`perfmodel.ops.matmul_cost`: MXU padding and precision passes, no fill/drain) is used instead,
@@ -40,12 +41,15 @@ def source(chip: ChipSpec | str = "v5e") -> str:
 
 @functools.lru_cache(maxsize=65536)
 def _sim_matmul(chip_name: str, batch: int, m: int, n: int, k: int, in_dtype: str, out_dtype: str,
-                precision: str) -> tuple[float, float] | None:
+                precision: str, double_buffered: bool = False) -> tuple[float, float] | None:
     model = _model(chip_name)
     if model is None:
         return None
     try:
-        rec = model.matmul(batch, int(m), int(n), int(k), in_dtype, out_dtype, precision)
+        if double_buffered:
+            rec = model.matmul(batch, int(m), int(n), int(k), in_dtype, out_dtype, precision, double_buffered=True)
+        else:
+            rec = model.matmul(batch, int(m), int(n), int(k), in_dtype, out_dtype, precision)
         seconds = float(rec.seconds)
         mxu = float(getattr(rec, "mxu_seconds", seconds))
         return mxu, seconds
@@ -64,7 +68,7 @@ def _fallback(chip: ChipSpec, batch: float, m: float, n: float, k: float, in_dty
 
 
 def _cost(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, in_dtype: str, out_dtype: str,
-          precision: str) -> tuple[float, float]:
+          precision: str, double_buffered: bool = False) -> tuple[float, float]:
     chip = get_chip(chip)
     if batch <= 0 or m <= 0 or n <= 0 or k <= 0:
         return 0.0, 0.0
@@ -72,7 +76,7 @@ def _cost(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, in_d
     # kernels repeat the same tiles once every MXU is busy. Small batches are asked for exactly.
     group = chip.mxus if batch >= chip.mxus else max(1, math.ceil(batch))
     got = _sim_matmul(chip.name, group, max(1, int(round(m))), max(1, int(round(n))), max(1, int(round(k))),
-                      in_dtype, out_dtype, precision)
+                      in_dtype, out_dtype, precision, double_buffered)
     if got is None:
         return _fallback(chip, batch, m, n, k, in_dtype, out_dtype, precision)
     scale = batch / group
@@ -80,9 +84,11 @@ def _cost(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, in_d
 
 
 def mxu_seconds(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, *, in_dtype: str = "bfloat16",
-                out_dtype: str = "float32", precision: str = "DEFAULT") -> float:
-    """MXU-busy seconds of [batch] x [m,k]@[k,n] (operands already in VMEM: no HBM time)."""
-    return _cost(chip, batch, m, n, k, in_dtype, out_dtype, precision)[0]
+                out_dtype: str = "float32", precision: str = "DEFAULT", double_buffered: bool = False) -> float:
+    """MXU-busy seconds of [batch] x [m,k]@[k,n] (operands already in VMEM: no HBM time); `double_buffered`:
+    the steady state of a kernel that shifts the next weight tile in while the current one streams
+    (`torchtpu.sim.systolic.mxu_schedule`)."""
+    return _cost(chip, batch, m, n, k, in_dtype, out_dtype, precision, double_buffered)[0]
 
 
 def matmul_seconds(chip: ChipSpec | str, batch: float, m: float, n: float, k: float, *,

@@ -290,7 +290,6 @@ def train_step(
     policy = remat_mod.canonical(setup.remat)
     recompute = frozenset(remat_mod.recomputed_ops(policy))
     cal = calibration
-    eff = cal.efficiency
     batch = setup.batch(n_chips)
     seqs = batch / layout.data_shards
     ctx = _context(cfg, system, layout, setup, cal, seqs, recompute)
@@ -317,9 +316,9 @@ def train_step(
     for (kind, window), n_all in layer_groups(cfg).items():
         n = n_all / layout.stages  # the layers of one stage (all of them without pipelining)
         plan: LayerPlan = layer_plan(replace(ctx, window=window), kind)
-        fwd = sum(c.seconds for c in plan.fwd.values()) / eff
-        bwd = sum(c.seconds for c in plan.bwd.values()) / eff
-        rec = sum(c.seconds for name, c in plan.fwd.items() if name in recompute) / eff
+        fwd = sum(c.calibrated_seconds(cal) for c in plan.fwd.values())
+        bwd = sum(c.calibrated_seconds(cal) for c in plan.bwd.values())
+        rec = sum(c.calibrated_seconds(cal) for name, c in plan.fwd.items() if name in recompute)
         ici = sum(c.seconds for c in plan.comms if c.network == "ici")
         dcn = sum(c.seconds for c in plan.comms if c.network == "dcn")
         sync = sum(c.seconds for c in plan.comms if c.network in ("dcn_sync", "exposed"))
@@ -352,7 +351,7 @@ def train_step(
         if pp_dcn:
             comm_totals["dcn:pp_send"] += pp_dcn
     emb_ops, emb_ici, emb_dcn, emb_sync = _embedding_plan(ctx)
-    emb_compute = sum(c.seconds for _, c in emb_ops) / eff
+    emb_compute = sum(c.calibrated_seconds(cal) for _, c in emb_ops)
     t_emb = combine_resources([emb_compute, emb_ici, emb_dcn], cal.overlap) + emb_sync
     total += t_emb
     breakdown["compute_embedding_logits"] += emb_compute
@@ -369,8 +368,8 @@ def train_step(
     opt_bytes = 2 * setup.param_bytes + setup.grad_bytes + 2 * setup.optimizer_bytes
     opt = elementwise_cost(system.chip, n_local, n_inputs=1, n_outputs=0, bytes_per_element=opt_bytes,
                            vpu_ops=12, name="optimizer")
-    total += opt.seconds / eff
-    breakdown["optimizer"] += opt.seconds / eff
+    total += opt.calibrated_seconds(cal)
+    breakdown["optimizer"] += opt.calibrated_seconds(cal)
     all_ops.append(("step", opt))
 
     tokens = batch * setup.seq_len

@@ -111,8 +111,12 @@ class CostModel:
 
     # ---------------------------------------------------------------- MXU ops
     def matmul(self, batch: int, m: int, n: int, k: int, in_dtype: str = "bfloat16",
-               out_dtype: str = "float32", precision: str = "DEFAULT", op: str = "matmul") -> CostRecord:
-        """batch x (M, K) @ (K, N). HBM: both operands read once, the result written once."""
+               out_dtype: str = "float32", precision: str = "DEFAULT", op: str = "matmul",
+               double_buffered: bool = False) -> CostRecord:
+        """batch x (M, K) @ (K, N). HBM: both operands read once, the result written once.
+
+        `double_buffered`: the MXU schedule of a kernel that shifts the next weight tile in while the current
+        one streams (`systolic.mxu_schedule`); default off (every fold pays its fill and drain)."""
         prec = str(precision).upper()
         if prec not in PASSES:
             raise ValueError(f"invalid precision {precision!r}; valid: {', '.join(PASSES)}")
@@ -120,7 +124,7 @@ class CostModel:
         f32 = _is_float32(in_dtype)
         passes = PASSES[prec] if f32 else 1
         rate = c.bf16_flops / c.peak_flops(str(in_dtype))  # int8/fp8 may stream faster than bf16
-        sched = mxu_schedule(batch, m, n, k, c.mxu_rows, c.mxu_cols, c.mxus)
+        sched = mxu_schedule(batch, m, n, k, c.mxu_rows, c.mxu_cols, c.mxus, double_buffered)
         mxu_cycles = sched.cycles * passes * rate
         mxu_s = mxu_cycles / c.clock_hz
         ib, ob = dtype_bytes(in_dtype), dtype_bytes(out_dtype)

@@ -78,12 +78,19 @@ class MxuSchedule:
     padded_macs: int  # MACs the array performs incl. padding of K and N to the array
 
 
-def mxu_schedule(batch: int, m: int, n: int, k: int, rows: int, cols: int, mxus: int) -> MxuSchedule:
+def mxu_schedule(batch: int, m: int, n: int, k: int, rows: int, cols: int, mxus: int,
+                 double_buffered: bool = False) -> MxuSchedule:
     """Weight-stationary GEMM on `mxus` arrays of rows x cols: Sr = K, Sc = N, T = M ([SS2] WS table).
 
     Folds are dealt round-robin to the MXUs. When there are fewer folds than MXUs the M rows are split
     across the idle MXUs instead (as the [AYK] cycle counts suggest: +M/4 cycles per row on 4 MXUs).
     Each fold costs the SCALE-Sim WS time 2R + C + T - 2 (fill, stream, drain per fold).
+
+    `double_buffered=True` models a kernel's steady state with the next weight tile shifted in while the
+    current one streams (the TPU weight double-buffer that hides the R cycles of shifting a tile in, Jouppi et
+    al., ISCA 2017, section 2; "an initial fill bubble, after which LHS/RHS streams pipeline without
+    bubbles" [SB-tpus appendix B]): each fold takes max(T, R) cycles, plus one weight load (R) and one skew and
+    drain (R + C - 2) per schedule. Opt-in: the default keeps the SCALE-Sim per-fold cost.
     """
     if min(batch, m, n, k) <= 0:
         return MxuSchedule(0, 0, 0, 0, 0)
@@ -92,6 +99,9 @@ def mxu_schedule(batch: int, m: int, n: int, k: int, rows: int, cols: int, mxus:
         rounds, t = ceil_div(folds, mxus), m
     else:
         rounds, t = 1, ceil_div(m, max(1, mxus // folds))
-    cycles = rounds * _fold_cycles(rows, cols, t, "ws")
+    if double_buffered:
+        cycles = rows + rounds * max(t, rows) + rows + cols - 2
+    else:
+        cycles = rounds * _fold_cycles(rows, cols, t, "ws")
     padded = batch * m * ceil_div(n, cols) * cols * ceil_div(k, rows) * rows
     return MxuSchedule(cycles, folds, rounds, t, padded)

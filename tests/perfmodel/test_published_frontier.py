@@ -54,5 +54,5 @@ def test_ironwood_cases_are_validation_only_with_their_errors():
         mem = r.report.memory
         # the 128k recipe saves q/k/v, attention output and mlpwo on device: our accounting is 2% over HBM (docs)
         assert mem.fits or ("128k" in r.case.id and mem.total < 1.05 * mem.usable), (r.case.id, mem.total / 2**30)
-    within = [r.case.id for r in rows if abs(r.rel_error) <= 0.15]
-    assert len(within) == 4  # dense 8k x3 and Qwen3; the others are listed as not reproduced in the docs
+    # every Ironwood case within the 15% since the measured splash efficiency and the gmm tile model
+    assert all(abs(r.rel_error) <= 0.15 for r in rows), [(r.case.id, r.rel_error) for r in rows]
