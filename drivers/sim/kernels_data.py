@@ -306,7 +306,8 @@ def _reduce_window(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [store(np.asarray(y), op.outputs[0].dtype)]
 
 
-# --- linear algebra (numpy's LAPACK in the operand's precision; LU with partial pivoting in numba) -----------------
+# --- linear algebra: numpy's LAPACK in the operand's precision, LU with partial pivoting in numba (qr, eigh and
+# svd are lowerings, drivers/ir_lowerings_linalg.py) ------------------------------------------------------------
 
 def _per_matrix(fn, x: np.ndarray, *outs_like: tuple[tuple[int, ...], np.dtype]) -> list[np.ndarray]:
     """Runs fn on the whole batch; if LAPACK rejects one matrix, per matrix with NaN for the failures."""
@@ -414,31 +415,6 @@ def _lu(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     if a.size:
         _lu_loop(a, piv, info)
     return [a.reshape(x.shape), piv.reshape((*batch, min(m, n))), info.reshape(batch)]
-
-
-@kernel("qr")
-def _qr(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = _wide_linalg(args[0])
-    q, r = np.linalg.qr(x, mode="complete" if op.attr("full_matrices") else "reduced")
-    return [q.astype(x.dtype), r.astype(x.dtype)]
-
-
-@kernel("svd")
-def _svd(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = _wide_linalg(args[0])
-    shapes = [v.type for v in op.outputs]
-    if x.size == 0:
-        return [np.zeros(t.shape, NP_DTYPES[t.dtype]) for t in shapes]
-    u, s, vh = _per_matrix(lambda m: np.linalg.svd(m, full_matrices=op.attr("full_matrices")), x,
-                           *[(t.shape, NP_DTYPES[t.dtype]) for t in shapes])
-    return [np.asarray(v, NP_DTYPES[t.dtype]) for v, t in zip((u, s, vh), shapes)]
-
-
-@kernel("eigh")
-def _eigh(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = _wide_linalg(args[0])
-    w, v = np.linalg.eigh(x, UPLO="L" if op.attr("lower") else "U")
-    return [w.astype(NP_DTYPES[op.outputs[0].dtype]), v.astype(x.dtype)]
 
 
 @kernel("eig")
