@@ -362,3 +362,64 @@ def svd(b: Builder, x_in: Value, full_matrices: bool) -> list[Value]:
     else:
         u, vh = left, _transpose(right)
     return [_narrow(u, x_in.dtype), _narrow(sigma, real), _narrow(vh, x_in.dtype)]
+
+
+def lu(b: Builder, x_in: Value) -> list[Value]:
+    """LU with partial pivoting (as LAPACK getrf, unblocked): packed L (unit, below the diagonal) and U, 1-based
+    int32 pivots (row j was swapped with row piv[j] - 1 at step j) and int32 info (the 1-based first zero pivot,
+    else 0; a zero pivot's column is left unscaled). Pivots by the largest |a| (|re| + |im| for complex64, as
+    LAPACK), the first of equals."""
+    x = _F(b, x_in if x_in.dtype in ("float64", "complex64") else b.emit("convert", [x_in], dtype="float32")[0])
+    *batch, m, n = x.v.shape
+    k, nb, dt = min(m, n), len(batch), x.v.dtype
+    real = _real_of(dt)
+    if k == 0 or 0 in batch:
+        return [_narrow(x, x_in.dtype), b.emit("constant", [], value=0, shape=(*batch, k), dtype="int32")[0],
+                b.emit("constant", [], value=0, shape=tuple(batch), dtype="int32")[0]]
+
+    def step(s: list[_F]) -> list[_F]:
+        j, a, piv, info = s
+        bb = j.b
+        shape = a.v.shape
+        rows = _iota(bb, shape, nb, real)
+        cols = _iota(bb, shape, nb + 1, real)
+        jj = _bc(j, shape, ())
+        mag = a.fn("abs") if dt != "complex64" else (  # LAPACK's izamax: |re| + |im|
+            _F(bb, bb.emit("real", [a.v])[0]).fn("abs") + _F(bb, bb.emit("imag", [a.v])[0]).fn("abs"))
+        cand = where(cols.eq(jj) & (rows >= jj), mag, -1.0)
+        best = _colmax(cand, nb)  # |a[i, j]| for rows i >= j, else -1: (..., m)
+        p = _F(bb, bb.emit("convert", [bb.emit("argreduce", [best.v], kind="max", dimension=nb)[0]],
+                           dtype=real)[0])
+        i = _iota(bb, (*batch, m), nb, real)
+        jv, pv = _bc(j, (*batch, m), ()), _lead(p, (*batch, m))
+        swap = where(i.eq(jv), pv, where(i.eq(pv), jv, i))
+        index = bb.emit("broadcast_in_dim", [bb.emit("convert", [swap.v], dtype="int32")[0]], shape=shape,
+                        broadcast_dimensions=tuple(range(nb + 1)))[0]
+        a = _F(bb, bb.emit("gather_axis", [a.v, index], dimension=nb)[0])
+        row_j = _sum(where(rows.eq(jj), a, 0.0), (nb,))  # (..., n)
+        col_j = _sum(where(cols.eq(jj), a, 0.0), (nb + 1,))  # (..., m)
+        ajj = _sum(where(_bc(_iota(bb, (n,), 0, real).eq(_bc(j, (n,), ())), (*batch, n), (nb,)), row_j, 0.0),
+                   (nb,))
+        zero = ajj.eq(0.0)
+        l_ = col_j / _lead(where(zero, ajj.like(1.0), ajj), (*batch, m))
+        live = _lead(~zero, shape)
+        lb = _bc(l_, shape, range(nb + 1))
+        below = rows > jj
+        update = below & (cols > jj) & live & lb.ne(0.0)
+        a = where(update, a - lb * _bc(row_j, shape, (*range(nb), nb + 1)), a)
+        a = where(below & cols.eq(jj) & live, lb, a)
+        kk = _bc(_iota(bb, (k,), 0, real).eq(_bc(j, (k,), ())), (*batch, k), (nb,))
+        piv = where(kk, _lead(p + 1.0, (*batch, k)), piv)
+        info = where(zero & info.eq(0.0), _lead(j + 1.0, tuple(batch)), info)
+        return [j + 1.0, a, piv, info]
+
+    j0 = _const(b, 0.0, (), real)
+    state = [j0, x, _const(b, 0.0, (*batch, k), real), _const(b, 0.0, tuple(batch), real)]
+    _, a, piv, info = while_array(state, lambda s: s[0] < float(k), step, k)
+    return [_narrow(a, x_in.dtype), b.emit("convert", [piv.v], dtype="int32")[0],
+            b.emit("convert", [info.v], dtype="int32")[0]]
+
+
+def _colmax(cand: _F, nb: int) -> _F:
+    """The largest of each row's entries along the last axis: (..., m, n) -> (..., m)."""
+    return _F(cand.b, cand.b.emit("reduce", [cand.v], kind="max", dimensions=(nb + 1,))[0])

@@ -327,8 +327,8 @@ def _fft(x: TensorType, fft_type: str, fft_length: tuple[int, ...]) -> list[Tens
 
 
 # Linear algebra on the trailing two dims of a batch of matrices. stablehlo has cholesky and triangular_solve;
-# qr, svd and eigh are lowerings over primitives (drivers/ir_lowerings_linalg.py); lu and eig are run by LAPACK
-# (the sim's numpy/numba, jaxlib's CPU custom calls in pjrt, which refuses them on other platforms).
+# lu, qr, svd and eigh are lowerings over primitives (drivers/ir_lowerings_linalg.py); eig is run by LAPACK (the
+# sim's numpy, jaxlib's CPU custom call in pjrt, which refuses it on other platforms: XLA has no TPU eig either).
 LINALG_FLOAT = ("float32", "float64", "complex64")
 
 
@@ -355,15 +355,6 @@ def _triangular_solve(a: TensorType, b: TensorType, left_side: bool, lower: bool
     return [b]
 
 
-@define("lu", 1, "other", cost=C.linalg(2 / 3), padding=P.UNSAFE)
-def _lu(x: TensorType) -> list[TensorType]:
-    """Partial-pivoting LU of each (m, n) matrix: packed LU, 1-based int32 pivots (min(m, n),), int32 info."""
-    if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
-        raise TypeError(f"lu needs a batch of float matrices, got {x}")
-    k = min(x.shape[-2:])
-    return [x, TensorType((*x.shape[:-2], k), "int32"), TensorType(x.shape[:-2], "int32")]
-
-
 def _lower_linalg(name: str):  # noqa: ANN202
     def lowering(b: object, x: object, **attrs: object) -> list:
         from torchtpu.drivers import ir_lowerings_linalg
@@ -372,6 +363,15 @@ def _lower_linalg(name: str):  # noqa: ANN202
 
     lowering.__name__ = name
     return lowering
+
+
+@define("lu", 1, "other", lowering=_lower_linalg("lu"))
+def _lu(x: TensorType) -> list[TensorType]:
+    """Partial-pivoting LU of each (m, n) matrix: packed LU, 1-based int32 pivots (min(m, n),), int32 info."""
+    if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
+        raise TypeError(f"lu needs a batch of float matrices, got {x}")
+    k = min(x.shape[-2:])
+    return [x, TensorType((*x.shape[:-2], k), "int32"), TensorType(x.shape[:-2], "int32")]
 
 
 @define("qr", 1, "other", lowering=_lower_linalg("qr"))

@@ -57,7 +57,7 @@ def _h(a: np.ndarray) -> np.ndarray:
 
 
 def _close(got: np.ndarray, want: np.ndarray, tol: float, what: str) -> None:
-    err = np.abs(got.astype(np.float64) - want).max(initial=0.0)
+    err = np.abs(got.astype(np.complex128) - want).max(initial=0.0)
     assert err <= tol, f"{what}: max error {err:.3g} > {tol:.3g}"
 
 
@@ -189,3 +189,28 @@ def test_through_torch_with_gradients_equal_to_cpu():
     for dev_a in (torch.randn(3, 6), torch.randn(6, 6)):
         got = torch.linalg.svdvals(dev_a.to("tpu")).cpu()
         torch.testing.assert_close(got, torch.linalg.svdvals(dev_a), rtol=1e-5, atol=1e-5)
+
+
+def _lu_inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    singular = rng.standard_normal((4, 4)).astype(np.float32)
+    singular[:, 1] = 0
+    shapes = [(4, 4), (5, 3), (3, 5), (2, 4, 4), (1, 1)]
+    cplx = (rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))).astype(np.complex64)
+    return [*(rng.standard_normal(s).astype(np.float32) for s in shapes), singular, rng.standard_normal((6, 6)), cplx,
+            np.zeros((3, 3), np.float32), np.zeros((0, 3), np.float32), np.zeros((2, 0, 0), np.float32)]
+
+
+def test_lu_equals_torch_cpu_factors_pivots_and_info():
+    xs = _lu_inputs()
+    b = Builder()
+    outs = []
+    for x in xs:
+        outs += b.emit("lu", [b.input(x.shape, str(x.dtype))])
+    got = _run(SimDriver(), b.finish(outs), xs)
+    for k, x in enumerate(xs):
+        lu, piv, info = torch.linalg.lu_factor_ex(torch.from_numpy(x))
+        what = f"lu {x.shape} {x.dtype}"
+        _close(got[3 * k], lu.numpy(), 1e-5 if x.dtype != np.float64 else 1e-12, what)
+        assert np.array_equal(got[3 * k + 1], piv.numpy()) and got[3 * k + 1].dtype == np.int32, what
+        assert np.array_equal(got[3 * k + 2], info.numpy()), what

@@ -1,6 +1,6 @@
-"""Linear-algebra emitters: cholesky and triangular_solve in StableHLO; lu and eig through jaxlib's LAPACK custom
-calls (CPU only: on any other platform they are refused with an error naming it). qr, svd and eigh are lowerings
-over primitives (drivers/ir_lowerings_linalg.py) and have no emitter here."""
+"""Linear-algebra emitters: cholesky and triangular_solve in StableHLO; eig through jaxlib's LAPACK custom call
+(CPU only: on any other platform it is refused with an error naming the platform). lu, qr, svd and eigh are
+lowerings over primitives (drivers/ir_lowerings_linalg.py) and have no emitter here."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _emit_triangular_solve(e: Emitter, op: Op, args: list[V]) -> list[V]:
     return [e.convert(y, dtype)]
 
 
-# lu and eig: LAPACK through jaxlib's CPU custom calls (the calls jax.lax.linalg emits on CPU).
+# eig: LAPACK through jaxlib's CPU custom calls (the calls jax.lax.linalg emits on CPU).
 _LAPACK_PREFIX = {"float32": "s", "float64": "d", "complex64": "c"}
 _REAL_OF = {"float32": "float32", "float64": "float64", "complex64": "float32"}
 
@@ -98,15 +98,6 @@ def _nan_unless_ok(e: Emitter, info: V, values: V) -> V:
     ok = e.compare("EQ", info, e.like(0, info))
     ok = e.broadcast(ok, values.shape, list(range(len(info.shape))))
     return e.select(ok, values, e.like(math.nan, values))
-
-
-@emits("lu")
-def _emit_lu(e: Emitter, op: Op, args: list[V]) -> list[V]:
-    x = _linalg_operand(e, args[0])
-    (ls, ld), (ps, pd), (is_, id_) = (_out(op, i) for i in range(3))
-    if 0 in x.shape:
-        return [x, e.const(0, ps, pd), e.const(0, is_, id_)]
-    return _lapack(e, op, "getrf", [x], [(ls, ld, True), (ps, pd, False), (is_, id_, False)])
 
 
 @emits("eig")

@@ -432,9 +432,8 @@ def _build_cases() -> dict[str, list[Case]]:
         Variant([np.array([0, 1, 2, 3, 1], np.float32), f((5,), 0.5, 4)], {"function": "polygamma"})], 1e-5, 1e-6)]
     singular = f((4, 4))
     singular[:, 1] = 0
-    # (complex lu is left out: LAPACK pivots on |re| + |im|, the sim on the modulus, so pivots may differ)
     c["lu"] = [Case("lu", [Variant([f((2, 4, 4))]), Variant([f((5, 3))]), Variant([f((3, 5))]),
-                           Variant([f((3, 3)).astype(np.float64)]), Variant([singular])],
+                           Variant([f((3, 3)).astype(np.float64)]), Variant([singular]), Variant([cplx((3, 3))])],
                     1e-4, 1e-5)]
     qr = [Variant([x], {"full_matrices": full}) for full in (False, True)
           for x in (f((2, 5, 3)), f((3, 5)), f((4, 4)), f((2, 3)).astype(np.float64), singular)]
