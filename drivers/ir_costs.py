@@ -118,3 +118,14 @@ def WHILE(model: CostModel, op: Op) -> CostRecord:  # noqa: N802
     trips = min(op.attr("limit"), WHILE_TRIPS)
     return model.vpu(op.name, op.outputs[0].type.numel, float(per_trip * trips), _bytes_in(op), _bytes_out(op),
                      True)
+
+
+def WHILE_ARRAY(model: CostModel, op: Op) -> CostRecord:  # noqa: N802
+    """The condition's and body's ops priced by their own rules as one fused trip, times `limit` trips (an upper
+    bound: a shape-only rule cannot see when a Jacobi loop converges; a Householder loop runs exactly `limit`);
+    the state crosses HBM once in and once out."""
+    from torchtpu.drivers.ir import OPS
+
+    ops = [*op.attr("cond").program.ops, *op.attr("body").program.ops]
+    trip = model.fuse([OPS[o.name].cost(model, o) for o in ops], 0, op=op.name)
+    return model.fuse([trip] * op.attr("limit"), _bytes_in(op) + _bytes_out(op), op=op.name)

@@ -327,7 +327,8 @@ def _fft(x: TensorType, fft_type: str, fft_length: tuple[int, ...]) -> list[Tens
 
 
 # Linear algebra on the trailing two dims of a batch of matrices. stablehlo has cholesky and triangular_solve;
-# lu, qr, svd, eigh and eig are XLA's linalg expansions (jax.lax.linalg) that the pjrt emitter expands.
+# lu, qr, svd and eigh are lowerings over primitives (drivers/ir_lowerings_linalg.py); eig is run by LAPACK (the
+# sim's numpy, jaxlib's CPU custom call in pjrt, which refuses it on other platforms: XLA has no TPU eig either).
 LINALG_FLOAT = ("float32", "float64", "complex64")
 
 
@@ -354,7 +355,17 @@ def _triangular_solve(a: TensorType, b: TensorType, left_side: bool, lower: bool
     return [b]
 
 
-@define("lu", 1, "other", cost=C.linalg(2 / 3), padding=P.UNSAFE)
+def _lower_linalg(name: str):  # noqa: ANN202
+    def lowering(b: object, x: object, **attrs: object) -> list:
+        from torchtpu.drivers import ir_lowerings_linalg
+
+        return getattr(ir_lowerings_linalg, name)(b, x, **attrs)
+
+    lowering.__name__ = name
+    return lowering
+
+
+@define("lu", 1, "other", lowering=_lower_linalg("lu"))
 def _lu(x: TensorType) -> list[TensorType]:
     """Partial-pivoting LU of each (m, n) matrix: packed LU, 1-based int32 pivots (min(m, n),), int32 info."""
     if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
@@ -363,7 +374,7 @@ def _lu(x: TensorType) -> list[TensorType]:
     return [x, TensorType((*x.shape[:-2], k), "int32"), TensorType(x.shape[:-2], "int32")]
 
 
-@define("qr", 1, "other", cost=C.linalg(4 / 3), padding=P.UNSAFE)
+@define("qr", 1, "other", lowering=_lower_linalg("qr"))
 def _qr(x: TensorType, full_matrices: bool) -> list[TensorType]:
     if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
         raise TypeError(f"qr needs a batch of float matrices, got {x}")
@@ -372,7 +383,7 @@ def _qr(x: TensorType, full_matrices: bool) -> list[TensorType]:
     return [TensorType((*x.shape[:-2], m, k), x.dtype), TensorType((*x.shape[:-2], k, n), x.dtype)]
 
 
-@define("svd", 1, "other", cost=C.linalg(12.0), padding=P.UNSAFE)
+@define("svd", 1, "other", lowering=_lower_linalg("svd"))
 def _svd(x: TensorType, full_matrices: bool) -> list[TensorType]:
     if len(x.shape) < 2 or x.dtype not in LINALG_FLOAT:
         raise TypeError(f"svd needs a batch of float matrices, got {x}")
@@ -385,7 +396,7 @@ def _svd(x: TensorType, full_matrices: bool) -> list[TensorType]:
     return [TensorType((*batch, *u), x.dtype), TensorType((*batch, k), real), TensorType((*batch, *v), x.dtype)]
 
 
-@define("eigh", 1, "other", cost=C.linalg(9.0), padding=P.UNSAFE)
+@define("eigh", 1, "other", lowering=_lower_linalg("eigh"))
 def _eigh(x: TensorType, lower: bool) -> list[TensorType]:
     n = _square(x, "eigh")
     real = "float32" if x.dtype == "complex64" else x.dtype
@@ -470,4 +481,36 @@ def _while(*state: TensorType, cond: Region, body: Region, limit: int) -> list[T
     dtypes = [s.dtype for s in state]
     _check_region(cond, dtypes, ["bool"], "cond")
     _check_region(body, dtypes, dtypes, "body")
+    return list(state)
+
+
+ARRAY_REGION_EXCLUDED = frozenset({"rng", "check_index"})  # a region has no RNG state and raises nothing
+
+
+def _check_array_region(region: object, state: tuple[TensorType, ...], outs: list[TensorType], what: str) -> None:
+    if not isinstance(region, Region):
+        raise TypeError(f"while_array: {what} must be an ir.Region, got {type(region).__name__}")
+    p = region.program
+    if [v.type for v in p.inputs] != list(state):
+        raise TypeError(f"while_array: {what} takes {[str(v.type) for v in p.inputs]}, the state is "
+                        f"{[str(s) for s in state]}")
+    if [v.type for v in p.outputs] != outs:
+        raise TypeError(f"while_array: {what} gives {[str(v.type) for v in p.outputs]}, needs {[str(t) for t in outs]}")
+    for op in p.ops:
+        if op.name in ARRAY_REGION_EXCLUDED:
+            raise TypeError(f"while_array: {what} holds {op.name}; a region holds any ops but "
+                            f"{sorted(ARRAY_REGION_EXCLUDED)}")
+
+
+@define("while_array", None, "other", cost=C.WHILE_ARRAY, padding=P.UNSAFE)
+def _while_array(*state: TensorType, cond: Region, body: Region, limit: int) -> list[TensorType]:
+    """A bounded loop over whole arrays (StableHLO `while`): `state = body(state)` while `cond(state)`, a 0-d
+    bool, holds, at most `limit` times. The regions are programs over the state's types, of any primitive ops
+    (the iterative linear algebra, drivers/ir_lowerings_linalg.py)."""
+    if not state:
+        raise TypeError("while_array needs at least one operand")
+    if not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"while_array: limit must be an int >= 1, got {limit!r}")
+    _check_array_region(cond, state, [TensorType((), "bool")], "cond")
+    _check_array_region(body, state, list(state), "body")
     return list(state)

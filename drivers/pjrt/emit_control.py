@@ -73,3 +73,24 @@ def _emit_while(e: Emitter, op: Op, args: list[V]) -> list[V]:
     finally:
         e.checking = checking
     return outs[1:]
+
+
+@emits("while_array")
+def _emit_while_array(e: Emitter, op: Op, args: list[V]) -> list[V]:
+    """One stablehlo.while over the whole state and a trip counter, its regions printed at their own types."""
+    cond, body = op.attr("cond").program, op.attr("body").program
+    limit = e.const(op.attr("limit"), (), "int64")
+    checking, e.checking = e.checking, False  # a region's ops raise nothing (no check_index in a region)
+
+    def test(a: list[V]) -> V:
+        within = e.compare("LT", a[0], limit)
+        return e.binary("stablehlo.and", within, emit_program(e, cond, a[1:])[0])
+
+    def step(a: list[V]) -> list[V]:
+        return [e.binary("stablehlo.add", a[0], e.const(1, (), "int64")), *emit_program(e, body, a[1:])]
+
+    try:
+        outs = while_loop(e, [e.const(0, (), "int64"), *args], test, step)
+    finally:
+        e.checking = checking
+    return outs[1:]

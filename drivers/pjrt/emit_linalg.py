@@ -1,5 +1,6 @@
-"""Linear-algebra emitters: cholesky and triangular_solve in StableHLO; lu, qr, svd, eigh and eig through
-jaxlib's LAPACK custom calls (CPU)."""
+"""Linear-algebra emitters: cholesky and triangular_solve in StableHLO; eig through jaxlib's LAPACK custom call
+(CPU only: on any other platform it is refused with an error naming the platform). lu, qr, svd and eigh are
+lowerings over primitives (drivers/ir_lowerings_linalg.py) and have no emitter here."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from torchtpu.drivers.ir import Op
-from torchtpu.drivers.pjrt.emit_core import Emitter, V, _ints, _list, _out, emits
+from torchtpu.drivers.pjrt.emit_core import Emitter, V, _list, _out, emits
 
 
 # -- linear algebra --
@@ -53,7 +54,7 @@ def _emit_triangular_solve(e: Emitter, op: Op, args: list[V]) -> list[V]:
     return [e.convert(y, dtype)]
 
 
-# lu, qr, svd, eigh and eig: LAPACK through jaxlib's CPU custom calls (the calls jax.lax.linalg emits on CPU).
+# eig: LAPACK through jaxlib's CPU custom calls (the calls jax.lax.linalg emits on CPU).
 _LAPACK_PREFIX = {"float32": "s", "float64": "d", "complex64": "c"}
 _REAL_OF = {"float32": "float32", "float64": "float64", "complex64": "float32"}
 
@@ -97,64 +98,6 @@ def _nan_unless_ok(e: Emitter, info: V, values: V) -> V:
     ok = e.compare("EQ", info, e.like(0, info))
     ok = e.broadcast(ok, values.shape, list(range(len(info.shape))))
     return e.select(ok, values, e.like(math.nan, values))
-
-
-@emits("lu")
-def _emit_lu(e: Emitter, op: Op, args: list[V]) -> list[V]:
-    x = _linalg_operand(e, args[0])
-    (ls, ld), (ps, pd), (is_, id_) = (_out(op, i) for i in range(3))
-    if 0 in x.shape:
-        return [x, e.const(0, ps, pd), e.const(0, is_, id_)]
-    return _lapack(e, op, "getrf", [x], [(ls, ld, True), (ps, pd, False), (is_, id_, False)])
-
-
-@emits("qr")
-def _emit_qr(e: Emitter, op: Op, args: list[V]) -> list[V]:
-    x = _linalg_operand(e, args[0])
-    (qs, qd), (rs, rd) = _out(op, 0), _out(op, 1)
-    *batch, m, n = x.shape
-    k = min(m, n)
-    cols = qs[-1]  # m (full) or k (reduced)
-    if 0 in x.shape:
-        eye = e.convert(e.compare("EQ", e.iota(qs, len(qs) - 2), e.iota(qs, len(qs) - 1)), qd)
-        return [eye, e.const(0, rs, rd)]
-    a, taus = _lapack(e, op, "geqrf", [x], [(x.shape, x.dtype, True), ((*batch, k), x.dtype, False)])
-    r_rows = e.op("stablehlo.slice", [a], rs, rd, f"start_indices = {_ints([0] * len(rs))}, limit_indices = "
-                  f"{_ints(rs)}, strides = {_ints([1] * len(rs))}") if tuple(rs) != x.shape else a
-    r = e.select(_triangle_mask(e, rs, lower=False), r_rows, e.like(0, r_rows))
-    if cols > n:
-        a = e.pad(a, e.const(0, (), x.dtype), [0] * len(x.shape), [0] * (len(x.shape) - 1) + [cols - n])
-    elif cols < n:
-        a = e.op("stablehlo.slice", [a], (*batch, m, cols), x.dtype, f"start_indices = {_ints([0] * len(x.shape))}, "
-                 f"limit_indices = {_ints((*batch, m, cols))}, strides = {_ints([1] * len(x.shape))}")
-    (q,) = _lapack(e, op, "ungqr" if x.dtype == "complex64" else "orgqr", [a, taus], [(qs, qd, True)])
-    return [q, r]
-
-
-@emits("eigh")
-def _emit_eigh(e: Emitter, op: Op, args: list[V]) -> list[V]:
-    x = _linalg_operand(e, args[0])
-    (ws, wd), (vs, vd) = _out(op, 0), _out(op, 1)
-    if 0 in x.shape:
-        return [e.const(0, ws, wd), x]
-    uplo = 76 if op.attr("lower") else 85  # 'L' / 'U'
-    v, w, info = _lapack(e, op, "heevd" if x.dtype == "complex64" else "syevd", [x],
-                         [(vs, vd, True), (ws, wd, False), (x.shape[:-2], "int32", False)],
-                         f"mode = 86 : ui8, uplo = {uplo} : ui8")
-    return [_nan_unless_ok(e, info, w), _nan_unless_ok(e, info, v)]
-
-
-@emits("svd")
-def _emit_svd(e: Emitter, op: Op, args: list[V]) -> list[V]:
-    x = _linalg_operand(e, args[0])
-    (us, ud), (ss, sd), (vs, vd) = (_out(op, i) for i in range(3))
-    if 0 in x.shape:
-        return [e.const(0, us, ud), e.const(0, ss, sd), e.const(0, vs, vd)]
-    mode = 65 if op.attr("full_matrices") else 83  # 'A' / 'S'
-    _, s, u, vt, info = _lapack(e, op, "gesdd", [x], [(x.shape, x.dtype, True), (ss, sd, False), (us, ud, True),
-                                                      (vs, vd, True), (x.shape[:-2], "int32", False)],
-                                f"mode = {mode} : ui8")
-    return [_nan_unless_ok(e, info, u), _nan_unless_ok(e, info, s), _nan_unless_ok(e, info, vt)]
 
 
 @emits("eig")

@@ -42,3 +42,16 @@ def _while(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
         for s, c in zip(state, cur):
             s[live] = c
     return [s.reshape(shape) for s in state]
+
+
+@kernel("while_array")
+def _while_array(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    """The whole state through `body` while `cond` holds (at most `limit` trips); the results never alias the
+    operands."""
+    cond, body, limit = op.attr("cond").program, op.attr("body").program, op.attr("limit")
+    state = list(args)
+    for _ in range(limit):
+        if not bool(run_region(cond, state)[0]):
+            break
+        state = run_region(body, state)
+    return [np.array(s, copy=True) if any(s is a for a in args) else s for s in state]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from torchtpu.drivers.ir import Op
 from torchtpu.drivers.sim.kernels import NP_DTYPES, kernel, load, store
@@ -306,7 +305,8 @@ def _reduce_window(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [store(np.asarray(y), op.outputs[0].dtype)]
 
 
-# --- linear algebra (numpy's LAPACK in the operand's precision; LU with partial pivoting in numba) -----------------
+# --- linear algebra: numpy's LAPACK in the operand's precision (lu, qr, eigh and svd are lowerings,
+# drivers/ir_lowerings_linalg.py) ----------------------------------------------------------------------------------
 
 def _per_matrix(fn, x: np.ndarray, *outs_like: tuple[tuple[int, ...], np.dtype]) -> list[np.ndarray]:
     """Runs fn on the whole batch; if LAPACK rejects one matrix, per matrix with NaN for the failures."""
@@ -373,72 +373,6 @@ def _solve(t: np.ndarray, b: np.ndarray) -> np.ndarray:
             except np.linalg.LinAlgError:
                 out[idx] = np.nan
         return out
-
-
-@numba.njit(cache=True)
-def _lu_loop(a, piv, info):  # pragma: no cover - numba
-    batch, m, n = a.shape
-    k = min(m, n)
-    for b in range(batch):
-        for j in range(k):
-            p = j
-            best = abs(a[b, j, j])
-            for i in range(j + 1, m):
-                v = abs(a[b, i, j])
-                if v > best:
-                    best, p = v, i
-            piv[b, j] = p + 1
-            if p != j:
-                for c in range(n):
-                    a[b, j, c], a[b, p, c] = a[b, p, c], a[b, j, c]
-            if a[b, j, j] == 0:
-                if info[b] == 0:
-                    info[b] = j + 1
-                continue
-            for i in range(j + 1, m):
-                a[b, i, j] /= a[b, j, j]
-            for i in range(j + 1, m):
-                f = a[b, i, j]
-                if f != 0:
-                    for c in range(j + 1, n):
-                        a[b, i, c] -= f * a[b, j, c]
-
-
-@kernel("lu")
-def _lu(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = _wide_linalg(args[0])
-    batch, (m, n) = x.shape[:-2], x.shape[-2:]
-    a = np.ascontiguousarray(x.reshape(-1, m, n)).copy()
-    piv = np.zeros((a.shape[0], min(m, n)), np.int32)
-    info = np.zeros(a.shape[0], np.int32)
-    if a.size:
-        _lu_loop(a, piv, info)
-    return [a.reshape(x.shape), piv.reshape((*batch, min(m, n))), info.reshape(batch)]
-
-
-@kernel("qr")
-def _qr(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = _wide_linalg(args[0])
-    q, r = np.linalg.qr(x, mode="complete" if op.attr("full_matrices") else "reduced")
-    return [q.astype(x.dtype), r.astype(x.dtype)]
-
-
-@kernel("svd")
-def _svd(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = _wide_linalg(args[0])
-    shapes = [v.type for v in op.outputs]
-    if x.size == 0:
-        return [np.zeros(t.shape, NP_DTYPES[t.dtype]) for t in shapes]
-    u, s, vh = _per_matrix(lambda m: np.linalg.svd(m, full_matrices=op.attr("full_matrices")), x,
-                           *[(t.shape, NP_DTYPES[t.dtype]) for t in shapes])
-    return [np.asarray(v, NP_DTYPES[t.dtype]) for v, t in zip((u, s, vh), shapes)]
-
-
-@kernel("eigh")
-def _eigh(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = _wide_linalg(args[0])
-    w, v = np.linalg.eigh(x, UPLO="L" if op.attr("lower") else "U")
-    return [w.astype(NP_DTYPES[op.outputs[0].dtype]), v.astype(x.dtype)]
 
 
 @kernel("eig")

@@ -49,6 +49,27 @@ class Case:
         return b.finish(outs, name=f"case_{self.op}"), inputs
 
 
+def _array_halvings(shape: tuple[int, ...], limit: int) -> dict[str, Any]:
+    """`while_array` attributes: halve the whole of x and count the halvings while its largest element is >= 1."""
+    from torchtpu.drivers.ir import Region
+
+    def region(fn: Any) -> Region:
+        b = Builder()
+        return Region(b.finish(fn(b, b.input(shape, "float32"), b.input((), "float32"))))
+
+    def c(b: Builder, v: float, sh: tuple[int, ...]) -> Any:
+        return b.emit("constant", [], value=v, shape=sh, dtype="float32")[0]
+
+    def cond(b: Builder, x: Any, k: Any) -> list[Any]:
+        top = b.emit("reduce", [x], kind="max", dimensions=tuple(range(len(shape))))[0]
+        return b.emit("compare", [top, c(b, 1.0, ())], direction="GE")
+
+    def body(b: Builder, x: Any, k: Any) -> list[Any]:
+        return [b.emit("multiply", [x, c(b, 0.5, shape)])[0], b.emit("add", [k, c(b, 1.0, ())])[0]]
+
+    return {"cond": region(cond), "body": region(body), "limit": limit}
+
+
 def _halvings(limit: int, dtype: str = "float32") -> dict[str, Any]:
     """`while` attributes: halve x and count the halvings while x >= 1 (at most `limit` trips)."""
     from torchtpu.drivers.ir import Region
@@ -393,6 +414,10 @@ def _build_cases() -> dict[str, list[Case]]:
     ts.append(Variant([spd((), 3, np.complex64), (f((3, 2)) + 1j * f((3, 2))).astype(np.complex64)],
                       {"left_side": True, "lower": True, "unit_diagonal": False, "transpose_a": "ADJOINT"}))
     c["triangular_solve"] = [Case("triangular_solve", ts, 1e-5, 1e-5)]
+    c["while_array"] = [Case("while_array", [Variant([f((2, 3), 0.1, 50), np.zeros((), np.float32)],
+                                                     _array_halvings((2, 3), 100)),
+                                             Variant([f((4,), 0.1, 50), np.zeros((), np.float32)],
+                                                     _array_halvings((4,), 3))], 0, 0)]
     c["while"] = [Case("while", [
         Variant([f((6,), 0.1, 50), np.zeros(6, np.float32)], _halvings(100)),
         Variant([f((2, 3), 0.1, 50), np.zeros((2, 3), np.float32)], _halvings(3)),  # the limit stops some
@@ -407,22 +432,21 @@ def _build_cases() -> dict[str, list[Case]]:
         Variant([np.array([0, 1, 2, 3, 1], np.float32), f((5,), 0.5, 4)], {"function": "polygamma"})], 1e-5, 1e-6)]
     singular = f((4, 4))
     singular[:, 1] = 0
-    # (complex lu is left out: LAPACK pivots on |re| + |im|, the sim on the modulus, so pivots may differ)
     c["lu"] = [Case("lu", [Variant([f((2, 4, 4))]), Variant([f((5, 3))]), Variant([f((3, 5))]),
-                           Variant([f((3, 3)).astype(np.float64)]), Variant([singular])],
+                           Variant([f((3, 3)).astype(np.float64)]), Variant([singular]), Variant([cplx((3, 3))])],
                     1e-4, 1e-5)]
     qr = [Variant([x], {"full_matrices": full}) for full in (False, True)
-          for x in (f((2, 5, 3)), f((3, 5)), f((4, 4)), f((2, 3)).astype(np.float64), cplx((4, 3)))]
+          for x in (f((2, 5, 3)), f((3, 5)), f((4, 4)), f((2, 3)).astype(np.float64), singular)]
     c["qr"] = [Case("qr", qr, 1e-4, 1e-5)]
     svd = [Variant([x], {"full_matrices": full}) for full in (False, True)
-           for x in (f((2, 5, 3)), f((3, 5)), f((4, 4)).astype(np.float64), cplx((3, 2)))]
+           for x in (f((2, 5, 3)), f((3, 5)), f((4, 4)).astype(np.float64), f((5, 5)))]
     c["svd"] = [Case("svd", svd, 1e-4, 1e-5)]
     sym = f((2, 4, 4))
     sym = sym + np.swapaxes(sym, -1, -2)
-    herm = cplx((3, 3))
-    herm = herm + np.conj(herm.T)
+    odd = f((5, 5))
+    odd = odd + odd.T
     c["eigh"] = [Case("eigh", [Variant([sym], {"lower": True}), Variant([sym], {"lower": False}),
-                               Variant([sym[0].astype(np.float64)], {"lower": True}), Variant([herm], {"lower": True})],
+                               Variant([sym[0].astype(np.float64)], {"lower": True}), Variant([odd], {"lower": True})],
                       1e-4, 1e-5)]
     c["eig"] = [Case("eig", [Variant([f((2, 4, 4))]), Variant([cplx((3, 3))]),
                              Variant([np.array([[0, -1], [1, 0]], np.float32)])], 1e-4, 1e-5)]

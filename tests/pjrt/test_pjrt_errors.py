@@ -73,15 +73,24 @@ def test_checks_can_be_turned_off(monkeypatch):
 
 
 @pytest.mark.parametrize("platform", ["tpu", "cuda"])
-@pytest.mark.parametrize("op", ["lu", "qr", "svd", "eigh", "eig"])
-def test_lapack_ops_name_op_and_platform_off_cpu(op, platform):
-    """lu/qr/svd/eigh/eig call jaxlib's CPU LAPACK kernels: on other platforms emitting them says so."""
+def test_eig_names_op_and_platform_off_cpu(platform):
+    """eig calls jaxlib's CPU LAPACK kernel (XLA has no TPU eig): on other platforms emitting it says so."""
+    from torchtpu.drivers.pjrt.emit import emit
+
+    b = Builder()
+    program = b.finish(b.emit("eig", [b.input((3, 3), "float32")]))
+    with pytest.raises(NotImplementedError, match=f"eig.*{platform}.*cpu only"):
+        emit(program, platform=platform)
+
+
+@pytest.mark.parametrize("op", ["lu", "qr", "svd", "eigh"])
+def test_lowered_linalg_emits_for_tpu_without_custom_calls(op):
+    """lu/qr/svd/eigh are lowerings over primitives (drivers/ir_lowerings_linalg.py): plain StableHLO anywhere."""
     from torchtpu.drivers.pjrt.emit import emit
 
     attrs = {"qr": {"full_matrices": False}, "svd": {"full_matrices": False},
              "eigh": {"lower": True}}.get(op, {})
     b = Builder()
-    x = b.input((3, 3), "float32")
-    program = b.finish(b.emit(op, [x], **attrs))
-    with pytest.raises(NotImplementedError, match=f"{op}.*{platform}.*cpu only"):
-        emit(program, platform=platform)
+    program = b.finish(b.emit(op, [b.input((3, 3), "float32")], **attrs))
+    text = str(emit(program, platform="tpu"))
+    assert "stablehlo.while" in text and "custom_call" not in text
