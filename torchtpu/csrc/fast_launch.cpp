@@ -179,10 +179,7 @@ struct FastKernel final : public c10::OperatorKernel {
     const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, is_static_, key, device, floats);
     if (keyable) {
       auto it = table().find(key);
-      if (it != table().end() && !writes_overlap(schema, n_args, *stack)) {
-        launch_cached(schema, it->second, device, floats, n_args, stack);
-        return;
-      }
+      if (it != table().end() && launch_cached(schema, it->second, device, floats, n_args, stack)) return;
     }
     call_python(op, std::move(key), keyable, floats.size(), n_args, stack);
   }
@@ -192,22 +189,9 @@ struct FastKernel final : public c10::OperatorKernel {
     return arg.kwarg_only() && arg.alias_info() != nullptr && arg.alias_info()->isWrite();
   }
 
-  // A written tensor with elements sharing memory (an expanded view) takes the Python kernel, which raises as
-  // ATen does (or runs the few ops ATen lets write such views).
-  bool writes_overlap(const c10::FunctionSchema& schema, size_t n_args, const torch::jit::Stack& stack) const {
-    if (kind_ != kInplace && kind_ != kInplaceList && kind_ != kOut) return false;
-    const c10::IValue* values = stack.data() + (stack.size() - n_args);
-    std::vector<at::Tensor> written;
-    for (size_t i = 0; i < n_args; ++i) {
-      if (kind_ == kOut ? is_out(schema.arguments()[i]) : i == 0) push_tensors(values[i], written);
-    }
-    for (const at::Tensor& t : written) {
-      if (at::has_internal_overlap(t) == at::MemOverlap::Yes) return true;
-    }
-    return false;
-  }
-
-  void launch_cached(const c10::FunctionSchema& schema, const Entry& entry, int64_t device,
+  // False (nothing done) when a written tensor has elements sharing memory (an expanded view): that call takes
+  // the Python kernel, which raises as ATen does (or runs the few ops ATen lets write such views).
+  bool launch_cached(const c10::FunctionSchema& schema, const Entry& entry, int64_t device,
                      const std::vector<double>& floats, size_t n_args, torch::jit::Stack* stack) {
     // inputs in the Python signature's order (arguments in order, lists flattened); out= tensors apart
     std::vector<at::Tensor> inputs;
@@ -228,7 +212,11 @@ struct FastKernel final : public c10::OperatorKernel {
       outputs.push_back(inputs.front());
     } else if (kind_ == kInplaceList) {
       outputs.assign(inputs.begin(), inputs.begin() + values[0].toTensorList().size());
-    } else if (kind_ == kFunctional || kind_ == kFunctionalList) {
+    }
+    for (const at::Tensor& t : outputs) {  // (none yet for a functional op; _copy_from's dst: unchecked)
+      if (kind_ != kCopyFrom && at::has_internal_overlap(t) == at::MemOverlap::Yes) return false;
+    }
+    if (kind_ == kFunctional || kind_ == kFunctionalList) {
       outputs.reserve(entry.outputs.size());
       auto device_obj = c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
       for (const auto& [sizes, dtype] : entry.outputs) {
@@ -276,6 +264,7 @@ struct FastKernel final : public c10::OperatorKernel {
     } else if (kind_ == kOut && !schema.returns().empty()) {
       for (auto& v : out_args) stack->push_back(std::move(v));
     }
+    return true;
   }
 
   // The op's Python kernel called as torch.library would: positional and keyword-only arguments from the

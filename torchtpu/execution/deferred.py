@@ -21,6 +21,7 @@ Regions are transactional. Recording is all or nothing. A flush either completes
 
 from __future__ import annotations
 
+import bisect
 import gc
 import os
 import sys
@@ -275,12 +276,7 @@ def _failing_event(stage: _Stage, exc: BaseException, n_events: int) -> int | No
     if isinstance(exc, BuildError):
         return exc.event_index
     if isinstance(exc, ExecutionError) and stage.built is not None and len(stage.built.op_starts) == n_events:
-        found = 0
-        for i, start in enumerate(stage.built.op_starts):
-            if start > exc.op_index:
-                break
-            found = i
-        return found
+        return max(bisect.bisect_right(stage.built.op_starts, exc.op_index) - 1, 0)  # the last event started
     return None
 
 
