@@ -32,22 +32,16 @@ namespace torchtpu {
 namespace {
 
 // How to launch one key again: `execute(exe, [input buffers..., *scalars], [output buffers...], device)`, the
-// buffers numpy views of the tensors' memory (what runtime.buffer makes). References owned by the table.
+// buffers numpy views of the tensors' memory (what runtime.buffer makes). Made and dropped under the GIL.
 struct Entry {
   std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> outputs;
   size_t n_inputs;
-  PyObject* execute;
-  PyObject* exe;
-  PyObject* bindings;  // a tuple per 0-d input: (index of the call's float, or a function of the floats' tuple;
+  py::object execute;
+  py::object exe;
+  py::tuple bindings;  // a tuple per 0-d input: (index of the call's float, or a function of the floats' tuple;
                        // IR dtype) (eager.Traced.bindings)
   int64_t device;
 };
-
-void release(Entry& entry) {
-  Py_XDECREF(entry.execute);
-  Py_XDECREF(entry.exe);
-  Py_XDECREF(entry.bindings);
-}
 
 PyObject* g_scalar_buffer = nullptr;  // runtime.scalar_buffer(value, IR dtype): 0-d buffers of other dtypes
 
@@ -92,6 +86,15 @@ PyObject* numpy_view(const at::Tensor& t) {
   Py_INCREF(descr);  // stolen by the call
   return PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims.data(), data ? strides.data() : nullptr, data,
                               NPY_ARRAY_WRITEABLE, nullptr);
+}
+
+// numpy views of `tensors` as the first items of `list` (all of one dtype numpy has: the key holds them)
+void put_views(py::list& list, const std::vector<at::Tensor>& tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    PyObject* view = numpy_view(tensors[i]);
+    if (view == nullptr) throw py::error_already_set();
+    PyList_SET_ITEM(list.ptr(), i, view);
+  }
 }
 
 constexpr size_t kMaxEntries = 8192;  // like the Python cache: a workload of ever-new shapes stays bounded
@@ -176,10 +179,7 @@ struct FastKernel final : public c10::OperatorKernel {
     const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, is_static_, key, device, floats);
     if (keyable) {
       auto it = table().find(key);
-      if (it != table().end() && !writes_overlap(schema, n_args, *stack)) {
-        launch_cached(schema, it->second, device, floats, n_args, stack);
-        return;
-      }
+      if (it != table().end() && launch_cached(schema, it->second, device, floats, n_args, stack)) return;
     }
     call_python(op, std::move(key), keyable, floats.size(), n_args, stack);
   }
@@ -189,22 +189,9 @@ struct FastKernel final : public c10::OperatorKernel {
     return arg.kwarg_only() && arg.alias_info() != nullptr && arg.alias_info()->isWrite();
   }
 
-  // A written tensor with elements sharing memory (an expanded view) takes the Python kernel, which raises as
-  // ATen does (or runs the few ops ATen lets write such views).
-  bool writes_overlap(const c10::FunctionSchema& schema, size_t n_args, const torch::jit::Stack& stack) const {
-    if (kind_ != kInplace && kind_ != kInplaceList && kind_ != kOut) return false;
-    const c10::IValue* values = stack.data() + (stack.size() - n_args);
-    std::vector<at::Tensor> written;
-    for (size_t i = 0; i < n_args; ++i) {
-      if (kind_ == kOut ? is_out(schema.arguments()[i]) : i == 0) push_tensors(values[i], written);
-    }
-    for (const at::Tensor& t : written) {
-      if (at::has_internal_overlap(t) == at::MemOverlap::Yes) return true;
-    }
-    return false;
-  }
-
-  void launch_cached(const c10::FunctionSchema& schema, const Entry& entry, int64_t device,
+  // False (nothing done) when a written tensor has elements sharing memory (an expanded view): that call takes
+  // the Python kernel, which raises as ATen does (or runs the few ops ATen lets write such views).
+  bool launch_cached(const c10::FunctionSchema& schema, const Entry& entry, int64_t device,
                      const std::vector<double>& floats, size_t n_args, torch::jit::Stack* stack) {
     // inputs in the Python signature's order (arguments in order, lists flattened); out= tensors apart
     std::vector<at::Tensor> inputs;
@@ -225,22 +212,22 @@ struct FastKernel final : public c10::OperatorKernel {
       outputs.push_back(inputs.front());
     } else if (kind_ == kInplaceList) {
       outputs.assign(inputs.begin(), inputs.begin() + values[0].toTensorList().size());
-    } else if (kind_ == kFunctional || kind_ == kFunctionalList) {
+    }
+    for (const at::Tensor& t : outputs) {  // (none yet for a functional op; _copy_from's dst: unchecked)
+      if (kind_ != kCopyFrom && at::has_internal_overlap(t) == at::MemOverlap::Yes) return false;
+    }
+    if (kind_ == kFunctional || kind_ == kFunctionalList) {
       outputs.reserve(entry.outputs.size());
       auto device_obj = c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
       for (const auto& [sizes, dtype] : entry.outputs) {
         outputs.push_back(at::empty(sizes, at::TensorOptions().dtype(dtype).device(device_obj)));
       }
     }
-    PyObject* bindings = entry.bindings;
+    PyObject* bindings = entry.bindings.ptr();
     const Py_ssize_t n_extra = PyTuple_GET_SIZE(bindings);
     py::list in_buffers(inputs.size() + n_extra);
     py::list out_buffers(outputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      PyObject* view = numpy_view(inputs[i]);
-      if (view == nullptr) throw py::error_already_set();
-      PyList_SET_ITEM(in_buffers.ptr(), i, view);
-    }
+    put_views(in_buffers, inputs);
     py::tuple float_values;  // the floats as a tuple, for bindings that are functions of them
     for (Py_ssize_t i = 0; i < n_extra; ++i) {
       PyObject* binding = PyTuple_GET_ITEM(bindings, i);
@@ -257,12 +244,8 @@ struct FastKernel final : public c10::OperatorKernel {
       }
       PyList_SET_ITEM(in_buffers.ptr(), inputs.size() + i, item);
     }
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      PyObject* view = numpy_view(outputs[i]);
-      if (view == nullptr) throw py::error_already_set();
-      PyList_SET_ITEM(out_buffers.ptr(), i, view);
-    }
-    py::handle(entry.execute)(py::handle(entry.exe), in_buffers, out_buffers, entry.device);
+    put_views(out_buffers, outputs);
+    entry.execute(entry.exe, in_buffers, out_buffers, entry.device);
     ++g_hits;
     c10::IValue dst = kind_ == kCopyFrom ? values[1] : c10::IValue();
     std::vector<c10::IValue> out_args;
@@ -281,6 +264,7 @@ struct FastKernel final : public c10::OperatorKernel {
     } else if (kind_ == kOut && !schema.returns().empty()) {
       for (auto& v : out_args) stack->push_back(std::move(v));
     }
+    return true;
   }
 
   // The op's Python kernel called as torch.library would: positional and keyword-only arguments from the
@@ -347,11 +331,6 @@ void register_op(const std::string& qualified, const std::string& name, py::obje
                                         std::move(kernel), name, kind, std::move(is_static))));
 }
 
-void clear_entries() {
-  for (auto& [_, entry] : table()) release(entry);
-  table().clear();
-}
-
 // Called by the Python kernel of the op being missed: stores how to launch this key again. `op_name` must
 // be the op whose miss is in progress (a Python kernel may run other ops itself); false when not stored.
 // `outputs` holds (sizes, torch.dtype) per fresh output, in the order the op returns them; none for an in-place
@@ -370,33 +349,23 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
       return false;
     }
   }
+  // the schema's returns must be what `kind` pushes (p.kind is one of Kind: register_op checks it)
   const auto& returns = p.schema->returns();
-  switch (kind) {
-    case kFunctional:
-      if (returns.size() != outputs.size()) return false;
-      for (const auto& r : returns) {
-        if (r.real_type()->kind() != c10::TypeKind::TensorType) return false;
-      }
-      break;
-    case kInplace:
-      if (returns.size() != 1 || !outputs.empty()) return false;
-      break;
-    case kInplaceList:
-      if (!returns.empty() || !outputs.empty()) return false;
-      break;
-    case kFunctionalList:
-      if (returns.size() != 1 || returns[0].real_type()->kind() != c10::TypeKind::ListType) return false;
-      break;
-    case kOut:
-      if (!outputs.empty()) return false;
-      break;
-    case kCopyFrom:
-      if (returns.size() != 1 || !outputs.empty()) return false;
-      break;
-    default:
-      return false;
-  }
-  Entry entry{{}, static_cast<size_t>(n_inputs), nullptr, nullptr, nullptr, device};
+  auto returns_kind = [&](c10::TypeKind k) {
+    for (const auto& r : returns) {
+      if (r.real_type()->kind() != k) return false;
+    }
+    return true;
+  };
+  using c10::TypeKind;
+  const bool fits = kind == kFunctional       ? returns.size() == outputs.size() && returns_kind(TypeKind::TensorType)
+                    : kind == kFunctionalList ? returns.size() == 1 && returns_kind(TypeKind::ListType)
+                    : !outputs.empty()        ? false
+                    : kind == kInplaceList    ? returns.empty()
+                    : kind == kOut            ? true
+                                              : returns.size() == 1;  // kInplace, kCopyFrom
+  if (!fits) return false;
+  Entry entry{{}, static_cast<size_t>(n_inputs), std::move(execute), std::move(exe), std::move(bindings), device};
   for (const auto& item : outputs) {
     auto pair = item.cast<py::tuple>();
     PyObject* dtype = pair[1].ptr();
@@ -405,18 +374,8 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
     if (!numpy_dtypes().count(static_cast<int>(scalar_type))) return false;
     entry.outputs.emplace_back(pair[0].cast<std::vector<int64_t>>(), scalar_type);
   }
-  auto& t = table();
-  if (t.size() >= kMaxEntries) clear_entries();
-  entry.execute = execute.release().ptr();
-  entry.exe = exe.release().ptr();
-  entry.bindings = bindings.release().ptr();
-  auto it = t.find(p.key);
-  if (it != t.end()) {
-    release(it->second);
-    it->second = std::move(entry);
-  } else {
-    t.emplace(p.key, std::move(entry));
-  }
+  if (table().size() >= kMaxEntries) table().clear();
+  table().insert_or_assign(p.key, std::move(entry));
   return true;
 }
 
@@ -449,7 +408,7 @@ void bind_fast_launch(py::module& m) {
   m.def("fast_numpy_dtypes", &set_numpy_dtypes);
   m.def("fast_register", &register_op);
   m.def("fast_store", &store);
-  m.def("fast_clear", [] { clear_entries(); });
+  m.def("fast_clear", [] { table().clear(); });
   m.def("fast_set_state", &set_state);
   m.def("fast_scalar_buffer", [](py::object make) {  // runtime.scalar_buffer, for dtypes numpy has no C type of
     Py_XDECREF(g_scalar_buffer);

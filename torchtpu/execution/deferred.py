@@ -21,6 +21,7 @@ Regions are transactional. Recording is all or nothing. A flush either completes
 
 from __future__ import annotations
 
+import bisect
 import gc
 import os
 import sys
@@ -67,16 +68,10 @@ class RegionStats:
     last_inputs: tuple = ()
 
 
-@dataclass
-class _Replay:
-    built: Built
-    exe: Any
-
-
 _lock = threading.RLock()
 _kept = [False]  # a region interrupted before it ran was kept pending (fast_launch.sync: off while it is)
 _region = _Region()
-_replays: OrderedDict[tuple, _Replay] = OrderedDict()  # LRU by region signature
+_replays: OrderedDict[tuple, Built] = OrderedDict()  # LRU by region signature, each compiled
 _MAX_REPLAYS = 64
 stats = RegionStats()
 
@@ -137,7 +132,9 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
         flush()
     with _lock:
         if poison.active:
-            _check_poisoned(op_name, hoisted, tensors)
+            # a poisoned storage that an earlier op of this region writes whole is valid by then
+            poison.check_inputs(op_name, tensors, hoisted,
+                                lambda t: _region.slot_of.get(_key(t)) in _covered(_region.slots, _region.events))
         inputs = tuple(_view(t) for t in tensors)
         outs = tuple(_view(t) for t in outputs)
         event = Event(hoisted, structure, inputs, outs, (*scalars, *constants), (op_name, _user_line()))
@@ -151,23 +148,14 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
             flush()
 
 
-def _check_poisoned(op_name: str, program: Program, tensors: list[torch.Tensor]) -> None:
-    """Raises at the call if the op reads a poisoned storage that no earlier op of this region wrote whole."""
-    for i, t in enumerate(tensors):
-        if poison.is_poisoned(t) and poison.reads_input(program, i):
-            slot = _region.slot_of.get(_key(t))
-            if slot is None or slot not in _covered(_region.slots, _region.events):
-                raise poison.error(t, f"{op_name} read")
+def _live(region: _Region) -> list[int]:
+    """The slots the region writes that someone besides it still references."""
+    return [i for i, s in enumerate(region.slots) if s.written and poison.referenced_elsewhere(s.holder)]
 
 
 def _covered(slots: list[Slot], events: Sequence[Event]) -> set[int]:
     """The slots that one of `events` writes whole."""
     return {v[0] for e in events for v in e.outputs if covers(v, slots[v[0]].holder.shape[0])}
-
-
-def _alive_elsewhere(slot: Slot) -> bool:
-    storage = slot.holder.untyped_storage()
-    return torch._C._storage_Use_Count(storage._cdata) > 2  # more than our holder and this Python handle
 
 
 @dataclass
@@ -208,39 +196,39 @@ def _run(region: _Region, stage: _Stage) -> str | None:
     # Tensors that died in reference cycles during the region (autograd graphs make them) must be collected
     # now, or liveness, and with it the program's outputs and cache key, would vary from step to step.
     gc.collect(1)
-    live = {i for i, s in enumerate(region.slots) if s.written and _alive_elsewhere(s)}
+    live = set(_live(region))
     key = (tuple(e.signature() for e in region.events), tuple((s.dtype, s.holder.shape[0]) for s in region.slots))
-    replay = _replays.get(key)
+    built = _replays.get(key)
     drv = runtime.driver()
     # A replay may write back a few storages that died this time (harmless: our holders keep them until the
     # flush ends); a storage alive now that the replay does not write forces a rebuild with the union, so
     # garbage-collection timing cannot make a loop recompile more than once or twice.
-    if replay is None or not live <= set(replay.built.output_slots):
-        if replay is not None:
-            live |= set(replay.built.output_slots)
+    if built is None or not live <= set(built.output_slots):
+        if built is not None:
+            live |= set(built.output_slots)
         stage.name = "build"
         built = stage.built = build(region.slots, region.events, sorted(live))
         stage.name = "compile"
         misses_before = drv.cache_stats.misses
-        exe = drv.compile(built.program)
+        built.exe = drv.compile(built.program)
         warning = _count(built.program, miss=drv.cache_stats.misses > misses_before)
-        replay = _replays[key] = _Replay(built, exe)
+        _replays[key] = built
         while len(_replays) > _MAX_REPLAYS:
             _replays.popitem(last=False)
     else:
         _replays.move_to_end(key)
         stats.replays += 1
-        warning = _count(replay.built.program, miss=False)
-    stage.name, stage.built = "execute", replay.built
-    _execute(drv, replay.built, replay.exe, region, region.events)
+        warning = _count(built.program, miss=False)
+    stage.name, stage.built = "execute", built
+    _execute(drv, built, region, region.events)
     if _events.ACTIVE:  # a profiler is recording: note the flush, its reason and the region's ops
-        _events.on_flush(region, replay.exe)
+        _events.on_flush(region, built.exe)
     if poison.active:  # a poisoned storage written whole is valid again
         poison.discard(_key(region.slots[s].holder) for s in _covered(region.slots, region.events))
     return warning
 
 
-def _execute(drv: Any, built: Built, exe: Any, region: _Region, events: Sequence[Event]) -> None:
+def _execute(drv: Any, built: Built, region: _Region, events: Sequence[Event]) -> None:
     runtime.collect_freed()
     buffers = [runtime.storage_handle(region.slots[s].holder) for s in built.input_slots]
     scalar_inputs = built.program.inputs[len(built.input_slots):]
@@ -250,7 +238,7 @@ def _execute(drv: Any, built: Built, exe: Any, region: _Region, events: Sequence
     outputs = [runtime.storage_handle(region.slots[s].holder) for s in built.output_slots]
     from torchtpu.execution import launch
 
-    launch.execute(drv, exe, buffers, outputs, max(region.device, 0))
+    launch.execute(drv, built.exe, buffers, outputs, max(region.device, 0))
 
 
 def _fail(region: _Region, stage: _Stage, exc: BaseException, raised_at_call: bool) -> None:
@@ -264,7 +252,7 @@ def _fail(region: _Region, stage: _Stage, exc: BaseException, raised_at_call: bo
         raise exc
     bad = _failing_event(stage, exc, len(region.events))
     message = _describe(region, stage, exc, bad)
-    written = [s for s in range(len(region.slots)) if region.slots[s].written and _alive_elsewhere(region.slots[s])]
+    written = _live(region)
     if not (raised_at_call and len(region.events) == 1 and not interrupted):
         # Poison first, then clear what the events before the failing one commit: an interrupt in between
         # leaves more poisoned, never a storage that holds a wrong value.
@@ -288,12 +276,7 @@ def _failing_event(stage: _Stage, exc: BaseException, n_events: int) -> int | No
     if isinstance(exc, BuildError):
         return exc.event_index
     if isinstance(exc, ExecutionError) and stage.built is not None and len(stage.built.op_starts) == n_events:
-        found = 0
-        for i, start in enumerate(stage.built.op_starts):
-            if start > exc.op_index:
-                break
-            found = i
-        return found
+        return max(bisect.bisect_right(stage.built.op_starts, exc.op_index) - 1, 0)  # the last event started
     return None
 
 
@@ -316,10 +299,10 @@ def _commit_prefix(region: _Region, count: int) -> list[int]:
     events = region.events[:count]
     later = {v[0] for e in region.events[count:] for v in e.outputs}
     mine = {v[0] for e in events for v in e.outputs}
-    live = sorted(s for s in mine - later if _alive_elsewhere(region.slots[s]))
-    built = build(region.slots, events, live)
-    drv = runtime.driver()
-    _execute(drv, built, drv.compile(built.program), region, events)
+    live = sorted(s for s in mine - later if poison.referenced_elsewhere(region.slots[s].holder))
+    built, drv = build(region.slots, events, live), runtime.driver()
+    built.exe = drv.compile(built.program)
+    _execute(drv, built, region, events)
     return live
 
 

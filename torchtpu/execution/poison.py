@@ -14,7 +14,7 @@ it reads buffers without asking Python.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
@@ -63,8 +63,9 @@ def discard(keys: Iterable[Any]) -> None:
     _set_active()
 
 
-def is_poisoned(t: torch.Tensor) -> bool:
-    return active and storage_key(t) in _entries
+def referenced_elsewhere(holder: torch.Tensor) -> bool:
+    """Whether anything but `holder` (a flat view of a whole storage) and this call references its storage."""
+    return torch._C._storage_Use_Count(holder.untyped_storage()._cdata) > 2
 
 
 def error(t: torch.Tensor, use: str) -> RuntimeError:
@@ -75,46 +76,33 @@ def error(t: torch.Tensor, use: str) -> RuntimeError:
         "overwrite it whole (copy_, zero_, fill_) to use it again.")
 
 
-def reads_input(program: Program, index: int) -> bool:
-    """Whether `program` uses its input `index` (an in-place `zero_` or `fill_` takes its target but never reads it)."""
-    wanted = program.inputs[index].id
-    return any(v.id == wanted for op in program.ops for v in op.inputs) or \
-        any(v.id == wanted for v in program.outputs)
-
-
-def check_inputs(op_name: str, tensors: Sequence[torch.Tensor], program: Program | None = None) -> None:
-    """Raises if `op_name` reads a poisoned tensor (`program`'s first inputs are `tensors`; None: reads them all).
-    Call only while `active`."""
+def check_inputs(op_name: str, tensors: Sequence[torch.Tensor], program: Program,
+                 valid: Callable[[torch.Tensor], bool] = lambda t: False) -> None:
+    """Raises if `op_name` reads a poisoned tensor (`program`'s first inputs are `tensors`; an in-place `zero_` or
+    `fill_` takes its target but never reads it) unless `valid(tensor)`. Call only while `active`."""
     global _checks
     _checks += 1
     if _checks % _SWEEP_EVERY == 0:
         sweep()
     for i, t in enumerate(tensors):
-        if storage_key(t) in _entries and (program is None or reads_input(program, i)):
-            raise error(t, f"{op_name} read")
-
-
-def covers_storage(t: torch.Tensor) -> bool:
-    """Whether a write of `t` writes every element of its storage."""
-    n = t.untyped_storage().nbytes() // t.element_size()
-    return t.storage_offset() == 0 and t.numel() == n and t.is_contiguous()
+        if storage_key(t) in _entries and not valid(t):
+            wanted = program.inputs[i].id
+            if any(v.id == wanted for op in program.ops for v in op.inputs) or \
+                    any(v.id == wanted for v in program.outputs):
+                raise error(t, f"{op_name} read")
 
 
 def overwritten(tensors: Iterable[torch.Tensor]) -> None:
     """`tensors` were just written: a poisoned storage that one of them covers whole is valid again."""
-    if not active:
-        return
-    done = [storage_key(t) for t in tensors if storage_key(t) in _entries and covers_storage(t)]
+    done = [storage_key(t) for t in tensors if storage_key(t) in _entries and t.storage_offset() == 0
+            and t.is_contiguous() and t.numel() == t.untyped_storage().nbytes() // t.element_size()]
     if done:
         discard(done)
 
 
 def sweep() -> None:
     """Forgets poisoned storages that nothing but this table references any more."""
-    if not _entries:
-        return
-    dead = [k for k, (holder, _) in _entries.items()
-            if torch._C._storage_Use_Count(holder.untyped_storage()._cdata) <= 2]  # the holder and this handle
+    dead = [k for k, (holder, _) in _entries.items() if not referenced_elsewhere(holder)]
     if dead:
         discard(dead)
 

@@ -12,6 +12,7 @@ events before it). The two caches here are LRUs of documented size (`_MAX_HOISTE
 from __future__ import annotations
 
 import itertools
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.drivers.ir import Builder, Op, Program, Value
+from torchtpu.drivers.ir import Builder, Program, Value
 from torchtpu.ops import prims as P
 from torchtpu.ops.tracing import Sym, tracing
 
@@ -64,6 +65,7 @@ class Built:
     input_slots: list[int]
     output_slots: list[int]
     op_starts: list[int] = field(default_factory=list)  # first IR op of each event
+    exe: Any = None  # the driver's executable of `program` (deferred.py compiles it)
 
 
 def _contiguous_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
@@ -72,6 +74,13 @@ def _contiguous_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= max(s, 1)
     return tuple(reversed(strides))
+
+
+def _normalized(sizes: tuple[int, ...], strides: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(contiguous strides of `sizes`, `strides` with each size-1 dimension's stride, which is arbitrary, made
+    contiguous)."""
+    contiguous = _contiguous_strides(sizes)
+    return contiguous, tuple(c if size == 1 else st for size, st, c in zip(sizes, strides, contiguous))
 
 
 def _linear_index(offset: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> Sym:
@@ -107,12 +116,8 @@ def _strided_block(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tupl
 
 def view_of(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, ...]) -> Sym:
     """The IR value of the view (offset, sizes, strides) of a storage whose flat value is `flat`."""
-    contiguous = _contiguous_strides(sizes)
-    strides = tuple(c if size == 1 else st for size, st, c in zip(sizes, strides, contiguous))  # size-1: any
-    n = flat.shape[0]
-    numel = 1
-    for s in sizes:
-        numel *= s
+    contiguous, strides = _normalized(sizes, strides)
+    n, numel = flat.shape[0], math.prod(sizes)
     if numel == 0:  # reads nothing (an expanded empty view can claim an element the storage lacks)
         return P.reshape(P.slice_dim(flat, 0, 0, 0), sizes)
     if strides == contiguous or numel == 1:
@@ -129,11 +134,8 @@ def view_of(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, 
 
 def covers(view: View, numel: int) -> bool:
     _, offset, sizes, strides = view
-    strides = tuple(c if size == 1 else st for size, st, c in zip(sizes, strides, _contiguous_strides(sizes)))
-    count = 1
-    for s in sizes:
-        count *= s
-    return offset == 0 and strides == _contiguous_strides(sizes) and count == numel
+    contiguous, strides = _normalized(sizes, strides)
+    return offset == 0 and strides == contiguous and math.prod(sizes) == numel
 
 
 def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
@@ -198,34 +200,28 @@ _MAX_STRUCTURES = 4096
 _ids = itertools.count()
 
 
-def hoist_constants(program: Program, selected: Callable[[Op], bool]) -> tuple[Program, list[Op]]:
-    """`program` with each 0-d constant that `selected` picks made an extra input (in op order), and those
-    constant ops."""
-    builder = Builder()
-    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
-    hoisted = []
-    for op in program.ops:
-        if op.name == "constant" and op.outputs[0].shape == () and selected(op):
-            env[op.outputs[0].id] = builder.input((), op.outputs[0].dtype)
-            hoisted.append(op)
-            continue
-        for o, n in zip(op.outputs, builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))):
-            env[o.id] = n
-    return builder.finish([env[v.id] for v in program.outputs], program.name), hoisted
-
-
 def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:
-    """`program` with each scalar constant turned into an extra input, plus the constants' values.
+    """`program` with each 0-d constant turned into an extra input (in op order), the constants' values, and its
+    structure id.
 
-    Scalars that change every step (a learning rate, Adam's bias corrections) would otherwise make each
-    region a new program; as inputs they leave the region's structure, and its cache key, unchanged.
+    Scalars that change every step would otherwise make each region a new program; as inputs they leave the
+    region's structure, and its cache key, unchanged.
     """
     cached = HOISTED.get(id(program))
     if cached is not None and cached[0] is program:
         HOISTED.move_to_end(id(program))
         return cached[1], cached[2], cached[3]
-    hoisted, ops = hoist_constants(program, lambda op: True)
-    values = [op.attr("value") for op in ops]
+    builder = Builder()
+    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
+    values = []
+    for op in program.ops:
+        if op.name == "constant" and op.outputs[0].shape == ():
+            env[op.outputs[0].id] = builder.input((), op.outputs[0].dtype)
+            values.append(op.attr("value"))
+            continue
+        for o, n in zip(op.outputs, builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))):
+            env[o.id] = n
+    hoisted = builder.finish([env[v.id] for v in program.outputs], program.name)
     skey = (program.name, hoisted.key())
     structure = _STRUCTURES.get(skey)
     if structure is None:
