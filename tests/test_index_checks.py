@@ -128,3 +128,19 @@ def test_nll_loss_ignore_index_is_not_an_error(tpu):
     torch.testing.assert_close(F.nll_loss(x.to("tpu"), target.to("tpu")).cpu(), F.nll_loss(x, target))
     with pytest.raises((IndexError, RuntimeError), match="Target -5"):
         F.nll_loss(x.to("tpu"), torch.tensor([-5, 2], device="tpu"), ignore_index=-100).cpu()
+
+
+def test_uint8_mask_warns_as_cpu(tpu):
+    # ATen warns once per uint8 index (PyTorch's test_indexing counts the warnings); the result is the bool mask's.
+    import warnings
+
+    for device in ("cpu", tpu):
+        v = torch.arange(15.0, device=device).view(5, 3)
+        mask = torch.tensor([1, 0, 1, 1, 0], dtype=torch.uint8, device=device)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got = v[mask]
+        said = [str(x.message).split(" (Triggered internally")[0] for x in w if "uint8" in str(x.message)]
+        assert said == ["indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."], \
+            device
+        torch.testing.assert_close(got.cpu(), torch.arange(15.0).view(5, 3)[[0, 2, 3]])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -227,6 +228,9 @@ def bool_indices_to_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, di
     out: list[Any] = []
     for idx in indices:
         if isinstance(idx, torch.Tensor) and idx.dtype in (torch.bool, torch.uint8):
+            if idx.dtype == torch.uint8:  # ATen's words, once per uint8 index as its expandTensors warns
+                warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                              "instead.", UserWarning, stacklevel=2)
             nz = nonzero(idx)
             out.extend(nz.unbind(1) if idx.ndim else [None])
         else:
