@@ -144,3 +144,17 @@ def test_uint8_mask_warns_as_cpu(tpu):
         assert said == ["indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."], \
             device
         torch.testing.assert_close(got.cpu(), torch.arange(15.0).view(5, 3)[[0, 2, 3]])
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_with_no_indices_broadcasts_or_raises_as_cpu(tpu, accumulate):
+    # (CPU's message without accumulate is an internal one, "masked_fill_ only supports boolean masks, but got mask
+    # with dtype nullptr": only the class is compared there.)
+    pattern = r"shape mismatch: value tensor of shape \[1\] cannot be broadcast to indexing result of shape \[\]"
+    for device in ("cpu", tpu):
+        with pytest.raises(RuntimeError, match=pattern if accumulate or device != "cpu" else None):
+            torch.rand([], device=device).index_put([], torch.tensor([1.0], device=device), accumulate)
+    x = torch.arange(6.0).view(2, 3)  # CPU hits an internal assert here ("ntensor >= 3"); NumPy's x[()] = v
+    want = x + torch.tensor([1.0, 2.0, 3.0]) if accumulate else torch.tensor([1.0, 2.0, 3.0]).expand(2, 3)
+    got = x.to(tpu).index_put([], torch.tensor([1.0, 2.0, 3.0], device=tpu), accumulate)
+    torch.testing.assert_close(got.cpu(), want)

@@ -178,6 +178,13 @@ def index(self: Sym, indices: list[Sym | None]) -> Sym:
 @lower(aten.index_put.default, prepare=lambda a, k: bool_indices_to_long(a, k))
 def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: bool = False) -> Sym:
     indices = list(indices) + [None] * (self.ndim - len(indices))
+    if all(i is None for i in indices):  # `x.index_put([], v)`: nothing indexed, v must broadcast to all of x
+        vshape, shape = tuple(values.shape), tuple(self.shape)
+        if len(vshape) > len(shape) or any(v not in (1, s) for v, s in zip(vshape[::-1], shape[::-1])):
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be broadcast to "
+                               f"indexing result of shape {list(shape)}")
+        vals = P.broadcast_to(P.convert(values, self.dtype), shape)
+        return self + vals if accumulate else vals
     moved, bshape, dims, adjacent = _advanced_index(self, indices)
     nidx = 1
     for i in dims:
