@@ -52,6 +52,17 @@ def test_an_op_asked_for_an_unsupported_dtype_names_the_op(tpu):
     assert torch.equal(x.cpu(), torch.ones(3))
 
 
+def test_an_unheld_tensor_from_a_factory_or_view_is_refused_when_read(tpu):
+    # torch.empty allocates any dtype (the C++ shim does not check it); its first read names the dtype and the
+    # supported set instead of a raw KeyError from the IR table. view_as_complex of float64 would make complex128.
+    t = torch.empty(3, dtype=torch.complex128, device=tpu)
+    with pytest.raises(TypeError, match=r"tpu storage access: dtype torch.complex128 is not supported .*supported:"):
+        t.cpu()
+    with pytest.raises(TypeError, match=r"view_as_complex: dtype torch.complex128 is not supported"):
+        torch.view_as_complex(torch.ones(3, 2, dtype=torch.float64, device=tpu))
+    assert torch.view_as_complex(torch.ones(3, 2, device=tpu)).dtype == torch.complex64
+
+
 @pytest.mark.parametrize("dtype", list(dtypes.COMPUTE), ids=str)
 def test_every_compute_dtype_round_trips_and_adds_as_on_cpu(tpu, dtype):
     x = (torch.arange(6) % 2).to(dtype) if dtype == torch.bool else torch.arange(6).to(dtype)

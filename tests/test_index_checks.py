@@ -128,3 +128,33 @@ def test_nll_loss_ignore_index_is_not_an_error(tpu):
     torch.testing.assert_close(F.nll_loss(x.to("tpu"), target.to("tpu")).cpu(), F.nll_loss(x, target))
     with pytest.raises((IndexError, RuntimeError), match="Target -5"):
         F.nll_loss(x.to("tpu"), torch.tensor([-5, 2], device="tpu"), ignore_index=-100).cpu()
+
+
+def test_uint8_mask_warns_as_cpu(tpu):
+    # ATen warns once per uint8 index (PyTorch's test_indexing counts the warnings); the result is the bool mask's.
+    import warnings
+
+    for device in ("cpu", tpu):
+        v = torch.arange(15.0, device=device).view(5, 3)
+        mask = torch.tensor([1, 0, 1, 1, 0], dtype=torch.uint8, device=device)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got = v[mask]
+        said = [str(x.message).split(" (Triggered internally")[0] for x in w if "uint8" in str(x.message)]
+        assert said == ["indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."], \
+            device
+        torch.testing.assert_close(got.cpu(), torch.arange(15.0).view(5, 3)[[0, 2, 3]])
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_with_no_indices_broadcasts_or_raises_as_cpu(tpu, accumulate):
+    # (CPU's message without accumulate is an internal one, "masked_fill_ only supports boolean masks, but got mask
+    # with dtype nullptr": only the class is compared there.)
+    pattern = r"shape mismatch: value tensor of shape \[1\] cannot be broadcast to indexing result of shape \[\]"
+    for device in ("cpu", tpu):
+        with pytest.raises(RuntimeError, match=pattern if accumulate or device != "cpu" else None):
+            torch.rand([], device=device).index_put([], torch.tensor([1.0], device=device), accumulate)
+    x = torch.arange(6.0).view(2, 3)  # CPU hits an internal assert here ("ntensor >= 3"); NumPy's x[()] = v
+    want = x + torch.tensor([1.0, 2.0, 3.0]) if accumulate else torch.tensor([1.0, 2.0, 3.0]).expand(2, 3)
+    got = x.to(tpu).index_put([], torch.tensor([1.0, 2.0, 3.0], device=tpu), accumulate)
+    torch.testing.assert_close(got.cpu(), want)

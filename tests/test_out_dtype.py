@@ -87,6 +87,22 @@ def test_tpu_follows_the_rule():
         torch.testing.assert_close(summed.cpu(), x.double().sum(1))
 
 
+@pytest.mark.parametrize("call", [
+    lambda x, **kw: torch.mean(x, 1, **kw), lambda x, **kw: torch.sum(x, 1, **kw),
+    lambda x, **kw: torch.prod(x, 1, **kw), lambda x, **kw: torch.ops.aten.cumsum.out(x, 1, **kw),
+], ids=["mean", "sum", "prod", "cumsum"])
+def test_lenient_reductions_are_exact_when_dtype_is_given(call):
+    # The meta takes the out dtype as the result dtype only with dtype=None; with dtype= CPU checks out against it.
+    x = torch.randn(2, 3)
+    for device in ("cpu", "tpu"):
+        d = x.to(device)
+        with pytest.raises(RuntimeError, match="Expected out tensor to have dtype c10::Half, but got float instead"):
+            call(d, dtype=torch.float16, out=torch.empty(0, device=device))
+        out = torch.empty(0, dtype=torch.float16, device=device)
+        call(d, out=out)
+        assert out.dtype == torch.float16
+
+
 def test_exact_rule_is_not_bypassed_by_the_launch_cache():
     x = torch.randn(1, 2, 4, 4, device="tpu")
     for _ in range(3):  # cached with a float32 out

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from torchtpu import dtypes
 from torchtpu.execution import eager
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
@@ -88,10 +89,18 @@ def view_as_complex(self: torch.Tensor) -> torch.Tensor:
     if self.dtype not in _WHOLE:
         raise RuntimeError(f"view_as_complex is only supported for float and double tensors, but got a tensor "
                            f"of scalar type: {self.dtype}")
-    if self.ndim == 0 or self.shape[-1] != 2 or self.stride(-1) != 1:
-        raise RuntimeError("Tensor must have a last dimension of size 2 with stride 1")
-    if self.storage_offset() % 2 or any(s % 2 for s in self.stride()[:-1]):
+    # ATen's checks in its order and words (a test matches each message).
+    if self.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if self.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if self.stride(-1) != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in self.stride()[:-1]):
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if self.storage_offset() % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    dtypes.check_storage(_WHOLE[self.dtype], "aten::view_as_complex")  # a float64 pair: complex128, not held
     out = torch.empty(0, dtype=_WHOLE[self.dtype], device=self.device)
     out.set_(self.untyped_storage(), self.storage_offset() // 2, self.shape[:-1], [s // 2 for s in self.stride()[:-1]])
     return out

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -177,6 +178,13 @@ def index(self: Sym, indices: list[Sym | None]) -> Sym:
 @lower(aten.index_put.default, prepare=lambda a, k: bool_indices_to_long(a, k))
 def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: bool = False) -> Sym:
     indices = list(indices) + [None] * (self.ndim - len(indices))
+    if all(i is None for i in indices):  # `x.index_put([], v)`: nothing indexed, v must broadcast to all of x
+        vshape, shape = tuple(values.shape), tuple(self.shape)
+        if len(vshape) > len(shape) or any(v not in (1, s) for v, s in zip(vshape[::-1], shape[::-1])):
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be broadcast to "
+                               f"indexing result of shape {list(shape)}")
+        vals = P.broadcast_to(P.convert(values, self.dtype), shape)
+        return self + vals if accumulate else vals
     moved, bshape, dims, adjacent = _advanced_index(self, indices)
     nidx = 1
     for i in dims:
@@ -227,6 +235,9 @@ def bool_indices_to_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, di
     out: list[Any] = []
     for idx in indices:
         if isinstance(idx, torch.Tensor) and idx.dtype in (torch.bool, torch.uint8):
+            if idx.dtype == torch.uint8:  # ATen's words, once per uint8 index as its expandTensors warns
+                warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                              "instead.", UserWarning, stacklevel=2)
             nz = nonzero(idx)
             out.extend(nz.unbind(1) if idx.ndim else [None])
         else:

@@ -92,12 +92,14 @@ def _local(op: torch._ops.OpOverload) -> str:
     return f"{op._schema.name.split('::')[1]}.{op._overloadname}"
 
 
-def requires_exact(op: torch._ops.OpOverload) -> bool:
-    """Whether CPU refuses an out= tensor of `op` whose dtype is castable from, but not equal to, the result's."""
+def requires_exact(op: torch._ops.OpOverload, dtype_given: bool = False) -> bool:
+    """Whether CPU refuses an out= tensor of `op` whose dtype is castable from, but not equal to, the result's.
+    `dtype_given`: the call passed `dtype=`; a LENIENT meta takes the out dtype only when it did not (with
+    `dtype=` it checks the out tensor against that dtype exactly: `mean(x, 1, dtype=torch.half, out=<float>)`)."""
     name = _local(op)
     if name in EXACT:
         return True
-    return name in yaml_exact() and name not in LENIENT
+    return name in yaml_exact() and (name not in LENIENT or dtype_given)
 
 
 # c10's TypeMeta names, as ATen's "Expected out tensor to have dtype ..." message prints them.
@@ -109,14 +111,16 @@ _CPP_NAMES = {
 }
 
 
-def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torch.dtype, name: str) -> None:
-    """Raises CPU's error where `result` cannot be written into an out= tensor of dtype `target`."""
+def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torch.dtype, name: str,
+                    dtype_given: bool = False) -> None:
+    """Raises CPU's error where `result` cannot be written into an out= tensor of dtype `target` (`dtype_given`:
+    the call passed `dtype=`, see requires_exact)."""
     if result == target:
         return
     if not torch.can_cast(result, target):
         raise RuntimeError(f"{name}: result type {aten_type_name(result)} can't be cast to the desired output "
                            f"type {aten_type_name(target)}")
-    if requires_exact(op):
+    if requires_exact(op, dtype_given):
         raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES.get(result, str(result))}, but got "
                            f"{_CPP_NAMES.get(target, str(target))} instead ({name}: this out= overload requires "
                            "the result dtype exactly)")

@@ -276,17 +276,18 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
                device: int | None, fast: int | None) -> None:
     name, fn = record.name, record.fn
     types = eager.result_types(name, fn, args, kwargs, record.static_spec)
+    dtype_given = kwargs.get("dtype") is not None
     if types is None or len(types) != len(targets):  # results computed first, then copied out
         result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         for target, r in zip(targets, flat):
-            check_out_dtype(record.op, r.dtype, target.dtype, name)
+            check_out_dtype(record.op, r.dtype, target.dtype, name, dtype_given)
             if tuple(target.shape) != tuple(r.shape):
                 target.resize_(r.shape)
             target.copy_(r)
         return
     for target, (_, dtype) in zip(targets, types):  # written in place: one launch
-        check_out_dtype(record.op, dtype, target.dtype, name)
+        check_out_dtype(record.op, dtype, target.dtype, name, dtype_given)
     for target, (shape, _) in zip(targets, types):
         if tuple(target.shape) != shape:
             target.resize_(shape)
