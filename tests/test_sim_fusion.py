@@ -240,3 +240,19 @@ def test_compiled_loops_are_cached_on_disk(tmp_path, monkeypatch):
     folder = tmp_path / "sim_fusion"
     assert len(list(folder.glob("fused_*.py"))) == 1
     assert list(folder.glob("__pycache__/fused_*.nbi"))  # numba's index of the machine code it saved
+
+
+def test_while_body_passing_state_values_on(monkeypatch):
+    """A loop whose body hands one state value on as another (a, b = a + b, a; a Fibonacci recurrence) and
+    keeps one unchanged: the fused loop updates the state all at once, as the kernel does."""
+    from torchtpu.drivers.ir_lowerings import _F, loop
+
+    b = Builder()
+    x = _F(b, b.input((N,), "float32"))
+    n = _F(b, b.input((N,), "float32"))
+    a, prev, k, limit = loop([x, x.like(1.0), x.like(0.0), n], lambda s: s[2] < s[3],
+                             lambda s: [s[0] + s[1], s[0], s[2] + 1.0, s[3]], limit=40)
+    program = b.finish([a.v, prev.v, k.v, limit.v], name="fib")
+    rng = np.random.default_rng(9)
+    n_values = np.concatenate([rng.integers(-2, 45, N - 3), [np.nan, np.inf, 0.5]]).astype(np.float32)
+    _both(program, [_values("float32", N, rng), rng.permutation(n_values)], monkeypatch)

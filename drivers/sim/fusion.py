@@ -174,7 +174,8 @@ class _Source:
         (go,) = self._region(op.attr("cond").program, state, inner)
         self.body += [f"{inner}if not {go}:", f"{inner}    break"]
         new = self._region(op.attr("body").program, state, inner)
-        self.body += [f"{inner}{s} = {n}" for s, n in zip(state, new)]
+        # all at once: a body may pass one state value on as another (`a, b = a + b, a`)
+        self.body.append(f"{inner}{', '.join(state)}, = {', '.join(new)},")
         return state
 
 
