@@ -115,7 +115,7 @@ def test_special_functions_fused_are_bit_identical_float64(fn, monkeypatch):
 
 
 _FUSED_UNARY = ("abs", "negate", "sqrt", "floor", "ceil", "trunc", "round_nearest_even", "square", "reciprocal",
-                "rsqrt")
+                "rsqrt", "erf", "erfc")
 _FUSED_BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "copysign")
 _NUMPY_ONLY = ("exponential", "log", "sine", "tanh")  # transcendentals: numpy's own routines, never fused
 

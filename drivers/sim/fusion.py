@@ -2,18 +2,22 @@
 
 A special function lowered over primitives (drivers/ir_lowerings*.py) is hundreds of element-wise IR ops; step
 by step that is one numpy call, and one pass over memory, per op. `fuse_steps` groups an executable's steps:
-each group of element-wise steps of one shape whose ops are all in `_EXPR` (or an element-wise `while` whose
+each group of element-wise steps of one shape whose ops all have a numba form (`_expr`; or an element-wise `while` whose
 regions are) becomes one step whose kernel is a generated numba function, one loop over the elements that keeps
 intermediates in registers and writes only the values read after the group (or returned by the program).
 
 Only ops whose value in numba is provably numpy's, bit for bit, are fused: IEEE-exact arithmetic (+ - * /
-sqrt), comparisons, select, min/max (numpy's NaN rule), abs/neg, floor/ceil/trunc/rint, copysign, is_finite and
-converts between float32, float64 and bool, each in its operands' dtype (numba types float32 op float32 as
-float32; constants are typed arrays, never Python floats, so nothing widens to float64; `error_model="numpy"`
-gives IEEE division; no fastmath, so no reassociation or contraction). Transcendentals (exp, log, sin, ...)
-stay separate numpy steps: numpy's float32 SIMD routines are not the libm that numba calls
-(tests/test_sim_fusion.py checks both claims). Values are the step-by-step values; simulated costs come from the
-Program (driver.py `program_cost`), never from the steps, so fusing changes no cost.
+sqrt), comparisons, select, min/max (numpy's NaN and zero rule), abs/neg, floor/ceil/trunc/rint, copysign,
+is_finite, converts between float32, float64 and bool, and erf/erfc (whose sim kernels are numba's own
+math.erf/erfc), each in its operands' dtype: numba types float32 op float32 as float32; constants are typed
+arrays, never Python floats, so nothing widens to float64; `error_model="numpy"` gives IEEE division; no
+fastmath, so no reassociation or FMA contraction (the machine code of bessel_j0's loops: float32 mulss/addss,
+no fma, no cvtss2sd). Other transcendentals (exp, log, sin, ...) stay numpy steps: numpy's float32 SIMD
+routines are not the libm numba calls (on this machine np.exp/log/sin/cos/tanh differ from numba's in float32
+over 2^18 random bit patterns). A NaN's payload may differ where two NaNs meet in one op (the operand order of
+the machine code decides; numpy's own loops differ there between layouts). tests/test_sim_fusion.py checks the
+fused values against the steps'. Simulated costs come from the Program (driver.py `program_cost`), never from
+the steps, so fusing changes no cost.
 
 Steps are grouped by dependency, not adjacency: a fusable step joins the group after the last non-fusable step
 it depends on, so non-fusable steps (which may raise) keep their order and fused ones, pure and never raising,
@@ -46,7 +50,10 @@ _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="
 # op name -> (template over operand names, operand dtypes allowed): the numba expression of the numpy kernel
 _UNARY = {"abs": "abs({0})", "negate": "(-{0})", "sqrt": "np.sqrt({0})", "floor": "np.floor({0})",
           "ceil": "np.ceil({0})", "trunc": "np.trunc({0})", "round_nearest_even": "np.rint({0})",
-          "square": "({0} * {0})"}
+          "square": "({0} * {0})",
+          # the sim's erf/erfc kernels are numba ufuncs over math.erf/math.erfc (kernels.py): the same numba
+          # lowering (libm erff/erfcf, erf/erfc), so the fused call is the kernel's call
+          "erf": "math.erf({0})", "erfc": "math.erfc({0})"}
 _BINARY = {"add": "({0} + {1})", "subtract": "({0} - {1})", "multiply": "({0} * {1})", "divide": "({0} / {1})",
            # numpy's rule (not numba's np.maximum, which keeps the first of two equal zeros): a NaN first
            # operand, else a NaN second one, else the second operand of two equal ones (-0.0 and 0.0)
@@ -272,7 +279,7 @@ class FusedStep:
         params = ["n", *(f"a{j}" for j in range(len(arrays))), *(f"r{j}" for j in range(len(results))),
                   *(f"c_{d}" for d in _DTYPES)]
         self.source = "\n".join([
-            "import numpy as np", "import numba", "", "",
+            "import math", "import numpy as np", "import numba", "", "",
             "@numba.njit(cache=True, error_model='numpy', nogil=True)", f"def fused({', '.join(params)}):",
             *src.head, "    for i in range(n):", *(f"        v{j} = a{j}[i]" for j in range(len(arrays))),
             *src.body, *(f"        r{j}[i] = {env[slot]}" for j, (slot, _) in enumerate(results)), ""])
