@@ -191,6 +191,9 @@ def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dic
     """The driver's `steps` (`op`, `inputs`, `outputs`, `index`, `kernel`, `fast`) with each group of at least
     MIN_OPS fusable ops over at least MIN_ELEMENTS elements replaced by one `FusedStep`; `folded`: the slots
     whose values are fixed at compile time (scalar ones become constants of the loop)."""
+    big = [s for s in steps if s.op.outputs and s.op.outputs[0].type.numel >= MIN_ELEMENTS]
+    if len(big) < MIN_OPS and not any(s.op.name == "while" for s in big):  # every ordinary eager program
+        return list(steps)
     producer: dict[int, Any] = {slot: step for step in steps for slot in step.outputs}
     barrier: dict[int, int] = {}  # id(step) -> how many non-fusable steps must run before it
     groups: dict[tuple[int, tuple[int, ...]], list[Any]] = {}  # (barrier, shape) -> fusable steps, in order
