@@ -10,10 +10,10 @@ the loops, is timed on its own ("first ms").
 
     python benchmarks/special.py [--n 1000000] [--repeat 5] [--only bessel_j0,zeta] [--no-steps]
 
-Measured on a loaded 2-core machine (ratio to torch CPU in the same run; 1e6 float32), before fusion (steps),
-after it (fused), and the numba kernels that the lowerings replaced (issue 16's figures):
-bessel_j0 steps 18-25x, fused 0.5x (numba kernel 4.3x); igamma 17-22x -> 0.9x (1.5x); chebyshev_t 13-27x ->
-1.1x (3.5x); digamma 1.9-5.3x -> 0.2-0.7x (6.2x). Each function's row in the same run is printed by the script.
+Measured on a loaded 2-core machine (ratio to torch CPU in the same run, 1e6 float32, two runs), step by step
+-> fused, against the numba kernels the lowerings replaced (issue 16's figures): bessel_j0 18-20x -> 0.3-1.2x
+(kernel 4.3x); igamma 20x -> 2.1-2.3x (1.5x); chebyshev_t 8-14x -> 1.7-2.0x (3.5x); digamma 2.7-4.3x -> 0.1-0.5x
+(6.2x). First fused call: 4-10 s where numba compiles the loops, 25-400 ms where it loads them from its cache.
 """
 
 from __future__ import annotations
