@@ -3,9 +3,17 @@
 Each function is one IR program (`special_unary` / `special_binary`) compiled once and run N times on the sim
 driver; the time is the median of the runs, beside torch's CPU kernel on the same values (median of N, one
 thread). The script builds programs through the IR only, so it runs unchanged in a checkout where the special
-functions are numba kernels (main, before they became lowerings): run it in both and compare the columns.
+functions are numba kernels (main, before they became lowerings): run it in both and compare the columns. Where
+the sim fuses element-wise chains (drivers/sim/fusion.py), each function is also run step by step (fusion off),
+in the same run: the "steps" columns. The first fused call, which compiles (or loads from numba's disk cache)
+the loops, is timed on its own ("first ms").
 
-    python benchmarks/special.py [--n 1000000] [--repeat 5] [--only bessel_j0,zeta]
+    python benchmarks/special.py [--n 1000000] [--repeat 5] [--only bessel_j0,zeta] [--no-steps]
+
+Measured on a loaded 2-core machine (ratio to torch CPU in the same run, 1e6 float32, two runs), step by step
+-> fused, against the numba kernels the lowerings replaced (issue 16's figures): bessel_j0 18-20x -> 0.3-1.2x
+(kernel 4.3x); igamma 20x -> 2.1-2.3x (1.5x); chebyshev_t 8-14x -> 1.7-2.0x (3.5x); digamma 2.7-4.3x -> 0.1-0.5x
+(6.2x). First fused call: 4-10 s where numba compiles the loops, 25-400 ms where it loads them from its cache.
 """
 
 from __future__ import annotations
@@ -19,6 +27,11 @@ import torch
 from torchtpu.drivers.ir import Builder
 from torchtpu.drivers.ir_ops import SPECIAL_BINARY, SPECIAL_UNARY
 from torchtpu.drivers.sim.driver import SimDriver
+
+try:
+    from torchtpu.drivers.sim import fusion
+except ImportError:  # a checkout without fused loops: the steps are all there is
+    fusion = None
 
 S = torch.special
 TORCH = {
@@ -62,14 +75,18 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", default="")
+    parser.add_argument("--no-steps", action="store_true", help="skip the step-by-step (unfused) runs")
     args = parser.parse_args()
+    steps = fusion is not None and not args.no_steps
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     drv = SimDriver()
     names = [f for f in TORCH if f in SPECIAL_UNARY or f in SPECIAL_BINARY or f in ("digamma", "lgamma")]
     if args.only:
         names = [f for f in names if f in args.only.split(",")]
-    print(f"{'function':22s} {'sim ms':>9s} {'torch ms':>9s} {'ratio':>7s}  (n={args.n}, median of {args.repeat})")
+    extra = f" {'steps ms':>9s} {'ratio':>7s}" if steps else ""
+    print(f"{'function':22s} {'first ms':>9s} {'sim ms':>9s} {'torch ms':>9s} {'ratio':>7s}{extra}  (n={args.n}, "
+          f"median of {args.repeat})")
     for fn in names:
         xs = _inputs(fn, args.n, rng)
         b = Builder()
@@ -78,13 +95,25 @@ def main() -> None:
             outs = b.emit(fn, vals)
         else:
             outs = b.emit("special_binary" if fn in SPECIAL_BINARY else "special_unary", vals, function=fn)
-        exe = drv.compile(b.finish(outs, name=fn))
+        program = b.finish(outs, name=fn)
         out = np.empty(args.n, np.float32)
-        drv.execute(exe, xs, [out])  # warm (numba compiles on first call)
+        exe = drv.compile(program)
+        start = time.perf_counter()
+        drv.execute(exe, xs, [out])  # warm (numba compiles, or loads its cache, on the first call)
+        first = time.perf_counter() - start
         sim = _median(lambda exe=exe, xs=xs, out=out: drv.execute(exe, xs, [out]), args.repeat)
         ts = [torch.from_numpy(x) for x in xs]
         ref = _median(lambda fn=fn, ts=ts: TORCH[fn](*ts), args.repeat)
-        print(f"{fn:22s} {sim * 1e3:9.1f} {ref * 1e3:9.1f} {sim / ref:7.1f}")
+        row = f"{fn:22s} {first * 1e3:9.1f} {sim * 1e3:9.1f} {ref * 1e3:9.1f} {sim / ref:7.1f}"
+        if steps:
+            threshold, fusion.MIN_ELEMENTS = fusion.MIN_ELEMENTS, 1 << 62
+            try:
+                plain = SimDriver().compile(program)
+            finally:
+                fusion.MIN_ELEMENTS = threshold
+            before = _median(lambda exe=plain, xs=xs, out=out: drv.execute(exe, xs, [out]), args.repeat)
+            row += f" {before * 1e3:9.1f} {before / ref:7.1f}"
+        print(row, flush=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program, unsupported_error
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
+from torchtpu.drivers.sim.fusion import fuse_steps
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
 from torchtpu.drivers.sim.straight_line import compile_steps
@@ -397,6 +398,7 @@ class SimDriver(Driver):
         n_in = len(program.inputs)
         padding = tuple(folded.get(i) for i in range(n_in, count))
         outputs = tuple(slot[v.id] for v in program.outputs)
+        steps = fuse_steps(steps, outputs, folded)  # long element-wise chains as one numba loop (fusion.py)
         elide_broadcasts(steps, outputs)
         plan = _Plan(steps, padding, outputs, cost, program.name)
         plan.charge = Timeline.charge(cost, program.name, program)  # records keep the Program (profilers)

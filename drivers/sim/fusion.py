@@ -1,0 +1,363 @@
+"""Host speed of long element-wise chains: runs of exactly rounded element-wise steps compiled into one numba loop.
+
+A special function lowered over primitives (drivers/ir_lowerings*.py) is hundreds of element-wise IR ops; step
+by step that is one numpy call, and one pass over memory, per op. `fuse_steps` groups an executable's steps:
+each group of element-wise steps of one shape whose ops all have a numba form (`_expr`; or an element-wise `while` whose
+regions are) becomes one step whose kernel is a generated numba function, one loop over the elements that keeps
+intermediates in registers and writes only the values read after the group (or returned by the program).
+
+Only ops whose value in numba is provably numpy's, bit for bit, are fused: IEEE-exact arithmetic (+ - * /
+sqrt), comparisons, select, min/max (numpy's NaN and zero rule), abs/neg, floor/ceil/trunc/rint, copysign,
+is_finite, converts between float32, float64 and bool, and erf/erfc (whose sim kernels are numba's own
+math.erf/erfc), each in its operands' dtype: numba types float32 op float32 as float32; constants are typed
+arrays, never Python floats, so nothing widens to float64; `error_model="numpy"` gives IEEE division; no
+fastmath, so no reassociation or FMA contraction (the machine code of bessel_j0's loops: float32 mulss/addss,
+no fma, no cvtss2sd). Other transcendentals (exp, log, sin, ...) stay numpy steps: numpy's float32 SIMD
+routines are not the libm numba calls (on this machine np.exp/log/sin/cos/tanh differ from numba's in float32
+over 2^18 random bit patterns). A NaN's payload may differ where two NaNs meet in one op (the operand order of
+the machine code decides; numpy's own loops differ there between layouts). tests/test_sim_fusion.py checks the
+fused values against the steps'. Simulated costs come from the Program (driver.py `program_cost`), never from
+the steps, so fusing changes no cost.
+
+Steps are grouped by dependency, not adjacency: a fusable step joins the group after the last non-fusable step
+it depends on, so non-fusable steps (which may raise) keep their order and fused ones, pure and never raising,
+only move earlier. A group runs fused when it has at least `MIN_OPS` ops over at least `MIN_ELEMENTS` elements;
+below that (every ordinary eager op) the steps stay as they are, with no compile cost. Compiled loops are cached
+in process by their source, and on disk (numba `cache=True`, the source file in TORCHTPU_CACHE_DIR).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import itertools
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from torchtpu.drivers.ir import Op
+
+MIN_ELEMENTS = 1 << 16  # a group over fewer elements stays step by step
+MIN_OPS = 4  # a group of fewer ops (a while counts its regions' ops) stays step by step
+
+_DTYPES = ("float32", "float64", "bool")
+_FLOATS = frozenset({"float32", "float64"})
+_COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+# op name -> (template over operand names, operand dtypes allowed): the numba expression of the numpy kernel
+_UNARY = {"abs": "abs({0})", "negate": "(-{0})", "sqrt": "np.sqrt({0})", "floor": "np.floor({0})",
+          "ceil": "np.ceil({0})", "trunc": "np.trunc({0})", "round_nearest_even": "np.rint({0})",
+          "square": "({0} * {0})",
+          # the sim's erf/erfc kernels are numba ufuncs over math.erf/math.erfc (kernels.py): the same numba
+          # lowering (libm erff/erfcf, erf/erfc), so the fused call is the kernel's call
+          "erf": "math.erf({0})", "erfc": "math.erfc({0})"}
+_BINARY = {"add": "({0} + {1})", "subtract": "({0} - {1})", "multiply": "({0} * {1})", "divide": "({0} / {1})",
+           # numpy's rule (not numba's np.maximum, which keeps the first of two equal zeros): a NaN first
+           # operand, else a NaN second one, else the second operand of two equal ones (-0.0 and 0.0)
+           "maximum": "({0} if ({0} > {1} or {0} != {0}) else {1})",
+           "minimum": "({0} if ({0} < {1} or {0} != {0}) else {1})",
+           "copysign": "np.copysign({0}, {1})"}
+_BOOL = {"and": "({0} & {1})", "or": "({0} | {1})", "xor": "({0} ^ {1})"}
+
+
+def _expr(op: Op, args: list[str], const: Callable[[Any, str], str]) -> str | None:
+    """The numba expression of `op` over operand names `args` (`const(value, dtype)`: the name of a constant),
+    or None when the op is not fused (another dtype, or no bit-exact numba form)."""
+    name = op.name
+    ins = [v.dtype for v in op.inputs]
+    out = op.outputs[0].dtype if len(op.outputs) == 1 else None
+    if out not in _DTYPES or any(d not in _DTYPES for d in ins):
+        return None
+    if name in _UNARY and ins == [out] and out in _FLOATS:
+        return _UNARY[name].format(*args)
+    if name in ("reciprocal", "rsqrt") and ins == [out] and out in _FLOATS:  # np.float32(1) / x (/ sqrt(x))
+        return f"({const(1, out)} / {args[0] if name == 'reciprocal' else f'np.sqrt({args[0]})'})"
+    if name in _BINARY and ins == [out, out] and out in _FLOATS:
+        return _BINARY[name].format(*args)
+    if name in _BOOL and ins == [out, out] and out == "bool":
+        return _BOOL[name].format(*args)
+    if name == "not" and ins == [out] == ["bool"]:
+        return f"(not {args[0]})"
+    if name == "compare" and ins[0] == ins[1] and ins[0] in _FLOATS:
+        return f"({args[0]} {_COMPARE[op.attr('direction')]} {args[1]})"
+    if name == "select" and ins[1] == ins[2] == out:
+        return f"({args[1]} if {args[0]} else {args[2]})"
+    if name == "is_finite" and ins[0] in _FLOATS:
+        return f"np.isfinite({args[0]})"
+    if name == "convert":
+        if out == "bool":  # the kernel's `x != 0`
+            return f"({args[0]} != {const(0, ins[0])})"
+        # float32 <-> float64 rounds to nearest even, bool gives 0 or 1, as numpy's astype
+        return f"np.{out}({args[0]})"
+    return None
+
+
+def _fusable(op: Op) -> bool:
+    return _expr(op, ["a"] * len(op.inputs), lambda value, dtype: "c") is not None
+
+
+def _region_fusable(op: Op) -> bool:
+    """A `while` whose condition and body regions are all fusable ops over fused dtypes."""
+    for key in ("cond", "body"):
+        program = op.attr(key).program
+        if any(v.dtype not in _DTYPES for v in program.inputs):
+            return False
+        for rop in program.ops:
+            if rop.name == "constant":
+                if rop.outputs[0].dtype not in _DTYPES or isinstance(rop.attr("value"), tuple):
+                    return False
+            elif not _fusable(rop):
+                return False
+    return True
+
+
+def _weight(op: Op) -> int | None:
+    """How many fused ops `op` counts as (its regions' ops for a while), or None when it is not fusable."""
+    if not op.outputs or any(v.shape != op.outputs[0].shape for v in (*op.inputs, *op.outputs)):
+        return None
+    if op.name == "while":
+        if any(v.dtype not in _DTYPES for v in op.outputs) or not _region_fusable(op):
+            return None
+        return sum(len(op.attr(k).program.ops) for k in ("cond", "body"))
+    return 1 if _fusable(op) else None
+
+
+class _Source:
+    """The generated function's text: constants (one typed array per dtype, read once into locals), fresh
+    names, the loop body."""
+
+    def __init__(self) -> None:
+        self.consts: dict[str, list[Any]] = {d: [] for d in _DTYPES}
+        self.head: list[str] = []
+        self.body: list[str] = []
+        self._names = itertools.count()
+        self._named: dict[tuple[str, bytes], str] = {}
+
+    def name(self) -> str:
+        return f"t{next(self._names)}"
+
+    def const(self, value: Any, dtype: str) -> str:
+        """The local holding `value` in `dtype`, one per bit pattern (-0.0 is not 0.0)."""
+        key = (dtype, np.array(value, dtype).tobytes())
+        name = self._named.get(key)
+        if name is None:
+            values = self.consts[dtype]
+            name = self._named[key] = f"k_{dtype}_{len(values)}"
+            self.head.append(f"    {name} = c_{dtype}[{len(values)}]")
+            values.append(value)
+        return name
+
+    def op(self, op: Op, args: list[str], indent: str) -> list[str]:
+        """Emits `op`; returns its results' names."""
+        if op.name == "while":
+            return self._while(op, args, indent)
+        expr = _expr(op, args, self.const)
+        if expr is None:  # pragma: no cover - _weight admitted it
+            raise AssertionError(f"fusion: {op.name} is not fusable")
+        out = self.name()
+        self.body.append(f"{indent}{out} = {expr}")
+        return [out]
+
+    def _region(self, program: Any, args: list[str], indent: str) -> list[str]:
+        env = {v.id: a for v, a in zip(program.inputs, args)}
+        for rop in program.ops:
+            if rop.name == "constant":
+                env[rop.outputs[0].id] = self.const(rop.attr("value"), rop.outputs[0].dtype)
+                continue
+            for v, n in zip(rop.outputs, self.op(rop, [env[i.id] for i in rop.inputs], indent)):
+                env[v.id] = n
+        return [env[v.id] for v in program.outputs]
+
+    def _while(self, op: Op, args: list[str], indent: str) -> list[str]:
+        """The element's loop, as the sim kernel runs it per element: while cond(s) and fewer than `limit`
+        trips, s = body(s); the result is the state when cond first fails or after `limit` trips."""
+        state = [self.name() for _ in args]
+        self.body += [f"{indent}{s} = {a}" for s, a in zip(state, args)]
+        self.body.append(f"{indent}for _ in range({int(op.attr('limit'))}):")
+        inner = indent + "    "
+        (go,) = self._region(op.attr("cond").program, state, inner)
+        self.body += [f"{inner}if not {go}:", f"{inner}    break"]
+        new = self._region(op.attr("body").program, state, inner)
+        # all at once: a body may pass one state value on as another (`a, b = a + b, a`)
+        self.body.append(f"{inner}{', '.join(state)}, = {', '.join(new)},")
+        return state
+
+
+def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dict[int, np.ndarray]
+               ) -> list[Any]:
+    """The driver's `steps` (`op`, `inputs`, `outputs`, `index`, `kernel`, `fast`) with each group of at least
+    MIN_OPS fusable ops over at least MIN_ELEMENTS elements replaced by one `FusedStep`; `folded`: the slots
+    whose values are fixed at compile time (scalar ones become constants of the loop)."""
+    big = [s for s in steps if s.op.outputs and s.op.outputs[0].type.numel >= MIN_ELEMENTS]
+    if len(big) < MIN_OPS and not any(s.op.name == "while" for s in big):  # every ordinary eager program
+        return list(steps)
+    producer: dict[int, Any] = {slot: step for step in steps for slot in step.outputs}
+    barrier: dict[int, int] = {}  # id(step) -> how many non-fusable steps must run before it
+    groups: dict[tuple[int, tuple[int, ...]], list[Any]] = {}  # (barrier, shape) -> fusable steps, in order
+    weights: dict[tuple[int, tuple[int, ...]], int] = {}
+    rigid = 0
+    for step in steps:
+        at = max((barrier[id(producer[s])] for s in step.inputs if s in producer), default=0)
+        shape = step.op.outputs[0].shape if step.op.outputs else ()
+        weight = _weight(step.op) if _numel(shape) >= MIN_ELEMENTS else None
+        if weight is None:
+            rigid += 1
+            barrier[id(step)] = rigid
+            continue
+        barrier[id(step)] = at
+        groups.setdefault((at, shape), []).append(step)
+        weights[(at, shape)] = weights.get((at, shape), 0) + weight
+    if all(w < MIN_OPS for w in weights.values()):
+        return list(steps)
+    readers: dict[int, set[int]] = {slot: {-1} for slot in program_outputs}  # slot -> ids of the steps reading it
+    for step in steps:
+        for slot in step.inputs:
+            readers.setdefault(slot, set()).add(id(step))
+    by_barrier: dict[int, list[Any]] = {}
+    for (at, shape), members in groups.items():  # dicts keep insertion order: groups in order of first step
+        if weights[(at, shape)] >= MIN_OPS:
+            inside = {id(m) for m in members}
+            read = {slot for m in members for slot in m.outputs if readers.get(slot, set()) - inside}
+            by_barrier.setdefault(at, []).append(FusedStep(members, shape, read, folded))
+        else:
+            by_barrier.setdefault(at, []).extend(members)
+    grouped = {id(m) for members in groups.values() for m in members}
+    out = list(by_barrier.get(0, ()))
+    rigid = 0
+    for step in steps:  # the non-fusable steps in their order, each followed by the groups that wait for it
+        if id(step) not in grouped:
+            rigid += 1
+            out.append(step)
+            out.extend(by_barrier.get(rigid, ()))
+    return out
+
+
+def _scalar(value: np.ndarray | None) -> bool:
+    """A compile-time value that is one number broadcast (a folded scalar constant)."""
+    return value is not None and value.size >= 1 and all(st == 0 for st in value.strides)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+class FusedStep:
+    """A group of fusable steps as one step of the driver's plan: `kernel(op, operands)` runs the generated loop
+    over the group's array operands and returns its results read after it (by later steps or as program
+    outputs). A call whose operands are not what the loop was compiled for (another dtype or shape) runs the
+    original steps instead."""
+
+    __slots__ = ("kernel", "op", "inputs", "outputs", "index", "fast", "out", "steps", "source", "weight")
+
+    def __init__(self, steps: list[Any], shape: tuple[int, ...], read: set[int],
+                 folded: dict[int, np.ndarray]) -> None:
+        self.steps, self.op, self.index, self.fast = tuple(steps), steps[0].op, steps[0].index, None
+        src = _Source()
+        env: dict[int, str] = {}
+        arrays: list[int] = []  # the slots passed in at run time
+        in_dtypes: list[str] = []
+        fixed: dict[int, np.ndarray] = {}  # the scalar constants, for the unfused fallback
+        made = {slot for s in steps for slot in s.outputs}
+        for step in steps:
+            for slot, value in zip(step.inputs, step.op.inputs):
+                if slot in env or slot in made:
+                    continue
+                if _scalar(folded.get(slot)):
+                    env[slot] = src.const(folded[slot].flat[0], value.dtype)
+                    fixed[slot] = folded[slot]
+                else:
+                    env[slot] = f"v{len(arrays)}"
+                    arrays.append(slot)
+                    in_dtypes.append(value.dtype)
+        for step in steps:
+            for slot, n in zip(step.outputs, src.op(step.op, [env[s] for s in step.inputs], "        ")):
+                env[slot] = n
+        results = [(slot, v.dtype) for s in steps for slot, v in zip(s.outputs, s.op.outputs) if slot in read]
+        params = ["n", *(f"a{j}" for j in range(len(arrays))), *(f"r{j}" for j in range(len(results))),
+                  *(f"c_{d}" for d in _DTYPES)]
+        self.source = "\n".join([
+            "import math", "import numpy as np", "import numba", "", "",
+            "@numba.njit(cache=True, error_model='numpy', nogil=True)", f"def fused({', '.join(params)}):",
+            *src.head, "    for i in range(n):", *(f"        v{j} = a{j}[i]" for j in range(len(arrays))),
+            *src.body, *(f"        r{j}[i] = {env[slot]}" for j, (slot, _) in enumerate(results)), ""])
+        self.weight = len(src.body)
+        self.inputs, self.outputs = tuple(arrays), tuple(slot for slot, _ in results)
+        self.out = self.outputs[0] if self.outputs else -1
+        consts = tuple(np.array(src.consts[d], dtype=np.dtype(d)) for d in _DTYPES)
+        self.kernel = _launcher(self, shape, [np.dtype(d) for d in in_dtypes],
+                                [np.dtype(d) for _, d in results], consts, fixed)
+
+
+def _launcher(fused: FusedStep, shape: tuple[int, ...], in_dtypes: list[np.dtype], out_dtypes: list[np.dtype],
+              consts: tuple[np.ndarray, ...], fixed: dict[int, np.ndarray]) -> Callable[[Op, list], list]:
+    n = _numel(shape)
+    source, steps, slots, results = fused.source, fused.steps, fused.inputs, fused.outputs
+    compiled: list[Callable[..., None]] = []
+
+    def run(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+        flat = []
+        for a, dtype in zip(args, in_dtypes):
+            if a.dtype != dtype or a.shape != shape:
+                return unfused(steps, {**fixed, **dict(zip(slots, args))}, results)
+            flat.append(a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1))
+        outs = [np.empty(n, dtype) for dtype in out_dtypes]
+        if not compiled:
+            compiled.append(compile_source(source))
+        compiled[0](n, *flat, *outs, *consts)
+        return [r.reshape(shape) for r in outs]
+
+    return run
+
+
+def unfused(steps: Sequence[Any], env: dict[int, Any], results: Sequence[int]) -> list[Any]:
+    """`steps` one by one over `env` (slot -> value), as the driver runs them; the values of `results`."""
+    for step in steps:
+        operands = [env[i] for i in step.inputs]
+        if step.fast is not None:
+            env[step.out] = step.fast(*operands)
+        else:
+            env.update(zip(step.outputs, step.kernel(step.op, operands)))
+    return [env[i] for i in results]
+
+
+_CACHE: dict[str, Callable[..., None]] = {}
+_LOCK = threading.Lock()
+
+
+def compile_source(source: str) -> Callable[..., None]:
+    """The numba function `fused` of `source`, from the in-process cache, else imported from a file named by the
+    source's hash under TORCHTPU_CACHE_DIR/sim_fusion (numba caches its machine code beside it)."""
+    fn = _CACHE.get(source)
+    if fn is not None:
+        return fn
+    with _LOCK:
+        fn = _CACHE.get(source)
+        if fn is None:
+            fn = _CACHE[source] = _import(source)
+    return fn
+
+
+def _import(source: str) -> Callable[..., None]:
+    from torchtpu.drivers import config
+
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    folder = os.path.join(config.get("TORCHTPU_CACHE_DIR"), "sim_fusion")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"fused_{digest}.py")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)  # atomic: another process sees the whole file or none
+    name = f"_torchtpu_sim_fused_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.fused
