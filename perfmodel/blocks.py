@@ -328,6 +328,11 @@ def _layer_comms(ctx: Context, plan: LayerPlan, weights: float) -> None:
         _dcn(ctx, plan, "dcn_fsdp_ag_w", "all_gather", "dcn_fsdp", "bwd", w_gather / lay.fsdp, lay.dcn_fsdp, n)
         _dcn(ctx, plan, "dcn_fsdp_rs_g", "reduce_scatter", "dcn_fsdp", "bwd", shard, lay.dcn_fsdp, n)
         _dcn(ctx, plan, "dcn_dp_ar_g", "all_reduce", "dcn_dp", "bwd", shard / lay.dcn_fsdp, lay.dcn_dp, n)
+    else:
+        # Inference with weights sharded over fsdp: the weight-gathered layout of Pope et al., "Efficiently
+        # Scaling Transformer Inference" (MLSys 2023, arXiv:2211.05102) section 3.2.3: each layer's weights are
+        # all-gathered over the fsdp chips while the batch stays split over them (no activation collectives).
+        _ici(ctx, plan, "fsdp_ag_w", "all_gather", "fsdp", "fwd", w_gather)
     # Tensor parallelism: all-gather the sublayer input, reduce-scatter its output (Megatron-SP), per pass.
     act = t * d * b
     mlp_first, mlp_last = ("mlp_in", "mlp_out") if plan.kind == "dense" else ("router", "experts_out")

@@ -173,12 +173,14 @@ def serving_memory(
     page_tokens: int | None = None,
     extra_weights: float = 0.0,
 ) -> MemoryReport:
-    """HBM per chip for serving: weights (bf16 default) sharded over tp (and ep), KV cache, logits;
-    `extra_weights` adds bytes per chip (e.g. a speculative-decoding draft model)."""
+    """HBM per chip for serving: weights (bf16 default) sharded over tp (and ep, and fsdp: weight-gathered), KV
+    cache and logits of this chip's sequences (the replica's batch split over fsdp); `extra_weights` adds bytes
+    per chip (e.g. a speculative-decoding draft model)."""
     chip = get_chip(chip)
-    n_params = params_per_chip(cfg, Layout(tp=layout.tp, ep=layout.ep))
-    kv = kv_cache_bytes(cfg, batch_per_replica, context, kv_bytes=kv_bytes, tp=layout.tp, page_tokens=page_tokens)
-    working = batch_per_replica * cfg.vocab_size / layout.tp * 4
+    n_params = params_per_chip(cfg, Layout(tp=layout.tp, ep=layout.ep, fsdp=layout.fsdp))
+    seqs = batch_per_replica / layout.fsdp
+    kv = kv_cache_bytes(cfg, seqs, context, kv_bytes=kv_bytes, tp=layout.tp, page_tokens=page_tokens)
+    working = seqs * cfg.vocab_size / layout.tp * 4
     return MemoryReport(
         weights=n_params * weight_bytes + extra_weights, grads=0.0, optimizer=0.0, activations=0.0, working=working,
         kv_cache=kv, host=0.0, capacity=chip.hbm_bytes, usable=chip.hbm_bytes * calibration.hbm_usable_fraction,

@@ -1,8 +1,10 @@
 """Serving: prefill and decode latency and throughput of a transformer on TPU chips.
 
-A replica is one model-parallel group of tp x ep chips holding the weights (bf16 by default) and the KV cache;
-`n_chips / (tp x ep)` replicas serve independent requests. Per replica and step, the same per-layer op model as
-training (`perfmodel.blocks`) runs forward only:
+A replica is one model-parallel group of tp x ep (x fsdp) chips holding the weights (bf16 by default) and the KV
+cache; `n_chips / (tp x ep x fsdp)` replicas serve independent requests. `fsdp` > 1 is the weight-gathered layout
+of Pope et al. (arXiv:2211.05102, section 3.2.3): weights sharded over fsdp chips and all-gathered layer by
+layer, the replica's batch split over them; it pays when the batch in tokens is large (prefill). Per replica
+and step, the same per-layer op model as training (`perfmodel.blocks`) runs forward only:
 * prefill: batch x prompt tokens through every layer (matmuls with M = batch x prompt, causal flash attention);
 * decode: one token per sequence (M = batch): the weights and the KV cache stream from HBM every step, so
   decode is HBM-bound until batch approaches the chip's critical intensity (v5e ~240 [SB-roof]); its tensor-
@@ -156,6 +158,7 @@ def serve(
     *,
     tp: int | None = None,
     ep: int = 1,
+    fsdp: int = 1,
     batch: int = 1,
     prompt_len: int = 2048,
     gen_len: int = 256,
@@ -172,9 +175,10 @@ def serve(
 ) -> ServeReport:
     """Prefill and decode for `batch` concurrent sequences per replica of tp x ep chips.
 
-    tp defaults to the smallest power of two whose replica holds the weights and KV cache. `quant` selects
-    weight bytes and MXU rate (module docstring; `weight_bytes` overrides the bytes); `page_tokens` pages the
-    KV cache; `draft` + `acceptance` (+ `gamma`) turn on speculative decoding.
+    tp defaults to the smallest power of two whose replica holds the weights and KV cache; `fsdp` > 1 shards the
+    weights over that many chips more and all-gathers them per layer (weight-gathered, module docstring).
+    `quant` selects weight bytes and MXU rate (module docstring; `weight_bytes` overrides the bytes);
+    `page_tokens` pages the KV cache; `draft` + `acceptance` (+ `gamma`) turn on speculative decoding.
     """
     cfg = load_config(model)
     c = get_chip(chip)
@@ -196,21 +200,21 @@ def serve(
                 + kv_cache_bytes(dcfg, batch, context, kv_bytes=kv_bytes, tp=tp_, page_tokens=page_tokens))
 
     def mem_for(tp_: int) -> MemoryReport:
-        return serving_memory(cfg, c, Layout(tp=tp_, ep=ep), batch, context, weight_bytes=weight_bytes,
+        return serving_memory(cfg, c, Layout(tp=tp_, ep=ep, fsdp=fsdp), batch, context, weight_bytes=weight_bytes,
                               kv_bytes=kv_bytes, calibration=calibration, page_tokens=page_tokens,
                               extra_weights=extra(tp_))
 
     if tp is None:
         tp = 1
-        while tp * ep < n_chips and not mem_for(tp).fits:
+        while tp * ep * fsdp < n_chips and not mem_for(tp).fits:
             tp *= 2
-    group = tp * ep
+    group = tp * ep * fsdp
     if n_chips % group:
-        raise ValueError(f"{n_chips} chips do not split into replicas of tp*ep = {group}")
-    layout = Layout(tp=tp, ep=ep)
+        raise ValueError(f"{n_chips} chips do not split into replicas of tp*ep*fsdp = {group}")
+    layout = Layout(tp=tp, ep=ep, fsdp=fsdp)
     mem = mem_for(tp)
-    # with ep, each ep rank holds batch/ep of the replica's sequences for the dense parts
-    seqs = batch / ep
+    # with ep, each ep rank holds batch/ep of the replica's sequences for the dense parts; fsdp splits the batch
+    seqs = batch / ep / fsdp
     kw = dict(mxu_dtype=mxu_dtype, kv_bytes=kv_bytes)
     prefill, p_parts = _forward_seconds(cfg, c, layout, seqs, prompt_len, prompt_len, calibration, weight_bytes,
                                         block, **kw)

@@ -53,8 +53,8 @@ def predict_case(case: Case, calibration: Calibration = DEFAULT) -> StepReport:
 
 def serving_mfu(case: ServingCase, calibration: Calibration = DEFAULT) -> float:
     """Predicted prefill MFU of a published serving case (forward FLOPs, causal attention halved)."""
-    rep = serve(case.model, case.chip, case.chips, tp=case.tp, batch=case.batch, prompt_len=case.prompt_len,
-                gen_len=1, quant=case.quant, calibration=calibration)
+    rep = serve(case.model, case.chip, case.chips, tp=case.tp, fsdp=case.fsdp, batch=case.batch,
+                prompt_len=case.prompt_len, gen_len=1, quant=case.quant, calibration=calibration)
     flops = flops_per_token(load_config(case.model), case.prompt_len, causal="half", training=False)
     return flops * case.batch * case.prompt_len * rep.replicas / (rep.prefill_seconds * case.chips
                                                                   * get_chip(case.chip).bf16_flops)
