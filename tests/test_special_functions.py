@@ -38,8 +38,10 @@ POLY_N = [-2, -1, 0, 1, 2, 3, 6, 7, 9, 12, 20, 30, np.nan, 3.7]
 POLYNOMIALS = SPECIAL_BINARY[4:]
 TOL64 = {"bessel_j0": 1e-6, "bessel_j1": 1e-6, "bessel_y0": 1e-6, "bessel_y1": 1e-6, "igamma": 1e-9, "igammac": 1e-9,
          "erfcx": 1e-9}
-TOL32 = {"igamma": 1e-4, "igammac": 1e-4, "hermite_h": 3e-5, "hermite_he": 3e-5, "erfcx": 2e-5,
-         "chebyshev_t": 2e-5, "chebyshev_v": 2e-5, "shifted_chebyshev_v": 2e-5, "laguerre_l": 2e-5}
+# The Chebyshev closed forms cos((n + 1/2) acos x): one ulp of float32 acos near x = +-1 grows about n-fold, and
+# numpy's and torch's float32 acos/cos differ by CPU (AVX2 / AVX-512 code paths): 2.7e-5 seen on an AMD EPYC host
+TOL32 = {"igamma": 1e-4, "igammac": 1e-4, "hermite_h": 3e-5, "hermite_he": 3e-5, "erfcx": 2e-5, "laguerre_l": 2e-5,
+         **{f"{s}chebyshev_{k}": 5e-5 for s in ("", "shifted_") for k in "tuvw"}}
 
 # XLA CPU's float32 acos/cos: the Chebyshev closed forms cos((n + 1/2) acos x) / cos(acos(x) / 2) near x = +-1
 PJRT_TOL32 = {**TOL32, **{f"{s}chebyshev_{k}": 5e-4 for s in ("", "shifted_") for k in "tuvw"}}
