@@ -163,8 +163,8 @@ void push_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
 }
 
 struct FastKernel final : public c10::OperatorKernel {
-  FastKernel(py::object kernel, std::string name, int64_t kind, std::vector<bool> is_static)
-      : kernel_(kernel.release().ptr()), name_(std::move(name)), kind_(kind), is_static_(std::move(is_static)) {}
+  FastKernel(py::object kernel, std::string name, int64_t kind, std::vector<uint8_t> modes)
+      : kernel_(kernel.release().ptr()), name_(std::move(name)), kind_(kind), modes_(std::move(modes)) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     py::gil_scoped_acquire gil;  // the table is shared with autograd's device thread: read it under the GIL
@@ -172,16 +172,16 @@ struct FastKernel final : public c10::OperatorKernel {
     const size_t n_args = schema.arguments().size();
     std::string key;
     int64_t device = -1;
-    std::vector<double> floats;
-    const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, is_static_, key, device, floats);
+    std::vector<c10::IValue> scalars;
+    const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, modes_, key, device, scalars);
     if (keyable) {
       auto it = table().find(key);
       if (it != table().end() && !writes_overlap(schema, n_args, *stack)) {
-        launch_cached(schema, it->second, device, floats, n_args, stack);
+        launch_cached(schema, it->second, device, scalars, n_args, stack);
         return;
       }
     }
-    call_python(op, std::move(key), keyable, floats.size(), n_args, stack);
+    call_python(op, std::move(key), keyable, scalars.size(), n_args, stack);
   }
 
  private:
@@ -205,7 +205,7 @@ struct FastKernel final : public c10::OperatorKernel {
   }
 
   void launch_cached(const c10::FunctionSchema& schema, const Entry& entry, int64_t device,
-                     const std::vector<double>& floats, size_t n_args, torch::jit::Stack* stack) {
+                     const std::vector<c10::IValue>& scalars, size_t n_args, torch::jit::Stack* stack) {
     // inputs in the Python signature's order (arguments in order, lists flattened); out= tensors apart
     std::vector<at::Tensor> inputs;
     std::vector<at::Tensor> outputs;
@@ -241,17 +241,27 @@ struct FastKernel final : public c10::OperatorKernel {
       if (view == nullptr) throw py::error_already_set();
       PyList_SET_ITEM(in_buffers.ptr(), i, view);
     }
-    py::tuple float_values;  // the floats as a tuple, for bindings that are functions of them
+    py::tuple py_scalars;  // the scalars as Python values, for bindings that are functions of them
     for (Py_ssize_t i = 0; i < n_extra; ++i) {
       PyObject* binding = PyTuple_GET_ITEM(bindings, i);
       PyObject* source = PyTuple_GET_ITEM(binding, 0);
       PyObject* dtype = PyTuple_GET_ITEM(binding, 1);
       PyObject* item;
-      if (PyLong_Check(source)) {
-        item = scalar_buffer(floats.at(static_cast<size_t>(PyLong_AsSsize_t(source))), dtype);
+      const c10::IValue* scalar =
+          PyLong_Check(source) ? &scalars.at(static_cast<size_t>(PyLong_AsSsize_t(source))) : nullptr;
+      if (scalar != nullptr && scalar->isDouble()) {
+        item = scalar_buffer(scalar->toDouble(), dtype);
       } else {
-        if (float_values.size() != floats.size()) float_values = py::tuple(py::cast(floats));
-        py::object value = py::handle(source)(float_values);
+        py::object value;
+        if (scalar != nullptr) {
+          value = torch::jit::toPyObject(*scalar);  // an int stays exact, a complex whole
+        } else {
+          if (py_scalars.size() != scalars.size()) {
+            py_scalars = py::tuple(scalars.size());
+            for (size_t j = 0; j < scalars.size(); ++j) py_scalars[j] = torch::jit::toPyObject(scalars[j]);
+          }
+          value = py::handle(source)(py_scalars);
+        }
         item = PyObject_CallFunctionObjArgs(g_scalar_buffer, value.ptr(), dtype, nullptr);
         if (item == nullptr) throw py::error_already_set();
       }
@@ -324,7 +334,7 @@ struct FastKernel final : public c10::OperatorKernel {
   PyObject* kernel_;
   std::string name_;
   int64_t kind_;  // Kind
-  std::vector<bool> is_static_;  // by schema position: a float argument keyed by value
+  std::vector<uint8_t> modes_;  // by schema position: how its scalars are keyed (ArgumentMode)
 };
 
 torch::Library& library() {
@@ -335,16 +345,15 @@ torch::Library& library() {
 
 // Registers `kernel` (the op's Python kernel) behind the cached launch path for `qualified` ("add.Tensor").
 void register_op(const std::string& qualified, const std::string& name, py::object kernel, int64_t kind,
-                 const std::vector<int64_t>& static_positions) {
+                 const std::vector<int64_t>& argument_modes) {
   TORCH_CHECK(kind >= kFunctional && kind <= kCopyFrom, "fast_register: unknown kind ", kind);
-  std::vector<bool> is_static;
-  for (int64_t i : static_positions) {
-    TORCH_CHECK(i >= 0, "fast_register: bad static position ", i);
-    if (is_static.size() <= static_cast<size_t>(i)) is_static.resize(i + 1, false);
-    is_static[i] = true;
+  std::vector<uint8_t> modes;
+  for (int64_t m : argument_modes) {
+    TORCH_CHECK(m >= kByValue && m <= kScalars, "fast_register: bad argument mode ", m);
+    modes.push_back(static_cast<uint8_t>(m));
   }
   library().impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<FastKernel>(
-                                        std::move(kernel), name, kind, std::move(is_static))));
+                                        std::move(kernel), name, kind, std::move(modes))));
 }
 
 void clear_entries() {
