@@ -182,3 +182,74 @@ def test_every_float_argument_is_an_input_not_a_marked_few(tpu, count_traces, ca
         if i == 0:
             traces = len(count_traces)
     assert len(count_traces) == traces, "a new float value traced the lowering again"
+
+
+@pytest.mark.parametrize("call", [
+    lambda d, v: torch.add(d, d, alpha=v),
+    lambda d, v: torch.sub(d, 3, alpha=v),
+    lambda d, v: d.clone().fill_(v),
+    lambda d, v: torch.clamp(d, min=-v, max=v),
+    lambda d, v: d.masked_fill(d > 0, v),
+    lambda d, v: torch.addcmul(d, d, d, value=v),
+    lambda d, v: d.clone().index_fill_(0, torch.tensor([1, 3]).to(d.device), v),
+])
+def test_int_values_of_scalar_arguments_are_inputs(tpu, count_traces, call):
+    x = torch.arange(-6, 6, dtype=torch.int64)
+    d = x.to("tpu")
+    for i, v in enumerate((2, 5, 0, -7, 2 ** 40 + 1)):  # (a schema default, alpha=1, is as if left out)
+        assert call(d, v).cpu().tolist() == call(x, v).tolist()
+        if i == 0:
+            traces = len(count_traces)
+    assert len(count_traces) == traces, "a new int value traced the lowering again"
+
+
+def test_int_scalars_stay_exact_beyond_float_precision(tpu):
+    d, z = torch.zeros(3, dtype=torch.int64, device="tpu"), torch.zeros(3, dtype=torch.int64, device="tpu")
+    for v in (2 ** 62 + 1, 2 ** 62 + 3, -(2 ** 63) + 1, 2 ** 53 + 1):  # the later calls launch from the cache
+        assert d.fill_(v).cpu().tolist() == [v] * 3
+        assert torch.add(z, torch.ones_like(z), alpha=v).cpu().tolist() == [v] * 3
+
+
+def test_complex_and_float_values_promote_weakly_by_their_class(tpu, count_traces):
+    x = torch.randn(4, dtype=torch.complex64)
+    d = x.to("tpu")
+    for i, v in enumerate((1 + 2j, -0.5j, 3 + 0j)):
+        torch.testing.assert_close(torch.add(d, d, alpha=v).cpu(), torch.add(x, x, alpha=v), rtol=0, atol=0)
+        if i == 0:
+            traces = len(count_traces)
+    assert len(count_traces) == traces
+    i32 = torch.arange(4, dtype=torch.int32)
+    for v in (2, 2.5):  # an int keeps int32, a float promotes to the default float dtype, as in PyTorch
+        got = torch.clamp(i32.to("tpu"), max=v)
+        assert got.dtype == torch.clamp(i32, max=v).dtype and got.cpu().tolist() == torch.clamp(i32, max=v).tolist()
+
+
+@pytest.mark.parametrize("mode", ["DEFER_NEVER", "DEFER_AND_FUSE"])
+@pytest.mark.parametrize("call", [
+    lambda d, v: d.fill_(v),
+    lambda d, v: torch.add(d, d, alpha=v),
+    lambda d, v: d.masked_fill_(d == 0, v),
+])
+def test_an_overflowing_int_raises_at_every_call_with_its_value(tpu, mode, call):
+    d = torch.zeros(4, dtype=torch.int8, device="tpu")
+    with torch.tpu.eager_mode(mode):
+        call(d, 100)
+        call(d, 100)  # from the launch cache where it serves the call
+        with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
+            call(d, 200)
+        call(d, -100)
+        with pytest.raises(RuntimeError, match="without overflow"):
+            call(d, -129)
+        torch.tpu.synchronize()
+
+
+def test_an_overflow_check_runs_on_cached_launches(tpu):
+    d = torch.zeros(4, dtype=torch.int8, device="tpu")
+    d.fill_(100)
+    before = fast_launch.counters()["hits"]
+    d.fill_(101)
+    if fast_launch._active:
+        assert fast_launch.counters()["hits"] == before + 1
+    with pytest.raises(RuntimeError, match="without overflow"):
+        d.fill_(200)
+    assert d.cpu().tolist() == [101] * 4

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from torchtpu.ops import scalar_args
+
 # The IR's dtypes (torchtpu.ops.tracing.TORCH_TO_IR maps them to IR names).
 COMPUTE: tuple[torch.dtype, ...] = (
     torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8,
@@ -147,6 +149,9 @@ def check_scalar_fits(value: object, dtype: torch.dtype, op: str, numel: int | N
     tensor's size for fill_: CPU fills a one-element tensor on a path that checks no Half or BFloat16 value.
     """
     if numel == 1 and dtype in (torch.float16, torch.bfloat16):
+        return
+    if isinstance(value, scalar_args.Placeholder):  # a program input: checked at every call, on its value
+        scalar_args.check_each_call(value, lambda v: check_scalar_fits(v, dtype, op, numel))
         return
     if scalar_overflows(value, dtype):
         lo_hi = (torch.iinfo(dtype) if not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)

@@ -1,7 +1,7 @@
 // The cached one-op launch path: a C++ PrivateUse1 kernel for each lowered functional, in-place, out= and
 // foreach op, and for device-to-device copies. It keys the call (fast_launch_key.cpp: operator, matmul
-// precision, every argument; floats by type only, their values then filling the program's 0-d inputs by the
-// trace's bindings); on a hit it allocates the outputs, makes numpy views of the
+// precision, every argument; Scalar-typed values (float, int, complex) by type only, their values then filling the
+// program's 0-d inputs by the trace's bindings); on a hit it allocates the outputs, makes numpy views of the
 // buffers and calls the driver's execute on the executable the Python side stored for that key, so the cached
 // case skips the dispatcher's Python trampoline, the Python signature, the output allocation and the buffer
 // lookups. On a miss (and whenever the path is off: another eager mode, a driver whose memory is not host
@@ -38,8 +38,8 @@ struct Entry {
   size_t n_inputs;
   py::object execute;
   py::object exe;
-  py::tuple bindings;  // a tuple per 0-d input: (index of the call's float, or a function of the floats' tuple;
-                       // IR dtype) (eager.Traced.bindings)
+  py::tuple bindings;  // a tuple per 0-d input: (index of the call's scalar, or a function of the scalars'
+                       // tuple; IR dtype) (eager.Traced.bindings)
   int64_t device;
 };
 
@@ -125,7 +125,7 @@ struct Pending {
   const c10::FunctionSchema* schema;
   bool keyable;
   int64_t kind;
-  size_t n_floats;  // floats keyed by type: the bindings may name that many
+  size_t n_scalars;  // scalars keyed by type: the bindings may name that many
 };
 thread_local std::vector<Pending> t_pending;
 
@@ -166,8 +166,8 @@ void push_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
 }
 
 struct FastKernel final : public c10::OperatorKernel {
-  FastKernel(py::object kernel, std::string name, int64_t kind, std::vector<bool> is_static)
-      : kernel_(kernel.release().ptr()), name_(std::move(name)), kind_(kind), is_static_(std::move(is_static)) {}
+  FastKernel(py::object kernel, std::string name, int64_t kind, std::vector<uint8_t> modes)
+      : kernel_(kernel.release().ptr()), name_(std::move(name)), kind_(kind), modes_(std::move(modes)) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     py::gil_scoped_acquire gil;  // the table is shared with autograd's device thread: read it under the GIL
@@ -175,13 +175,13 @@ struct FastKernel final : public c10::OperatorKernel {
     const size_t n_args = schema.arguments().size();
     std::string key;
     int64_t device = -1;
-    std::vector<double> floats;
-    const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, is_static_, key, device, floats);
+    std::vector<c10::IValue> scalars;
+    const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, modes_, key, device, scalars);
     if (keyable) {
       auto it = table().find(key);
-      if (it != table().end() && launch_cached(schema, it->second, device, floats, n_args, stack)) return;
+      if (it != table().end() && launch_cached(schema, it->second, device, scalars, n_args, stack)) return;
     }
-    call_python(op, std::move(key), keyable, floats.size(), n_args, stack);
+    call_python(op, std::move(key), keyable, scalars.size(), n_args, stack);
   }
 
  private:
@@ -192,7 +192,7 @@ struct FastKernel final : public c10::OperatorKernel {
   // False (nothing done) when a written tensor has elements sharing memory (an expanded view): that call takes
   // the Python kernel, which raises as ATen does (or runs the few ops ATen lets write such views).
   bool launch_cached(const c10::FunctionSchema& schema, const Entry& entry, int64_t device,
-                     const std::vector<double>& floats, size_t n_args, torch::jit::Stack* stack) {
+                     const std::vector<c10::IValue>& scalars, size_t n_args, torch::jit::Stack* stack) {
     // inputs in the Python signature's order (arguments in order, lists flattened); out= tensors apart
     std::vector<at::Tensor> inputs;
     std::vector<at::Tensor> outputs;
@@ -228,17 +228,27 @@ struct FastKernel final : public c10::OperatorKernel {
     py::list in_buffers(inputs.size() + n_extra);
     py::list out_buffers(outputs.size());
     put_views(in_buffers, inputs);
-    py::tuple float_values;  // the floats as a tuple, for bindings that are functions of them
+    py::tuple py_scalars;  // the scalars as Python values, for bindings that are functions of them
     for (Py_ssize_t i = 0; i < n_extra; ++i) {
       PyObject* binding = PyTuple_GET_ITEM(bindings, i);
       PyObject* source = PyTuple_GET_ITEM(binding, 0);
       PyObject* dtype = PyTuple_GET_ITEM(binding, 1);
       PyObject* item;
-      if (PyLong_Check(source)) {
-        item = scalar_buffer(floats.at(static_cast<size_t>(PyLong_AsSsize_t(source))), dtype);
+      const c10::IValue* scalar =
+          PyLong_Check(source) ? &scalars.at(static_cast<size_t>(PyLong_AsSsize_t(source))) : nullptr;
+      if (scalar != nullptr && scalar->isDouble()) {
+        item = scalar_buffer(scalar->toDouble(), dtype);
       } else {
-        if (float_values.size() != floats.size()) float_values = py::tuple(py::cast(floats));
-        py::object value = py::handle(source)(float_values);
+        py::object value;
+        if (scalar != nullptr) {
+          value = torch::jit::toPyObject(*scalar);  // an int stays exact, a complex whole
+        } else {
+          if (py_scalars.size() != scalars.size()) {
+            py_scalars = py::tuple(scalars.size());
+            for (size_t j = 0; j < scalars.size(); ++j) py_scalars[j] = torch::jit::toPyObject(scalars[j]);
+          }
+          value = py::handle(source)(py_scalars);
+        }
         item = PyObject_CallFunctionObjArgs(g_scalar_buffer, value.ptr(), dtype, nullptr);
         if (item == nullptr) throw py::error_already_set();
       }
@@ -269,7 +279,7 @@ struct FastKernel final : public c10::OperatorKernel {
 
   // The op's Python kernel called as torch.library would: positional and keyword-only arguments from the
   // schema, the result converted back by the schema's return types.
-  void call_python(const c10::OperatorHandle& op, std::string key, bool keyable, size_t n_floats, size_t n_args,
+  void call_python(const c10::OperatorHandle& op, std::string key, bool keyable, size_t n_scalars, size_t n_args,
                    torch::jit::Stack* stack) {
     ++g_misses;
     const auto& schema = op.schema();
@@ -283,7 +293,7 @@ struct FastKernel final : public c10::OperatorKernel {
       const auto& arg = schema.arguments()[i];
       if (!is_default(arg, values[i])) kwargs[py::str(arg.name())] = to_python(arg, values[i]);
     }
-    t_pending.push_back(Pending{std::move(key), &name_, &schema, keyable, kind_, n_floats});
+    t_pending.push_back(Pending{std::move(key), &name_, &schema, keyable, kind_, n_scalars});
     py::object result;
     try {
       result = py::handle(kernel_)(*args, **kwargs);
@@ -308,7 +318,7 @@ struct FastKernel final : public c10::OperatorKernel {
   PyObject* kernel_;
   std::string name_;
   int64_t kind_;  // Kind
-  std::vector<bool> is_static_;  // by schema position: a float argument keyed by value
+  std::vector<uint8_t> modes_;  // by schema position: how its scalars are keyed (ArgumentMode)
 };
 
 torch::Library& library() {
@@ -319,23 +329,22 @@ torch::Library& library() {
 
 // Registers `kernel` (the op's Python kernel) behind the cached launch path for `qualified` ("add.Tensor").
 void register_op(const std::string& qualified, const std::string& name, py::object kernel, int64_t kind,
-                 const std::vector<int64_t>& static_positions) {
+                 const std::vector<int64_t>& argument_modes) {
   TORCH_CHECK(kind >= kFunctional && kind <= kCopyFrom, "fast_register: unknown kind ", kind);
-  std::vector<bool> is_static;
-  for (int64_t i : static_positions) {
-    TORCH_CHECK(i >= 0, "fast_register: bad static position ", i);
-    if (is_static.size() <= static_cast<size_t>(i)) is_static.resize(i + 1, false);
-    is_static[i] = true;
+  std::vector<uint8_t> modes;
+  for (int64_t m : argument_modes) {
+    TORCH_CHECK(m >= kByValue && m <= kScalars, "fast_register: bad argument mode ", m);
+    modes.push_back(static_cast<uint8_t>(m));
   }
   library().impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<FastKernel>(
-                                        std::move(kernel), name, kind, std::move(is_static))));
+                                        std::move(kernel), name, kind, std::move(modes))));
 }
 
 // Called by the Python kernel of the op being missed: stores how to launch this key again. `op_name` must
 // be the op whose miss is in progress (a Python kernel may run other ops itself); false when not stored.
 // `outputs` holds (sizes, torch.dtype) per fresh output, in the order the op returns them; none for an in-place
 // op. `kind` (Kind) must be the one the op was registered with. `bindings`: how each 0-d input after the tensors
-// is made from the call's floats (Entry::bindings).
+// is made from the call's scalars (Entry::bindings).
 bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple bindings, int64_t device,
            int64_t n_inputs, const py::list& outputs, int64_t kind) {
   if (t_pending.empty()) return false;
@@ -345,7 +354,7 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
     if (!PyTuple_Check(item.ptr()) || PyTuple_GET_SIZE(item.ptr()) != 2) return false;
     auto pair = item.cast<py::tuple>();
     if (!PyUnicode_Check(pair[1].ptr())) return false;
-    if (PyLong_Check(pair[0].ptr()) ? pair[0].cast<size_t>() >= p.n_floats : !PyCallable_Check(pair[0].ptr())) {
+    if (PyLong_Check(pair[0].ptr()) ? pair[0].cast<size_t>() >= p.n_scalars : !PyCallable_Check(pair[0].ptr())) {
       return false;
     }
   }

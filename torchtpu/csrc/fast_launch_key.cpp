@@ -1,6 +1,6 @@
-// The launch cache's key (fast_launch_key.h): tensors by dtype and sizes, floats (and host 0-d float tensors) by
-// type, other scalars by type and value, other host 0-d tensors by their bytes, devices by index, lists item by
-// item; the float arguments an op declares static by value.
+// The launch cache's key (fast_launch_key.h): tensors by dtype and sizes, floats (and host 0-d float tensors) and
+// the int and complex values of Scalar-typed arguments by type, other scalars by type and value, other host 0-d
+// tensors by their bytes, devices by index, lists item by item; the arguments an op declares static by value.
 #include "fast_launch_key.h"
 
 #include <ATen/ATen.h>
@@ -49,16 +49,17 @@ bool put_scalar(const c10::IValue& v, std::string& key) {
   return true;
 }
 
-// A scalar argument or Scalar[] item: floats by type (their values into `floats`, in the order the Python
-// signature visits them), everything else by value.
-bool put_value(const c10::IValue& v, std::string& key, std::vector<double>* floats) {
-  if (floats != nullptr && v.isDouble()) {
-    key.push_back('F');
-    floats->push_back(v.toDouble());
+// A scalar argument or Scalar[] item: floats (and, in a Scalar-typed argument, ints and complex values) by type,
+// their values into `values` in the order the Python signature visits them; everything else by value.
+bool put_value(const c10::IValue& v, std::string& key, std::vector<c10::IValue>* values, bool scalar_typed) {
+  if (values != nullptr && (v.isDouble() || (scalar_typed && (v.isInt() || v.isComplexDouble())))) {
+    key.push_back(v.isDouble() ? 'F' : v.isInt() ? 'i' : 'x');
+    values->push_back(v);
     return true;
   }
   return put_scalar(v, key);
 }
+
 
 bool put_device(const c10::Device& d, std::string& key, int64_t& device) {
   if (!d.is_privateuseone()) return false;
@@ -96,8 +97,8 @@ size_t passed_positional(const c10::FunctionSchema& schema, const c10::IValue* v
 }
 
 bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& schema,
-               const torch::jit::Stack& stack, size_t n_args, const std::vector<bool>& is_static,
-               std::string& key, int64_t& device, std::vector<double>& floats) {
+               const torch::jit::Stack& stack, size_t n_args, const std::vector<uint8_t>& modes,
+               std::string& key, int64_t& device, std::vector<c10::IValue>& scalars) {
   key.reserve(128);
   put(key, op_id);
   put(key, precision);
@@ -107,9 +108,10 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
   const size_t passed = passed_positional(schema, values, n_args, n_positional);
   for (size_t i = 0; i < n_args; ++i) {
     const c10::IValue& v = values[i];
-    std::vector<double>* input = &floats;
-    if ((i < is_static.size() && is_static[i]) ||
-        (i < n_positional ? i >= passed : is_default(schema.arguments()[i], v))) {
+    std::vector<c10::IValue>* input = &scalars;
+    const uint8_t mode = i < modes.size() ? modes[i] : kFloats;
+    const bool scalar_typed = mode == kScalars;
+    if (mode == kByValue || (i < n_positional ? i >= passed : is_default(schema.arguments()[i], v))) {
       input = nullptr;  // keyed by value: static, or left out of the Python call (the lowering's default)
     }
     if (v.isTensor()) {
@@ -124,7 +126,7 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
           // float scalar: a program input either way
           key.push_back(t.unsafeGetTensorImpl()->is_wrapped_number() ? 'F' : 'c');
           put(key, static_cast<int8_t>(t.scalar_type()));
-          input->push_back(t.item<double>());
+          input->push_back(c10::IValue(t.item<double>()));
           continue;
         }
         key.push_back('C');  // a host scalar: the Python kernel takes its value as a constant
@@ -134,7 +136,7 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
         continue;
       }
       if (!put_tensor(t, key, device)) return false;
-    } else if (put_value(v, key, input)) {
+    } else if (put_value(v, key, input, scalar_typed)) {
       continue;
     } else if (v.isDevice()) {
       if (!put_device(v.toDevice(), key, device)) return false;
@@ -152,7 +154,7 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
       for (const auto& item : list) {
         if (item.isTensor()) {
           if (!put_tensor(item.toTensor(), key, device)) return false;  // undefined: 'U', as None to Python
-        } else if (!put_value(item, key, input)) {
+        } else if (!put_value(item, key, input, scalar_typed)) {
           return false;
         }
       }

@@ -20,13 +20,19 @@ bool is_default(const c10::Argument& arg, const c10::IValue& v);
 size_t passed_positional(const c10::FunctionSchema& schema, const c10::IValue* values, size_t n_args,
                          size_t& n_positional);
 
+// How an argument's scalars enter the key (eager._kinds; fast_launch.BY_VALUE...): by value (static), floats by
+// type, or floats, ints and complex values by type (a traced lowering's Scalar-typed argument). Python says
+// which, per schema position (registry._argument_modes), so both keys treat each argument alike.
+enum ArgumentMode : uint8_t { kByValue = 0, kFloats = 1, kScalars = 2 };
+
 // The key of the call whose `n_args` arguments end `stack`, or false when the call must take the Python path
 // (an argument kind the key does not cover, a tensor off the tpu device, a lazy conjugate/negative bit,
 // tensors on two devices). `device` gets the tpu device index. Float arguments the Python kernel receives (and
-// 0-dim CPU float tensors) enter the key by type and their values go to `floats`, in the Python signature's
-// order (eager.signature), except at the schema positions `is_static` marks, which are keyed by value.
+// 0-dim CPU float tensors), and the int and complex values of Scalar-typed ones, enter the key by type and
+// their values go to `scalars`, in the Python signature's order (eager.signature), as `modes` (one per
+// schema argument) says.
 bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& schema,
-               const torch::jit::Stack& stack, size_t n_args, const std::vector<bool>& is_static,
-               std::string& key, int64_t& device, std::vector<double>& floats);
+               const torch::jit::Stack& stack, size_t n_args, const std::vector<uint8_t>& modes,
+               std::string& key, int64_t& device, std::vector<c10::IValue>& scalars);
 
 }  // namespace torchtpu

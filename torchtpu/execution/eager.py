@@ -1,10 +1,11 @@
 """Eager execution of one ATen op: trace its lowering once per signature into a Program, then replay it.
 
-The signature is the op plus, for every argument, (shape, dtype) for a tensor, the type for a float (a program
-input from the first trace: ops/scalar_args.py; the value for an argument the lowering declares static), the
-value itself for anything else, plus the current matmul precision. A tpu tensor becomes a Program input; a
-0-dim CPU tensor is folded in as a scalar (as CUDA does: a float one as an input, others as constants); any
-other CPU tensor mixed with tpu tensors is an error naming both devices.
+The signature is the op plus, for every argument, (shape, dtype) for a tensor, the type for a float or for an
+int or complex value of a Scalar-typed argument (a program input from the first trace: ops/scalar_args.py; the
+value for an argument the lowering declares static), the value itself for anything else (bools included),
+plus the current matmul precision. A tpu tensor becomes a Program input; a 0-dim CPU tensor is folded in as a
+scalar (as CUDA does: a float one as an input, others as constants); any other CPU tensor mixed with tpu
+tensors is an error naming both devices.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from torchtpu.drivers.ir import Builder
 from torchtpu.execution import fast_launch, launch, modes
 from torchtpu.ops import scalar_args
 from torchtpu.ops.prims import const, convert
-from torchtpu.ops.scalar_args import Placeholder, StaticRead
+from torchtpu.ops.scalar_args import StaticRead
 from torchtpu.ops.tracing import TORCH_TO_IR, Sym, aten_type_name, current_builder, tracing
 from torchtpu.precision import current_precision
 
@@ -29,7 +30,7 @@ LoweringFn = Callable[..., Any]
 
 class Traced:
     """A traced op: its Program (compiled on first eager launch), where the outputs go, and `bindings`: the
-    Program's 0-d inputs after the tensors, each made from the call's floats (ops/scalar_args.py)."""
+    Program's 0-d inputs after the tensors, each made from the call's scalar values (ops/scalar_args.py)."""
 
     __slots__ = ("program", "exe", "out_types", "structure", "bindings")
 
@@ -39,21 +40,22 @@ class Traced:
         self.exe = None
 
 
-def _bind(x: Any, syms: Iterator[Sym], placeholders: Iterator[int] | None, what: str) -> Any:
-    """The arguments as the lowering sees them: tpu tensors by their Syms (in `signature`'s order), floats and
-    0-dim CPU float tensors as placeholders (`placeholders`: their indices; None: by value), other 0-dim CPU
-    tensors as typed constants."""
+def _bind(x: Any, syms: Iterator[Sym], placeholders: Iterator[int] | None, kinds: tuple[type, ...],
+          what: str) -> Any:
+    """The arguments as the lowering sees them: tpu tensors by their Syms (in `signature`'s order), scalars of
+    `kinds` and 0-dim CPU float tensors as placeholders (`placeholders`: their indices; None: by value), other
+    0-dim CPU tensors as typed constants."""
     if isinstance(x, _TENSOR_TYPE):
         if not x.is_cpu:
             return next(syms)
         if placeholders is not None and x.dtype.is_floating_point:
-            p = Placeholder(next(placeholders), what)
+            p = scalar_args.make(float, next(placeholders), what)
             return Sym(scalar_args.current().input(current_builder(), p, TORCH_TO_IR[x.dtype], None))
         return const(x.item(), x.dtype)
-    if x.__class__ is float and placeholders is not None:
-        return Placeholder(next(placeholders), what)
+    if placeholders is not None and x.__class__ in kinds:
+        return scalar_args.make(x.__class__, next(placeholders), what)
     if isinstance(x, list | tuple):
-        return type(x)(_bind(v, syms, placeholders, what) for v in x)
+        return type(x)(_bind(v, syms, placeholders, kinds, what) for v in x)
     return x
 
 
@@ -79,10 +81,10 @@ def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs
     with tracing(builder), scalar_args.collecting(inputs):
         syms = iter([Sym(builder.input(t.shape, TORCH_TO_IR[t.dtype])) for t in tensors])
         index = itertools.count()
-        bound_args = tuple(_bind(v, syms, None if _is_static(static, i, None) else index,
+        bound_args = tuple(_bind(v, syms, None if (kinds := _kinds(static, i, None)) is None else index, kinds,
                                  f"argument {_arg_name(static, i)} of {name}") for i, v in enumerate(args))
-        bound_kwargs = {k: _bind(v, syms, None if _is_static(static, -1, k) else index, f"argument {k} of {name}")
-                        for k, v in kwargs.items()}
+        bound_kwargs = {k: _bind(v, syms, None if (kinds := _kinds(static, -1, k)) is None else index, kinds,
+                                 f"argument {k} of {name}") for k, v in kwargs.items()}
         try:
             result = lowering(*bound_args, **bound_kwargs)
         except KeyError as exc:  # a dtype the IR lacks, asked for inside the lowering (e.g. a dtype= argument)
@@ -98,15 +100,19 @@ def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs
                     raise RuntimeError(f"result type {aten_type_name(s.dtype)} can't be cast to the desired "
                                        f"output type {aten_type_name(d)}")
             outs = [convert(s, d) for s, d in zip(outs, out_dtypes)]
-    return builder.finish([s.value for s in outs], name=name), structure, outs, tuple(inputs.bindings)
+        bindings = inputs.finish(builder)
+    return builder.finish([s.value for s in outs], name=name), structure, outs, bindings
 
 
-# Which arguments a lowering branches on: (schema argument names, the static ones among them); None: none.
-Static = tuple[tuple[str, ...], frozenset[str]] | None
+# How a lowering takes its scalars: (schema argument names, the static ones (keyed and traced by value), the
+# Scalar-typed ones, whose int and complex values are program inputs too); None: floats are inputs, nothing else.
+Static = tuple[tuple[str, ...], frozenset[str], frozenset[str]] | None
+_FLOATS: tuple[type, ...] = (float,)
+_SCALARS: tuple[type, ...] = (float, int, complex)  # bool has no placeholder class: bools are keyed by value
 
 
 class _EveryArgument(frozenset):
-    """The static set of an op whose lowering read a float it did not declare: every argument is by value."""
+    """The static set of an op whose lowering read a scalar it did not declare: every argument is by value."""
 
     def __contains__(self, _: object) -> bool:
         return True
@@ -114,14 +120,14 @@ class _EveryArgument(frozenset):
 
 _EVERY = _EveryArgument()
 # Ops whose lowering read an undeclared float (op name -> the read): retraced with every float by value, so the
-# call is still right (and the C++ cache, which keys floats by type, never serves them). Tests set STRICT so a
+# call is still right (and the C++ cache, which keys scalars by type, never serves them). Tests set STRICT so a
 # missing `static=` declaration raises there instead (tests/conftest.py).
 undeclared_reads: dict[str, str] = {}
 STRICT = False
 
 
 def _by_value(static: Static) -> Static:
-    return (static[0] if static is not None else (), _EVERY)
+    return (static[0] if static is not None else (), _EVERY, frozenset())
 
 
 def _fall_back(op_name: str, static: Static, exc: StaticRead) -> Static:
@@ -133,11 +139,13 @@ def _fall_back(op_name: str, static: Static, exc: StaticRead) -> Static:
     return _by_value(static)
 
 
-def _is_static(static: Static, position: int, name: str | None) -> bool:
+def _kinds(static: Static, position: int, name: str | None) -> tuple[type, ...] | None:
+    """The classes of the argument's scalars that are program inputs; None: it is keyed and traced by value."""
     if static is None:
-        return False
-    names, fixed = static
-    return (name if name is not None else names[position] if position < len(names) else "") in fixed
+        return _FLOATS
+    names, fixed, scalars = static
+    name = name if name is not None else names[position] if position < len(names) else ""
+    return None if name in fixed else _SCALARS if name in scalars else _FLOATS
 
 
 def _arg_name(static: Static, position: int) -> str:
@@ -171,14 +179,14 @@ def _devices_error(op_name: str, first: str, other: Any, hint: str = "") -> Runt
 
 
 def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[int],
-              floats: list[float] | None, host: list[torch.device]) -> None:
-    """The one walk of a call's arguments (positional, then keyword values; lists depth-first). With `floats`,
-    floats and 0-dim CPU float tensors enter the key by type and their values go to `floats`."""
+              values: list[Any] | None, kinds: tuple[type, ...], host: list[torch.device]) -> None:
+    """The one walk of a call's arguments (positional, then keyword values; lists depth-first). With `values`,
+    scalars of `kinds` and 0-dim CPU float tensors enter the key by type and their values go to `values`."""
     if isinstance(x, _TENSOR_TYPE):
         if x.is_cpu and not x.dim() and not x.requires_grad:  # folded in as a scalar, as CUDA does
-            if floats is not None and x.dtype.is_floating_point:
+            if values is not None and x.dtype.is_floating_point:
                 key.append(("S", x.dtype))
-                floats.append(x.item())
+                values.append(x.item())
             else:
                 key.append(("S", _scalar_key(x.item()), x.dtype))
             return
@@ -196,9 +204,9 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
         key.append((x.shape, x.dtype))
         return
     cls = x.__class__
-    if cls is float and floats is not None:
-        key.append(float)
-        floats.append(x)
+    if values is not None and cls in kinds:
+        key.append(cls)
+        values.append(x)
     elif cls is int or cls is float or cls is bool or cls is str:
         key.append(_scalar_key(x))
     elif x is None:
@@ -206,7 +214,7 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
     elif isinstance(x, list | tuple):
         key.append((cls, len(x)))
         for v in x:
-            _sig_into(v, tensors, key, device, floats, host)
+            _sig_into(v, tensors, key, device, values, kinds, host)
     elif isinstance(x, _HASHABLE_TYPES):
         key.append(x)
     else:
@@ -214,23 +222,26 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
 
 
 def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_dtypes: tuple,
-              floats: list[float], static: Static = None) -> tuple[tuple | None, list[torch.Tensor], int]:
+              values: list[Any], static: Static = None) -> tuple[tuple | None, list[torch.Tensor], int]:
     """(cache key, tpu tensors in argument order, device index or -1). The key holds the op, the matmul
-    precision, the out= / in-place result dtypes, the keyword names, each tensor's (shape, dtype), each float's
-    type (its value goes to `floats`; a `static` argument's value is in the key) and other scalars' type and
-    value. None when a tensor has a lazy conjugate/negative bit. A CPU tensor mixed with tpu tensors (other
-    than a 0-dim one) or tensors on two tpu devices raise."""
+    precision, the out= / in-place result dtypes, the keyword names, each tensor's (shape, dtype), the type of
+    each float and of each int or complex value of a Scalar-typed argument (its value goes to `values`; a
+    `static` argument's value is in the key) and other scalars' type and value. None when a tensor has a lazy
+    conjugate/negative bit. A CPU tensor mixed with tpu tensors (other than a 0-dim one) or tensors on two tpu
+    devices raise."""
     tensors: list[torch.Tensor] = []
     device: list[int] = []
     host: list[torch.device] = []
     key: list[Any] = [op_name, current_precision()._value_, out_dtypes]  # (an Enum hashes in Python)
     try:
         for i, x in enumerate(args):
-            _sig_into(x, tensors, key, device, None if _is_static(static, i, None) else floats, host)
+            kinds = _kinds(static, i, None)
+            _sig_into(x, tensors, key, device, None if kinds is None else values, kinds or (), host)
         if kwargs:
             key.append(tuple(kwargs))
             for k, x in kwargs.items():
-                _sig_into(x, tensors, key, device, None if _is_static(static, -1, k) else floats, host)
+                kinds = _kinds(static, -1, k)
+                _sig_into(x, tensors, key, device, None if kinds is None else values, kinds or (), host)
     except _Lazy:
         return None, tensors, -1
     if host:
@@ -311,12 +322,12 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
     if undeclared_reads and op_name in undeclared_reads:
         static, fast_kind = _by_value(static), None
     out_dtypes = tuple(t.dtype for t in write_into) if write_into is not None else ()
-    floats: list[float] = []
-    key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats, static)
+    values: list[Any] = []
+    key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, values, static)
     if key is None:  # mm, bmm, dot: ATen's Conjugate-key fallthroughs
         args, kwargs = _resolve_lazy_bits(args), {k: _resolve_lazy_bits(v) for k, v in kwargs.items()}
-        floats = []
-        key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, floats, static)
+        values = []
+        key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, values, static)
     traced = _cache.get(key)
     if traced is None:
         try:
@@ -337,7 +348,7 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
     else:
         dev_obj = _device_obj(dev)
         outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]
-    scalars = scalar_args.buffers(traced.bindings, floats, runtime.scalar_buffer) if traced.bindings else ()
+    scalars = scalar_args.buffers(traced.bindings, values, runtime.scalar_buffer) if traced.bindings else ()
     exe = launch.launch(op_name, traced.program, tensors, outputs, dev, scalars, traced.exe)
     if exe is not None:
         traced.exe = exe

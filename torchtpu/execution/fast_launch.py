@@ -12,9 +12,11 @@ driver that takes strided views of storages as operands (the simulator), in DEFE
 turns the path off (`sync`), and so does a poisoned storage (poison.py) or a pending region kept by an interrupt
 (deferred.py).
 
-Floats are program inputs (ops/scalar_args.py): a hit makes the trace's 0-d inputs from this call's floats by
-the trace's bindings, so an optimizer's per-step bias corrections launch from the cache. The float arguments an
-op declares static (`@lower(..., static=...)`) are keyed by value, by their schema positions.
+Floats, and the int and complex values of a traced lowering's Scalar-typed arguments, are program inputs
+(ops/scalar_args.py): a hit makes the trace's 0-d inputs from this call's scalars by the trace's bindings (ints
+exact; a binding also runs the trace's overflow checks), so an optimizer's per-step bias corrections launch
+from the cache. How each schema argument is keyed comes from Python (registry._argument_modes), so the C++ key
+and eager.signature treat it alike; the arguments an op declares static (`@lower(..., static=...)`) by value.
 
 TORCHTPU_FAST_LAUNCH=0 turns it off (every call takes the Python kernel, as before); valid values: 0, 1.
 """
@@ -46,19 +48,22 @@ def _native() -> Any:
 # What an op does with its outputs (csrc/fast_launch.cpp's Kind).
 FUNCTIONAL, INPLACE, INPLACE_LIST, FUNCTIONAL_LIST, OUT, COPY_FROM = range(6)
 INFER = -1  # eager.run's default: the kind follows from how the call returned and wrote its outputs
+# How an argument's scalars enter the key (csrc/fast_launch_key.h's ArgumentMode, eager._kinds).
+BY_VALUE, FLOATS, SCALARS = range(3)
 
 
 def register_kernel(qualified: str, name: str, kernel: Callable[..., Any], kind: int,
-                    static: Sequence[int] = ()) -> bool:
+                    modes: Sequence[int] = ()) -> bool:
     """Registers `kernel` behind the C++ launch cache for `qualified` ("add.Tensor"; `kind`: FUNCTIONAL, INPLACE
     (writes its first argument, returns it), INPLACE_LIST (writes each tensor of its first argument, returns
     nothing), FUNCTIONAL_LIST (returns one list), OUT (writes its keyword-only out= tensors, returns them) or
-    COPY_FROM (`_copy_from(src, dst)`: writes and returns dst)); `static`: the schema positions of the float
-    arguments keyed by value. False when the path is off (then the caller registers `kernel`)."""
+    COPY_FROM (`_copy_from(src, dst)`: writes and returns dst)); `modes`: per schema position, how its scalars
+    are keyed (BY_VALUE, FLOATS: floats by type, SCALARS: floats, ints and complex by type; FLOATS past the
+    end), as the kernel's eager.run keys them. False when the path is off (then the caller registers `kernel`)."""
     global _active
     if not enabled_by_env():
         return False
-    _native().fast_register(qualified, name, kernel, kind, list(static))
+    _native().fast_register(qualified, name, kernel, kind, list(modes))
     if not _active:
         _native().fast_numpy_dtypes(runtime.numpy_dtypes())
         _native().fast_scalar_buffer(runtime.scalar_buffer)

@@ -9,6 +9,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import prims as P
+from torchtpu.ops import scalar_args
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
@@ -26,16 +27,16 @@ def _scaled(other: Any, alpha: Any) -> Any:
     return other * alpha
 
 
-@lower(aten.add.Tensor, aten.add.Scalar, static=("alpha",))
+@lower(aten.add.Tensor, aten.add.Scalar)
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
-    if alpha != 1:
+    if not known(alpha) or alpha != 1:  # a runtime alpha of 1 multiplies exactly
         check_scalar_fits(alpha, result, "add(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
     return P.convert(P.binary("add", P.convert(self, compute), other), result)
 
 
-@lower(aten.sub.Tensor, aten.sub.Scalar, static=("alpha",))
+@lower(aten.sub.Tensor, aten.sub.Scalar)
 def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
     def is_bool(x: Any) -> bool:
         return x.dtype == torch.bool if isinstance(x, Sym) else isinstance(x, bool)
@@ -47,13 +48,13 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     compute, result = P.result_dtype(self, other)
-    if alpha != 1:
+    if not known(alpha) or alpha != 1:
         check_scalar_fits(alpha, result, "sub(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
     return P.convert(P.binary("subtract", P.convert(self, compute), other), result)
 
 
-@lower(aten.rsub.Tensor, aten.rsub.Scalar, static=("alpha",))
+@lower(aten.rsub.Tensor, aten.rsub.Scalar)
 def rsub(self: Any, other: Any, alpha: Any = 1) -> Sym:
     return sub(other, self, alpha)
 
@@ -283,7 +284,7 @@ def where(condition: Sym, self: Any, other: Any) -> Sym:
     return P.where(condition, self, other)
 
 
-@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor, static=("value",))
+@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
     if isinstance(value, Sym):
         value = P.convert(value, self.dtype)
@@ -295,13 +296,14 @@ def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
     return P.emit1("select", [m, P.broadcast_to(value, shape), P.broadcast_to(self, shape)])
 
 
-@lower(aten.clamp.default, aten.clamp.Tensor, static=("min", "max"))
+@lower(aten.clamp.default, aten.clamp.Tensor)
 def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - ATen's names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if self.dtype.is_floating_point:  # ATen reads a Scalar bound of a float tensor as a double
-        if any(isinstance(b, complex) and b.imag != 0 for b in (min, max)):
-            raise RuntimeError("value cannot be converted to type double without overflow")
+        for b in (min, max):
+            if isinstance(b, complex):
+                _real_bound(b)
         min, max = (b.real if isinstance(b, complex) else b for b in (min, max))  # noqa: A001
     compute, result = P.result_dtype(self, min, max)
     if result.is_complex:  # after the shapes, as ATen's TensorIterator
@@ -319,16 +321,25 @@ def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - A
     return P.convert(x, result)
 
 
-@lower(aten.clamp_min.default, static=("min",))
+@lower(aten.clamp_min.default)
 def clamp_min(self: Sym, min: Any) -> Sym:  # noqa: A002
     _no_complex_bound(min)
     return clamp(self, min, None)
 
 
-@lower(aten.clamp_max.default, static=("max",))
+@lower(aten.clamp_max.default)
 def clamp_max(self: Sym, max: Any) -> Sym:  # noqa: A002
     _no_complex_bound(max)
     return clamp(self, None, max)
+
+
+def _real_bound(bound: complex) -> None:
+    """ATen reads a Scalar bound of a float tensor as a double: a nonzero imaginary part overflows (a program
+    input's is checked at every call)."""
+    if not known(bound):
+        scalar_args.check_each_call(bound, _real_bound)
+    elif bound.imag != 0:
+        raise RuntimeError("value cannot be converted to type double without overflow")
 
 
 def _no_complex_bound(bound: Any) -> None:
@@ -400,10 +411,12 @@ def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self
     return P.where(P.compare("GT", self, 0), grad_output, grad_output * negative_slope)
 
 
-@lower(aten.addcmul.default, static=("value",))
+@lower(aten.addcmul.default)
 def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
     check_scalar_fits(value, P.result_dtype(self, tensor1, tensor2)[1], "addcmul(): value")
-    return self + value * tensor1 * tensor2 if value != 1 else self + tensor1 * tensor2  # ATen's order
+    if known(value) and value == 1:
+        return self + tensor1 * tensor2
+    return self + value * tensor1 * tensor2  # ATen's order (value * t1 is exact for a runtime value of 1)
 
 
 @lower(aten.addcdiv.default)
@@ -426,7 +439,7 @@ def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
     return self + (end - self) * weight
 
 
-@lower(aten.fill.Scalar, aten.fill.Tensor, static=("value",))
+@lower(aten.fill.Scalar, aten.fill.Tensor)
 def fill(self: Sym, value: Any) -> Sym:
     if isinstance(value, Sym):
         return P.broadcast_to(P.convert(value, self.dtype), self.shape)

@@ -11,6 +11,7 @@ import torch
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
+from torchtpu.ops.scalar_args import known
 from torchtpu.ops.tracing import Sym
 
 aten = torch.ops.aten
@@ -82,7 +83,7 @@ def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str) -> Sym:
     return P.emit1("scatter_axis", [self, index, src], dimension=d, reduce=reduce)
 
 
-@lower(aten.scatter.src, aten.scatter.value, static=("value",))
+@lower(aten.scatter.src, aten.scatter.value)
 def scatter(self: Sym, dim: int, index: Sym, src: Any) -> Sym:
     return _scatter(self, dim, index, src, "replace")
 
@@ -90,7 +91,7 @@ def scatter(self: Sym, dim: int, index: Sym, src: Any) -> Sym:
 _REDUCE = {"sum": "add", "add": "add", "prod": "multiply", "multiply": "multiply", "amax": "amax", "amin": "amin"}
 
 
-@lower(aten.scatter.reduce, aten.scatter.value_reduce, static=("value",))
+@lower(aten.scatter.reduce, aten.scatter.value_reduce)
 def scatter_reduce_legacy(self: Sym, dim: int, index: Sym, src: Any, *, reduce: str) -> Sym:
     return _scatter(self, dim, index, src, _REDUCE[reduce])
 
@@ -100,10 +101,10 @@ def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
     return _scatter(self, dim, index, src, "add")
 
 
-@lower(aten.index_add.default, static=("alpha",))
+@lower(aten.index_add.default)
 def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
     d = P.canon_dim(dim, self.ndim)
-    src = P.convert(source * alpha if alpha != 1 else source, self.dtype)
+    src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
     size = self.shape[d] if self.ndim else 1
     index = P.check_index(index, size, f"index_add(): index {{}} is out of range for dimension {d} with size "
                                        f"{size} (index out of range in self)")

@@ -190,7 +190,7 @@ def rrelu_with_noise(self: torch.Tensor, noise: torch.Tensor, lower: Any = 0.125
     rng = tpu_random.next_state(self.device.index or 0, self.numel())
     out, new_noise = eager.run("aten::rrelu_with_noise", _rrelu_lowering,
                                (self, noise, float(lower), float(upper), bool(training)), {"rng": rng},
-                               static=(("self", "noise", "lower", "upper"), frozenset({"lower", "upper"})))
+                               static=(("self", "noise", "lower", "upper"), frozenset({"lower", "upper"}), frozenset()))
     if training:
         noise.copy_(new_noise)
     return out
@@ -306,7 +306,7 @@ def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
     return P.reshape(out, self.shape)
 
 
-@lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar, static=("value",))
+@lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar)
 def index_fill(self: Sym, dim: int, index: Sym, value: Any) -> Sym:
     if self.ndim == 0:
         check_scalar_fits(value, self.dtype, "index_fill()")

@@ -77,7 +77,7 @@ def _fused_adam(decoupled: bool) -> Any:
         hp = {"lr": lr, "beta1": beta1, "beta2": beta2, "weight_decay": weight_decay, "eps": eps,
               "amsgrad": amsgrad, "maximize": maximize}
         eager.run(name, lowering, (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps), hp,
-                  write_into=targets, static=((), frozenset({"weight_decay"})))  # lr, betas, eps: inputs
+                  write_into=targets, static=((), frozenset({"weight_decay"}), frozenset()))  # lr, betas, eps: inputs
 
     return kernel
 
@@ -114,7 +114,8 @@ def fused_sgd(params: list[torch.Tensor], grads: list[torch.Tensor], momentum_bu
     hp = {"weight_decay": weight_decay, "momentum": momentum, "lr": lr, "dampening": dampening,
           "nesterov": nesterov, "maximize": maximize, "is_first_step": is_first_step}
     eager.run("aten::_fused_sgd_", _sgd_lowering, (params, grads, momentum_buffer_list if momentum else []), hp,
-              write_into=targets, static=((), frozenset({"weight_decay", "momentum"})))  # lr, dampening: inputs
+              write_into=targets,
+              static=((), frozenset({"weight_decay", "momentum"}), frozenset()))  # lr, dampening: inputs
 
 
 def register(kernel: Any) -> None:

@@ -63,7 +63,7 @@ _INT_BITS = {torch.int64: 64, torch.int32: 32, torch.int16: 16, torch.int8: 8, t
 
 
 def const(value: Number, dtype: torch.dtype, shape: Sequence[int] = ()) -> Sym:
-    if isinstance(value, Placeholder):  # a float argument: a 0-d program input of this dtype (scalar_args.py)
+    if isinstance(value, Placeholder):  # a scalar argument: a 0-d program input of this dtype (scalar_args.py)
         return broadcast_to(_placeholder_input(value, dtype), tuple(shape))
     if dtype in _INT_BITS and value.__class__ is not bool:
         value = _wrap_int(value, dtype)
@@ -104,7 +104,7 @@ def dense(values: Any, dtype: torch.dtype) -> Sym:
 
 def _meta(x: Any) -> Any:
     if isinstance(x, Placeholder):
-        return 1.0  # promotes as any Python float
+        return x.kind(1)  # promotes as any Python scalar of its class
     if isinstance(x, Sym):
         return torch.empty(x.shape, dtype=x.dtype, device="meta")
     return x
@@ -115,7 +115,7 @@ _promotions: dict[tuple, tuple[torch.dtype, torch.dtype]] = {}
 
 def _promotion_key(a: Any) -> Any:
     if isinstance(a, Placeholder):
-        return float
+        return a.kind
     if isinstance(a, Sym):
         return (a.dtype, a.ndim == 0)
     return type(a)

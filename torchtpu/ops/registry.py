@@ -21,6 +21,7 @@ without a record fall back to CPU, counted per op (fallback.py).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from torchtpu.ops.out_rules import check_out_devices, check_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
+_SCALAR_TYPES = frozenset({"number", "Optional[number]", "List[number]"})  # Scalar, Scalar?, Scalar[]
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class Lowering:
     how: str  # HOWS: lowering, its derived inplace / out siblings, kernel, decomposition, graph (graph only)
     random: bool = False  # the lowering takes the RNG state as `rng=`
     prepare: Prepare | None = None  # runs on the real arguments first (boolean masks -> indices)
-    static: frozenset[str] = frozenset()  # float arguments the lowering branches on: keyed and traced by value
+    static: frozenset[str] = frozenset()  # scalar arguments the lowering branches on: keyed and traced by value
     data_dependent: bool = False  # a host kernel whose output shape depends on the values (nonzero, unique)
     fast_kind: int | None = None  # how the C++ launch cache serves the kernel (fast_launch kinds); None: never
     fast_name: str = ""  # the op name its eager.run calls use (the C++ cache's key)
@@ -55,10 +57,13 @@ class Lowering:
     name: str = ""  # "aten::add.Tensor"
     other_keys: tuple[tuple[str, Callable[..., Any], str], ...] = ()  # (dispatch key, kernel, site): lazy bits
 
-    @property
-    def static_spec(self) -> tuple[tuple[str, ...], frozenset[str]]:
-        """(the schema's argument names, the static ones): what eager.run keys and traces floats by."""
-        return tuple(a.name for a in self.op._schema.arguments), self.static
+    @functools.cached_property
+    def static_spec(self) -> eager.Static:
+        """(the schema's argument names, the static ones, the Scalar-typed ones that are not static): what
+        eager.run keys and traces scalars by (eager.Static)."""
+        args = self.op._schema.arguments
+        scalars = frozenset(a.name for a in args if str(a.type) in _SCALAR_TYPES and a.name not in self.static)
+        return tuple(a.name for a in args), self.static, scalars
 
     @property
     def qualified(self) -> str:
@@ -111,8 +116,9 @@ def lower(*ops: OpOverload, random: bool = False, prepare: Prepare | None = None
           graph_only: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Defines `fn` as the lowering of `ops`. `random`: the lowering takes the RNG state as `rng=`;
     `prepare`: runs on the real arguments first (e.g. boolean masks -> indices, which need data);
-    `static`: the float arguments (by schema name) whose value the lowering branches on (pow's exponent):
-    they are keyed and traced by value; every other float is a program input (ops/scalar_args.py);
+    `static`: the scalar arguments (by schema name) whose value the lowering branches on (pow's exponent):
+    they are keyed and traced by value; every other float, and every other int or complex value of a
+    Scalar-typed argument, is a program input (ops/scalar_args.py);
     `graph_only`: only compiled graphs use it (eager mode reaches the op through ATen's own kernel)."""
     site = _caller_site(1)
     if graph_only and (random or prepare is not None or static):
@@ -372,9 +378,13 @@ def _derive_siblings() -> None:
                    static=record.static)
 
 
-def _static_positions(record: Lowering) -> list[int]:
-    names, static = record.static_spec
-    return [i for i, n in enumerate(names) if n in static]
+def _argument_modes(record: Lowering) -> list[int]:
+    """How the C++ launch cache keys each schema argument's scalars, as eager.run does for this record: by value
+    (static), floats by type, or (a traced lowering's Scalar-typed argument) floats, ints and complex by type."""
+    names, static, scalars = record.static_spec
+    traced = record.how in ("lowering", "inplace", "out")
+    return [fast_launch.BY_VALUE if n in static else fast_launch.SCALARS if traced and n in scalars
+            else fast_launch.FLOATS for n in names]
 
 
 def registered() -> dict[str, str]:
@@ -413,7 +423,7 @@ def register_all() -> None:
             name = record.op._schema.name.split("::")[1]
             local = name if record.op._overloadname == "default" else f"{name}.{record.op._overloadname}"
             if fast_launch.register_kernel(local, record.fast_name, dispatcher_kernel, record.fast_kind,
-                                           _static_positions(record)):  # the C++ launch cache, in front of the kernel
+                                           _argument_modes(record)):  # the C++ launch cache, in front of the kernel
                 continue
         lib.impl(record.op, dispatcher_kernel, "PrivateUse1")
     for record in TABLE.values():
