@@ -78,7 +78,7 @@ SKIP_DTYPE: dict[tuple[str, str], str] = {
                          "matches CPU within the bf16 tolerance",
     ("matrix_exp", "bfloat16"): "no CPU reference: CPU's bfloat16 linalg_matrix_exp returns inf/NaN for ordinary "
                                 "inputs (a 3x3 randn matrix); tpu computes in float32 and rounds, checked against "
-                                "CPU float32 in tests/test_ops_extra.py",
+                                "CPU float32 in tests/test_ops_coverage.py",
 }
 
 

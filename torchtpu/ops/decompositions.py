@@ -38,7 +38,7 @@ ACCEPTED = [
 def define_all(define: Callable[..., Any]) -> None:
     """Makes a "decomposition" record for each overload of an ACCEPTED packet that upstream decomposes and that
     has no eager record of its own (a lowering of the overload, or its derived in-place / out= sibling, is the
-    more specific choice; which overloads that leaves is what tests/test_lowering_records.py prints and pins)."""
+    more specific choice; which overloads that leaves is what tests/test_ops_records.py prints and pins)."""
     from torchtpu.ops.registry import TABLE
 
     for op, fn in get_decompositions(ACCEPTED).items():

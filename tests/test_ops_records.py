@@ -29,32 +29,32 @@ def _fn(x):
 def test_a_second_lowering_is_an_error_naming_both_sites():
     before = TABLE[aten.add.Tensor]
     with pytest.raises(ValueError, match=r"aten.add.Tensor is defined twice: at torchtpu.ops.elementwise:\d+ "
-                                         r"\(lowering\) and at .*test_lowering_records:\d+ \(lowering\)"):
+                                         r"\(lowering\) and at .*test_ops_records:\d+ \(lowering\)"):
         lower(aten.add.Tensor)(_fn)
     assert TABLE[aten.add.Tensor] is before  # a refused definition changes nothing
 
 
 def test_a_host_kernel_for_a_lowered_op_is_an_error():
     with pytest.raises(ValueError, match=r"aten.mul.Tensor is defined twice: at torchtpu.ops.elementwise:\d+ "
-                                         r"\(lowering\) and at .*test_lowering_records:\d+ \(kernel\)"):
+                                         r"\(lowering\) and at .*test_ops_records:\d+ \(kernel\)"):
         kernel(aten.mul.Tensor, _fn)
 
 
 def test_a_family_kernel_defined_twice_is_an_error():
     with pytest.raises(ValueError, match=r"aten.nonzero.default is defined twice: at torchtpu.ops.dynamic:\d+ "
-                                         r"\(kernel\) and at .*test_lowering_records:\d+ \(kernel\)"):
+                                         r"\(kernel\) and at .*test_ops_records:\d+ \(kernel\)"):
         kernel(aten.nonzero.default, _fn, data_dependent=True)
 
 
 def test_a_second_graph_lowering_is_an_error():
     with pytest.raises(ValueError, match=r"aten.view.default has two graph lowerings: at torchtpu.compile.views:\d+ "
-                                         r"and at .*test_lowering_records:\d+"):
+                                         r"and at .*test_ops_records:\d+"):
         lower(aten.view.default, graph_only=True)(_fn)
 
 
 def test_a_second_kernel_on_another_dispatch_key_is_an_error():
     with pytest.raises(ValueError, match=r"aten._copy_from.default is defined twice for the Conjugate key: at "
-                                         r"torchtpu.ops.complex:\d+ and at .*test_lowering_records:\d+"):
+                                         r"torchtpu.ops.complex:\d+ and at .*test_ops_records:\d+"):
         kernel(aten._copy_from.default, _fn, key="Conjugate")
 
 
