@@ -155,7 +155,7 @@ def _linear_index(x: Sym, indices: list[Sym | None], dims: list[int], bshape: tu
     return P.reshape(lin, (-1,))
 
 
-@lower(aten.index.Tensor, prepare=lambda a, k: bool_indices_to_long(a, k))
+@lower(aten.index.Tensor, prepare=lambda a, k: indices_as_device_long(a, k))
 def index(self: Sym, indices: list[Sym | None]) -> Sym:
     indices = list(indices) + [None] * (self.ndim - len(indices))
     for idx in indices:
@@ -176,7 +176,7 @@ def index(self: Sym, indices: list[Sym | None]) -> Sym:
     return out
 
 
-@lower(aten.index_put.default, prepare=lambda a, k: bool_indices_to_long(a, k))
+@lower(aten.index_put.default, prepare=lambda a, k: indices_as_device_long(a, k))
 def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: bool = False) -> Sym:
     indices = list(indices) + [None] * (self.ndim - len(indices))
     if all(i is None for i in indices):  # `x.index_put([], v)`: nothing indexed, v must broadcast to all of x
@@ -221,7 +221,7 @@ def nonzero(self: torch.Tensor) -> torch.Tensor:
     return device_nonzero(self)
 
 
-def bool_indices_to_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     """`x[mask]`: each boolean index becomes its nonzero() columns before tracing (shapes depend on data). A CPU
     index (bool or integer) is first copied to `self`'s device, as ATen's CUDA indexing does; other CPU operands
     (the values of index_put_) still raise the device-mix error."""
@@ -246,7 +246,7 @@ def bool_indices_to_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, di
     return (self, out, *rest), kwargs
 
 
-@lower(aten._index_put_impl_.default, prepare=lambda a, k: bool_indices_to_long(a, k))
+@lower(aten._index_put_impl_.default, prepare=lambda a, k: indices_as_device_long(a, k))
 def index_put_impl_(self: Sym, indices: list[Sym | None], values: Sym, accumulate: bool = False,
                     unsafe: bool = False) -> Sym:
     return index_put(self, indices, values, accumulate)
