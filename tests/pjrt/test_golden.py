@@ -70,6 +70,8 @@ def conv_tpu() -> Program:
 
 
 def qr() -> Program:
+    """QR as its IR lowering (Householder steps in a while_array loop): plain StableHLO a TPU compiles, no LAPACK
+    custom call."""
     b = Builder()
     x = b.input((4, 3), "float32")
     q, r = b.emit("qr", [x], full_matrices=False)
@@ -87,7 +89,7 @@ PROGRAMS = {  # name: (program, platform, donation, device-side checks)
     "axpy": (axpy, "cpu", {0: 0}),
     "checked_index_select": (checked_index_select, "cpu", None, True),
     "conv_tpu": (conv_tpu, "tpu", None),
-    "qr_lapack": (qr, "cpu", None),
+    "qr_householder_tpu": (qr, "tpu", None),
     "linear_relu": (linear_relu, "cpu", None),
     "linear_relu_tpu": (lambda: linear_relu("HIGH"), "tpu", None),
     "softmax_bf16": (softmax_bf16, "cpu", None),

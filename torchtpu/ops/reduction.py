@@ -175,7 +175,7 @@ def var(self: Sym, dim: list[int] | None = None, *, correction: float | None = N
                 keepdim)
 
 
-@lower(aten.std.correction)
+@lower(aten.std.correction, static=("correction",))
 def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
         ) -> Sym:
     return P.emit1("sqrt", [var(self, dim, correction=correction, keepdim=keepdim)])
