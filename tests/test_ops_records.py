@@ -122,7 +122,20 @@ def test_fast_launch_kinds_follow_the_schema_kind_and_the_flags():
 def test_derived_siblings_carry_the_flags_of_their_lowering():
     functional, inplace = TABLE[aten.index_put.default], TABLE[aten.index_put_.default]
     assert inplace.how == "inplace" and inplace.prepare is functional.prepare is not None
-    assert TABLE[aten.add.out].static == TABLE[aten.add_.Tensor].static == frozenset({"alpha"})
+    assert TABLE[aten.pow.Tensor_Scalar_out].static == TABLE[aten.pow_.Scalar].static == frozenset({"exponent"})
+
+
+def test_an_in_place_sibling_is_the_overload_taking_the_functionals_arguments(tpu):
+    """pow_.Scalar(Tensor self, Scalar exponent) is pow.Tensor_Scalar's in-place form, not pow.Scalar's (Scalar self,
+    Tensor exponent); polygamma_(self, n) is not polygamma(n, self)'s. Matched by name alone, integer pow_(-1)
+    computed where CPU raises and polygamma_ failed inside its lowering."""
+    assert TABLE[aten.pow_.Scalar].fn is TABLE[aten.pow.Tensor_Scalar].fn
+    assert TABLE[aten.pow_.Scalar].static == frozenset({"exponent"})
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        torch.tensor([2, 3], device=tpu).pow_(-1)
+    x = torch.rand(5) + 0.5
+    for inplace in (lambda t: t.polygamma_(1), lambda t: t.pow_(2), lambda t: t.floor_divide_(torch.full_like(t, 0.3))):
+        torch.testing.assert_close(inplace(x.clone().to(tpu)).cpu(), inplace(x.clone()), rtol=0, atol=0)
 
 
 def test_boolean_mask_in_place_index_put_runs_prepare(tpu):

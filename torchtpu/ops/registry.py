@@ -348,15 +348,17 @@ def _sibling(op: OpOverload, inplace: bool) -> OpOverload | None:
     packet_name = op._schema.name.split("::")[1]
     overload = op._overloadname
     ns = torch.ops.aten
-    if inplace:
+    inputs = [(a.name, str(a.type)) for a in op._schema.arguments]
+    if inplace:  # the overload of name_ taking the functional's arguments (pow_.Scalar is pow.Tensor_Scalar's)
         packet = getattr(ns, packet_name + "_", None)
-        return getattr(packet, overload, None) if packet is not None else None
+        names = [] if packet is None else [overload, *packet.overloads()]
+        return next((getattr(packet, n) for n in names if n in packet.overloads() and
+                     [(a.name, str(a.type)) for a in getattr(packet, n)._schema.arguments] == inputs), None)
     packet = getattr(ns, packet_name)
     for candidate in ((f"{overload}_out", "out") if overload == "default" else (f"{overload}_out",)):
         if candidate in packet.overloads():
             return getattr(packet, candidate)
     # otherwise the out= overload whose other arguments are the functional's (sum.dim_IntList -> sum.IntList_out)
-    inputs = [(a.name, str(a.type)) for a in op._schema.arguments]
     for candidate in packet.overloads():
         other = getattr(packet, candidate)
         if _out_args(other) and [(a.name, str(a.type)) for a in other._schema.arguments
