@@ -211,7 +211,8 @@ VARS: dict[str, Var] = {v.name: v for v in (
     Var.of("TORCHTPU_EXECUTABLE_CACHE", "4096", "an integer >= 1", _int_in(1, None),
         "compiled executables a driver keeps (least recently used dropped first)"),
     Var.of("TORCHTPU_CACHE_DIR", _default_cache_dir, "a directory path (created if missing)", _cache_dir,
-        "where the JIT-built C++ shim is cached (default $XDG_CACHE_HOME/torchtpu or ~/.cache/torchtpu)"),
+        "where the JIT-built C++ shim and the sim's fused element-wise loops (sim_fusion/) are cached"
+        " (default $XDG_CACHE_HOME/torchtpu or ~/.cache/torchtpu)"),
 )}
 
 _seen: dict[str, tuple[Any, Any]] = {}  # name -> (raw value, parsed value)

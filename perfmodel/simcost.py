@@ -46,10 +46,8 @@ def _sim_matmul(chip_name: str, batch: int, m: int, n: int, k: int, in_dtype: st
     if model is None:
         return None
     try:
-        if double_buffered:
-            rec = model.matmul(batch, int(m), int(n), int(k), in_dtype, out_dtype, precision, double_buffered=True)
-        else:
-            rec = model.matmul(batch, int(m), int(n), int(k), in_dtype, out_dtype, precision)
+        rec = model.matmul(batch, int(m), int(n), int(k), in_dtype, out_dtype, precision,
+                           double_buffered=double_buffered)
         seconds = float(rec.seconds)
         mxu = float(getattr(rec, "mxu_seconds", seconds))
         return mxu, seconds

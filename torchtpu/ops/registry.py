@@ -35,6 +35,7 @@ from torchtpu.ops.out_rules import check_out_devices, check_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
+TRACED = ("lowering", "inplace", "out")  # the hows whose kernel traces the lowering into a program
 _SCALAR_TYPES = frozenset({"number", "Optional[number]", "List[number]"})  # Scalar, Scalar?, Scalar[]
 
 
@@ -149,7 +150,7 @@ def kernel(op: OpOverload, fn: Callable[..., Any], *, data_dependent: bool = Fal
 def lowering_of(op: OpOverload) -> Callable[..., Any]:
     """The traced lowering of `op` (for lowerings built from others, e.g. foreach maps them over lists)."""
     record = TABLE.get(op)
-    if record is None or record.how not in ("lowering", "inplace", "out"):
+    if record is None or record.how not in TRACED:
         raise KeyError(f"{op} has no traced lowering")
     return record.fn
 
@@ -198,7 +199,7 @@ def schema_kind(op: OpOverload) -> str:
 def _fast_kind(record: Lowering) -> int | None:
     """How the C++ launch cache serves a traced record's kernel: by schema kind, never for random state, and for
     a prepared op only where its kernel stores just the calls that `prepare` left as they were."""
-    if record.how not in ("lowering", "inplace", "out") or record.random:
+    if record.how not in TRACED or record.random:
         return None
     op, kind = record.op, schema_kind(record.op)
     if kind == "out":
@@ -384,7 +385,7 @@ def _argument_modes(record: Lowering) -> list[int]:
     """How the C++ launch cache keys each schema argument's scalars, as eager.run does for this record: by value
     (static), floats by type, or (a traced lowering's Scalar-typed argument) floats, ints and complex by type."""
     names, static, scalars = record.static_spec
-    traced = record.how in ("lowering", "inplace", "out")
+    traced = record.how in TRACED
     return [fast_launch.BY_VALUE if n in static else fast_launch.SCALARS if traced and n in scalars
             else fast_launch.FLOATS for n in names]
 
