@@ -205,6 +205,9 @@ VARS: dict[str, Var] = {v.name: v for v in (
         "pjrt: donate buffers of in-place updates (auto: on except for the cpu platform)"),
     Var.of("TORCHTPU_PJRT_MXU_PASSES", "auto", f"auto, {BOOL_VALUES}", _auto_bool,
         "pjrt: spell f32 matmuls as the MXU's bf16 passes (auto: on except for the tpu platform)"),
+    Var.of("TORCHTPU_PJRT_DISTRIBUTED", "auto", f"auto, {BOOL_VALUES}", _auto_bool,
+        "pjrt: join JAX's distributed runtime (RANK of WORLD_SIZE, coordinator MASTER_PORT+1) so that tpu_dist "
+        "collectives compile as XLA collectives (auto: on when WORLD_SIZE > 1)"),
     Var.of("TORCHTPU_VALIDATE_TRACEBACK", "0", BOOL_VALUES, _bool,
         "python -m torchtpu.validate_models prints each failure's traceback"),
     Var.of("TORCHTPU_VERBOSE_BUILD", "0", BOOL_VALUES, _bool, "show the compiler output of the C++ shim's JIT build"),

@@ -1,7 +1,9 @@
-"""Rank programs for tests/test_pjrt_collectives.py, run by tests/dist_workers.py as "pjrt_coll_workers:NAME".
+"""Rank programs for tests/test_pjrt_collectives.py: `torchrun ... tests/pjrt_coll_workers.py SCENARIO OUTDIR`.
 
-The same scenario runs once with TORCHTPU_DRIVER=sim and once with TORCHTPU_DRIVER=pjrt (CPU client); each rank
-writes what every collective produced, and the test compares the two runs bit for bit.
+Run under torchrun (RANK, WORLD_SIZE, MASTER_PORT set before torch and torchtpu load, so the pjrt driver joins
+JAX's distributed runtime as it starts). The same scenario runs once with TORCHTPU_DRIVER=sim and once with
+TORCHTPU_DRIVER=pjrt (CPU client); each rank writes what every collective produced to OUTDIR/rank{r}.pt, and the
+test compares the two runs bit for bit.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ def collectives(rank: int, world: int) -> dict[str, Any]:
     import torch.distributed as dist
 
     import torchtpu.distributed
+    import torchtpu.runtime
 
     R = dist.ReduceOp
     out: dict[str, Any] = {}
     for dtype in (torch.float32, torch.bfloat16, torch.int32):
         d = str(dtype).rsplit(".", 1)[-1]
-        for op in (R.SUM, R.MAX, R.MIN):
+        for op in (R.SUM, R.MAX, R.MIN, R.AVG) if dtype.is_floating_point else (R.SUM, R.MAX, R.MIN):
             t = _values(dtype, (5, 3), rank, 1).to("tpu")
             dist.all_reduce(t, op=op)
             out[f"all_reduce.{op}.{d}"] = t.cpu()
@@ -60,7 +63,78 @@ def collectives(rank: int, world: int) -> dict[str, Any]:
     dist.all_reduce(p, op=R.PRODUCT)
     out["all_reduce.PRODUCT.float32"] = p.cpu()
     out["all_reduce.charged"] = torchtpu.distributed.stats()["all_reduce"]["count"]
+    coll = getattr(torchtpu.runtime.driver(), "collectives", None)
+    out["xla"] = dict(coll.counts) if coll is not None else None
     return out
 
 
-SCENARIOS = {"collectives": (collectives, "tpu_dist", 30)}
+def xla_path(rank: int, world: int) -> dict[str, Any]:
+    """On pjrt under JAX's distributed runtime: the collectives XLA ran, and the host transfers they made (none)."""
+    import torch
+    import torch.distributed as dist
+
+    from torchtpu import runtime
+
+    drv = runtime.driver()
+    t = _values(torch.float32, (8, 3), rank, 1).to("tpu")
+    x = _values(torch.bfloat16, (4,), rank, 2).to("tpu")
+    big = torch.empty(4 * world, dtype=torch.bfloat16, device="tpu")
+    small = torch.empty(4, dtype=torch.bfloat16, device="tpu")
+    torch.tpu.synchronize()
+    before = (drv.reads, drv.writes, dict(drv.collectives.counts))
+    dist.all_reduce(t)
+    dist.all_gather_into_tensor(big, x)
+    dist.reduce_scatter_tensor(small, big, op=dist.ReduceOp.MAX)
+    dist.broadcast(x, src=0)
+    after = (drv.reads, drv.writes, dict(drv.collectives.counts))
+    s = torch.arange(6, dtype=torch.int64, device="tpu") + rank  # int64: the host path (jax runs without x64)
+    dist.all_reduce(s)
+    return {"before": before, "after": after, "after_int64": dict(drv.collectives.counts),
+            "int64": s.cpu(), "sum": t.cpu(), "process": drv.client.process}
+
+
+def dead_peer(rank: int, world: int) -> dict[str, Any]:
+    """Rank 1 dies after one collective; rank 0's next all_reduce must raise within the group's timeout."""
+    import os
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(4, device="tpu")
+    dist.all_reduce(t)
+    if rank == 1:
+        os._exit(0)  # gone without a word; exit code 0, so that torchrun lets the survivor run on rather than kill it
+    start = time.monotonic()
+    try:
+        dist.all_reduce(t)
+        torch.tpu.synchronize()
+        return {"error": None, "seconds": time.monotonic() - start}
+    except Exception as exc:  # noqa: BLE001 - the test reads it
+        return {"error": f"{type(exc).__name__}: {exc}", "seconds": time.monotonic() - start}
+
+
+SCENARIOS = {"collectives": (collectives, "tpu_dist", 30), "xla_path": (xla_path, "tpu_dist", 30),
+             "dead_peer": (dead_peer, "tpu_dist", 10)}
+
+
+if __name__ == "__main__":
+    import datetime
+    import os
+    import sys
+    import traceback
+
+    import torch
+    import torch.distributed as dist
+
+    name, outdir = sys.argv[1], sys.argv[2]
+    fn, backend, timeout_s = SCENARIOS[name]
+    r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    try:
+        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+        result = fn(r, w)
+    except BaseException:  # noqa: BLE001 - the test shows it
+        result = {"crash": traceback.format_exc()}
+    torch.save(result, os.path.join(outdir, f"rank{r}.pt"))
+    sys.stdout.flush()
+    os._exit(0)  # no teardown: a dead peer must not hold the survivor in JAX's shutdown barrier

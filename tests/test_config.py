@@ -30,6 +30,7 @@ BAD = {
     "TORCHTPU_HOSTS": ["0", "two"],
     "TORCHTPU_PJRT_CHECKS": ["off"],
     "TORCHTPU_PJRT_DONATE": ["sometimes"],
+    "TORCHTPU_PJRT_DISTRIBUTED": ["yes", "2"],
     "TORCHTPU_PJRT_MXU_PASSES": ["6"],
     "TORCHTPU_VALIDATE_TRACEBACK": ["verbose"],
     "TORCHTPU_VERBOSE_BUILD": ["loud"],
@@ -46,6 +47,7 @@ GOOD = {
     "TORCHTPU_TOPOLOGY": [("2x2", (2, 2)), (" 2X2x1 ", (2, 2, 1)), ("8", (8,)), ("16x16", (16, 16))],
     "TORCHTPU_HOSTS": [("4", 4)],
     "TORCHTPU_PJRT_DONATE": [("auto", None), ("0", False)],
+    "TORCHTPU_PJRT_DISTRIBUTED": [("auto", None), ("1", True), ("0", False)],
     "TORCHTPU_FAST_LAUNCH": [("0", False), ("1", True)],
 }
 

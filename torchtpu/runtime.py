@@ -118,6 +118,13 @@ def _storage_key(t: torch.Tensor) -> tuple[int, int, int]:
     return storage.data_ptr(), storage.nbytes(), t.device.index or 0
 
 
+def storage_of(t: torch.Tensor) -> tuple[int, int, str, int]:
+    """(storage key, storage bytes, IR dtype, device index) of a tpu tensor: how drivers name its storage."""
+    collect_freed()
+    key, nbytes, device = _storage_key(t)
+    return key, nbytes, _ir_dtype(t.dtype), device
+
+
 def storage_handle(holder: torch.Tensor) -> object:
     """The driver buffer for a whole storage (`holder` is a flat view of all of it)."""
     collect_freed()  # a freed storage's address may already belong to this one: drop the stale buffer first

@@ -5,7 +5,8 @@ client, CUDA), compiling a StableHLO module given as text, moving flat arrays be
 executable, waiting, and memory statistics. These are jax's private client objects (`jax._src.xla_bridge`,
 `jaxlib`'s `Client`, `LoadedExecutable`, `ArrayImpl`, `batched_device_put`), whose signatures change between
 releases: this file is pinned to the version below, and a jax upgrade touches only it. jax.numpy is never used and
-no Python function is traced; the runtime hands XLA the module text that `emit.py` printed.
+no Python function is traced; the runtime hands XLA the module text that `emit.py` printed. The one exception is
+collectives.py, which joins JAX's distributed runtime and traces the cross-process collectives (shard_map).
 """
 
 from __future__ import annotations
@@ -88,6 +89,12 @@ class Client:
             if not os.environ.get("JAX_PLATFORMS"):
                 # only the requested platform: on a TPU VM, a CPU-platform run must not take the chips
                 jax.config.update("jax_platforms", "cpu" if platform == "cpu" else f"{platform},cpu")
+        from torchtpu.drivers.pjrt import collectives
+
+        try:
+            self.process = collectives.join_distributed(jax, platform)  # before the client: (index, count)
+        except Exception as exc:  # noqa: BLE001 - jax raises RuntimeError/ValueError variants per version
+            raise PjrtUnavailable(f"TORCHTPU_DRIVER=pjrt could not join JAX's distributed runtime: {exc}") from None
         try:
             self.backend = xb.get_backend(platform)
             devices = list(self.backend.local_devices())
@@ -109,6 +116,12 @@ class Client:
         self._shardings = [SingleDeviceSharding(d) for d in devices]
         self._avals: dict[tuple[int, np.dtype], Any] = {}
         self.jax_version = jax.__version__
+        self.collectives = None
+        if self.process is not None:
+            by_process: dict[int, list[Any]] = {}
+            for d in sorted(jax.devices(platform), key=lambda d: d.id):
+                by_process.setdefault(d.process_index, []).append(d)
+            self.collectives = collectives.XlaCollectives(jax, by_process)
 
     # -- devices --
     def device_kind(self, index: int) -> str:

@@ -302,6 +302,25 @@ class PjrtDriver(Driver):
         s.shared = False
         self.writes += 1
 
+    # -- cross-process collectives (collectives.py; None unless JAX's distributed runtime was joined) --
+    @property
+    def collectives(self) -> Any:
+        return self.client.collectives
+
+    def storage_elements(self, key: int, nbytes: int, dtype: str, device: int, offset: int, n: int) -> Any:
+        """Elements offset..offset+n of a storage as a flat device buffer of `dtype` (no host copy where the
+        storage holds that dtype already)."""
+        ref = self.storage_buffer(key, nbytes, dtype, device)
+        return self.client.collectives.slice(self._storage_array(ref, device), offset, n)
+
+    def write_elements(self, key: int, nbytes: int, dtype: str, device: int, offset: int, value: Any) -> None:
+        """Replaces elements offset.. of a storage by the flat device buffer `value` (rebinding the storage)."""
+        ref = self.storage_buffer(key, nbytes, dtype, device)
+        s = ref.storage
+        s.array = self.client.collectives.update(self._storage_array(ref, device), value, offset)
+        s.shared = False
+        self._track(device, [s.array])
+
     def free_storage(self, key: int) -> None:
         self._storages.pop(key, None)
 

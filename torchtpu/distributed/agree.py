@@ -55,7 +55,7 @@ class Agreer:
         self.group_name: Callable[[], str] = lambda: ""  # the c10d group name (set after construction)
 
     def header_len(self) -> int:
-        return _FIXED + 2 * self.size
+        return _FIXED + 2 * self.size + 1  # + the pjrt XLA-path flag (process_group.py)
 
     def gloo_wait(self, what: str, work: dist.Work) -> None:
         """Wait for a gloo work item; a transport failure raises the error naming `what` and the missing ranks."""

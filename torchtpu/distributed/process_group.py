@@ -26,7 +26,7 @@ import torch._C._distributed_c10d as c10d
 import torch.distributed as dist
 
 from torchtpu import runtime
-from torchtpu.distributed import BACKEND_NAME, clock, subgroups, topology
+from torchtpu.distributed import BACKEND_NAME, clock, subgroups, topology, xla_route
 from torchtpu.distributed.agree import Agreement, Agreer
 from torchtpu.distributed.p2p import PointToPoint, host_copy
 from torchtpu.distributed.work import TpuWork, describe
@@ -196,7 +196,14 @@ class TpuProcessGroup(dist.ProcessGroup):
         t0 = time.perf_counter()
         deferred.flush()
         own = clock.local_start(where) if where is not None else 0.0
+        # pjrt under JAX's distributed runtime: XLA's own collectives on the device buffers where every rank can
+        plan = xla_route.plan(self, method, args) if where is not None and not error else None
+        xla_flag = getattr(runtime.driver(), "collectives", None) is not None
+        if xla_flag:
+            extras = [*extras, int(plan is not None)]
         agreement = self._agreer.agree(kind, signature, error, own, extras, check)
+        if xla_flag and all(row[-1] for row in agreement.extras) and plan is not None:
+            return self._run_xla(kind, plan, where, agreement, own, t0, nbytes, outputs)
         staged: dict[int, torch.Tensor] = {}
         written = {id(t) for t in outputs}
         for t in inputs:
@@ -224,6 +231,19 @@ class TpuProcessGroup(dist.ProcessGroup):
         seconds = (clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
                    if clock.timeline_of(where) is not None else 0.0)  # pjrt: real devices, no simulated clock
         done = clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0,
+                            latest=agreement.latest)
+        return self._track(TpuWork(list(outputs), done=done))
+
+    def _run_xla(self, kind: str, plan: xla_route.Plan, where: int, agreement: Agreement, own: float, t0: float,
+                 nbytes: Callable[[Agreement], float] | None, outputs: Sequence[torch.Tensor]) -> TpuWork:
+        """The agreed collective as a compiled XLA collective (xla_route.py); a peer that dies mid-way raises
+        the agreer's failure (naming the missing ranks) once the group's timeout has passed."""
+        try:
+            xla_route.run(self, plan, where, self._timeout.total_seconds())
+        except RuntimeError as exc:
+            raise self._agreer.failure(f"{kind} #{self._agreer.seq}", exc) from exc
+        v = nbytes(agreement) if nbytes is not None else float(_nbytes(outputs))
+        done = clock.charge(where, kind, agreement.start, 0.0, v, own, time.perf_counter() - t0,
                             latest=agreement.latest)
         return self._track(TpuWork(list(outputs), done=done))
 
