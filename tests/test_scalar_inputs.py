@@ -253,3 +253,23 @@ def test_an_overflow_check_runs_on_cached_launches(tpu):
     with pytest.raises(RuntimeError, match="without overflow"):
         d.fill_(200)
     assert d.cpu().tolist() == [101] * 4
+
+
+@pytest.mark.parametrize("x, values", [
+    (torch.arange(-6, 6), (2, 3, -7, 2 ** 40 + 1)),  # `x + 2`: add.Tensor gets a wrapped int
+    (torch.arange(250, 256, dtype=torch.uint8), (300, 2, -1, 7)),  # wraps as on CPU
+    (torch.arange(-6, 6, dtype=torch.int32), (2.5, -1.5)),  # promotes to the default float dtype
+    (torch.randn(7), (0.5, 0.25, -3.0)),
+    (torch.randn(4, dtype=torch.complex64), (1 + 2j, -0.5j)),
+])
+def test_a_python_number_in_a_tensor_position_is_an_input(tpu, count_traces, x, values):
+    d = x.to("tpu")
+    for i, v in enumerate(values):
+        for call in (lambda a, v=v: a + v, lambda a, v=v: a * v,  # and a 0-dim CPU int tensor, or a - v
+                     lambda a, v=v: torch.tensor(v) * a if isinstance(v, int) else a - v):
+            got, want = call(d).cpu(), call(x)
+            assert got.dtype == want.dtype
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+        if i == 0:
+            traces = len(count_traces)
+    assert len(count_traces) == traces, "a new value of a wrapped number traced the lowering again"

@@ -129,6 +129,20 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
           input->push_back(c10::IValue(t.item<double>()));
           continue;
         }
+        const auto st = t.scalar_type();  // an int one (`x + 2`) too: eager._INT_SCALAR_DTYPES
+        const bool wrapped = t.unsafeGetTensorImpl()->is_wrapped_number();  // Python gets the int itself
+        if (input != nullptr && (scalar_typed || !wrapped) &&
+            (st == at::kByte || st == at::kChar || st == at::kShort || st == at::kInt || st == at::kLong)) {
+          key.push_back('j');
+          put(key, static_cast<int8_t>(st));
+          input->push_back(c10::IValue(t.item<int64_t>()));
+          continue;
+        }
+        if (input != nullptr && scalar_typed && wrapped && at::isComplexType(st)) {
+          key.push_back('k');  // a wrapped complex: the Python kernel gets a complex, an input of a Tensor argument
+          input->push_back(c10::IValue(t.item<c10::complex<double>>()));
+          continue;
+        }
         key.push_back('C');  // a host scalar: the Python kernel takes its value as a constant
         put(key, static_cast<int8_t>(t.scalar_type()));
         // its bytes (not item<int64_t>(): a uint64 beyond int64's range, or a copy's uninitialized destination)

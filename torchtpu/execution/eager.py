@@ -4,7 +4,7 @@ The signature is the op plus, for every argument, (shape, dtype) for a tensor, t
 int or complex value of a Scalar-typed argument (a program input from the first trace: ops/scalar_args.py; the
 value for an argument the lowering declares static), the value itself for anything else (bools included),
 plus the current matmul precision. A tpu tensor becomes a Program input; a 0-dim CPU tensor is folded in as a
-scalar (as CUDA does: a float one as an input, others as constants); any other CPU tensor mixed with tpu
+scalar (as CUDA does: a float or int one as an input, others as constants); any other CPU tensor mixed with tpu
 tensors is an error naming both devices.
 """
 
@@ -51,6 +51,8 @@ def _bind(x: Any, syms: Iterator[Sym], placeholders: Iterator[int] | None, kinds
         if placeholders is not None and x.dtype.is_floating_point:
             p = scalar_args.make(float, next(placeholders), what)
             return Sym(scalar_args.current().input(current_builder(), p, TORCH_TO_IR[x.dtype], None))
+        if placeholders is not None and x.dtype in _INT_SCALAR_DTYPES:  # `x + 2`: a wrapped int, an input too
+            return const(scalar_args.make(int, next(placeholders), what), x.dtype)
         return const(x.item(), x.dtype)
     if placeholders is not None and x.__class__ in kinds:
         return scalar_args.make(x.__class__, next(placeholders), what)
@@ -155,6 +157,8 @@ def _arg_name(static: Static, position: int) -> str:
 _cache: dict[tuple, Traced] = {}
 _MAX_CACHE = 8192
 _TENSOR_TYPE = torch.Tensor
+# the dtypes of 0-dim CPU int tensors that are program inputs (csrc/fast_launch_key.cpp's kIntInputs)
+_INT_SCALAR_DTYPES = frozenset((torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8))
 _HASHABLE_TYPES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
 _devices: dict[int, torch.device] = {}
 
@@ -184,7 +188,7 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
     scalars of `kinds` and 0-dim CPU float tensors enter the key by type and their values go to `values`."""
     if isinstance(x, _TENSOR_TYPE):
         if x.is_cpu and not x.dim() and not x.requires_grad:  # folded in as a scalar, as CUDA does
-            if values is not None and x.dtype.is_floating_point:
+            if values is not None and (x.dtype.is_floating_point or x.dtype in _INT_SCALAR_DTYPES):
                 key.append(("S", x.dtype))
                 values.append(x.item())
             else:

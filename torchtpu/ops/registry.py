@@ -36,7 +36,8 @@ from torchtpu.ops.out_rules import check_out_devices, check_out_dtype
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
 TRACED = ("lowering", "inplace", "out")  # the hows whose kernel traces the lowering into a program
-_SCALAR_TYPES = frozenset({"number", "Optional[number]", "List[number]"})  # Scalar, Scalar?, Scalar[]
+# Scalar, Scalar?, Scalar[]; and Tensor, whose Python int or complex is a number the dispatcher wrapped (`x + 2`)
+_SCALAR_TYPES = frozenset({"number", "Optional[number]", "List[number]", "Tensor"})
 
 
 @dataclass(frozen=True)
