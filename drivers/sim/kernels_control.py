@@ -4,6 +4,8 @@
 The regions run through the same kernels as any program (kernels*.py), on the elements still looping: after
 each trip the elements whose condition fails are dropped, so a trip costs what its live elements cost, and an
 element's result is its state when its condition first fails (or after `limit` trips).
+
+IR op `while_array` carries whole arrays through its regions; those run as plans compiled once (regions.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from torchtpu.drivers.ir import Op, Program
 from torchtpu.drivers.sim.kernels import KERNELS, kernel
+from torchtpu.drivers.sim.regions import compiled_region
 
 
 def run_region(program: Program, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -48,10 +51,11 @@ def _while(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 def _while_array(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     """The whole state through `body` while `cond` holds (at most `limit` trips); the results never alias the
     operands."""
-    cond, body, limit = op.attr("cond").program, op.attr("body").program, op.attr("limit")
+    cond = compiled_region(op.attr("cond").program)
+    body = compiled_region(op.attr("body").program)
     state = list(args)
-    for _ in range(limit):
-        if not bool(run_region(cond, state)[0]):
+    for _ in range(op.attr("limit")):
+        if not cond(state)[0]:
             break
-        state = run_region(body, state)
-    return [np.array(s, copy=True) if any(s is a for a in args) else s for s in state]
+        state = body(state)
+    return [np.array(s, copy=True) if not s.flags.writeable or any(s is a for a in args) else s for s in state]
