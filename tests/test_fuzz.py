@@ -117,3 +117,24 @@ def test_hypothesis_drawn_calls():
 def test_three_calls_per_op_all_modes():
     report = run(seed=2, calls_per_op=3, rates={"DEFER_NEVER": 1.0, "DEFER_AND_FUSE": 1.0, "compile": 0.05})
     assert not report.new(), [f"{f.op} {f.cls}" for f in report.new()]
+
+
+def test_calls_cpu_crashes_on_are_not_run(monkeypatch):
+    """CPU's _segment_reduce_backward aborts the process on integer tensors (seed 2 of the slow test): such calls
+    are counted as cpu_crash_skipped and never reach the CPU kernel; float calls of the same overload still run."""
+    from torchtpu.fuzz import runner
+    from torchtpu.fuzz.overloads import cpu_crashes
+
+    op = aten._segment_reduce_backward.out
+    calls = [(i, make_call(op, call_rng(2, str(op), i), 2)) for i in range(40)]
+    integer = [i for i, c in calls if cpu_crashes(c)]
+    floating = [c for _, c in calls if not cpu_crashes(c)]
+    assert integer and floating
+
+    def no_cpu(call, upcast=False):
+        raise AssertionError(f"CPU kernel called for {call!r}")
+
+    monkeypatch.setattr(runner, "run_cpu", no_cpu)
+    report = Report()
+    fuzz_one(op, 2, integer[0], report, {"DEFER_NEVER": 1.0})
+    assert report.classes["cpu_crash_skipped"] == 1 and report.calls == 0

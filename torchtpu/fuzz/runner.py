@@ -21,7 +21,7 @@ import torch
 from torchtpu.fuzz import known as known_mod
 from torchtpu.fuzz.args import Unsupported, make_call
 from torchtpu.fuzz.outcome import CallTimeout, Outcome, _with_timeout, classify, run_cpu, run_tpu, too_large
-from torchtpu.fuzz.overloads import registered, select
+from torchtpu.fuzz.overloads import cpu_crashes, registered, select
 
 OK_CLASSES = ("ok", "both_raise", "cpu_unsupported")
 DEFAULT_RATES = {"DEFER_NEVER": 1.0, "DEFER_AND_FUSE": 0.5, "LAUNCH_BLOCKING": 0.1, "compile": 0.02}
@@ -87,6 +87,9 @@ def fuzz_one(op: torch._ops.OpOverload, seed: int, index: int, report: Report, r
     mode_rng = np.random.default_rng([seed, zlib.crc32(name.encode()), index, 1])
     modes = [m for m, p in rates.items() if mode_rng.random() < p]
     if not modes:
+        return
+    if cpu_crashes(call):
+        report.classes["cpu_crash_skipped"] += 1
         return
     report.calls += 1
     report.ops.add(name)
