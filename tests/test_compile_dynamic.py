@@ -31,3 +31,16 @@ def test_fft_on_a_padded_axis_is_unsafe():
     assert padding_is_safe(program, [{1: "s0"}]) is None
     assert padding_is_safe(program, [{0: "s0"}]) is None  # no rule for fft at all: unsafe on any padded axis
 
+
+
+def test_an_int_read_as_a_value_is_never_padded(tpu):
+    """A dynamic int the graph adds (`x + n`, `x + x.shape[0]`) keeps its value: padding it to its bucket would
+    change the result (it gave x + 8 for n = 2 and 3)."""
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, n: a + n, backend="tpu", dynamic=True)
+    g = torch.compile(lambda a: a * 2 + a.shape[0], backend="tpu", dynamic=True)
+    for n in (2, 3, 11):
+        x = torch.arange(5.0)
+        assert f(x.to(tpu), n).cpu().tolist() == (x + n).tolist()
+        y = torch.arange(float(n + 3))
+        assert g(y.to(tpu)).cpu().tolist() == (y * 2 + y.shape[0]).tolist()

@@ -88,3 +88,16 @@ def test_mfu_uses_the_tpu_name_and_peak_flops(titan: dict) -> None:
     text = titan["tpu"].stdout + titan["tpu"].stderr
     assert f"Peak FLOPS used for computing MFU: {peak:.3e}" in text
     assert _MFU.search(re.sub(r"\x1b\[[0-9;]*m", "", text))
+
+
+def test_fsdp2_on_two_ranks_follows_the_one_chip_loss_curve(titan: dict) -> None:
+    # FSDP2 (data_parallel_shard_degree 2; spmd_backend partial_dtensor, as 0.3.0's default spmd_types path needs
+    # a newer torch's fully_shard, docs/distributed.md) reduce-scatters the gradients with ReduceOp.PREMUL_SUM
+    # (TorchTitan sets the divide factor to 1.0), which tpu_dist runs as premultiply + gloo SUM. Every rank reads
+    # one half of a dataset written twice (make_debug_assets), so each sees the 1-chip run's batches: the curves
+    # must agree up to the order of the fp32 sums (two equal halves of each gradient summed, the token count doubled).
+    proc = _torchrun(titan["tmp"], "fsdp2", 2, *titan["load"], "--parallelism.data_parallel_shard_degree", "2",
+                     "--parallelism.spmd_backend", "partial_dtensor")
+    two, one = _losses(proc), _losses(titan["tpu"])
+    assert len(two) == STEPS, two
+    assert two == pytest.approx(one, rel=1e-4, abs=1e-4), (one, two)

@@ -20,6 +20,7 @@ from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import dtypes
 from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph roles of view ops' records
+from torchtpu.compile.buckets import value_symbols
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
@@ -290,6 +291,10 @@ class CompiledGraph:
         flat = [x for s in self.symbols for x in (s if isinstance(s, list) else [s])]
         # buckets need every dynamic size to be a plain symbol, so padding each input is consistent
         self.dynamic = any(flat) and "?" not in flat
+        self.value_symbols = value_symbols(gm)  # read as values: never padded, and a tensor axis of one not bucketed
+        axes = {x for s in self.symbols if isinstance(s, list) for x in s if x}
+        if self.value_symbols & axes:
+            self.dynamic = False
         self.safe: dict[int, list[dict] | None] = {}
         self.eager_reason: str | None = None
         output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
@@ -310,7 +315,7 @@ class CompiledGraph:
                 for size, sym in zip(value.shape, syms):
                     if sym is not None:
                         real[sym] = size
-            elif syms is not None and isinstance(value, int):
+            elif syms is not None and isinstance(value, int) and syms not in self.value_symbols:
                 real[syms] = value
         sizes = {sym: bucket(n) for sym, n in real.items()}
         if all(sizes[s] == real[s] for s in sizes):
@@ -325,7 +330,7 @@ class CompiledGraph:
                 for i in reversed(range(value.ndim)):
                     pads += [0, (sizes[syms[i]] - value.shape[i]) if i in tagged else 0]
                 padded.append(torch.nn.functional.pad(value, pads) if tagged else value)
-            elif syms is not None and isinstance(value, int):
+            elif syms is not None and isinstance(value, int) and syms in sizes:
                 padded.append(sizes[syms])
             else:
                 padded.append(value)

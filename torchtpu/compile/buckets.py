@@ -46,3 +46,39 @@ def padding_is_safe(program: Program, input_tags: list[Tags]) -> list[Tags] | No
         for o in op.outputs:
             env[o.id] = out
     return [env.get(v.id, {}) for v in program.outputs]
+
+
+
+_SIZE_TYPES = frozenset({"int", "SymInt", "int[]", "SymInt[]", "Optional[int]", "Optional[SymInt]", "List[int]",
+                         "List[SymInt]"})
+
+
+def value_symbols(gm: Any) -> set[str]:
+    """The shape symbols of the graph's int inputs that some node reads as a value (`x + n`, `x * s0`), not only
+    as a size: padding such a symbol would change a result, so it is never padded. An int flows through
+    Python arithmetic nodes (`s0 * 2`) to its uses; any use other than a size argument of an ATen op counts."""
+    import torch
+
+    def holds(arg: Any, node: Any) -> bool:
+        return arg is node or (isinstance(arg, list | tuple) and any(a is node for a in arg))
+
+    def read_as_value(node: Any) -> bool:
+        for user in node.users:
+            if isinstance(user.target, torch._ops.OpOverload):
+                schema = user.target._schema.arguments
+                types = [str(schema[i].type) if i < len(schema) else "?" for i, a in enumerate(user.args)
+                         if holds(a, node)]
+                by_name = {a.name: str(a.type) for a in schema}
+                types += [by_name.get(k, "?") for k, a in user.kwargs.items() if holds(a, node)]
+                if any(t not in _SIZE_TYPES for t in types):
+                    return True
+            elif user.op != "call_function" or read_as_value(user):  # sym arithmetic: its own uses decide
+                return True
+        return False
+
+    out: set[str] = set()
+    for node in gm.graph.nodes:
+        value = node.meta.get("val") if node.op == "placeholder" else None
+        if isinstance(value, torch.SymInt) and getattr(value.node.expr, "is_Symbol", False) and read_as_value(node):
+            out.add(str(value.node.expr))
+    return out

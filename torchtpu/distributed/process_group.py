@@ -26,7 +26,7 @@ import torch._C._distributed_c10d as c10d
 import torch.distributed as dist
 
 from torchtpu import runtime
-from torchtpu.distributed import BACKEND_NAME, clock, subgroups, topology, xla_route
+from torchtpu.distributed import BACKEND_NAME, clock, premul, subgroups, topology, xla_route
 from torchtpu.distributed.agree import Agreement, Agreer
 from torchtpu.distributed.p2p import PointToPoint, host_copy
 from torchtpu.distributed.work import TpuWork, describe
@@ -186,9 +186,10 @@ class TpuProcessGroup(dist.ProcessGroup):
     def _run(self, kind: str, method: str | Callable[..., dist.Work], args: tuple, inputs: Sequence[torch.Tensor],
              outputs: Sequence[torch.Tensor], signature: str, error: str = "",
              nbytes: Callable[[Agreement], float] | None = None, extras: Sequence[int] = (),
-             check: Callable[[list[list[int]]], str] | None = None, read_only_inputs: bool = False) -> dist.Work:
+             check: Callable[[list[list[int]]], str] | None = None, read_only_inputs: bool = False,
+             scale: bool = False) -> dist.Work:
         """One collective: agree, move the host copies through `self._gloo.<method>` (or `method(*host args)`),
-        write back, charge."""
+        write back, charge (`scale`: plus a premultiply of the inputs, premul.py)."""
         where, placement_error = self._placement(kind, [*inputs, *outputs])
         if where == "cpu":
             return getattr(self._gloo, method)(*args)
@@ -230,6 +231,8 @@ class TpuProcessGroup(dist.ProcessGroup):
         v = nbytes(agreement) if nbytes is not None else float(_nbytes(outputs or inputs))
         seconds = (clock.collective_seconds(kind, v, self._my_size, clock.chip_of(where), self)
                    if clock.timeline_of(where) is not None else 0.0)  # pjrt: real devices, no simulated clock
+        if scale and clock.timeline_of(where) is not None:
+            seconds += premul.scale_seconds(float(_nbytes(inputs)), clock.chip_of(where))
         done = clock.charge(where, kind, agreement.start, seconds, v, own, time.perf_counter() - t0,
                             latest=agreement.latest)
         return self._track(TpuWork(list(outputs), done=done))
@@ -259,17 +262,37 @@ class TpuProcessGroup(dist.ProcessGroup):
             return ""
         return f"tensors of one collective must share a dtype, got {sorted(map(str, dtypes))}"
 
+    def _reduction(self, kind: str, method: str, args: tuple, inputs: Sequence[torch.Tensor],
+                   outputs: Sequence[torch.Tensor], signature: str, error: str = "", **kw: Any) -> dist.Work:
+        """`_run` for a reduction; a `ReduceOp.PREMUL_SUM` on tpu tensors becomes the inputs' host copies times the
+        factor, then gloo's SUM (premul.py). args[-1] are the options; args[0] are the inputs of the in-place
+        reductions (all_reduce, reduce), args[1] those of the reduce-scatters (read, not written)."""
+        opts = args[-1]
+        factor = premul.factor_of(opts.reduceOp)
+        if factor is None or self._placement(kind, [*inputs, *outputs])[0] == "cpu":
+            return self._run(kind, method, args, inputs, outputs, signature, error, **kw)
+        error = error or premul.check(factor, [*inputs, *outputs])
+        sum_opts = premul.sum_options(opts)
+        at = 1 if kind == "reduce_scatter" else 0
+
+        def call(*host: Any) -> dist.Work:
+            data = list(host[:-1])
+            data[at] = premul.scaled(data[at], factor, in_place=at == 0)
+            return getattr(self._gloo, method)(*data, sum_opts)
+
+        return self._run(kind, call, args, inputs, outputs, signature, error, scale=True, **kw)
+
     # ------------------------------------------------------------------ reductions and broadcasts
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else c10d.AllreduceOptions()
         sig = f"op={_op_name(opts.reduceOp)} {describe(tensors)}"
-        return self._run("all_reduce", "allreduce", (tensors, opts), tensors, tensors, sig)
+        return self._reduction("all_reduce", "allreduce", (tensors, opts), tensors, tensors, sig)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else c10d.AllreduceCoalescedOptions()
         sig = f"coalesced op={_op_name(opts.reduceOp)} {describe(tensors)}"
-        return self._run("all_reduce", "allreduce_coalesced", (tensors, opts), tensors, tensors, sig,
-                         self._check_dtypes(tensors))
+        return self._reduction("all_reduce", "allreduce_coalesced", (tensors, opts), tensors, tensors, sig,
+                               self._check_dtypes(tensors))
 
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else c10d.BroadcastOptions()
@@ -279,7 +302,7 @@ class TpuProcessGroup(dist.ProcessGroup):
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else c10d.ReduceOptions()
         sig = f"root={opts.rootRank}{_tensor_index(opts)} op={_op_name(opts.reduceOp)} {describe(tensors)}"
-        return self._run("reduce", "reduce", (tensors, opts), tensors, tensors, sig)
+        return self._reduction("reduce", "reduce", (tensors, opts), tensors, tensors, sig)
 
     # ------------------------------------------------------------------ gathers and scatters
     def _gather_lists_error(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor]) -> str:
@@ -338,16 +361,16 @@ class TpuProcessGroup(dist.ProcessGroup):
                        opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else c10d.ReduceScatterOptions()
         error = self._gather_lists_error(inputs, outputs)
-        return self._run("reduce_scatter", "reduce_scatter", (outputs, inputs, opts), _tensors(inputs), outputs,
-                         f"op={_op_name(opts.reduceOp)} {describe(outputs)}", error,
-                         nbytes=lambda _: float(_nbytes(_tensors(inputs))))
+        return self._reduction("reduce_scatter", "reduce_scatter", (outputs, inputs, opts), _tensors(inputs),
+                               outputs, f"op={_op_name(opts.reduceOp)} {describe(outputs)}", error,
+                               nbytes=lambda _: float(_nbytes(_tensors(inputs))))
 
     def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> dist.Work:  # noqa: A002
         opts = opts if opts is not None else c10d.ReduceScatterOptions()
-        return self._run("reduce_scatter", "reduce_scatter_single", (output, input, opts), [input], [output],
-                         f"op={_op_name(opts.reduceOp)} {describe(output)}",
-                         self._single_error(input, output, "reduce_scatter_tensor"),
-                         nbytes=lambda _: float(_nbytes([input])), read_only_inputs=True)
+        return self._reduction("reduce_scatter", "reduce_scatter_single", (output, input, opts), [input], [output],
+                               f"op={_op_name(opts.reduceOp)} {describe(output)}",
+                               self._single_error(input, output, "reduce_scatter_tensor"),
+                               nbytes=lambda _: float(_nbytes([input])), read_only_inputs=True)
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -357,9 +380,9 @@ class TpuProcessGroup(dist.ProcessGroup):
         error = "" if len(outputs) == len(inputs) else f"{len(outputs)} outputs for {len(inputs)} inputs"
         error = error or next((e for o, i in zip(outputs, inputs)
                                if (e := self._single_error(i, o, "reduce_scatter_tensor"))), "")
-        return self._run("reduce_scatter", "reduce_scatter_single_coalesced", (outputs, inputs, opts), inputs,
-                         outputs, f"coalesced op={_op_name(opts.reduceOp)} {describe(outputs)}", error,
-                         nbytes=lambda _: float(_nbytes(inputs)))
+        return self._reduction("reduce_scatter", "reduce_scatter_single_coalesced", (outputs, inputs, opts),
+                               inputs, outputs, f"coalesced op={_op_name(opts.reduceOp)} {describe(outputs)}", error,
+                               nbytes=lambda _: float(_nbytes(inputs)))
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
