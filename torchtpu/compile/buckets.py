@@ -15,6 +15,7 @@ two, at least 8), `none`, or a comma-separated list of sizes (a length above the
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from torchtpu import config
 from torchtpu.drivers.ir import OPS, Program
