@@ -18,6 +18,16 @@ from typing import Any
 TIMEOUT_S = 20
 
 
+def record_outcome(out: dict[str, Any], name: str, fn: Any) -> None:
+    """Runs fn and records under `name` its exception's class, message and the seconds it took (for the test)."""
+    t0 = time.perf_counter()
+    try:
+        fn()
+        out[name] = ("no error", "", time.perf_counter() - t0)
+    except Exception as exc:  # noqa: BLE001 - recorded for the test
+        out[name] = (type(exc).__name__, str(exc), time.perf_counter() - t0)
+
+
 def _init(rank: int, world: int, port: int, backend: str | dict | None, timeout_s: float = TIMEOUT_S) -> None:
     """init_process_group(backend) (a dict: its keyword arguments, "device_id" named as a string)."""
     import torch

@@ -7,19 +7,11 @@ bad-input cases (tensors that differ across ranks).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from dist_workers import record_outcome
+
 TIMEOUT_S = 30
-
-
-def _expect(out: dict[str, Any], name: str, fn: Any) -> None:
-    t0 = time.perf_counter()
-    try:
-        fn()
-        out[name] = ("no error", "", time.perf_counter() - t0)
-    except Exception as exc:  # noqa: BLE001 - recorded for the test
-        out[name] = (type(exc).__name__, str(exc), time.perf_counter() - t0)
 
 
 def dtensor(rank: int, world: int) -> dict[str, Any]:
@@ -84,11 +76,11 @@ def dtensor(rank: int, world: int) -> dict[str, Any]:
         keep("2-D mesh Shard(0),Shard(1)", d2, x)
         keep("2-D mesh matmul", d2 @ distribute_tensor(w.to("tpu"), mesh2, [Replicate(), Shard(0)]), x @ w)
     # bad input: ranks that disagree
-    _expect(out, "distribute shapes differ", lambda: distribute_tensor(
+    record_outcome(out, "distribute shapes differ", lambda: distribute_tensor(
         torch.ones(4 + rank, 3, device="tpu"), mesh, [Replicate()]))
-    _expect(out, "distribute dtypes differ", lambda: distribute_tensor(
+    record_outcome(out, "distribute dtypes differ", lambda: distribute_tensor(
         torch.ones(4, 3, device="tpu", dtype=torch.float32 if rank else torch.int32), mesh, [Shard(0)]))
-    _expect(out, "from_local run_check shapes differ", lambda: DTensor.from_local(
+    record_outcome(out, "from_local run_check shapes differ", lambda: DTensor.from_local(
         torch.ones(4 + rank, device="tpu"), mesh, [Replicate()], run_check=True))
     keep("after errors", distribute_tensor(x.to("tpu"), mesh, [Shard(0)]).redistribute(mesh, [Replicate()]), x)
     dist.destroy_process_group()

@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
+
+from dist_workers import record_outcome
 
 TIMEOUT_S = 20
 
@@ -78,19 +79,11 @@ def premul(rank: int, world: int) -> dict[str, Any]:
     out["clock"] = (rec["op"], rec["seconds"], clock.collective_seconds("all_reduce", 1 << 20, world, chip),
                     2 * (1 << 20) / float(chip.hbm_bw), t[:2].cpu().tolist())
 
-    def expect(name: str, fn: Any) -> None:
-        t0 = time.perf_counter()
-        try:
-            fn()
-            out[name] = ("no error", "", time.perf_counter() - t0)
-        except Exception as exc:  # noqa: BLE001 - recorded for the test
-            out[name] = (type(exc).__name__, str(exc), time.perf_counter() - t0)
-
-    expect("integer", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int64, device="tpu"),
+    record_outcome(out, "integer", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int64, device="tpu"),
                                               op=R.PREMUL_SUM(0.5)))
-    expect("factor dtype", lambda: dist.all_reduce(torch.ones(3, device="tpu"),
+    record_outcome(out, "factor dtype", lambda: dist.all_reduce(torch.ones(3, device="tpu"),
                                                    op=R.PREMUL_SUM(torch.tensor([2.0], dtype=torch.float64))))
-    expect("factor shape", lambda: dist.reduce_scatter_tensor(torch.zeros(1, device="tpu"),
+    record_outcome(out, "factor shape", lambda: dist.reduce_scatter_tensor(torch.zeros(1, device="tpu"),
                                                               torch.ones(world, device="tpu"),
                                                               op=R.PREMUL_SUM(torch.ones(2))))
     after = torch.full((2,), float(rank + 1), device="tpu")

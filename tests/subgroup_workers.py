@@ -6,19 +6,11 @@ tpu_dist, each against the same call on a plain gloo group on cpu; then the bad-
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from dist_workers import record_outcome
+
 TIMEOUT_S = 30
-
-
-def _expect(out: dict[str, Any], name: str, fn: Any) -> None:
-    t0 = time.perf_counter()
-    try:
-        fn()
-        out[name] = ("no error", "", time.perf_counter() - t0)
-    except Exception as exc:  # noqa: BLE001 - recorded for the test
-        out[name] = (type(exc).__name__, str(exc), time.perf_counter() - t0)
 
 
 def _objects(out: dict[str, Any], rank: int, world: int, group: Any, ref: Any, tag: str) -> None:
@@ -127,14 +119,14 @@ def groups(rank: int, world: int) -> dict[str, Any]:
     out["pg is tpu"] = isinstance(dist.group.WORLD, TpuProcessGroup)
     # bad input: a cpu tensor through a tpu-only subgroup, a non-member's call, ranks outside the world
     tpu_only = dist.new_group(backend="tpu_dist")
-    _expect(out, "cpu tensor on tpu-only subgroup", lambda: dist.all_reduce(torch.ones(3), group=tpu_only))
-    _expect(out, "functional cpu tensor on tpu-only subgroup",
+    record_outcome(out, "cpu tensor on tpu-only subgroup", lambda: dist.all_reduce(torch.ones(3), group=tpu_only))
+    record_outcome(out, "functional cpu tensor on tpu-only subgroup",
             lambda: funcol.all_reduce(torch.ones(3), "sum", tpu_only).wait())
     t = torch.full((3,), float(rank + 1), device="tpu")
     if rank != 0:  # c10d returns at once on a non-member (a warning), as with gloo: no hang, tensor unchanged
-        _expect(out, "non-member call", lambda: dist.all_reduce(t, group=solo))
+        record_outcome(out, "non-member call", lambda: dist.all_reduce(t, group=solo))
         out["non-member tensor"] = t.cpu()
-    _expect(out, "non-member get_rank", lambda: out.__setitem__("non-member rank", dist.get_rank(solo)))
+    record_outcome(out, "non-member get_rank", lambda: out.__setitem__("non-member rank", dist.get_rank(solo)))
     t = torch.full((2,), float(rank + 1), device="tpu")
     dist.all_reduce(t)  # the world still works afterwards
     out["after"] = t.cpu()
@@ -171,7 +163,7 @@ def split(rank: int, world: int) -> dict[str, Any]:
     gathered: list[Any] = [None] * world
     dist.all_gather_object(gathered, {"rank": rank, "s": "y" * rank})
     out["tpu-only all_gather_object"] = (gathered, [{"rank": r, "s": "y" * r} for r in range(world)])
-    _expect(out, "split_group bad ranks", lambda: dist.split_group(split_ranks=[[0, world]]))
+    record_outcome(out, "split_group bad ranks", lambda: dist.split_group(split_ranks=[[0, world]]))
     dist.destroy_process_group()
     return out
 
