@@ -6,7 +6,8 @@ through a real gloo group built on the same store (prefix "tpu_dist/gloo/"): eve
 host buffer, the same gloo call a cpu program would make runs on the host buffers (so results are those of gloo
 on CPU, bit for bit), and outputs are written back to the tpu tensors. Before moving data the ranks agree on the
 collective and exchange their simulated clocks (agree.py); afterwards each rank's clock is charged the simulated
-ICI time (clock.py).
+ICI time (clock.py). On the pjrt driver under JAX's distributed runtime, the collectives every rank can run as
+XLA collectives on the device buffers go that way instead (xla_route.py); PREMUL_SUM premultiplies (premul.py).
 
 cpu tensors: when the group was made without a backend (`init_process_group()`, which picks "tpu_dist" for
 "tpu") or with a "cpu:..." entry ("cpu:gloo,tpu:tpu_dist"), they go straight to the inner gloo group, uncharged,
