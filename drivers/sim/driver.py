@@ -240,6 +240,38 @@ def _mxu_mode() -> str:
     return config.get("TORCHTPU_MXU_MODE")
 
 
+
+def build_steps(program: Program, array: int) -> tuple[list[Any], tuple[Any, ...], tuple[int, ...]]:
+    """A program's plan (a whole program's, or a `while_array` region's: regions.py): its steps over value slots
+    (constants folded once, long element-wise chains fused, broadcasts elided), the folded values of the slots
+    after its inputs, and its output slots. `array` is the MXU width the dot_general steps tile for."""
+    slot = {v.id: i for i, v in enumerate(program.inputs)}  # value id -> index in the run's value list
+    count = len(program.inputs)
+    steps = []
+    folded: dict[int, np.ndarray] = {}  # slot -> value computed here, once, from constants alone
+    for index, op in enumerate(program.ops):
+        kern = KERNELS.get(op.name)
+        if kern is None:
+            raise unsupported_error("sim", op.name)
+        if op.name in MXU_ARRAY_KERNELS:
+            kern = functools.partial(kern, array=array)
+        ins = tuple(slot[v.id] for v in op.inputs)
+        for v in op.outputs:
+            slot[v.id] = count
+            count += 1
+        outs = tuple(slot[v.id] for v in op.outputs)
+        if all(i in folded for i in ins) and op.name not in _NEVER_FOLD:
+            values = _fold(kern, op, [folded[i] for i in ins])
+            if values is not None:
+                folded.update(zip(outs, values))
+                continue
+        steps.append(_Step(kern, op, ins, outs, index, array))
+    padding = tuple(folded.get(i) for i in range(len(program.inputs), count))
+    outputs = tuple(slot[v.id] for v in program.outputs)
+    steps = fuse_steps(steps, outputs, folded)  # long element-wise chains as one numba loop (fusion.py)
+    elide_broadcasts(steps, outputs)
+    return steps, padding, outputs
+
 class SimChip:
     """One simulated device: its chip spec (MXU width, VMEM, HBM size), cost model, HBM limit, and its own
     timeline (simulated clock and stats). A SimDriver holds one per device; devices may be different chips."""
@@ -373,33 +405,8 @@ class SimDriver(Driver):
     def _compile(self, program: Program, device: int) -> Executable:
         chip = self.chips[device]
         array = chip.spec.mxu_array  # the tiling travels in the executable's steps, never in a module global
-        slot = {v.id: i for i, v in enumerate(program.inputs)}  # value id -> index in the run's value list
-        count = len(program.inputs)
-        steps = []
-        folded: dict[int, np.ndarray] = {}  # slot -> value computed here, once, from constants alone
-        for index, op in enumerate(program.ops):
-            kern = KERNELS.get(op.name)
-            if kern is None:
-                raise unsupported_error("sim", op.name)
-            if op.name in MXU_ARRAY_KERNELS:
-                kern = functools.partial(kern, array=array)
-            ins = tuple(slot[v.id] for v in op.inputs)
-            for v in op.outputs:
-                slot[v.id] = count
-                count += 1
-            outs = tuple(slot[v.id] for v in op.outputs)
-            if all(i in folded for i in ins) and op.name not in _NEVER_FOLD:
-                values = _fold(kern, op, [folded[i] for i in ins])
-                if values is not None:
-                    folded.update(zip(outs, values))
-                    continue
-            steps.append(_Step(kern, op, ins, outs, index, array))
+        steps, padding, outputs = build_steps(program, array)
         cost = dataclasses.replace(program_cost(chip.cost_model, program), op=program.name)
-        n_in = len(program.inputs)
-        padding = tuple(folded.get(i) for i in range(n_in, count))
-        outputs = tuple(slot[v.id] for v in program.outputs)
-        steps = fuse_steps(steps, outputs, folded)  # long element-wise chains as one numba loop (fusion.py)
-        elide_broadcasts(steps, outputs)
         plan = _Plan(steps, padding, outputs, cost, program.name)
         plan.charge = Timeline.charge(cost, program.name, program)  # records keep the Program (profilers)
         return Executable(program, payload=plan, meta={"cost": cost, "chip": chip.spec.name, "mxu_array": array})

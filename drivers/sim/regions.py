@@ -3,7 +3,7 @@
 `kernels_control.run_region` interprets a region op by op: a dict lookup of the kernel, the generic kernel's
 attribute lookups, dtype checks and list wrapping, per op and per trip. A Jacobi eigh of 256x256 runs its body
 thousands of times, so that per-op overhead was most of its host time. `compiled_region` builds the region's
-steps with the driver's own machinery (driver.py `_compile`): constants folded once, each step's direct numpy
+steps with the driver's own machinery (driver.py `build_steps`): constants folded once, each step's direct numpy
 call (fast.py `specialize`), long element-wise chains as one numba loop (fusion.py), broadcasts left to the
 ufuncs that read them (fast.py `elide_broadcasts`), all written out as one generated function
 (straight_line.py). The calls are the ones the interpreter makes (or, fused, tested bit for bit equal to
@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
-from torchtpu.drivers.ir import Program, unsupported_error
-from torchtpu.drivers.sim.kernels import KERNELS
+from torchtpu.drivers.ir import Program
 
 RegionRunner = Callable[[list[np.ndarray]], list[np.ndarray]]
 
@@ -45,36 +43,11 @@ def compiled_region(program: Program) -> RegionRunner:
 
 
 def _build(program: Program) -> RegionRunner:
-    from torchtpu.drivers.sim import driver  # (driver imports the kernels, which import this module's users)
-    from torchtpu.drivers.sim.fast import elide_broadcasts
-    from torchtpu.drivers.sim.fusion import fuse_steps
+    from torchtpu.drivers.sim.driver import build_steps  # (driver imports the kernels, which import this module)
     from torchtpu.drivers.sim.straight_line import compile_steps
     from torchtpu.sim import mxu
 
-    slot = {v.id: i for i, v in enumerate(program.inputs)}
-    count = len(program.inputs)
-    steps: list[Any] = []
-    folded: dict[int, np.ndarray] = {}
-    for index, op in enumerate(program.ops):
-        kern = KERNELS.get(op.name)
-        if kern is None:
-            raise unsupported_error("sim", op.name)
-        ins = tuple(slot[v.id] for v in op.inputs)
-        for v in op.outputs:
-            slot[v.id] = count
-            count += 1
-        outs = tuple(slot[v.id] for v in op.outputs)
-        if all(i in folded for i in ins) and op.name not in driver._NEVER_FOLD:
-            values = driver._fold(kern, op, [folded[i] for i in ins])
-            if values is not None:
-                folded.update(zip(outs, values))
-                continue
-        steps.append(driver._Step(kern, op, ins, outs, index, mxu.DEFAULT_ARRAY))
-    n_in = len(program.inputs)
-    padding = [folded.get(i) for i in range(n_in, count)]
-    outputs = tuple(slot[v.id] for v in program.outputs)
-    steps = fuse_steps(steps, outputs, folded)
-    elide_broadcasts(steps, outputs)
+    steps, padding, outputs = build_steps(program, mxu.DEFAULT_ARRAY)
     run = compile_steps(steps, (), f"{program.name}_region", outputs)
 
     def runner(args: list[np.ndarray]) -> list[np.ndarray]:

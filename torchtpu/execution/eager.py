@@ -157,7 +157,7 @@ def _arg_name(static: Static, position: int) -> str:
 _cache: dict[tuple, Traced] = {}
 _MAX_CACHE = 8192
 _TENSOR_TYPE = torch.Tensor
-# the dtypes of 0-dim CPU int tensors that are program inputs (csrc/fast_launch_key.cpp's kIntInputs)
+# the dtypes of 0-dim CPU int tensors that are program inputs (the same list as build_key's in fast_launch_key.cpp)
 _INT_SCALAR_DTYPES = frozenset((torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8))
 _HASHABLE_TYPES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
 _devices: dict[int, torch.device] = {}
