@@ -133,7 +133,7 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
         const bool wrapped = t.unsafeGetTensorImpl()->is_wrapped_number();  // Python gets the int itself
         if (input != nullptr && (scalar_typed || !wrapped) &&
             (st == at::kByte || st == at::kChar || st == at::kShort || st == at::kInt || st == at::kLong)) {
-          key.push_back('j');
+          key.push_back(wrapped ? 'J' : 'j');  // the Python kernel gets an int, or a tensor: two traces
           put(key, static_cast<int8_t>(st));
           input->push_back(c10::IValue(t.item<int64_t>()));
           continue;
@@ -143,7 +143,7 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
           input->push_back(c10::IValue(t.item<c10::complex<double>>()));
           continue;
         }
-        key.push_back('C');  // a host scalar: the Python kernel takes its value as a constant
+        key.push_back(wrapped ? 'W' : 'C');  // a host scalar: the Python kernel takes its value as a constant
         put(key, static_cast<int8_t>(t.scalar_type()));
         // its bytes (not item<int64_t>(): a uint64 beyond int64's range, or a copy's uninitialized destination)
         key.append(static_cast<const char*>(t.const_data_ptr()), t.element_size());
