@@ -33,7 +33,7 @@ def cache_sizes() -> dict[str, int]:
     from torchtpu.execution import deferred, eager, fast_launch, region_ir
 
     return {"eager_traces": len(eager._cache), "region_replays": len(deferred._replays),
-            "region_hoisted": len(region_ir.HOISTED), "region_structures": len(region_ir._STRUCTURES),
+            "region_programs": len(region_ir.PROGRAMS), "region_structures": len(region_ir._STRUCTURES),
             "driver_executables": len(runtime.driver()._cache), "buffer_views": len(runtime._views),
             "fast_launch": fast_launch.counters()["entries"]}
 

@@ -18,7 +18,7 @@ SMALL = GPTConfig(vocab=32, seq=8, d_model=16, heads=2, layers=1, ffn=32)
 
 def _caches() -> dict[str, int]:
     return {"eager traces": len(eager._cache), "region replays": len(deferred._replays),
-            "hoisted programs": len(region_ir.HOISTED), "structures": len(region_ir._STRUCTURES),
+            "traced programs": len(region_ir.PROGRAMS), "structures": len(region_ir._STRUCTURES),
             "executables": len(runtime.driver()._cache)}
 
 
@@ -71,7 +71,7 @@ def test_training_loop_caches_stay_constant_after_warmup(tpu, name):
 
 @pytest.mark.sim_only("bit-for-bit equal losses across eager modes are the sim's per-op evaluation")
 @pytest.mark.parametrize("name", ["adamw_per_tensor", "adamw_schedule"])
-def test_hoisted_floats_keep_results_bit_identical_to_defer_never(tpu, name):
+def test_scalar_inputs_keep_results_bit_identical_to_defer_never(tpu, name):
     schedule = name == "adamw_schedule"
     eager_losses = _loop("DEFER_NEVER", OPTIMIZERS[name], 4, schedule)
     fused_losses = _loop("DEFER_AND_FUSE", OPTIMIZERS[name], 4, schedule)
@@ -79,7 +79,7 @@ def test_hoisted_floats_keep_results_bit_identical_to_defer_never(tpu, name):
 
 
 def test_region_caches_are_bounded_lrus(tpu, monkeypatch):
-    monkeypatch.setattr(region_ir, "_MAX_HOISTED", 8)
+    monkeypatch.setattr(region_ir, "_MAX_PROGRAMS", 8)
     monkeypatch.setattr(region_ir, "_MAX_STRUCTURES", 8)
     monkeypatch.setattr(deferred, "_MAX_REPLAYS", 3)
     deferred._replays.clear()
@@ -91,6 +91,27 @@ def test_region_caches_are_bounded_lrus(tpu, monkeypatch):
             assert (x[:n] * 2 + 1).sum().item() == 3 * n
             assert (x * 2).sum().item() == 32  # the same region every time: the LRU keeps its program
     assert deferred.stats.replays >= 10  # (clearing the cache when full instead: about 7)
-    assert len(region_ir.HOISTED) <= 8 and len(region_ir._STRUCTURES) <= 8 and len(deferred._replays) <= 3
+    assert len(region_ir.PROGRAMS) <= 8 and len(region_ir._STRUCTURES) <= 8 and len(deferred._replays) <= 3
     ids = list(region_ir._STRUCTURES.values())
     assert len(set(ids)) == len(ids), "a structure id was reused after an eviction"
+
+
+def test_a_region_whose_scalars_change_every_step_replays_one_program(tpu):
+    """Python floats, ints of Scalar arguments and wrapped ints, and 0-d CPU int tensors change every step; they
+    are inputs of each op's traced program, so the region's structure and its program stay the same."""
+    x = torch.arange(6.0, device=tpu)
+    w = torch.zeros(6, device=tpu)
+    want = torch.zeros(6)
+    with torchtpu.eager_mode("DEFER_AND_FUSE"):
+        for step in range(6):
+            if step == 2:
+                before = dict(vars(deferred.stats))
+            w.add_(x, alpha=step + 1)
+            w.mul_(0.5 + step / 8)
+            w.add_(step * 3)
+            w.sub_(torch.tensor(step))
+            w.sum().item()  # one flush a step
+            want.add_(torch.arange(6.0), alpha=step + 1).mul_(0.5 + step / 8).add_(step * 3).sub_(step)
+    flushes = deferred.stats.flushes - before["flushes"]
+    assert flushes == 4 and deferred.stats.replays - before["replays"] == flushes
+    assert torch.equal(w.cpu(), want)

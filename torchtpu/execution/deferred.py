@@ -39,7 +39,7 @@ from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
 from torchtpu.execution import fast_launch, poison
-from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, hoist_scalars
+from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
 from torchtpu.ops.tracing import TORCH_TO_IR
 from torchtpu.profiler import events as _events
 
@@ -123,26 +123,26 @@ def _view(t: torch.Tensor) -> View:
 def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs: list[torch.Tensor],
            device: int, scalars: Sequence[Any] = ()) -> None:
     """Appends one traced op to the pending region. `program`'s inputs are `tensors`, then one 0-d input per
-    value of `scalars` (its float arguments, inputs from the first trace); its scalar constants are hoisted here.
+    value of `scalars` (its scalar arguments, inputs from the first trace: ops/scalar_args.py).
 
     All or nothing: an error or an interrupt leaves the region as it was (at most with a slot no event uses).
     """
-    hoisted, constants, structure = hoist_scalars(program)
+    structure = structure_of(program)
     if _region.device >= 0 and device != _region.device:
         flush()
     with _lock:
         if poison.active:
             # a poisoned storage that an earlier op of this region writes whole is valid by then
-            poison.check_inputs(op_name, tensors, hoisted,
+            poison.check_inputs(op_name, tensors, program,
                                 lambda t: _region.slot_of.get(_key(t)) in _covered(_region.slots, _region.events))
         inputs = tuple(_view(t) for t in tensors)
         outs = tuple(_view(t) for t in outputs)
-        event = Event(hoisted, structure, inputs, outs, (*scalars, *constants), (op_name, _user_line()))
+        event = Event(program, structure, inputs, outs, tuple(scalars), (op_name, _user_line()))
         for view in outs:  # before the event: a slot marked written that no event writes passes through
             _region.slots[view[0]].written = True
         _region.device = device
         _region.events.append(event)  # the commit point
-        _region.ir_ops += len(hoisted.ops)
+        _region.ir_ops += len(program.ops)
         stats.ops_deferred += 1
         if _region.ir_ops > MAX_REGION_OPS:
             flush()

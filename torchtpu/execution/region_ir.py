@@ -2,11 +2,11 @@
 
 Each storage the region touches has a flat value: its whole contents as a 1-D IR value. Reading a tensor is a
 view expression over that value (reshape / transpose / slice, a gather for any other strides); writing one
-replaces the value, or scatters into it for a partial view. Scalar constants of each op become program inputs,
-so a step whose learning rate or bias corrections change every time keeps one structure.
+replaces the value, or scatters into it for a partial view. Each op's scalars are inputs of its traced program
+(ops/scalar_args.py), so a step whose learning rate or bias corrections change every time keeps one structure.
 
 An op that fails while its event is replayed raises `BuildError`, which names the event (deferred.py commits the
-events before it). The two caches here are LRUs of documented size (`_MAX_HOISTED`, `_MAX_STRUCTURES`).
+events before it). The two caches here are LRUs of documented size (`_MAX_PROGRAMS`, `_MAX_STRUCTURES`).
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ class Slot:
 
 @dataclass
 class Event:
-    """One recorded op: its (scalar-hoisted) program, where its inputs and outputs live, its scalars."""
+    """One recorded op: its traced program, where its inputs and outputs live, its scalars."""
 
     program: Program
-    structure: int  # equal for programs that differ only in their (hoisted) scalar constants
+    structure: int  # equal for equal programs (structure_of)
     inputs: tuple[View, ...]
     outputs: tuple[View, ...]
     scalars: tuple[Any, ...]
@@ -59,7 +59,7 @@ class BuildError(Exception):
 
 @dataclass
 class Built:
-    """A region's Program and how to bind it: input slots (in order), then one scalar per hoisted constant."""
+    """A region's Program and how to bind it: input slots (in order), then its events' scalar inputs."""
 
     program: Program
     input_slots: list[int]
@@ -189,40 +189,25 @@ def _replay(builder: Builder, slots: list[Slot], event: Event, value: Callable[[
                                    dimension=0, reduce="replace").value
 
 
-# Each traced program's scalar-hoisted twin, by the traced program's id (checked against the program itself):
-# one entry per distinct op signature a loop runs; an LRU so that a workload of ever-new signatures stays bounded.
-HOISTED: OrderedDict[int, tuple[Program, Program, list[Any], int]] = OrderedDict()
-_MAX_HOISTED = 4096
-# Hoisted program structure -> an id that is never reused (equal for ops that differ only in their scalars).
-# An LRU: a structure evicted and seen again gets a new id, so a region keyed by the old one just misses.
+# Each traced program's structure id, by the program's id (checked against the program itself): one entry per
+# distinct op signature a loop runs; an LRU so that a workload of ever-new signatures stays bounded.
+PROGRAMS: OrderedDict[int, tuple[Program, int]] = OrderedDict()
+_MAX_PROGRAMS = 4096
+# Program structure -> an id that is never reused (equal for traces of one op signature: eager traces take their
+# scalars as inputs, ops/scalar_args.py). An LRU: a structure evicted and seen again gets a new id, so a region
+# keyed by the old one just misses.
 _STRUCTURES: OrderedDict[tuple, int] = OrderedDict()
 _MAX_STRUCTURES = 4096
 _ids = itertools.count()
 
 
-def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:
-    """`program` with each 0-d constant turned into an extra input (in op order), the constants' values, and its
-    structure id.
-
-    Scalars that change every step would otherwise make each region a new program; as inputs they leave the
-    region's structure, and its cache key, unchanged.
-    """
-    cached = HOISTED.get(id(program))
+def structure_of(program: Program) -> int:
+    """`program`'s structure id: equal for equal programs (a step's changing scalars are its inputs already)."""
+    cached = PROGRAMS.get(id(program))
     if cached is not None and cached[0] is program:
-        HOISTED.move_to_end(id(program))
-        return cached[1], cached[2], cached[3]
-    builder = Builder()
-    env = {v.id: builder.input(v.shape, v.dtype) for v in program.inputs}
-    values = []
-    for op in program.ops:
-        if op.name == "constant" and op.outputs[0].shape == ():
-            env[op.outputs[0].id] = builder.input((), op.outputs[0].dtype)
-            values.append(op.attr("value"))
-            continue
-        for o, n in zip(op.outputs, builder.emit(op.name, [env[v.id] for v in op.inputs], **dict(op.attrs))):
-            env[o.id] = n
-    hoisted = builder.finish([env[v.id] for v in program.outputs], program.name)
-    skey = (program.name, hoisted.key())
+        PROGRAMS.move_to_end(id(program))
+        return cached[1]
+    skey = (program.name, program.key())
     structure = _STRUCTURES.get(skey)
     if structure is None:
         structure = _STRUCTURES[skey] = next(_ids)
@@ -230,7 +215,7 @@ def hoist_scalars(program: Program) -> tuple[Program, list[Any], int]:
             _STRUCTURES.popitem(last=False)
     else:
         _STRUCTURES.move_to_end(skey)
-    HOISTED[id(program)] = (program, hoisted, values, structure)
-    while len(HOISTED) > _MAX_HOISTED:
-        HOISTED.popitem(last=False)
-    return hoisted, values, structure
+    PROGRAMS[id(program)] = (program, structure)
+    while len(PROGRAMS) > _MAX_PROGRAMS:
+        PROGRAMS.popitem(last=False)
+    return structure
