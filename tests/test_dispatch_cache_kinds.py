@@ -1,4 +1,4 @@
-"""The C++ launch cache's wider reach: generic floats keyed by class (their values fill the hoisted inputs),
+"""The C++ launch cache's wider reach: generic floats keyed by class (their values fill the scalar inputs),
 factories keyed by their device argument, out= variants, device-to-device copies and optional-tensor index
 lists. Each case checks that repeated calls are served from the cache and that every served call equals CPU
 PyTorch (so a stale value or a wrong output buffer shows)."""

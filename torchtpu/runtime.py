@@ -176,7 +176,7 @@ def write_from_host(dst: torch.Tensor, src: torch.Tensor) -> None:
 
 
 def scalar_buffer(value: object, dtype: str) -> np.ndarray:
-    """A host scalar as a 0-d buffer of IR dtype `dtype` (hoisted constants of deferred regions)."""
+    """A host scalar as a 0-d buffer of IR dtype `dtype` (a scalar input of an eager program or a deferred region)."""
     from torchtpu.drivers.sim.kernels import NP_DTYPES, store
 
     if dtype in ("bfloat16", "float16"):

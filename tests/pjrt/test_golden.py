@@ -19,7 +19,7 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def axpy() -> Program:
-    """A deferred region's shape: flat storages in, a hoisted scalar, one storage written in place."""
+    """A deferred region's shape: flat storages in, a scalar input, one storage written in place."""
     b = Builder()
     a, x, s = b.input((6,), "float32"), b.input((6,), "float32"), b.input((), "float32")
     (sb,) = b.emit("broadcast_in_dim", [s], shape=(6,), broadcast_dimensions=())
