@@ -61,6 +61,16 @@ def _refuse(dtype: torch.dtype, op: str, allowed: tuple[torch.dtype, ...], what:
         "Convert first (e.g. x.to(torch.float32)) or keep the tensor on the CPU.")
 
 
+def storage_names() -> str:
+    """The dtypes a tpu storage holds, as a refusal lists them (the C++ factories' refusal reads it)."""
+    return _names(STORAGE)
+
+
+def all_names() -> list[tuple[torch.dtype, str]]:
+    """Every torch dtype with its Python name ("torch.complex128"), for the C++ factories' refusal."""
+    return sorted({d: str(d) for d in vars(torch).values() if isinstance(d, torch.dtype)}.items(), key=lambda p: p[1])
+
+
 def check_storage(dtype: torch.dtype, op: str) -> None:
     """Raises unless tensors of `dtype` may live on the device (`op` names what asked, e.g. "copy to tpu")."""
     if dtype not in _STORAGE:

@@ -69,6 +69,10 @@ def register() -> None:
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
         drv = runtime.driver()
         shim.set_device_count(drv.device_count())
+        from torchtpu import dtypes
+
+        shim.set_storage_dtypes(list(dtypes.STORAGE), dtypes.all_names(), dtypes.storage_names())  # the factories
+        # refuse the others as `.to` does
         shim.set_track_frees(drv.wants_frees)
         for i in range(drv.device_count()):
             shim.set_limit(i, drv.memory_limit(i))

@@ -384,6 +384,34 @@ static const bool g_hooks_registered = register_hooks();
 
 // ---- view and metadata ops: ATen's device-generic implementations ----
 
+// The dtypes a tpu storage may hold (dtypes.STORAGE, set at registration) and the refusal's text for the others:
+// every dtype's Python name, and the supported list.
+static std::vector<bool> g_storage_dtypes;
+static std::vector<std::string> g_dtype_names;
+static std::string g_supported_names;
+
+static void set_storage_dtypes(const std::vector<at::ScalarType>& held,
+                               const std::vector<std::pair<at::ScalarType, std::string>>& names,
+                               const std::string& supported) {
+  const auto n = static_cast<size_t>(at::ScalarType::NumOptions);
+  g_storage_dtypes.assign(n, false);
+  for (at::ScalarType t : held) g_storage_dtypes[static_cast<size_t>(t)] = true;
+  g_dtype_names.assign(n, "");
+  for (const auto& [t, name] : names) g_dtype_names[static_cast<size_t>(t)] = name;
+  g_supported_names = supported;
+}
+
+static at::ScalarType held_dtype(std::optional<c10::ScalarType> dtype) {
+  const at::ScalarType t = c10::dtype_or_default(dtype);
+  const auto i = static_cast<size_t>(t);
+  TORCH_CHECK_TYPE(g_storage_dtypes.empty() || g_storage_dtypes[i],
+                   "a new tpu tensor (empty, a factory, .to): dtype ",
+                   g_dtype_names[i].empty() ? c10::toString(t) : g_dtype_names[i],
+                   " is not supported on the tpu device (no device storage for it); supported: ", g_supported_names,
+                   ". Convert first (e.g. x.to(torch.float32)) or keep the tensor on the CPU.");
+  return t;
+}
+
 static at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                       std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                                       std::optional<bool> pin_memory,
@@ -391,7 +419,7 @@ static at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "tpu supports only strided tensors");
   const c10::DeviceGuard guard(c10::device_or_default(device));
   constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
-  return at::detail::empty_generic(size, &g_allocator, ks, c10::dtype_or_default(dtype), memory_format);
+  return at::detail::empty_generic(size, &g_allocator, ks, held_dtype(dtype), memory_format);
 }
 
 static at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
@@ -400,7 +428,7 @@ static at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "tpu supports only strided tensors");
   const c10::DeviceGuard guard(c10::device_or_default(device));
   constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
-  return at::detail::empty_strided_generic(size, stride, &g_allocator, ks, c10::dtype_or_default(dtype));
+  return at::detail::empty_strided_generic(size, stride, &g_allocator, ks, held_dtype(dtype));
 }
 
 static at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
@@ -530,6 +558,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("reset_peak", &torchtpu::reset_peak);
   m.def("set_limit", &torchtpu::set_limit);
   m.def("set_device_count", &torchtpu::set_device_count);
+  m.def("set_storage_dtypes", &torchtpu::set_storage_dtypes);
   m.def("storage_ptr", &torchtpu::storage_ptr);
   m.def("set_stream_callback", &torchtpu::set_stream_callback);
   m.def("current_stream", &torchtpu::current_stream);
