@@ -161,7 +161,13 @@ def test_complex_qr_equals_cpu(shape: tuple, full: bool):
     x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype("complex64")
     b = Builder()
     v = b.input(shape, "complex64")
-    q, r = _run(SimDriver(), b.finish(b.emit("qr", [v], full_matrices=full)), [x])
+    program = b.finish(b.emit("qr", [v], full_matrices=full))
+    q, r = _run(SimDriver(), program, [x])
+    if importlib.util.find_spec("jax") is not None:
+        from torchtpu.drivers.pjrt.driver import PjrtDriver
+
+        for got, sim in zip(_run(PjrtDriver("cpu"), program, [x]), (q, r)):
+            _close(got, sim, 1e-5, "pjrt vs sim")
     want = torch.linalg.qr(torch.from_numpy(x), mode="complete" if full else "reduced")
     assert q.shape == want.Q.shape and r.shape == want.R.shape
     _close(q, want.Q.numpy(), 1e-5, "Q")
