@@ -7,8 +7,9 @@ The loops are IR op `while_array` (drivers/ir_ops.py): whole arrays carried thro
 A Householder step or a Jacobi round touches whole rows and columns picked by masks (iota == j) or by one
 index_select along the pairing, so every step is O(rows x cols) element-wise work and reductions: no
 per-element loop, no matmul (the sim's float32 matmul goes through the MXU model; these updates must be float32
-exact). Each lowering computes in float32 (float64 for float64 operands). complex64 is refused with an error
-naming it (no complex Householder/Jacobi here yet).
+exact). Each lowering computes in float32 (float64 for float64 operands). complex64 QR is the complex
+Householder of drivers/ir_lowerings_linalg_complex.py; complex64 eigh and svd are refused with an error naming
+the dtype (no complex Jacobi yet).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ _EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
 
 def _wide(b: Builder, x: Value, name: str) -> Value:
     if x.dtype == "complex64":
-        raise TypeError(f"{name}: complex64 is not supported (its Householder/Jacobi lowering is real only); "
+        raise TypeError(f"{name}: complex64 is not supported (its Jacobi lowering is real only); "
                         f"supported dtypes: float32, float64 (other real dtypes compute in float32)")
     wide = "float64" if x.dtype == "float64" else "float32"
     return x if x.dtype == wide else b.emit("convert", [x], dtype=wide)[0]
@@ -143,6 +144,10 @@ def _householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:
 def qr(b: Builder, x_in: Value, full_matrices: bool) -> list[Value]:
     """Householder QR (as LAPACK geqrf + orgqr): R upper triangular with LAPACK's diagonal signs, Q (..., m, m)
     when `full_matrices`, else its first min(m, n) columns with R's first min(m, n) rows."""
+    if x_in.dtype == "complex64":
+        from torchtpu.drivers.ir_lowerings_linalg_complex import qr as complex_qr
+
+        return complex_qr(b, x_in, full_matrices)
     x = _F(b, _wide(b, x_in, "qr"))
     *batch, m, n = x.v.shape
     k = min(m, n)

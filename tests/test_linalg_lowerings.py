@@ -153,7 +153,30 @@ def test_the_loops_are_not_unrolled():
     assert sizes[0] == sizes[1]
 
 
-@pytest.mark.parametrize("op", ["qr", "svd", "eigh"])
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 6, 4), (2, 3, 7), (1, 1)])
+@pytest.mark.parametrize("full", [False, True])
+def test_complex_qr_equals_cpu(shape: tuple, full: bool):
+    """complex64 QR (zlarfg's convention) gives torch CPU's Q and R entry for entry, R's diagonal real."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype("complex64")
+    b = Builder()
+    v = b.input(shape, "complex64")
+    program = b.finish(b.emit("qr", [v], full_matrices=full))
+    q, r = _run(SimDriver(), program, [x])
+    if importlib.util.find_spec("jax") is not None:
+        from torchtpu.drivers.pjrt.driver import PjrtDriver
+
+        for got, sim in zip(_run(PjrtDriver("cpu"), program, [x]), (q, r)):
+            _close(got, sim, 1e-5, "pjrt vs sim")
+    want = torch.linalg.qr(torch.from_numpy(x), mode="complete" if full else "reduced")
+    assert q.shape == want.Q.shape and r.shape == want.R.shape
+    _close(q, want.Q.numpy(), 1e-5, "Q")
+    _close(r, want.R.numpy(), 1e-5, "R")
+    _close(q @ r, x, 1e-5, "QR")
+    assert np.abs(np.diagonal(r, axis1=-2, axis2=-1).imag).max() < 1e-6
+
+
+@pytest.mark.parametrize("op", ["svd", "eigh"])
 def test_complex_fails_closed_naming_the_dtype(op: str):
     b = Builder()
     v = b.input((3, 3), "complex64")
