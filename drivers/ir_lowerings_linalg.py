@@ -100,6 +100,20 @@ def while_array(state: Sequence[_F], cond: Callable[[list[_F]], _F], body: Calla
     return [_F(b, v) for v in outs]
 
 
+def column_at(j: _F, r: _F, index_dtype: str) -> tuple[_F, _F, _F, _F]:
+    """Column j of r (..., m, n) as (x (..., m), the mask of row j, the mask of the rows below it, x[j])."""
+    *batch, m, n = r.v.shape
+    b, nb = j.b, len(batch)
+    col = _iota(b, (n,), 0, index_dtype).eq(_bc(j, (n,), ()))
+    row_i = _iota(b, (m,), 0, index_dtype)
+    jm = _bc(j, (m,), ())
+    x = _sum(where(_bc(col, r.v.shape, (nb + 1,)), r, 0.0), (nb + 1,))
+    vshape = (*batch, m)
+    at_j = _bc(row_i.eq(jm), vshape, (nb,))
+    below = _bc(row_i > jm, vshape, (nb,))
+    return x, at_j, below, _sum(where(at_j, x, 0.0), (nb,))
+
+
 def _householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:
     """`steps` Householder reflections H_j (LAPACK's dlarfg convention: beta = -sign(alpha) |x|, no reflection
     where the column is already zero below the diagonal) applied to r0 (..., m, n) from the left and
@@ -111,20 +125,12 @@ def _householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:
 
     def step(s: list[_F]) -> list[_F]:
         j, r, q = s
-        b = j.b
-        col = _iota(b, (n,), 0, dt).eq(_bc(j, (n,), ()))
-        row_i = _iota(b, (m,), 0, dt)
-        jm = _bc(j, (m,), ())
-        x = _sum(where(_bc(col, r.v.shape, (nb + 1,)), r, 0.0), (nb + 1,))  # column j: (..., m)
-        vshape = (*batch, m)
-        at_j = _bc(row_i.eq(jm), vshape, (nb,))
-        below = _bc(row_i > jm, vshape, (nb,))
-        alpha = _sum(where(at_j, x, 0.0), (nb,))
+        x, at_j, below, alpha = column_at(j, r, dt)
         sub = _sum(where(below, x * x, 0.0), (nb,))
         norm = (alpha * alpha + sub).fn("sqrt")
         beta = where(alpha >= 0.0, -norm, norm)
         reflect = sub > 0.0
-        v = where(below, x, 0.0) + where(at_j, _lead(alpha - beta, vshape), 0.0)
+        v = where(below, x, 0.0) + where(at_j, _lead(alpha - beta, below.v.shape), 0.0)
         vv = _sum(v * v, (nb,))
         tau = where(reflect, 2.0 / where(reflect, vv, 1.0), 0.0)
         vr = _sum(_bc(v, r.v.shape, (*range(nb), nb)) * r, (nb,))  # v^T R: (..., n)

@@ -7,7 +7,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torchtpu.drivers.ir_lowerings import _F, where
-from torchtpu.drivers.ir_lowerings_linalg import _bc, _eye, _iota, _lead, _slice, _sum, _triangle, while_array
+from torchtpu.drivers.ir_lowerings_linalg import (
+    _bc,
+    _eye,
+    _lead,
+    _slice,
+    _sum,
+    _triangle,
+    column_at,
+    while_array,
+)
 
 if TYPE_CHECKING:
     from torchtpu.drivers.ir import Builder, Value
@@ -40,15 +49,7 @@ def householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:
 
     def step(s: list[_F]) -> list[_F]:
         j, r, q = s
-        b = j.b
-        col = _iota(b, (n,), 0, "float32").eq(_bc(j, (n,), ()))
-        row_i = _iota(b, (m,), 0, "float32")
-        jm = _bc(j, (m,), ())
-        x = _sum(where(_bc(col, r.v.shape, (nb + 1,)), r, 0.0), (nb + 1,))  # column j: (..., m)
-        vshape = (*batch, m)
-        at_j = _bc(row_i.eq(jm), vshape, (nb,))
-        below = _bc(row_i > jm, vshape, (nb,))
-        alpha = _sum(where(at_j, x, 0.0), (nb,))
+        x, at_j, below, alpha = column_at(j, r, "float32")
         xr, xi = _re(x), _im(x)
         sub = _sum(where(below, xr * xr + xi * xi, 0.0), (nb,))
         ar, ai = _re(alpha), _im(alpha)
@@ -57,7 +58,7 @@ def householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:
         reflect = (sub > 0.0) | ai.ne(0.0)
         dr = ar - beta
         d2 = dr * dr + ai * ai
-        v = where(below, x, 0.0) + where(at_j, _lead(_cx(dr, ai), vshape), 0.0)
+        v = where(below, x, 0.0) + where(at_j, _lead(_cx(dr, ai), below.v.shape), 0.0)
         # tau v' v'^H with v' = v / (alpha - beta) is t v v^H, t = -(alpha - beta) / (beta |alpha - beta|^2)
         den = where(reflect, beta * d2, 1.0)
         tr, ti = where(reflect, -dr / den, 0.0), where(reflect, -ai / den, 0.0)
