@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from torchtpu.drivers.ir_lowerings import _F, where
 from torchtpu.drivers.ir_lowerings_linalg import (
     _bc,
+    _const,
     _eye,
     _lead,
     _slice,
@@ -72,7 +73,7 @@ def householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:
             * _bc(_conj(v), qshape, (*range(nb), nb + 1))
         return [j + 1.0, r, q]
 
-    j0 = _F(r0.b, r0.b.emit("constant", [], value=0.0, shape=(), dtype="float32")[0])
+    j0 = _const(r0.b, 0.0, (), "float32")
     _, r, q = while_array([j0, r0, q0], lambda s: s[0] < float(steps), step, steps)
     return q, r
 

@@ -68,7 +68,7 @@ def storage_names() -> str:
 
 def all_names() -> list[tuple[torch.dtype, str]]:
     """Every torch dtype with its Python name ("torch.complex128"), for the C++ factories' refusal."""
-    return sorted({d: str(d) for d in vars(torch).values() if isinstance(d, torch.dtype)}.items(), key=lambda p: p[1])
+    return [(d, str(d)) for d in vars(torch).values() if isinstance(d, torch.dtype)]  # aliases repeat: harmless
 
 
 def check_storage(dtype: torch.dtype, op: str) -> None:
