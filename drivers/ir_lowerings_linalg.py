@@ -7,9 +7,9 @@ The loops are IR op `while_array` (drivers/ir_ops.py): whole arrays carried thro
 A Householder step or a Jacobi round touches whole rows and columns picked by masks (iota == j) or by one
 index_select along the pairing, so every step is O(rows x cols) element-wise work and reductions: no
 per-element loop, no matmul (the sim's float32 matmul goes through the MXU model; these updates must be float32
-exact). Each lowering computes in float32 (float64 for float64 operands). complex64 QR is the complex
-Householder of drivers/ir_lowerings_linalg_complex.py; complex64 eigh and svd are refused with an error naming
-the dtype (no complex Jacobi yet).
+exact). Each lowering computes in float32 (float64 for float64 operands). complex64 takes the same Jacobi with
+complex rotations (the pair's phase removed, then the real rotation of its moduli) and the complex Householder of
+drivers/ir_lowerings_linalg_complex.py.
 """
 
 from __future__ import annotations
@@ -26,12 +26,39 @@ JACOBI_SWEEPS = 24  # the bound on Jacobi sweeps (convergence is quadratic: 6-12
 _EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
 
 
-def _wide(b: Builder, x: Value, name: str) -> Value:
-    if x.dtype == "complex64":
-        raise TypeError(f"{name}: complex64 is not supported (its Jacobi lowering is real only); "
-                        f"supported dtypes: float32, float64 (other real dtypes compute in float32)")
-    wide = "float64" if x.dtype == "float64" else "float32"
+def _wide(b: Builder, x: Value) -> Value:
+    """x in the dtype the lowerings compute in: float64 and complex64 as they are, other dtypes as float32."""
+    wide = x.dtype if x.dtype in ("float64", "complex64") else "float32"
     return x if x.dtype == wide else b.emit("convert", [x], dtype=wide)[0]
+
+
+def _re(x: _F) -> _F:
+    return _F(x.b, x.b.emit("real", [x.v])[0])
+
+
+def _im(x: _F) -> _F:
+    return _F(x.b, x.b.emit("imag", [x.v])[0])
+
+
+def _cx(re: _F, im: _F) -> _F:
+    return _F(re.b, re.b.emit("complex", [re.v, im.v])[0])
+
+
+def _conj(x: _F) -> _F:
+    return _cx(_re(x), -_im(x))
+
+
+def _is_complex(x: _F) -> bool:
+    return x.v.dtype == "complex64"
+
+
+def _abs2(x: _F) -> _F:
+    """|x|^2, real."""
+    return _re(x) * _re(x) + _im(x) * _im(x) if _is_complex(x) else x * x
+
+
+def _real_part(x: _F) -> _F:
+    return _re(x) if _is_complex(x) else x
 
 
 def _const(b: Builder, value: float, shape: Sequence[int], dtype: str) -> _F:
@@ -154,7 +181,7 @@ def qr(b: Builder, x_in: Value, full_matrices: bool) -> list[Value]:
         from torchtpu.drivers.ir_lowerings_linalg_complex import qr as complex_qr
 
         return complex_qr(b, x_in, full_matrices)
-    x = _F(b, _wide(b, x_in, "qr"))
+    x = _F(b, _wide(b, x_in))
     *batch, m, n = x.v.shape
     k = min(m, n)
     q, r = _householder(x, _eye(b, (*batch, m, m), x.v.dtype), k)
@@ -215,14 +242,31 @@ def _sorted_by(keys: _F, cols: list[_F], descending: bool) -> tuple[_F, list[_F]
     return _F(b, vals), out
 
 
+def _coefficients(apq: _F, c: _F, sn: _F, first: _F) -> tuple[_F, _F, _F]:
+    """The rotation of a pair as per-index coefficients (own, partner's along columns, partner's along rows): a
+    column becomes own * itself + partner's * its partner's. Real: (c, -s | s, the same). complex: the pair's phase
+    w = apq / |apq| is removed first, U = [[c, s w], [-s conj(w), c]], so the first index takes -s conj(w) and
+    the second s w along columns, and the rows (U^H from the left) the conjugates."""
+    if not _is_complex(apq):
+        ss = where(first, -sn, sn)
+        return c, ss, ss
+    mag = _abs2(apq).fn("sqrt")
+    nonzero = mag > 0.0
+    den = where(nonzero, mag, 1.0)
+    w_re, w_im = where(nonzero, _re(apq) / den, 1.0), where(nonzero, _im(apq) / den, 0.0)
+    ss_re, ss_im = where(first, -sn, sn) * w_re, sn * w_im
+    zero = c.like(0.0)
+    return _cx(c, zero), _cx(ss_re, ss_im), _cx(ss_re, -ss_im)
+
+
 def _jacobi(a: _F, v: _F, gram: Callable[[_F, _F], tuple[_F, _F]], ratio: Callable[[_F, _F, _F, _F], _F],
             scale: _F, two_sided: bool) -> tuple[_F, _F]:
     """Round-robin Jacobi: each round rotates every pair of the pairing at once (a's rows and columns when
     `two_sided`, else a's columns only) and accumulates the rotations into v's columns. `gram(a, partner)` gives
-    the diagonal (..., n) and the entries at (i, partner(i)) (..., n) of the symmetric matrix being diagonalised;
-    a sweep (n - 1 rounds, every pair once) whose largest `ratio(app, aqq, apq, scale)` is below (n eps) ends the
-    loop, as does JACOBI_SWEEPS sweeps (`scale`, (...,), travels in the loop's state)."""
-    b, dt = a.b, a.v.dtype
+    the diagonal (..., n), real, and the entries at (i, partner(i)) (..., n) of the symmetric (Hermitian) matrix
+    being diagonalised; a sweep (n - 1 rounds, every pair once) whose largest `ratio(app, aqq, |apq|, scale)` is
+    below (n eps) ends the loop, as does JACOBI_SWEEPS sweeps (`scale`, (...,), travels in the loop's state)."""
+    b, real = a.b, _real_of(a.v.dtype)
     size = a.v.shape[-1]
     nd = len(a.v.shape)
     nb = nd - 2
@@ -240,25 +284,26 @@ def _jacobi(a: _F, v: _F, gram: Callable[[_F, _F], tuple[_F, _F]], ratio: Callab
         diag, cross = gram(mat, partner)
         app, aqq = _pair_values(diag, partner, first_b, nb)
         apq, _ = _pair_values(cross, partner, first_b, nb)
-        worst = _maximum(worst, _F(b, b.emit("reduce", [ratio(app, aqq, apq, sc).v], kind="max",
+        pivot = _abs2(apq).fn("sqrt") if _is_complex(apq) else apq
+        worst = _maximum(worst, _F(b, b.emit("reduce", [ratio(app, aqq, pivot, sc).v], kind="max",
                                               dimensions=tuple(range(nb + 1)))[0]))
-        c, sn = _rotation(app, aqq, apq)
-        cc, ss = c, where(first_b, -sn, sn)
+        c, sn = _rotation(app, aqq, pivot)
+        cc, ss_cols, ss_rows = _coefficients(apq, c, sn, first_b)
 
-        def along(x: _F, dim: int) -> _F:
+        def along(x: _F, dim: int, ss: _F) -> _F:
             shape = x.v.shape
             dims = (*range(nb), dim)
             return x * _bc(cc, shape, dims) + _index(x, partner, dim) * _bc(ss, shape, dims)
 
         if two_sided:
-            mat = along(mat, nb)
-        mat, vec = along(mat, nb + 1), along(vec, nb + 1)
+            mat = along(mat, nb, ss_rows)
+        mat, vec = along(mat, nb + 1, ss_cols), along(vec, nb + 1, ss_cols)
         nxt = r + 1.0
         wrapped = nxt.eq(float(rounds))
-        done = where(wrapped & (worst <= size * _EPS[dt]), count.like(1.0), 0.0)
+        done = where(wrapped & (worst <= size * _EPS[real]), count.like(1.0), 0.0)
         return [count + 1.0, where(wrapped, 0.0, nxt), mat, vec, where(wrapped, 0.0, worst), done, sc]
 
-    zero = _const(b, 0.0, (), dt)
+    zero = _const(b, 0.0, (), real)
     state = [zero, zero, a, v, zero, zero, scale]
     _, _, mat, vec, _, _, _ = while_array(state, go, step, JACOBI_SWEEPS * rounds)
     return mat, vec
@@ -269,7 +314,7 @@ def _maximum(x: _F, y: _F) -> _F:
 
 
 def _diag_and_cross(mat: _F, partner: _F) -> tuple[_F, _F]:
-    """A symmetric matrix's diagonal and its entries A[i, partner(i)]."""
+    """A symmetric (Hermitian) matrix's diagonal (real) and its entries A[i, partner(i)]."""
     b = mat.b
     nd = len(mat.v.shape)
     col = (*mat.v.shape[:-1], 1)
@@ -278,37 +323,45 @@ def _diag_and_cross(mat: _F, partner: _F) -> tuple[_F, _F]:
     diag = b.emit("gather_axis", [mat.v, idx.v], dimension=nd - 1)[0]
     cross = b.emit("gather_axis", [mat.v, part], dimension=nd - 1)[0]
     shape = mat.v.shape[:-1]
-    return _F(b, b.emit("reshape", [diag], shape=shape)[0]), _F(b, b.emit("reshape", [cross], shape=shape)[0])
+    diag = _F(b, b.emit("reshape", [diag], shape=shape)[0])
+    return _real_part(diag), _F(b, b.emit("reshape", [cross], shape=shape)[0])
 
 
 def _column_gram(mat: _F, partner: _F) -> tuple[_F, _F]:
-    """The Gram matrix A^T A's diagonal |a_i|^2 and its entries a_i . a_partner(i), for the columns a_i."""
+    """The Gram matrix A^H A's diagonal |a_i|^2 and its entries a_i^H a_partner(i), for the columns a_i."""
     nb = len(mat.v.shape) - 2
-    return _sum(mat * mat, (nb,)), _sum(mat * _index(mat, partner, nb + 1), (nb,))
+    left = _conj(mat) if _is_complex(mat) else mat
+    return _sum(_abs2(mat), (nb,)), _sum(left * _index(mat, partner, nb + 1), (nb,))
+
+
+def _adjoint(x: _F) -> _F:
+    return _conj(_transpose(x)) if _is_complex(x) else _transpose(x)
 
 
 def eigh(b: Builder, x_in: Value, lower: bool) -> list[Value]:
-    """Symmetric eigendecomposition from the `lower` (else upper) triangle by round-robin Jacobi: eigenvalues
-    ascending, unit eigenvectors as columns."""
-    x = _F(b, _wide(b, x_in, "eigh"))
+    """Symmetric (Hermitian) eigendecomposition from the `lower` (else upper) triangle by round-robin Jacobi
+    (the diagonal's imaginary part ignored, as LAPACK's): eigenvalues ascending, unit eigenvectors as columns."""
+    x = _F(b, _wide(b, x_in))
     *batch, n, _ = x.v.shape
-    dt = x.v.dtype
+    dt, real = x.v.dtype, _real_of(x_in.dtype)
     if 0 in x.v.shape:
-        return [_narrow(_const(b, 0.0, (*batch, n), dt), _real_of(x_in.dtype)), _narrow(x, x_in.dtype)]
-    tri = _triangle(x, upper=not lower)
+        return [_narrow(_const(b, 0.0, (*batch, n), _real_of(dt)), real), _narrow(x, x_in.dtype)]
+    diag = _diag_part(x)
+    if _is_complex(diag):
+        diag = _cx(_re(diag), _re(diag).like(0.0))
     strict = _triangle(x, upper=not lower) - _diag_part(x)
-    sym = tri + _transpose(strict)
+    sym = strict + _adjoint(strict) + diag
     size = n + (n % 2)
     if size != n:
         sym = _F(b, b.emit("pad", [sym.v], value=0.0, low=(0,) * len(x.v.shape),
                           high=(*(0,) * len(batch), 1, 1), interior=(0,) * len(x.v.shape))[0])
-    scale = _sum(sym * sym, range(len(batch), len(batch) + 2)).fn("sqrt")
+    scale = _sum(_abs2(sym), range(len(batch), len(batch) + 2)).fn("sqrt")
     mat, vec = _jacobi(sym, _eye(b, (*batch, size, size), dt), _diag_and_cross, _absolute_ratio, scale,
                        two_sided=True)
     w, _ = _diag_and_cross(mat, _iota(b, (size,), 0, "int32"))
     w, vec = _slice(w, (*batch, n)), _slice(vec, (*batch, n, n))
     w, (vec,) = _sorted_by(w, [vec], descending=False)
-    return [_narrow(w, _real_of(x_in.dtype)), _narrow(vec, x_in.dtype)]
+    return [_narrow(w, real), _narrow(vec, x_in.dtype)]
 
 
 def _absolute_ratio(app: _F, aqq: _F, apq: _F, scale: _F) -> _F:
@@ -331,14 +384,20 @@ def _real_of(dtype: str) -> str:
     return "float64" if dtype == "float64" else ("float32" if dtype in ("complex64", "float32") else dtype)
 
 
+def _qr_steps(mat: _F, q0: _F, steps: int) -> tuple[_F, _F]:
+    if _is_complex(mat):
+        from torchtpu.drivers.ir_lowerings_linalg_complex import householder
+
+        return householder(mat, q0, steps)
+    return _householder(mat, q0, steps)
 
 
 def svd(b: Builder, x_in: Value, full_matrices: bool) -> list[Value]:
-    """One-sided (Hestenes) Jacobi on the columns of the tall one of A and A^T: the columns' rotations give V,
+    """One-sided (Hestenes) Jacobi on the columns of the tall one of A and A^H: the columns' rotations give V,
     their norms the singular values (descending), and U is the Householder QR of the rotated columns (so it is
     orthonormal, and completed to (m, m) when `full_matrices`, even where A is rank-deficient), its columns'
-    signs matching the columns'."""
-    x = _F(b, _wide(b, x_in, "svd"))
+    signs matching the columns' (R's diagonal is real for complex64 too)."""
+    x = _F(b, _wide(b, x_in))
     *batch, m, n = x.v.shape
     dt, nb = x.v.dtype, len(batch)
     k = min(m, n)
@@ -346,32 +405,35 @@ def svd(b: Builder, x_in: Value, full_matrices: bool) -> list[Value]:
     if 0 in x.v.shape:
         u = _eye(b, (*batch, m, m if full_matrices else k), dt)
         vh = _eye(b, (*batch, n if full_matrices else k, n), dt)
-        return [_narrow(u, x_in.dtype), _narrow(_const(b, 0.0, (*batch, k), dt), real), _narrow(vh, x_in.dtype)]
+        return [_narrow(u, x_in.dtype), _narrow(_const(b, 0.0, (*batch, k), _real_of(dt)), real),
+                _narrow(vh, x_in.dtype)]
     wide = m < n
-    a = _transpose(x) if wide else x
+    a = _adjoint(x) if wide else x
     rows, cols = (n, m) if wide else (m, n)
     size = cols + (cols % 2)
     if size != cols:
         a = _F(b, b.emit("pad", [a.v], value=0.0, low=(0,) * (nb + 2), high=(*(0,) * nb, 0, 1),
                          interior=(0,) * (nb + 2))[0])
     mat, vec = _jacobi(a, _eye(b, (*batch, size, size), dt), _column_gram, _relative_ratio,
-                       _const(b, 0.0, batch, dt), two_sided=False)
+                       _const(b, 0.0, batch, _real_of(dt)), two_sided=False)
     norms2, _ = _column_gram(mat, _iota(b, (size,), 0, "int32"))
     sigma, (mat, vec) = _sorted_by(norms2.fn("sqrt"), [mat, vec], descending=True)
     sigma, mat = _slice(sigma, (*batch, cols)), _slice(mat, (*batch, rows, cols))
     vec = _slice(vec, (*batch, cols, cols))
-    q, r = _householder(mat, _eye(b, (*batch, rows, rows), dt), cols)
+    q, r = _qr_steps(mat, _eye(b, (*batch, rows, rows), dt), cols)
     diag, _ = _diag_and_cross(_slice(r, (*batch, cols, cols)), _iota(b, (cols,), 0, "int32"))
     sign = where(diag < 0.0, diag.like(-1.0), 1.0)
     sign_full = _F(b, b.emit("pad", [sign.v], value=1.0, low=(0,) * (nb + 1), high=(*(0,) * nb, rows - cols),
                              interior=(0,) * (nb + 1))[0]) if rows > cols else sign
+    if _is_complex(q):
+        sign_full = _cx(sign_full, sign_full.like(0.0))
     q = q * _bc(sign_full, q.v.shape, (*range(nb), nb + 1))
     left = q if (full_matrices or rows == cols) else _slice(q, (*batch, rows, cols))  # the tall side's factor
     right = vec  # (cols, cols): the short side's factor, complete already
     if wide:
-        u, vh = right, _transpose(left)
+        u, vh = right, _adjoint(left)
     else:
-        u, vh = left, _transpose(right)
+        u, vh = left, _adjoint(right)
     return [_narrow(u, x_in.dtype), _narrow(sigma, real), _narrow(vh, x_in.dtype)]
 
 

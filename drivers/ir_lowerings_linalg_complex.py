@@ -9,9 +9,13 @@ from typing import TYPE_CHECKING
 from torchtpu.drivers.ir_lowerings import _F, where
 from torchtpu.drivers.ir_lowerings_linalg import (
     _bc,
+    _conj,
     _const,
+    _cx,
     _eye,
+    _im,
     _lead,
+    _re,
     _slice,
     _sum,
     _triangle,
@@ -21,22 +25,6 @@ from torchtpu.drivers.ir_lowerings_linalg import (
 
 if TYPE_CHECKING:
     from torchtpu.drivers.ir import Builder, Value
-
-
-def _re(x: _F) -> _F:
-    return _F(x.b, x.b.emit("real", [x.v])[0])
-
-
-def _im(x: _F) -> _F:
-    return _F(x.b, x.b.emit("imag", [x.v])[0])
-
-
-def _cx(re: _F, im: _F) -> _F:
-    return _F(re.b, re.b.emit("complex", [re.v, im.v])[0])
-
-
-def _conj(x: _F) -> _F:
-    return _cx(_re(x), -_im(x))
 
 
 def householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:

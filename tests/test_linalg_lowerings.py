@@ -1,5 +1,5 @@
 """qr, eigh and svd, written once as IR lowerings over primitives (drivers/ir_lowerings_linalg.py, IR op
-`while_array`), against torch CPU in float32 and float64: reconstruction (A = QR, A = V diag(w) V^T,
+`while_array`), against torch CPU in float32, float64 and complex64: reconstruction (A = QR, A = V diag(w) V^T,
 A = U diag(s) V^H), orthogonality, values (R with LAPACK's signs, eigenvalues ascending, singular values
 descending), over batched, tall, wide, square, odd, rank-deficient, ill-conditioned and 0-size inputs, on the sim
 and on pjrt(cpu); through torch on the tpu device with gradients equal to CPU's."""
@@ -176,13 +176,108 @@ def test_complex_qr_equals_cpu(shape: tuple, full: bool):
     assert np.abs(np.diagonal(r, axis1=-2, axis2=-1).imag).max() < 1e-6
 
 
-@pytest.mark.parametrize("op", ["svd", "eigh"])
-def test_complex_fails_closed_naming_the_dtype(op: str):
+def _adjoint(a: np.ndarray) -> np.ndarray:
+    return np.conj(_h(a))
+
+
+COMPLEX_SHAPES = [(4, 4), (5, 3), (3, 5), (2, 6, 4), (2, 3, 7), (1, 1), (1, 4), (4, 1), (5, 5)]
+
+
+def _complex_inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(5)
+    out = [(rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype("complex64") for s in COMPLEX_SHAPES]
+    low = (rng.standard_normal((6, 2)) + 1j * rng.standard_normal((6, 2))) @ rng.standard_normal((2, 5))
+    unitary, _ = np.linalg.qr(rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4)))
+    repeated = unitary @ np.diag([1.0, 1.0, 2.0, 2.0]) @ _adjoint(unitary)  # two doubled eigenvalues
+    nearly_diagonal = np.diag([1.0, 2, 3, 4]) + 1e-3j * np.triu(np.ones((4, 4)), 1)
+    return [*out, low.astype("complex64"), repeated.astype("complex64"), nearly_diagonal.astype("complex64"),
+            np.eye(3, dtype="complex64") * 3, np.zeros((3, 3), "complex64")]
+
+
+def _complex_program(xs: list[np.ndarray]):
     b = Builder()
-    v = b.input((3, 3), "complex64")
-    attrs = {"lower": True} if op == "eigh" else {"full_matrices": False}
-    with pytest.raises(TypeError, match="complex64 is not supported"):
-        b.emit(op, [v], **attrs)
+    outs = []
+    for x in xs:
+        v = b.input(x.shape, "complex64")
+        for full in (False, True):
+            outs += b.emit("svd", [v], full_matrices=full)
+        if x.shape[-1] == x.shape[-2]:
+            outs += b.emit("eigh", [v], lower=True) + b.emit("eigh", [v], lower=False)
+    return b.finish(outs)
+
+
+def _check_complex(got: list[np.ndarray], xs: list[np.ndarray]) -> None:
+    it = iter(got)
+    for x in xs:
+        x128 = x.astype(np.complex128)
+        m, n = x.shape[-2:]
+        tol = 60 * max(m, n) * EPS["float32"] * max(np.abs(x128).max(initial=0.0), 1.0)
+        for full in (False, True):
+            u, s, vh = next(it), next(it), next(it)
+            what = f"complex svd {x.shape} full={full}"
+            k = min(m, n)
+            assert u.dtype == vh.dtype == np.complex64 and s.dtype == np.float32, what
+            assert u.shape[-1] == (m if full else k) and vh.shape[-2] == (n if full else k), what
+            _close(s, torch.linalg.svdvals(torch.from_numpy(x128)).numpy(), tol, what + " values vs torch")
+            _close((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], x128, tol, what + " A = U S V^H")
+            _close(_adjoint(u) @ u, np.eye(u.shape[-1]), tol, what + " U^H U = I")
+            _close(vh @ _adjoint(vh), np.eye(vh.shape[-2]), tol, what + " V^H V = I")
+        if m != n:
+            continue
+        for lower in (True, False):
+            w, v = next(it), next(it)
+            what = f"complex eigh {x.shape} lower={lower}"
+            # LAPACK reads one triangle and takes the diagonal's real part: the Hermitian matrix it decomposes
+            tri = np.tril(x128, -1) if lower else np.triu(x128, 1)
+            herm = tri + _adjoint(tri) + np.real(np.diagonal(x128, axis1=-2, axis2=-1))[..., None] * np.eye(n)
+            want = torch.linalg.eigvalsh(torch.from_numpy(x128), UPLO="L" if lower else "U").numpy()
+            assert w.dtype == np.float32 and v.dtype == np.complex64, what
+            _close(w, want, tol, what + " values vs torch")
+            _close((v * w[..., None, :]) @ _adjoint(v), herm, tol, what + " A = V W V^H")
+            _close(_adjoint(v) @ v, np.eye(n), tol, what + " V^H V = I")
+
+
+def test_complex_eigh_and_svd_equal_cpu_on_both_drivers():
+    """complex64 eigh (Hermitian, from either triangle) and svd by the complex Jacobi: torch CPU's eigenvalues
+    and singular values, unitary factors that reconstruct A, over tall, wide, batched, rank-deficient, repeated-
+    eigenvalue and nearly diagonal inputs; pjrt(cpu) runs the same definition to the same values."""
+    xs = _complex_inputs()
+    program = _complex_program(xs)
+    sim = _run(SimDriver(), program, xs)
+    _check_complex(sim, xs)
+    if importlib.util.find_spec("jax") is not None:
+        from torchtpu.drivers.pjrt.driver import PjrtDriver
+
+        got = _run(PjrtDriver("cpu"), program, xs)
+        _check_complex(got, xs)
+        for p, s in zip(got, sim):
+            if p.dtype == np.float32:  # the values are unique; the factors up to phases
+                np.testing.assert_allclose(p, s, rtol=1e-4, atol=1e-4)
+
+
+def test_complex_gradients_equal_cpu_at_highest():
+    import torchtpu  # noqa: F401
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(4, 4, dtype=torch.complex64, generator=g)
+    herm, b = a + a.mH, torch.randn(5, 3, dtype=torch.complex64, generator=g)
+
+    def loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        w, v = torch.linalg.eigh(x)
+        u, s, vh = torch.linalg.svd(y, full_matrices=False)
+        # invariant under each column's phase
+        return (w * w).sum() + ((v.abs() ** 2) @ w).sum() + s.sum() \
+            + (u @ torch.diag_embed(s).to(u.dtype) @ vh).abs().pow(2).sum()
+
+    grads = []
+    with torch.tpu.precision("HIGHEST"):
+        for dev in ("cpu", "tpu"):
+            x, y = herm.clone().to(dev).requires_grad_(), b.clone().to(dev).requires_grad_()
+            out = loss(x, y)
+            out.backward()
+            grads.append((out.detach().cpu(), x.grad.cpu(), y.grad.cpu()))
+    for c, t in zip(*grads):
+        torch.testing.assert_close(t, c, rtol=2e-5, atol=2e-5)
 
 
 def test_through_torch_with_gradients_equal_to_cpu():
