@@ -7,9 +7,9 @@ The loops are IR op `while_array` (drivers/ir_ops.py): whole arrays carried thro
 A Householder step or a Jacobi round touches whole rows and columns picked by masks (iota == j) or by one
 index_select along the pairing, so every step is O(rows x cols) element-wise work and reductions: no
 per-element loop, no matmul (the sim's float32 matmul goes through the MXU model; these updates must be float32
-exact). Each lowering computes in float32 (float64 for float64 operands). complex64 takes the same Jacobi with
-complex rotations (the pair's phase removed, then the real rotation of its moduli) and the complex Householder of
-drivers/ir_lowerings_linalg_complex.py.
+exact). Each lowering computes in float32 (float64 and complex operands in their own dtype). Complex takes the
+same Jacobi with complex rotations (the pair's phase removed, then the real rotation of its moduli) and the
+complex Householder of drivers/ir_lowerings_linalg_complex.py.
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ if TYPE_CHECKING:
 
 JACOBI_SWEEPS = 24  # the bound on Jacobi sweeps (convergence is quadratic: 6-12 sweeps in practice)
 _EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
+REAL_OF = {"complex64": "float32", "complex128": "float64"}  # a complex dtype's parts
+COMPLEX = tuple(REAL_OF)
 
 
 def _wide(b: Builder, x: Value) -> Value:
-    """x in the dtype the lowerings compute in: float64 and complex64 as they are, other dtypes as float32."""
-    wide = x.dtype if x.dtype in ("float64", "complex64") else "float32"
+    """x in the dtype the lowerings compute in: float64 and the complex dtypes as they are, others as float32."""
+    wide = x.dtype if x.dtype in ("float64", *COMPLEX) else "float32"
     return x if x.dtype == wide else b.emit("convert", [x], dtype=wide)[0]
 
 
@@ -49,7 +51,7 @@ def _conj(x: _F) -> _F:
 
 
 def _is_complex(x: _F) -> bool:
-    return x.v.dtype == "complex64"
+    return x.v.dtype in COMPLEX
 
 
 def _abs2(x: _F) -> _F:
@@ -177,7 +179,7 @@ def _householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:
 def qr(b: Builder, x_in: Value, full_matrices: bool) -> list[Value]:
     """Householder QR (as LAPACK geqrf + orgqr): R upper triangular with LAPACK's diagonal signs, Q (..., m, m)
     when `full_matrices`, else its first min(m, n) columns with R's first min(m, n) rows."""
-    if x_in.dtype == "complex64":
+    if x_in.dtype in COMPLEX:
         from torchtpu.drivers.ir_lowerings_linalg_complex import qr as complex_qr
 
         return complex_qr(b, x_in, full_matrices)
@@ -381,7 +383,7 @@ def _diag_part(x: _F) -> _F:
 
 
 def _real_of(dtype: str) -> str:
-    return "float64" if dtype == "float64" else ("float32" if dtype in ("complex64", "float32") else dtype)
+    return REAL_OF.get(dtype, dtype)
 
 
 def _qr_steps(mat: _F, q0: _F, steps: int) -> tuple[_F, _F]:
@@ -442,7 +444,7 @@ def lu(b: Builder, x_in: Value) -> list[Value]:
     int32 pivots (row j was swapped with row piv[j] - 1 at step j) and int32 info (the 1-based first zero pivot,
     else 0; a zero pivot's column is left unscaled). Pivots by the largest |a| (|re| + |im| for complex64, as
     LAPACK), the first of equals."""
-    x = _F(b, x_in if x_in.dtype in ("float64", "complex64") else b.emit("convert", [x_in], dtype="float32")[0])
+    x = _F(b, _wide(b, x_in))
     *batch, m, n = x.v.shape
     k, nb, dt = min(m, n), len(batch), x.v.dtype
     real = _real_of(dt)
@@ -457,7 +459,7 @@ def lu(b: Builder, x_in: Value) -> list[Value]:
         rows = _iota(bb, shape, nb, real)
         cols = _iota(bb, shape, nb + 1, real)
         jj = _bc(j, shape, ())
-        mag = a.fn("abs") if dt != "complex64" else (  # LAPACK's izamax: |re| + |im|
+        mag = a.fn("abs") if dt not in COMPLEX else (  # LAPACK's izamax: |re| + |im|
             _F(bb, bb.emit("real", [a.v])[0]).fn("abs") + _F(bb, bb.emit("imag", [a.v])[0]).fn("abs"))
         cand = where(cols.eq(jj) & (rows >= jj), mag, -1.0)
         best = _colmax(cand, nb)  # |a[i, j]| for rows i >= j, else -1: (..., m)

@@ -1,6 +1,6 @@
-"""complex64 linear algebra as IR lowerings over primitives (the real ones are drivers/ir_lowerings_linalg.py,
+"""Complex linear algebra as IR lowerings over primitives (the real ones are drivers/ir_lowerings_linalg.py,
 whose helpers these share): QR by complex Householder reflections with LAPACK's zlarfg convention, so both
-drivers run one definition. The arithmetic is complex64 element-wise work and reductions, as the real code's."""
+drivers run one definition. The arithmetic is complex element-wise work and reductions, as the real code's."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from torchtpu.drivers.ir_lowerings import _F, where
 from torchtpu.drivers.ir_lowerings_linalg import (
+    REAL_OF,
     _bc,
     _conj,
     _const,
@@ -32,13 +33,13 @@ def householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:
     -sign(Re alpha) |(alpha, x)| real, tau = (beta - alpha) / beta; no reflection where the column is zero below
     the diagonal and alpha is real), R <- H_j^H R and Q <- Q H_j: (Q H_0 ... H_k-1, H_k-1^H ... H_0^H R)."""
     *batch, m, n = r0.v.shape
-    nb = len(batch)
+    nb, real = len(batch), REAL_OF[r0.v.dtype]
     if steps == 0:
         return q0, r0
 
     def step(s: list[_F]) -> list[_F]:
         j, r, q = s
-        x, at_j, below, alpha = column_at(j, r, "float32")
+        x, at_j, below, alpha = column_at(j, r, real)
         xr, xi = _re(x), _im(x)
         sub = _sum(where(below, xr * xr + xi * xi, 0.0), (nb,))
         ar, ai = _re(alpha), _im(alpha)
@@ -61,17 +62,17 @@ def householder(r0: _F, q0: _F, steps: int) -> tuple[_F, _F]:
             * _bc(_conj(v), qshape, (*range(nb), nb + 1))
         return [j + 1.0, r, q]
 
-    j0 = _const(r0.b, 0.0, (), "float32")
+    j0 = _const(r0.b, 0.0, (), real)
     _, r, q = while_array([j0, r0, q0], lambda s: s[0] < float(steps), step, steps)
     return q, r
 
 
 def qr(b: Builder, x_in: Value, full_matrices: bool) -> list[Value]:
-    """complex64 Householder QR (as LAPACK zgeqrf + zungqr): R upper triangular with a real diagonal of
+    """Complex Householder QR (as LAPACK zgeqrf + zungqr): R upper triangular with a real diagonal of
     LAPACK's signs, Q (..., m, m) when `full_matrices`, else its first min(m, n) columns."""
     x = _F(b, x_in)
     *batch, m, n = x.v.shape
     k = min(m, n)
-    q, r = householder(x, _eye(b, (*batch, m, m), "complex64"), k)
+    q, r = householder(x, _eye(b, (*batch, m, m), x.v.dtype), k)
     cols = m if full_matrices else k
     return [_slice(q, (*batch, m, cols)).v, _triangle(_slice(r, (*batch, cols, n)), upper=True).v]
