@@ -1,5 +1,6 @@
 """The eager program cache key: ops whose arguments compare equal in Python but trace different programs must
-not share a cache entry (True == 1 == 1.0, 0.0 == -0.0, keyword names), and NaN scalars must still hit."""
+not share a cache entry (True == 1 == 1.0, 0.0 == -0.0, keyword names, a copy's target shape), and NaN scalars
+must still hit."""
 
 from __future__ import annotations
 
@@ -97,3 +98,17 @@ def test_key_helper_distinguishes_what_compares_equal(value):
     key = eager._scalar_key(value)
     assert all(eager._scalar_key(v) != key for v in others)
     assert eager._scalar_key(float("nan")) == eager._scalar_key(float("nan"))
+
+
+@pytest.mark.parametrize("conj", [False, True])
+def test_copy_target_shape_is_part_of_the_key(mode, conj):
+    # copy_'s target is no argument of its program: one source shape broadcast into targets of other shapes (a
+    # scripted `x[0:50] = 1.0`, then `r[...] = 9.9` on a 0-d r, hit the [50] program and raised)
+    dtype = torch.complex64 if conj else torch.float32
+    for src_shape in [(), (1,)]:
+        src = torch.full(src_shape, 1.5 + (2j if conj else 0), dtype=dtype)
+        for shape in [(50,), (3,), (2, 3), ()][:4 if src_shape == () else 3]:
+            dst = torch.zeros(shape, dtype=dtype, device="tpu")
+            dst.copy_(src.to("tpu").conj() if conj else src.to("tpu"))
+            want = torch.zeros(shape, dtype=dtype).copy_(src.conj() if conj else src)
+            assert torch.equal(dst.cpu(), want), (src_shape, shape)

@@ -158,3 +158,58 @@ def test_index_put_with_no_indices_broadcasts_or_raises_as_cpu(tpu, accumulate):
     want = x + torch.tensor([1.0, 2.0, 3.0]) if accumulate else torch.tensor([1.0, 2.0, 3.0]).expand(2, 3)
     got = x.to(tpu).index_put([], torch.tensor([1.0, 2.0, 3.0], device=tpu), accumulate)
     torch.testing.assert_close(got.cpu(), want)
+
+
+def _t(values: list, dtype: torch.dtype, device: str) -> torch.Tensor:
+    return torch.tensor(values, dtype=dtype, device=device)
+
+
+# name -> fn(device) that CPU refuses: (error class, CPU's words). A mask of the wrong shape gave a result before.
+BAD_ADVANCED = {
+    "mask_too_short": (lambda d: torch.ones(5, 4, 3, device=d)[_t([True], torch.bool, d)], IndexError,
+                       r"The shape of the mask \[1\] at index 0 does not match the shape of the indexed tensor "
+                       r"\[5, 4, 3\] at index 0"),
+    "mask_too_long": (lambda d: torch.ones(5, 4, 3, device=d)[_t([False] * 6, torch.bool, d)], IndexError,
+                      r"mask \[6\] at index 0"),
+    "mask_2d_after_slice": (lambda d: torch.ones(5, 4, 3, device=d)[:, torch.zeros(4, 4, dtype=torch.uint8,
+                                                                                        device=d)],
+                            IndexError, r"mask \[4, 4\] at index 1 does not match .* \[5, 4, 3\] at index 2"),
+    "indices_do_not_broadcast": (lambda d: torch.zeros(5, 5, device=d)[[0, 1], [0, 1, 2]], IndexError,
+                                 r"shape mismatch: indexing tensors could not be broadcast together with shapes "
+                                 r"\[2\], \[3\]"),
+    "false_and_a_list": (lambda d: torch.ones(2, 3, 4, device=d)[False, [0, 1], ...], IndexError,
+                         r"shapes \[0\], \[2\]"),
+    "float_index": (lambda d: _t([1, 2, 3], torch.int64, d)[torch.tensor([], device=d)], IndexError,
+                    "tensors used as indices must be long, int, byte or bool tensors"),
+    "value_too_long": (lambda d: torch.arange(4, device=d).__setitem__(torch.arange(4, device=d) > -1,
+                                                                     _t([1, 2, 3], torch.int64, d)),
+                       RuntimeError, r"shape mismatch: value tensor of shape \[3\] cannot be broadcast to indexing "
+                                     r"result of shape \[4\]"),
+    "value_prefix": (lambda d: torch.zeros(2, 3, device=d).__setitem__(torch.tensor(True, device=d),
+                                                                     torch.zeros(5, 1, 2, 3, device=d)),
+                     RuntimeError, r"value tensor of shape \[5, 1, 2, 3\] cannot be broadcast to indexing result "
+                                   r"of shape \[1, 2, 3\]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_ADVANCED))
+def test_bad_advanced_index_raises_cpus_error(tpu, name):
+    fn, cls, pattern = BAD_ADVANCED[name]
+    for device in ("cpu", tpu):
+        with pytest.raises(cls, match=pattern):
+            fn(device)
+
+
+def test_uint8_mask_warns_once_per_user_line_as_cpu(tpu):
+    # Under the default filter a C++ TORCH_WARN is shown once per calling line: two lines, two warnings.
+    import warnings
+
+    for device in ("cpu", tpu):
+        v = torch.tensor([True, False, True], device=device)
+        mask = torch.tensor([1, 0, 0], dtype=torch.uint8, device=device)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("default")
+            for _ in range(2):
+                v[mask]
+            v[mask]
+        assert [x.filename for x in w] == [__file__] * 2, device

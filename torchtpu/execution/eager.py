@@ -225,10 +225,10 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
         key.append((cls, repr(x)))
 
 
-def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_dtypes: tuple,
+def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_types: tuple,
               values: list[Any], static: Static = None) -> tuple[tuple | None, list[torch.Tensor], int]:
     """(cache key, tpu tensors in argument order, device index or -1). The key holds the op, the matmul
-    precision, the out= / in-place result dtypes, the keyword names, each tensor's (shape, dtype), the type of
+    precision, the out= / in-place targets' (dtype, shape), the keyword names, each tensor's (shape, dtype), the type of
     each float and of each int or complex value of a Scalar-typed argument (its value goes to `values`; a
     `static` argument's value is in the key) and other scalars' type and value. None when a tensor has a lazy
     conjugate/negative bit. A CPU tensor mixed with tpu tensors (other than a 0-dim one) or tensors on two tpu
@@ -236,7 +236,7 @@ def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_dty
     tensors: list[torch.Tensor] = []
     device: list[int] = []
     host: list[torch.device] = []
-    key: list[Any] = [op_name, current_precision()._value_, out_dtypes]  # (an Enum hashes in Python)
+    key: list[Any] = [op_name, current_precision()._value_, out_types]  # (an Enum hashes in Python)
     try:
         for i, x in enumerate(args):
             kinds = _kinds(static, i, None)
@@ -326,12 +326,14 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
     if undeclared_reads and op_name in undeclared_reads:
         static, fast_kind = _by_value(static), None
     out_dtypes = tuple(t.dtype for t in write_into) if write_into is not None else ()
+    # the targets' shapes too: copy_'s target is no argument, and a broadcasting copy's program is the target's
+    out_types = tuple((t.dtype, t.shape) for t in write_into) if write_into is not None else ()
     values: list[Any] = []
-    key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, values, static)
+    key, tensors, dev = signature(op_name, args, kwargs, out_types, values, static)
     if key is None:  # mm, bmm, dot: ATen's Conjugate-key fallthroughs
         args, kwargs = _resolve_lazy_bits(args), {k: _resolve_lazy_bits(v) for k, v in kwargs.items()}
         values = []
-        key, tensors, dev = signature(op_name, args, kwargs, out_dtypes, values, static)
+        key, tensors, dev = signature(op_name, args, kwargs, out_types, values, static)
     traced = _cache.get(key)
     if traced is None:
         try:

@@ -106,17 +106,31 @@ def view_as_complex(self: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _apply_bits(x: Sym, conj_bit: bool, neg_bit: bool, dtype: torch.dtype) -> Sym:
+def _apply_bits(x: Sym, conj_bit: bool, neg_bit: bool, dtype: torch.dtype, shape: tuple[int, ...]) -> Sym:
     if conj_bit:
         x = conj(x)
     if neg_bit:
         x = -x
-    return P.convert(x, dtype)
+    return P.broadcast_to(P.convert(x, dtype), shape)  # copy_ broadcasts the source to the target
+
+
+def _check_copy_shapes(dst: tuple[int, ...], src: tuple[int, ...]) -> None:
+    """copy_'s TensorIterator checks, in CPU's words: the shapes broadcast, to the target's shape."""
+    rank = max(len(dst), len(src))
+    a, b = (1,) * (rank - len(dst)) + dst, (1,) * (rank - len(src)) + src
+    for i in reversed(range(rank)):
+        if a[i] != b[i] and 1 not in (a[i], b[i]):
+            raise RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
+                               f"non-singleton dimension {i}")
+    full = [max(x, y) for x, y in zip(a, b)]
+    if tuple(full) != dst:
+        raise RuntimeError(f"output with shape {list(dst)} doesn't match the broadcast shape {full}")
 
 
 def copy_from_with_bits(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     """`_copy_from` when the source carries a conjugate or negative bit (see the module docstring)."""
     conj_bit, neg_bit = src.is_conj(), src.is_neg()
+    _check_copy_shapes(tuple(dst.shape), tuple(src.shape))
     plain = src
     if conj_bit:
         plain = plain.conj()  # toggles the bit off: a plain view of the same memory
@@ -124,7 +138,8 @@ def copy_from_with_bits(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool
         plain = torch.ops.aten._neg_view(plain)
     if plain.device.type == "tpu" and dst.device.type == "tpu":
         eager.run("aten::_copy_from.bits", _apply_bits, (plain,), {"conj_bit": conj_bit, "neg_bit": neg_bit,
-                                                                    "dtype": dst.dtype}, write_into=[dst])
+                                                                    "dtype": dst.dtype, "shape": tuple(dst.shape)},
+                  write_into=[dst])
         return dst
     host = plain.cpu() if plain.device.type == "tpu" else plain.clone()
     if conj_bit:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import torch
 
 from torchtpu.dtypes import check_scalar_fits
+from torchtpu.ops import index_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
@@ -137,7 +137,7 @@ def _advanced_index(x: Sym, indices: list[Sym | None]) -> tuple[Sym, tuple[int, 
     adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
     rest = [i for i in range(x.ndim) if i not in dims]
     moved = P.transpose(x, dims + rest)
-    bshape = P.broadcast_shapes(*[indices[i].shape for i in dims])
+    bshape = index_checks.broadcast_indices([indices[i].shape for i in dims])
     return moved, bshape, dims, adjacent
 
 
@@ -180,17 +180,19 @@ def index(self: Sym, indices: list[Sym | None]) -> Sym:
 def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: bool = False) -> Sym:
     indices = list(indices) + [None] * (self.ndim - len(indices))
     if all(i is None for i in indices):  # `x.index_put([], v)`: nothing indexed, v must broadcast to all of x
-        vshape, shape = tuple(values.shape), tuple(self.shape)
-        if len(vshape) > len(shape) or any(v not in (1, s) for v, s in zip(vshape[::-1], shape[::-1])):
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be broadcast to "
-                               f"indexing result of shape {list(shape)}")
-        vals = P.broadcast_to(P.convert(values, self.dtype), shape)
+        index_checks.check_value_shape(values.shape, self.shape)
+        vals = P.broadcast_to(P.convert(values, self.dtype), self.shape)
         return self + vals if accumulate else vals
     moved, bshape, dims, adjacent = _advanced_index(self, indices)
     nidx = 1
     for i in dims:
         nidx *= self.shape[i]
     rest_shape = moved.shape[len(dims):]
+    if adjacent and dims[0] > 0:
+        result_shape = (*self.shape[:dims[0]], *bshape, *rest_shape[dims[0]:])
+    else:
+        result_shape = (*bshape, *rest_shape)
+    index_checks.check_value_shape(values.shape, result_shape)
     flat = P.reshape(moved, (nidx, *rest_shape))
     lin = _linear_index(self, indices, dims, bshape)
     target_shape = (*bshape, *rest_shape)
@@ -226,6 +228,7 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     index (bool or integer) is first copied to `self`'s device, as ATen's CUDA indexing does; other CPU operands
     (the values of index_put_) still raise the device-mix error."""
     self, indices, *rest = args
+    index_checks.check_index_dtypes(indices)
     if isinstance(self, torch.Tensor) and self.device.type == "tpu" and \
             any(isinstance(i, torch.Tensor) and i.device.type == "cpu" for i in indices):
         indices = [i.to(self.device) if isinstance(i, torch.Tensor) and i.device.type == "cpu" else i
@@ -233,12 +236,12 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
         args = (self, indices, *rest)
     if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
         return args, kwargs
+    index_checks.check_masks(self.shape, indices)
     out: list[Any] = []
     for idx in indices:
         if isinstance(idx, torch.Tensor) and idx.dtype in (torch.bool, torch.uint8):
-            if idx.dtype == torch.uint8:  # ATen's words, once per uint8 index as its expandTensors warns
-                warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
-                              "instead.", UserWarning, stacklevel=2)
+            if idx.dtype == torch.uint8:  # once per uint8 index, as ATen's expandTensors warns
+                index_checks.warn_uint8_index()
             nz = nonzero(idx)
             out.extend(nz.unbind(1) if idx.ndim else [None])
         else:
