@@ -181,6 +181,15 @@ BAD_ADVANCED = {
                          r"shapes \[0\], \[2\]"),
     "float_index": (lambda d: _t([1, 2, 3], torch.int64, d)[torch.tensor([], device=d)], IndexError,
                     "tensors used as indices must be long, int, byte or bool tensors"),
+    "too_many_indices": (lambda d: torch.ops.aten.index.Tensor(torch.ones(1, device=d), [_t([[0]], torch.int64, d),
+                                                                               _t([0, 0], torch.int64, d)]),
+                         IndexError, r"too many indices for tensor of dimension 1 \(got 2\)"),
+    "too_many_on_0d": (lambda d: torch.ops.aten.index.Tensor(torch.tensor(5.0, device=d), [_t([0], torch.int64, d)]),
+                       IndexError, r"too many indices for tensor of dimension 0 \(got 1\)"),
+    "mask_then_index_past_the_dims": (lambda d: torch.ops.aten.index_put_(
+        torch.zeros(2, 3, 3, device=d),
+        [torch.ones(2, 3, 3, dtype=torch.bool, device=d), _t([0, 1, 2], torch.int64, d)], torch.ones(3, device=d)),
+        IndexError, r"shapes \[18\], \[18\], \[18\], \[3\]"),
     "value_too_long": (lambda d: torch.arange(4, device=d).__setitem__(torch.arange(4, device=d) > -1,
                                                                      _t([1, 2, 3], torch.int64, d)),
                        RuntimeError, r"shape mismatch: value tensor of shape \[3\] cannot be broadcast to indexing "

@@ -30,6 +30,12 @@ def warn_uint8_index() -> None:
                            module_globals=frame.f_globals)
 
 
+def check_count(ndim: int, indices: Sequence[Any]) -> None:
+    """At most one index entry per dim (a mask counting one before it is expanded, as ATen's first check)."""
+    if len(indices) > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim} (got {len(indices)})")
+
+
 def check_index_dtypes(indices: Sequence[Any]) -> None:
     """checkIndexTensorTypes: every index tensor is long, int, byte or bool."""
     for idx in indices:

@@ -134,10 +134,11 @@ def index_copy(self: Sym, dim: int, index: Sym, source: Sym) -> Sym:
 def _advanced_index(x: Sym, indices: list[Sym | None]) -> tuple[Sym, tuple[int, ...], list[int], bool]:
     """Moves the indexed dims of x to the front and returns (x', broadcast index shape, indexed dims, adjacent)."""
     dims = [i for i, idx in enumerate(indices) if idx is not None]
+    bshape = index_checks.broadcast_indices([indices[i].shape for i in dims])
+    index_checks.check_count(x.ndim, indices)
     adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
     rest = [i for i in range(x.ndim) if i not in dims]
     moved = P.transpose(x, dims + rest)
-    bshape = index_checks.broadcast_indices([indices[i].shape for i in dims])
     return moved, bshape, dims, adjacent
 
 
@@ -228,6 +229,7 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     index (bool or integer) is first copied to `self`'s device, as ATen's CUDA indexing does; other CPU operands
     (the values of index_put_) still raise the device-mix error."""
     self, indices, *rest = args
+    index_checks.check_count(self.ndim, indices)
     index_checks.check_index_dtypes(indices)
     if isinstance(self, torch.Tensor) and self.device.type == "tpu" and \
             any(isinstance(i, torch.Tensor) and i.device.type == "cpu" for i in indices):
