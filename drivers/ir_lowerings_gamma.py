@@ -186,8 +186,12 @@ def igamma(a: _F, x: _F, upper: bool) -> _F:
     s = loop([sx, sa, sa.like(1.0), sa.like(1.0), use_series & ~bad], more, series, IGAMMA_LIMIT)[3]
     h = loop([ca, ca.like(0.0), b0, b0.like(1.0 / tiny), 1.0 / b0, 1.0 / b0, ~use_series & ~bad], more, fraction,
              IGAMMA_LIMIT)[5]
-    p = exp(sa * log(sx) - sx - _lgamma(sa)) * s / sa
-    q = exp(ca * log(cx) - cx - _lgamma(ca)) * h
+    # x^a e^-x / Gamma(a) once, over the operands of the expansion each element reads (the same operations on
+    # the same values as one computation per expansion, so the same bits where the final selects read them)
+    ea, ex = where(use_series, sa, ca), where(use_series, sx, cx)
+    e = exp(ea * log(ex) - ex - _lgamma(ea))
+    p = e * s / sa
+    q = e * h
     v = where(use_series, 1.0 - p if upper else p, q if upper else 1.0 - q)
     lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
     v = where(fabs(x).eq(math.inf), hi, v)
