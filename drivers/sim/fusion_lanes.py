@@ -9,8 +9,9 @@ no lane's condition holds or `limit` trips are done. Every lane does exactly wha
 (the same operations on its own state, in the same order; a lane whose condition failed keeps its state, and
 its condition, a pure function of that state, stays false), so the values are the per-element loop's, bit for
 bit; the lanes' independent chains overlap, and LLVM vectorizes the lane loops. Values a later part reads live
-in small per-dtype lane arrays (`L_<dtype>[slot, lane]`, in the cache). The last block's missing lanes repeat
-the last element (they loop as long as it does and are not stored).
+in small per-dtype lane arrays (`L_<dtype>[slot, lane]`, in the cache); results are stored where they are
+computed. The last block's missing lanes repeat the last element: they loop as long as it does, and what they
+store is its value again, the same bits.
 """
 
 from __future__ import annotations
@@ -45,11 +46,14 @@ def lane_lines(stmts: Sequence[Any], inputs: Sequence[tuple[str, str]], results:
             used.setdefault(name, set()).add(k)
         for name in [st[1] for st in seg] if isinstance(seg, list) else seg.state:
             defined[name] = k
-    kept = {name for name, _ in results}
+    # a result a straight-line part defines is stored from there (a missing lane stores the last element's value
+    # again, the same bits); a while's are stored after the blocks' parts
+    direct = {name: param for name, param in results if isinstance(segments[defined[name]], list)}
+    last = [(name, param) for name, param in results if name not in direct]
     slots: dict[str, str] = {}  # name -> its lane array element
     counts: dict[str, int] = {}
     for name, k in defined.items():
-        if name in kept or not isinstance(segments[k], list) or used.get(name, {k}) - {k}:
+        if not isinstance(segments[k], list) or used.get(name, {k}) - {k}:
             dtype = dtypes[name]
             slots[name] = f"L_{dtype}[{counts.get(dtype, 0)}, j]"
             counts[dtype] = counts.get(dtype, 0) + 1
@@ -75,6 +79,10 @@ def lane_lines(stmts: Sequence[Any], inputs: Sequence[tuple[str, str]], results:
             out += loads([n for st in seg for n in st[3] if n not in mine], lane)
             out += lines(seg, lane)
             out += stores([st[1] for st in seg], lane)
+            mine_out = [(st[1], direct[st[1]]) for st in seg if st[1] in direct]
+            if mine_out and not any(n in arrays for st in seg for n in st[3]):
+                out.append(f"{lane}i = base + j if base + j < n else n - 1")
+            out += [f"{lane}{param}[i] = {name}" for name, param in mine_out]
             continue
         if any(not isinstance(st, tuple) for st in (*seg.cond, *seg.body)):  # pragma: no cover - fusion.py
             raise AssertionError("fusion: a while inside a while's region")
@@ -95,6 +103,7 @@ def lane_lines(stmts: Sequence[Any], inputs: Sequence[tuple[str, str]], results:
         out.append(f"{trip_lane}{', '.join(seg.state)}, = {new},")
         out += lines(seg.cond, trip_lane)
         out += [f"{trip_lane}G[j] = {seg.go}", f"{trip_lane}anyv = anyv | {seg.go}", *stores(seg.state, trip_lane)]
-    out += [f"{block}m = n - base if n - base < {LANES} else {LANES}", f"{block}for j in range(m):"]
-    out += [f"{lane}{param}[base + j] = {slots[name]}" for name, param in results]
+    if last:
+        out += [f"{block}m = n - base if n - base < {LANES} else {LANES}", f"{block}for j in range(m):"]
+        out += [f"{lane}{param}[base + j] = {slots[name]}" for name, param in last]
     return out
