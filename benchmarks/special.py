@@ -8,12 +8,20 @@ the sim fuses element-wise chains (drivers/sim/fusion.py), each function is also
 in the same run: the "steps" columns. The first fused call, which compiles (or loads from numba's disk cache)
 the loops, is timed on its own ("first ms").
 
-    python benchmarks/special.py [--n 1000000] [--repeat 5] [--only bessel_j0,zeta] [--no-steps]
+    python benchmarks/special.py [--n 1000000] [--repeat 5] [--only bessel_j0,zeta] [--no-steps] [--cpu]
+
+`--cpu` times with the process's CPU time instead of the wall clock: on a machine shared with other work, the
+wall clock counts the time the scheduler gives to others (both columns, unequally), the CPU time much less.
 
 Measured on a loaded 2-core machine (ratio to torch CPU in the same run, 1e6 float32, two runs), step by step
 -> fused, against the numba kernels the lowerings replaced (issue 16's figures): bessel_j0 18-20x -> 0.3-1.2x
 (kernel 4.3x); igamma 20x -> 2.1-2.3x (1.5x); chebyshev_t 8-14x -> 1.7-2.0x (3.5x); digamma 2.7-4.3x -> 0.1-0.5x
 (6.2x). First fused call: 4-10 s where numba compiles the loops, 25-400 ms where it loads them from its cache.
+Since the loops run in blocks of lanes (drivers/sim/fusion_lanes.py) and igamma's series and continued fraction
+are separate loops, with `--cpu` at load 6-8, beside main's code in the same conditions: igamma 1.3-1.6x
+(main 3.2-4.2x), igammac 1.6-1.8x (3.7-4.1x), chebyshev_t 0.9x (2.9x), hermite_h / laguerre_l / legendre_p
+0.5-0.7x (1.2-1.4x); interleaved with torch in one process (CPU time, minimum of 9), igamma 0.94-1.0x against
+main's 2.7-2.9x.
 """
 
 from __future__ import annotations
@@ -61,12 +69,15 @@ def _inputs(fn: str, n: int, rng: np.random.Generator) -> list[np.ndarray]:
                                           "bessel_k1e") else 0.01, 10, n).astype(np.float32)]
 
 
+CLOCK = time.perf_counter
+
+
 def _median(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = CLOCK()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(CLOCK() - start)
     return statistics.median(times)
 
 
@@ -76,7 +87,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-steps", action="store_true", help="skip the step-by-step (unfused) runs")
+    parser.add_argument("--cpu", action="store_true", help="time with the process's CPU time, not the wall clock")
     args = parser.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if args.cpu else time.perf_counter
     steps = fusion is not None and not args.no_steps
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
@@ -98,9 +112,9 @@ def main() -> None:
         program = b.finish(outs, name=fn)
         out = np.empty(args.n, np.float32)
         exe = drv.compile(program)
-        start = time.perf_counter()
+        start = CLOCK()
         drv.execute(exe, xs, [out])  # warm (numba compiles, or loads its cache, on the first call)
-        first = time.perf_counter() - start
+        first = CLOCK() - start
         sim = _median(lambda exe=exe, xs=xs, out=out: drv.execute(exe, xs, [out]), args.repeat)
         ts = [torch.from_numpy(x) for x in xs]
         ref = _median(lambda fn=fn, ts=ts: TORCH[fn](*ts), args.repeat)

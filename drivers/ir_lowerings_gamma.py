@@ -157,15 +157,18 @@ def igamma(a: _F, x: _F, upper: bool) -> _F:
     sa, sx = where(bad | ~use_series, 1.0, a), where(bad | ~use_series, 0.5, x)
     ca, cx = where(bad | use_series, 1.0, a), where(bad | use_series, 2.0, x)
 
-    def more(s: list[_F]) -> _F:
-        return s[-2] | s[-1]
+    def more(st: list[_F]) -> _F:
+        return st[-1]
 
-    def step(st: list[_F]) -> list[_F]:
-        sa, sx, ca, i, r, c, s, b, cc, d, h, act_s, act_f = st
+    def series(st: list[_F]) -> list[_F]:  # runs only while its element's flag holds: no selects
+        sx, r, c, s, _ = st
         r2 = r + 1.0
         c2 = c * sx / r2
         s2 = s + c2
-        new_act_s = act_s & ~(c2 <= eps * s2)
+        return [sx, r2, c2, s2, ~(c2 <= eps * s2)]
+
+    def fraction(st: list[_F]) -> list[_F]:
+        ca, i, b, cc, d, h, _ = st
         i2 = i + 1.0
         an = -i2 * (i2 - ca)
         b2 = b + 2.0
@@ -175,20 +178,20 @@ def igamma(a: _F, x: _F, upper: bool) -> _F:
         c3 = where(fabs(c3) < tiny, tiny, c3)
         d2 = 1.0 / d2
         delta = d2 * c3
-        h2 = h * delta
-        new_act_f = act_f & ~(fabs(delta - 1.0) < 1e-16)
-        return [sa, sx, ca, i2, where(act_s, r2, r), where(act_s, c2, c), where(act_s, s2, s),
-                where(act_f, b2, b), where(act_f, c3, cc), where(act_f, d2, d), where(act_f, h2, h),
-                new_act_s, new_act_f]
+        return [ca, i2, b2, c3, d2, h * delta, ~(fabs(delta - 1.0) < 1e-16)]
 
+    # Two loops, each element iterating only the one its result reads (the other's value is discarded by the
+    # final selects, as is every `bad` element's): an element's trips do the work of one expansion, not both.
     b0 = cx + 1.0 - ca
-    on = a.like(0.0).eq(0.0)
-    init = [sa, sx, ca, sa.like(0.0), sa, sa.like(1.0), sa.like(1.0), b0, b0.like(1.0 / tiny), 1.0 / b0, 1.0 / b0,
-            on, on]
-    out = loop(init, more, step, IGAMMA_LIMIT)
-    s, h = out[6], out[10]
-    p = exp(sa * log(sx) - sx - _lgamma(sa)) * s / sa
-    q = exp(ca * log(cx) - cx - _lgamma(ca)) * h
+    s = loop([sx, sa, sa.like(1.0), sa.like(1.0), use_series & ~bad], more, series, IGAMMA_LIMIT)[3]
+    h = loop([ca, ca.like(0.0), b0, b0.like(1.0 / tiny), 1.0 / b0, 1.0 / b0, ~use_series & ~bad], more, fraction,
+             IGAMMA_LIMIT)[5]
+    # x^a e^-x / Gamma(a) once, over the operands of the expansion each element reads (the same operations on
+    # the same values as one computation per expansion, so the same bits where the final selects read them)
+    ea, ex = where(use_series, sa, ca), where(use_series, sx, cx)
+    e = exp(ea * log(ex) - ex - _lgamma(ea))
+    p = e * s / sa
+    q = e * h
     v = where(use_series, 1.0 - p if upper else p, q if upper else 1.0 - q)
     lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
     v = where(fabs(x).eq(math.inf), hi, v)

@@ -256,3 +256,44 @@ def test_while_body_passing_state_values_on(monkeypatch):
     rng = np.random.default_rng(9)
     n_values = np.concatenate([rng.integers(-2, 45, N - 3), [np.nan, np.inf, 0.5]]).astype(np.float32)
     _both(program, [_values("float32", N, rng), rng.permutation(n_values)], monkeypatch)
+
+
+@pytest.mark.parametrize("n", [7, N + 5])
+@pytest.mark.parametrize("lanes", [1, 32])
+def test_while_in_lanes_and_per_element(n, lanes, monkeypatch):
+    """A while fused both ways (blocks of lanes, fusion_lanes.py, and each element's own loop), over fewer
+    elements than a block and over a last block that is not full; the trip limit cuts some elements off."""
+    from torchtpu.drivers.ir_lowerings import _F, loop
+    from torchtpu.drivers.sim import fusion_lanes
+
+    monkeypatch.setattr(fusion_lanes, "LANES", lanes)
+    b = Builder()
+    x = _F(b, b.input((n,), "float32"))
+    m = _F(b, b.input((n,), "float32"))
+    y = x * 0.5 + 1.0
+    a, prev, k, _ = loop([y, x.like(1.0), x.like(0.0), m], lambda s: s[2] < s[3],
+                         lambda s: [s[0] + s[1], s[0], s[2] + 1.0, s[3]], limit=30)
+    program = b.finish([(a * y - k).v, prev.v, (y + x).v], name="fib_lanes")
+    rng = np.random.default_rng(n + lanes)
+    m_values = np.concatenate([rng.integers(-2, 45, n - 3), [np.nan, np.inf, 0.5]]).astype(np.float32)
+    _both(program, [_values("float32", n, rng) if n >= 8 else rng.uniform(-3, 3, n).astype(np.float32),
+                    rng.permutation(m_values)], monkeypatch)
+    fused = [s for s in SimDriver().compile(program).payload.steps if isinstance(s, FusedStep)]
+    assert ("for base in range(0, n," in fused[0].source) == (lanes > 1)
+
+
+@pytest.mark.parametrize("fn", ["igamma", "igammac"])
+def test_igamma_runs_its_loops_fused_and_each_transcendental_once(fn, monkeypatch):
+    """The structure igamma's host speed rests on (benchmarks/special.py): its two loops (series, continued
+    fraction) run inside one fused group in blocks of lanes, and x^a e^-x / Gamma(a) is computed once, not per
+    expansion: one exp, one lgamma's logs and sine, as numpy steps; the rest is fused."""
+    monkeypatch.setattr(fusion, "MIN_ELEMENTS", 1)
+    program = _special_program(fn, "float32")
+    assert sum(op.name == "while" for op in program.ops) == 2
+    steps = SimDriver().compile(program).payload.steps
+    fused = [s for s in steps if isinstance(s, FusedStep)]
+    loops = [f for f in fused if any(s.op.name == "while" for s in f.steps)]
+    assert len(loops) == 1 and sum(s.op.name == "while" for s in loops[0].steps) == 2
+    assert loops[0].source.count("for base in range(0, n,") == 1
+    rest = [s.op.name for s in steps if not isinstance(s, FusedStep)]
+    assert rest.count("exponential") == 1 and rest.count("sine") == 1 and len(rest) <= 14, rest

@@ -4,7 +4,10 @@ A special function lowered over primitives (drivers/ir_lowerings*.py) is hundred
 by step that is one numpy call, and one pass over memory, per op. `fuse_steps` groups an executable's steps:
 each group of element-wise steps of one shape whose ops all have a numba form (`_expr`; or an element-wise `while` whose
 regions are) becomes one step whose kernel is a generated numba function, one loop over the elements that keeps
-intermediates in registers and writes only the values read after the group (or returned by the program).
+intermediates in registers and writes only the values read after the group (or returned by the program). A
+group holding a `while` runs its elements in blocks of lanes instead (fusion_lanes.py): the loop trip by trip
+over a block, so that independent elements' dependency chains overlap; each lane's operations are its
+element's own.
 
 Only ops whose value in numba is provably numpy's, bit for bit, are fused: IEEE-exact arithmetic (+ - * /
 sqrt), comparisons, select, min/max (numpy's NaN and zero rule), abs/neg, floor/ceil/trunc/rint, copysign,
@@ -39,6 +42,7 @@ from typing import Any
 
 import numpy as np
 from torchtpu.drivers.ir import Op
+from torchtpu.drivers.sim import fusion_lanes as lanes
 
 MIN_ELEMENTS = 1 << 16  # a group over fewer elements stays step by step
 MIN_OPS = 4  # a group of fewer ops (a while counts its regions' ops) stays step by step
@@ -127,17 +131,21 @@ def _weight(op: Op) -> int | None:
 
 class _Source:
     """The generated function's text: constants (one typed array per dtype, read once into locals), fresh
-    names, the loop body."""
+    names, and the loop body as statements: `("let", name, expr, operand names)`, or a top-level `while`
+    (`_While`), from which `lines` writes the per-element code and fusion_lanes.py the lane-parallel one."""
 
     def __init__(self) -> None:
         self.consts: dict[str, list[Any]] = {d: [] for d in _DTYPES}
         self.head: list[str] = []
-        self.body: list[str] = []
+        self.body: list[Any] = []
+        self.dtypes: dict[str, str] = {}  # name -> dtype, for every name a statement defines
         self._names = itertools.count()
         self._named: dict[tuple[str, bytes], str] = {}
 
-    def name(self) -> str:
-        return f"t{next(self._names)}"
+    def name(self, dtype: str) -> str:
+        out = f"t{next(self._names)}"
+        self.dtypes[out] = dtype
+        return out
 
     def const(self, value: Any, dtype: str) -> str:
         """The local holding `value` in `dtype`, one per bit pattern (-0.0 is not 0.0)."""
@@ -150,40 +158,67 @@ class _Source:
             values.append(value)
         return name
 
-    def op(self, op: Op, args: list[str], indent: str) -> list[str]:
-        """Emits `op`; returns its results' names."""
+    def op(self, op: Op, args: list[str], into: list[Any]) -> list[str]:
+        """Appends `op`'s statement to `into`; returns its results' names."""
         if op.name == "while":
-            return self._while(op, args, indent)
+            return self._while(op, args, into)
         expr = _expr(op, args, self.const)
         if expr is None:  # pragma: no cover - _weight admitted it
             raise AssertionError(f"fusion: {op.name} is not fusable")
-        out = self.name()
-        self.body.append(f"{indent}{out} = {expr}")
+        out = self.name(op.outputs[0].dtype)
+        into.append(("let", out, expr, tuple(args)))
         return [out]
 
-    def _region(self, program: Any, args: list[str], indent: str) -> list[str]:
+    def _region(self, program: Any, args: list[str], into: list[Any]) -> list[str]:
         env = {v.id: a for v, a in zip(program.inputs, args)}
         for rop in program.ops:
             if rop.name == "constant":
                 env[rop.outputs[0].id] = self.const(rop.attr("value"), rop.outputs[0].dtype)
                 continue
-            for v, n in zip(rop.outputs, self.op(rop, [env[i.id] for i in rop.inputs], indent)):
+            for v, n in zip(rop.outputs, self.op(rop, [env[i.id] for i in rop.inputs], into)):
                 env[v.id] = n
         return [env[v.id] for v in program.outputs]
 
-    def _while(self, op: Op, args: list[str], indent: str) -> list[str]:
-        """The element's loop, as the sim kernel runs it per element: while cond(s) and fewer than `limit`
-        trips, s = body(s); the result is the state when cond first fails or after `limit` trips."""
-        state = [self.name() for _ in args]
-        self.body += [f"{indent}{s} = {a}" for s, a in zip(state, args)]
-        self.body.append(f"{indent}for _ in range({int(op.attr('limit'))}):")
-        inner = indent + "    "
-        (go,) = self._region(op.attr("cond").program, state, inner)
-        self.body += [f"{inner}if not {go}:", f"{inner}    break"]
-        new = self._region(op.attr("body").program, state, inner)
-        # all at once: a body may pass one state value on as another (`a, b = a + b, a`)
-        self.body.append(f"{inner}{', '.join(state)}, = {', '.join(new)},")
+    def _while(self, op: Op, args: list[str], into: list[Any]) -> list[str]:
+        state = [self.name(v.dtype) for v in op.outputs]
+        cond: list[Any] = []
+        (go,) = self._region(op.attr("cond").program, state, cond)
+        body: list[Any] = []
+        new = self._region(op.attr("body").program, state, body)
+        into.append(_While(state, list(args), cond, go, body, new, int(op.attr("limit"))))
         return state
+
+
+class _While:
+    """A top-level `while`: its state names, their initial values, the condition's statements and flag, the
+    body's statements and the new state's names, the trip limit."""
+
+    __slots__ = ("state", "args", "cond", "go", "body", "new", "limit")
+
+    def __init__(self, state: list[str], args: list[str], cond: list[Any], go: str, body: list[Any],
+                 new: list[str], limit: int) -> None:
+        self.state, self.args, self.cond, self.go = state, args, cond, go
+        self.body, self.new, self.limit = body, new, limit
+
+
+def lines(stmts: Sequence[Any], indent: str) -> list[str]:
+    """The per-element code of `stmts`: a while is the element's loop, as the sim kernel runs it per element:
+    while cond(s) and fewer than `limit` trips, s = body(s); the result is the state when cond first fails or
+    after `limit` trips."""
+    out = []
+    for st in stmts:
+        if not isinstance(st, _While):
+            out.append(f"{indent}{st[1]} = {st[2]}")
+            continue
+        out += [f"{indent}{s} = {a}" for s, a in zip(st.state, st.args)]
+        out.append(f"{indent}for _ in range({st.limit}):")
+        inner = indent + "    "
+        out += lines(st.cond, inner)
+        out += [f"{inner}if not {st.go}:", f"{inner}    break"]
+        out += lines(st.body, inner)
+        # all at once: a body may pass one state value on as another (`a, b = a + b, a`)
+        out.append(f"{inner}{', '.join(st.state)}, = {', '.join(st.new)},")
+    return out
 
 
 def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dict[int, np.ndarray]
@@ -276,17 +311,23 @@ class FusedStep:
                     arrays.append(slot)
                     in_dtypes.append(value.dtype)
         for step in steps:
-            for slot, n in zip(step.outputs, src.op(step.op, [env[s] for s in step.inputs], "        ")):
+            for slot, n in zip(step.outputs, src.op(step.op, [env[s] for s in step.inputs], src.body)):
                 env[slot] = n
         results = [(slot, v.dtype) for s in steps for slot, v in zip(s.outputs, s.op.outputs) if slot in read]
         params = ["n", *(f"a{j}" for j in range(len(arrays))), *(f"r{j}" for j in range(len(results))),
                   *(f"c_{d}" for d in _DTYPES)]
+        if lanes.LANES > 1 and any(isinstance(st, _While) for st in src.body):  # blocks of lanes (fusion_lanes.py)
+            loop = lanes.lane_lines(src.body, [(f"v{j}", f"a{j}") for j in range(len(arrays))],
+                                    [(env[slot], f"r{j}") for j, (slot, _) in enumerate(results)], src.dtypes)
+        else:
+            loop = ["    for i in range(n):", *(f"        v{j} = a{j}[i]" for j in range(len(arrays))),
+                    *lines(src.body, "        "),
+                    *(f"        r{j}[i] = {env[slot]}" for j, (slot, _) in enumerate(results))]
         self.source = "\n".join([
             "import math", "import numpy as np", "import numba", "", "",
             "@numba.njit(cache=True, error_model='numpy', nogil=True)", f"def fused({', '.join(params)}):",
-            *src.head, "    for i in range(n):", *(f"        v{j} = a{j}[i]" for j in range(len(arrays))),
-            *src.body, *(f"        r{j}[i] = {env[slot]}" for j, (slot, _) in enumerate(results)), ""])
-        self.weight = len(src.body)
+            *src.head, *loop, ""])
+        self.weight = len(loop)
         self.inputs, self.outputs = tuple(arrays), tuple(slot for slot, _ in results)
         self.out = self.outputs[0] if self.outputs else -1
         consts = tuple(np.array(src.consts[d], dtype=np.dtype(d)) for d in _DTYPES)
