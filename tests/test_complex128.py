@@ -9,6 +9,7 @@ import warnings
 import pytest
 import torch
 from torchtpu.drivers import ir
+from torchtpu.sim import cost
 
 import torchtpu
 from torchtpu import dtypes
@@ -35,7 +36,7 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def test_complex128_is_a_compute_dtype_of_every_table():
     assert C128 in dtypes.COMPUTE and TORCH_TO_IR[C128] == "complex128"
-    assert "complex128" in ir.DTYPES and ir.ITEMSIZE["complex128"] == 16
+    assert "complex128" in ir.DTYPES and ir.ITEMSIZE["complex128"] == 16 == cost.dtype_bytes(C128)
     assert C128 in dtypes.FAMILIES["matmul, conv (MXU)"] and C128 in dtypes.NOTES
     assert torch.complex32 not in dtypes.STORAGE and torch.float8_e4m3fn not in dtypes.STORAGE
 
