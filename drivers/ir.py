@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DTYPES = ("float32", "bfloat16", "float16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
-          "complex64")
+          "complex64", "complex128")
 FLOAT_DTYPES = frozenset({"float32", "bfloat16", "float16", "float64"})
 INT_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
-            "int8": 1, "uint8": 1, "bool": 1, "complex64": 8}
+            "int8": 1, "uint8": 1, "bool": 1, "complex64": 8,
+            "complex128": 16}
 
 
 @dataclass(frozen=True, slots=True)

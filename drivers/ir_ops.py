@@ -284,7 +284,8 @@ def _reduce_window(x: TensorType, kind: str, window: tuple[int, ...], strides: t
     return [TensorType(shape, x.dtype)]
 
 
-COMPLEX_PARTS = {"complex64": "float32"}
+COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}  # a complex dtype -> its parts' dtype
+COMPLEX_OF = {part: whole for whole, part in COMPLEX_PARTS.items()}
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 
 
@@ -301,9 +302,9 @@ define("imag", 1, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)(_real)
 @define("complex", 2, "elementwise", cost=C.VPU, padding=P.ELEMENTWISE)
 def _complex(re: TensorType, im: TensorType) -> list[TensorType]:
     _binary(re, im)
-    if re.dtype != "float32":
-        raise TypeError(f"complex needs float32 parts, got {re}")
-    return [TensorType(re.shape, "complex64")]
+    if re.dtype not in COMPLEX_OF:
+        raise TypeError(f"complex needs float32 or float64 parts, got {re}")
+    return [TensorType(re.shape, COMPLEX_OF[re.dtype])]
 
 
 @define("fft", 1, "other", cost=C.FFT, padding=P.UNSAFE)
@@ -316,20 +317,20 @@ def _fft(x: TensorType, fft_type: str, fft_length: tuple[int, ...]) -> list[Tens
         raise ValueError(f"fft over {k} dims of a rank-{len(x.shape)} operand")
     lead = x.shape[:len(x.shape) - k]
     if fft_type == "RFFT":
-        if x.dtype != "float32" or tuple(x.shape[-k:]) != tuple(fft_length):
-            raise TypeError(f"RFFT needs float32 of trailing shape {fft_length}, got {x}")
-        return [TensorType((*lead, *fft_length[:-1], fft_length[-1] // 2 + 1), "complex64")]
-    if x.dtype != "complex64":
-        raise TypeError(f"{fft_type} needs complex64, got {x}")
+        if x.dtype not in COMPLEX_OF or tuple(x.shape[-k:]) != tuple(fft_length):
+            raise TypeError(f"RFFT needs float32 or float64 of trailing shape {fft_length}, got {x}")
+        return [TensorType((*lead, *fft_length[:-1], fft_length[-1] // 2 + 1), COMPLEX_OF[x.dtype])]
+    if x.dtype not in COMPLEX_PARTS:
+        raise TypeError(f"{fft_type} needs complex64 or complex128, got {x}")
     if fft_type == "IRFFT":
-        return [TensorType((*lead, *fft_length), "float32")]
+        return [TensorType((*lead, *fft_length), COMPLEX_PARTS[x.dtype])]
     return [x]
 
 
 # Linear algebra on the trailing two dims of a batch of matrices. stablehlo has cholesky and triangular_solve;
 # lu, qr, svd and eigh are lowerings over primitives (drivers/ir_lowerings_linalg.py); eig is run by LAPACK (the
 # sim's numpy, jaxlib's CPU custom call in pjrt, which refuses it on other platforms: XLA has no TPU eig either).
-LINALG_FLOAT = ("float32", "float64", "complex64")
+LINALG_FLOAT = ("float32", "float64", "complex64", "complex128")
 
 
 def _square(x: TensorType, name: str) -> int:
@@ -389,7 +390,7 @@ def _svd(x: TensorType, full_matrices: bool) -> list[TensorType]:
         raise TypeError(f"svd needs a batch of float matrices, got {x}")
     m, n = x.shape[-2:]
     k = min(m, n)
-    real = "float32" if x.dtype == "complex64" else x.dtype
+    real = COMPLEX_PARTS.get(x.dtype, x.dtype)
     u = (m, m) if full_matrices else (m, k)
     v = (n, n) if full_matrices else (k, n)
     batch = x.shape[:-2]
@@ -399,16 +400,15 @@ def _svd(x: TensorType, full_matrices: bool) -> list[TensorType]:
 @define("eigh", 1, "other", lowering=_lower_linalg("eigh"))
 def _eigh(x: TensorType, lower: bool) -> list[TensorType]:
     n = _square(x, "eigh")
-    real = "float32" if x.dtype == "complex64" else x.dtype
+    real = COMPLEX_PARTS.get(x.dtype, x.dtype)
     return [TensorType((*x.shape[:-2], n), real), x]
 
 
 @define("eig", 1, "other", cost=C.linalg(25.0), padding=P.UNSAFE)
 def _eig(x: TensorType) -> list[TensorType]:
     n = _square(x, "eig")
-    if x.dtype != "float32" and x.dtype != "complex64":
-        raise TypeError(f"eig supports float32 and complex64, got {x}")
-    return [TensorType((*x.shape[:-2], n), "complex64"), TensorType(x.shape, "complex64")]
+    whole = COMPLEX_OF.get(x.dtype, x.dtype)  # complex eigenpairs of a real matrix, of its width
+    return [TensorType((*x.shape[:-2], n), whole), TensorType(x.shape, whole)]
 
 
 SPECIAL_UNARY = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "bessel_i0", "bessel_i0e", "bessel_i1",

@@ -11,7 +11,7 @@ import torch
 from torchtpu import dtypes
 from torchtpu.ops.tracing import TORCH_TO_IR
 
-UNHELD = [torch.complex128, torch.complex32, torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
+UNHELD = [torch.complex32, torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
           torch.float8_e5m2fnuz, torch.bits8]
 
 
@@ -45,24 +45,28 @@ def test_an_op_asked_for_an_unsupported_dtype_names_the_op(tpu):
     x = torch.ones(3, device=tpu)
     with pytest.raises(NotImplementedError, match=r"aten.sum.*dtype torch.uint32 is not supported"):
         x.sum(dtype=torch.uint32)
-    with pytest.raises(TypeError, match=r"dtype torch.complex128"):
-        x.to(torch.complex128)
+    with pytest.raises(TypeError, match=r"dtype torch.complex32"):
+        x.to(torch.complex32)
+    with pytest.raises(TypeError, match=r"dtype torch.float8_e4m3fn"):
+        x.to(torch.float8_e4m3fn)
     assert torch.equal(x.cpu(), torch.ones(3))
+    assert x.to(torch.complex128).dtype == torch.complex128  # a compute dtype since issue 17
 
 
 def test_a_factory_or_view_of_an_unheld_dtype_is_refused_where_it_is_made(tpu):
     # The C++ factories check the dtype against dtypes.STORAGE, as `.to` does: no tensor of an unheld dtype exists
-    # on the device to be read later. view_as_complex of float64 would make complex128.
-    for make in (lambda: torch.empty(3, dtype=torch.complex128, device=tpu),
-                 lambda: torch.zeros(3, dtype=torch.complex128, device=tpu),
+    # on the device to be read later.
+    for make in (lambda: torch.empty(3, dtype=torch.complex32, device=tpu),
+                 lambda: torch.zeros(3, dtype=torch.float8_e5m2, device=tpu),
                  lambda: torch.empty_strided((2, 2), (1, 2), dtype=torch.float8_e4m3fn, device=tpu),
                  lambda: torch.empty_like(torch.ones(2, dtype=torch.complex32), device=tpu)):
-        with pytest.raises(TypeError, match=r"a new tpu tensor .*: dtype torch.(complex128|float8_e4m3fn|complex32) is "
-                                            r"not supported on the tpu device .*supported: float32, .*complex64"):
+        with pytest.raises(TypeError, match=r"a new tpu tensor .*: dtype torch.(float8_e5m2|float8_e4m3fn|complex32) "
+                                            r"is not supported on the tpu device .*supported: float32, "
+                                            r".*complex64, complex128"):
             make()
     assert torch.empty(3, dtype=torch.uint16, device=tpu).dtype == torch.uint16
-    with pytest.raises(TypeError, match=r"view_as_complex: dtype torch.complex128 is not supported"):
-        torch.view_as_complex(torch.ones(3, 2, dtype=torch.float64, device=tpu))
+    assert torch.empty(3, dtype=torch.complex128, device=tpu).dtype == torch.complex128
+    assert torch.view_as_complex(torch.ones(3, 2, dtype=torch.float64, device=tpu)).dtype == torch.complex128
     assert torch.view_as_complex(torch.ones(3, 2, device=tpu)).dtype == torch.complex64
 
 
@@ -78,6 +82,13 @@ def test_every_compute_dtype_round_trips_and_adds_as_on_cpu(tpu, dtype):
 def test_float64_is_exact_elementwise(tpu):
     x = torch.tensor([1.0 + 2**-40, 1e300, -3.25], dtype=torch.float64)
     assert torch.equal((x.to(tpu) * 3 + 1).cpu(), x * 3 + 1)
+
+
+def test_complex128_is_exact_elementwise_and_complex32_stays_refused(tpu):
+    x = torch.tensor([1.0 + 2**-40 - 1j, 1e300j, -3.25 + 2**-45j], dtype=torch.complex128)
+    assert torch.equal((x.to(tpu) * 3 + 1j).cpu(), x * 3 + 1j)
+    with pytest.raises(TypeError, match=r"dtype torch.complex32 is not supported .*complex128"):
+        torch.zeros(2, dtype=torch.complex32).to(tpu)
 
 
 def test_docs_show_the_same_table():

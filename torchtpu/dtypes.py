@@ -18,7 +18,7 @@ from torchtpu.ops import scalar_args
 # The IR's dtypes (torchtpu.ops.tracing.TORCH_TO_IR maps them to IR names).
 COMPUTE: tuple[torch.dtype, ...] = (
     torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8,
-    torch.uint8, torch.bool, torch.complex64,
+    torch.uint8, torch.bool, torch.complex64, torch.complex128,
 )
 # Kept as bytes (copies, views, hash_tensor's uint64 result); no op computes on them.
 STORAGE_ONLY: tuple[torch.dtype, ...] = (torch.uint16, torch.uint32, torch.uint64)
@@ -28,12 +28,14 @@ FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 FAMILIES: dict[str, tuple[torch.dtype, ...]] = {
     "storage and copies": STORAGE,
     "elementwise, reductions, indexing, shape ops": COMPUTE,
-    "matmul, conv (MXU)": FLOATS + (torch.complex64, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8),
+    "matmul, conv (MXU)": FLOATS + (torch.complex64, torch.complex128, torch.int64, torch.int32, torch.int16,
+                                    torch.int8, torch.uint8),
     "grouped_mm": (torch.float32, torch.bfloat16, torch.float16),
     "autocast": (torch.bfloat16, torch.float16),
 }
 NOTES: dict[torch.dtype, str] = {
     torch.float64: "exact on the simulator (host float64); a real TPU has no float64 units and emulates it",
+    torch.complex128: "float64 parts, exact on the simulator as float64 is (matmuls too: four float64 products)",
     torch.bfloat16: "native; MXU products in bf16 with float32 accumulation",
     torch.float32: "MXU products as 1, 3 or 6 bf16 passes (torch.tpu.Precision)",
 }

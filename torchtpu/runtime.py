@@ -105,7 +105,7 @@ def numpy_dtypes() -> list[tuple[torch.dtype, np.dtype]]:
 
 def _ir_dtype(dtype: torch.dtype) -> str:
     """The IR name of a storage dtype; refuses (UnsupportedDtypeError) one the device cannot hold, e.g. the
-    complex128 tensor `torch.empty(..., dtype=torch.complex128, device="tpu")` makes, when it is read or written."""
+    complex32 tensor `torch.empty(..., dtype=torch.complex32, device="tpu")` makes, when it is read or written."""
     from torchtpu import dtypes
     from torchtpu.ops.tracing import TORCH_TO_IR
 

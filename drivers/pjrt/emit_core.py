@@ -30,12 +30,12 @@ from torchtpu.drivers.ir import FLOAT_DTYPES, INT_DTYPES, Op
 
 MLIR_TYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int64": "i64",
               "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "ui8", "bool": "i1",
-              "complex64": "complex<f32>", "uint32": "ui32", "uint64": "ui64"}
+              "complex64": "complex<f32>", "complex128": "complex<f64>", "uint32": "ui32", "uint64": "ui64"}
 NP_DTYPES = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16),
              "float16": np.dtype(np.float16), "float64": np.dtype(np.float64), "int64": np.dtype(np.int64),
              "int32": np.dtype(np.int32), "int16": np.dtype(np.int16), "int8": np.dtype(np.int8),
              "uint8": np.dtype(np.uint8), "bool": np.dtype(np.bool_), "complex64": np.dtype(np.complex64),
-             "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64)}
+             "complex128": np.dtype(np.complex128), "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64)}
 NARROW = ("bfloat16", "float16")
 SIGNED = ("int64", "int32", "int16", "int8")
 BITS_INT = {"float32": "int32", "float64": "int64", "bfloat16": "int16", "float16": "int16"}
@@ -63,9 +63,10 @@ def literal(value: object, dtype: str) -> str:
         if v.dtype.kind == "f":
             v = np.trunc(v)
         return str(int(v.astype(NP_DTYPES[dtype])))
-    if dtype == "complex64":
+    if dtype in ("complex64", "complex128"):
         c = complex(value)  # type: ignore[arg-type]
-        return f"({literal(c.real, 'float32')}, {literal(c.imag, 'float32')})"
+        part = "float32" if dtype == "complex64" else "float64"
+        return f"({literal(c.real, part)}, {literal(c.imag, part)})"
     x = np.asarray(value, np.float64 if dtype == "float64" else np.float32)
     if dtype in NARROW:
         x = x.astype(NP_DTYPES[dtype])
@@ -122,7 +123,7 @@ def compute_dtype(dtype: str) -> str:
 
 
 def compare_type(dtype: str) -> str:
-    if dtype in FLOAT_DTYPES or dtype == "complex64":
+    if dtype in FLOAT_DTYPES or dtype in ("complex64", "complex128"):
         return "FLOAT"
     return "SIGNED" if dtype in SIGNED else "UNSIGNED"
 

@@ -39,7 +39,7 @@ def _float_math(e: Emitter, name: str, x: V) -> V:
 def _emit_float_unary(e: Emitter, op: Op, args: list[V]) -> list[V]:
     (x,) = args
     shape, dtype = _out(op)
-    xf = e.convert(x, "float64" if x.dtype == "float64" else "float32")
+    xf = x if x.dtype in ("float64", "float32", "complex64", "complex128") else e.convert(x, "float32")
     return [e.convert(_float_math(e, op.name, xf), dtype)]
 
 

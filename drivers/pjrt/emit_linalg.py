@@ -13,7 +13,7 @@ from torchtpu.drivers.pjrt.emit_core import Emitter, V, _list, _out, emits
 
 # -- linear algebra --
 def _linalg_operand(e: Emitter, x: V) -> V:
-    return x if x.dtype in ("float32", "float64", "complex64") else e.convert(x, "float32")
+    return x if x.dtype in ("float32", "float64", "complex64", "complex128") else e.convert(x, "float32")
 
 
 def _triangle_mask(e: Emitter, shape: Sequence[int], lower: bool) -> V:
@@ -33,8 +33,8 @@ def _emit_cholesky(e: Emitter, op: Op, args: list[V]) -> list[V]:
     y = e.op("stablehlo.cholesky", [x], x.shape, x.dtype, f"lower = {'true' if lower else 'false'}")
     y = e.select(_triangle_mask(e, x.shape, lower), y, e.like(0, y))
     r = len(x.shape)
-    finite = e.unary("stablehlo.is_finite", e.unary("stablehlo.real", y, "float32") if y.dtype == "complex64" else y,
-                     "bool")
+    real = _REAL_OF[y.dtype]
+    finite = e.unary("stablehlo.is_finite", e.unary("stablehlo.real", y, real) if y.dtype != real else y, "bool")
     (ok,) = e.reduce([finite], [e.const(True, (), "bool")], [r - 2, r - 1],
                      lambda a: [e.binary("stablehlo.and", a[0], a[1])])
     ok = e.broadcast(ok, x.shape, list(range(r - 2)))
@@ -55,8 +55,8 @@ def _emit_triangular_solve(e: Emitter, op: Op, args: list[V]) -> list[V]:
 
 
 # eig: LAPACK through jaxlib's CPU custom calls (the calls jax.lax.linalg emits on CPU).
-_LAPACK_PREFIX = {"float32": "s", "float64": "d", "complex64": "c"}
-_REAL_OF = {"float32": "float32", "float64": "float64", "complex64": "float32"}
+_LAPACK_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+_REAL_OF = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
 
 
 def _layout(rank: int, matrix: bool) -> str:
@@ -108,11 +108,11 @@ def _emit_eig(e: Emitter, op: Op, args: list[V]) -> list[V]:
         return [e.const(0, ws, wd), e.const(0, vs, vd)]
     config = "compute_left = 78 : ui8, compute_right = 86 : ui8"  # 'N', 'V'
     info_t = (x.shape[:-2], "int32", False)
-    if x.dtype == "complex64":
+    if x.dtype in ("complex64", "complex128"):
         w, _, v, info = _lapack(e, op, "geev", [x], [(ws, wd, False), (vs, vd, True), (vs, vd, True), info_t],
                                 config, alias=False)
     else:
         wr, wi, _, v, info = _lapack(e, op, "geev", [x], [(ws, x.dtype, False), (ws, x.dtype, False), (vs, vd, True),
                                                           (vs, vd, True), info_t], config, alias=False)
-        w = e.op("stablehlo.complex", [e.convert(wr, "float32"), e.convert(wi, "float32")], ws, wd)
+        w = e.op("stablehlo.complex", [wr, wi], ws, wd)
     return [_nan_unless_ok(e, info, w), _nan_unless_ok(e, info, v)]

@@ -23,6 +23,7 @@ NP_DTYPES: dict[str, np.dtype] = {
     "float64": np.dtype(np.float64), "int64": np.dtype(np.int64), "int32": np.dtype(np.int32),
     "int16": np.dtype(np.int16), "int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
     "bool": np.dtype(np.bool_), "complex64": np.dtype(np.complex64),
+    "complex128": np.dtype(np.complex128),
 }
 _NARROW = ("bfloat16", "float16")
 
@@ -288,7 +289,7 @@ def _imag(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 @kernel("complex")
 def _complex(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     re, im = args
-    out = np.empty(re.shape, np.complex64)
+    out = np.empty(re.shape, NP_DTYPES[op.outputs[0].dtype])
     out.real, out.imag = re, im
     return [out]
 
@@ -300,4 +301,4 @@ def _fft(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     axes = tuple(range(x.ndim - len(n), x.ndim))
     fn = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}[op.attr("fft_type")]
     y = fn(x, s=n, axes=axes)
-    return [np.asarray(y, dtype=np.float32 if op.attr("fft_type") == "IRFFT" else np.complex64)]
+    return [np.asarray(y, dtype=NP_DTYPES[op.outputs[0].dtype])]

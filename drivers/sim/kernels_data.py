@@ -329,7 +329,7 @@ def _per_matrix(fn, x: np.ndarray, *outs_like: tuple[tuple[int, ...], np.dtype])
 
 def _wide_linalg(x: np.ndarray) -> np.ndarray:
     x = load(x)
-    return x if x.dtype in (np.float32, np.float64, np.complex64) else x.astype(np.float32)
+    return x if x.dtype in (np.float32, np.float64, np.complex64, np.complex128) else x.astype(np.float32)
 
 
 @kernel("cholesky")
@@ -378,8 +378,9 @@ def _solve(t: np.ndarray, b: np.ndarray) -> np.ndarray:
 @kernel("eig")
 def _eig(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x = _wide_linalg(args[0])
-    w, v = _per_matrix(np.linalg.eig, x, (x.shape[:-1], np.complex64), (x.shape, np.complex64))
-    return [np.asarray(w, np.complex64), np.asarray(v, np.complex64)]
+    whole = NP_DTYPES[op.outputs[0].dtype]
+    w, v = _per_matrix(np.linalg.eig, x, (x.shape[:-1], whole), (x.shape, whole))
+    return [np.asarray(w, whole), np.asarray(v, whole)]
 
 
 from torchtpu.drivers.sim import kernels_control  # noqa: E402,F401  (registers the control-flow kernel)

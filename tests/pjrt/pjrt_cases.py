@@ -21,7 +21,8 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 IR_DTYPE = {np.dtype(np.float32): "float32", BF16: "bfloat16", np.dtype(np.float16): "float16",
             np.dtype(np.float64): "float64", np.dtype(np.int64): "int64", np.dtype(np.int32): "int32",
             np.dtype(np.int16): "int16", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8",
-            np.dtype(np.bool_): "bool", np.dtype(np.complex64): "complex64"}
+            np.dtype(np.bool_): "bool", np.dtype(np.complex64): "complex64",
+            np.dtype(np.complex128): "complex128"}
 
 RNG = np.random.default_rng(1234)
 
@@ -453,8 +454,46 @@ def _build_cases() -> dict[str, list[Case]]:
     check = {"size": 5, "low": -5, "error": "IndexError", "message": "index {} is out of bounds for size 5"}
     c["check_index"] = [Case("check_index", [Variant([i((2, 3), -5, 4, np.int64)], check),
                                              Variant([i((4,), 0, 4, np.int32)], {**check, "low": 0, "ignore": -100})])]
+    _add_complex128_cases(c)
     _add_empty_cases(c)
     return c
+
+
+def _add_complex128_cases(c: dict[str, list[Case]]) -> None:
+    """complex128 (float64 parts): the same ops as complex64's, at float64 tolerances."""
+    def z(shape):
+        return f(shape).astype(np.float64) + 1j * f(shape).astype(np.float64)
+
+    odd = np.array([np.nan + 1j, 2 - np.inf * 1j, -0.0 + 1e-300j], np.complex128)
+    tight = (1e-12, 1e-12)
+    for name in ("real", "imag"):
+        c[name].append(Case(name, [Variant([z((3, 4))]), Variant([odd.copy()])], *tight))
+    c["complex"].append(Case("complex", [Variant([f((3, 4)).astype(np.float64), f((3, 4)).astype(np.float64)]),
+                                         Variant([SPECIAL.astype(np.float64), SPECIAL[::-1].astype(np.float64)])],
+                             *tight))
+    for name in ("add", "multiply", "subtract", "divide"):
+        c[name].append(Case(name, [Variant([z((3, 4)), z((3, 4))])], *tight))
+    c["exponential"].append(Case("exponential", [Variant([z((5,))])], *tight))
+    c["constant"].append(Case("constant", [Variant([], {"value": v, "shape": sh, "dtype": "complex128"})
+                                           for v, sh in (((1 + 2j, -0.1j), (2,)), (1 / 3 - 1j, (2, 2)))], 0, 0))
+    c["convert"].append(Case("convert", [Variant([z((4,))], {"dtype": "complex64"}),
+                                         Variant([f((4,)).astype(np.float64)], {"dtype": "complex128"}),
+                                         Variant([z((4,)).astype(np.complex64)], {"dtype": "complex128"})], 0, 0))
+    n = (4, 6)
+    c["fft"].append(Case("fft", [Variant([z((2, *n))], {"fft_type": "FFT", "fft_length": n}),
+                                 Variant([z((2, *n))], {"fft_type": "IFFT", "fft_length": n}),
+                                 Variant([f((2, *n)).astype(np.float64)], {"fft_type": "RFFT", "fft_length": n}),
+                                 Variant([z((2, 4, 4))], {"fft_type": "IRFFT", "fft_length": n})], *tight))
+    m = z((3, 3))
+    spd = m @ np.conj(m.T) + 3 * np.eye(3)
+    c["cholesky"].append(Case("cholesky", [Variant([spd], {"lower": True}), Variant([spd], {"lower": False})],
+                              *tight))
+    c["triangular_solve"].append(Case("triangular_solve", [Variant([spd, z((3, 2))], {
+        "left_side": True, "lower": True, "unit_diagonal": False, "transpose_a": "ADJOINT"})], *tight))
+    c["eig"].append(Case("eig", [Variant([z((3, 3))]), Variant([f((2, 3, 3)).astype(np.float64)])], 1e-10, 1e-10))
+    for name, attrs in (("lu", {}), ("qr", {"full_matrices": False}), ("svd", {"full_matrices": False}),
+                        ("eigh", {"lower": True})):
+        c[name].append(Case(name, [Variant([spd if name == "eigh" else z((4, 3))], attrs)], 1e-10, 1e-10))
 
 
 def _add_empty_cases(c: dict[str, list[Case]]) -> None:

@@ -51,7 +51,6 @@ SKIP_ALL: dict[str, str] = {
     "as_strided.partial_views": "reads storage outside the viewed elements; a device copy of a view carries only "
                                 "the view, not its base's storage",
     "chalf": "complex32 has no tpu dtype",
-    "cdouble": "complex128 is not an IR dtype (float64 is emulated; complex128 is not)",
 }
 
 # Positional arguments (by index into sample.args) that the op requires on CPU.

@@ -1,6 +1,6 @@
-"""complex64 support: the views between complex and real tensors (view_as_real / view_as_complex share storage,
-so real(), imag() and their writes alias as in ATen), conjugation, complex/polar construction, and the FFTs
-(`_fft_r2c`, `_fft_c2c`, `_fft_c2r` onto the IR's `fft`, stablehlo.fft).
+"""complex64 and complex128 support: the views between complex and real tensors (view_as_real / view_as_complex
+share storage, so real(), imag() and their writes alias as in ATen), conjugation, complex/polar construction, and
+the FFTs (`_fft_r2c`, `_fft_c2c`, `_fft_c2r` onto the IR's `fft`, stablehlo.fft).
 
 Conjugate and negative views (`x.conj()`, `_neg_view`) are lazy bits on a tensor. ATen resolves them before a
 kernel by cloning, which for a non-CPU device re-enters `_copy_from` with the bit still set; the kernels here,
@@ -32,7 +32,9 @@ def imag(x: Sym) -> Sym:
 
 
 def make_complex(re: Sym, im: Sym) -> Sym:
-    re, im = P.broadcast(P.convert(re, torch.float32), P.convert(im, torch.float32))
+    """complex64 from float32 (or narrower) parts, complex128 where either part is float64."""
+    part = P.COMPLEX_PART[P.complex_for(re.dtype, im.dtype)]
+    re, im = P.broadcast(P.convert(re, part), P.convert(im, part))
     return P.emit1("complex", [re, im])
 
 
@@ -47,8 +49,9 @@ def conj_physical(self: Sym) -> Sym:
 
 @lower(aten.complex.default)
 def complex_(real: Sym, imag: Sym) -> Sym:  # noqa: A002 - ATen's names
-    if real.dtype != torch.float32 or imag.dtype != torch.float32:
-        raise RuntimeError(f"complex on tpu supports float32 parts (complex64), got {real.dtype} and {imag.dtype}")
+    if real.dtype != imag.dtype or real.dtype not in (torch.float32, torch.float64):
+        raise RuntimeError(f"complex on tpu supports float32 parts (complex64) and float64 parts (complex128), "
+                           f"got {real.dtype} and {imag.dtype}")
     return make_complex(real, imag)
 
 
@@ -100,7 +103,7 @@ def view_as_complex(self: torch.Tensor) -> torch.Tensor:
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
     if self.storage_offset() % 2:
         raise RuntimeError("Tensor must have a storage_offset divisible by 2")
-    dtypes.check_storage(_WHOLE[self.dtype], "aten::view_as_complex")  # a float64 pair: complex128, not held
+    dtypes.check_storage(_WHOLE[self.dtype], "aten::view_as_complex")
     out = torch.empty(0, dtype=_WHOLE[self.dtype], device=self.device)
     out.set_(self.untyped_storage(), self.storage_offset() // 2, self.shape[:-1], [s // 2 for s in self.stride()[:-1]])
     return out
@@ -200,7 +203,7 @@ def fft_c2c(self: Sym, dim: list[int], normalization: int, forward: bool) -> Sym
 @lower(aten._fft_r2c.default)
 def fft_r2c(self: Sym, dim: list[int], normalization: int, onesided: bool) -> Sym:
     dims = [P.canon_dim(d, self.ndim) for d in dim]
-    x = P.convert(self, torch.float32)
+    x = P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32)
     n = _prod(x, dims)
     if not onesided:
         return _scale(_c2c(make_complex(x, P.zeros_like(x)), dims, True), n, normalization, True)

@@ -37,7 +37,8 @@ def _batch(*xs: Sym) -> list[Sym]:
 
 
 def _float(x: Sym) -> Sym:
-    return x if x.dtype in (torch.float32, torch.float64, torch.complex64) else P.convert(x, torch.float32)
+    return x if x.dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128) else \
+        P.convert(x, torch.float32)
 
 
 def _eye(n: int, batch: tuple[int, ...], dtype: torch.dtype) -> Sym:
@@ -412,7 +413,7 @@ def geqrf(self: Sym) -> tuple[Sym, Sym]:
     m, n = a.shape[-2:]
     k = min(m, n)
     batch = a.shape[:-2]
-    real_t = torch.float32 if a.dtype == torch.complex64 else a.dtype
+    real_t = P.COMPLEX_PART.get(a.dtype, a.dtype)
     taus = []
     if a.numel() == 0:
         return a, P.full(0, (*batch, k), a.dtype)
@@ -482,7 +483,7 @@ def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None =
     a, bb = _batch(a, bb)
     m, n = a.shape[-2:]
     batch = a.shape[:-2]
-    real = torch.float32 if a.dtype == torch.complex64 else a.dtype
+    real = P.COMPLEX_PART.get(a.dtype, a.dtype)
     if rcond is None:
         rcond = torch.finfo(real).eps * max(m, n)
     u, s, vh = P.emit("svd", [a], full_matrices=False)

@@ -18,7 +18,7 @@ aten = torch.ops.aten
 
 def acc_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype float math runs in: float32 on the VPU, float64 kept (the simulator computes it exactly)."""
-    return dtype if dtype in (torch.float64, torch.complex64) else torch.float32
+    return dtype if dtype in (torch.float64, torch.complex64, torch.complex128) else torch.float32
 
 
 def _nan_aware(kind: str) -> Any:

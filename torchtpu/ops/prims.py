@@ -20,6 +20,14 @@ Kind = ELEMENTWISE_TYPE_PROMOTION_KIND
 Number = bool | int | float
 
 
+COMPLEX_PART = {torch.complex64: torch.float32, torch.complex128: torch.float64}  # a complex dtype's parts
+
+
+def complex_for(*dtypes: torch.dtype) -> torch.dtype:
+    """The complex dtype that holds values of `dtypes` exactly enough: complex128 beside any double, else complex64."""
+    return torch.complex128 if any(d in (torch.float64, torch.complex128) for d in dtypes) else torch.complex64
+
+
 def emit(name: str, inputs: Sequence[Sym], **attrs: Any) -> list[Sym]:
     return [Sym(v) for v in current_builder().emit(name, [x.value for x in inputs], **attrs)]
 
@@ -269,12 +277,13 @@ def dot_general(a: Sym, b: Sym, lhs_batch: Sequence[int], rhs_batch: Sequence[in
     from torchtpu.precision import current_precision
 
     if a.dtype.is_complex or b.dtype.is_complex:  # (ar + i ai)(br + i bi): four real products on the MXU
+        whole = complex_for(a.dtype, b.dtype, out_dtype)  # complex128: float64 products, exact as float64's
         parts = []
         for x in (a, b):
-            x = convert(x, torch.complex64)
+            x = convert(x, whole)
             parts.append((emit1("real", [x]), emit1("imag", [x])))
         (ar, ai), (br, bi) = parts
-        dims = (lhs_batch, rhs_batch, lhs_contract, rhs_contract, torch.float32)
+        dims = (lhs_batch, rhs_batch, lhs_contract, rhs_contract, COMPLEX_PART[whole])
         re = dot_general(ar, br, *dims) - dot_general(ai, bi, *dims)
         im = dot_general(ar, bi, *dims) + dot_general(ai, br, *dims)
         return convert(emit1("complex", [re, im]), out_dtype)

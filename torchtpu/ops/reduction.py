@@ -49,8 +49,8 @@ def _mean(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | Non
     for d in dims:
         count *= x.shape[d]
     if out.is_complex or x.dtype.is_complex:  # the real and imaginary parts averaged on their own
-        z = P.convert(x, torch.complex64)
-        re, im = (_mean(P.emit1(part, [z]), dims, keepdim, torch.float32) for part in ("real", "imag"))
+        z = P.convert(x, P.complex_for(x.dtype, out))
+        re, im = (_mean(P.emit1(part, [z]), dims, keepdim, P.COMPLEX_PART[z.dtype]) for part in ("real", "imag"))
         return P.convert(P.emit1("complex", [re, im]), out)
     acc = torch.float64 if torch.float64 in (out, x.dtype) else torch.float32
     total = P.reduce(P.convert(x, acc), "sum", dims, keepdim)
@@ -154,7 +154,7 @@ def min_dim(self: Sym, dim: int, keepdim: bool = False) -> tuple[Sym, Sym]:
 
 def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool) -> Sym:
     if x.dtype.is_complex:  # E|x - mean|^2 = var(re) + var(im), a real result as on CPU
-        z = P.convert(x, torch.complex64)
+        z = P.convert(x, P.complex_for(x.dtype))
         return _var(P.emit1("real", [z]), dims, correction, keepdim) + \
             _var(P.emit1("imag", [z]), dims, correction, keepdim)
     xf = P.convert(x, torch.float64 if x.dtype == torch.float64 else torch.float32)
@@ -244,7 +244,12 @@ def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = Fals
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {aten_type_name(self.dtype)}")
-    out_dtype = dtype or (self.dtype if self.dtype.is_floating_point else torch.float32)
+    if self.dtype.is_complex:  # |x| of the (complex) computation dtype, the result of its parts' dtype
+        from torchtpu.ops.complex import complex_abs
+
+        z = P.convert(self, dtype or self.dtype)
+        return vector_norm(complex_abs(z), ord, dim, keepdim, dtype=P.COMPLEX_PART[z.dtype])
+    out_dtype = dtype or self.dtype
     # ATen accumulates reduced-precision norms in float32 (opmath) and rounds once at the end: |x|^p summed and
     # raised to 1/p in bf16 would round twice, so a size-1 norm would not be exactly |x| (normalize's gradient
     # g/|x| - g/|x| then does not cancel).
