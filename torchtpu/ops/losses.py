@@ -11,6 +11,7 @@ import torch
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.execution import eager
 from torchtpu.ops import prims as P
+from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -135,8 +136,11 @@ def multilabel_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, re
 
 @lower(aten.hardshrink_backward.default)
 def hardshrink_backward(grad_out: Sym, self: Sym, lambd: Any) -> Sym:
-    inside = P.emit1("and", [P.compare("GE", self, -lambd), P.compare("LE", self, lambd)])
-    return P.where(inside, P.zeros_like(grad_out), grad_out)
+    # ATen's shrink_backward kernel: a binary TensorIterator op (the common dtype), lambd read as that dtype
+    (g, x), common = promoted(grad_out, self)
+    lam = P.convert(lambd, common)
+    inside = P.emit1("and", [P.compare("GE", x, -lam), P.compare("LE", x, lam)])
+    return P.where(inside, P.zeros_like(g), g)
 
 
 @lower(aten.softshrink_backward.default)

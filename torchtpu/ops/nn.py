@@ -3,9 +3,12 @@ backward ops."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from torchtpu.ops import prims as P
+from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -205,9 +208,11 @@ def mse_loss(self: Sym, target: Sym, reduction: int = 1) -> Sym:
 
 @lower(aten.mse_loss_backward.default)
 def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) -> Sym:
-    scale = 2.0 / max(self.numel(), 1) if reduction == 1 else 2.0
-    shape = P.broadcast_shapes(self.shape, target.shape)
-    return P.broadcast_to(grad_output, shape) * (self - target) * scale
+    # ATen: one TensorIterator over (self, target, grad_output) in their common dtype, norm read as that dtype:
+    # norm * (self - target) * grad_output, cast to grad_input = zeros_like(self)'s dtype
+    norm = 2.0 / self.numel() if reduction == 1 and self.numel() else (math.inf if reduction == 1 else 2.0)
+    (x, t, g), common = promoted(self, target, grad_output)
+    return P.convert(P.convert(norm, common) * (x - t) * g, self.dtype)
 
 
 @lower(aten.native_dropout.default, random=True, static=("p",))
