@@ -1,7 +1,7 @@
 """Result dtypes and computation dtypes as ATen's kernels make them, for ops the schema fuzzer (issue 17) found
 giving a silently wrong result: backward ops of mixed-dtype operands (a TensorIterator's common dtype, a scalar
-read as it, a half operand computed in its opmath), uint8 any/all, integer inputs into wider out= tensors.
-Each compared with CPU in DEFER_NEVER and DEFER_AND_FUSE."""
+read as it, a half operand computed in its opmath), uint8 any/all, the mode of large integers (once keyed in
+float32). Each compared with CPU in DEFER_NEVER and DEFER_AND_FUSE."""
 
 from __future__ import annotations
 
@@ -44,6 +44,11 @@ CASES = {
                                lambda: (_g(1, 3, 1, scale=100), _g(2, 3, 3, dtype=torch.float16, scale=10, seed=1))),
     "tanh_backward_mixed": (lambda g, y: aten.tanh_backward(g, y),
                             lambda: (_g(1, 3, 1, scale=100), _g(2, 3, 3, dtype=torch.float16, scale=10, seed=1))),
+    "mode_int64_extremes": (lambda x: aten.mode(x, -1, True)[0],
+                            lambda: (torch.tensor([[2**63 - 1, 2**63 - 2, 2**63 - 2, -2**63, 2**63 - 1],
+                                                   [2**40 + 1, 2**40, 2**40 + 1, 3, 3]]),)),
+    "mode_int64_extremes_index": (lambda x: aten.mode(x, -1)[1],
+                                  lambda: (torch.tensor([[2**63 - 1, -2**63, 2**63 - 1, -2**63, -2**63]]),)),
 }
 
 
