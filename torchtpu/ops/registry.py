@@ -357,8 +357,12 @@ def _sibling(op: OpOverload, inplace: bool) -> OpOverload | None:
         return next((getattr(packet, n) for n in names if n in packet.overloads() and
                      [(a.name, str(a.type)) for a in getattr(packet, n)._schema.arguments] == inputs), None)
     packet = getattr(ns, packet_name)
+    positional = [str(a.type) for a in op._schema.arguments if not a.kwarg_only]
     for candidate in ((f"{overload}_out", "out") if overload == "default" else (f"{overload}_out",)):
-        if candidate in packet.overloads():
+        # by name, where its positional arguments have the functional's types (all.out is all.dim's, not
+        # all.default's; a factory's out= drops the dtype/device keywords)
+        if candidate in packet.overloads() and [str(a.type) for a in getattr(packet, candidate)._schema.arguments
+                                                if not a.kwarg_only] == positional:
             return getattr(packet, candidate)
     # otherwise the out= overload whose other arguments are the functional's (sum.dim_IntList -> sum.IntList_out)
     for candidate in packet.overloads():
