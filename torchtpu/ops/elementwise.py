@@ -386,8 +386,8 @@ def gelu(self: Sym, approximate: str = "none") -> Sym:
 
 @lower(aten.gelu_backward.default)
 def gelu_backward(grad_output: Sym, self: Sym, approximate: str = "none") -> Sym:
-    x = P.convert(self, torch.float32)
-    g = P.convert(grad_output, torch.float32)
+    # a binary TensorIterator op: the common dtype of grad and self (float64 stays float64), in its opmath
+    (g, x), common = opmath(grad_output, self)
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
         inner = (x + x * x * x * 0.044715) * k
@@ -398,7 +398,7 @@ def gelu_backward(grad_output: Sym, self: Sym, approximate: str = "none") -> Sym
         cdf = (P.emit1("erf", [x * (1.0 / math.sqrt(2.0))]) + 1.0) * 0.5
         pdf = P.emit1("exponential", [x * x * -0.5]) * (1.0 / math.sqrt(2.0 * math.pi))
         grad = cdf + x * pdf
-    return P.convert(g * grad, grad_output.dtype)
+    return P.convert(g * grad, common)
 
 
 @lower(aten.silu.default)
