@@ -1,7 +1,8 @@
 """Result dtypes and computation dtypes as ATen's kernels make them, for ops the schema fuzzer (issue 17) found
 giving a silently wrong result: backward ops of mixed-dtype operands (a TensorIterator's common dtype, a scalar
 read as it, a half operand computed in its opmath), uint8 any/all, the mode of large integers (once keyed in
-float32). Each compared with CPU in DEFER_NEVER and DEFER_AND_FUSE."""
+float32), _prelu_kernel_backward's broadcast-shaped outputs. Each compared with CPU in DEFER_NEVER and
+DEFER_AND_FUSE."""
 
 from __future__ import annotations
 
@@ -52,6 +53,10 @@ CASES = {
                                  lambda: (_g(5, 1) > 0, torch.tensor([[-64.8], [0.3], [63.5], [0.9], [-0.2]]))),
     "logit_backward_eps_mixed": (lambda g, x: aten.logit_backward(g, x, 0.1),
                                  lambda: (_g(4, dtype=torch.float16), torch.tensor([0.05, 0.3, 0.95, 0.5]))),
+    "prelu_kernel_backward_grad_input": (lambda g, x, w: aten._prelu_kernel_backward(g, x, w)[0],
+                                         lambda: (_g(4, 5, 1), _g(4, 5, 1, seed=1), _g(5, seed=2))),
+    "prelu_kernel_backward_grad_weight_unreduced": (lambda g, x, w: aten._prelu_kernel_backward(g, x, w)[1],
+                                                    lambda: (_g(2, 3, 4), _g(2, 3, 4, seed=1), _g(1, 3, 1, seed=2))),
     "mode_int64_extremes": (lambda x: aten.mode(x, -1, True)[0],
                             lambda: (torch.tensor([[2**63 - 1, 2**63 - 2, 2**63 - 2, -2**63, 2**63 - 1],
                                                    [2**40 + 1, 2**40, 2**40 + 1, 3, 3]]),)),
