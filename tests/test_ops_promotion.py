@@ -89,3 +89,15 @@ def test_matches_cpu(tpu, name, mode):
     with _mode(mode):
         got = fn(*[a.to("tpu") for a in args]).cpu()
     check_like_cpu(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_huber_loss_backward_out_writes_its_out_tensor(tpu, dtype):
+    """Upstream's out= decomposition casts the out tensor for opmath: a half out= was written in a float32 copy
+    and left with its [0] shape. The functional decomposition is copied into it instead."""
+    g, x, t = _g(2, 5, 3, dtype=dtype), _g(1, 1, 1, dtype=dtype, seed=1), _g(2, 1, 1, dtype=dtype, seed=2)
+    want = aten.huber_loss_backward.out(g, x, t, 1, 0.5, grad_input=torch.empty(0, dtype=dtype))
+    out = torch.empty(0, dtype=dtype, device=tpu)
+    got = aten.huber_loss_backward.out(g.to(tpu), x.to(tpu), t.to(tpu), 1, 0.5, grad_input=out)
+    assert got is out
+    check_like_cpu(out.cpu(), want)
