@@ -31,7 +31,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import eager, fast_launch
-from torchtpu.ops.out_rules import check_out_devices, check_out_dtype
+from torchtpu.ops.out_rules import check_out_devices, check_out_dtype, fills_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
@@ -285,7 +285,8 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
     name, fn = record.name, record.fn
     types = eager.result_types(name, fn, args, kwargs, record.static_spec)
     dtype_given = kwargs.get("dtype") is not None
-    if types is None or len(types) != len(targets):  # results computed first, then copied out
+    # results computed first, then copied out (a factory filling its out tensor's dtype: a copy casts any)
+    if types is None or len(types) != len(targets) or fills_out_dtype(record.op, dtype_given):
         result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         for target, r in zip(targets, flat):
