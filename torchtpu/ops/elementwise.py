@@ -388,6 +388,8 @@ def gelu(self: Sym, approximate: str = "none") -> Sym:
 def gelu_backward(grad_output: Sym, self: Sym, approximate: str = "none") -> Sym:
     # a binary TensorIterator op: the common dtype of grad and self (float64 stays float64), in its opmath
     (g, x), common = opmath(grad_output, self)
+    if not common.is_floating_point:  # AT_DISPATCH_FLOATING_TYPES_AND2(BFloat16, Half)
+        raise NotImplementedError(f'"GeluBackwardKernelImpl" not implemented for \'{aten_type_name(common)}\'')
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
         inner = (x + x * x * x * 0.044715) * k

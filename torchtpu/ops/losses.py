@@ -13,7 +13,7 @@ from torchtpu.execution import eager
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -138,6 +138,8 @@ def multilabel_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, re
 def hardshrink_backward(grad_out: Sym, self: Sym, lambd: Any) -> Sym:
     # ATen's shrink_backward kernel: a binary TensorIterator op (the common dtype), lambd read as that dtype
     (g, x), common = promoted(grad_out, self)
+    if not common.is_floating_point:  # AT_DISPATCH_FLOATING_TYPES_AND2(Half, BFloat16)
+        raise NotImplementedError(f'"shrink_backward_cpu" not implemented for \'{aten_type_name(common)}\'')
     lam = P.convert(lambd, common)
     inside = P.emit1("and", [P.compare("GE", x, -lam), P.compare("LE", x, lam)])
     return P.where(inside, P.zeros_like(g), g)
