@@ -135,11 +135,11 @@ def embedding_dense_backward(grad_output: Sym, indices: Sym, num_weights: int, p
         keep = P.broadcast_to(P.reshape(P.compare("NE", flat_idx, padding_idx), (-1, 1)), grads.shape)
         grads = P.where(keep, grads, P.zeros_like(grads))
     if scale_grad_by_freq:
-        ones = P.full(1.0, (indices.numel(),), torch.float32)
-        counts = P.emit1("index_add", [P.full(0.0, (num_weights,), torch.float32), flat_idx, ones], dimension=0)
+        ones = P.full(1.0, (indices.numel(),), grads.dtype)
+        counts = P.emit1("index_add", [P.full(0.0, (num_weights,), grads.dtype), flat_idx, ones], dimension=0)
         per_row = P.emit1("index_select", [counts, flat_idx], dimension=0)
         grads = grads / P.broadcast_to(P.reshape(per_row, (-1, 1)), grads.shape)
-    zeros = P.full(0.0, (num_weights, dim), torch.float32)
+    zeros = P.full(0.0, (num_weights, dim), grads.dtype)  # float64 grads accumulate in float64
     return P.convert(P.emit1("index_add", [zeros, flat_idx, grads], dimension=0), grad_output.dtype)
 
 
