@@ -18,7 +18,7 @@ from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
 
-from torchtpu import dtypes, runtime
+from torchtpu import dtypes
 from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph roles of view ops' records
 from torchtpu.compile.buckets import value_symbols
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
@@ -73,7 +73,6 @@ class _Traced:
     mutated: list[int] = field(default_factory=list)  # tensor input written by the last len(mutated) outputs
     exe: Any = None
     node_starts: list[tuple[int, str]] = field(default_factory=list)  # (first IR op, "aten op at user line")
-    host_scalars: list[int] = field(default_factory=list)  # 0-d CPU tensor inputs: scalar inputs, last
 
 
 @dataclass
@@ -226,8 +225,6 @@ def _run_decomposed(target: Any, args: Any, kwargs: Any, rng: _Randomness, depth
 def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _Traced:
     builder = Builder()
     input_syms: list[Sym] = []
-    tensor_inputs = [v for v in inputs if isinstance(v, torch.Tensor)]
-    host_scalars = [i for i, t in enumerate(tensor_inputs) if _is_host_scalar(t)]
     with tracing(builder):
         bound: list[Any] = []
         for value in inputs:
@@ -263,15 +260,8 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
     mutated = [tensor_index[p] for p in sorted(mutations)]
     program = builder.finish([s.value for s in outs] + [mutations[p].value for p in sorted(mutations)],
                              name="compiled_graph")
-    on_device = [s.value for i, s in enumerate(input_syms) if i not in host_scalars]
-    program.inputs = on_device + [s.value for s in rng.states] + [input_syms[i].value for i in host_scalars]
-    return _Traced(program, output_map, rng.draws, mutated, node_starts=starts, host_scalars=host_scalars)
-
-
-def _is_host_scalar(t: torch.Tensor) -> bool:
-    """A 0-d CPU tensor (a lifted scalar such as Adam's step count): a scalar input of the launch, as eager takes
-    one, not a tensor copied to the device first."""
-    return t.device.type == "cpu" and t.ndim == 0
+    program.inputs = [s.value for s in input_syms] + [s.value for s in rng.states]
+    return _Traced(program, output_map, rng.draws, mutated, node_starts=starts)
 
 
 def _symbol(value: Any) -> str | None:
@@ -390,8 +380,8 @@ class CompiledGraph:
         return result
 
     def _traced(self, args: list[Any], compile_only: bool = False) -> _Traced:
-        key = (tuple((tuple(a.shape), a.dtype, _is_host_scalar(a)) if isinstance(a, torch.Tensor) else a
-                     for a in args), current_precision())
+        key = (tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args),
+               current_precision())
         traced = self.programs.get(key)
         if traced is None:
             traced = _trace_graph(self.gm, args)
@@ -406,7 +396,6 @@ class CompiledGraph:
         key = id(traced)
         if key not in self.safe:
             tensor_axes = [dict(a) for a, v in zip(axes, args) if isinstance(v, torch.Tensor)]
-            tensor_axes = [a for i, a in enumerate(tensor_axes) if i not in traced.host_scalars]  # 0-d: last
             extra = len(traced.program.inputs) - len(tensor_axes)
             self.safe[key] = padding_is_safe(traced.program, tensor_axes + [{}] * extra)
             if self.safe[key] is None:
@@ -427,13 +416,9 @@ class CompiledGraph:
         outputs = [t if t is not None and t.device.type == "tpu" else
                    torch.empty(v.shape, dtype=_torch_dtype(v.dtype), device=dev)
                    for t, v in zip([None] * n_fresh + mutated, traced.program.outputs)]
-        host = traced.host_scalars
-        inputs = [a if a.device.type == "tpu" else a.to(dev) for i, a in enumerate(tensors) if i not in host]
-        scalars = [runtime.scalar_buffer(tensors[i].item(), v.dtype)
-                   for i, v in zip(host, traced.program.inputs[len(traced.program.inputs) - len(host):])]
+        inputs = [a if a.device.type == "tpu" else a.to(dev) for a in tensors] + states  # lifted CPU constants
         try:
-            exe = launch.launch("compiled_graph", traced.program, inputs + states, outputs, device, scalars,
-                                exe=traced.exe)
+            exe = launch.launch("compiled_graph", traced.program, inputs, outputs, device, exe=traced.exe)
         except ExecutionError as exc:
             where = next((o for start, o in reversed(traced.node_starts) if start <= exc.op_index), "?")
             cause = exc.cause
