@@ -2,7 +2,8 @@
 forms, Hermite H and He, Laguerre L, Legendre P, with ATen's recurrences and closed forms (ATen/native/Math.h).
 
 The degree is data, so the three-term recurrence is IR op `while` (ir_lowerings.py `loop`): each element runs
-its own n - 1 steps. n is truncated toward zero (ATen's int64 cast); n < 0 gives 0, n = 0 gives 1. Degrees
+its own n - 1 steps. n is truncated toward zero (ATen's int64 cast; NaN, inf and |n| >= 2^63 become x86's
+INT64_MIN); n < 0 gives 0, n = 0 gives 1, whatever x (NaN included). Degrees
 above POLY_LIMIT, where the recurrence would run, give NaN (fail closed) instead of a loop of a million trips.
 """
 
@@ -12,12 +13,13 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from torchtpu.drivers.ir_lowerings import _F, cos, fabs, isnan, loop, narrow, odd, sin, where, widen
+from torchtpu.drivers.ir_lowerings import _F, cos, fabs, loop, narrow, odd, sin, where, widen
 
 if TYPE_CHECKING:
     from torchtpu.drivers.ir import Builder, Value
 
 POLY_LIMIT = 1 << 20
+INT64_BOUND = float(1 << 63)
 
 Step = Callable[[_F, _F, _F, _F], _F]  # (x, k, q_(k-1), q_k) -> q_(k+1)
 
@@ -73,8 +75,11 @@ def _limited(n: _F, v: _F) -> _F:
 
 
 def polynomial(fn: str, x: _F, nf: _F) -> _F:
-    nan = isnan(x) | isnan(nf)
-    n = nf.fn("trunc")
+    # ATen casts n to int64 (static_cast) and checks nothing else: a NaN x gives 0 for n < 0 and 1 for n = 0
+    # (NaN elsewhere, as the recurrence does); a NaN, infinite or out-of-range n converts (on x86, CPU's
+    # reference) to INT64_MIN, so the result is 0
+    valid = (nf >= -INT64_BOUND) & (nf < INT64_BOUND)
+    n = where(valid, nf.fn("trunc"), -1.0)
     if fn.startswith("shifted_chebyshev_"):
         xs = x + x - 1.0
         v = _chebyshev(xs, n, "tuvw".index(fn[-1]))
@@ -90,14 +95,14 @@ def polynomial(fn: str, x: _F, nf: _F) -> _F:
         elif fn == "laguerre_l":
             rec = _recurrence(x, n, n >= 1.0, 1.0 - x,
                               lambda px, k, p, q: ((2.0 * k + 1.0 - px) * q - k * p) / (k + 1.0))
-            rec = _limited(n, where(x.eq(0.0), 1.0, rec))
+            rec = where(x.eq(0.0), 1.0, _limited(n, rec))  # ATen returns 1 at x = 0 before any loop
         else:  # legendre_p
             rec = _recurrence(x, n, n >= 1.0, x, lambda px, k, p, q: ((2.0 * k + 1.0) * px * q - k * p) / (k + 1.0))
             rec = where(fabs(x).eq(1.0), where((x > 0.0) | ~odd(n), x.like(1.0), -1.0), _limited(n, rec))
         if fn.startswith("hermite"):
             rec = _limited(n, rec)
         v = where(n < 0.0, 0.0, where(n.eq(0.0), 1.0, rec))
-    return where(nan, math.nan, v)
+    return v
 
 
 NAMES = ("chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w", "shifted_chebyshev_t", "shifted_chebyshev_u",

@@ -164,6 +164,19 @@ def test_histogramdd(tpu):
     _no_fallback()
 
 
+def test_histogram_with_edges_that_do_not_increase(tpu):
+    """histogram(bins=tensor) as ATen's histogramdd: only values in [edges[0], edges[-1]] count (edges that fall
+    then rise held none on CPU and one on the tpu), the bin by std::upper_bound over the given order."""
+    x = torch.tensor([0.0199, -1.5039, 0.5492, -1.2327, 0.095, 0.1])
+    for edges in (torch.tensor([0.1034, 0.0898, -0.0878, 0.1023]), torch.tensor([-2.0, 0.5, -1.0, 0.2, 1.0]),
+                  torch.tensor([-2.0, -1.0, 0.0, 0.1, 1.0])):
+        for density in (False, True):
+            want = torch.histogram(x, edges, density=density)
+            got = torch.histogram(x.to(tpu), edges.to(tpu), density=density)
+            torch.testing.assert_close(got.hist.cpu(), want.hist, equal_nan=True)
+    _no_fallback()
+
+
 @pytest.mark.parametrize("shape,scale", [((3, 3), 1.0), ((2, 4, 4), 3.0), ((5, 5), 0.1), ((2, 0, 0), 1.0),
                                          ((4, 4), 20.0)])
 def test_matrix_exp(tpu, shape, scale):

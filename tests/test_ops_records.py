@@ -138,6 +138,22 @@ def test_an_in_place_sibling_is_the_overload_taking_the_functionals_arguments(tp
         torch.testing.assert_close(inplace(x.clone().to(tpu)).cpu(), inplace(x.clone()), rtol=0, atol=0)
 
 
+def test_an_out_sibling_by_name_takes_the_functionals_positional_arguments(tpu):
+    """all.out(self, dim, keepdim, *, out) is all.dim's out= form, not all.default's (all.all_out is); max.out is
+    maximum's. Matched by name alone, all.out called all.default's lowering with a dim and raised TypeError."""
+    assert TABLE[aten.all.out].fn is TABLE[aten.all.dim].fn
+    assert TABLE[aten.all.all_out].fn is TABLE[aten.all.default].fn
+    assert TABLE[aten.max.unary_out].fn is TABLE[aten.max.default].fn
+    assert aten.max.out not in TABLE or TABLE[aten.max.out].fn is not TABLE[aten.max.default].fn
+    x = torch.tensor([[True, False, True], [True, True, True]])
+    for call in (lambda o, t: aten.all.out(t, 1, False, out=o), lambda o, t: aten.any.out(t, 0, True, out=o),
+                 lambda o, t: aten.all.all_out(t, out=o)):
+        want, got = torch.empty(0, dtype=torch.bool), torch.empty(0, dtype=torch.bool, device=tpu)
+        call(want, x)
+        call(got, x.to(tpu))
+        assert torch.equal(got.cpu(), want)
+
+
 def test_boolean_mask_in_place_index_put_runs_prepare(tpu):
     """index_put_ is derived from index_put, whose prepare turns boolean masks into indices."""
     x = torch.arange(6.0)

@@ -114,3 +114,21 @@ def test_exact_rule_is_not_bypassed_by_the_launch_cache():
 def test_exact_set_size():
     strict = [op for op in out_probe_worker.out_overloads() if out_rules.requires_exact(op)]
     assert len(strict) > 200
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: torch.eye(3, out=torch.empty(0, dtype=torch.bool, device=d)),
+    lambda d: torch.eye(2, 3, out=torch.empty(0, dtype=torch.uint8, device=d)),
+    lambda d: torch.ops.aten.full.out([3, 1, 1], -1, out=torch.empty(1, 1, 5, dtype=torch.bool, device=d)),
+    lambda d: torch.ops.aten.full.out([2], -1.5, out=torch.empty(0, dtype=torch.int8, device=d)),
+    lambda d: torch.ops.aten._efficientzerotensor.out([3, 4, 2], out=torch.empty(3, 3, dtype=torch.uint8, device=d)),
+])
+def test_factories_fill_an_out_tensor_of_any_dtype(call):
+    """eye/full/_efficientzerotensor out= fill the out tensor in its dtype on CPU: a bool or uint8 out= where the
+    promotion rule's float/int64 "can't be cast" (the tpu raised; issue 17's fuzzer)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a resized non-empty out=
+        want, got = call("cpu"), call("tpu").cpu()
+    assert got.dtype == want.dtype and torch.equal(got, want)

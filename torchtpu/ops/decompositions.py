@@ -35,6 +35,27 @@ ACCEPTED = [
 ]
 
 
+# out= decompositions upstream wraps in pw_cast_for_opmath, which casts the out tensor too: a float16/bfloat16
+# out= was written in a float32 copy and left as it was (its [0] shape, its old values). These run the
+# functional decomposition and copy into the out tensor (exact dtype, as CPU's kernel checks).
+OUT_VIA_FUNCTIONAL = {aten.huber_loss_backward.out: aten.huber_loss_backward.default}
+
+
+def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
+    from torch._prims_common.wrappers import _maybe_resize_out, _safe_copy_out
+
+    def out_kernel(*args: Any, **kwargs: Any) -> Any:
+        if out_name in kwargs:
+            out = kwargs.pop(out_name)
+        else:
+            out, args = args[-1], args[:-1]
+        result = functional(*args, **kwargs)
+        _maybe_resize_out(out, result.shape)
+        return _safe_copy_out(copy_from=result, copy_to=out, exact_dtype=True)
+
+    return out_kernel
+
+
 def define_all(define: Callable[..., Any]) -> None:
     """Makes a "decomposition" record for each overload of an ACCEPTED packet that upstream decomposes and that
     has no eager record of its own (a lowering of the overload, or its derived in-place / out= sibling, is the
@@ -42,6 +63,8 @@ def define_all(define: Callable[..., Any]) -> None:
     from torchtpu.ops.registry import TABLE
 
     for op, fn in get_decompositions(ACCEPTED).items():
+        if op in OUT_VIA_FUNCTIONAL:
+            fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], "grad_input")
         record = TABLE.get(op)
         if record is not None and record.fn is not None:
             continue

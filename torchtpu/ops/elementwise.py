@@ -352,9 +352,25 @@ def relu(self: Sym) -> Sym:
     return P.where(P.compare("LE", self, 0), P.zeros_like(self), self)  # NaN stays NaN, as clamp_min(0)
 
 
+def promoted(*xs: Sym) -> tuple[list[Sym], torch.dtype]:
+    """The operands in their common dtype (ATen's TensorIterator binary op), and that dtype."""
+    _, common = P.result_dtype(*xs, kind=Kind.NO_OPMATH)
+    return [P.convert(x, common) for x in xs], common
+
+
+def opmath(*xs: Sym) -> tuple[list[Sym], torch.dtype]:
+    """The operands in their common dtype's computation dtype (float32 for float16/bfloat16: a CPU kernel's
+    opmath, rounded once at the end), and the common (result) dtype."""
+    compute, common = P.result_dtype(*xs)
+    return [P.convert(x, compute) for x in xs], common
+
+
 @lower(aten.threshold_backward.default)
 def threshold_backward(grad_output: Sym, self: Sym, threshold: Any) -> Sym:
-    return P.where(P.compare("LE", self, threshold), P.zeros_like(grad_output), grad_output)
+    # ATen: threshold(self, threshold, 0, other=grad) as a binary TensorIterator op, so the result has the
+    # common dtype of grad and self, and the threshold is read as that dtype
+    (g, x), common = promoted(grad_output, self)
+    return P.where(P.compare("LE", x, P.convert(threshold, common)), P.zeros_like(g), g)
 
 
 @lower(aten.gelu.default)
@@ -370,8 +386,10 @@ def gelu(self: Sym, approximate: str = "none") -> Sym:
 
 @lower(aten.gelu_backward.default)
 def gelu_backward(grad_output: Sym, self: Sym, approximate: str = "none") -> Sym:
-    x = P.convert(self, torch.float32)
-    g = P.convert(grad_output, torch.float32)
+    # a binary TensorIterator op: the common dtype of grad and self (float64 stays float64), in its opmath
+    (g, x), common = opmath(grad_output, self)
+    if not common.is_floating_point:  # AT_DISPATCH_FLOATING_TYPES_AND2(BFloat16, Half)
+        raise NotImplementedError(f'"GeluBackwardKernelImpl" not implemented for \'{aten_type_name(common)}\'')
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
         inner = (x + x * x * x * 0.044715) * k
@@ -382,7 +400,7 @@ def gelu_backward(grad_output: Sym, self: Sym, approximate: str = "none") -> Sym
         cdf = (P.emit1("erf", [x * (1.0 / math.sqrt(2.0))]) + 1.0) * 0.5
         pdf = P.emit1("exponential", [x * x * -0.5]) * (1.0 / math.sqrt(2.0 * math.pi))
         grad = cdf + x * pdf
-    return P.convert(g * grad, grad_output.dtype)
+    return P.convert(g * grad, common)
 
 
 @lower(aten.silu.default)
@@ -393,12 +411,14 @@ def silu(self: Sym) -> Sym:
 
 @lower(aten.tanh_backward.default)
 def tanh_backward(grad_output: Sym, output: Sym) -> Sym:
-    return grad_output * (1 - output * output)
+    (g, y), common = opmath(grad_output, output)  # CPU: a * (1 - b * b) in the common dtype's opmath
+    return P.convert(g * (1 - y * y), common)
 
 
 @lower(aten.sigmoid_backward.default)
 def sigmoid_backward(grad_output: Sym, output: Sym) -> Sym:
-    return grad_output * (output * (1 - output))
+    (g, y), common = opmath(grad_output, output)  # CPU: a * (1 - b) * b in the common dtype's opmath
+    return P.convert(g * (1 - y) * y, common)
 
 
 @lower(aten.leaky_relu.default)

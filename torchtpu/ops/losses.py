@@ -11,8 +11,9 @@ import torch
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.execution import eager
 from torchtpu.ops import prims as P
+from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -135,8 +136,13 @@ def multilabel_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, re
 
 @lower(aten.hardshrink_backward.default)
 def hardshrink_backward(grad_out: Sym, self: Sym, lambd: Any) -> Sym:
-    inside = P.emit1("and", [P.compare("GE", self, -lambd), P.compare("LE", self, lambd)])
-    return P.where(inside, P.zeros_like(grad_out), grad_out)
+    # ATen's shrink_backward kernel: a binary TensorIterator op (the common dtype), lambd read as that dtype
+    (g, x), common = promoted(grad_out, self)
+    if not common.is_floating_point:  # AT_DISPATCH_FLOATING_TYPES_AND2(Half, BFloat16)
+        raise NotImplementedError(f'"shrink_backward_cpu" not implemented for \'{aten_type_name(common)}\'')
+    lam = P.convert(lambd, common)
+    inside = P.emit1("and", [P.compare("GE", x, -lam), P.compare("LE", x, lam)])
+    return P.where(inside, P.zeros_like(g), g)
 
 
 @lower(aten.softshrink_backward.default)
@@ -151,15 +157,14 @@ def prelu(self: Sym, weight: Sym) -> Sym:
 
 @lower(aten._prelu_kernel_backward.default)
 def prelu_backward(grad_output: Sym, self: Sym, weight: Sym) -> tuple[Sym, Sym]:
-    pos = P.compare("GT", self, 0)
-    shape = P.broadcast_shapes(self.shape, weight.shape)
-    grad_input = P.where(P.broadcast_to(pos, shape), P.broadcast_to(grad_output, shape), grad_output * weight)
-    grad_w = P.where(P.broadcast_to(pos, shape), P.zeros_like(P.broadcast_to(grad_output, shape)),
-                     grad_output * self)
-    dims = tuple(i for i in range(len(shape)) if i < len(shape) - weight.ndim or
-                 weight.shape[i - (len(shape) - weight.ndim)] == 1 and shape[i] != 1)
-    grad_weight = P.reshape(P.reduce(_wide(grad_w), "sum", dims), weight.shape) if dims else grad_w
-    return P.convert(grad_input, self.dtype), P.convert(grad_weight, weight.dtype)
+    """ATen's kernel is one TensorIterator with two outputs: both have the broadcast shape of self, weight and
+    grad (autograd sums the weight's gradient to its shape afterwards)."""
+    shape = P.broadcast_shapes(self.shape, weight.shape, grad_output.shape)
+    x, w, g = (P.broadcast_to(t, shape) for t in (self, weight, grad_output))
+    pos = P.compare("GT", x, 0)
+    grad_input = P.where(pos, g, g * w)
+    grad_w = P.where(pos, P.zeros_like(g), g * x)
+    return P.convert(grad_input, self.dtype), P.convert(grad_w, weight.dtype)
 
 
 @lower(aten.channel_shuffle.default)

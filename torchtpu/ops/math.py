@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from torchtpu.ops import prims as P
+from torchtpu.ops.elementwise import opmath
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
@@ -127,8 +128,8 @@ def logit(self: Sym, eps: float | None = None) -> Sym:
 
 @lower(aten.logit_backward.default, static=("eps",))
 def logit_backward(grad_output: Sym, self: Sym, eps: float | None = None) -> Sym:
-    x = P.convert(self, acc_dtype(self.dtype))
-    g = P.convert(grad_output, x.dtype)
+    # a binary TensorIterator op: the common dtype of grad and self (a bool grad gives float), in its opmath
+    (g, x), common = opmath(grad_output, self)
     grad = g / (x * (1.0 - x))
     if eps is not None:
         outside = P.emit1("or", [P.compare("LT", x, eps), P.compare("GT", x, 1.0 - eps)])
@@ -136,7 +137,7 @@ def logit_backward(grad_output: Sym, self: Sym, eps: float | None = None) -> Sym
     else:
         outside = P.emit1("or", [P.compare("LT", x, 0.0), P.compare("GT", x, 1.0)])
         grad = P.where(outside, P.full(math.nan, grad.shape, grad.dtype), grad)
-    return P.convert(grad, grad_output.dtype)
+    return P.convert(grad, common)
 
 
 def _shift(self: Any, other: Any, left: bool) -> Sym:

@@ -3,9 +3,12 @@ backward ops."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from torchtpu.ops import prims as P
+from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -132,11 +135,11 @@ def embedding_dense_backward(grad_output: Sym, indices: Sym, num_weights: int, p
         keep = P.broadcast_to(P.reshape(P.compare("NE", flat_idx, padding_idx), (-1, 1)), grads.shape)
         grads = P.where(keep, grads, P.zeros_like(grads))
     if scale_grad_by_freq:
-        ones = P.full(1.0, (indices.numel(),), torch.float32)
-        counts = P.emit1("index_add", [P.full(0.0, (num_weights,), torch.float32), flat_idx, ones], dimension=0)
+        ones = P.full(1.0, (indices.numel(),), grads.dtype)
+        counts = P.emit1("index_add", [P.full(0.0, (num_weights,), grads.dtype), flat_idx, ones], dimension=0)
         per_row = P.emit1("index_select", [counts, flat_idx], dimension=0)
         grads = grads / P.broadcast_to(P.reshape(per_row, (-1, 1)), grads.shape)
-    zeros = P.full(0.0, (num_weights, dim), torch.float32)
+    zeros = P.full(0.0, (num_weights, dim), grads.dtype)  # float64 grads accumulate in float64
     return P.convert(P.emit1("index_add", [zeros, flat_idx, grads], dimension=0), grad_output.dtype)
 
 
@@ -205,9 +208,11 @@ def mse_loss(self: Sym, target: Sym, reduction: int = 1) -> Sym:
 
 @lower(aten.mse_loss_backward.default)
 def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) -> Sym:
-    scale = 2.0 / max(self.numel(), 1) if reduction == 1 else 2.0
-    shape = P.broadcast_shapes(self.shape, target.shape)
-    return P.broadcast_to(grad_output, shape) * (self - target) * scale
+    # ATen: one TensorIterator over (self, target, grad_output) in their common dtype, norm read as that dtype:
+    # norm * (self - target) * grad_output, cast to grad_input = zeros_like(self)'s dtype
+    norm = 2.0 / self.numel() if reduction == 1 and self.numel() else (math.inf if reduction == 1 else 2.0)
+    (x, t, g), common = promoted(self, target, grad_output)
+    return P.convert(P.convert(norm, common) * (x - t) * g, self.dtype)
 
 
 @lower(aten.native_dropout.default, random=True, static=("p",))

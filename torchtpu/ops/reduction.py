@@ -188,24 +188,29 @@ def var_mean(self: Sym, dim: list[int] | None = None, *, correction: float | Non
     return _var(self, dims, 1 if correction is None else correction, keepdim), _mean(self, dims, keepdim, None)
 
 
+def _logical(self: Sym, kind: str, dims: tuple[int, ...], keepdim: bool = False) -> Sym:
+    out = P.reduce(P.compare("NE", self, 0), kind, dims, keepdim)
+    return P.convert(out, torch.uint8) if self.dtype == torch.uint8 else out  # ATen keeps uint8 (legacy)
+
+
 @lower(aten.all.default)
 def all_(self: Sym) -> Sym:
-    return P.reduce(P.compare("NE", self, 0), "and", tuple(range(self.ndim)))
+    return _logical(self, "and", tuple(range(self.ndim)))
 
 
 @lower(aten.all.dim, aten.all.dims)
 def all_dim(self: Sym, dim: Any = None, keepdim: bool = False) -> Sym:
-    return P.reduce(P.compare("NE", self, 0), "and", P.canon_dims(dim, self.ndim), keepdim)
+    return _logical(self, "and", P.canon_dims(dim, self.ndim), keepdim)
 
 
 @lower(aten.any.default)
 def any_(self: Sym) -> Sym:
-    return P.reduce(P.compare("NE", self, 0), "or", tuple(range(self.ndim)))
+    return _logical(self, "or", tuple(range(self.ndim)))
 
 
 @lower(aten.any.dim, aten.any.dims)
 def any_dim(self: Sym, dim: Any = None, keepdim: bool = False) -> Sym:
-    return P.reduce(P.compare("NE", self, 0), "or", P.canon_dims(dim, self.ndim), keepdim)
+    return _logical(self, "or", P.canon_dims(dim, self.ndim), keepdim)
 
 
 def _cumulative(x: Sym, kind: str, dim: int, dtype: torch.dtype | None) -> Sym:

@@ -31,7 +31,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import eager, fast_launch
-from torchtpu.ops.out_rules import check_out_devices, check_out_dtype
+from torchtpu.ops.out_rules import check_out_devices, check_out_dtype, fills_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
@@ -285,7 +285,8 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
     name, fn = record.name, record.fn
     types = eager.result_types(name, fn, args, kwargs, record.static_spec)
     dtype_given = kwargs.get("dtype") is not None
-    if types is None or len(types) != len(targets):  # results computed first, then copied out
+    # results computed first, then copied out (a factory filling its out tensor's dtype: a copy casts any)
+    if types is None or len(types) != len(targets) or fills_out_dtype(record.op, dtype_given):
         result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         for target, r in zip(targets, flat):
@@ -357,8 +358,12 @@ def _sibling(op: OpOverload, inplace: bool) -> OpOverload | None:
         return next((getattr(packet, n) for n in names if n in packet.overloads() and
                      [(a.name, str(a.type)) for a in getattr(packet, n)._schema.arguments] == inputs), None)
     packet = getattr(ns, packet_name)
+    positional = [str(a.type) for a in op._schema.arguments if not a.kwarg_only]
     for candidate in ((f"{overload}_out", "out") if overload == "default" else (f"{overload}_out",)):
-        if candidate in packet.overloads():
+        # by name, where its positional arguments have the functional's types (all.out is all.dim's, not
+        # all.default's; a factory's out= drops the dtype/device keywords)
+        if candidate in packet.overloads() and [str(a.type) for a in getattr(packet, candidate)._schema.arguments
+                                                if not a.kwarg_only] == positional:
             return getattr(packet, candidate)
     # otherwise the out= overload whose other arguments are the functional's (sum.dim_IntList -> sum.IntList_out)
     for candidate in packet.overloads():

@@ -149,26 +149,16 @@ def histogram(self: Sym, bins: int = 100, *, range: list[float] | None = None,  
 @lower(aten.histogram.bins_tensor)
 def histogram_edges(self: Sym, bins: Sym, *, weight: Sym | None = None, density: bool = False
                     ) -> tuple[Sym, Sym]:
-    """Counts in [e_i, e_i+1) for the given edges (the last bin includes its right edge)."""
+    """Counts in [e_i, e_i+1) for the given edges (the last bin includes its right edge), as histogramdd."""
     acc = torch.float64 if self.dtype == torch.float64 else torch.float32
     x = P.reshape(P.convert(self, acc), (-1,))
     e = P.convert(bins, acc)
     n, k = x.shape[0], e.shape[0] - 1
     if n == 0 or k <= 0:  # density of no data is 0/0
         return P.full(float("nan") if density else 0, (max(k, 0),), self.dtype), bins
-    xx = P.broadcast_to(P.reshape(x, (n, 1)), (n, k + 1))
-    ee = P.broadcast_to(P.reshape(e, (1, k + 1)), (n, k + 1))
-    idx = P.reduce(P.convert(P.compare("GE", xx, ee), torch.int64), "sum", (1,)) - 1  # bin of each value
-    last = P.compare("EQ", x, P.broadcast_to(P.slice_dim(e, 0, k, k + 1), (n,)))
-    idx = P.where(last, P.full(k - 1, (n,), torch.int64), idx)
-    inside = P.emit1("and", [P.compare("GE", idx, 0), P.compare("LT", idx, k)])
-    w = P.full(1.0, (n,), acc) if weight is None else P.convert(P.reshape(weight, (-1,)), acc)
-    w = P.where(inside, w, P.zeros_like(w))
-    safe = P.where(inside, idx, P.zeros_like(idx))
-    hist = P.emit1("index_add", [P.full(0.0, (k,), acc), safe, w], dimension=0)
-    if density:
-        widths = P.slice_dim(e, 0, 1, k + 1) - P.slice_dim(e, 0, 0, k)
-        hist = hist / (P.broadcast_to(P.reduce(hist, "sum", (0,)), (k,)) * widths)
+    # ATen's histogram is histogramdd of one dim: counted in [edges[0], edges[-1]], the bin by std::upper_bound
+    # over the edges in their given order (edges that do not increase give the C++ algorithm's answer)
+    hist = _dd_hist(P.reshape(x, (n, 1)), [e], weight, density, acc)
     return P.convert(hist, self.dtype), bins
 
 

@@ -146,8 +146,12 @@ def mode(self: Sym, dim: int = -1, keepdim: bool = False) -> tuple[Sym, Sym]:
     counts = P.reduce(P.convert(eq, torch.int64), "sum", (x.ndim,))  # (*rows, n)
     best = P.reduce(counts, "max", (x.ndim - 1,), keepdim=True)
     is_best = P.compare("EQ", counts, P.broadcast_to(best, counts.shape))
-    big = P.full(float("inf"), x.shape, torch.float32) if not self.dtype.is_floating_point else \
-        P.full(float("inf"), x.shape, x.dtype)
+    if self.dtype.is_floating_point:
+        big = P.full(float("inf"), x.shape, x.dtype)
+    elif self.dtype == torch.bool:
+        big = P.full(float("inf"), x.shape, torch.float32)
+    else:  # keyed in its own dtype: float32 rounds large integers (int64 extremes) together
+        big = P.full(torch.iinfo(self.dtype).max, x.shape, x.dtype)
     keyed = P.where(is_best, P.convert(x, big.dtype), big)
     value = P.reduce(keyed, "min", (x.ndim - 1,), keepdim=True)
     if self.dtype.is_floating_point:  # a NaN mode: min() would not see it
