@@ -6,10 +6,9 @@ DEFER_AND_FUSE."""
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import torch
+from test_ops_numerics import _mode
 
 import torchtpu  # noqa: F401
 
@@ -67,12 +66,6 @@ CASES = {
     "mode_int64_extremes_index": (lambda x: aten.mode(x, -1)[1],
                                   lambda: (torch.tensor([[2**63 - 1, -2**63, 2**63 - 1, -2**63, -2**63]]),)),
 }
-
-
-def _mode(name: str):
-    if name == "fuse":
-        return torch.tpu.eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE)
-    return contextlib.nullcontext()
 
 
 def check_like_cpu(got: torch.Tensor, want: torch.Tensor) -> None:
