@@ -44,7 +44,7 @@ from torchtpu.ops.tracing import TORCH_TO_IR
 from torchtpu.profiler import events as _events
 
 MAX_REGION_OPS = config.get("TORCHTPU_MAX_REGION_OPS")
-_PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
+PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _user_line() -> str:
         if frame is None:
             break
         name = frame.f_code.co_filename
-        if not name.startswith(_PACKAGE_DIRS) and "<frozen" not in name:
+        if not name.startswith(PACKAGE_DIRS) and "<frozen" not in name:
             return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"

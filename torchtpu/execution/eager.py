@@ -325,9 +325,9 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
     `static`: the schema's argument names and those whose value the lowering branches on."""
     if undeclared_reads and op_name in undeclared_reads:
         static, fast_kind = _by_value(static), None
-    out_dtypes = tuple(t.dtype for t in write_into) if write_into is not None else ()
     # the targets' shapes too: copy_'s target is no argument, and a broadcasting copy's program is the target's
     out_types = tuple((t.dtype, t.shape) for t in write_into) if write_into is not None else ()
+    out_dtypes = tuple(d for d, _ in out_types)
     values: list[Any] = []
     key, tensors, dev = signature(op_name, args, kwargs, out_types, values, static)
     if key is None:  # mm, bmm, dot: ATen's Conjugate-key fallthroughs

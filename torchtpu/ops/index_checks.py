@@ -5,7 +5,6 @@ from the lowering or, for a mask of the wrong shape, a result."""
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -13,15 +12,16 @@ from typing import Any
 
 import torch
 
+from torchtpu.execution.deferred import PACKAGE_DIRS  # torchtpu's and torch's own files: not the user's line
+
 _INDEX_DTYPES = (torch.int64, torch.int32, torch.uint8, torch.bool)
-_PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
 
 
 def warn_uint8_index() -> None:
     """ATen's deprecation warning for a uint8 index, attributed to the user's line as a C++ TORCH_WARN is (so the
     default filter shows it once per user line, not once per process)."""
     frame = sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRS):
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(PACKAGE_DIRS):
         frame = frame.f_back
     warnings.warn_explicit("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
                            "instead.", UserWarning, frame.f_code.co_filename, frame.f_lineno,
