@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DTYPES = ("float32", "bfloat16", "float16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
-          "complex64", "complex128")
+          "complex64", "complex128", "float8_e4m3fn", "float8_e5m2")
+# fp8 (StableHLO f8E4M3FN, f8E5M2): converts and MXU operands (dot_general) only; never VPU math
+FLOAT8_DTYPES = frozenset({"float8_e4m3fn", "float8_e5m2"})
 FLOAT_DTYPES = frozenset({"float32", "bfloat16", "float16", "float64"})
 INT_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
-            "int8": 1, "uint8": 1, "bool": 1, "complex64": 8,
+            "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1,
             "complex128": 16}
 
 

@@ -63,7 +63,13 @@ def DOT_GENERAL(model: CostModel, op: Op) -> CostRecord:  # noqa: N802
     k = math.prod(lhs.shape[d] for d in lc)
     m = math.prod(d for i, d in enumerate(lhs.shape) if i not in lb and i not in lc)
     n = math.prod(d for i, d in enumerate(rhs.shape) if i not in rb and i not in rc)
-    if lhs.dtype in ("int64", "int32", "int16", "uint8", "bool"):  # no integer MXU path wider than int8
+    out = op.outputs[0].dtype
+    int8 = lhs.dtype in ("int8", "uint8")
+    if int8 and out == "int32" or lhs.dtype.startswith("float8") or rhs.dtype.startswith("float8"):
+        for d in {lhs.dtype, rhs.dtype}:  # a quantized matmul: s8 x s8 -> s32 or fp8 products on the MXU
+            model.chip.check_mxu_operands(d, f"dot_general {lhs.dtype} x {rhs.dtype} -> {out}")
+    elif lhs.dtype in ("int64", "int32", "int16", "uint8", "bool") or int8 and not model.chip.mxu_int8:
+        # no integer MXU path wider than int8; a wrapping int8 matmul on a chip without int8 MXU runs there too
         return model.vpu("dot_general_int", batch * m * n * k, 2.0, _bytes_in(op), _bytes_out(op), False)
     return model.matmul(batch, m, n, k, lhs.dtype, op.outputs[0].dtype, op.attr("precision"))
 

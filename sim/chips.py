@@ -13,9 +13,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["CHIPS", "DEFAULT_CHIP", "ChipSpec", "get_chip"]
+__all__ = ["CHIPS", "DEFAULT_CHIP", "ChipSpec", "MxuDtypeError", "get_chip"]
 
 _DATA = Path(__file__).with_name("data") / "chips.json"
+
+
+class MxuDtypeError(NotImplementedError):
+    """A matmul whose operand type the chip's MXU does not multiply (int8 on v7x, fp8 on v4/v5e, ...)."""
 
 
 def _empty() -> MappingProxyType:
@@ -31,6 +35,8 @@ class ChipSpec:
     bf16_flops: float
     int8_ops: float
     fp8_flops: float | None
+    mxu_int8: bool  # s8 x s8 -> s32 products on the MXU
+    mxu_fp8: tuple[str, ...]  # torch's fp8 formats the MXU multiplies ('float8_e5m2', 'float8_e4m3fn')
     tensorcores: int
     mxus_per_core: int
     mxu_rows: int
@@ -81,6 +87,28 @@ class ChipSpec:
             return self.fp8_flops if self.fp8_flops is not None else self.bf16_flops
         return self.bf16_flops
 
+    def mxu_multiplies(self, dtype: str) -> bool:
+        """Whether this chip's MXU takes `dtype` operands natively (int8/uint8 pairs, or an fp8 format listed in
+        `mxu_fp8`); every chip takes float32 and bfloat16 ones."""
+        d = str(dtype).lower()
+        if d in ("int8", "uint8"):
+            return self.mxu_int8
+        if d.startswith("float8"):
+            return d in self.mxu_fp8
+        return True
+
+    def check_mxu_operands(self, dtype: str, what: str) -> None:
+        """Raises MxuDtypeError naming `what`, this chip and the chips whose MXU takes `dtype`, unless it does."""
+        if self.mxu_multiplies(dtype):
+            return
+        able = [n for n, c in CHIPS.items() if c.mxu_multiplies(dtype)]
+        field = "mxu_int8" if "int" in str(dtype) else "mxu_fp8"
+        raise MxuDtypeError(
+            f"{what}: the {self.display_name} ({self.name}) MXU has no {dtype} x {dtype} products "
+            f"(sim/data/chips.json {field}: {self.sources.get(field)}); "
+            f"chips whose MXU has them: {', '.join(able) or 'none'}. Pick one with TORCHTPU_CHIP, or dequantize "
+            "to bfloat16 first.")
+
     def has_wraparound(self, axis: int) -> bool:
         """Whether a slice axis of this length gets torus wraparound links.
 
@@ -116,6 +144,7 @@ def _build(name: str, entry: dict[str, Any]) -> ChipSpec:
     if nosource:
         raise ValueError(f"chips.json entry {name!r}: no source for {nosource}")
     values["pod_shape"] = tuple(values["pod_shape"])
+    values["mxu_fp8"] = tuple(values["mxu_fp8"])
     for k in ("tensorcores", "mxus_per_core", "mxu_rows", "mxu_cols", "ici_dims", "ici_links",
               "ici_wraparound_min_axis", "pod_chips", "chips_per_host", "vmem_bytes_per_core"):
         values[k] = int(values[k])

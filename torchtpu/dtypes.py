@@ -22,7 +22,16 @@ COMPUTE: tuple[torch.dtype, ...] = (
 )
 # Kept as bytes (copies, views, hash_tensor's uint64 result); no op computes on them.
 STORAGE_ONLY: tuple[torch.dtype, ...] = (torch.uint16, torch.uint32, torch.uint64)
-STORAGE: tuple[torch.dtype, ...] = COMPUTE + STORAGE_ONLY
+# fp8: one byte per element (the IR's f8E4M3FN / f8E5M2), converted to and from the other dtypes on the VPU and
+# multiplied on the MXU (torch._scaled_mm, on chips whose MXU has the format: sim/data/chips.json mxu_fp8).
+# As on CPU, no arithmetic runs on them: FLOAT8_OPS lists the ops that take them.
+FLOAT8: tuple[torch.dtype, ...] = (torch.float8_e4m3fn, torch.float8_e5m2)
+FLOAT8_OPS = frozenset({
+    "_to_copy", "_copy_from", "_copy_from_and_resize", "copy_", "copy", "clone", "_scaled_mm", "cat", "fill_",
+    "zero_", "empty_like", "zeros_like", "contiguous", "index_select", "slice_scatter", "select_scatter",
+    "as_strided_scatter",
+})
+STORAGE: tuple[torch.dtype, ...] = COMPUTE + STORAGE_ONLY + FLOAT8
 
 FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 FAMILIES: dict[str, tuple[torch.dtype, ...]] = {
@@ -32,16 +41,20 @@ FAMILIES: dict[str, tuple[torch.dtype, ...]] = {
                                     torch.int8, torch.uint8),
     "grouped_mm": (torch.float32, torch.bfloat16, torch.float16),
     "autocast": (torch.bfloat16, torch.float16),
+    "float8: converts, copies, cat, _scaled_mm": FLOAT8,
 }
 NOTES: dict[torch.dtype, str] = {
     torch.float64: "exact on the simulator (host float64); a real TPU has no float64 units and emulates it",
     torch.complex128: "float64 parts, exact on the simulator as float64 is (matmuls too: four float64 products)",
     torch.bfloat16: "native; MXU products in bf16 with float32 accumulation",
     torch.float32: "MXU products as 1, 3 or 6 bf16 passes (torch.tpu.Precision)",
+    torch.float8_e4m3fn: "storage, converts (saturating at +-448, as c10), _scaled_mm on the MXU of v7x",
+    torch.float8_e5m2: "storage, converts, _scaled_mm on the MXU of v5p, v6e, v7x",
 }
 
 _COMPUTE = frozenset(COMPUTE)
 _STORAGE = frozenset(STORAGE)
+_FLOAT8 = frozenset(FLOAT8)
 
 
 class UnsupportedDtypeError(TypeError):
@@ -82,6 +95,10 @@ def check_storage(dtype: torch.dtype, op: str) -> None:
 def check_compute(dtype: torch.dtype, op: str) -> None:
     """Raises unless lowered ops compute on `dtype` (`op` is the ATen op name, e.g. "aten::add.Tensor")."""
     if dtype not in _COMPUTE:
+        if dtype in _FLOAT8:
+            if op.replace("::", ".").removeprefix("aten.").split(".")[0] in FLOAT8_OPS:
+                return
+            raise _refuse(dtype, op, COMPUTE, f"float8 tensors take only {', '.join(sorted(FLOAT8_OPS))}")
         what = "stored as bytes only, no op computes on it" if dtype in _STORAGE else "the IR has no such type"
         raise _refuse(dtype, op, COMPUTE, what)
 

@@ -59,6 +59,12 @@ def driver() -> Driver:
 
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
+# dtypes numpy has only through ml_dtypes: torch.from_numpy takes their bits as an integer type of the same width
+_ML_DTYPES: dict[torch.dtype, tuple[np.dtype, torch.dtype]] = {
+    torch.bfloat16: (_BF16, torch.int16),
+    torch.float8_e4m3fn: (np.dtype(ml_dtypes.float8_e4m3fn), torch.uint8),
+    torch.float8_e5m2: (np.dtype(ml_dtypes.float8_e5m2), torch.uint8),
+}
 
 
 _views: dict[tuple, np.ndarray] = {}
@@ -93,8 +99,8 @@ def numpy_dtypes() -> list[tuple[torch.dtype, np.dtype]]:
 
     pairs = []
     for dtype in TORCH_TO_IR:
-        if dtype == torch.bfloat16:
-            pairs.append((dtype, _BF16))
+        if dtype in _ML_DTYPES:
+            pairs.append((dtype, _ML_DTYPES[dtype][0]))
             continue
         try:
             pairs.append((dtype, torch.empty(0, dtype=dtype).numpy().dtype))
@@ -147,8 +153,9 @@ def _flat_host(t: torch.Tensor, writable: bool = True, discard: bool = False) ->
     flat = driver().read_storage(key, nbytes, _ir_dtype(t.dtype), device, writable=writable, discard=discard)
     if not flat.flags.writeable:  # a read-only view (PJRT's CPU client): torch wants writable memory
         flat = flat.copy()
-    if t.dtype == torch.bfloat16:
-        return torch.from_numpy(flat.view(np.int16)).view(torch.bfloat16)
+    if t.dtype in _ML_DTYPES:
+        bits = _ML_DTYPES[t.dtype][1]
+        return torch.from_numpy(flat.view(torch.empty(0, dtype=bits).numpy().dtype)).view(t.dtype)
     return torch.from_numpy(flat)
 
 
@@ -169,7 +176,11 @@ def write_from_host(dst: torch.Tensor, src: torch.Tensor) -> None:
     flat = _flat_host(dst, discard=covers)
     flat.as_strided(dst.shape, dst.stride(), dst.storage_offset()).copy_(src)
     key, _, device = _storage_key(dst)
-    array = flat.view(torch.int16).numpy().view(_BF16) if dst.dtype == torch.bfloat16 else flat.numpy()
+    if dst.dtype in _ML_DTYPES:
+        np_dtype, bits = _ML_DTYPES[dst.dtype]
+        array = flat.view(bits).numpy().view(np_dtype)
+    else:
+        array = flat.numpy()
     driver().write_storage(key, array, device)  # the simulator: the storage's own memory, nothing to copy
     for fn in host_access:
         fn(dst, True)

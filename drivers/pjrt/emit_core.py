@@ -30,12 +30,14 @@ from torchtpu.drivers.ir import FLOAT_DTYPES, INT_DTYPES, Op
 
 MLIR_TYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int64": "i64",
               "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "ui8", "bool": "i1",
-              "complex64": "complex<f32>", "complex128": "complex<f64>", "uint32": "ui32", "uint64": "ui64"}
+              "complex64": "complex<f32>", "complex128": "complex<f64>", "uint32": "ui32", "uint64": "ui64",
+              "float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2"}
 NP_DTYPES = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16),
              "float16": np.dtype(np.float16), "float64": np.dtype(np.float64), "int64": np.dtype(np.int64),
              "int32": np.dtype(np.int32), "int16": np.dtype(np.int16), "int8": np.dtype(np.int8),
              "uint8": np.dtype(np.uint8), "bool": np.dtype(np.bool_), "complex64": np.dtype(np.complex64),
-             "complex128": np.dtype(np.complex128), "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64)}
+             "complex128": np.dtype(np.complex128), "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64),
+             "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2)}
 NARROW = ("bfloat16", "float16")
 SIGNED = ("int64", "int32", "int16", "int8")
 BITS_INT = {"float32": "int32", "float64": "int64", "bfloat16": "int16", "float16": "int16"}
@@ -269,11 +271,11 @@ class Emitter:
             return x
         if dtype == "bool":
             return self.compare("NE", x, self.like(0, x))
-        if x.dtype == "bfloat16" and dtype != "float32":
+        if x.dtype in ("bfloat16", *ir.FLOAT8_DTYPES) and dtype != "float32":
             x = self.unary("stablehlo.convert", x, "float32")
             if dtype == "float32":
                 return x
-        elif dtype == "bfloat16" and x.dtype not in ("float32", "bool"):
+        elif dtype in ("bfloat16", *ir.FLOAT8_DTYPES) and x.dtype not in ("float32", "bool"):
             x = self.unary("stablehlo.convert", x, "float32")
         return self.unary("stablehlo.convert", x, dtype)  # float -> int truncates, as the sim's store
 

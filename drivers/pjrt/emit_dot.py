@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from torchtpu.drivers.ir import Op
+from torchtpu.drivers.ir import FLOAT8_DTYPES, Op
 from torchtpu.drivers.pjrt.emit_core import Emitter, V, _ints, _list, _out, emits
 
 # -- MXU ops --
@@ -70,6 +70,8 @@ def _mxu_operands(e: Emitter, a: V, b: V, out_dtype: str) -> tuple[V, V, str]:
         return e.convert(a, "int64"), e.convert(b, "int64"), "int64"
     if a.dtype == "bfloat16" and b.dtype == "bfloat16":
         return a, b, "float32"
+    if a.dtype in FLOAT8_DTYPES or b.dtype in FLOAT8_DTYPES:  # fp8 values are exact in bf16, as the sim takes them
+        return e.convert(a, "bfloat16"), e.convert(b, "bfloat16"), "float32"
     if "float64" in (a.dtype, b.dtype, out_dtype):  # exact, as the sim computes float64 (host numpy)
         return e.convert(a, "float64"), e.convert(b, "float64"), "float64"
     return e.convert(a, "float32"), e.convert(b, "float32"), "float32"

@@ -24,6 +24,7 @@ NP_DTYPES: dict[str, np.dtype] = {
     "int16": np.dtype(np.int16), "int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
     "bool": np.dtype(np.bool_), "complex64": np.dtype(np.complex64),
     "complex128": np.dtype(np.complex128),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
 }
 _NARROW = ("bfloat16", "float16")
 
@@ -43,10 +44,13 @@ def store(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype in ("int64", "int32", "int16", "int8", "uint8") and x.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             return np.trunc(x).astype(target)
+    if dtype in ir.FLOAT8_DTYPES and x.dtype != np.float32:
+        x = x.astype(np.float32)  # through float32, as c10's fp8 constructors take a float; then RNE (ml_dtypes)
     return x.astype(target)
 
 
-_NARROW_NP = frozenset({NP_DTYPES["bfloat16"], NP_DTYPES["float16"]})
+_NARROW_NP = frozenset({NP_DTYPES["bfloat16"], NP_DTYPES["float16"], NP_DTYPES["float8_e4m3fn"],
+                        NP_DTYPES["float8_e5m2"]})
 
 
 def load(x: np.ndarray) -> np.ndarray:
@@ -238,8 +242,8 @@ def _convert(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     dtype = op.attr("dtype")
     if dtype == "bool":
         return [load(x) != 0]
-    if x.dtype == NP_DTYPES["bfloat16"] and dtype != "float32":
-        x = x.astype(np.float32)
+    if x.dtype in _NARROW_NP and dtype != "float32":
+        x = x.astype(np.float32)  # exact widening of bf16 / f16 / fp8
     return [store(x, dtype)]
 
 

@@ -230,6 +230,8 @@ def _index_add(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 def _mxu_dtype(x: np.ndarray) -> np.ndarray:
     if x.dtype in (np.float32, NP_DTYPES["bfloat16"], np.int8):
         return x
+    if x.dtype in (NP_DTYPES["float8_e4m3fn"], NP_DTYPES["float8_e5m2"]):
+        return x.astype(NP_DTYPES["bfloat16"])  # exact: fp8 values are bf16 values, their products exact in f32
     return x.astype(np.float32)
 
 

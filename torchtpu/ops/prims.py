@@ -144,6 +144,12 @@ def convert(x: Sym | Number, dtype: torch.dtype) -> Sym:
         return const(x, dtype)
     if x.dtype == dtype:
         return x
+    if dtype == torch.float8_e4m3fn and x.dtype not in (torch.int8, torch.uint8, torch.bool):
+        # c10 saturates to +-448 (torch 2.13 CPU: 1e30 and inf -> 448); the IR convert rounds as XLA (-> NaN)
+        hi = torch.finfo(torch.float8_e4m3fn).max
+        if x.dtype == torch.float8_e5m2:
+            x = emit1("convert", [x], dtype="float32")
+        x = emit1("clamp", [const(-hi, x.dtype, x.shape), x, const(hi, x.dtype, x.shape)])
     return emit1("convert", [x], dtype=TORCH_TO_IR[dtype])
 
 

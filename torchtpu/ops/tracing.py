@@ -19,7 +19,7 @@ TORCH_TO_IR = {
     torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float64: "float64",
     torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
     torch.bool: "bool", torch.complex64: "complex64",
-    torch.complex128: "complex128",
+    torch.complex128: "complex128", torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2",
 }
 IR_TO_TORCH = {v: k for k, v in TORCH_TO_IR.items()}
 
