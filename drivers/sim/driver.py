@@ -28,6 +28,8 @@ from torchtpu.drivers.sim.straight_line import compile_steps
 from torchtpu.drivers.sim.streams import StreamTimeline
 from torchtpu.sim import mxu
 from torchtpu.sim.chips import ChipSpec, get_chip
+
+_FP8 = frozenset({NP_DTYPES["float8_e4m3fn"], NP_DTYPES["float8_e5m2"]})
 from torchtpu.sim.cost import CostModel, CostRecord
 from torchtpu.sim.timeline import Timeline
 from torchtpu.sim.topology import Topology
@@ -400,6 +402,9 @@ class SimDriver(Driver):
 
     def view(self, buffer: np.ndarray, shape: Sequence[int], strides: Sequence[int], offset: int) -> np.ndarray:
         item = buffer.itemsize
+        if buffer.dtype in _FP8:  # numpy's as_strided cannot spell ml_dtypes' fp8 types ('<f1'): stride the bytes
+            view = np.lib.stride_tricks.as_strided(buffer[offset:].view(np.uint8), tuple(shape), tuple(strides))
+            return view.view(buffer.dtype)
         return np.lib.stride_tricks.as_strided(buffer[offset:], tuple(shape), tuple(s * item for s in strides))
 
     def _compile(self, program: Program, device: int) -> Executable:

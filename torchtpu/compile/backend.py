@@ -26,7 +26,7 @@ from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import launch
 from torchtpu.ops import graph_forms  # noqa: F401 - the graph roles of ops graphs spell their own way
-from torchtpu.ops.registry import TABLE, Lowering, Prepare, apply
+from torchtpu.ops.registry import HOPS, TABLE, Lowering, Prepare, apply
 from torchtpu.ops.tracing import Sym, tracing
 from torchtpu.precision import current_precision
 from torchtpu.profiler import events as _events
@@ -124,6 +124,13 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
             env[node] = node.target(*args)
         elif node.target is torch.ops.aten.sym_size.int:
             env[node] = args[0].shape[args[1]]
+        elif node.target in HOPS:  # a higher-order op (out_dtype): the ATen op it stands for, or op by op
+            rewrite = HOPS[node.target](*args, **kwargs)
+            if rewrite is None:
+                raise UnsupportedNode(f"torch.compile(backend='tpu'): no lowering for {node.target} with these "
+                                      "arguments")
+            op, op_args = rewrite
+            env[node] = apply(TABLE[op], op_args, {}, graph=_NodeCall(node, rng))
         elif node.target is torch.ops.aten.copy_.default and mutations is not None and node.args[0] in position:
             env[node] = mutations[position[node.args[0]]] = TABLE[torch.ops.aten.copy.default].graph(*args)
         else:

@@ -15,7 +15,7 @@ from torch._C import DispatchKey
 from torch._higher_order_ops.out_dtype import out_dtype
 
 from torchtpu.ops import prims as P
-from torchtpu.ops.registry import lower
+from torchtpu.ops.registry import hop, lower
 from torchtpu.ops.tracing import Sym
 
 aten = torch.ops.aten
@@ -100,13 +100,23 @@ def scaled_mm(self: Sym, mat2: Sym, scale_a: Sym, scale_b: Sym, bias: Sym | None
     return P.convert(y, out_dtype if out_dtype is not None else self.dtype)
 
 
+def _is_int_mm(op: object, output_dtype: torch.dtype, args: tuple) -> bool:
+    """CUDA's rule (torch._higher_order_ops.out_dtype.is_int_mm), for "tpu": int8 x int8 mm -> int32."""
+    return (op is aten.mm.default and output_dtype == torch.int32 and len(args) == 2
+            and all(a.dtype == torch.int8 for a in args))
+
+
 @out_dtype.py_impl(DispatchKey.PrivateUse1)
 def _out_dtype_tpu(op: torch._ops.OpOverload, output_dtype: torch.dtype, *args: torch.Tensor) -> torch.Tensor:
-    """CUDA's rule (torch._higher_order_ops.out_dtype.is_int_mm) for "tpu": int8 x int8 mm -> int32 is `_int_mm`
-    on the MXU; anything else widens the operands as the generic kernel does."""
+    """Eager: `_int_mm` on the MXU where CUDA takes it; anything else widens the operands as the generic kernel."""
     from torch._higher_order_ops.out_dtype import out_dtype_fallback
 
-    if (op is aten.mm.default and output_dtype == torch.int32 and len(args) == 2
-            and all(a.dtype == torch.int8 for a in args)):
+    if _is_int_mm(op, output_dtype, args):
         return torch._int_mm(*args)
     return out_dtype_fallback(op, output_dtype, *args)
+
+
+@hop(out_dtype)
+def _out_dtype_graph(op: object, output_dtype: torch.dtype, *args: Sym) -> tuple | None:
+    """Compiled graphs: the same `_int_mm` (torchao's int8 dynamic quantization under torch.compile)."""
+    return (aten._int_mm.default, args) if _is_int_mm(op, output_dtype, args) else None

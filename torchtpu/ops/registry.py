@@ -148,6 +148,23 @@ def kernel(op: OpOverload, fn: Callable[..., Any], *, data_dependent: bool = Fal
     define(op, "kernel", fn, site=_caller_site(1), data_dependent=data_dependent, fast=fast, key=key)
 
 
+HOPS: dict[Any, Callable[..., Any]] = {}  # higher-order op -> (its node's arguments -> (ATen op, args) or None)
+
+
+def hop(target: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Defines what a compiled graph's node of the higher-order op `target` (torch.ops.higher_order.*) is: `fn`
+    maps the node's arguments to (an ATen op with a record, its arguments), or None when the graph must run op by
+    op instead (eager mode runs the op's own dispatch-key kernels)."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if target in HOPS:
+            raise ValueError(f"{target} has two graph rewrites: {HOPS[target]} and {fn}")
+        HOPS[target] = fn
+        return fn
+
+    return register
+
+
 def lowering_of(op: OpOverload) -> Callable[..., Any]:
     """The traced lowering of `op` (for lowerings built from others, e.g. foreach maps them over lists)."""
     record = TABLE.get(op)
