@@ -22,7 +22,8 @@ IR_DTYPE = {np.dtype(np.float32): "float32", BF16: "bfloat16", np.dtype(np.float
             np.dtype(np.float64): "float64", np.dtype(np.int64): "int64", np.dtype(np.int32): "int32",
             np.dtype(np.int16): "int16", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8",
             np.dtype(np.bool_): "bool", np.dtype(np.complex64): "complex64",
-            np.dtype(np.complex128): "complex128"}
+            np.dtype(np.complex128): "complex128", np.dtype(ml_dtypes.float8_e4m3fn): "float8_e4m3fn",
+            np.dtype(ml_dtypes.float8_e5m2): "float8_e5m2"}
 
 RNG = np.random.default_rng(1234)
 
@@ -532,6 +533,25 @@ def _add_empty_cases(c: dict[str, list[Case]]) -> None:
     for op, variants in more.items():
         if variants:
             c[op].append(Case(op, variants))
+    _quantized(c)
+
+
+def _quantized(c: dict[str, list[Case]]) -> None:
+    """int8 x int8 -> int32 dots past float32's exact range and fp8 converts (issue 24)."""
+    a = RNG.integers(-128, 128, (6, 1100)).astype(np.int8)
+    b = RNG.integers(-128, 128, (1100, 5)).astype(np.int8)
+    a[0], b[:, 0] = -128, -128  # 1100 * 2**14 > 2**24
+    x = (RNG.standard_normal(64) * np.exp2(RNG.integers(-12, 12, 64))).astype(np.float32)
+    x[:5] = [np.nan, 0.0, -0.0, 448.0, -57344.0]
+    e4, e5 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+    f8 = [(RNG.standard_normal(s) * 4).astype(np.float32).astype(d) for s, d in
+          (((5, 40), e4), ((40, 3), e4), ((5, 40), e5), ((40, 3), e5))]
+    c["dot_general"].append(Case("dot_general", [  # fp8 dots need a chip with fp8: tests/pjrt/test_quant_pjrt.py
+        Variant([a, b], _dot((), (), (1,), (0,), precision="DEFAULT", out="int32"))]))
+    c["convert"].append(Case("convert", [
+        Variant([x], {"dtype": "float8_e4m3fn"}), Variant([x], {"dtype": "float8_e5m2"}),
+        Variant([x.astype(BF16)], {"dtype": "float8_e5m2"}), Variant([f8[0]], {"dtype": "float32"}),
+        Variant([f8[2]], {"dtype": "bfloat16"}), Variant([f8[0]], {"dtype": "float8_e5m2"})]))
 
 
 def _dot(lb: tuple, rb: tuple, lc: tuple, rc: tuple, precision: str = "HIGHEST", out: str = "float32") -> dict:
@@ -565,7 +585,7 @@ FLOAT_TOL = {"bfloat16": (1e-2, 1e-2), "float16": (2e-3, 1e-3)}
 
 def assert_same(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, what: str = "") -> None:
     assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype, got.shape, want.shape)
-    if got.dtype.kind in "fc" or got.dtype.name == "bfloat16":
+    if got.dtype.kind in "fc" or got.dtype.name == "bfloat16" or got.dtype.name.startswith("float8"):
         r, a = FLOAT_TOL.get(got.dtype.name, (rtol, atol))
         # (-0.0 and 0.0 compare equal: numpy's and XLA's rules for the sign of a zero result differ in places)
         wide = np.complex128 if got.dtype.kind == "c" else np.float64
