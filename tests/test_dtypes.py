@@ -60,8 +60,8 @@ def test_a_factory_or_view_of_an_unheld_dtype_is_refused_where_it_is_made(tpu):
                  lambda: torch.zeros(3, dtype=torch.float8_e5m2fnuz, device=tpu),
                  lambda: torch.empty_strided((2, 2), (1, 2), dtype=torch.float8_e4m3fnuz, device=tpu),
                  lambda: torch.empty_like(torch.ones(2, dtype=torch.complex32), device=tpu)):
-        with pytest.raises(TypeError, match=r"a new tpu tensor .*: dtype torch.(float8_e5m2fnuz|float8_e4m3fnuz|complex32) "
-                                            r"is not supported on the tpu device .*supported: float32, "
+        with pytest.raises(TypeError, match=r"a new tpu tensor .*: dtype torch.(float8_e5m2fnuz|float8_e4m3fnuz|"
+                                            r"complex32) is not supported on the tpu device .*supported: float32, "
                                             r".*complex64, complex128"):
             make()
     assert torch.empty(3, dtype=torch.uint16, device=tpu).dtype == torch.uint16

@@ -4,7 +4,6 @@ with zero CPU fallbacks; the quantized ATen ops themselves against CPU; float8 t
 
 from __future__ import annotations
 
-import copy
 import warnings
 
 import pytest

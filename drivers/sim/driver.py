@@ -28,11 +28,11 @@ from torchtpu.drivers.sim.straight_line import compile_steps
 from torchtpu.drivers.sim.streams import StreamTimeline
 from torchtpu.sim import mxu
 from torchtpu.sim.chips import ChipSpec, get_chip
-
-_FP8 = frozenset({NP_DTYPES["float8_e4m3fn"], NP_DTYPES["float8_e5m2"]})
 from torchtpu.sim.cost import CostModel, CostRecord
 from torchtpu.sim.timeline import Timeline
 from torchtpu.sim.topology import Topology
+
+_FP8 = frozenset({NP_DTYPES["float8_e4m3fn"], NP_DTYPES["float8_e5m2"]})
 
 try:  # numpy >= 2: the error state is a context variable holding an "extobj" capsule
     from numpy._core._ufunc_config import _extobj_contextvar
