@@ -10,11 +10,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
-
-import torchtpu
 from torchtpu.drivers.ir import Builder
 from torchtpu.sim.chips import CHIPS, MxuDtypeError, get_chip
 from torchtpu.sim.cost import CostModel
+
+import torchtpu
 
 
 def _dot(dtype: str, out: str, m: int = 1024, k: int = 1024, n: int = 1024):
