@@ -149,3 +149,36 @@ def test_scaled_mm_refused_on_a_chip_without_fp8_mxu(tpu):
     with pytest.raises(MxuDtypeError, match=r"the TPU v5e \(v5e\) MXU has no float8_e4m3fn.*chips whose MXU has "
                                             r"them: v7x"):
         torch._scaled_mm(a, a.t(), one, one, out_dtype=torch.float32)
+
+
+_SCALED_MM_ON_V7X = r"""
+import torch, torchtpu
+g = torch.Generator().manual_seed(0)
+a = (torch.randn(16, 64, generator=g) * 4).to(torch.float8_e4m3fn)
+b = (torch.randn(24, 64, generator=g) * 4).to(torch.float8_e4m3fn).t()
+cases = [(torch.tensor(0.5), torch.tensor(2.0), None, torch.bfloat16),
+         (torch.rand(16, 1, generator=g), torch.rand(1, 24, generator=g), torch.randn(24, generator=g), torch.float32),
+         (torch.tensor(0.25), torch.tensor(1.0), None, None)]
+for mode in ("DEFER_NEVER", "DEFER_AND_FUSE"):
+    for sa, sb, bias, out in cases:
+        want = torch._scaled_mm(a, b, sa, sb, bias=bias, out_dtype=out)
+        with torch.tpu.eager_mode(mode):
+            got = torch._scaled_mm(a.to("tpu"), b.to("tpu"), sa.to("tpu"), sb.to("tpu"),
+                                   bias=None if bias is None else bias.to("tpu"), out_dtype=out).cpu()
+        assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        torch.testing.assert_close(got.float(), want.float(), rtol=2**-7 if out != torch.float32 else 1e-5,
+                                   atol=1e-5)
+assert torchtpu.fallback_counts() == {}
+print("ok")
+"""
+
+
+def test_scaled_mm_matches_cpu_on_a_chip_with_fp8():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCHTPU_CHIP="v7x")
+    out = subprocess.run([sys.executable, "-c", _SCALED_MM_ON_V7X], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
