@@ -236,6 +236,7 @@ def _mxu_dtype(x: np.ndarray) -> np.ndarray:
 
 
 _DOT_PLANS: dict[int, tuple] = {}
+_EXACT_F64_K = 2**36  # derived: |int8 or uint8 product| <= 2**16, so K < 2**36 keeps every sum below 2**52
 
 
 def dot_layout(op: Op, lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple:
@@ -273,7 +274,11 @@ def _dot_general(op: Op, args: list[np.ndarray], array: int = mxu.DEFAULT_ARRAY)
     lperm, rperm, a_shape, b_shape, integer, precision, out_t = _dot_plan(op, lhs, rhs)
     a3 = lhs.transpose(lperm).reshape(a_shape)
     b3 = rhs.transpose(rperm).reshape(b_shape)
-    if integer:
+    if integer and lhs.itemsize == rhs.itemsize == 1 and a_shape[2] < _EXACT_F64_K:
+        # int8/uint8: every partial sum is an integer below 2**53, so float64 BLAS (any order, FMA or not) is
+        # exact and fast; the int64 result then wraps to int32 as the MXU's int32 accumulator does
+        y = np.matmul(a3.astype(np.float64), b3.astype(np.float64)).astype(np.int64)
+    elif integer:
         y = np.matmul(a3.astype(np.int64), b3.astype(np.int64))  # integer matmul: exact, on the VPU
     elif lhs.dtype == np.float64 or rhs.dtype == np.float64:  # float64 is exact (host numpy), never the MXU
         y = np.matmul(a3.astype(np.float64), b3.astype(np.float64))
