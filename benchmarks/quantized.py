@@ -7,8 +7,9 @@ The model is a stack of MLP blocks (Linear d -> 4d, ReLU, Linear 4d -> d), forwa
 - fp8: each Linear as `torch._scaled_mm` on fp8 activations and weights with per-tensor scales (what torchao's
   float8 dynamic config runs on GPUs; torchao 0.18 refuses that config without CUDA sm89, so the step calls the
   op itself), in the chip's fp8 MXU format (float8_e4m3fn on v7x, float8_e5m2 on v6e).
-On v7x (no int8 MXU) `_int_mm` is refused, and torchao's own `safe_int_mm` catches the refusal and multiplies in
-float32 instead (its fallback for devices without int8 matmuls): the row names the matmul ops that ran.
+On v7x (no int8 MXU) `_int_mm` is refused: eager torchao's own `safe_int_mm` catches the refusal and multiplies in
+float32 instead (its fallback for devices without int8 matmuls; the row names the matmul ops that ran), while its
+compiled path has no such retry, so the compiled int8 dynamic step is refused there.
 For each chip (one child process per chip: TORCHTPU_CHIP) it prints the simulated device seconds of one step and
 the ratio to bf16 on that chip, or the refusal where the chip's MXU lacks the type; and, in the same run, the
 median host wall time of the step on "tpu" vs the same torchao-quantized model on CPU. torch.set_num_threads(1).
@@ -127,10 +128,21 @@ def child(chip: str, tokens: int, dim: int, layers: int, repeats: int) -> dict:
             torchtpu.reset_stats()
             fn(xt).cpu()
             stats = torchtpu.stats()
-            row["sim_seconds"] = stats["device_seconds"]
+            row["sim_eager"] = stats["device_seconds"]
             row["matmuls"] = sorted(k.split(".")[1] for k in stats["by_op"] if "mm" in k)
+            row["wall_eager"] = _median_wall(fn, xt, repeats, lambda: torch.tpu.synchronize())
+            torch._dynamo.reset()
+            compiled = torch.compile(fn, backend="tpu")
+            try:
+                compiled(xt).cpu()
+                torchtpu.reset_stats()
+                compiled(xt).cpu()
+                row["sim_compiled"] = torchtpu.stats()["device_seconds"]
+                row["wall_compiled"] = _median_wall(compiled, xt, repeats, lambda: torch.tpu.synchronize())
+            except NotImplementedError as exc:  # v7x: torchao's compiled path has no float32 retry around _int_mm
+                row["compiled_refused"] = str(exc).split(":")[0] + ": " + str(exc).split(": ")[1][:60]
+                row["sim_compiled"] = row["wall_compiled"] = float("nan")
             row["fallbacks"] = torchtpu.fallback_counts()
-            row["wall_tpu"] = _median_wall(fn, xt, repeats, lambda: torch.tpu.synchronize())
             if name in cpu:
                 cpu[name](x)
                 row["wall_cpu"] = _median_wall(cpu[name], x, repeats, lambda: None)
@@ -152,8 +164,10 @@ def main(argv: list[str] | None = None) -> dict:
         return {}
     print(f"MLP stack: {args.layers} x (Linear {args.dim}->{4 * args.dim}, ReLU, Linear {4 * args.dim}->{args.dim}), "
           f"{args.tokens} tokens, bf16 activations; forward step; medians of {args.repeats}; 1 thread")
-    print(f"{'chip':<5} {'variant':<17} {'sim us':>9} {'vs bf16':>8} {'wall tpu ms':>12} {'wall cpu ms':>12} "
-          f"{'tpu/cpu':>8}  note")
+    print("sim us: simulated device time of one step, eager (DEFER_NEVER: every op its own launch) and compiled "
+          "(torch.compile, one Program); wall: host ms, tpu eager / compiled vs torchao on CPU (eager)")
+    print(f"{'chip':<5} {'variant':<17} {'sim eager':>9} {'vs bf16':>8} {'sim comp':>9} {'vs bf16':>8} "
+          f"{'wall eager':>10} {'wall comp':>10} {'wall cpu':>9} {'eager/cpu':>9} {'comp/cpu':>8}  matmuls")
     results = {}
     for chip in args.chips.split(","):
         env = dict(os.environ, TORCHTPU_CHIP=chip)
@@ -164,18 +178,20 @@ def main(argv: list[str] | None = None) -> dict:
             raise RuntimeError(f"{chip}: child failed:\n{out.stderr[-3000:]}")
         res = json.loads(out.stdout.strip().splitlines()[-1])
         results[chip] = res
-        bf16 = res["variants"]["bf16"]["sim_seconds"]
+        base = res["variants"]["bf16"]
         for name, row in res["variants"].items():
             label = f"{name} ({res['fp8_format']})" if name == "fp8" else name
             if "refused" in row:
-                print(f"{chip:<5} {label:<17} {'-':>9} {'-':>8} {'-':>12} {'-':>12} {'-':>8}  refused: "
-                      f"{row['refused'][:90]}")
+                print(f"{chip:<5} {label:<17} refused: {row['refused'][:110]}")
                 continue
-            cpu = row.get("wall_cpu")
-            print(f"{chip:<5} {label:<17} {row['sim_seconds'] * 1e6:>9.1f} {row['sim_seconds'] / bf16:>8.3f} "
-                  f"{row['wall_tpu'] * 1e3:>12.1f} {cpu * 1e3 if cpu else float('nan'):>12.1f} "
-                  f"{row['wall_tpu'] / cpu if cpu else float('nan'):>8.2f}  fallbacks={row['fallbacks'] or 0} "
-                  f"matmuls={','.join(row['matmuls'])}")
+            if row["fallbacks"]:
+                raise RuntimeError(f"{chip} {name}: CPU fallbacks {row['fallbacks']}")
+            cpu = row.get("wall_cpu") or float("nan")
+            print(f"{chip:<5} {label:<17} {row['sim_eager'] * 1e6:>9.1f} {row['sim_eager'] / base['sim_eager']:>8.3f} "
+                  f"{row['sim_compiled'] * 1e6:>9.1f} {row['sim_compiled'] / base['sim_compiled']:>8.3f} "
+                  f"{row['wall_eager'] * 1e3:>10.1f} {row['wall_compiled'] * 1e3:>10.1f} {cpu * 1e3:>9.1f} "
+                  f"{row['wall_eager'] / cpu:>9.2f} {row['wall_compiled'] / cpu:>8.2f}  {','.join(row['matmuls'])}"
+                  + (f"; compiled refused: {row['compiled_refused']}" if "compiled_refused" in row else ""))
     return results
 
 
