@@ -137,6 +137,14 @@ def test_float8_storage_and_converts_match_cpu(tpu, fp8):
                        want.reshape(64, 64).t().contiguous().view(torch.uint8))
     with pytest.raises(NotImplementedError, match=f"dtype {fp8} is not supported.*float8 tensors take only"):
         on_dev + on_dev  # as on CPU, no arithmetic on fp8
+    idx = torch.tensor([5, 0, 4095])
+    for got, ref in ((torch.cat([on_dev[:7], on_dev[-3:]]), torch.cat([want[:7], want[-3:]])),
+                     (on_dev.index_select(0, idx.to(tpu)), want.index_select(0, idx)),
+                     (torch.full((3,), 0.3, dtype=fp8, device=tpu), torch.full((3,), 0.3, dtype=fp8))):
+        assert torch.equal(got.cpu().view(torch.uint8), ref.view(torch.uint8))
+    with pytest.raises(RuntimeError, match=f"value cannot be converted to type c10::{str(fp8)[6:].capitalize()} "
+                                           "without overflow"):
+        on_dev.fill_(-1e9)  # as CPU refuses it
     assert torchtpu.fallback_counts() == {}
 
 

@@ -134,6 +134,7 @@ _C_NAMES: dict[torch.dtype, str] = {
     torch.uint8: "uint8_t", torch.int8: "int8_t", torch.int16: "int16_t", torch.int32: "int",
     torch.int64: "int64_t", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", torch.float32: "float",
     torch.float64: "double", torch.complex64: "c10::complex<float>", torch.complex128: "c10::complex<double>",
+    torch.float8_e4m3fn: "c10::Float8_e4m3fn", torch.float8_e5m2: "c10::Float8_e5m2",
 }
 
 

@@ -43,7 +43,8 @@ def int_mm(self: Sym, mat2: Sym) -> Sym:
 @lower(aten._weight_int8pack_mm.default)
 def weight_int8pack_mm(self: Sym, mat2: Sym, scales: Sym) -> Sym:
     """y = (x @ w.T) * scales for x (M, K) float, w (N, K) int8, scales (N,): int8 values are exact in bf16, so the
-    MXU multiplies them in x's type with float32 accumulation; one rounding to x's type at the end, as CPU."""
+    MXU multiplies them as x's type is multiplied (bf16: exact products; float32/float16: the precision's passes)
+    with float32 accumulation; one rounding to x's type at the end, as CPU."""
     if self.dtype not in (torch.bfloat16, torch.float16, torch.float32):
         raise RuntimeError(f"_weight_int8pack_mm: expected self to be bfloat16, float16 or float32, got {self.dtype}")
     if mat2.dtype != torch.int8 or mat2.ndim != 2 or self.ndim != 2:
@@ -55,9 +56,7 @@ def weight_int8pack_mm(self: Sym, mat2: Sym, scales: Sym) -> Sym:
     if scales.ndim != 1 or scales.shape[0] != n or scales.dtype != self.dtype:
         raise RuntimeError(f"_weight_int8pack_mm: expected scales of shape ({n},) and dtype {self.dtype}, got "
                            f"{tuple(scales.shape)} {scales.dtype}")
-    x = P.convert(self, torch.bfloat16) if self.dtype == torch.float16 else self
-    w = P.convert(mat2, x.dtype)
-    y = P.dot_general(x, w, (), (), (1,), (1,), torch.float32)
+    y = P.dot_general(self, P.convert(mat2, self.dtype), (), (), (1,), (1,), torch.float32)
     y = y * P.broadcast_to(P.convert(P.reshape(scales, (1, n)), torch.float32), y.shape)
     return P.convert(y, self.dtype)
 
