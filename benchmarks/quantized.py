@@ -12,7 +12,8 @@ float32 instead (its fallback for devices without int8 matmuls; the row names th
 compiled path has no such retry, so the compiled int8 dynamic step is refused there.
 For each chip (one child process per chip: TORCHTPU_CHIP) it prints the simulated device seconds of one step and
 the ratio to bf16 on that chip, or the refusal where the chip's MXU lacks the type; and, in the same run, the
-median host wall time of the step on "tpu" vs the same torchao-quantized model on CPU. torch.set_num_threads(1).
+median host wall time of the step on "tpu" vs the same torchao-quantized model on CPU (for fp8: the same
+`_scaled_mm` step on CPU). torch.set_num_threads(1).
 
 Usage: python benchmarks/quantized.py [--tokens 512] [--dim 1024] [--layers 2] [--repeats 5] [--chips v5e,v6e,v7x]
 """
@@ -76,7 +77,7 @@ def _fp8_step(model, fp8):
     return step
 
 
-def _variants(model, device: str, fp8_name: str):
+def _variants(model, fp8_name: str):
     import torch
     from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
 
@@ -86,9 +87,8 @@ def _variants(model, device: str, fp8_name: str):
         m = copy.deepcopy(model)
         quantize_(m, cfg)
         out[name] = m
-    if device == "tpu":
-        out["fp8"] = _fp8_step(model, getattr(torch, fp8_name))
-    return out
+    out["fp8"] = _fp8_step(model, getattr(torch, fp8_name))  # CPU: the same torch._scaled_mm step (torchao's
+    return out  # float8 dynamic config refuses CPU)
 
 
 def _median_wall(fn, x, repeats: int, sync) -> float:
@@ -111,8 +111,8 @@ def child(chip: str, tokens: int, dim: int, layers: int, repeats: int) -> dict:
     torch.set_num_threads(1)
     x = torch.randn(tokens, dim, dtype=torch.bfloat16, generator=torch.Generator().manual_seed(1))
     base = _model(dim, layers)
-    cpu = _variants(base, "cpu", "")
-    tpu = _variants(copy.deepcopy(base).to("tpu"), "tpu", FP8_FORMAT[chip])
+    cpu = _variants(base, FP8_FORMAT[chip])
+    tpu = _variants(copy.deepcopy(base).to("tpu"), FP8_FORMAT[chip])
     xt = x.to("tpu")
     res: dict = {"chip": chip, "fp8_format": FP8_FORMAT[chip], "variants": {}}
     with torch.no_grad():
