@@ -137,6 +137,9 @@ def test_float8_storage_and_converts_match_cpu(tpu, fp8):
                        want.reshape(64, 64).t().contiguous().view(torch.uint8))
     with pytest.raises(NotImplementedError, match=f"dtype {fp8} is not supported.*float8 tensors take only"):
         on_dev + on_dev  # as on CPU, no arithmetic on fp8
+    torch._dynamo.reset()
+    with pytest.raises(NotImplementedError, match=f"aten.add.Tensor: dtype {fp8} is not supported"):
+        torch.compile(lambda a: a + a, backend="tpu")(on_dev)  # nor in a compiled graph
     idx = torch.tensor([5, 0, 4095])
     for got, ref in ((torch.cat([on_dev[:7], on_dev[-3:]]), torch.cat([want[:7], want[-3:]])),
                      (on_dev.index_select(0, idx.to(tpu)), want.index_select(0, idx)),
@@ -176,6 +179,14 @@ for mode in ("DEFER_NEVER", "DEFER_AND_FUSE"):
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         torch.testing.assert_close(got.float(), want.float(), rtol=2**-7 if out != torch.float32 else 1e-5,
                                    atol=1e-5)
+def step(x, w, sw):  # an fp8 linear as torchao's float8 dynamic config runs it: quantize x, then _scaled_mm
+    sx = (x.abs().amax() / 448.0).reshape(())
+    return torch._scaled_mm((x / sx).to(torch.float8_e4m3fn), w, sx, sw, out_dtype=torch.bfloat16)
+x = torch.randn(16, 64, generator=g)
+eager = step(x.to("tpu"), b.to("tpu"), torch.tensor(0.5).to("tpu")).cpu()
+compiled = torch.compile(step, backend="tpu")(x.to("tpu"), b.to("tpu"), torch.tensor(0.5).to("tpu")).cpu()
+assert torch.equal(compiled, eager)
+torch.testing.assert_close(eager.float(), step(x, b, torch.tensor(0.5)).float(), rtol=2**-7, atol=1e-5)
 assert torchtpu.fallback_counts() == {}
 print("ok")
 """

@@ -11,6 +11,8 @@ Both name the dtype, the op and the supported set. docs/install.md has the same 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from torchtpu.ops import scalar_args
@@ -30,6 +32,9 @@ FLOAT8_OPS = frozenset({
     "_to_copy", "_copy_from", "_copy_from_and_resize", "copy_", "copy", "clone", "_scaled_mm", "cat", "fill_",
     "zero_", "empty_like", "zeros_like", "contiguous", "index_select", "slice_scatter", "select_scatter",
     "as_strided_scatter",
+    # views, which compiled graphs lower (eager mode aliases with ATen's own kernels)
+    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "slice", "select", "unsqueeze",
+    "squeeze", "as_strided", "alias", "detach", "split", "split_with_sizes", "unbind", "narrow", "view_as",
 })
 STORAGE: tuple[torch.dtype, ...] = COMPUTE + STORAGE_ONLY + FLOAT8
 
@@ -101,6 +106,16 @@ def check_compute(dtype: torch.dtype, op: str) -> None:
             raise _refuse(dtype, op, COMPUTE, f"float8 tensors take only {', '.join(sorted(FLOAT8_OPS))}")
         what = "stored as bytes only, no op computes on it" if dtype in _STORAGE else "the IR has no such type"
         raise _refuse(dtype, op, COMPUTE, what)
+
+
+def check_fp8_operands(values: Any, op: str) -> None:
+    """Raises as `check_compute` does where a compiled graph's node `op` takes a float8 value (`values`: its
+    arguments, Syms among them) and is not one of FLOAT8_OPS; eager mode checks every traced tensor instead."""
+    for v in values:
+        if isinstance(v, list | tuple):
+            check_fp8_operands(v, op)
+        elif getattr(v, "dtype", None) in _FLOAT8 and not isinstance(v, torch.Tensor):
+            check_compute(v.dtype, op)
 
 
 def check_family(dtype: torch.dtype, op: str, family: str) -> None:

@@ -134,6 +134,7 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
         elif node.target is torch.ops.aten.copy_.default and mutations is not None and node.args[0] in position:
             env[node] = mutations[position[node.args[0]]] = TABLE[torch.ops.aten.copy.default].graph(*args)
         else:
+            dtypes.check_fp8_operands((*args, *kwargs.values()), str(node.target))
             record = _lowering_for(node.target)
             if record is None:
                 env[node] = _run_decomposed(node.target, args, kwargs, rng, depth)
