@@ -179,6 +179,16 @@ for mode in ("DEFER_NEVER", "DEFER_AND_FUSE"):
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         torch.testing.assert_close(got.float(), want.float(), rtol=2**-7 if out != torch.float32 else 1e-5,
                                    atol=1e-5)
+assert torchtpu.fallback_counts() == {}
+print("ok")
+"""
+
+_FP8_STEP_COMPILED_ON_V7X = r"""
+import torch, torchtpu
+g = torch.Generator().manual_seed(0)
+b = (torch.randn(24, 64, generator=g) * 4).to(torch.float8_e4m3fn).t()
+
+
 def step(x, w, sw):  # an fp8 linear as torchao's float8 dynamic config runs it: quantize x, then _scaled_mm
     sx = (x.abs().amax() / 448.0).reshape(())
     return torch._scaled_mm((x / sx).to(torch.float8_e4m3fn), w, sx, sw, out_dtype=torch.bfloat16)
@@ -192,12 +202,20 @@ print("ok")
 """
 
 
-def test_scaled_mm_matches_cpu_on_a_chip_with_fp8():
+def _on_v7x(script: str) -> None:
     import os
     import subprocess
     import sys
 
-    env = dict(os.environ, TORCHTPU_CHIP="v7x")
-    out = subprocess.run([sys.executable, "-c", _SCALED_MM_ON_V7X], env=env, capture_output=True, text=True,
-                         timeout=300)
+    env = dict(os.environ, TORCHTPU_CHIP="v7x")  # the chip is chosen per process
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def test_scaled_mm_matches_cpu_on_a_chip_with_fp8():
+    _on_v7x(_SCALED_MM_ON_V7X)
+
+
+@pytest.mark.slow
+def test_a_compiled_fp8_linear_step_equals_eager_on_a_chip_with_fp8():
+    _on_v7x(_FP8_STEP_COMPILED_ON_V7X)
