@@ -326,8 +326,8 @@ REASONS: dict[str, str] = {
     # ecosystem paths (tests/models/test_ecosystem.py) and eager modes
     "accelerate": "[upstream accelerate] accelerate 1.15's PartialState.default_device knows no 'tpu' device, so "
                   "Trainer's accelerator.prepare() moves the model back to CPU while TrainingArguments.device is "
-                  "tpu:0; set ACCELERATE_TORCH_DEVICE=tpu (torchtpu does not set it: accelerate would then ignore "
-                  "use_cpu=True)",
+                  "tpu:0, unless torchtpu.integrations.trainer_state.configure_trainer_state() built its state and "
+                  "TrainingArguments(accelerator_config=USE_CONFIGURED_STATE) uses it (docs/ecosystem.md)",
 }
 
 # model -> check -> '+'-joined REASONS keys

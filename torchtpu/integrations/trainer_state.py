@@ -51,8 +51,10 @@ def configure_trainer_state(device: torch.device | str | None = None) -> Any:
     from accelerate.utils import patch_environment
 
     target = torch.device(device) if device is not None else accelerator_device()
-    if target.type != "cpu" and target.index is None:
-        target = torch.device(target.type, torch.accelerator.current_device_index())
+    if target.type != "cpu":
+        target = accelerator_device(target.index)   # checks the type is torch.accelerator's, and the index
+        if device is not None and torch.device(device).type != target.type:
+            raise ValueError(f"{device} is not torch.accelerator's device type {target.type!r} (or 'cpu')")
     if PartialState._shared_state:
         state = PartialState()
         if state.device != target:
