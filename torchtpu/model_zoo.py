@@ -279,7 +279,8 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in [
               _cfg("SiglipConfig",
                    text_config=dict(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=FFN,
                                     num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-                                    max_position_embeddings=MAX_POS),
+                                    max_position_embeddings=MAX_POS, pad_token_id=0, bos_token_id=1,
+                                    eos_token_id=2),
                    vision_config=dict(image_size=32, patch_size=8, hidden_size=HIDDEN, intermediate_size=FFN,
                                       num_hidden_layers=LAYERS, num_attention_heads=HEADS)),
               _siglip_inputs, output="logits_per_image"),
@@ -300,7 +301,8 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in [
                                       mlp_ratio=2, patch_size=4, spatial_merge_size=2, temporal_patch_size=2),
                    **QWEN_VL),
               _qwen2_vl_inputs, generate=True),
-    # state-space and hybrid: the reference (non-CUDA-kernel) paths transformers runs on CPU
+    # state-space and hybrid: the PyTorch reference paths transformers runs when the CUDA kernels (mamba_ssm,
+    # causal_conv1d) are not installed
     ModelSpec("mamba", "MambaForCausalLM",
               _cfg("MambaConfig", vocab_size=VOCAB, hidden_size=HIDDEN, state_size=8, num_hidden_layers=LAYERS,
                    expand=2, conv_kernel=4, time_step_rank=4, use_mambapy=False, bos_token_id=1,
@@ -312,7 +314,7 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in [
     ModelSpec("jamba", "JambaForCausalLM",
               _cfg("JambaConfig", **_LLAMALIKE, num_experts=4, num_experts_per_tok=2, expert_layer_period=2,
                    expert_layer_offset=1, attn_layer_period=2, attn_layer_offset=1, mamba_d_state=8,
-                   mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=4, use_mamba_kernels=False), **_TEXT),
+                   mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=4), **_TEXT),
 ]}
 
 
