@@ -60,7 +60,7 @@ def test_forward_defer_and_fuse(tpu, name):
 
 @pytest.mark.sim_only("bit-exact DEFER_AND_FUSE == DEFER_NEVER is the sim's per-op evaluation; XLA fuses and "
                       "reassociates f32 math inside a fused program (differences ~1e-4)")
-@pytest.mark.parametrize("name", ["bert", "llama"])
+@pytest.mark.parametrize("name", ["bert", "llama", "mamba", "qwen2-vl"])
 def test_forward_defer_and_fuse_matches_defer_never(tpu, name):
     import torch
 
@@ -70,7 +70,7 @@ def test_forward_defer_and_fuse_matches_defer_never(tpu, name):
     model = spec.build().to("tpu")
     inputs = vm.to_device(spec.make_inputs(), "tpu")
     with torch.no_grad():
-        eager = model(**inputs).logits.cpu()
+        eager = vm._output(model(**inputs), spec.output).cpu()
         with torchtpu.eager_mode("DEFER_AND_FUSE"):
-            fused = model(**inputs).logits.cpu()
+            fused = vm._output(model(**inputs), spec.output).cpu()
     torch.testing.assert_close(fused, eager, rtol=0, atol=0)
