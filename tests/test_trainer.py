@@ -113,6 +113,8 @@ def test_bad_device_index_is_refused(tpu, no_accelerate_state):
         trainer_state.accelerator_device(count)
     with pytest.raises(ValueError, match="out of range"):
         trainer_state.configure_trainer_state(f"tpu:{count}")
+    with pytest.raises(ValueError, match="cuda:0 is not torch.accelerator's device type 'tpu'"):
+        trainer_state.configure_trainer_state("cuda:0")
     from accelerate.state import PartialState
 
     assert PartialState._shared_state == {}          # nothing half-built
