@@ -540,7 +540,7 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Call
 # stay traceable.
 _DYNAMO_SKIP = ("torchtpu.execution", "torchtpu.ops", "torchtpu.compile", "torchtpu.runtime", "torchtpu.random",
                 "torchtpu.precision", "torchtpu._native", "torchtpu.registration", "torchtpu.device_module",
-                "torchtpu.stats", "torchtpu.drivers", "torchtpu.sim", "torchtpu.profiler")
+                "torchtpu.stats", "torchtpu.drivers", "torchtpu.sim", "torchtpu.profiler", "torchtpu.dtypes")
 
 
 _rules_registered = False
