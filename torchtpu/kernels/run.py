@@ -52,8 +52,9 @@ def _reset_interpreter() -> None:
 
 def _raise(name: str, exc: BaseException, where: str) -> None:
     _reset_interpreter()
-    text = str(exc).strip().splitlines()
-    summary = " ".join(text[:6]) if text else ""
+    text = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    errors = [line for line in text if line.split(":")[0].endswith(("Error", "Exception"))]
+    summary = errors[-1] if errors else " ".join(text[:4])  # the interpreter's own error, from its callback
     raise KernelError(f"kernel {name} raised {type(exc).__name__}: {summary} (in kernel {name} called at "
                       f"{where or '<unknown>'})") from exc
 
@@ -89,8 +90,9 @@ def run(name: str, entry: Any, tensors: Sequence[torch.Tensor], device_hint: tor
     dev = torch.device("tpu", device)
     outs = [torch.empty(tuple(a.shape), dtype=deps.torch_dtype(a.dtype, name), device=dev) for a in entry.avals]
     if drv.strided_operands:
+        cost = entry.cost(drv, device)  # prices it, and refuses a VMEM over-subscription, before it runs
         _run_host(name, entry, tensors, outs, where)
-        drv.charge(entry.cost(drv, device), device, name=f"kernel:{name}")
+        drv.charge(cost, device, name=f"kernel:{name}")
     else:
         _run_device(name, entry, tensors, outs, drv, device, where)
     if modes.get_eager_mode() is modes.EagerMode.LAUNCH_BLOCKING:
