@@ -139,7 +139,8 @@ def _tiled_matmul(x, w, bm, bn, vmem_limit=None):  # noqa: ANN001, ANN202
     m, k = x.shape
     n = w.shape[1]
     return pl.pallas_call(kern, grid=(m // bm, n // bn),
-                          in_specs=[pl.BlockSpec((bm, k), lambda i, j: (i, 0)), pl.BlockSpec((k, bn), lambda i, j: (0, j))],
+                          in_specs=[pl.BlockSpec((bm, k), lambda i, j: (i, 0)),
+                                    pl.BlockSpec((k, bn), lambda i, j: (0, j))],
                           out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
                           out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), interpret=kernels.interpret_params(),
                           compiler_params=pltpu.CompilerParams(vmem_limit_bytes=vmem_limit))(x, w)

@@ -43,7 +43,7 @@ def test_rmsnorm_matches_the_eager_op():
     torch.testing.assert_close(wt.grad.cpu(), wc.grad, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("causal", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_flash_attention_forward_and_backward(causal):
     torch.manual_seed(1)
     q, k, v = (torch.randn(1, 2, 32, 16) for _ in range(3))

@@ -42,12 +42,23 @@ def interpret_params() -> Any:
 
 
 def _reset_interpreter() -> None:
+    """After a kernel's error: the TPU interpreter's state reset, and JAX's ordered-effect tokens, which hold the
+    failed callback's error and would raise it again from every later kernel, dropped (jax 0.10.2's
+    `dispatch.runtime_tokens`, after `jax.effects_barrier` raised it once more)."""
+    import jax
+
     try:
         from jax.experimental.pallas import tpu as pltpu
 
         pltpu.reset_tpu_interpret_mode_state()
     except Exception:  # noqa: BLE001 - nothing to reset (no interpreted kernel ran)
         pass
+    try:
+        jax.effects_barrier()
+    except Exception:  # noqa: BLE001 - the failed kernel's token: forget it
+        from jax._src import dispatch
+
+        dispatch.runtime_tokens.clear()
 
 
 def _raise(name: str, exc: BaseException, where: str) -> None:
