@@ -76,3 +76,30 @@ def test_grouped_matmul_ragged_groups():
     grouped_matmul_eager(xc, wc, sizes).pow(2).sum().backward()
     torch.testing.assert_close(xt.grad.cpu(), xc.grad, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(wt.grad.cpu(), wc.grad, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.slow  # a Mixtral forward and backward through interpreted Pallas kernels: ~1-2 min on 2 cores
+def test_mixtral_experts_on_the_grouped_matmul_kernel():
+    transformers = pytest.importorskip("transformers")
+    import torchtpu
+    from torchtpu.kernels.examples import moe
+
+    name = moe.register()
+    cfg = transformers.MixtralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                     num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
+                                     num_experts_per_tok=2, max_position_embeddings=64)
+    torch.manual_seed(0)
+    reference = transformers.MixtralForCausalLM(cfg)
+    model = transformers.MixtralForCausalLM._from_config(cfg, experts_implementation=name)
+    model.load_state_dict(reference.state_dict())
+    model = model.to("tpu")
+    assert model.config._experts_implementation == name
+    ids = torch.randint(0, 64, (2, 8))
+    with torchtpu.precision("HIGHEST"):  # the rest of the model at f32 accuracy, as the CPU reference
+        loss = model(ids.to("tpu"), labels=ids.to("tpu")).loss
+        loss.backward()
+    expect = reference(ids, labels=ids).loss
+    expect.backward()
+    torch.testing.assert_close(loss.detach().cpu(), expect.detach(), atol=1e-4, rtol=1e-4)
+    got = model.model.layers[0].mlp.experts.gate_up_proj.grad.cpu()
+    torch.testing.assert_close(got, reference.model.layers[0].mlp.experts.gate_up_proj.grad, atol=1e-4, rtol=1e-3)

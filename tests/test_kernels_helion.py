@@ -12,25 +12,14 @@ import torch
 os.environ.setdefault("HELION_BACKEND", "pallas")  # Helion reads them at import
 os.environ.setdefault("HELION_PALLAS_INTERPRET", "1")
 helion = pytest.importorskip("helion")
-import helion.language as hl  # noqa: E402
 import jax  # noqa: E402
 
 import torchtpu  # noqa: E402
 from torchtpu import kernels  # noqa: E402
+from torchtpu.kernels.examples.helion_rmsnorm import rms_norm  # noqa: E402
 from torchtpu.kernels.helion_ops import sim_autotune  # noqa: E402
 
 MODES = ["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"]
-
-
-@helion.kernel(static_shapes=True)
-def rms_norm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    m, n = x.size()
-    out = torch.empty_like(x)
-    for tile_m in hl.tile(m):
-        row = x[tile_m, :].to(torch.float32)
-        inv = torch.rsqrt(torch.mean(row * row, dim=-1) + 1e-6)
-        out[tile_m, :] = (row * inv[:, None] * w[None, :].to(torch.float32)).to(out.dtype)
-    return out
 
 
 op = kernels.helion_op(rms_norm, "test_helion::rms_norm", candidates=3)
