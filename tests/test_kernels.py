@@ -128,6 +128,10 @@ def test_kernel_is_charged_on_the_timeline_and_in_stats():
     gelu_mm(x, torch.randn(128, 128, device="tpu"))
     entry = torchtpu.stats()["by_op"]["kernel:test_kernels::gelu_mm"]
     assert entry["count"] == 1 and entry["seconds"] > 0 and entry["flops"] >= 2 * 64 * 128 * 128
+    with torchtpu.profiler.record() as window:
+        gelu_mm(x, torch.eye(128, device="tpu"))
+        torch.tpu.synchronize()
+    assert "kernel:test_kernels::gelu_mm" in [e["name"] for e in window.chrome_events() if e.get("ph") == "X"]
 
 
 def _tiled_matmul(x, w, bm, bn, vmem_limit=None):  # noqa: ANN001, ANN202
