@@ -44,7 +44,7 @@ FREE = frozenset({"reshape", "squeeze", "expand_dims", "broadcast_in_dim", "bitc
                   "get", "swap", "program_id", "num_programs", "dma_wait", "semaphore_wait", "semaphore_signal",
                   "semaphore_read", "copy_p", "pjit", "closed_call", "run_scoped", "device_id", "delay",
                   "multiple_of", "stop_gradient", "slice", "dynamic_slice", "transpose", "concatenate",
-                  "pad", "rev", "select_n", "convert_element_type", "max_contiguous", "optimization_barrier"})
+                  "pad", "rev", "max_contiguous", "optimization_barrier"})
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin",
                         "reduce_and", "reduce_or", "cumsum", "cummax", "cumlogsumexp", "reduce_precision"})
 
@@ -293,25 +293,23 @@ def kernel_cost(closed_jaxpr: Any, model: CostModel, name: str) -> CostRecord:
     io = sum(_nbytes(v.aval) for v in closed_jaxpr.jaxpr.invars) + sum(_nbytes(v.aval)
                                                                         for v in closed_jaxpr.jaxpr.outvars)
     seconds = sum(k.seconds for k in kernels)
-    hbm = sum(k.hbm_bytes for k in kernels) + outer.dma_bytes
+    hbm = sum(k.hbm_bytes for k in kernels)
     mxu_s = sum(k.mxu_seconds for k in kernels) + outer.mxu_s
     vpu_s = sum(k.vpu_seconds for k in kernels)
     flops = sum(k.flops for k in kernels) + outer.flops
+    bw = model.chip.hbm_bw
     outer_compute = outer.compute_s(model)
-    if outer_compute > 0 or not kernels:  # XLA's part: one fused region reading the inputs, writing the outputs
-        extra = io if not kernels else 0.0  # with kernels, their DMAs are the traffic
-        hbm += extra
-        outer_s = max(outer_compute, (extra + outer.dma_bytes) / model.chip.hbm_bw)
-        seconds += outer_s
-        vpu_s += max(outer.vpu_ops / model.chip.vpu_flops, outer.trans / model.eup_rate())
-        flops += outer.vpu_ops
-    elif outer.dma_bytes:  # a Helion kernel: manual DMAs and compute of its pipeline
-        seconds += max(outer_compute, outer.dma_bytes / model.chip.hbm_bw)
-    if not kernels and outer.dma_bytes:  # a hand-made pipeline (Helion's): its first DMA is not overlapped
+    if outer.dma_bytes and not kernels:  # a hand-made pipeline (Helion's): its first DMA is not overlapped
         steps = max(outer.steps, 1.0)
-        dma_s = outer.dma_bytes / model.chip.hbm_bw
-        seconds = max(outer_compute, dma_s) + dma_s / steps + steps * STEP_OVERHEAD_S
-        hbm = outer.dma_bytes
+        dma_s = outer.dma_bytes / bw
+        seconds += max(outer_compute, dma_s) + dma_s / steps + steps * STEP_OVERHEAD_S
+        hbm += outer.dma_bytes
+    elif outer_compute > 0 or not kernels:  # XLA's fusion around kernels (or the whole function without them)
+        extra = 0.0 if kernels else io  # with kernels, their DMAs are the traffic
+        seconds += max(outer_compute, extra / bw)
+        hbm += extra
+    vpu_s += max(outer.vpu_ops / model.chip.vpu_flops, outer.trans / model.eup_rate())
+    flops += outer.vpu_ops
     terms = {"mxu": mxu_s, "vpu": vpu_s, "hbm": hbm / model.chip.hbm_bw}
     bound = max(terms, key=terms.get)  # type: ignore[arg-type]
     if seconds < model.launch_seconds():
