@@ -70,10 +70,10 @@ class Entry:
             record = self._costs[chip.spec.name] = kernel_cost(closed, chip.cost_model, self.name)
         return record
 
-    def on_storages(self, offsets: tuple[int, ...], numels: tuple[int, ...]) -> Any:
+    def on_storages(self, offsets: tuple[int, ...], numels: tuple[int, ...], donate: bool = False) -> Any:
         """The function jitted over flat storage buffers: each input sliced at its offset and reshaped, each
-        output flattened (the PJRT driver's buffers)."""
-        key = (offsets, numels)
+        output flattened (the PJRT driver's buffers); `donate`: the donated inputs' buffers are given to XLA."""
+        key = (offsets, numels, donate)
         fn = self._storage_fns.get(key)
         if fn is None:
             jax = deps.jax()
@@ -89,7 +89,7 @@ class Entry:
                 run.check_results(self.name, results, outs)
                 return [r.reshape(-1) for r in results]
 
-            fn = self._storage_fns[key] = jax.jit(flat)
+            fn = self._storage_fns[key] = jax.jit(flat, donate_argnums=self.donate if donate else ())
         return fn
 
 

@@ -137,7 +137,7 @@ def _run_device(name: str, entry: Any, tensors: Sequence[torch.Tensor], outs: li
     for o in outs:
         key, nbytes, dtype, dev = runtime.storage_of(o)
         refs.append(drv.storage_buffer(key, nbytes, dtype, dev))
-    fn = entry.on_storages(tuple(layout), tuple(int(r.numel) for r in ins))
+    fn = entry.on_storages(tuple(layout), tuple(int(r.numel) for r in ins), bool(getattr(drv, "donate", False)))
     try:
         drv.run_function(fn, ins, refs, device)
     except Exception as exc:  # noqa: BLE001 - any error of the user's function is reported with its name
