@@ -213,6 +213,9 @@ VARS: dict[str, Var] = {v.name: v for v in (
     Var.of("TORCHTPU_VERBOSE_BUILD", "0", BOOL_VALUES, _bool, "show the compiler output of the C++ shim's JIT build"),
     Var.of("TORCHTPU_EXECUTABLE_CACHE", "4096", "an integer >= 1", _int_in(1, None),
         "compiled executables a driver keeps (least recently used dropped first)"),
+    Var.of("TORCHTPU_HELION_AUTOTUNE", "helion", "helion, sim", _choice("helion", "sim"),
+        "how torchtpu.kernels.helion_op picks an unconfigured Helion kernel's config (sim: ranked by simulated "
+        "device time on TORCHTPU_CHIP; helion: Helion's own autotuner)"),
     Var.of("TORCHTPU_CACHE_DIR", _default_cache_dir, "a directory path (created if missing)", _cache_dir,
         "where the JIT-built C++ shim and the sim's fused element-wise loops (sim_fusion/) are cached"
         " (default $XDG_CACHE_HOME/torchtpu or ~/.cache/torchtpu)"),

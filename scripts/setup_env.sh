@@ -8,4 +8,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-python -m pip install -q -c constraints.txt -e ".[dev,notebooks,models,ecosystem,quant,pjrt,ray]"
+python -m pip install -q -c constraints.txt -e ".[dev,notebooks,models,ecosystem,quant,pjrt,ray,kernels,helion]"

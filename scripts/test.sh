@@ -10,6 +10,9 @@ python -m pytest -q -m "not slow" -p no:cacheprovider "$@"
 # with real XLA); the conformance sample must keep every entry's status recorded by the sim's full sweep.
 TORCHTPU_DRIVER=pjrt TORCHTPU_PJRT_PLATFORM=cpu python -m pytest -q -p no:cacheprovider \
   tests/test_device.py tests/test_training.py tests/test_ops.py tests/test_compile.py tests/test_opinfo.py
+# Custom kernels (JAX/Pallas through the driver's PJRT client) on the same driver
+TORCHTPU_DRIVER=pjrt TORCHTPU_PJRT_PLATFORM=cpu python -m pytest -q -m "not slow" -p no:cacheprovider \
+  tests/test_kernels.py tests/test_kernels_examples.py
 # The install users get: a wheel built from this checkout, installed into a fresh venv outside it with the tested
 # pins, the device tests run against the installed package with no compiler and an empty shim cache.
 scripts/wheel_smoke.sh

@@ -35,6 +35,7 @@ BAD = {
     "TORCHTPU_VALIDATE_TRACEBACK": ["verbose"],
     "TORCHTPU_VERBOSE_BUILD": ["loud"],
     "TORCHTPU_EXECUTABLE_CACHE": ["0", "many"],
+    "TORCHTPU_HELION_AUTOTUNE": ["triton", "SIMULATED"],
 }
 GOOD = {
     "TORCHTPU_DRIVER": [(" SIM ", "sim"), ("auto", "auto")],

@@ -321,6 +321,23 @@ class PjrtDriver(Driver):
         s.shared = False
         self._track(device, [s.array])
 
+    def run_function(self, fn: Any, inputs: Sequence[StorageRef], outputs: Sequence[StorageRef],
+                     device: int = 0) -> None:
+        """Runs a jitted JAX function (a custom kernel, torchtpu.kernels) in this client on the inputs' flat device
+        buffers and binds each output storage to its flat result; waits for it, so that the kernel's errors
+        (an interpreted Pallas kernel's out-of-bounds read) raise here."""
+        arrays = [self._storage_array(x, device) for x in inputs]
+        results = fn(*arrays)
+        for out, result in zip(outputs, results):
+            if int(result.shape[0]) != out.numel or str(result.dtype) != str(emit.NP_DTYPES[out.dtype]):
+                raise TypeError(f"run_function: a result of {result.dtype}[{result.shape[0]}] for a storage of "
+                                f"{out.numel} {out.dtype}")
+        self.client.block(results)
+        for out, result in zip(outputs, results):
+            out.storage.array = result
+            out.storage.shared = False
+        self.launches += 1
+
     def free_storage(self, key: int) -> None:
         self._storages.pop(key, None)
 

@@ -4,11 +4,13 @@ DTensor's collectives reach the tpu backend as `_c10d_functional.*` nodes inside
 `all_reduce` and its `wait_tensor`). A Program cannot hold them: the data moves over tpu_dist between chips.
 Instead of running the whole graph op by op, the graph is cut at each collective node: every run of other
 nodes becomes a piece compiled as its own graph (one Program per input signature, as any graph), and each
-collective node runs eagerly on tpu_dist between the pieces, in the graph's order.
+collective node runs eagerly on tpu_dist between the pieces, in the graph's order. Custom kernels
+(torchtpu.kernels.jax_op, `OPAQUE`) are cut out the same way: one node in the graph, run on its tensors.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +18,9 @@ import torch
 from torch.fx.passes.split_module import split_module
 
 COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "c10d_functional", "_dtensor"})
+# Other ops a Program cannot hold, cut out the same way: custom kernels (torchtpu.kernels adds each jax_op's
+# OpOverloads), one node each, run eagerly on their tensors between the compiled pieces.
+OPAQUE: set = set()
 
 
 def unbox_call_args(call_args: tuple[Any, ...]) -> list[Any]:
@@ -30,7 +35,16 @@ def unbox_call_args(call_args: tuple[Any, ...]) -> list[Any]:
 
 
 def is_collective(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and getattr(node.target, "namespace", None) in COLLECTIVE_NAMESPACES
+    """A node the graph is cut at: a collective, or an opaque op (OPAQUE)."""
+    if node.op != "call_function":
+        return False
+    return getattr(node.target, "namespace", None) in COLLECTIVE_NAMESPACES or node.target in OPAQUE
+
+
+def _takes_item_of_cut(node: torch.fx.Node) -> bool:
+    """`out[i]` of a cut node returning a list (an opaque op's Tensor[]): kept in the cut node's piece."""
+    return node.op == "call_function" and node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node) \
+        and node.args[0].target in OPAQUE
 
 
 def _outputs_as_tuple(gm: torch.fx.GraphModule) -> bool:
@@ -82,6 +96,8 @@ def split_at_collectives(gm: torch.fx.GraphModule, compile_graph: Callable[[Any,
         if is_collective(n):
             partition[n] = current + 1
             current += 2
+        elif _takes_item_of_cut(n):
+            partition[n] = partition[n.args[0]]
         else:
             partition[n] = current
     split = split_module(gm, None, lambda n: partition[n], keep_original_order=True)

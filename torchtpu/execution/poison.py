@@ -92,6 +92,13 @@ def check_inputs(op_name: str, tensors: Sequence[torch.Tensor], program: Program
                 raise error(t, f"{op_name} read")
 
 
+def check_tensors(use: str, tensors: Iterable[torch.Tensor]) -> None:
+    """Raises if any of `tensors` is poisoned (`use`: who reads them, e.g. "kernel mylib::rmsnorm")."""
+    for t in tensors:
+        if storage_key(t) in _entries:
+            raise error(t, f"{use} read")
+
+
 def overwritten(tensors: Iterable[torch.Tensor]) -> None:
     """`tensors` were just written: a poisoned storage that one of them covers whole is valid again."""
     done = [storage_key(t) for t in tensors if storage_key(t) in _entries and t.storage_offset() == 0
