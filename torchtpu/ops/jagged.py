@@ -1,0 +1,305 @@
+"""Lowerings of fbgemm's jagged-tensor operators (the `fbgemm::` ops TorchRec's KeyedJaggedTensor and JaggedTensor
+call): the offsets cumsums, jagged <-> padded dense, segment_sum_csr, and the sparse-feature permutes.
+
+fbgemm_gpu defines these ops when it is imported, after torch (and so torchtpu) is loaded. Their PrivateUse1
+kernels are therefore registered by name before the ops exist (the dispatcher keeps a kernel for an op defined
+later); the first call makes the op's registry record (registry.define, the one table every executor reads) and
+every call runs through registry.apply like any ATen lowering. Each op's rule follows fbgemm's CPU kernel
+(fbgemm_gpu/src/sparse_ops/sparse_ops_cpu.cpp, jagged_tensor_ops/jagged_tensor_ops_cpu.cpp); where that kernel
+reads out of bounds on bad input (offsets past the values, a permute past the features, values shorter than the
+lengths), the lowering checks the index when the program runs and raises, naming what was wrong and what is valid.
+The permutes' output size depends on the lengths: without `permuted_lengths_sum` the kernel reads it back first
+(one sync), as ops/dynamic.py does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from torchtpu.execution import eager
+from torchtpu.ops import prims as P
+from torchtpu.ops import registry
+from torchtpu.ops.tracing import Sym
+
+_OPS: dict[str, tuple[Callable[..., Any], str, tuple[str, ...]]] = {}  # "name" or "name.overload" -> fn, how, static
+_records: dict[str, registry.Lowering] = {}
+_libs: list[torch.library.Library] = []
+
+
+def _fbgemm(name: str, *, how: str = "lowering", static: Sequence[str] = ()) -> Callable[..., Any]:
+    def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _OPS[name] = (fn, how, tuple(static))
+        return fn
+
+    return add
+
+
+def _prod(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# --- cumsums of lengths ------------------------------------------------------------------------------------------
+
+def _scan(t: Sym) -> Sym:
+    return P.emit1("cumulative", [t], kind="sum", dimension=t.ndim - 1)
+
+
+def _zeros_col(t: Sym) -> Sym:
+    return P.full(0, (*t.shape[:-1], 1), t.dtype)
+
+
+@_fbgemm("asynchronous_complete_cumsum")
+def complete_cumsum(t_in: Sym) -> Sym:
+    if t_in.ndim not in (1, 2):
+        raise RuntimeError(f"asynchronous_complete_cumsum: expected a 1-D or 2-D tensor, got a {t_in.ndim}-D one")
+    return P.concat([_zeros_col(t_in), _scan(t_in)], t_in.ndim - 1)
+
+
+def _flat_scan(t: Sym) -> Sym:
+    """fbgemm's inclusive and exclusive cumsums run over the tensor flattened, keeping its shape."""
+    return _scan(P.reshape(t, (t.numel(),)))
+
+
+@_fbgemm("asynchronous_inclusive_cumsum")
+def inclusive_cumsum(t_in: Sym) -> Sym:
+    return P.reshape(_flat_scan(t_in), t_in.shape)
+
+
+@_fbgemm("asynchronous_exclusive_cumsum")
+def exclusive_cumsum(t_in: Sym) -> Sym:
+    n = t_in.numel()
+    if n == 0:
+        return t_in
+    flat = P.concat([P.full(0, (1,), t_in.dtype), P.slice_dim(_flat_scan(t_in), 0, 0, n - 1)], 0)
+    return P.reshape(flat, t_in.shape)
+
+
+# --- jagged <-> padded dense ---------------------------------------------------------------------------------------
+
+def _gather1(x: Sym, index: Sym) -> Sym:
+    return P.emit1("index_select", [x, index], dimension=0)
+
+
+def _jagged_positions(offsets: Sequence[Sym], grid: Sequence[int], total_l: int, what: str) -> tuple[Sym, Sym]:
+    """For each element of the dense grid (B, *max_lengths), flattened: its row in the jagged values and whether
+    it is inside its sequence. Each level's lengths are checked to lie in [0, rows of the next level]."""
+    n = _prod(grid)
+    idx = P.reshape(P.iota(grid, 0), (n,))
+    valid = P.full(True, (n,), torch.bool)
+    for level, off in enumerate(offsets):
+        off = P.convert(P.reshape(off, (off.numel(),)), torch.int64)
+        m = off.shape[0]
+        below = total_l if level == len(offsets) - 1 else offsets[level + 1].numel() - 1
+        if m < 1:
+            raise RuntimeError(f"{what}: offsets[{level}] is empty; it needs one entry more than its sequences")
+        ends = P.slice_dim(off, 0, 1, m)
+        starts = P.slice_dim(off, 0, 0, m - 1)
+        P.check_index(ends, below + 1, f"{what}: offsets[{level}] holds {{}}, past the {below} rows it indexes",
+                      error="RuntimeError")
+        lengths = P.check_index(ends - starts, below + 1,
+                                f"{what}: offsets[{level}] must be nondecreasing; it has a length of {{}}",
+                                error="RuntimeError")
+        safe = P.where(valid, idx, P.zeros_like(idx))
+        if m - 1 == 0:
+            return P.zeros_like(idx), P.full(False, (n,), torch.bool)
+        j = P.reshape(P.iota(grid, level + 1), (n,))
+        start = _gather1(P.slice_dim(off, 0, 0, m - 1), safe)
+        valid = P.emit1("and", [valid, P.compare("LT", j, _gather1(lengths, safe))])
+        idx = start + j
+    return P.where(valid, idx, P.zeros_like(idx)), valid
+
+
+@_fbgemm("jagged_to_padded_dense_forward", static=("padding_value",))
+def jagged_to_padded_dense(values: Sym, offsets: list[Sym], max_lengths: list[int],
+                           padding_value: float = 0.0) -> Sym:
+    what = "jagged_to_padded_dense"
+    if len(max_lengths) != len(offsets):
+        raise RuntimeError(f"{what}: {len(offsets)} offsets need as many max_lengths, got {len(max_lengths)}")
+    batch = offsets[0].numel() - 1
+    grid = (batch, *[int(m) for m in max_lengths])
+    inner = values.shape[1:]
+    d = _prod(inner)
+    total_l = values.shape[0]
+    pos, valid = _jagged_positions(offsets, grid, total_l, what)
+    n = _prod(grid)
+    pad = P.full(padding_value, (n, d), values.dtype)
+    if total_l == 0 or n == 0:
+        return P.reshape(pad, (*grid, *inner))
+    rows = _gather1(P.reshape(values, (total_l, d)), pos)
+    out = P.where(P.broadcast_to(P.reshape(valid, (n, 1)), (n, d)), rows, pad)
+    return P.reshape(out, (*grid, *inner))
+
+
+def _dense_to_jagged(dense: Sym, offsets: Sequence[Sym], total_l: int, what: str) -> Sym:
+    k = len(offsets)
+    grid, inner = dense.shape[:k + 1], dense.shape[k + 1:]
+    n, d = _prod(grid), _prod(inner)
+    pos, valid = _jagged_positions(offsets, grid, total_l, what)
+    spill = P.where(valid, pos, P.full(total_l, pos.shape, torch.int64))
+    out = P.full(0, (total_l + 1, d), dense.dtype)
+    if n:
+        out = P.emit1("index_add", [out, spill, P.reshape(dense, (n, d))], dimension=0)
+    return P.reshape(P.slice_dim(out, 0, 0, total_l), (total_l, *inner))
+
+
+@_fbgemm("jagged_to_padded_dense_backward", static=("total_L",))
+def jagged_to_padded_dense_backward(grad_output: Sym, offsets: list[Sym], total_L: int) -> Sym:  # noqa: N803
+    return _dense_to_jagged(grad_output, offsets, int(total_L), "jagged_to_padded_dense_backward")
+
+
+# --- segment_sum_csr -----------------------------------------------------------------------------------------------
+
+@_fbgemm("segment_sum_csr", static=("batch_size",))
+def segment_sum_csr(batch_size: int, csr_seg: Sym, values: Sym) -> Sym:
+    """out[i] = sum(values[csr_seg[i] * batch_size : csr_seg[i + 1] * batch_size])."""
+    seg = P.convert(P.reshape(csr_seg, (csr_seg.numel(),)), torch.int64) * int(batch_size)
+    s = seg.shape[0] - 1
+    flat = P.reshape(values, (values.numel(),))
+    n = flat.shape[0]
+    if s <= 0:
+        return P.full(0, (max(s, 0),), values.dtype)
+    if n == 0:
+        return P.full(0, (s,), values.dtype)
+    ends = P.slice_dim(seg, 0, 1, s + 1)
+    P.check_index(ends, n + 1, f"segment_sum_csr: csr_seg * batch_size reaches {{}}, past the {n} values",
+                  error="RuntimeError")
+    pos = P.iota((n, s), 0)
+    which = P.reduce(P.convert(P.compare("LE", P.broadcast_to(P.reshape(ends, (1, s)), (n, s)), pos),
+                               torch.int64), "sum", (1,))
+    pos1 = P.iota((n,), 0)
+    inside = P.emit1("and", [P.compare("LT", which, s), P.compare("GE", pos1, P.slice_dim(seg, 0, 0, 1))])
+    which = P.where(inside, which, P.full(s, (n,), torch.int64))
+    out = P.emit1("index_add", [P.full(0, (s + 1,), values.dtype), which, flat], dimension=0)
+    return P.slice_dim(out, 0, 0, s)
+
+
+# --- permutes of sparse features (data-dependent output size) ------------------------------------------------------
+
+def _segment_permute(permute: Sym, totals: Sym, what: str) -> tuple[Sym, Sym, Sym]:
+    """(checked permute, each source segment's start, the permuted segments' sizes) for segments of `totals`."""
+    t = totals.shape[0]
+    perm = P.check_index(P.convert(permute, torch.int64), t,
+                         f"{what}: permute holds {{}}, not a feature in [0, {t})", error="RuntimeError")
+    starts = P.concat([P.full(0, (1,), torch.int64), P.slice_dim(_scan(totals), 0, 0, t - 1)], 0) if t else totals
+    return perm, starts, _gather1(totals, perm) if t else P.full(0, perm.shape, torch.int64)
+
+
+def _permuted_rows(perm: Sym, starts: Sym, out_totals: Sym, size: int, rows: int, what: str) -> Sym:
+    """The source row of each of the `size` output rows (segment p of the output is source segment perm[p])."""
+    p = out_totals.shape[0]
+    ends = _scan(out_totals)
+    k = P.iota((size, p), 0)
+    which = P.reduce(P.convert(P.compare("LE", P.broadcast_to(P.reshape(ends, (1, p)), (size, p)), k),
+                               torch.int64), "sum", (1,))
+    which = P.emit1("minimum", [which, P.full(p - 1, (size,), torch.int64)])
+    out_start = _gather1(ends - out_totals, which)
+    src = _gather1(_gather1(starts, perm), which) + (P.iota((size,), 0) - out_start)
+    return P.check_index(src, rows, f"{what}: the lengths address value {{}}, but values has {rows} entries",
+                         error="RuntimeError")
+
+
+def _sum_check(out_totals: Sym, size: int, what: str) -> None:
+    total = P.reduce(out_totals, "sum", (0,)) if out_totals.shape[0] else P.full(0, (), torch.int64)
+    P.check_index(P.reshape(total - size, (1,)), 1,
+                  f"{what}: permuted_lengths_sum={size} differs from the permuted lengths' sum by {{}}",
+                  error="RuntimeError")
+
+
+def _totals(lengths: Sym, two_d: bool) -> Sym:
+    lens = P.convert(lengths, torch.int64)
+    if two_d:
+        return P.reduce(lens, "sum", (1,)) if lens.shape[1] else P.full(0, (lens.shape[0],), torch.int64)
+    return lens
+
+
+def _permute_count(permute: Sym, lengths: Sym, *, two_d: bool, what: str) -> Sym:
+    _, _, out_totals = _segment_permute(permute, _totals(lengths, two_d), what)
+    return P.reduce(out_totals, "sum", (0,)) if out_totals.shape[0] else P.full(0, (), torch.int64)
+
+
+def _permute_rows(permute: Sym, lengths: Sym, values: Sym, weights: Sym | None = None, *, size: int, two_d: bool,
+                  what: str) -> tuple[Sym, ...]:
+    if two_d and lengths.ndim != 2:
+        raise RuntimeError(f"{what}: lengths must be 2-D (features, batch), got {lengths.ndim}-D")
+    perm, starts, out_totals = _segment_permute(permute, _totals(lengths, two_d), what)
+    _sum_check(out_totals, size, what)
+    out_lengths = _gather1(lengths, perm)
+    outs = [out_lengths]
+    if size == 0 or out_totals.shape[0] == 0:
+        outs += [P.full(0, (0,), x.dtype) for x in (values, weights) if x is not None]
+        return tuple(outs)
+    for x in (values, weights):  # fbgemm's CPU kernel reads values and weights as flat buffers, whatever their shape
+        if x is not None:
+            flat = P.reshape(x, (x.numel(),))
+            outs.append(_gather1(flat, _permuted_rows(perm, starts, out_totals, size, flat.shape[0], what)))
+    return tuple(outs)
+
+
+def _permute_kernel(name: str, two_d: bool) -> Callable[..., Any]:
+    what = f"{name}()"
+
+    def run(permute: torch.Tensor, lengths: torch.Tensor, values: torch.Tensor, weights: torch.Tensor | None = None,
+            permuted_lengths_sum: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        flags = {"two_d": two_d, "what": what}
+        if permuted_lengths_sum is None:
+            count = eager.run(f"fbgemm::{name}.count", _permute_count, (permute, lengths), flags)
+            permuted_lengths_sum = int(count.item())
+        args = (permute, lengths, values) if weights is None else (permute, lengths, values, weights)
+        outs = eager.run(f"fbgemm::{name}", _permute_rows, args, {"size": int(permuted_lengths_sum), **flags})
+        return outs[0], outs[1], outs[2] if weights is not None else None
+
+    return run
+
+
+_fbgemm("permute_2D_sparse_data", how="kernel")(_permute_kernel("permute_2D_sparse_data", True))
+_fbgemm("permute_1D_sparse_data", how="kernel")(_permute_kernel("permute_1D_sparse_data", False))
+
+
+# --- registration --------------------------------------------------------------------------------------------------
+
+def record(name: str) -> registry.Lowering:
+    """The registry record of fbgemm op `name` ("op" or "op.overload"), made on first use (fbgemm_gpu loaded)."""
+    found = _records.get(name)
+    if found is not None:
+        return found
+    fn, how, static = _OPS[name]
+    packet, _, overload = name.partition(".")
+    op = getattr(getattr(torch.ops.fbgemm, packet), overload or "default")
+    found = registry.TABLE.get(op)
+    if found is None or found.fn is None:
+        site = f"{fn.__module__}:{fn.__code__.co_firstlineno}"
+        found = registry.define(op, how, fn, fn if how == "lowering" else None, site=site, static=static,
+                                data_dependent=how == "kernel", fast=(None, str(op)))
+    _records[name] = found
+    return found
+
+
+def _dispatcher_kernel(name: str) -> Callable[..., Any]:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        rec = record(name)
+        if rec.how == "kernel":
+            return rec.fn(*args, **kwargs)
+        return registry.apply(rec, args, kwargs)
+
+    return kernel
+
+
+def register(kernel: Any) -> None:
+    """Registers the PrivateUse1 kernels of the fbgemm ops by name (registry.register_all calls this once)."""
+    if _libs:
+        return
+    lib = torch.library.Library("fbgemm", "IMPL")
+    for name in _OPS:
+        lib.impl(name, _dispatcher_kernel(name), "PrivateUse1")
+    _libs.append(lib)
+
+
+def lowered() -> list[str]:
+    """The fbgemm ops lowered here (qualified names)."""
+    return [f"fbgemm::{name}" for name in _OPS]
