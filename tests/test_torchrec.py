@@ -170,3 +170,78 @@ def test_dlrm_training_matches_cpu(tpu, mode):
     for (name, p), q in zip(cpu.state_dict().items(), dev.state_dict().values(), strict=True):
         torch.testing.assert_close(q.cpu(), p, rtol=1e-5, atol=1e-6, msg=name)
     assert torchtpu.fallback_counts() == {}
+
+
+# --- bad input: raises as CPU does, or (where fbgemm's CPU kernel reads out of bounds) as the index checks do ----
+
+def _ebc_and_ec():
+    torch.manual_seed(0)
+    ebc = EmbeddingBagCollection(tables=[EmbeddingBagConfig(name="t", embedding_dim=4, num_embeddings=10,
+                                                            feature_names=["f1", "f2"])])
+    ec = EmbeddingCollection(tables=[EmbeddingConfig(name="t", embedding_dim=4, num_embeddings=10,
+                                                     feature_names=["f1", "f2"])])
+    return ebc, ec
+
+
+BAD_KJTS = {  # name: (values, lengths, the error CPU raises for EBC, for EC)
+    "values_shorter_than_lengths": ([1, 2, 3], [2, 1, 0, 2], (RuntimeError, "split_with_sizes"),
+                                    (RuntimeError, "split_with_sizes")),
+    "values_longer_than_lengths": ([1, 2, 3, 4, 5, 6], [2, 1, 0, 2], (RuntimeError, "split_with_sizes"),
+                                   (RuntimeError, "split_with_sizes")),
+    "lengths_not_a_multiple_of_keys": ([1, 2, 3, 4, 5], [2, 1, 2], (RuntimeError, "is invalid for input of size"),
+                                       (RuntimeError, "is invalid for input of size")),
+    "id_past_the_table": ([1, 10, 3, 4, 5], [2, 1, 0, 2], (RuntimeError, "not in the valid range \\[0, 10\\)"),
+                          (IndexError, "out of range")),
+    "negative_id": ([1, -1, 3, 4, 5], [2, 1, 0, 2], (RuntimeError, "not in the valid range \\[0, 10\\)"),
+                    (IndexError, "out of range")),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_KJTS))
+def test_bad_kjt_raises_as_cpu_and_leaves_the_module_usable(tpu, case):
+    values, lengths, bag_error, seq_error = BAD_KJTS[case]
+    ebc, ec = _ebc_and_ec()
+    dev_ebc, dev_ec = copy.deepcopy(ebc).to(tpu), copy.deepcopy(ec).to(tpu)
+    for cpu_module, dev_module, (error, words) in ((ebc, dev_ebc, bag_error), (ec, dev_ec, seq_error)):
+        for module, device in ((cpu_module, "cpu"), (dev_module, tpu)):
+            kjt = KeyedJaggedTensor(keys=["f1", "f2"], values=torch.tensor(values, device=device),
+                                    lengths=torch.tensor(lengths, device=device))
+            with pytest.raises(error, match=words):
+                out = module(kjt)
+                torch.tpu.synchronize()
+                _ = out.values().cpu() if hasattr(out, "keys") and callable(out.keys) else out
+        def good(device):
+            return KeyedJaggedTensor(keys=["f1", "f2"], values=torch.tensor([1, 2, 3, 4, 5], device=device),
+                                     lengths=torch.tensor([2, 1, 0, 2], device=device))
+
+        want, got = cpu_module(good("cpu")), dev_module(good(tpu))
+        want = want.values() if isinstance(cpu_module, EmbeddingBagCollection) else want["f2"].values()
+        got = got.values() if isinstance(dev_module, EmbeddingBagCollection) else got["f2"].values()
+        torch.testing.assert_close(got.cpu(), want)
+    assert torchtpu.fallback_counts() == {}
+
+
+@pytest.mark.parametrize("mode", ["DEFER_NEVER", "DEFER_AND_FUSE"])
+def test_bad_jagged_inputs_raise_where_fbgemm_cpu_reads_out_of_bounds(tpu, mode):
+    lengths = torch.tensor([[1, 2], [0, 1], [2, 0]], device=tpu)
+    values = torch.arange(6, device=tpu)
+    with torchtpu.eager_mode(mode):
+        with pytest.raises(RuntimeError, match=r"permute holds 3, not a feature in \[0, 3\)"):
+            F.permute_2D_sparse_data(_i32(3, 0).to(tpu), lengths, values, None, None)[1].cpu()
+        with pytest.raises(RuntimeError, match="the lengths address value 4, but values has 3 entries"):
+            F.permute_2D_sparse_data(_i32(2, 0).to(tpu), lengths, values[:3], None, None)[1].cpu()
+        with pytest.raises(RuntimeError, match="permuted_lengths_sum=3 differs from the permuted lengths' sum by 1"):
+            F.permute_2D_sparse_data(_i32(1, 0).to(tpu), lengths, values, None, 3)[1].cpu()
+        with pytest.raises(RuntimeError, match="offsets\\[0\\] holds 9, past the 5 rows it indexes"):
+            JaggedTensor(values=torch.arange(5.0, device=tpu), offsets=torch.tensor([0, 2, 9], device=tpu)
+                         ).to_padded_dense(4).cpu()
+        with pytest.raises(RuntimeError, match="offsets\\[0\\] must be nondecreasing; it has a length of -2"):
+            F.jagged_to_padded_dense_forward(torch.arange(5.0, device=tpu), [torch.tensor([0, 3, 1], device=tpu)],
+                                             [4], 0.0).cpu()
+        with pytest.raises(RuntimeError, match="csr_seg \\* batch_size reaches 8, past the 6 values"):
+            F.segment_sum_csr(2, torch.tensor([0, 1, 4], device=tpu), torch.arange(6.0, device=tpu)).cpu()
+        with pytest.raises(RuntimeError, match="expected a 1-D or 2-D tensor, got a 3-D one"):
+            F.asynchronous_complete_cumsum(torch.ones(2, 2, 2, dtype=torch.long, device=tpu))
+        kjt = KeyedJaggedTensor(keys=["f0", "f1", "f2"], values=values, lengths=lengths.flatten())
+        torch.testing.assert_close(kjt.permute([2, 0]).values().cpu(), torch.tensor([4, 5, 0, 1, 2]))
+    assert torchtpu.fallback_counts() == {}
