@@ -12,7 +12,7 @@ import torch
 from torchrec.models.dlrm import DLRM
 from torchrec.modules.embedding_configs import EmbeddingBagConfig, EmbeddingConfig, PoolingType
 from torchrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
-from torchrec.sparse.jagged_tensor import JaggedTensor, KeyedJaggedTensor
+from torchrec.sparse.jagged_tensor import JaggedTensor, KeyedJaggedTensor, KeyedTensor
 
 import torchtpu
 
@@ -56,6 +56,8 @@ OP_CASES = {
     "permute_2d_flat_values": (F.permute_2D_sparse_data, (_i32(2, 0), _L, _V.reshape(3, 2), None, None)),
     "permute_2d_empty": (F.permute_2D_sparse_data, (_i32(), _L, _V, None, None)),
     "permute_1d": (F.permute_1D_sparse_data, (_i32(2, 0, 2, 5), _L.flatten(), _V, torch.arange(6.0), None)),
+    "permute_pooled_embs": (F.permute_pooled_embs, (torch.arange(20.0).reshape(4, 5), torch.tensor([0, 2, 4, 5]),
+                            torch.tensor([2, 0, 1]), torch.tensor([0, 1, 3, 5]), torch.tensor([1, 2, 0]))),
 }
 
 
@@ -124,8 +126,12 @@ def test_embedding_collection_and_kjt_ops_match_cpu(tpu):
         sum(p.sum() * (i + 1) for i, p in enumerate(padded)).backward()
         dense = JaggedTensor(values=torch.arange(12.0, device=device).reshape(6, 2),
                              lengths=torch.tensor([1, 0, 3, 2], device=device)).to_padded_dense()
+        pooled = torch.arange(20.0, device=device).reshape(4, 5).requires_grad_()
+        regrouped = KeyedTensor.regroup([KeyedTensor(keys=["a", "b"], length_per_key=[2, 3], values=pooled)],
+                                        [["b"], ["a"]])  # fbgemm's permute_pooled_embs, forward and backward
+        (regrouped[0].sum() + 2 * regrouped[1].sum()).backward()
         results.append([permuted.values(), permuted.lengths(), permuted.weights(), permuted.offsets(),
-                        *padded, dense, *kjt.split([1, 2])[1].values()[None]])
+                        *padded, dense, *kjt.split([1, 2])[1].values()[None], *regrouped, pooled.grad])
     for want, got in zip(*results, strict=True):
         assert got.device.type == "tpu"
         torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
@@ -230,7 +236,8 @@ def test_bad_jagged_inputs_raise_where_fbgemm_cpu_reads_out_of_bounds(tpu, mode)
             F.permute_2D_sparse_data(_i32(3, 0).to(tpu), lengths, values, None, None)[1].cpu()
         with pytest.raises(RuntimeError, match="the lengths address value 4, but values has 3 entries"):
             F.permute_2D_sparse_data(_i32(2, 0).to(tpu), lengths, values[:3], None, None)[1].cpu()
-        with pytest.raises(RuntimeError, match="permuted_lengths_sum=3 differs from the permuted lengths' sum by 1"):
+        with pytest.raises(RuntimeError, match="permuted_lengths_sum=3 differs from the sum of the permuted "
+                                               "segments by 1"):
             F.permute_2D_sparse_data(_i32(1, 0).to(tpu), lengths, values, None, 3)[1].cpu()
         with pytest.raises(RuntimeError, match="offsets\\[0\\] holds 9, past the 5 rows it indexes"):
             JaggedTensor(values=torch.arange(5.0, device=tpu), offsets=torch.tensor([0, 2, 9], device=tpu)
@@ -240,6 +247,10 @@ def test_bad_jagged_inputs_raise_where_fbgemm_cpu_reads_out_of_bounds(tpu, mode)
                                              [4], 0.0).cpu()
         with pytest.raises(RuntimeError, match="csr_seg \\* batch_size reaches 8, past the 6 values"):
             F.segment_sum_csr(2, torch.tensor([0, 1, 4], device=tpu), torch.arange(6.0, device=tpu)).cpu()
+        with pytest.raises(RuntimeError, match="the width of pooled_embs=5 differs from the sum of the permuted "
+                                               "segments by -1"):  # a repeated segment: CPU narrows the output
+            F.permute_pooled_embs(*[t.to(tpu) for t in (torch.ones(4, 5), torch.tensor([0, 2, 4, 5]),
+                                  torch.tensor([2, 0, 2]), torch.tensor([0, 1, 3, 5]), torch.tensor([1, 2, 0]))]).cpu()
         with pytest.raises(RuntimeError, match="expected a 1-D or 2-D tensor, got a 3-D one"):
             F.asynchronous_complete_cumsum(torch.ones(2, 2, 2, dtype=torch.long, device=tpu))
         kjt = KeyedJaggedTensor(keys=["f0", "f1", "f2"], values=values, lengths=lengths.flatten())

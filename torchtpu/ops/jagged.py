@@ -204,11 +204,10 @@ def _permuted_rows(perm: Sym, starts: Sym, out_totals: Sym, size: int, rows: int
                          error="RuntimeError")
 
 
-def _sum_check(out_totals: Sym, size: int, what: str) -> None:
+def _sum_check(out_totals: Sym, size: int, what: str, given: str = "permuted_lengths_sum") -> None:
     total = P.reduce(out_totals, "sum", (0,)) if out_totals.shape[0] else P.full(0, (), torch.int64)
     P.check_index(P.reshape(total - size, (1,)), 1,
-                  f"{what}: permuted_lengths_sum={size} differs from the permuted lengths' sum by {{}}",
-                  error="RuntimeError")
+                  f"{what}: {given}={size} differs from the sum of the permuted segments by {{}}", error="RuntimeError")
 
 
 def _totals(lengths: Sym, two_d: bool) -> Sym:
@@ -259,6 +258,25 @@ def _permute_kernel(name: str, two_d: bool) -> Callable[..., Any]:
 
 _fbgemm("permute_2D_sparse_data", how="kernel")(_permute_kernel("permute_2D_sparse_data", True))
 _fbgemm("permute_1D_sparse_data", how="kernel")(_permute_kernel("permute_1D_sparse_data", False))
+
+
+@_fbgemm("permute_pooled_embs")
+def permute_pooled_embs(pooled_embs: Sym, offset_dim_list: Sym, permute_list: Sym, inv_offset_dim_list: Sym,
+                        inv_permute_list: Sym) -> Sym:
+    """KeyedTensor.regroup's column permute: output segment i is input column segment permute_list[i]
+    (segments by offset_dim_list); inv_* are its backward's lists (the same op with them)."""
+    what = "permute_pooled_embs()"
+    if pooled_embs.ndim != 2:
+        raise RuntimeError(f"{what}: pooled_embs must be 2-D (batch, dims), got {pooled_embs.ndim}-D")
+    off = P.convert(P.reshape(offset_dim_list, (offset_dim_list.numel(),)), torch.int64)
+    k, width = off.shape[0] - 1, pooled_embs.shape[1]
+    if k <= 0 or permute_list.numel() == 0 or width == 0:
+        return pooled_embs
+    dims = P.slice_dim(off, 0, 1, k + 1) - P.slice_dim(off, 0, 0, k)
+    perm, _, out_dims = _segment_permute(P.reshape(permute_list, (permute_list.numel(),)), dims, what)
+    _sum_check(out_dims, width, what, "the width of pooled_embs")
+    cols = _permuted_rows(perm, P.slice_dim(off, 0, 0, k), out_dims, width, width, what)
+    return P.emit1("index_select", [pooled_embs, cols], dimension=1)
 
 
 # --- registration --------------------------------------------------------------------------------------------------
