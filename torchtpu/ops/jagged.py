@@ -1,10 +1,8 @@
 """Lowerings of fbgemm's jagged-tensor operators (the `fbgemm::` ops TorchRec's KeyedJaggedTensor and JaggedTensor
 call): the offsets cumsums, jagged <-> padded dense, segment_sum_csr, and the sparse-feature permutes.
 
-fbgemm_gpu defines these ops when it is imported, after torch (and so torchtpu) is loaded. Their PrivateUse1
-kernels are therefore registered by name before the ops exist (the dispatcher keeps a kernel for an op defined
-later); the first call makes the op's registry record (registry.define, the one table every executor reads) and
-every call runs through registry.apply like any ATen lowering. Each op's rule follows fbgemm's CPU kernel
+fbgemm_gpu defines these ops when it is imported, after torch: ops/late_ops.py registers their kernels by name
+and makes each op's registry record on its first call. Each op's rule follows fbgemm's CPU kernel
 (fbgemm_gpu/src/sparse_ops/sparse_ops_cpu.cpp, jagged_tensor_ops/jagged_tensor_ops_cpu.cpp); where that kernel
 reads out of bounds on bad input (offsets past the values, a permute past the features, values shorter than the
 lengths), the lowering checks the index when the program runs and raises, naming what was wrong and what is valid.
@@ -20,21 +18,14 @@ from typing import Any
 import torch
 
 from torchtpu.execution import eager
+from torchtpu.ops import late_ops
 from torchtpu.ops import prims as P
-from torchtpu.ops import registry
+from torchtpu.ops.sorting import sort_dim
 from torchtpu.ops.tracing import Sym
-
-_OPS: dict[str, tuple[Callable[..., Any], str, tuple[str, ...]]] = {}  # "name" or "name.overload" -> fn, how, static
-_records: dict[str, registry.Lowering] = {}
-_libs: list[torch.library.Library] = []
 
 
 def _fbgemm(name: str, *, how: str = "lowering", static: Sequence[str] = ()) -> Callable[..., Any]:
-    def add(fn: Callable[..., Any]) -> Callable[..., Any]:
-        _OPS[name] = (fn, how, tuple(static))
-        return fn
-
-    return add
+    return late_ops.late_op("fbgemm", name, how=how, static=static)
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -279,45 +270,90 @@ def permute_pooled_embs(pooled_embs: Sym, offset_dim_list: Sym, permute_list: Sy
     return P.emit1("index_select", [pooled_embs, cols], dimension=1)
 
 
-# --- registration --------------------------------------------------------------------------------------------------
+# --- block_bucketize_sparse_features (row-wise sharding's input split) ----------------------------------------------
 
-def record(name: str) -> registry.Lowering:
-    """The registry record of fbgemm op `name` ("op" or "op.overload"), made on first use (fbgemm_gpu loaded)."""
-    found = _records.get(name)
-    if found is not None:
-        return found
-    fn, how, static = _OPS[name]
-    packet, _, overload = name.partition(".")
-    op = getattr(getattr(torch.ops.fbgemm, packet), overload or "default")
-    found = registry.TABLE.get(op)
-    if found is None or found.fn is None:
-        site = f"{fn.__module__}:{fn.__code__.co_firstlineno}"
-        found = registry.define(op, how, fn, fn if how == "lowering" else None, site=site, static=static,
-                                data_dependent=how == "kernel", fast=(None, str(op)))
-    _records[name] = found
-    return found
+def _segment_of_positions(lengths: Sym, n: int) -> tuple[Sym, Sym]:
+    """(each of the n positions' segment, each segment's start) for segments of `lengths`: a position's segment is
+    the last one starting at or before it (one scatter of the starts and a cumulative sum, O(n + segments))."""
+    lens = P.convert(lengths, torch.int64)
+    s = lens.shape[0]
+    starts = P.concat([P.full(0, (1,), torch.int64), P.slice_dim(_scan(lens), 0, 0, s - 1)], 0)
+    marks = P.emit1("index_add", [P.full(0, (n + 1,), torch.int64), P.emit1("minimum", [starts, P.full(n, (s,),
+                    torch.int64)]), P.full(1, (s,), torch.int64)], dimension=0)
+    seg = _scan(P.slice_dim(marks, 0, 0, n)) - 1
+    return P.emit1("maximum", [seg, P.zeros_like(seg)]), starts
 
 
-def _dispatcher_kernel(name: str) -> Callable[..., Any]:
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        rec = record(name)
-        if rec.how == "kernel":
-            return rec.fn(*args, **kwargs)
-        return registry.apply(rec, args, kwargs)
+def _bucketize(lengths: Sym, indices: Sym, block_sizes: Sym, weights: Sym | None = None, *, my_size: int,
+               bucketize_pos: bool, sequence: bool, keep_orig_idx: bool) -> tuple[Sym, ...]:
+    what = "block_bucketize_sparse_features()"
+    lens = P.reshape(lengths, (lengths.numel(),))
+    s, t, n = lens.shape[0], block_sizes.numel(), indices.numel()
+    if t == 0 or s % t:
+        raise RuntimeError(f"{what}: lengths has {s} entries, not a multiple of the {t} features' block_sizes")
+    batch = s // t
+    P.check_index(P.reshape(P.reduce(P.convert(lens, torch.int64), "sum", (0,)) - n, (1,)), 1,
+                  f"{what}: the lengths' total differs from the {n} indices by {{}}", error="RuntimeError")
+    new_lengths = P.full(0, (my_size * s,), torch.int64)
+    if n == 0:
+        outs = [P.convert(new_lengths, lengths.dtype), indices]
+        outs += [weights] if weights is not None else []
+        outs += [indices] * (int(bucketize_pos) + int(sequence))
+        return tuple(outs)
+    idx = P.convert(P.reshape(indices, (n,)), torch.int64)
+    seg, starts = _segment_of_positions(lens, n)
+    blk = P.emit1("index_select", [P.convert(P.reshape(block_sizes, (t,)), torch.int64),
+                                   P.emit1("divide", [seg, P.full(batch, (n,), torch.int64)])], dimension=0)
+    blk = P.emit1("maximum", [blk, P.full(1, (n,), torch.int64)])
+    world = P.full(my_size, (n,), torch.int64)
+    inside = P.compare("LT", idx, blk * my_size)
+    bucket = P.where(inside, P.emit1("divide", [idx, blk]), P.emit1("remainder", [idx, world]))
+    new_idx = idx if keep_orig_idx else P.where(inside, P.emit1("remainder", [idx, blk]),
+                                                P.emit1("divide", [idx, world]))
+    key = bucket * s + seg
+    new_lengths = P.emit1("index_add", [new_lengths, key, P.full(1, (n,), torch.int64)], dimension=0)
+    _, order = sort_dim(key, 0)  # stable: bucket-major, then segment, then the original order
+    outs = [P.convert(new_lengths, lengths.dtype), P.convert(_gather1(new_idx, order), indices.dtype)]
+    if weights is not None:
+        outs.append(_gather1(P.reshape(weights, (n,)), order))
+    if bucketize_pos:
+        pos = P.iota((n,), 0) - _gather1(starts, seg)
+        outs.append(P.convert(_gather1(pos, order), indices.dtype))
+    if sequence:
+        unbucketize = P.emit1("scatter_axis", [P.full(0, (n,), torch.int64), order, P.iota((n,), 0)], dimension=0,
+                              reduce="replace")
+        outs.append(P.convert(unbucketize, indices.dtype))
+    return tuple(outs)
 
-    return kernel
+
+@_fbgemm("block_bucketize_sparse_features", how="kernel")
+def block_bucketize_sparse_features(lengths: torch.Tensor, indices: torch.Tensor, bucketize_pos: bool,
+                                    sequence: bool, block_sizes: torch.Tensor, my_size: int,
+                                    weights: torch.Tensor | None = None,
+                                    batch_size_per_feature: torch.Tensor | None = None, max_B: int = -1,  # noqa: N803
+                                    block_bucketize_pos: list[torch.Tensor] | None = None,
+                                    keep_orig_idx: bool = False, total_num_blocks: torch.Tensor | None = None,
+                                    keep_orig_idx_per_feature: torch.Tensor | None = None) -> tuple[Any, ...]:
+    """Row-wise sharding's split of each feature's ids into `my_size` buckets of block_sizes[f] rows (fbgemm's
+    rule: an id past block * my_size goes to bucket id % my_size as id // my_size)."""
+    unsupported = {"batch_size_per_feature": batch_size_per_feature, "block_bucketize_pos": block_bucketize_pos,
+                   "total_num_blocks": total_num_blocks, "keep_orig_idx_per_feature": keep_orig_idx_per_feature}
+    given = [name for name, value in unsupported.items() if value is not None]
+    if given:
+        raise NotImplementedError(f"block_bucketize_sparse_features on tpu: {', '.join(given)} not supported (the "
+                                  "even split of fixed batches is: leave them None)")
+    args = (lengths, indices, block_sizes) if weights is None else (lengths, indices, block_sizes, weights)
+    outs = list(eager.run("fbgemm::block_bucketize_sparse_features", _bucketize, args,
+                          {"my_size": int(my_size), "bucketize_pos": bool(bucketize_pos), "sequence": bool(sequence),
+                           "keep_orig_idx": bool(keep_orig_idx)}))
+    new_lengths, new_indices = outs[0], outs[1]
+    rest = outs[2:]
+    new_weights = rest.pop(0) if weights is not None else None
+    pos = rest.pop(0) if bucketize_pos else None
+    unbucketize = rest.pop(0) if sequence else None
+    return new_lengths, new_indices, new_weights, pos, unbucketize
 
 
 def register(kernel: Any) -> None:
-    """Registers the PrivateUse1 kernels of the fbgemm ops by name (registry.register_all calls this once)."""
-    if _libs:
-        return
-    lib = torch.library.Library("fbgemm", "IMPL")
-    for name in _OPS:
-        lib.impl(name, _dispatcher_kernel(name), "PrivateUse1")
-    _libs.append(lib)
-
-
-def lowered() -> list[str]:
-    """The fbgemm ops lowered here (qualified names)."""
-    return [f"fbgemm::{name}" for name in _OPS]
+    """Registers the PrivateUse1 kernels of the fbgemm ops above by name (registry.register_all calls this)."""
+    late_ops.register("fbgemm")
