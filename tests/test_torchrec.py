@@ -16,7 +16,8 @@ from torchrec.sparse.jagged_tensor import JaggedTensor, KeyedJaggedTensor, Keyed
 
 import torchtpu
 
-F = torch.ops.fbgemm
+torch.ops.import_module("torchrec.experimental.torch_tpu.pallas.ops")  # defines the torchrec:: lookups
+F, R = torch.ops.fbgemm, torch.ops.torchrec
 MODES = ["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"]
 
 
@@ -34,6 +35,8 @@ def _to(x, device):
 
 _L = torch.tensor([[1, 2], [0, 1], [2, 0]])
 _V = torch.arange(6)
+_W = torch.randn(10, 16, generator=torch.Generator().manual_seed(0))
+_G6 = torch.randn(6, 16, generator=torch.Generator().manual_seed(1))
 OP_CASES = {
     "complete_cumsum_i32": (F.asynchronous_complete_cumsum, (_i32(1, 2, 3),)),
     "complete_cumsum_2d": (F.asynchronous_complete_cumsum, (torch.tensor([[1, 2], [3, 4]]),)),
@@ -58,6 +61,27 @@ OP_CASES = {
     "permute_1d": (F.permute_1D_sparse_data, (_i32(2, 0, 2, 5), _L.flatten(), _V, torch.arange(6.0), None)),
     "permute_pooled_embs": (F.permute_pooled_embs, (torch.arange(20.0).reshape(4, 5), torch.tensor([0, 2, 4, 5]),
                             torch.tensor([2, 0, 1]), torch.tensor([0, 1, 3, 5]), torch.tensor([1, 2, 0]))),
+    "block_bucketize_pos_sequence_weights": (F.block_bucketize_sparse_features, (
+        _i32(2, 1, 0, 3), _i32(5, 1, 7, 3, 9, 2), True, True, _i32(4, 3), 2, torch.arange(6.0))),
+    "block_bucketize_3_buckets": (F.block_bucketize_sparse_features, (
+        torch.tensor([3, 0, 2, 4, 1, 1]), torch.tensor([0, 29, 7, 14, 3, 8, 21, 6, 2, 11, 5]), False, False,
+        torch.tensor([7, 3, 5]), 3)),
+    "torchrec_lookup": (R.embedding_lookup, (_i32(1, 9, 3, 3, 0, -2), _W, 16)),
+    "torchrec_lookup_backward": (R.embedding_lookup_backward, (_G6, _i32(1, 9, 3, 3, 0, 7), 10, 16)),
+    "torchrec_pooled_lookup": (R.embedding_pooled_lookup, (_i32(1, 9, 3, 3, 0, 7), _W, 3)),
+    "torchrec_pooled_lookup_backward": (R.embedding_pooled_lookup_backward, (_G6[:2], _i32(1, 9, 3, 3, 0, 7), 3,
+                                                                             10, 16)),
+    "torchrec_offset_lookup": (R.embedding_pooled_lookup_offset, (_i32(1, 9, 3, 3, 0, 7), _i32(0, 2, 2, 6), _W, 16)),
+    "torchrec_offset_lookup_backward": (R.embedding_pooled_lookup_offset_backward, (
+        _G6[:3], _i32(1, 9, 3, 3, 0, 7), _i32(0, 2, 2, 6), 10, 16)),
+    "torchrec_batched_lookup": (R.embedding_pooled_batched_lookup_offset, (
+        _i32(1, 5, 3, 3, 0, 2), _i32(0, 2, 2, 6), _W, _i32(0, 2, 4), 16)),
+    "torchrec_batched_lookup_backward": (R.embedding_pooled_batched_lookup_offset_backward, (
+        _G6[:3], _i32(1, 5, 3, 3, 0, 2), _i32(0, 2, 2, 6), _i32(0, 2, 4), 10, 16)),
+    "torchrec_permute_pooled_embs": (R.permute_pooled_embs, (_G6[:4, :5], torch.tensor([0, 2, 4, 5]),
+                                                             torch.tensor([2, 0, 1]))),
+    "torchrec_permute_pooled_embs_backward": (R.permute_pooled_embs_backward, (
+        _G6[:4, :5], torch.tensor([0, 2, 4, 5]), torch.tensor([2, 0, 1]))),
 }
 
 
@@ -251,6 +275,18 @@ def test_bad_jagged_inputs_raise_where_fbgemm_cpu_reads_out_of_bounds(tpu, mode)
                                                "segments by -1"):  # a repeated segment: CPU narrows the output
             F.permute_pooled_embs(*[t.to(tpu) for t in (torch.ones(4, 5), torch.tensor([0, 2, 4, 5]),
                                   torch.tensor([2, 0, 2]), torch.tensor([0, 1, 3, 5]), torch.tensor([1, 2, 0]))]).cpu()
+        # CPU's class and words (a region that fails in DEFER_AND_FUSE raises a RuntimeError naming the op)
+        error = IndexError if mode == "DEFER_NEVER" else RuntimeError
+        with pytest.raises(error, match="index 12 is out of bounds for dimension 0 with size 10"):
+            R.embedding_pooled_lookup_offset(_i32(1, 12).to(tpu), _i32(0, 2).to(tpu), _W.to(tpu), 16).cpu()
+        with pytest.raises(RuntimeError, match="the offsets' bags hold more or fewer ids than the 2 given, by 1"):
+            R.embedding_pooled_lookup_offset(_i32(1, 2).to(tpu), _i32(0, 3).to(tpu), _W.to(tpu), 16).cpu()
+        with pytest.raises(RuntimeError, match="the lengths' total differs from the 3 indices by 1"):
+            F.block_bucketize_sparse_features(_i32(2, 2).to(tpu), _i32(1, 2, 3).to(tpu), False, False,
+                                              _i32(4).to(tpu), 2)[0].cpu()
+        with pytest.raises(NotImplementedError, match="batch_size_per_feature not supported"):
+            F.block_bucketize_sparse_features(_i32(2, 2).to(tpu), _i32(1, 2, 3, 4).to(tpu), False, False,
+                                              _i32(4).to(tpu), 2, batch_size_per_feature=_i32(2).to(tpu))
         with pytest.raises(RuntimeError, match="expected a 1-D or 2-D tensor, got a 3-D one"):
             F.asynchronous_complete_cumsum(torch.ones(2, 2, 2, dtype=torch.long, device=tpu))
         kjt = KeyedJaggedTensor(keys=["f0", "f1", "f2"], values=values, lengths=lengths.flatten())
