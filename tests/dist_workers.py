@@ -131,6 +131,14 @@ def collectives(rank: int, world: int) -> dict[str, Any]:
     a2a_in = _values(torch.float32, (sum(send), 2), rank, 5)
     both("all_to_all_single uneven", lambda t, o, group: dist.all_to_all_single(o, t, recv, send, group=group),
          a2a_in, torch.zeros(sum(recv), 2))
+    # rank 0 sends nothing from an empty 1-d tensor while its peers send rows of width 3 (TorchRec's sequence
+    # all-to-all): gloo matches byte counts, not row shapes
+    empty_sender = [0 if rank == 0 else 1 for _ in range(world)]
+    from_senders = [0 if j == 0 else 1 for j in range(world)]
+    sender_in = torch.empty(0) if rank == 0 else _values(torch.float32, (world, 3), rank, 7)
+    both("all_to_all_single empty 1-d sender",
+         lambda t, o, group: dist.all_to_all_single(o, t, from_senders, empty_sender, group=group),
+         sender_in, torch.zeros(world - 1, 3))
     both("all_to_all_single even", lambda t, o, group: dist.all_to_all_single(o, t, group=group),
          _values(torch.int32, (2 * world, 3), rank, 6), torch.zeros(2 * world, 3, dtype=torch.int32))
     def a2a_list(ins: list, outs: list, group: Any) -> None:

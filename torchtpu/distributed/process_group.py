@@ -95,6 +95,11 @@ def _op_name(op: Any) -> str:
     return str(red).rsplit(".", 1)[-1]
 
 
+
+def _row_bytes(t: torch.Tensor) -> int:
+    """Bytes of one row (one slice along dim 0) of `t`; a 0-d tensor is one row."""
+    return t.numel() // max(t.shape[0], 1) * t.element_size() if t.dim() else t.element_size()
+
 class TpuProcessGroup(dist.ProcessGroup):
     """c10d process group for tpu tensors over host gloo, charging simulated ICI time (module docstring)."""
 
@@ -432,13 +437,14 @@ class TpuProcessGroup(dist.ProcessGroup):
                 error = error or (f"{name} split sizes {list(given)} must be {n} non-negative sizes summing to "
                                   f"its {rows} rows")
                 given = [0] * n
-            splits.extend(int(s) for s in given)
-        row_bytes = input.numel() // max(input.shape[0], 1) * input.element_size() if input.dim() else 0
+            # in bytes, as gloo and NCCL match them: a rank sending no rows may hold an empty 1-d tensor while
+            # its peers' rows are wider (TorchRec's sequence all-to-all does)
+            splits.extend(int(s) * _row_bytes(t) for s in given)
         return self._run("all_to_all", "all_to_all_single",
                          (output, input, output_split_sizes, input_split_sizes, opts), [input], [output],
-                         f"{str(input.dtype)} rows{list(input.shape[1:])}", error, extras=splits,
-                         check=None if error else (lambda e: self._pairwise(e, "rows")),
-                         nbytes=lambda a: self._a2a_volume(a.extras, row_bytes), read_only_inputs=True)
+                         str(input.dtype), error, extras=splits,
+                         check=None if error else (lambda e: self._pairwise(e, "bytes")),
+                         nbytes=lambda a: self._a2a_volume(a.extras, 1.0), read_only_inputs=True)
 
     alltoall_base = all_to_all_single
 
