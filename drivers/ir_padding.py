@@ -4,7 +4,7 @@ rules that padding cannot change the real part of any output).
 
 A rule may instead return `Padded(tags, masks)`: the op is exact once the named inputs' padded positions along
 the named axes hold a fill (`FILLS`: a reduction's identity, zero for a contraction); the rewrite in
-torchtpu/compile/bounded.py emits those masks (`select(position < real length, x, fill)`, the real lengths being
+torchtpu/compile/padded.py emits those masks (`select(position < real length, x, fill)`, the real lengths being
 inputs of the padded program), so a reduction, contraction or convolution along a padded axis stays exact.
 
 A value's tags map axis -> tag. A symbol name ("s0") means the axis is that dynamic size padded at its end; a

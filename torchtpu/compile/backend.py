@@ -19,8 +19,8 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import dtypes, runtime
-from torchtpu.compile import bounded as _bounded
 from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph roles of view ops' records
+from torchtpu.compile import padded as _padded
 from torchtpu.compile.buckets import order_products, pad_args, spec_of, upper_bound
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
 from torchtpu.drivers.base import ExecutionError
@@ -306,8 +306,8 @@ class CompiledGraph:
         self.specs = order_products(specs)
         self.policy = policy
         self.dynamic = any(x for s in self.specs for x in (s if isinstance(s, list) else [s]))
-        self.plans: dict[tuple, _bounded.Plan | None] = {}  # padded signature -> the bucket's plan (None: unsafe)
-        self.checks: dict[tuple, tuple[_bounded.Plan, _bounded.Analysis] | None] = {}  # exact signature -> plan
+        self.plans: dict[tuple, _padded.Plan | None] = {}  # padded signature -> the bucket's plan (None: unsafe)
+        self.checks: dict[tuple, tuple[_padded.Plan, _padded.Analysis] | None] = {}  # exact signature -> plan
         self.eager_reason: str | None = None
         output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
         # where each graph output lives (a `.cpu()` or `.to("tpu")` in the graph moves it): fake tensors know
@@ -360,13 +360,13 @@ class CompiledGraph:
         extra += [(analysis.lifted[i], d) for i, d in zip(plan.lifted, plan.dtypes)]
         stats.calls += 1
         result = self._launch(plan.traced, padded_args, extra)
-        result = _bounded.unpad(result, plan.traced.output_map, exact.program.outputs, exact.output_map,
+        result = _padded.unpad(result, plan.traced.output_map, exact.program.outputs, exact.output_map,
                                 plan.out_tags, real)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         return [tensors[index] if kind == "input" else r for r, (kind, index) in zip(result, exact.output_map)]
 
     def _check(self, exact: _Traced, padded_args: list[Any], tags: list[dict], real: dict[str, int],
-               sizes: dict[str, int]) -> tuple[_bounded.Plan, _bounded.Analysis] | None:
+               sizes: dict[str, int]) -> tuple[_padded.Plan, _padded.Analysis] | None:
         key = self._key(padded_args)
         raw = self._traced(padded_args, compile_only=True)
         tensor_tags = [t for t, v in zip(tags, padded_args) if isinstance(v, torch.Tensor)]
@@ -375,15 +375,15 @@ class CompiledGraph:
         input_tags = tensor_tags + [{}] * (len(raw.program.inputs) - len(tensor_tags))
         plan = self.plans.get(key, ())
         if plan == ():
-            analysis = None if mutated else _bounded.analyse(raw.program, exact.program, input_tags, real, sizes)
+            analysis = None if mutated else _padded.analyse(raw.program, exact.program, input_tags, real, sizes)
             plan = None
             if analysis is not None:
-                plan = _bounded.emit(raw.program, analysis, sorted(real))
+                plan = _padded.emit(raw.program, analysis, sorted(real))
                 plan.traced = _Traced(plan.program, raw.output_map, raw.random_nodes, raw.mutated,
                                       node_starts=raw.node_starts, host_scalars=raw.host_scalars)
                 stats.programs += 1
             self.plans[key] = plan
-        analysis = None if plan is None else _bounded.analyse(raw.program, exact.program, input_tags, real, sizes,
+        analysis = None if plan is None else _padded.analyse(raw.program, exact.program, input_tags, real, sizes,
                                                              plan.analysis)
         if analysis is None:
             stats.unsafe_padding += 1
@@ -461,8 +461,27 @@ def _torch_dtype(ir_dtype: str) -> torch.dtype:
     return IR_TO_TORCH[ir_dtype]
 
 
-def _compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    return split_at_collectives(gm, CompiledGraph) or CompiledGraph(gm, example_inputs)
+def _compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], policy: Any = None) -> Callable[..., Any]:
+    make = CompiledGraph if policy is None else (lambda g, ex: CompiledGraph(g, ex, policy))
+    return split_at_collectives(gm, make) or make(gm, example_inputs)
+
+
+def bounded(buckets: str | Sequence[int] = "max") -> Callable[..., Any]:
+    """A "tpu" backend with its own shape-bucket policy, for `torch.compile(fn, backend=bounded(...),
+    dynamic=True)`: "max" pads each dynamic size to the bound `torch._dynamo.mark_dynamic(x, dim, max=N)` gave
+    it (one Program per graph for every size up to N; next power of two where none was given), "pow2", "none",
+    or a list of sizes. Dynamo itself recompiles a size outside the declared range."""
+    from functorch.compile import make_boxed_compiler
+
+    from torchtpu.compile.buckets import POLICIES
+
+    if isinstance(buckets, str) and buckets not in POLICIES or not isinstance(buckets, str) and (
+            not buckets or any(not isinstance(b, int) or b < 1 for b in buckets)):
+        raise ValueError(f"bounded(buckets={buckets!r}): valid: {', '.join(POLICIES)} or a list of positive sizes")
+    policy = buckets if isinstance(buckets, str) else sorted(buckets)
+    boxed = make_boxed_compiler(lambda gm, ex: _compiler(gm, ex, policy))
+    return aot_autograd(fw_compiler=boxed, bw_compiler=boxed, decompositions=_decompositions(),
+                        keep_inference_input_mutations=True)
 
 
 def _decompositions() -> dict:

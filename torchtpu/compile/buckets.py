@@ -14,7 +14,7 @@ comma-separated list of sizes (a length above the largest runs exactly); a backe
 `torchtpu.compile.bounded(buckets=...)` takes its own policy, where "max" pads every size to the upper bound
 `torch._dynamo.mark_dynamic(x, dim, max=...)` declared for it (one Program for every size). Any policy stops at a
 declared bound. `pad_args` pads one call's arguments (a flattened dimension such as batch x sequence factor by
-factor); torchtpu/compile/bounded.py proves the padded Program exact.
+factor); torchtpu/compile/padded.py proves the padded Program exact.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def pad_args(args: list[Any], specs: list[Any], policy: str | list[int] | None, 
 
 def padding_is_safe(program: Program, input_tags: list[Tags]) -> list[Tags] | None:
     """The padding tags of each program output, or None when no rule proves padding harmless (with masks where
-    a rule asks for them; bounded.analyse also checks the Program against the exact one)."""
+    a rule asks for them; padded.analyse also checks the Program against the exact one)."""
     env: dict[int, Tags] = {v.id: t for v, t in zip(program.inputs, input_tags)}
     for op in program.ops:
         tags = [env.get(v.id, {}) for v in op.inputs]

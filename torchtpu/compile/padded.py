@@ -9,7 +9,7 @@ sizes and at the exact sizes, and the two Programs are walked side by side (`ana
   zeros on both sides; padded rows (queries, tokens) are dropped when the outputs are cut back (`unpad`);
 * every value's shape must agree with the exact Program's: a tagged axis has the padded size there and the real
   size in the exact Program; an untagged one the same size in both. A constant or iota created at a padded
-  size (a causal mask) is tagged when exactly one dynamic size explains it;
+  size (a causal mask) is tagged with a dynamic size that explains it (the first, in argument order);
 * every attribute must be equal, except shapes (checked above) and scalar constants, which become inputs of
   the padded Program (`1 / token count` of a mean, `x + n`): each call passes the values its own exact trace
   has. Anything else that differs (a slice start, a dense constant, an op the walk cannot map) fails closed:
@@ -147,9 +147,9 @@ def _walk(padded: Program, exact: Program, input_tags: list[Tags], real: dict[st
                 elif p != e:
                     found = [t for t in _known(tags, real, _along(op, a)) if tag_real(t, real) == e
                              and tag_padded(t, sizes) == p]
-                    if len(found) != 1:
+                    if not found:
                         raise _Refused(f"op {i} ({op.name}): axis {a} of size {e} is {p} padded")
-                    t[a] = found[0]
+                    t[a] = found[0]  # of equal candidates any is exact here; later calls recheck (`plan`)
             if o.dtype != eo.dtype or not _agree(o.shape, eo.shape, t, real, sizes):
                 raise _Refused(f"op {i} ({op.name}): {o.type} padded, {eo.type} exact, dynamic axes {t}")
             if t:
