@@ -135,6 +135,7 @@ def dynamic() -> None:
             return self.out(self.norm(h + a.transpose(1, 2).reshape(b, t, d)))
 
     print("\nbounded dynamism: conv + attention + RMSNorm, training over 24 lengths (5..28), programs compiled")
+    torch._dynamo.config.recompile_limit = 64  # dynamic=False: one Dynamo compile per length, none run eagerly
     for dyn in (False, True):
         torch._dynamo.reset()
         torchtpu.reset_stats()
