@@ -8,6 +8,11 @@ goal: <= 3x). It also prints what the simulator charges for the same step on the
 v5e): the simulated step time (host launch timeline and device), device-busy time and launches per step.
 
     python benchmarks/models.py [--models bert,llama] [--repeats 5] [--threads 1] [--markdown] [--compile]
+                                [--size tiny|medium]
+
+`--size medium` rebuilds each config at hidden 256 (feed-forward 1024, 4 heads, positions 512) over 2 x 256
+tokens, where the sim's kernels rather than launch overhead are the cost (issue #22); image and audio inputs
+keep their size, their hidden width grows.
 
 Figures (issue #5; loaded 2-core machine, so process CPU time per step, median of 9, tpu / CPU eager):
 
@@ -91,10 +96,47 @@ def _interleaved(cpu_fn, tpu_fn, repeats: int, threads: int, batch: int = _BATCH
     return statistics.median(cpu), statistics.median(tpu)
 
 
-def _steps(spec, model, device: str, compiled: bool = False):
+# --size medium: config fields set wherever a config (or its text/vision sub-config) has them
+MEDIUM = {"hidden": 256, "ffn": 1024, "positions": 512, "seq": 256}
+_HIDDEN = ("hidden_size", "n_embd", "d_model", "dim", "projection_dim", "word_embed_proj_dim")
+_FFN = ("intermediate_size", "ffn_dim", "d_ff", "hidden_dim", "encoder_ffn_dim", "decoder_ffn_dim")
+_POSITIONS = ("max_position_embeddings", "n_positions", "max_source_positions", "max_target_positions")
+
+
+def _resize(config, sizes: dict) -> None:
+    for keys, value in ((_HIDDEN, sizes["hidden"]), (_FFN, sizes["ffn"]), (_POSITIONS, sizes["positions"])):
+        for key in keys:
+            if isinstance(getattr(config, key, None), int):
+                setattr(config, key, value)
+    for sub in ("text_config", "vision_config"):
+        if getattr(config, sub, None) is not None:
+            _resize(getattr(config, sub), sizes)
+
+
+def _build(spec, size: str):
+    """The spec's model and inputs at `size` ("tiny": the zoo's own configs)."""
+    import transformers
+
     from torchtpu import validate_models as vm
 
-    inputs = vm.to_device(spec.make_inputs(), device)  # labels too: encoder-decoders derive decoder inputs
+    if size == "tiny":
+        return spec.build(), spec.make_inputs()
+    config = spec.config()
+    _resize(config, MEDIUM)
+    torch.manual_seed(0)
+    model = getattr(transformers, spec.arch)(vm._no_dropout(config)).eval()
+    seq, vm.SEQ = vm.SEQ, MEDIUM["seq"]  # the zoo's input makers read the sequence length when called
+    try:
+        inputs = spec.make_inputs()
+    finally:
+        vm.SEQ = seq
+    return model, inputs
+
+
+def _steps(spec, model, device: str, compiled: bool = False, inputs: dict | None = None):
+    from torchtpu import validate_models as vm
+
+    inputs = vm.to_device(inputs if inputs is not None else spec.make_inputs(), device)  # labels too
     model = model.to(device)
     run = torch.compile(model, backend="tpu") if compiled else model
 
@@ -117,7 +159,7 @@ def _steps(spec, model, device: str, compiled: bool = False):
 
 
 def measure(name: str, warmup: int, repeats: int, eager_mode: str | None, threads: int = 1,
-            compiled: bool = False) -> dict:
+            compiled: bool = False, size: str = "tiny") -> dict:
     import contextlib
 
     import torchtpu
@@ -126,9 +168,9 @@ def measure(name: str, warmup: int, repeats: int, eager_mode: str | None, thread
     spec = vm.MODELS[name]
     if compiled:  # transformers wraps every model's forward in one decorator: Dynamo's per-code cache (8
         torch._dynamo.reset()  # entries) would fill across models and later models would run uncompiled
-    model = spec.build()
-    cpu_fwd, cpu_train = _steps(spec, copy.deepcopy(model), "cpu")
-    tpu_fwd, tpu_train = _steps(spec, model, "tpu", compiled)
+    model, inputs = _build(spec, size)
+    cpu_fwd, cpu_train = _steps(spec, copy.deepcopy(model), "cpu", inputs=inputs)
+    tpu_fwd, tpu_train = _steps(spec, model, "tpu", compiled, inputs=inputs)
     row = {"model": name}
     def mode():
         return torchtpu.eager_mode(eager_mode) if eager_mode else contextlib.nullcontext()
@@ -178,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--compile", action="store_true",
                         help='tpu side: torch.compile(model) and torch.compile(optimizer.step), backend "tpu" '
                              '(the CPU baseline stays eager)')
+    parser.add_argument("--size", choices=("tiny", "medium"), default="tiny",
+                        help="tiny: the zoo's configs (hidden 32, 8 tokens); medium: hidden 256 over 256 tokens")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -193,7 +237,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in (bar := tqdm(names, file=sys.stderr, unit="model")):
         bar.set_description(name)
         try:
-            rows.append(measure(name, args.warmup, args.repeats, args.eager_mode, args.threads, args.compile))
+            rows.append(measure(name, args.warmup, args.repeats, args.eager_mode, args.threads, args.compile,
+                                args.size))
         except Exception as exc:  # noqa: BLE001 - a model that cannot run is a row, not the end of the table
             rows.append({"model": name, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:90]})
     table = [HEADER] + [_cells(r) for r in rows]
@@ -210,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\nmedian over {len(ok)} models: forward {statistics.median(r['fwd_ratio'] for r in ok):.1f}x CPU, "
               f"training step {statistics.median(r['train_ratio'] for r in ok):.1f}x CPU "
               f"(goal <= 3x); tpu side {'compiled' if args.compile else args.eager_mode or 'eager'}; "
-              f"torch threads {args.threads}; simulated chip {chip}; "
+              f"torch threads {args.threads}; size {args.size}; simulated chip {chip}; "
               f"{args.repeats} timed repeats after {args.warmup} warm-up")
 
 

@@ -98,7 +98,7 @@ def _iota(shape: tuple[int, ...], dtype: str, dimension: int) -> list[TensorType
     return [TensorType(tuple(shape), dtype)]
 
 
-@define("rng", 1, "elementwise", cost=C.EUP, padding=P.ELEMENTWISE)
+@define("rng", 1, "elementwise", cost=C.EUP, padding=P.UNSAFE)
 def _rng(state: TensorType, shape: tuple[int, ...], dtype: str, distribution: str) -> list[TensorType]:
     if distribution not in ("uniform", "normal"):
         raise ValueError(f"rng distribution {distribution!r}; valid: uniform, normal")
@@ -158,7 +158,7 @@ def _concatenate(*xs: TensorType, dimension: int) -> list[TensorType]:
     return [TensorType(tuple(shape), first.dtype)]
 
 
-@define("pad", 1, "movement", cost=C.MOVEMENT, padding=P.UNSAFE)
+@define("pad", 1, "movement", cost=C.MOVEMENT, padding=P.PAD)
 def _pad(x: TensorType, value: float, low: tuple[int, ...], high: tuple[int, ...], interior: tuple[int, ...]
          ) -> list[TensorType]:
     shape = tuple(lo + hi + d + max(d - 1, 0) * it for d, lo, hi, it in zip(x.shape, low, high, interior))
@@ -177,7 +177,7 @@ def _reduce(x: TensorType, kind: str, dimensions: tuple[int, ...], acc_dtype: st
     return [TensorType(_reduced(x.shape, dimensions), x.dtype)]
 
 
-@define("argreduce", 1, "reduction", cost=C.REDUCTION, padding=P.ALONG_UNPADDED)
+@define("argreduce", 1, "reduction", cost=C.REDUCTION, padding=P.ARGREDUCE)
 def _argreduce(x: TensorType, kind: str, dimension: int) -> list[TensorType]:
     if kind not in ("max", "min"):
         raise ValueError(f"argreduce kind {kind!r}; valid: max, min")
@@ -260,7 +260,7 @@ def _check_index(index: TensorType, size: int, low: int, error: str, message: st
     return [index]
 
 
-@define("convolution", 2, "matmul", cost=C.CONVOLUTION, padding=P.UNSAFE)
+@define("convolution", 2, "matmul", cost=C.CONVOLUTION, padding=P.CONVOLUTION)
 def _convolution(lhs: TensorType, rhs: TensorType, window_strides: tuple[int, ...],
                  padding: tuple[tuple[int, int], ...], lhs_dilation: tuple[int, ...],
                  rhs_dilation: tuple[int, ...], feature_group_count: int, precision: str, out_dtype: str

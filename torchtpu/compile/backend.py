@@ -20,7 +20,8 @@ from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import dtypes, runtime
 from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph roles of view ops' records
-from torchtpu.compile.buckets import value_symbols
+from torchtpu.compile import padded as _padded
+from torchtpu.compile.buckets import order_products, pad_args, spec_of, upper_bound
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
@@ -74,6 +75,7 @@ class _Traced:
     exe: Any = None
     node_starts: list[tuple[int, str]] = field(default_factory=list)  # (first IR op, "aten op at user line")
     host_scalars: list[int] = field(default_factory=list)  # 0-d CPU tensor inputs: scalar inputs, last
+    launched: bool = False  # counted in stats.programs once it runs
 
 
 @dataclass
@@ -297,23 +299,23 @@ class CompiledGraph:
     """The callable torch.compile gets back for one ATen graph: one Program per input signature, or per
     bucket of signatures when the graph has dynamic dimensions and padding them is provably safe."""
 
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], policy: Any = None) -> None:
         self.gm = gm
         self.programs: dict[tuple, _Traced] = {}
-        self.symbols: list[Any] = []  # per input: per-axis symbol names (tensor) or one symbol name (int)
+        specs: list[Any] = []  # per input: per-axis dynamic sizes (tensor) or one (int); buckets.spec_of
+        self.bounds: dict[str, int] = {}
         for value in example_inputs:
-            if isinstance(value, torch.Tensor):
-                self.symbols.append([_symbol(s) for s in value.shape])
-            else:
-                self.symbols.append(_symbol(value))
-        flat = [x for s in self.symbols for x in (s if isinstance(s, list) else [s])]
-        # buckets need every dynamic size to be a plain symbol, so padding each input is consistent
-        self.dynamic = any(flat) and "?" not in flat
-        self.value_symbols = value_symbols(gm)  # read as values: never padded, and a tensor axis of one not bucketed
-        axes = {x for s in self.symbols if isinstance(s, list) for x in s if x}
-        if self.value_symbols & axes:
-            self.dynamic = False
-        self.safe: dict[int, list[dict] | None] = {}
+            sizes = list(value.shape) if isinstance(value, torch.Tensor) else [value]
+            for size in sizes:
+                spec, upper = spec_of(size), upper_bound(size)
+                if isinstance(spec, str) and upper is not None:
+                    self.bounds[spec] = upper
+            specs.append([spec_of(s) for s in sizes] if isinstance(value, torch.Tensor) else spec_of(value))
+        self.specs = order_products(specs)
+        self.policy = policy
+        self.dynamic = any(x for s in self.specs for x in (s if isinstance(s, list) else [s]))
+        self.plans: dict[tuple, _padded.Plan | None] = {}  # padded signature -> the bucket's plan (None: unsafe)
+        self.checks: dict[tuple, tuple[_padded.Plan, _padded.Analysis] | None] = {}  # exact signature -> plan
         self.eager_reason: str | None = None
         output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
         # where each graph output lives (a `.cpu()` or `.to("tpu")` in the graph moves it): fake tensors know
@@ -321,39 +323,6 @@ class CompiledGraph:
                             for n in (output if isinstance(output, list | tuple) else [output])]
         with _lock:
             stats.graphs += 1
-
-    def _bucketed(self, args: list[Any]) -> tuple[list[Any], list[dict[int, str]], dict[str, int]] | None:
-        """Arguments padded to their buckets, each input's padded axes (axis -> symbol) and the real sizes,
-        or None when no size changes."""
-        from torchtpu.compile.buckets import bucket
-
-        real: dict[str, int] = {}
-        for value, syms in zip(args, self.symbols):
-            if isinstance(value, torch.Tensor) and isinstance(syms, list):
-                for size, sym in zip(value.shape, syms):
-                    if sym is not None:
-                        real[sym] = size
-            elif syms is not None and isinstance(value, int) and syms not in self.value_symbols:
-                real[syms] = value
-        sizes = {sym: bucket(n) for sym, n in real.items()}
-        if all(sizes[s] == real[s] for s in sizes):
-            return None
-        padded: list[Any] = []
-        axes: list[dict[int, str]] = []
-        for value, syms in zip(args, self.symbols):
-            tagged: dict[int, str] = {}
-            if isinstance(value, torch.Tensor) and isinstance(syms, list):
-                tagged = {i: sym for i, sym in enumerate(syms) if sym is not None and sizes[sym] != value.shape[i]}
-                pads: list[int] = []
-                for i in reversed(range(value.ndim)):
-                    pads += [0, (sizes[syms[i]] - value.shape[i]) if i in tagged else 0]
-                padded.append(torch.nn.functional.pad(value, pads) if tagged else value)
-            elif syms is not None and isinstance(value, int) and syms in sizes:
-                padded.append(sizes[syms])
-            else:
-                padded.append(value)
-            axes.append(tagged)
-        return padded, axes, real
 
     _boxed_call = True  # AOTAutograd passes one list of arguments, which we may clear
 
@@ -371,57 +340,81 @@ class CompiledGraph:
             return list(self.gm(*args))
 
     def _call(self, args: list[Any]) -> list[Any]:
-        real_args = args
-        out_shapes = None
-        if self.dynamic:
-            bucketed = self._bucketed(args)
-            if bucketed is not None:
-                padded_args, axes, real = bucketed
-                traced = self._traced(padded_args)
-                tags = self._padding_tags(traced, padded_args, axes)
-                if tags is not None:
-                    out_shapes = (self._traced(args, compile_only=True), tags, real)
-                    args = padded_args
-        traced = self._traced(args)
-        stats.calls += 1
-        result = self._launch(traced, args)
-        if out_shapes is not None:
-            exact, tags, real = out_shapes
-            result = _unpad(result, traced, exact, tags, real)
-        for i, (kind, index) in enumerate(traced.output_map):
-            if kind == "input":
-                result[i] = [a for a in real_args if isinstance(a, torch.Tensor)][index]
+        result = self._bucket_call(args) if self.dynamic else None
+        if result is None:
+            traced = self._traced(args)
+            stats.calls += 1
+            result = self._launch(traced, args)
         for i, device in enumerate(self.out_devices[:len(result)]):
             value = result[i]
             if device is not None and isinstance(value, torch.Tensor) and value.device != device:
                 result[i] = value.to(device)
         return result
 
+    def _bucket_call(self, args: list[Any]) -> list[Any] | None:
+        """Runs the call through its bucket's padded Program; None when padding is not proven exact for it."""
+        padded = pad_args(args, self.specs, self.policy, self.bounds)
+        if padded is None:
+            return None
+        padded_args, tags, real, sizes = padded
+        exact = self._traced(args, compile_only=True)
+        check = self.checks.get(self._key(args), ())
+        if check == ():
+            check = self.checks[self._key(args)] = self._check(exact, padded_args, tags, real, sizes)
+        if check is None:
+            return None
+        plan, analysis = check
+        extra = [(real[s], "int32") for s in plan.symbols]
+        extra += [(analysis.lifted[i], d) for i, d in zip(plan.lifted, plan.dtypes)]
+        stats.calls += 1
+        result = self._launch(plan.traced, padded_args, extra)
+        result = _padded.unpad(result, plan.traced.output_map, exact.program.outputs, exact.output_map,
+                                plan.out_tags, real)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        return [tensors[index] if kind == "input" else r for r, (kind, index) in zip(result, exact.output_map)]
+
+    def _check(self, exact: _Traced, padded_args: list[Any], tags: list[dict], real: dict[str, int],
+               sizes: dict[str, int]) -> tuple[_padded.Plan, _padded.Analysis] | None:
+        key = self._key(padded_args)
+        raw = self._traced(padded_args, compile_only=True)
+        tensor_tags = [t for t, v in zip(tags, padded_args) if isinstance(v, torch.Tensor)]
+        mutated = any(tensor_tags[i] for i in raw.mutated)  # written in place: the caller's tensor, not a copy
+        tensor_tags = [t for i, t in enumerate(tensor_tags) if i not in raw.host_scalars]  # 0-d host: last
+        input_tags = tensor_tags + [{}] * (len(raw.program.inputs) - len(tensor_tags))
+        plan = self.plans.get(key, ())
+        if plan == ():
+            analysis = None if mutated else _padded.analyse(raw.program, exact.program, input_tags, real, sizes)
+            plan = None
+            if analysis is not None:
+                plan = _padded.emit(raw.program, analysis, sorted(real))
+                plan.traced = _Traced(plan.program, raw.output_map, raw.random_nodes, raw.mutated,
+                                      node_starts=raw.node_starts, host_scalars=raw.host_scalars)
+                stats.programs += 1
+            self.plans[key] = plan
+        analysis = None if plan is None else _padded.analyse(raw.program, exact.program, input_tags, real, sizes,
+                                                             plan.analysis)
+        if analysis is None:
+            stats.unsafe_padding += 1
+            return None
+        return plan, analysis
+
+    @staticmethod
+    def _key(args: list[Any]) -> tuple:
+        return (tuple((tuple(a.shape), a.dtype, _is_host_scalar(a)) if isinstance(a, torch.Tensor) else a
+                      for a in args), current_precision())
+
     def _traced(self, args: list[Any], compile_only: bool = False) -> _Traced:
-        key = (tuple((tuple(a.shape), a.dtype, _is_host_scalar(a)) if isinstance(a, torch.Tensor) else a
-                     for a in args), current_precision())
+        key = self._key(args)
         traced = self.programs.get(key)
         if traced is None:
             traced = _trace_graph(self.gm, args)
             self.programs[key] = traced
-            if not compile_only:
-                stats.programs += 1
+        if not compile_only and not traced.launched:
+            traced.launched = True
+            stats.programs += 1
         return traced
 
-    def _padding_tags(self, traced: _Traced, args: list[Any], axes: list[dict[int, str]]) -> list[dict] | None:
-        from torchtpu.compile.buckets import padding_is_safe
-
-        key = id(traced)
-        if key not in self.safe:
-            tensor_axes = [dict(a) for a, v in zip(axes, args) if isinstance(v, torch.Tensor)]
-            tensor_axes = [a for i, a in enumerate(tensor_axes) if i not in traced.host_scalars]  # 0-d: last
-            extra = len(traced.program.inputs) - len(tensor_axes)
-            self.safe[key] = padding_is_safe(traced.program, tensor_axes + [{}] * extra)
-            if self.safe[key] is None:
-                stats.unsafe_padding += 1
-        return self.safe[key]
-
-    def _launch(self, traced: _Traced, args: list[Any]) -> list[Any]:
+    def _launch(self, traced: _Traced, args: list[Any], extra: Sequence[tuple[Any, str]] = ()) -> list[Any]:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         device = next((t.device.index or 0 for t in tensors if t.device.type == "tpu"), 0)
         from torchtpu import random as tpu_random
@@ -437,8 +430,10 @@ class CompiledGraph:
                    for t, v in zip([None] * n_fresh + mutated, traced.program.outputs)]
         host = traced.host_scalars
         inputs = [a if a.device.type == "tpu" else a.to(dev) for i, a in enumerate(tensors) if i not in host]
+        first = len(traced.program.inputs) - len(host) - len(extra)
         scalars = [runtime.scalar_buffer(tensors[i].item(), v.dtype)
-                   for i, v in zip(host, traced.program.inputs[len(traced.program.inputs) - len(host):])]
+                   for i, v in zip(host, traced.program.inputs[first:])]
+        scalars += [runtime.scalar_buffer(value, dtype) for value, dtype in extra]
         try:
             exe = launch.launch("compiled_graph", traced.program, inputs + states, outputs, device, scalars,
                                 exe=traced.exe)
@@ -468,43 +463,33 @@ class CompiledGraph:
         return result
 
 
-def _unpad(result: list[Any], padded: _Traced, exact: _Traced, tags: list[dict], real: dict[str, int]
-           ) -> list[Any]:
-    """Cuts each padded output back to its real size: narrow end-padded axes; for a flattened axis, split it
-    into its factors, narrow the padded ones and flatten again."""
-    out = list(result)
-    for i, ((kind, index), (_, exact_index)) in enumerate(zip(padded.output_map, exact.output_map)):
-        if kind == "int":
-            out[i] = exact_index
-            continue
-        if kind != "value" or not isinstance(out[i], torch.Tensor):
-            continue
-        tensor = out[i]
-        for axis, tag in sorted(tags[index].items()):
-            if isinstance(tag, str):
-                tensor = tensor.narrow(axis, 0, real[tag])
-            else:
-                sizes = [size for size, _ in tag]
-                split = tensor.reshape(*tensor.shape[:axis], *sizes, *tensor.shape[axis + 1:])
-                for j, (_, sym) in enumerate(tag):
-                    if sym is not None:
-                        split = split.narrow(axis + j, 0, real[sym])
-                tensor = split.reshape(*tensor.shape[:axis], -1, *tensor.shape[axis + 1:])
-        want = exact.program.outputs[exact_index].shape
-        if tuple(tensor.shape) != tuple(want):
-            raise RuntimeError(f"compiled graph output {i}: unpadded to {tuple(tensor.shape)}, expected {want}")
-        out[i] = tensor
-    return out
-
-
 def _torch_dtype(ir_dtype: str) -> torch.dtype:
     from torchtpu.ops.tracing import IR_TO_TORCH
 
     return IR_TO_TORCH[ir_dtype]
 
 
-def _compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    return split_at_collectives(gm, CompiledGraph) or CompiledGraph(gm, example_inputs)
+def _compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], policy: Any = None) -> Callable[..., Any]:
+    make = CompiledGraph if policy is None else (lambda g, ex: CompiledGraph(g, ex, policy))
+    return split_at_collectives(gm, make) or make(gm, example_inputs)
+
+
+def bounded(buckets: str | Sequence[int] = "max") -> Callable[..., Any]:
+    """A "tpu" backend with its own shape-bucket policy, for `torch.compile(fn, backend=bounded(...),
+    dynamic=True)`: "max" pads each dynamic size to the bound `torch._dynamo.mark_dynamic(x, dim, max=N)` gave
+    it (one Program per graph for every size up to N; next power of two where none was given), "pow2", "none",
+    or a list of sizes. Dynamo itself recompiles a size outside the declared range."""
+    from functorch.compile import make_boxed_compiler
+
+    from torchtpu.compile.buckets import POLICIES
+
+    if isinstance(buckets, str) and buckets not in POLICIES or not isinstance(buckets, str) and (
+            not buckets or any(not isinstance(b, int) or b < 1 for b in buckets)):
+        raise ValueError(f"bounded(buckets={buckets!r}): valid: {', '.join(POLICIES)} or a list of positive sizes")
+    policy = buckets if isinstance(buckets, str) else sorted(buckets)
+    boxed = make_boxed_compiler(lambda gm, ex: _compiler(gm, ex, policy))
+    return aot_autograd(fw_compiler=boxed, bw_compiler=boxed, decompositions=_decompositions(),
+                        keep_inference_input_mutations=True)
 
 
 def _decompositions() -> dict:

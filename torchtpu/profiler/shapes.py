@@ -30,7 +30,9 @@ def program_signatures(window: Window) -> list[tuple[tuple[int, ...], ...]]:
     for la in window.launches:
         program = la.record.source
         if la.record.name == "compiled_graph" and program is not None and id(program) not in seen:
-            seen[id(program)] = tuple(tuple(int(s) for s in v.shape) for v in program.inputs)
+            # 0-d inputs (host scalars, a bucket's real sizes) never vary in shape: left out, so a padded
+            # program groups with the exact ones it replaces
+            seen[id(program)] = tuple(tuple(int(s) for s in v.shape) for v in program.inputs if v.shape)
     return list(seen.values())
 
 
