@@ -38,12 +38,14 @@ import torch
 from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
-from torchtpu.execution import fast_launch, poison
+from torchtpu.execution import fast_launch, modes, poison
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
 from torchtpu.ops.tracing import TORCH_TO_IR
 from torchtpu.profiler import events as _events
 
 MAX_REGION_OPS = config.get("TORCHTPU_MAX_REGION_OPS")
+_FUSE = modes.EagerMode.DEFER_AND_FUSE
+_mode = modes.get_eager_mode
 PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
 
 
@@ -83,14 +85,24 @@ def pending() -> bool:
 _key = poison.storage_key
 
 
+_PACKAGE_CODE: dict[Any, bool] = {}  # code object -> whether _user_line skips its frames (ours, torch's)
+
+
 def _user_line() -> str:
-    frame = sys._getframe(2)
+    frame = sys._getframe(1)  # the recording function (ours: skipped); an autograd thread has no frame above it
+    package = _PACKAGE_CODE
     for _ in range(40):
         if frame is None:
             break
-        name = frame.f_code.co_filename
-        if not name.startswith(PACKAGE_DIRS) and "<frozen" not in name:
-            return f"{name}:{frame.f_lineno}"
+        code = frame.f_code
+        ours = package.get(code)
+        if ours is None:
+            name = code.co_filename
+            ours = package[code] = name.startswith(PACKAGE_DIRS) or "<frozen" in name
+            if len(package) > 65536:  # code objects of ever-new functions (exec, lambdas in a loop) stay bounded
+                package.clear()
+        if not ours:
+            return f"{code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
 
@@ -108,15 +120,22 @@ def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -
     return True
 
 
+def _new_slot(key: Any, t: torch.Tensor) -> int:
+    """A slot for the storage of `t` (not in the region yet): a flat view of all of it holds it."""
+    storage = t.untyped_storage()
+    nbytes = storage.nbytes()
+    holder = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (nbytes // t.element_size(),), (1,))
+    slot = len(_region.slots)
+    _region.slots.append(Slot(holder, TORCH_TO_IR[t.dtype], key=storage.data_ptr(), nbytes=nbytes))
+    _region.slot_of[key] = slot
+    return slot
+
+
 def _view(t: torch.Tensor) -> View:
     key = _key(t)
     slot = _region.slot_of.get(key)
     if slot is None:
-        n = t.untyped_storage().nbytes() // t.element_size()
-        holder = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), 0, (n,), (1,))
-        slot = len(_region.slots)
-        _region.slots.append(Slot(holder, TORCH_TO_IR[t.dtype]))
-        _region.slot_of[key] = slot
+        slot = _new_slot(key, t)
     return (slot, t.storage_offset(), tuple(t.shape), tuple(t.stride()))
 
 
@@ -127,7 +146,59 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
 
     All or nothing: an error or an interrupt leaves the region as it was (at most with a slot no event uses).
     """
-    structure = structure_of(program)
+    _record(op_name, program, structure_of(program), tensors, outputs, device, scalars, _user_line())
+
+
+def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], device: int) -> bool:
+    """The C++ launch cache's DEFER_AND_FUSE hit (fast_launch.store_record): records the op of `token` (op name,
+    traced program, its structure id, number of tensors) on `operands` (its tensors, then the 0-d buffers of its
+    scalars) writing `outputs`; False, with the region as it was, when the op cannot be deferred now (what
+    `can_defer` refuses, or a poisoned storage: the Python kernel then runs the call)."""
+    op_name, program, structure, n = token
+    with _lock:
+        region = _region
+        if poison.active or (region.device >= 0 and device != region.device):
+            return False
+        slot_of, slots = region.slot_of, region.slots
+        added = len(slots)
+        views = []
+        try:
+            for t in (*operands[:n], *outputs):  # can_defer and _view in one pass
+                ptr = t.data_ptr()
+                offset = t.storage_offset()
+                if not ptr or t.get_device() != device or not t.numel():
+                    return False
+                key = ptr - offset * t.element_size()
+                slot = slot_of.get(key)
+                if slot is None:
+                    slot = _new_slot(key, t)
+                elif slots[slot].holder.dtype != t.dtype:
+                    return False
+                views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
+            added = len(slots)
+        finally:
+            if added != len(slots):  # refused: the slots this call made go again
+                for slot in slots[added:]:
+                    del slot_of[_key(slot.holder)]
+                del slots[added:]
+        outs = views[n:]
+        event = Event(program, structure, tuple(views[:n]), tuple(outs), tuple(operands[n:]),
+                      (op_name, _user_line()))
+        for view in outs:
+            slots[view[0]].written = True
+        region.device = device
+        region.events.append(event)  # the commit point
+        region.ir_ops += len(program.ops)
+        stats.ops_deferred += 1
+        if region.ir_ops > MAX_REGION_OPS:
+            flush()
+    if _mode() is not _FUSE:  # a whole-storage driver outside DEFER_AND_FUSE: the op runs now (launch.launch)
+        flush(raised_at_call=True)
+    return True
+
+
+def _record(op_name: str, program: Program, structure: int, tensors: list[torch.Tensor],
+            outputs: list[torch.Tensor], device: int, scalars: Sequence[Any], line: str) -> None:
     if _region.device >= 0 and device != _region.device:
         flush()
     with _lock:
@@ -137,9 +208,10 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
                                 lambda t: _region.slot_of.get(_key(t)) in _covered(_region.slots, _region.events))
         inputs = tuple(_view(t) for t in tensors)
         outs = tuple(_view(t) for t in outputs)
-        event = Event(program, structure, inputs, outs, tuple(scalars), (op_name, _user_line()))
+        event = Event(program, structure, inputs, outs, tuple(scalars), (op_name, line))
+        slots = _region.slots
         for view in outs:  # before the event: a slot marked written that no event writes passes through
-            _region.slots[view[0]].written = True
+            slots[view[0]].written = True
         _region.device = device
         _region.events.append(event)  # the commit point
         _region.ir_ops += len(program.ops)
@@ -193,9 +265,6 @@ def flush(raised_at_call: bool = False) -> None:
 
 
 def _run(region: _Region, stage: _Stage) -> str | None:
-    # Tensors that died in reference cycles during the region (autograd graphs make them) must be collected
-    # now, or liveness, and with it the program's outputs and cache key, would vary from step to step.
-    gc.collect(1)
     live = set(_live(region))
     key = (tuple(e.signature() for e in region.events), tuple((s.dtype, s.holder.shape[0]) for s in region.slots))
     built = _replays.get(key)
@@ -203,9 +272,14 @@ def _run(region: _Region, stage: _Stage) -> str | None:
     # A replay may write back a few storages that died this time (harmless: our holders keep them until the
     # flush ends); a storage alive now that the replay does not write forces a rebuild with the union, so
     # garbage-collection timing cannot make a loop recompile more than once or twice.
-    if built is None or not live <= set(built.output_slots):
+    if built is None or not live <= built.output_set:
+        # Tensors that died in reference cycles during the region (autograd graphs make them) are collected
+        # before a build, or liveness, and with it the program's outputs, would vary from step to step. A replay
+        # needs no collection: a dead storage it writes back costs nothing.
+        gc.collect(1)
+        live = set(_live(region))
         if built is not None:
-            live |= set(built.output_slots)
+            live |= built.output_set
         stage.name = "build"
         built = stage.built = build(region.slots, region.events, sorted(live))
         stage.name = "compile"
@@ -229,13 +303,19 @@ def _run(region: _Region, stage: _Stage) -> str | None:
 
 
 def _execute(drv: Any, built: Built, region: _Region, events: Sequence[Event]) -> None:
-    runtime.collect_freed()
-    buffers = [runtime.storage_handle(region.slots[s].holder) for s in built.input_slots]
+    runtime.collect_freed()  # a freed storage's address may already belong to one of the region's: drop it first
+    storage_buffer, slots, device = drv.storage_buffer, region.slots, max(region.device, 0)
+
+    def handle(index: int) -> Any:  # runtime.storage_handle, from what the slot knows already
+        slot = slots[index]
+        return storage_buffer(slot.key, slot.nbytes, slot.dtype, device)
+
+    buffers = [handle(s) for s in built.input_slots]
     scalar_inputs = built.program.inputs[len(built.input_slots):]
     values = [v for e in events for v in e.scalars]
     buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
                 for v, value in zip(scalar_inputs, values)]
-    outputs = [runtime.storage_handle(region.slots[s].holder) for s in built.output_slots]
+    outputs = [handle(s) for s in built.output_slots]
     from torchtpu.execution import launch
 
     launch.execute(drv, built.exe, buffers, outputs, max(region.device, 0))
@@ -316,8 +396,6 @@ def _count(program: Program, miss: bool) -> str | None:
     else:
         stats.misses += 1
         stats.consecutive_misses += 1
-        from torchtpu.execution import modes
-
         fusing = modes.get_eager_mode() is modes.EagerMode.DEFER_AND_FUSE  # else one op per region (pjrt)
         if fusing and stats.consecutive_misses >= 8 and stats.flushes > 8 and not stats.warned:
             stats.warned = True
