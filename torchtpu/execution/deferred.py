@@ -150,11 +150,12 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
 
 
 def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], device: int) -> bool:
-    """The C++ launch cache's DEFER_AND_FUSE hit (fast_launch.store_record): records the op of `token` (op name,
-    traced program, its structure id, number of tensors) on `operands` (its tensors, then the 0-d buffers of its
-    scalars) writing `outputs`; False, with the region as it was, when the op cannot be deferred now (what
-    `can_defer` refuses, or a poisoned storage: the Python kernel then runs the call)."""
-    op_name, program, structure, n = token
+    """The C++ launch cache's recording hit (fast_launch.store_record): records the op of `token` (op name, traced
+    program, its structure id, number of tensors, whether the outputs are fresh) on `operands` (its tensors, then
+    the 0-d buffers of its scalars) writing `outputs`, all on `device` (the C++ key checked); False, with the
+    region as it was, when the op cannot be deferred now (what `can_defer` refuses, or a poisoned storage: the
+    Python kernel then runs the call)."""
+    op_name, program, structure, n, fresh = token
     with _lock:
         region = _region
         if poison.active or (region.device >= 0 and device != region.device):
@@ -163,10 +164,10 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
         added = len(slots)
         views = []
         try:
-            for t in (*operands[:n], *outputs):  # can_defer and _view in one pass
+            for t in operands[:n] if fresh else (*operands[:n], *outputs):  # can_defer and _view in one pass
                 ptr = t.data_ptr()
                 offset = t.storage_offset()
-                if not ptr or t.get_device() != device or not t.numel():
+                if not ptr or not t.numel():
                     return False
                 key = ptr - offset * t.element_size()
                 slot = slot_of.get(key)
@@ -175,6 +176,14 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
                 elif slots[slot].holder.dtype != t.dtype:
                     return False
                 views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
+            if fresh:  # made by this call (at::empty): contiguous, each its whole storage, none in the region
+                for t in outputs:
+                    ptr, shape = t.data_ptr(), tuple(t.shape)
+                    if not ptr:
+                        return False
+                    slot_of[ptr] = slot = len(slots)
+                    slots.append(Slot(t.view(-1), TORCH_TO_IR[t.dtype], key=ptr, nbytes=t.nbytes))
+                    views.append((slot, 0, shape, t.stride()))
             added = len(slots)
         finally:
             if added != len(slots):  # refused: the slots this call made go again

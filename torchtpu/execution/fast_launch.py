@@ -125,7 +125,7 @@ def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bin
         sync()
     from torchtpu.execution import deferred
 
-    token = (op_name, program, structure, n_tensors)
+    token = (op_name, program, structure, n_tensors, kind in (FUNCTIONAL, FUNCTIONAL_LIST))
     _native().fast_store(op_name, deferred.record_cached, token, bindings, device, n_tensors,
                          _fresh(out_types, kind), kind, True)
 
