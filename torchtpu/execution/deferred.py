@@ -156,6 +156,12 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
     region as it was, when the op cannot be deferred now (what `can_defer` refuses, or a poisoned storage: the
     Python kernel then runs the call)."""
     op_name, program, structure, n, fresh = token
+    one = _mode() is not _FUSE and not _region.events and not _events.ACTIVE
+    if one:  # a whole-storage driver outside DEFER_AND_FUSE (pjrt): this op is a region of its own
+        with _lock:
+            one_key = _launch_one(token, operands, outputs, device)
+        if one_key is None:
+            return True
     with _lock:
         region = _region
         if poison.active or (region.device >= 0 and device != region.device):
@@ -203,7 +209,66 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
             flush()
     if _mode() is not _FUSE:  # a whole-storage driver outside DEFER_AND_FUSE: the op runs now (launch.launch)
         flush(raised_at_call=True)
+        built = _replays.get(one_key) if one and one_key else None
+        if built is not None:
+            _one_ops[one_key] = built
+            while len(_one_ops) > _MAX_ONE_OPS:
+                _one_ops.popitem(last=False)
     return True
+
+
+# One-op regions by their replay key (`_launch_one`): a whole-storage driver runs every DEFER_NEVER op as a region
+# of its own, so a model has as many of them as distinct op calls (more than `_MAX_REPLAYS`); an LRU too.
+_one_ops: OrderedDict[tuple, Built] = OrderedDict()
+_MAX_ONE_OPS = 4096
+
+
+def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], device: int) -> tuple | bool | None:
+    """Runs a cached op as the one-op region `flush` would replay, without making the region: its key and slots
+    straight from the tensors (which the call holds alive), its Built from `_one_ops`. None when it ran; else
+    the region's replay key (False when there is none) for the caller to record and flush the op the long way
+    (a miss, or a launch that raised: a failed launch writes nothing, and the long way raises its error)."""
+    _, _, structure, n, _ = token
+    slot_of: dict[int, int] = {}
+    slots: list[tuple[int, int, str, int]] = []  # (storage address, bytes, IR dtype, element size)
+    views = []
+    for t in (*operands[:n], *outputs):
+        ptr = t.data_ptr()
+        if not ptr or not t.numel():
+            return False
+        offset = t.storage_offset()
+        size = t.element_size()
+        slot = slot_of.get(ptr - offset * size)
+        dtype = TORCH_TO_IR[t.dtype]
+        if slot is None:
+            slot = slot_of[ptr - offset * size] = len(slots)
+            storage = t.untyped_storage()
+            slots.append((storage.data_ptr(), storage.nbytes(), dtype, size))
+        elif slots[slot][2] != dtype:
+            return False
+        views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
+    key = (((structure, tuple(views[:n]), tuple(views[n:])),), tuple((d, nb // sz) for _, nb, d, sz in slots))
+    built = _one_ops.get(key)
+    if built is None or not built.output_set.issuperset(v[0] for v in views[n:]):
+        return key
+    drv = runtime.driver()
+    runtime.collect_freed()  # a freed storage's address may already belong to one of these: drop it first
+    buffer = drv.storage_buffer
+    buffers = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.input_slots]
+    scalar_inputs = built.program.inputs[len(built.input_slots):]
+    buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
+                for v, value in zip(scalar_inputs, operands[n:])]
+    out = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.output_slots]
+    from torchtpu.execution import launch
+
+    try:
+        launch.execute(drv, built.exe, buffers, out, device)
+    except Exception:  # noqa: BLE001 - the long way runs it again and raises the op's error as it always did
+        return key
+    _one_ops.move_to_end(key)
+    stats.replays += 1
+    _count(built.program, miss=False)
+    return None
 
 
 def _record(op_name: str, program: Program, structure: int, tensors: list[torch.Tensor],
