@@ -2,9 +2,13 @@
 structure, which the driver fuses and runs in one launch.
 
 Recording an op is cheap: it notes the op's traced program, where each input and output lives (storage slot,
-offset, sizes, strides) and its scalar constants. At a flush the region's event sequence is looked up in a
-replay cache: a training loop's second and later steps find their Program and executable there without
-building any IR. On a miss, `region_ir.build` replays the events into a Program (views as IR expressions over
+offset, sizes, strides) and its scalar constants. A repeated op is recorded by the C++ launch cache
+(fast_launch.store_record): no dispatcher trampoline, no Python signature, one pass over its tensors
+(`record_cached`); on a whole-storage driver (pjrt) outside DEFER_AND_FUSE such an op runs as its cached one-op
+region straight from its tensors (`_launch_one`), without making the region.
+
+At a flush the region's event sequence is looked up in a replay cache: a training loop's second and later steps
+find their Program and executable there without building any IR. On a miss, `region_ir.build` replays the events into a Program (views as IR expressions over
 each storage's flat value, see region_ir.py). Inputs are the storages read before being written; outputs are
 only the written storages someone besides the region still references, so an intermediate that died before the
 flush never touches memory. Deferred outputs hold their storage from the call, so memory accounting is exact.
