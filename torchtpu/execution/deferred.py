@@ -8,10 +8,11 @@ offset, sizes, strides) and its scalar constants. A repeated op is recorded by t
 region straight from its tensors (`_launch_one`), without making the region.
 
 At a flush the region's event sequence is looked up in a replay cache: a training loop's second and later steps
-find their Program and executable there without building any IR. On a miss, `region_ir.build` replays the events into a Program (views as IR expressions over
-each storage's flat value, see region_ir.py). Inputs are the storages read before being written; outputs are
-only the written storages someone besides the region still references, so an intermediate that died before the
-flush never touches memory. Deferred outputs hold their storage from the call, so memory accounting is exact.
+find their Program and executable there without building any IR. On a miss, `region_ir.build` replays the events
+into a Program (views as IR expressions over each storage's flat value, see region_ir.py). Inputs are the storages
+read before being written; outputs are only the written storages someone besides the region still references, so an
+intermediate that died before the flush never touches memory. Deferred outputs hold their storage from the call, so
+memory accounting is exact.
 
 Regions are transactional. Recording is all or nothing. A flush either completes or leaves a defined state:
 - an interrupt (KeyboardInterrupt) before the region starts to run leaves it pending, whole: nothing is lost,
