@@ -9,6 +9,16 @@ not inflate it (the sim runs on the calling thread; torch is pinned to 1 thread)
 ABBA order (CPU, NEVER, FUSE, FUSE, NEVER, CPU) so that drift hits all alike; figures are medians.
 
     python benchmarks/defer_and_fuse.py [--repeats 7] [--skip-models] [--skip-ops] [--skip-sim]
+
+Measured (issue #22; loaded 2-core machine, medians of 5 ABBA samples; FUSE / NEVER host time), main 552930a ->
+the speed branch (a cached op recorded from the C++ launch path, replays without gc.collect or slot lookups, the
+sim's heap kept instead of faulted in on every launch):
+
+    gpt2 forward 1.38x -> 1.04-1.07x    gpt2 train 1.72x -> 1.04-1.26x
+    llama forward 1.43x -> 1.13-1.44x   llama train 1.93x -> 1.15-1.17x
+    8x8 add per op unsynced 9.1x -> 3.9x, synced 10.4x -> 6.8-7.1x
+    8x8 mm per op unsynced 4.1x -> 2.2x, synced 6.9x -> 3.9-4.8x
+    demo model training step host 0.59x -> 0.96-0.98x of DEFER_NEVER's speed; transformer block 0.53x -> 0.96x
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ parent prints the table. Also checks that pjrt(cpu) and the sim train to the sam
 
     python benchmarks/pjrt.py            # about 2-3 minutes on two cores
     python benchmarks/pjrt.py --steps 10 --iters 200
+
+Measured (issue #22, loaded 2-core machine), main 552930a -> the speed branch (a cached DEFER_NEVER op runs as
+its one-op region from C++ without making the region; replays skip gc.collect), pjrt / JAX eager per op: add
+19.7x -> 7.7x, mul_ 7.0x -> 3.4x, mm 10.4x -> 5.6x, relu 11.4x -> 5.0x, sum 9.1x -> 4.9x, index_select 18.5x ->
+6.2x; tiny GPT training step pjrt(cpu) / CPU eager 6.4x -> 5.0x (losses equal to the sim's).
 """
 
 from __future__ import annotations
