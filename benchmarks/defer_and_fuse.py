@@ -14,7 +14,7 @@ Measured (issue #22; loaded 2-core machine, medians of 5 ABBA samples; FUSE / NE
 the speed branch (a cached op recorded from the C++ launch path, replays without gc.collect or slot lookups, the
 sim's heap kept instead of faulted in on every launch):
 
-    gpt2 forward 1.38x -> 1.05-1.11x    gpt2 train 1.72x -> 1.04-1.26x
+    gpt2 forward 1.38x -> 1.06-1.11x    gpt2 train 1.72x -> 1.04-1.26x
     llama forward 1.43x -> 1.22-1.44x   llama train 1.93x -> 1.14-1.17x
     8x8 add per op unsynced 9.1x -> 3.9x, synced 10.4x -> 6.8-7.1x
     8x8 mm per op unsynced 4.1x -> 2.2x, synced 6.9x -> 3.9-4.8x
