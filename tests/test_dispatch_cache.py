@@ -102,6 +102,62 @@ def test_deferred_mode_is_not_served_from_the_cache(tpu):
     assert _hits() == before + 1
 
 
+def test_deferred_mode_records_from_the_cache_with_the_same_results(tpu):
+    """In DEFER_AND_FUSE a cached op is recorded into the region by the C++ path (a hit, no Python kernel);
+    results and the replayed region match DEFER_NEVER bit for bit."""
+    torch.manual_seed(0)
+    a, w = torch.randn(6, 5), torch.randn(5, 5)
+    ta, tw = a.to(tpu), w.to(tpu)
+
+    def step(x):
+        y = torch.tanh(x @ tw) * 0.5
+        y.add_(x, alpha=0.25)
+        return y.sum(1)
+
+    with torchtpu.eager_mode("DEFER_NEVER"):
+        want = [step(ta).cpu() for _ in range(3)]
+    with torchtpu.eager_mode("DEFER_AND_FUSE"):
+        step(ta).cpu()  # the misses store the recording entries
+        before, replays = _hits(), deferred.stats.replays
+        got = []
+        for _ in range(3):
+            out = step(ta)
+            assert deferred.pending()
+            got.append(out.cpu())
+        assert _hits() - before >= 3 * 5  # every op of every step (mm, tanh, mul, add_, sum)
+        assert deferred.stats.replays - replays >= 2
+    assert all(torch.equal(g, w_) for g, w_ in zip(got, want))
+
+
+def test_a_cached_record_the_region_refuses_runs_the_python_kernel(tpu):
+    """A storage the region already holds under another dtype cannot be deferred: the C++ hit hands the call to
+    the Python kernel, which flushes the region and runs the op eagerly."""
+    x = torch.arange(8, dtype=torch.float32).to(tpu)
+    bits = torch.arange(8, dtype=torch.int32).to(tpu)
+    with torchtpu.eager_mode("DEFER_AND_FUSE"):
+        (bits + 1).cpu()
+        (bits + 1).cpu()  # the int32 add's recording entry is stored
+        y = x * 2  # the region holds x's storage as float32
+        before = fast_launch.counters()["misses"]
+        z = x.view(torch.int32) + 1  # the same storage as int32: refused, run by the Python kernel
+        assert fast_launch.counters()["misses"] == before + 1 and not deferred.pending()
+        assert torch.equal(z.cpu(), torch.arange(8, dtype=torch.float32).view(torch.int32) + 1)
+        assert torch.equal(y.cpu(), torch.arange(8, dtype=torch.float32) * 2)
+
+
+def test_an_error_of_a_cached_record_names_the_users_line(tpu):
+    table, good, bad = torch.randn(5, 3).to(tpu), torch.tensor([0, 4]).to(tpu), torch.tensor([0, 5]).to(tpu)
+    with torchtpu.eager_mode("DEFER_AND_FUSE"):
+        table.index_select(0, good).cpu()
+        table.index_select(0, good).cpu()
+        before = _hits()
+        out = table.index_select(0, bad)  # the line the error names
+        assert _hits() == before + 1
+        line = sys._getframe().f_lineno - 2
+        with pytest.raises(RuntimeError, match=rf"index_select.*test_dispatch_cache.py:{line}"):
+            out.cpu()
+
+
 def test_autograd_runs_through_the_cache_on_its_device_thread(tpu):
     torch.manual_seed(0)
     w = torch.randn(5, 3, requires_grad=True)

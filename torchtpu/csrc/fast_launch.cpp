@@ -12,6 +12,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/Dtype.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/extension.h>
 #include <torch/library.h>
@@ -41,6 +42,10 @@ struct Entry {
   py::tuple bindings;  // a tuple per 0-d input: (index of the call's scalar, or a function of the scalars'
                        // tuple; IR dtype) (eager.Traced.bindings)
   int64_t device;
+  // DEFER_AND_FUSE: `execute` records the op into the pending region (deferred.record_cached) and takes the
+  // tensors themselves, not numpy views; it returns False when the op cannot be deferred (the Python kernel
+  // then runs the call).
+  bool record;
 };
 
 PyObject* g_scalar_buffer = nullptr;  // runtime.scalar_buffer(value, IR dtype): 0-d buffers of other dtypes
@@ -97,6 +102,15 @@ void put_views(py::list& list, const std::vector<at::Tensor>& tensors) {
   }
 }
 
+// `tensors` as the first items of `list` (a recording entry's operands)
+void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    PyObject* t = THPVariable_Wrap(tensors[i]);
+    if (t == nullptr) throw py::error_already_set();
+    PyList_SET_ITEM(list.ptr(), i, t);
+  }
+}
+
 constexpr size_t kMaxEntries = 8192;  // like the Python cache: a workload of ever-new shapes stays bounded
 
 std::unordered_map<std::string, Entry>& table() {
@@ -105,6 +119,7 @@ std::unordered_map<std::string, Entry>& table() {
 }
 
 bool g_enabled = false;
+bool g_record = false;  // DEFER_AND_FUSE: a hit records into the pending region (entries stored in that mode)
 int64_t g_precision = 0;
 int64_t g_hits = 0;
 int64_t g_misses = 0;
@@ -178,6 +193,7 @@ struct FastKernel final : public c10::OperatorKernel {
     std::vector<c10::IValue> scalars;
     const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, modes_, key, device, scalars);
     if (keyable) {
+      if (g_record) key.push_back('R');  // a recording entry never serves a launch, nor the other way round
       auto it = table().find(key);
       if (it != table().end() && launch_cached(schema, it->second, device, scalars, n_args, stack)) return;
     }
@@ -227,7 +243,11 @@ struct FastKernel final : public c10::OperatorKernel {
     const Py_ssize_t n_extra = PyTuple_GET_SIZE(bindings);
     py::list in_buffers(inputs.size() + n_extra);
     py::list out_buffers(outputs.size());
-    put_views(in_buffers, inputs);
+    if (entry.record) {
+      put_tensors(in_buffers, inputs);
+    } else {
+      put_views(in_buffers, inputs);
+    }
     py::tuple py_scalars;  // the scalars as Python values, for bindings that are functions of them
     for (Py_ssize_t i = 0; i < n_extra; ++i) {
       PyObject* binding = PyTuple_GET_ITEM(bindings, i);
@@ -254,8 +274,14 @@ struct FastKernel final : public c10::OperatorKernel {
       }
       PyList_SET_ITEM(in_buffers.ptr(), inputs.size() + i, item);
     }
-    put_views(out_buffers, outputs);
-    entry.execute(entry.exe, in_buffers, out_buffers, entry.device);
+    if (entry.record) {
+      put_tensors(out_buffers, outputs);
+      py::object recorded = entry.execute(entry.exe, in_buffers, out_buffers, entry.device);
+      if (recorded.ptr() == Py_False) return false;  // not deferrable now: the Python kernel runs the call
+    } else {
+      put_views(out_buffers, outputs);
+      entry.execute(entry.exe, in_buffers, out_buffers, entry.device);
+    }
     ++g_hits;
     c10::IValue dst = kind_ == kCopyFrom ? values[1] : c10::IValue();
     std::vector<c10::IValue> out_args;
@@ -345,11 +371,12 @@ void register_op(const std::string& qualified, const std::string& name, py::obje
 // `outputs` holds (sizes, torch.dtype) per fresh output, in the order the op returns them; none for an in-place
 // op. `kind` (Kind) must be the one the op was registered with. `bindings`: how each 0-d input after the tensors
 // is made from the call's scalars (Entry::bindings).
+// `record`: a DEFER_AND_FUSE entry (`execute` records; Entry::record), stored only while the path records.
 bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple bindings, int64_t device,
-           int64_t n_inputs, const py::list& outputs, int64_t kind) {
+           int64_t n_inputs, const py::list& outputs, int64_t kind, bool record) {
   if (t_pending.empty()) return false;
   const Pending& p = t_pending.back();
-  if (!p.keyable || *p.op_name != op_name || !g_enabled || p.kind != kind) return false;
+  if (!p.keyable || *p.op_name != op_name || !g_enabled || p.kind != kind || record != g_record) return false;
   for (const auto& item : bindings) {
     if (!PyTuple_Check(item.ptr()) || PyTuple_GET_SIZE(item.ptr()) != 2) return false;
     auto pair = item.cast<py::tuple>();
@@ -374,7 +401,8 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
                     : kind == kOut            ? true
                                               : returns.size() == 1;  // kInplace, kCopyFrom
   if (!fits) return false;
-  Entry entry{{}, static_cast<size_t>(n_inputs), std::move(execute), std::move(exe), std::move(bindings), device};
+  Entry entry{{}, static_cast<size_t>(n_inputs), std::move(execute), std::move(exe), std::move(bindings), device,
+              record};
   for (const auto& item : outputs) {
     auto pair = item.cast<py::tuple>();
     PyObject* dtype = pair[1].ptr();
@@ -403,8 +431,9 @@ void set_numpy_dtypes(const py::list& pairs) {
   }
 }
 
-void set_state(bool enabled, int64_t precision) {
+void set_state(bool enabled, int64_t precision, bool record) {
   g_enabled = enabled;
+  g_record = enabled && record;
   g_precision = precision;
 }
 

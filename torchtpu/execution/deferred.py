@@ -2,12 +2,17 @@
 structure, which the driver fuses and runs in one launch.
 
 Recording an op is cheap: it notes the op's traced program, where each input and output lives (storage slot,
-offset, sizes, strides) and its scalar constants. At a flush the region's event sequence is looked up in a
-replay cache: a training loop's second and later steps find their Program and executable there without
-building any IR. On a miss, `region_ir.build` replays the events into a Program (views as IR expressions over
-each storage's flat value, see region_ir.py). Inputs are the storages read before being written; outputs are
-only the written storages someone besides the region still references, so an intermediate that died before the
-flush never touches memory. Deferred outputs hold their storage from the call, so memory accounting is exact.
+offset, sizes, strides) and its scalar constants. A repeated op is recorded by the C++ launch cache
+(fast_launch.store_record): no dispatcher trampoline, no Python signature, one pass over its tensors
+(`record_cached`); on a whole-storage driver (pjrt) outside DEFER_AND_FUSE such an op runs as its cached one-op
+region straight from its tensors (`_launch_one`), without making the region.
+
+At a flush the region's event sequence is looked up in a replay cache: a training loop's second and later steps
+find their Program and executable there without building any IR. On a miss, `region_ir.build` replays the events
+into a Program (views as IR expressions over each storage's flat value, see region_ir.py). Inputs are the storages
+read before being written; outputs are only the written storages someone besides the region still references, so an
+intermediate that died before the flush never touches memory. Deferred outputs hold their storage from the call, so
+memory accounting is exact.
 
 Regions are transactional. Recording is all or nothing. A flush either completes or leaves a defined state:
 - an interrupt (KeyboardInterrupt) before the region starts to run leaves it pending, whole: nothing is lost,
@@ -38,12 +43,14 @@ import torch
 from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
-from torchtpu.execution import fast_launch, poison
+from torchtpu.execution import fast_launch, modes, poison
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
 from torchtpu.ops.tracing import TORCH_TO_IR
 from torchtpu.profiler import events as _events
 
 MAX_REGION_OPS = config.get("TORCHTPU_MAX_REGION_OPS")
+_FUSE = modes.EagerMode.DEFER_AND_FUSE
+_mode = modes.get_eager_mode
 PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
 
 
@@ -83,14 +90,24 @@ def pending() -> bool:
 _key = poison.storage_key
 
 
+_PACKAGE_CODE: dict[Any, bool] = {}  # code object -> whether _user_line skips its frames (ours, torch's)
+
+
 def _user_line() -> str:
-    frame = sys._getframe(2)
+    frame = sys._getframe(1)  # the recording function (ours: skipped); an autograd thread has no frame above it
+    package = _PACKAGE_CODE
     for _ in range(40):
         if frame is None:
             break
-        name = frame.f_code.co_filename
-        if not name.startswith(PACKAGE_DIRS) and "<frozen" not in name:
-            return f"{name}:{frame.f_lineno}"
+        code = frame.f_code
+        ours = package.get(code)
+        if ours is None:
+            name = code.co_filename
+            ours = package[code] = name.startswith(PACKAGE_DIRS) or "<frozen" in name
+            if len(package) > 65536:  # code objects of ever-new functions (exec, lambdas in a loop) stay bounded
+                package.clear()
+        if not ours:
+            return f"{code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
 
@@ -108,15 +125,22 @@ def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -
     return True
 
 
+def _new_slot(key: Any, t: torch.Tensor) -> int:
+    """A slot for the storage of `t` (not in the region yet): a flat view of all of it holds it."""
+    storage = t.untyped_storage()
+    nbytes = storage.nbytes()
+    holder = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (nbytes // t.element_size(),), (1,))
+    slot = len(_region.slots)
+    _region.slots.append(Slot(holder, TORCH_TO_IR[t.dtype], key=storage.data_ptr(), nbytes=nbytes))
+    _region.slot_of[key] = slot
+    return slot
+
+
 def _view(t: torch.Tensor) -> View:
     key = _key(t)
     slot = _region.slot_of.get(key)
     if slot is None:
-        n = t.untyped_storage().nbytes() // t.element_size()
-        holder = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), 0, (n,), (1,))
-        slot = len(_region.slots)
-        _region.slots.append(Slot(holder, TORCH_TO_IR[t.dtype]))
-        _region.slot_of[key] = slot
+        slot = _new_slot(key, t)
     return (slot, t.storage_offset(), tuple(t.shape), tuple(t.stride()))
 
 
@@ -127,7 +151,133 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
 
     All or nothing: an error or an interrupt leaves the region as it was (at most with a slot no event uses).
     """
-    structure = structure_of(program)
+    _record(op_name, program, structure_of(program), tensors, outputs, device, scalars, _user_line())
+
+
+def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], device: int) -> bool:
+    """The C++ launch cache's recording hit (fast_launch.store_record): records the op of `token` (op name, traced
+    program, its structure id, number of tensors, whether the outputs are fresh) on `operands` (its tensors, then
+    the 0-d buffers of its scalars) writing `outputs`, all on `device` (the C++ key checked); False, with the
+    region as it was, when the op cannot be deferred now (what `can_defer` refuses, or a poisoned storage: the
+    Python kernel then runs the call)."""
+    op_name, program, structure, n, fresh = token
+    one = _mode() is not _FUSE and not _region.events and not _events.ACTIVE
+    if one:  # a whole-storage driver outside DEFER_AND_FUSE (pjrt): this op is a region of its own
+        with _lock:
+            one_key = _launch_one(token, operands, outputs, device)
+        if one_key is None:
+            return True
+    with _lock:
+        region = _region
+        if poison.active or (region.device >= 0 and device != region.device):
+            return False
+        slot_of, slots = region.slot_of, region.slots
+        added = len(slots)
+        views = []
+        try:
+            for t in operands[:n] if fresh else (*operands[:n], *outputs):  # can_defer and _view in one pass
+                ptr = t.data_ptr()
+                offset = t.storage_offset()
+                if not ptr or not t.numel():
+                    return False
+                key = ptr - offset * t.element_size()
+                slot = slot_of.get(key)
+                if slot is None:
+                    slot = _new_slot(key, t)
+                elif slots[slot].holder.dtype != t.dtype:
+                    return False
+                views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
+            if fresh:  # made by this call (at::empty): contiguous, each its whole storage, none in the region
+                for t in outputs:
+                    ptr, shape = t.data_ptr(), tuple(t.shape)
+                    if not ptr:
+                        return False
+                    slot_of[ptr] = slot = len(slots)
+                    slots.append(Slot(t.view(-1), TORCH_TO_IR[t.dtype], key=ptr, nbytes=t.nbytes))
+                    views.append((slot, 0, shape, t.stride()))
+            added = len(slots)
+        finally:
+            if added != len(slots):  # refused: the slots this call made go again
+                for slot in slots[added:]:
+                    del slot_of[_key(slot.holder)]
+                del slots[added:]
+        outs = views[n:]
+        event = Event(program, structure, tuple(views[:n]), tuple(outs), tuple(operands[n:]),
+                      (op_name, _user_line()))
+        for view in outs:
+            slots[view[0]].written = True
+        region.device = device
+        region.events.append(event)  # the commit point
+        region.ir_ops += len(program.ops)
+        stats.ops_deferred += 1
+        if region.ir_ops > MAX_REGION_OPS:
+            flush()
+    if _mode() is not _FUSE:  # a whole-storage driver outside DEFER_AND_FUSE: the op runs now (launch.launch)
+        flush(raised_at_call=True)
+        built = _replays.get(one_key) if one and one_key else None
+        if built is not None:
+            _one_ops[one_key] = built
+            while len(_one_ops) > _MAX_ONE_OPS:
+                _one_ops.popitem(last=False)
+    return True
+
+
+# One-op regions by their replay key (`_launch_one`): a whole-storage driver runs every DEFER_NEVER op as a region
+# of its own, so a model has as many of them as distinct op calls (more than `_MAX_REPLAYS`); an LRU too.
+_one_ops: OrderedDict[tuple, Built] = OrderedDict()
+_MAX_ONE_OPS = 4096
+
+
+def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], device: int) -> tuple | bool | None:
+    """Runs a cached op as the one-op region `flush` would replay, without making the region: its key and slots
+    straight from the tensors (which the call holds alive), its Built from `_one_ops`. None when it ran; else
+    the region's replay key (False when there is none) for the caller to record and flush the op the long way
+    (a miss, or a launch that raised: a failed launch writes nothing, and the long way raises its error)."""
+    _, _, structure, n, _ = token
+    slot_of: dict[int, int] = {}
+    slots: list[tuple[int, int, str, int]] = []  # (storage address, bytes, IR dtype, element size)
+    views = []
+    for t in (*operands[:n], *outputs):
+        ptr = t.data_ptr()
+        if not ptr or not t.numel():
+            return False
+        offset = t.storage_offset()
+        size = t.element_size()
+        slot = slot_of.get(ptr - offset * size)
+        dtype = TORCH_TO_IR[t.dtype]
+        if slot is None:
+            slot = slot_of[ptr - offset * size] = len(slots)
+            storage = t.untyped_storage()
+            slots.append((storage.data_ptr(), storage.nbytes(), dtype, size))
+        elif slots[slot][2] != dtype:
+            return False
+        views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
+    key = (((structure, tuple(views[:n]), tuple(views[n:])),), tuple((d, nb // sz) for _, nb, d, sz in slots))
+    built = _one_ops.get(key)
+    if built is None or not built.output_set.issuperset(v[0] for v in views[n:]):
+        return key
+    drv = runtime.driver()
+    runtime.collect_freed()  # a freed storage's address may already belong to one of these: drop it first
+    buffer = drv.storage_buffer
+    buffers = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.input_slots]
+    scalar_inputs = built.program.inputs[len(built.input_slots):]
+    buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
+                for v, value in zip(scalar_inputs, operands[n:])]
+    out = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.output_slots]
+    from torchtpu.execution import launch
+
+    try:
+        launch.execute(drv, built.exe, buffers, out, device)
+    except Exception:  # noqa: BLE001 - the long way runs it again and raises the op's error as it always did
+        return key
+    _one_ops.move_to_end(key)
+    stats.replays += 1
+    _count(built.program, miss=False)
+    return None
+
+
+def _record(op_name: str, program: Program, structure: int, tensors: list[torch.Tensor],
+            outputs: list[torch.Tensor], device: int, scalars: Sequence[Any], line: str) -> None:
     if _region.device >= 0 and device != _region.device:
         flush()
     with _lock:
@@ -137,9 +287,10 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
                                 lambda t: _region.slot_of.get(_key(t)) in _covered(_region.slots, _region.events))
         inputs = tuple(_view(t) for t in tensors)
         outs = tuple(_view(t) for t in outputs)
-        event = Event(program, structure, inputs, outs, tuple(scalars), (op_name, _user_line()))
+        event = Event(program, structure, inputs, outs, tuple(scalars), (op_name, line))
+        slots = _region.slots
         for view in outs:  # before the event: a slot marked written that no event writes passes through
-            _region.slots[view[0]].written = True
+            slots[view[0]].written = True
         _region.device = device
         _region.events.append(event)  # the commit point
         _region.ir_ops += len(program.ops)
@@ -193,9 +344,6 @@ def flush(raised_at_call: bool = False) -> None:
 
 
 def _run(region: _Region, stage: _Stage) -> str | None:
-    # Tensors that died in reference cycles during the region (autograd graphs make them) must be collected
-    # now, or liveness, and with it the program's outputs and cache key, would vary from step to step.
-    gc.collect(1)
     live = set(_live(region))
     key = (tuple(e.signature() for e in region.events), tuple((s.dtype, s.holder.shape[0]) for s in region.slots))
     built = _replays.get(key)
@@ -203,9 +351,14 @@ def _run(region: _Region, stage: _Stage) -> str | None:
     # A replay may write back a few storages that died this time (harmless: our holders keep them until the
     # flush ends); a storage alive now that the replay does not write forces a rebuild with the union, so
     # garbage-collection timing cannot make a loop recompile more than once or twice.
-    if built is None or not live <= set(built.output_slots):
+    if built is None or not live <= built.output_set:
+        # Tensors that died in reference cycles during the region (autograd graphs make them) are collected
+        # before a build, or liveness, and with it the program's outputs, would vary from step to step. A replay
+        # needs no collection: a dead storage it writes back costs nothing.
+        gc.collect(1)
+        live = set(_live(region))
         if built is not None:
-            live |= set(built.output_slots)
+            live |= built.output_set
         stage.name = "build"
         built = stage.built = build(region.slots, region.events, sorted(live))
         stage.name = "compile"
@@ -229,13 +382,19 @@ def _run(region: _Region, stage: _Stage) -> str | None:
 
 
 def _execute(drv: Any, built: Built, region: _Region, events: Sequence[Event]) -> None:
-    runtime.collect_freed()
-    buffers = [runtime.storage_handle(region.slots[s].holder) for s in built.input_slots]
+    runtime.collect_freed()  # a freed storage's address may already belong to one of the region's: drop it first
+    storage_buffer, slots, device = drv.storage_buffer, region.slots, max(region.device, 0)
+
+    def handle(index: int) -> Any:  # runtime.storage_handle, from what the slot knows already
+        slot = slots[index]
+        return storage_buffer(slot.key, slot.nbytes, slot.dtype, device)
+
+    buffers = [handle(s) for s in built.input_slots]
     scalar_inputs = built.program.inputs[len(built.input_slots):]
     values = [v for e in events for v in e.scalars]
     buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
                 for v, value in zip(scalar_inputs, values)]
-    outputs = [runtime.storage_handle(region.slots[s].holder) for s in built.output_slots]
+    outputs = [handle(s) for s in built.output_slots]
     from torchtpu.execution import launch
 
     launch.execute(drv, built.exe, buffers, outputs, max(region.device, 0))
@@ -316,8 +475,6 @@ def _count(program: Program, miss: bool) -> str | None:
     else:
         stats.misses += 1
         stats.consecutive_misses += 1
-        from torchtpu.execution import modes
-
         fusing = modes.get_eager_mode() is modes.EagerMode.DEFER_AND_FUSE  # else one op per region (pjrt)
         if fusing and stats.consecutive_misses >= 8 and stats.flushes > 8 and not stats.warned:
             stats.warned = True

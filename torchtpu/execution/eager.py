@@ -18,7 +18,7 @@ import torch
 
 from torchtpu import dtypes, runtime
 from torchtpu.drivers.ir import Builder
-from torchtpu.execution import fast_launch, launch, modes
+from torchtpu.execution import deferred, fast_launch, launch, modes
 from torchtpu.ops import scalar_args
 from torchtpu.ops.prims import const, convert
 from torchtpu.ops.scalar_args import StaticRead
@@ -358,11 +358,18 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
     exe = launch.launch(op_name, traced.program, tensors, outputs, dev, scalars, traced.exe)
     if exe is not None:
         traced.exe = exe
+    mode = modes.get_eager_mode()
+    if mode is not modes.EagerMode.LAUNCH_BLOCKING:
         kind = fast_kind
         if kind == fast_launch.INFER:
             kind = fast_launch.kind_of(traced.structure, len(outputs), args, tensors, outputs, write_into)
-        if kind is not None and modes.get_eager_mode() is not modes.EagerMode.LAUNCH_BLOCKING:
+        if kind is None:
+            pass
+        elif exe is not None:
             fast_launch.store(op_name, exe, len(tensors), traced.bindings, traced.out_types, dev,
                               runtime.driver(), kind)
+        else:  # recorded into the region (DEFER_AND_FUSE, or a whole-storage driver): a hit records from C++
+            fast_launch.store_record(op_name, traced.program, deferred.structure_of(traced.program),
+                                     len(tensors), traced.bindings, traced.out_types, dev, kind)
     structure = traced.structure
     return outputs[structure] if structure.__class__ is int else _unflatten(structure, outputs)

@@ -8,8 +8,12 @@ stored before, allocates the outputs, makes numpy views of the buffers and calls
 stored executable. A miss runs the op's Python kernel (`eager.run`), which stores the launch when the op
 qualifies (`kind_of`, `store`): fresh outputs returned as they are (one tensor, a flat tuple, or one list), an
 in-place write of the first argument (a tensor or a list), out= tensors written as they are (no resize), on a
-driver that takes strided views of storages as operands (the simulator), in DEFER_NEVER. Any other eager mode
-turns the path off (`sync`), and so does a poisoned storage (poison.py) or a pending region kept by an interrupt
+driver that takes strided views of storages as operands (the simulator), in DEFER_NEVER. In DEFER_AND_FUSE (and
+in DEFER_NEVER on a driver whose operands are whole storages, the PJRT driver, which records each op and flushes it
+at once) a hit records instead of launching: the stored entry's callable is `deferred.record_cached`, which appends
+the op's traced program to the region with the call's tensors (no dispatcher trampoline, no Python signature, no
+trace-cache lookup); its entries are keyed apart from launching ones. LAUNCH_BLOCKING turns the path off (`sync`),
+and so does a poisoned storage (poison.py) or, in DEFER_NEVER, a pending region kept by an interrupt
 (deferred.py).
 
 Floats, and the int and complex values of a traced lowering's Scalar-typed arguments, are program inputs
@@ -88,10 +92,14 @@ def sync() -> None:
 
     drv = runtime._driver
     _synced = drv is not None
+    mode = modes.get_eager_mode()
     # a poisoned storage must be checked, and a pending region flushed, in Python (deferred.py, poison.py)
-    on = launch.runs_directly(drv) and modes.get_eager_mode() is modes.EagerMode.DEFER_NEVER \
-        and not poison.active and not deferred.pending()
-    _native().fast_set_state(on, current_precision().value)
+    launching = launch.runs_directly(drv) and mode is modes.EagerMode.DEFER_NEVER and not deferred.pending()
+    # a hit records into the region: in DEFER_AND_FUSE, and for a whole-storage driver (which records every op and
+    # flushes it at once) in DEFER_NEVER
+    recording = drv is not None and (mode is modes.EagerMode.DEFER_AND_FUSE or (
+        not drv.strided_operands and mode is modes.EagerMode.DEFER_NEVER and not deferred.pending()))
+    _native().fast_set_state((launching or recording) and not poison.active, current_precision().value, recording)
 
 
 def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Sequence[tuple],
@@ -103,8 +111,27 @@ def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Se
         return
     if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
         sync()
-    outputs = [(list(shape), dtype) for shape, dtype in out_types] if kind in (FUNCTIONAL, FUNCTIONAL_LIST) else []
-    _native().fast_store(op_name, drv.execute, exe, bindings, device, n_tensors, outputs, kind)
+    _native().fast_store(op_name, drv.execute, exe, bindings, device, n_tensors, _fresh(out_types, kind), kind,
+                         False)
+
+
+def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bindings: tuple,
+                 out_types: Sequence[tuple], device: int, kind: int) -> None:
+    """DEFER_AND_FUSE: stores how to record the op whose miss (recorded into the pending region) is in progress:
+    a hit calls `deferred.record_cached` with the tensors and the 0-d buffers of its scalars, no Python kernel."""
+    if not _active:
+        return
+    if not _synced:
+        sync()
+    from torchtpu.execution import deferred
+
+    token = (op_name, program, structure, n_tensors, kind in (FUNCTIONAL, FUNCTIONAL_LIST))
+    _native().fast_store(op_name, deferred.record_cached, token, bindings, device, n_tensors,
+                         _fresh(out_types, kind), kind, True)
+
+
+def _fresh(out_types: Sequence[tuple], kind: int) -> list:
+    return [(list(shape), dtype) for shape, dtype in out_types] if kind in (FUNCTIONAL, FUNCTIONAL_LIST) else []
 
 
 def kind_of(structure: Any, n_outputs: int, args: Sequence[Any], tensors: Sequence[Any],

@@ -32,6 +32,8 @@ class Slot:
     holder: torch.Tensor  # flat view of the whole storage: keeps it alive and is the buffer at a flush
     dtype: str  # IR dtype
     written: bool = False
+    key: Any = None  # the storage's address (how drivers name it: runtime.storage_of)
+    nbytes: int = 0
 
 
 @dataclass
@@ -66,6 +68,10 @@ class Built:
     output_slots: list[int]
     op_starts: list[int] = field(default_factory=list)  # first IR op of each event
     exe: Any = None  # the driver's executable of `program` (deferred.py compiles it)
+    output_set: frozenset[int] = frozenset()  # output_slots as a set (a replay checks liveness against it)
+
+    def __post_init__(self) -> None:
+        self.output_set = frozenset(self.output_slots)
 
 
 def _contiguous_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
