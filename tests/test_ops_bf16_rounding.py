@@ -14,10 +14,11 @@ def test_pow_minus_half_bf16_rounds_sqrt_first():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32])
-@pytest.mark.parametrize("exponent", [3.0, 3, -2.0, 2.0, 0.5])
+@pytest.mark.parametrize("exponent", [3.0, 3, -2.0, 2.0])
 def test_pow_by_a_small_constant_equals_cpu_bit_for_bit(dtype: torch.dtype, exponent: float) -> None:
     # ATen's CPU kernel multiplies for 2, 3 and -2 (each product rounded); np.power's one rounding differs from it in
-    # about a quarter of float32 inputs; float16 takes std::pow in float, one rounding
+    # about a quarter of float32 inputs; float16 takes std::pow in float, one rounding. (0.5 is sqrt, which CPU
+    # PyTorch takes from MKL's VML here, within an ulp but not correctly rounded: not a rule to copy)
     gen = torch.Generator().manual_seed(1)
     x = (torch.randn(4096, generator=gen) * 3).to(dtype)
     if not dtype.is_floating_point and exponent == -2.0:
