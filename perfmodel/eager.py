@@ -424,10 +424,16 @@ TITAN_DEBUG = {"dim": 256, "layers": 6, "ffn": 768, "vocab": 2048}
 # per FSDP unit (copy-in, copy-out, the fp32 gradient pack / cast) and per TP layer (DTensor redistributions'
 # copies and cats) beside the collectives. Launches of an eager step do not depend on batch or sequence length.
 TITAN_LAUNCHES_ONE_CHIP = 1318
-TITAN_LAUNCHES_PER_FSDP_UNIT = 6.0  # FSDP2 with several ranks: copy-in, copy-out (forward, again in backward),
-#                                    the gradient pack, its fp32 cast: an estimate from fully_shard's hooks
-TITAN_LAUNCHES_TP = 558.0  # 2x2 FSDP2 x TP trace: 1995 launches = 1318 + 8 units x 6 + 71 modelled collectives
-#                            + 558 (DTensor's redistribution copies/cats, loss-parallel and grad-norm reductions)
+# With several FSDP ranks (2-chip trace: 1432 launches): 83 more kernels (88 copies: copy-in / copy-out of each
+# unit's gather, forward and again in backward; 8 fewer divisions, 3 more norm kernels), whatever the degree.
+TITAN_FSDP_KERNELS = 83
+TITAN_DP_ALL_REDUCES = 5  # loss / token-count / grad-norm reductions over the data-parallel ranks (same trace)
+# With TP (2x2 FSDP2 x TP trace: 1995 launches, 121 collectives): 473 more kernels than FSDP2 alone (DTensor's
+# redistribution copies and cats), 26 all-gather / reduce-scatter pairs (sequence parallel: 2 per layer each way,
+# 1 around the embedding and 1 around the output, modelled in the forward) and 38 all-reduces (vocab-parallel
+# loss, grad norm of the DTensor parameters).
+TITAN_TP_KERNELS = 473
+TITAN_TP_ALL_REDUCES = 38
 # Device time of the one-chip step, by what it scales with (the same trace at seq 64 x batch 2): parameter-sized
 # kernels (fused AdamW 210.5 us, casts and gradient adds/zeroing/clip ~683 us) and token-sized ones (matmuls,
 # attention, norms, loss: the remaining 376.9 us of 1270.4 us busy).
@@ -438,12 +444,18 @@ TITAN_BWD_SHARE = 2 / 3  # of the model's launches after the forward (backward ~
 TITAN_OPT_LAUNCHES = 30  # clip (foreach norm, mul) and fused AdamW, after the last reduce
 
 
+def _split(total: int, parts: int) -> list[int]:
+    q, r = divmod(int(total), parts)
+    return [q + (i < r) for i in range(parts)]
+
+
 def titan_units(tp: int = 1) -> list[tuple[str, float]]:
-    """TorchTitan's FSDP units of the debug model in forward order (tok_embeddings, each layer, [norm, lm_head];
-    `apply_fsdp_to_decoder`) and their parameters on a TP rank."""
+    """TorchTitan's FSDP units of the debug model in forward order (the root, tok_embeddings, each layer, [norm,
+    lm_head]; `apply_fsdp_to_decoder`: 9 all-gathers forward, 9 reduce-scatters in the 2-chip trace) and their
+    parameters on a TP rank (the root holds none of its own)."""
     d, f, v = TITAN_DEBUG["dim"], TITAN_DEBUG["ffn"], TITAN_DEBUG["vocab"]
     layer = (4 * d * d + 3 * d * f) / tp + 2 * d
-    return ([("emb", v * d / tp)] + [(f"layer{i}", layer) for i in range(TITAN_DEBUG["layers"])]
+    return ([("root", 0.0), ("emb", v * d / tp)] + [(f"layer{i}", layer) for i in range(TITAN_DEBUG["layers"])]
             + [("head", d + v * d / tp)])
 
 
@@ -490,21 +502,20 @@ def predict_titan_step(chip: ChipSpec | str, *, replicate: int = 1, shard: int =
     fsdp_group, rep_group, tp_group = ranks(0, None, 0), ranks(None, 0, 0), ranks(0, 0, None)
     units = titan_units(tp)
     params = sum(c for _, c in units)
-    n_units = len(units) if shard > 1 else 0
-    launches = (TITAN_LAUNCHES_ONE_CHIP + TITAN_LAUNCHES_PER_FSDP_UNIT * n_units
-                + (TITAN_LAUNCHES_TP if tp > 1 else 0.0))
+    kernels_n = (TITAN_LAUNCHES_ONE_CHIP + (TITAN_FSDP_KERNELS if shard > 1 else 0)
+                 + (TITAN_TP_KERNELS if tp > 1 else 0))
     tokens = per_device_batch * seq_len
     device = (TITAN_PARAM_DEVICE_S * params / sum(c for _, c in titan_units()) / shard
               + TITAN_TOKEN_DEVICE_S * tokens / TITAN_TOKENS / tp)
-    model_launches = launches - TITAN_OPT_LAUNCHES
-    fwd = model_launches * (1 - TITAN_BWD_SHARE) / len(units)
-    bwd = model_launches * TITAN_BWD_SHARE / len(units)
-    per_kernel = device / launches
+    per_kernel = device / kernels_n
+    model_n = kernels_n - TITAN_OPT_LAUNCHES
+    n_fwd = round(model_n * (1 - TITAN_BWD_SHARE))
+    fwd, bwd = _split(n_fwd, len(units) - 1), _split(model_n - n_fwd, len(units) - 1)
     p = _Program(chip)
     tp_bytes = 2 * tokens * TITAN_DEBUG["dim"]  # bf16 activations of the TP group's batch
+    tp_reduces = [TITAN_TP_ALL_REDUCES if tp > 1 else 0]
 
-    def kernels(name: str, count: float, tp_pairs: int) -> None:
-        n = max(int(round(count)), 1)
+    def kernels(name: str, n: int, tp_pairs: int) -> None:
         marks = {int(n * (i + 1) / (tp_pairs + 1)) for i in range(tp_pairs)} if tp > 1 else set()
         for i in range(n):
             if i in marks:
@@ -512,23 +523,34 @@ def predict_titan_step(chip: ChipSpec | str, *, replicate: int = 1, shard: int =
                 p.c("tp_reduce_scatter", coll("reduce_scatter", tp_bytes, tp_group), blocking=True)
             p.k(name, per_kernel)
 
-    gathers = {u: 0 for u, _ in units}
+    def small_reduce(name: str, group: list[int]) -> None:
+        p.c(name, coll("all_reduce", 4.0, group), blocking=True)
+
+    pairs = {u: (2 if u.startswith("layer") else 1 if u in ("emb", "head") else 0) for u, _ in units}
     for u, c in units:  # forward
         if shard > 1:
             p.w(p.c("fsdp_all_gather", coll("all_gather", 2 * c, fsdp_group)))
-        kernels("fwd", fwd, 2 if u.startswith("layer") else 0)
+        if u != "root":
+            kernels("fwd", fwd.pop(), pairs[u])
+    for _ in range(tp_reduces[0] // 2):  # vocab-parallel loss
+        small_reduce("tp_all_reduce", tp_group)
     reduced = []
-    for u, c in reversed(units):  # backward
+    for u, c in reversed(units):  # backward; [norm, lm_head] is not resharded after forward
         if shard > 1 and u != "head":
-            gathers[u] = p.c("fsdp_all_gather", coll("all_gather", 2 * c, fsdp_group))
-            p.w(gathers[u])
-        kernels("bwd", bwd, 2 if u.startswith("layer") else 0)
+            p.w(p.c("fsdp_all_gather", coll("all_gather", 2 * c, fsdp_group)))
+        if u != "root":
+            kernels("bwd", bwd.pop(), pairs[u] if u.startswith("layer") else 0)
         if shard > 1:
             reduced.append(p.c("fsdp_reduce_scatter", coll("reduce_scatter", 4 * c, fsdp_group)))
         if replicate > 1:
             reduced.append(p.c("hsdp_all_reduce", coll("all_reduce", 4 * c / shard, rep_group)))
     for tok in reduced:
         p.w(tok)
+    if world > 1:  # token count, grad norm, loss over the data-parallel ranks
+        for _ in range(TITAN_DP_ALL_REDUCES):
+            small_reduce("dp_all_reduce", ranks(None, None, 0))
+    for _ in range(tp_reduces[0] - tp_reduces[0] // 2):  # grad norm of the DTensor parameters
+        small_reduce("tp_all_reduce", tp_group)
     kernels("optimizer", TITAN_OPT_LAUNCHES, 0)
     out = schedule(p.items, chip.launch_overhead_s)
     cfg = ModelConfig(name="titan-debug", d_model=TITAN_DEBUG["dim"], n_layers=TITAN_DEBUG["layers"], n_heads=16,

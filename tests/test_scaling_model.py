@@ -80,8 +80,9 @@ def test_two_ranks_ddp_step_matches_the_model(tmp_path):
 def test_titan_step_model_issues_the_census_and_prices_dcn_across_hosts():
     from torchtpu.perfmodel.calibration import DEFAULT
     from torchtpu.perfmodel.eager import (
+        TITAN_DP_ALL_REDUCES,
+        TITAN_FSDP_KERNELS,
         TITAN_LAUNCHES_ONE_CHIP,
-        TITAN_LAUNCHES_PER_FSDP_UNIT,
         predict_titan_step,
         titan_units,
     )
@@ -95,9 +96,9 @@ def test_titan_step_model_issues_the_census_and_prices_dcn_across_hosts():
     assert one.host_seconds <= one.step_seconds < one.host_seconds * 1.01
     fsdp = predict_titan_step("v5e", shard=2, topology="1x2")
     units = len(titan_units())
-    # + FSDP2's kernels per unit + its collectives: an all-gather per unit forward, again in backward for all but
-    # the kept [norm, lm_head], a reduce-scatter per unit
-    assert fsdp.launches == TITAN_LAUNCHES_ONE_CHIP + TITAN_LAUNCHES_PER_FSDP_UNIT * units + 3 * units - 1
+    # + FSDP2's kernels + its collectives: an all-gather per unit forward, again in backward for all but the kept
+    # [norm, lm_head], a reduce-scatter per unit, the data-parallel scalar reductions: the 2-chip trace's 1432
+    assert fsdp.launches == TITAN_LAUNCHES_ONE_CHIP + TITAN_FSDP_KERNELS + 3 * units - 1 + TITAN_DP_ALL_REDUCES == 1432
     hsdp = predict_titan_step("v5e", replicate=2, shard=2, topology="1x2", hosts=2)
     topo = Topology.of("v5e", (1, 2), 2)
     # HSDP's replicate all-reduce of each unit's fp32 shard crosses the hosts over DCN: ranks 0 and 2
