@@ -34,11 +34,11 @@ TWO_HOSTS = {"TORCHTPU_CHIP": "v5e", "TORCHTPU_TOPOLOGY": "1x2", "TORCHTPU_HOSTS
 # Loss tolerance against the 1-chip curve. Every data-parallel group sees the 1-chip batches and TorchTitan's
 # mixed precision (bf16 parameters, fp32 reduce) is the same FSDP2 policy on 1 chip as on N, so what differs is
 # the order of fp32 sums (reduce-scatter of N equal shares, TP's split contractions rounded to bf16 once more):
-# measured up to 1.9e-5 relative (FSDP2 x TP on 4 chips, step 3: 7.51461 vs 7.51447); 1e-4 leaves room. AdamW hides a
-# gradient's scale from the loss, so the logged grad_norm (a lost or doubled share halves or doubles it) is
-# compared too (printed to 4 decimals: 2e-4 absolute).
+# measured up to 5.4e-5 relative (FSDP2 x TP on 4 chips, step 4: 6.71662 vs 6.71626); 1e-4 leaves room. AdamW hides
+# a gradient's scale from the loss, so the logged grad_norm (a lost or doubled share halves or doubles it) is
+# compared too: printed to 4 decimals, FSDP2 x TP's differ by up to 2e-4 (2.5009 vs 2.5007, 8e-5 relative).
 RTOL = 1e-4
-GRAD_ATOL = 2e-4
+GRAD_RTOL = 5e-4
 
 
 def _free_port() -> int:
@@ -116,7 +116,7 @@ def _assert_follows(proc: subprocess.CompletedProcess, one: subprocess.Completed
     losses, grads = _losses(proc), _grad_norms(proc)
     assert len(losses) == STEPS and len(grads) == STEPS, _plain(proc)[-3000:]
     assert losses == pytest.approx(_losses(one), rel=RTOL, abs=RTOL), (_losses(one), losses)
-    assert grads == pytest.approx(_grad_norms(one), abs=GRAD_ATOL), (_grad_norms(one), grads)
+    assert grads == pytest.approx(_grad_norms(one), rel=GRAD_RTOL), (_grad_norms(one), grads)
 
 
 @pytest.fixture(scope="module")
