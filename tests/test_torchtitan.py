@@ -191,7 +191,7 @@ def test_fsdp2_x_tp_on_four_chips_follows_the_one_chip_loss_curve(titan: dict) -
     proc = _torchrun(titan["tmp"], "fsdp_tp4", 4, *titan["load"], "--parallelism.data_parallel_shard_degree", "2",
                      "--parallelism.tensor_parallel_degree", "2", *SPMD, system=SLICE_2x2)
     _assert_follows(proc, titan["tpu"])
-    assert "Applied Tensor Parallelism" in proc.stdout
+    assert "dp_shard=2, cp=1, tp=2" in _plain(proc)  # TorchTitan built the 2 x 2 (fsdp, tp) mesh
 
 
 def test_hsdp_across_two_hosts_follows_the_one_chip_curve_and_resumes_from_its_checkpoint(titan: dict) -> None:
