@@ -5,6 +5,10 @@
     python benchmarks/scaling.py --save runs.json                 # keep the simulated rows ...
     python benchmarks/scaling.py --replay runs.json               # ... and print them again vs the perfmodel
 
+TorchTitan's own trainer (its llama3 debug model, FSDP2 / FSDP2 x TP / HSDP across 2 hosts, 1 to 8 chips) is
+benchmarked the same way by `benchmarks/scaling_titan.py` (in .venv-titan, against `perfmodel.eager.
+predict_titan_step`).
+
 One process per chip (spawned, `TORCHTPU_TOPOLOGY` = the perfmodel's default slice shape for N chips, rank r on
 chip r), tpu_dist underneath PyTorch's own DDP (`DistributedDataParallel`), FSDP2 (`fully_shard` per block and
 the root, reshard after forward) and TP (`parallelize_module`: q/k/v/gate/up column-, o/down row-parallel, the

@@ -41,7 +41,7 @@ from torchtpu.perfmodel.simcost import matmul_seconds
 from torchtpu.sim.chips import ChipSpec, get_chip
 from torchtpu.sim.topology import Topology
 
-__all__ = ["LAYOUTS", "EagerStep", "predict_step", "schedule"]
+__all__ = ["LAYOUTS", "EagerStep", "predict_step", "predict_titan_step", "schedule", "titan_units"]
 
 LAYOUTS = ("ddp", "fsdp", "tp")
 DDP_FIRST_BUCKET = 1 << 20  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
@@ -409,6 +409,155 @@ def predict_step(cfg: ModelConfig, chip: ChipSpec | str, n_chips: int, layout: s
 
     out = schedule(p.items, chip.launch_overhead_s)
     model_flops = flops_per_token(cfg, seq_len, causal="half") * per_device_batch * seq_len
+    return EagerStep(layout=layout, n_chips=world, step_seconds=out["step"], compute_seconds=out["compute"],
+                     comm_seconds=out["ici"], exposed_seconds=out["exposed"], host_seconds=out["host"],
+                     launches=int(out["launches"]), model_flops=model_flops,
+                     mfu=model_flops / (out["step"] * chip.bf16_flops), breakdown=out["breakdown"])
+
+
+# ---- TorchTitan's llama3 debug model (torchtitan 0.3.0 `_debugmodel`, `compute_ffn_hidden_dim(256,
+# multiple_of=256)` = 768), as `torchtpu.titan_spec.llama3_debugmodel_sdpa` trains it: FSDP2 mixed precision (bf16
+# parameters, fp32 reduce) on every layout, fused AdamW, grad-norm clipping, sequence-parallel TP plan.
+TITAN_DEBUG = {"dim": 256, "layers": 6, "ffn": 768, "vocab": 2048}
+# Its eager step's launches, counted from the simulator's op trace (`--sim_times_path` ops, rank 0, a step after the
+# first): 1318 on one chip (FSDP2 of one rank: parameter casts included), and the kernels that sharding adds
+# per FSDP unit (copy-in, copy-out, the fp32 gradient pack / cast) and per TP layer (DTensor redistributions'
+# copies and cats) beside the collectives. Launches of an eager step do not depend on batch or sequence length.
+TITAN_LAUNCHES_ONE_CHIP = 1318
+# With several FSDP ranks (2-chip trace: 1432 launches): 83 more kernels (88 copies: copy-in / copy-out of each
+# unit's gather, forward and again in backward; 8 fewer divisions, 3 more norm kernels), whatever the degree.
+TITAN_FSDP_KERNELS = 83
+TITAN_DP_ALL_REDUCES = 5  # loss / token-count / grad-norm reductions over the data-parallel ranks (same trace)
+# With TP (2x2 FSDP2 x TP trace: 1995 launches, 121 collectives): 473 more kernels than FSDP2 alone (DTensor's
+# redistribution copies and cats), 26 all-gather / reduce-scatter pairs (sequence parallel: 2 per layer each way,
+# 1 around the embedding and 1 around the output, modelled in the forward) and 38 all-reduces (vocab-parallel
+# loss, grad norm of the DTensor parameters).
+TITAN_TP_KERNELS = 473
+TITAN_TP_ALL_REDUCES = 38
+# Device time of the one-chip step, by what it scales with (the same trace at seq 64 x batch 2): parameter-sized
+# kernels (fused AdamW 210.5 us, casts and gradient adds/zeroing/clip ~683 us) and token-sized ones (matmuls,
+# attention, norms, loss: the remaining 376.9 us of 1270.4 us busy).
+TITAN_PARAM_DEVICE_S = 893.5e-6
+TITAN_TOKEN_DEVICE_S = 376.9e-6
+TITAN_TOKENS = 128
+TITAN_BWD_SHARE = 2 / 3  # of the model's launches after the forward (backward ~ 2x forward's kernels)
+TITAN_OPT_LAUNCHES = 30  # clip (foreach norm, mul) and fused AdamW, after the last reduce
+
+
+def _split(total: int, parts: int) -> list[int]:
+    q, r = divmod(int(total), parts)
+    return [q + (i < r) for i in range(parts)]
+
+
+def titan_units(tp: int = 1) -> list[tuple[str, float]]:
+    """TorchTitan's FSDP units of the debug model in forward order (the root, tok_embeddings, each layer, [norm,
+    lm_head]; `apply_fsdp_to_decoder`: 9 all-gathers forward, 9 reduce-scatters in the 2-chip trace) and their
+    parameters on a TP rank (the root holds none of its own)."""
+    d, f, v = TITAN_DEBUG["dim"], TITAN_DEBUG["ffn"], TITAN_DEBUG["vocab"]
+    layer = (4 * d * d + 3 * d * f) / tp + 2 * d
+    return ([("root", 0.0), ("emb", v * d / tp)] + [(f"layer{i}", layer) for i in range(TITAN_DEBUG["layers"])]
+            + [("head", d + v * d / tp)])
+
+
+def predict_titan_step(chip: ChipSpec | str, *, replicate: int = 1, shard: int = 1, tp: int = 1,
+                       topology: str = "", hosts: int = 1, per_device_batch: int = 2, seq_len: int = 64,
+                       calibration: Calibration = DEFAULT) -> EagerStep:
+    """Predict one step of TorchTitan's llama3 debug model on `replicate x shard x tp` chips (TorchTitan's mesh
+    order: rank = (r * shard + s) * tp + t) of `hosts` slices of shape `topology` (e.g. "2x2"; "" = the default
+    slice for the chips of one host).
+
+    The program: the census's launches (TITAN_LAUNCHES_*) issued at the chip's launch overhead; forward, backward
+    and optimizer kernels in that order, their device time split evenly; FSDP2's collectives at their places: each
+    unit's all-gather (bf16) before its forward and, resharded after forward, again before its backward (the
+    [norm, lm_head] unit is kept), each unit's fp32 reduce-scatter after its backward, then under HSDP the
+    all-reduce of the shard over the replicate group (across slices: DCN); TP's sequence-parallel all-gather /
+    reduce-scatter pairs (4 per layer each way) block the next kernel; the optimizer waits for every reduction.
+    Collectives are priced by the simulator's topology (`sim.topology`), as the simulator charges them.
+
+    >>> r = predict_titan_step("v5e", shard=2, topology="1x2")
+    >>> r.step_seconds > r.host_seconds * 0.9 and r.comm_seconds > 0
+    True
+    """
+    chip = get_chip(chip)
+    for name, val in (("replicate", replicate), ("shard", shard), ("tp", tp), ("hosts", hosts)):
+        if val < 1:
+            raise ValueError(f"{name} must be >= 1, got {val}")
+    world = replicate * shard * tp
+    per_host = world // hosts
+    if world % hosts:
+        raise ValueError(f"{world} chips do not split into {hosts} hosts")
+    shape = tuple(int(a) for a in topology.split("x")) if topology else default_slice_shape(chip, per_host)
+    topo = Topology.of(chip, shape, hosts if hosts > 1 else None) if world > 1 else None
+
+    def ranks(r: int = 0, s: int | None = None, t: int | None = None) -> list[int]:
+        return [(rr * shard + ss) * tp + tt for rr in ([r] if r is not None else range(replicate))
+                for ss in ([s] if s is not None else range(shard)) for tt in ([t] if t is not None else range(tp))]
+
+    def coll(kind: str, nbytes: float, group: list[int]) -> float:
+        if topo is None or len(group) < 2:
+            return 0.0
+        return topo.collective_seconds(kind, nbytes, group, calibration.ici_hop_latency_s,
+                                       calibration.dcn_hop_latency_s)
+
+    fsdp_group, rep_group, tp_group = ranks(0, None, 0), ranks(None, 0, 0), ranks(0, 0, None)
+    units = titan_units(tp)
+    params = sum(c for _, c in units)
+    kernels_n = (TITAN_LAUNCHES_ONE_CHIP + (TITAN_FSDP_KERNELS if shard > 1 else 0)
+                 + (TITAN_TP_KERNELS if tp > 1 else 0))
+    tokens = per_device_batch * seq_len
+    device = (TITAN_PARAM_DEVICE_S * params / sum(c for _, c in titan_units()) / shard
+              + TITAN_TOKEN_DEVICE_S * tokens / TITAN_TOKENS / tp)
+    per_kernel = device / kernels_n
+    model_n = kernels_n - TITAN_OPT_LAUNCHES
+    n_fwd = round(model_n * (1 - TITAN_BWD_SHARE))
+    fwd, bwd = _split(n_fwd, len(units) - 1), _split(model_n - n_fwd, len(units) - 1)
+    p = _Program(chip)
+    tp_bytes = 2 * tokens * TITAN_DEBUG["dim"]  # bf16 activations of the TP group's batch
+    tp_reduces = [TITAN_TP_ALL_REDUCES if tp > 1 else 0]
+
+    def kernels(name: str, n: int, tp_pairs: int) -> None:
+        marks = {int(n * (i + 1) / (tp_pairs + 1)) for i in range(tp_pairs)} if tp > 1 else set()
+        for i in range(n):
+            if i in marks:
+                p.c("tp_all_gather", coll("all_gather", tp_bytes, tp_group), blocking=True)
+                p.c("tp_reduce_scatter", coll("reduce_scatter", tp_bytes, tp_group), blocking=True)
+            p.k(name, per_kernel)
+
+    def small_reduce(name: str, group: list[int]) -> None:
+        p.c(name, coll("all_reduce", 4.0, group), blocking=True)
+
+    pairs = {u: (2 if u.startswith("layer") else 1 if u in ("emb", "head") else 0) for u, _ in units}
+    for u, c in units:  # forward
+        if shard > 1:
+            p.w(p.c("fsdp_all_gather", coll("all_gather", 2 * c, fsdp_group)))
+        if u != "root":
+            kernels("fwd", fwd.pop(), pairs[u])
+    for _ in range(tp_reduces[0] // 2):  # vocab-parallel loss
+        small_reduce("tp_all_reduce", tp_group)
+    reduced = []
+    for u, c in reversed(units):  # backward; [norm, lm_head] is not resharded after forward
+        if shard > 1 and u != "head":
+            p.w(p.c("fsdp_all_gather", coll("all_gather", 2 * c, fsdp_group)))
+        if u != "root":
+            kernels("bwd", bwd.pop(), pairs[u] if u.startswith("layer") else 0)
+        if shard > 1:
+            reduced.append(p.c("fsdp_reduce_scatter", coll("reduce_scatter", 4 * c, fsdp_group)))
+        if replicate > 1:
+            reduced.append(p.c("hsdp_all_reduce", coll("all_reduce", 4 * c / shard, rep_group)))
+    for tok in reduced:
+        p.w(tok)
+    if world > 1:  # token count, grad norm, loss over the data-parallel ranks
+        for _ in range(TITAN_DP_ALL_REDUCES):
+            small_reduce("dp_all_reduce", ranks(None, None, 0))
+    for _ in range(tp_reduces[0] - tp_reduces[0] // 2):  # grad norm of the DTensor parameters
+        small_reduce("tp_all_reduce", tp_group)
+    kernels("optimizer", TITAN_OPT_LAUNCHES, 0)
+    out = schedule(p.items, chip.launch_overhead_s)
+    cfg = ModelConfig(name="titan-debug", d_model=TITAN_DEBUG["dim"], n_layers=TITAN_DEBUG["layers"], n_heads=16,
+                      head_dim=16, d_ff=TITAN_DEBUG["ffn"], vocab_size=TITAN_DEBUG["vocab"], n_kv_heads=16,
+                      gated_mlp=True)
+    model_flops = flops_per_token(cfg, seq_len, causal="half") * tokens / tp
+    layout = f"{replicate}x{shard}x{tp}"
     return EagerStep(layout=layout, n_chips=world, step_seconds=out["step"], compute_seconds=out["compute"],
                      comm_seconds=out["ici"], exposed_seconds=out["exposed"], host_seconds=out["host"],
                      launches=int(out["launches"]), model_flops=model_flops,

@@ -260,3 +260,21 @@ def test_eager_modes_and_compile_give_the_same_bits(tpu):
         compiled = torch.compile(_program, backend="tpu", fullgraph=True)(a, b)
     assert compiled.device.type == "tpu" and _same_bits(compiled.cpu(), plain.cpu())
     torch.testing.assert_close(plain.cpu(), _program(a.cpu(), b.cpu()), **TIGHT)
+
+
+def test_a_copy_past_the_conjugate_and_negative_keys_applies_the_bits_as_on_cpu():
+    # DTensor's TP in autograd reached `_copy_from` with the Conjugate key excluded (TorchTitan's complex RoPE);
+    # materializing the bit there re-entered the copy until RecursionError. CPU's copy applies the bits itself.
+    keys = torch._C.DispatchKeySet(torch._C.DispatchKey.Conjugate) | torch._C.DispatchKeySet(
+        torch._C.DispatchKey.Negative)
+    got = {}
+    for dev in ("cpu", "tpu"):
+        a = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex128).to(dev).conj()
+        n = torch.ops.aten._neg_view(torch.tensor([1.0, -2.0]).to(dev))
+        b, m = torch.empty(2, dtype=torch.complex128, device=dev), torch.empty(2, device=dev)
+        with torch._C._ExcludeDispatchKeyGuard(keys):
+            b.copy_(a)
+            m.copy_(n)
+        got[dev] = (b.cpu(), m.cpu())
+    assert torch.equal(got["tpu"][0], got["cpu"][0]) and torch.equal(got["tpu"][1], got["cpu"][1]), got
+    assert torch.equal(got["cpu"][0], torch.tensor([1 - 2j, 3 + 4j], dtype=torch.complex128))

@@ -75,3 +75,38 @@ def test_two_ranks_ddp_step_matches_the_model(tmp_path):
     assert abs(ratio - 1) < BOUND, (row, pred)
     # the same collectives by the same formulas; the simulator also has DDP's two tiny per-step broadcasts
     assert row["ici"] == pytest.approx(pred.comm_seconds, rel=0.05)
+
+
+def test_titan_step_model_issues_the_census_and_prices_dcn_across_hosts():
+    from torchtpu.perfmodel.calibration import DEFAULT
+    from torchtpu.perfmodel.eager import (
+        TITAN_DP_ALL_REDUCES,
+        TITAN_FSDP_KERNELS,
+        TITAN_LAUNCHES_ONE_CHIP,
+        predict_titan_step,
+        titan_units,
+    )
+    from torchtpu.sim.chips import get_chip
+    from torchtpu.sim.topology import Topology
+
+    one = predict_titan_step("v5e")
+    assert one.launches == TITAN_LAUNCHES_ONE_CHIP and one.comm_seconds == 0.0
+    # launch-bound at the debug size: the step is the launches at 5 us each, to the last kernel's tail
+    assert one.host_seconds == pytest.approx(TITAN_LAUNCHES_ONE_CHIP * get_chip("v5e").launch_overhead_s)
+    assert one.host_seconds <= one.step_seconds < one.host_seconds * 1.01
+    fsdp = predict_titan_step("v5e", shard=2, topology="1x2")
+    units = len(titan_units())
+    # + FSDP2's kernels + its collectives: an all-gather per unit forward, again in backward for all but the kept
+    # [norm, lm_head], a reduce-scatter per unit, the data-parallel scalar reductions: the 2-chip trace's 1432
+    assert fsdp.launches == TITAN_LAUNCHES_ONE_CHIP + TITAN_FSDP_KERNELS + 3 * units - 1 + TITAN_DP_ALL_REDUCES == 1432
+    hsdp = predict_titan_step("v5e", replicate=2, shard=2, topology="1x2", hosts=2)
+    topo = Topology.of("v5e", (1, 2), 2)
+    # HSDP's replicate all-reduce of each unit's fp32 shard crosses the hosts over DCN: ranks 0 and 2
+    dcn = sum(topo.collective_seconds("all_reduce", 4 * c / 2, [0, 2], DEFAULT.ici_hop_latency_s,
+                                      DEFAULT.dcn_hop_latency_s) for _, c in titan_units())
+    assert hsdp.breakdown["ici:hsdp_all_reduce"] == pytest.approx(dcn)
+    assert dcn > 1e-3 and hsdp.step_seconds > fsdp.step_seconds
+    with pytest.raises(ValueError, match="shard must be >= 1"):
+        predict_titan_step("v5e", shard=0)
+    with pytest.raises(ValueError, match="do not split into 3 hosts"):
+        predict_titan_step("v5e", shard=4, hosts=3)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +39,7 @@ if not hasattr(torch.distributed, "set_timeout"):
 
     torch.distributed.set_timeout = _set_pg_timeout
 
-__all__ = ["DocumentCausalSDPA", "SdpaLlama3Model", "llama3_debugmodel_sdpa", "make_debug_assets"]
+__all__ = ["DocumentCausalSDPA", "SdpaLlama3Model", "SimClockTrainer", "llama3_debugmodel_sdpa", "make_debug_assets"]
 
 
 def document_causal_mask(positions: torch.Tensor) -> torch.Tensor:
@@ -107,10 +109,59 @@ def _sdpa_model_config(model: Llama3Model.Config) -> SdpaLlama3Model.Config:
     return SdpaLlama3Model.Config(**values)
 
 
-def llama3_debugmodel_sdpa() -> Trainer.Config:
+class SimClockTrainer(Trainer):
+    """TorchTitan's Trainer that also records each step's simulated time on this rank's chip and its host time.
+
+    With `--sim_times_path DIR` (a field of its Config, so TorchTitan's own CLI takes it) every rank writes
+    `DIR/rank{RANK}.json` at the end: per step the simulated seconds (the chip's clock, from a synchronized
+    device before the step to a synchronized device after it), the host seconds, the launches and per op its
+    launches, simulated seconds and HBM bytes. Training is
+    TorchTitan's `train_step`, unchanged: the synchronizations add no simulated time (the step ends in
+    `loss.item()` already).
+    """
+
+    @dataclass(kw_only=True, slots=True)
+    class Config(Trainer.Config):
+        sim_times_path: str | None = None
+        """Directory for each rank's per-step simulated / host seconds (benchmarks/scaling_titan.py)."""
+
+    def train_step(self, data_iterator: object) -> None:
+        from torchtpu.distributed import clock
+
+        if not self.config.sim_times_path:
+            return super().train_step(data_iterator)
+        tl = clock.timeline_of(torch.tpu.current_device())
+        torch.tpu.synchronize()
+        sim0, n0, host0 = tl.wall_seconds, tl.launch_count, time.perf_counter()
+        out = super().train_step(data_iterator)
+        torch.tpu.synchronize()
+        steps = getattr(self, "_sim_steps", [])
+        ops: dict[str, list[float]] = {}
+        for r in tl.records_since(n0):
+            acc = ops.setdefault(r.op, [0, 0.0, 0.0])
+            acc[0] += 1
+            acc[1] += r.end - r.start
+            acc[2] += r.hbm_bytes
+        steps.append({"step": self.step, "sim": tl.wall_seconds - sim0, "host": time.perf_counter() - host0,
+                      "launches": tl.launch_count - n0, "ops": ops})
+        self._sim_steps = steps
+        return out
+
+    def close(self) -> None:
+        super().close()
+        if self.config.sim_times_path and getattr(self, "_sim_steps", None):
+            path = Path(self.config.sim_times_path)
+            path.mkdir(parents=True, exist_ok=True)
+            rank = int(os.environ.get("RANK", "0"))
+            (path / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "steps": self._sim_steps}))
+
+
+def llama3_debugmodel_sdpa() -> SimClockTrainer.Config:
     """TorchTitan's `llama3_debugmodel` with SDPA attention: `--module torchtpu.titan_spec --config
-    llama3_debugmodel_sdpa`."""
-    config = llama3_debugmodel()
+    llama3_debugmodel_sdpa`. Its trainer is `SimClockTrainer` (TorchTitan's, plus `--sim_times_path`)."""
+    base = llama3_debugmodel()
+    values = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
+    config = SimClockTrainer.Config(**values)
     spec = model_registry("debugmodel")
     spec.model = _sdpa_model_config(spec.model)
     config.model_spec = spec
@@ -121,10 +172,11 @@ _WORDS = ("the chip runs a step of the model on its matrix unit while the host w
           "simulator charges each op its time from the roofline of the torus link memory and vector unit").split()
 
 
-def make_debug_assets(root: str | Path, *, documents: int = 400, seed: int = 0) -> tuple[Path, Path]:
+def make_debug_assets(root: str | Path, *, documents: int = 400, copies: int = 8,
+                      seed: int = 0) -> tuple[Path, Path]:
     """Writes `root/tokenizer` (a byte-level BPE tokenizer.json + tokenizer_config.json, vocab <= 2048, the debug
-    model's size) and `root/c4_test/train.json` (`documents` texts, twice, one {"text": ...} a line); deterministic
-    in `seed`.
+    model's size) and `root/c4_test/train.json` (`documents` texts, `copies` times, one {"text": ...} a line);
+    deterministic in `seed`.
     Returns (tokenizer_dir, dataset_dir) for `--hf_assets_path` and `--dataloader.dataset_path`."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -134,10 +186,13 @@ def make_debug_assets(root: str | Path, *, documents: int = 400, seed: int = 0) 
     data_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     texts = [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(8, 120))) for _ in range(documents)]
-    # Written twice: a 2-rank data-parallel run (each rank reads one contiguous half) then sees on every rank
-    # the very batches a 1-rank run sees, so its loss curve must equal the 1-rank curve.
+    if copies < 1:
+        raise ValueError(f"copies must be >= 1 (one per data-parallel rank at most), got {copies}")
+    # Written `copies` times: a data-parallel run of D ranks (D dividing `copies`; each rank reads one contiguous
+    # D-th, TorchTitan's split_dataset_by_node) then sees on every rank the very batches a 1-rank run sees, so its
+    # loss curve must equal the 1-rank curve.
     with open(data_dir / "train.json", "w") as f:
-        for text in texts + texts:
+        for text in texts * copies:
             f.write(json.dumps({"text": text}) + "\n")
     bos, eos = "<|begin_of_text|>", "<|end_of_text|>"
     tok = Tokenizer(models.BPE())
