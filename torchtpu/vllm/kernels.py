@@ -3,10 +3,6 @@ target), registered through vLLM's kernel dispatcher by `TpuPlatform.register_tr
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Iterator
-
 import torch
 
 
@@ -35,22 +31,10 @@ def compute_slot_mapping(num_tokens: int, max_num_tokens: int, query_start_loc: 
 OVERRIDES = {"vllm.v1.worker.block_table.ComputeSlotMappingKernel.kernel": compute_slot_mapping}
 
 
-@contextlib.contextmanager
-def _without_llvmlite() -> Iterator[None]:
-    """vLLM 0.32's `_rebind_kernels` scans every module in sys.modules and dies on llvmlite's `_lib_fn_wrapper`
-    (AttributeError: no attribute 'get'); llvmlite/numba (the simulator's JIT) hold no vLLM kernels, so they are
-    left out of the scan."""
-    hidden = {k: v for k, v in sys.modules.items() if k.split(".")[0] in ("llvmlite", "numba")}
-    for k in hidden:
-        del sys.modules[k]
-    try:
-        yield
-    finally:
-        sys.modules.update(hidden)
-
-
 def register() -> None:
     from vllm.triton_utils.dispatcher import register_kernels
 
-    with _without_llvmlite():
+    from torchtpu.vllm.compat import without_llvmlite
+
+    with without_llvmlite():
         register_kernels(OVERRIDES)
