@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
 
-log = logging.getLogger("torchtpu.vllm")
+log = logging.getLogger("vllm.torchtpu")  # under vLLM's logger: its handler and level
 
 MIN_TOKENS = 16
 _buckets: list[int] = []

@@ -20,7 +20,7 @@ from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from torchtpu.vllm import buckets
 
-log = logging.getLogger("torchtpu.vllm")
+log = logging.getLogger("vllm.torchtpu")  # under vLLM's logger: its handler and level
 
 
 def compiled_programs() -> int:

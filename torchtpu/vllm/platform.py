@@ -17,7 +17,7 @@ from vllm.platforms.interface import Platform, PlatformEnum
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
 
-log = logging.getLogger("torchtpu.vllm")
+log = logging.getLogger("vllm.torchtpu")  # under vLLM's logger: its handler and level
 
 # float16 has no TPU MXU/VPU path worth serving in: cast to bfloat16 as the production TPU plugin does.
 SERVED_DTYPES = (torch.bfloat16, torch.float32)

@@ -21,7 +21,7 @@ from vllm.v1.worker.worker_base import CompilationTimes
 
 from torchtpu.vllm.model_runner import TpuModelRunner, compiled_programs
 
-log = logging.getLogger("torchtpu.vllm")
+log = logging.getLogger("vllm.torchtpu")  # under vLLM's logger: its handler and level
 
 GiB = 1 << 30
 # The simulator keeps "HBM" in host memory: without an explicit kv_cache_memory_bytes the KV cache is capped at
