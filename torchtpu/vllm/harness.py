@@ -1,0 +1,100 @@
+"""Runs one offline vLLM generation in a fresh process, on "tpu" (our plugin) or on vLLM's own CPU platform, and
+reports tokens and timings as JSON: what tests/vllm and benchmarks/serving.py compare.
+
+    python -m torchtpu.vllm.harness '{"model": DIR, "platform": "tpu", "prompts": [...], "max_tokens": 8}'
+
+vLLM's CPU platform runs with torchtpu's autoload off and our plugin filtered out (VLLM_PLUGINS), so the baseline
+is vLLM alone; a process per run keeps one vLLM engine per process, as vLLM expects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_LLM = dict(max_model_len=256, max_num_batched_tokens=256, max_num_seqs=16, kv_cache_memory_bytes=16 << 20,
+                   dtype="float32", seed=0)
+
+
+def env_for(platform: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+               VLLM_ENABLE_V1_MULTIPROCESSING="0")
+    if platform == "cpu":
+        env.update(TORCH_DEVICE_BACKEND_AUTOLOAD="0", VLLM_PLUGINS="none", VLLM_TARGET_DEVICE="cpu",
+                   VLLM_CPU_CI_ENV="1")
+        env.pop("VLLM_CPU_KVCACHE_SPACE", None)
+    elif platform == "tpu":
+        env.setdefault("TORCHTPU_PRECISION", "HIGHEST")
+    else:
+        raise ValueError(f"platform {platform!r}; valid: tpu, cpu")
+    return env
+
+
+def run(spec: dict[str, Any], timeout: float = 600) -> dict[str, Any]:
+    """Runs `spec` (see `_main`) in a subprocess; returns its JSON result or raises with its output's tail."""
+    # run by path, not `-m torchtpu...`: importing the torchtpu package would load the backend (and numba) into
+    # the CPU baseline's process, where vLLM 0.32's kernel rebinding then fails on llvmlite (docs/serving.md)
+    code = f"import runpy, sys; sys.argv = ['harness', sys.argv[1]]; runpy.run_path({__file__!r}, run_name='__main__')"
+    # cwd outside the checkout: a stale torchtpu.egg-info there would hide the installed entry points
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True,
+                          timeout=timeout, env=env_for(spec.get("platform", "tpu")), cwd=tempfile.gettempdir())
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("HARNESS_RESULT "):
+            return json.loads(line[len("HARNESS_RESULT "):])
+    raise RuntimeError(f"harness run failed (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+
+
+def _main(spec: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from vllm import LLM, SamplingParams
+
+    torch.set_num_threads(int(spec.get("threads", 1)))
+    if spec.get("platform", "tpu") == "cpu":  # vLLM's own platform hits the same vLLM bug: compat.py
+        import importlib.util
+
+        loc = importlib.util.spec_from_file_location("_torchtpu_vllm_compat", os.path.join(HERE, "compat.py"))
+        compat = importlib.util.module_from_spec(loc)
+        loc.loader.exec_module(compat)
+        compat.patch_kernel_registration()
+    kwargs = {**DEFAULT_LLM, **spec.get("llm", {})}
+    t0 = time.perf_counter()
+    llm = LLM(model=spec["model"], **kwargs)
+    init_s = time.perf_counter() - t0
+    params = SamplingParams(**{"temperature": 0.0, "max_tokens": spec.get("max_tokens", 8), **spec.get("sampling", {})})
+    prompts = spec["prompts"]
+    out: dict[str, Any] = {"init_s": init_s, "platform": type(__import__("vllm.platforms").platforms.current_platform
+                                                                ).__name__}
+    t1 = time.perf_counter()
+    first = llm.generate(prompts[:1], SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)
+    out["first_request_s"] = time.perf_counter() - t1
+    del first
+    runs = []
+    for _ in range(int(spec.get("repeats", 1))):
+        t2 = time.perf_counter()
+        res = llm.generate(prompts, params, use_tqdm=False)
+        runs.append(time.perf_counter() - t2)
+    out["generate_s"] = sorted(runs)[len(runs) // 2]
+    out["tokens"] = [list(r.outputs[0].token_ids) for r in res]
+    out["texts"] = [r.outputs[0].text for r in res]
+    out["generated"] = sum(len(t) for t in out["tokens"])
+    if spec.get("platform", "tpu") == "tpu":
+        runner = llm.llm_engine.model_executor.driver_worker.worker.model_runner
+        out["serving"] = runner.serving_stats()
+        from torchtpu.runtime import driver
+
+        out["sim"] = {k: v for k, v in driver().stats().items() if isinstance(v, (int, float))}
+    return out
+
+
+if __name__ == "__main__":
+    result = _main(json.loads(sys.argv[1]))
+    print("HARNESS_RESULT " + json.dumps(result), flush=True)
+    sys.stdout.flush()
+    os._exit(0)  # vLLM's atexit teardown is not needed for a one-shot run
