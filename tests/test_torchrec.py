@@ -65,6 +65,9 @@ OP_CASES = {
     "permute_2d_flat_values": (F.permute_2D_sparse_data, (_i32(2, 0), _L, _V.reshape(3, 2), None, None)),
     "permute_2d_empty": (F.permute_2D_sparse_data, (_i32(), _L, _V, None, None)),
     "permute_1d": (F.permute_1D_sparse_data, (_i32(2, 0, 2, 5), _L.flatten(), _V, torch.arange(6.0), None)),
+    "invert_permute_i32": (F.invert_permute, (_i32(2, 0, 3, 1),)),
+    "invert_permute_i64": (F.invert_permute, (torch.tensor([1, 0]),)),
+    "invert_permute_empty": (F.invert_permute, (torch.tensor([], dtype=torch.int64),)),
     "permute_pooled_embs": (F.permute_pooled_embs, (torch.arange(20.0).reshape(4, 5), torch.tensor([0, 2, 4, 5]),
                             torch.tensor([2, 0, 1]), torch.tensor([0, 1, 3, 5]), torch.tensor([1, 2, 0]))),
     "block_bucketize_pos_sequence_weights": (F.block_bucketize_sparse_features, (
@@ -273,6 +276,8 @@ def test_bad_jagged_inputs_raise_where_fbgemm_cpu_reads_out_of_bounds(tpu, mode)
         with pytest.raises(RuntimeError, match="permuted_lengths_sum=3 differs from the sum of the permuted "
                                                "segments by 1"):
             F.permute_2D_sparse_data(_i32(1, 0).to(tpu), lengths, values, None, 3)[1].cpu()
+        with pytest.raises(RuntimeError, match=r"invert_permute\(\): permute holds 5, not a position in \[0, 3\)"):
+            F.invert_permute(_i32(0, 5, 1).to(tpu)).cpu()
         with pytest.raises(RuntimeError, match="offsets\\[0\\] holds 9, past the 5 rows it indexes"):
             JaggedTensor(values=torch.arange(5.0, device=tpu), offsets=torch.tensor([0, 2, 9], device=tpu)
                          ).to_padded_dense(4).cpu()

@@ -1,6 +1,7 @@
 """TorchRec's DistributedModelParallel on 2 ranks over "tpu_dist" (tests/torchrec_workers.py): one
 EmbeddingBagCollection with a table-wise and a row-wise sharded table, forward, backward and an SGD step, equal to
-the same EmbeddingBagCollection on one chip fed both ranks' batches; zero CPU fallbacks; the embedding all-to-alls
+the same EmbeddingBagCollection on one chip fed both ranks' batches; the same tables as a sharded
+EmbeddingCollection look up each rank's rows; zero CPU fallbacks; the embedding all-to-alls
 (and the row-wise reduce-scatter) charged on the simulated ICI."""
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ def test_dmp_table_wise_and_row_wise_on_two_ranks_equal_one_chip(tmp_path: Path)
         assert res["fallbacks"] == {}, res["fallbacks"]
         assert res["keys"] == ["f0", "f1"]
         torch.testing.assert_close(res["pooled"], pooled[r * W.BATCH:(r + 1) * W.BATCH], rtol=1e-5, atol=1e-6)
+        values, lengths = W.batch(r)  # the sharded EmbeddingCollection's rows are the tables' own rows
+        starts = [0, sum(lengths[:W.BATCH])]
+        for f, (table, feature, _) in enumerate(W.TABLES):
+            ids = values[starts[f]:starts[f] + sum(lengths[f * W.BATCH:(f + 1) * W.BATCH])]
+            torch.testing.assert_close(res["sequence"][feature], W.weights()[table][ids], rtol=0, atol=0)
         stats = res["dist stats"]
         assert stats["all_to_all"]["count"] >= 2 and stats["all_to_all"]["ici_seconds"] > 0, stats
         assert stats["reduce_scatter"]["count"] >= 1 and stats["reduce_scatter"]["ici_seconds"] > 0, stats

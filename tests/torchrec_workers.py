@@ -4,7 +4,8 @@ Each rank (multiprocessing spawn, chip `tpu:rank` of a simulated TORCHTPU_TOPOLO
 shards one EmbeddingBagCollection with TorchRec's DistributedModelParallel over "tpu_dist" (table t0 table-wise,
 t1 row-wise, TorchRec's UNFUSED_TPU compute kernel), loads the same weights as the one-chip reference, runs
 forward, backward and one SGD step on its own batch, and writes its pooled output, its local shards (with their
-offsets), the CPU fallbacks and the collectives' simulated ICI totals to OUTDIR/rank{r}.pt. A rank that fails
+offsets), the rows the same tables look up as a sharded EmbeddingCollection, the CPU fallbacks and the
+collectives' simulated ICI totals to OUTDIR/rank{r}.pt. A rank that fails
 writes its traceback there instead; every collective has a timeout, so a dead rank never hangs the others.
 """
 
@@ -104,6 +105,7 @@ def rank_main(rank: int, world: int, port: int, outdir: str, timeout_s: float) -
             shards[key.split(".")[-2]] = [(list(s.metadata.shard_offsets), s.tensor.detach().cpu())
                                           for s in value.local_shards()]
         out["shards"] = shards
+        out["sequence"] = _sharded_sequence_lookup(rank, world, device, values, lengths)
         out["fallbacks"] = torchtpu.fallback_counts()
         out["dist stats"] = torchtpu.distributed.stats()
         out["plan"] = str(plan)
@@ -112,6 +114,43 @@ def rank_main(rank: int, world: int, port: int, outdir: str, timeout_s: float) -
     except Exception:  # noqa: BLE001 - the test reads the traceback
         out["crash"] = traceback.format_exc()
     torch.save(out, os.path.join(outdir, f"rank{rank}.pt"))
+
+
+def _sharded_sequence_lookup(rank: int, world: int, device: Any, values: list[int], lengths: list[int]
+                             ) -> dict[str, Any]:
+    """The same tables as an EmbeddingCollection (t0 table-wise, t1 row-wise): its sequence all-to-all has a rank
+    sending no rows from an empty 1-d tensor beside its peers' rows of width DIM. The rows looked up, per feature."""
+    import torch
+    import torch.distributed as dist
+    from torchrec.distributed.embedding import EmbeddingCollectionSharder
+    from torchrec.distributed.model_parallel import DistributedModelParallel
+    from torchrec.distributed.planner import EmbeddingShardingPlanner, Topology
+    from torchrec.distributed.planner.types import ParameterConstraints
+    from torchrec.modules.embedding_configs import EmbeddingConfig
+    from torchrec.modules.embedding_modules import EmbeddingCollection
+    from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
+    configs = [EmbeddingConfig(name=name, embedding_dim=DIM, num_embeddings=ROWS, feature_names=[feature])
+               for name, feature, _ in TABLES]
+    ec = EmbeddingCollection(tables=configs, device=torch.device("meta"))
+    constraints = {name: ParameterConstraints(sharding_types=[kind], compute_kernels=["unfused_tpu"])
+                   for name, _, kind in TABLES}
+    planner = EmbeddingShardingPlanner(topology=Topology(world_size=world, compute_device="tpu"),
+                                       constraints=constraints)
+    sharders = [EmbeddingCollectionSharder()]
+    model = DistributedModelParallel(ec, device=device, plan=planner.collective_plan(ec, sharders, dist.group.WORLD),
+                                     sharders=sharders)
+    full = weights()
+    for key, value in model.state_dict().items():
+        for shard in value.local_shards():
+            offsets, sizes = shard.metadata.shard_offsets, shard.metadata.shard_sizes
+            shard.tensor.detach().copy_(full[key.split(".")[-2]][offsets[0]:offsets[0] + sizes[0],
+                                                                 offsets[1]:offsets[1] + sizes[1]])
+    kjt = KeyedJaggedTensor.from_lengths_sync(keys=[f for _, f, _ in TABLES], values=torch.tensor(values),
+                                              lengths=torch.tensor(lengths)).to(device)
+    looked_up = model(kjt)
+    looked_up = looked_up.wait() if hasattr(looked_up, "wait") else looked_up
+    return {feature: looked_up[feature].values().cpu() for _, feature, _ in TABLES}
 
 
 if __name__ == "__main__":

@@ -251,6 +251,19 @@ _fbgemm("permute_2D_sparse_data", how="kernel")(_permute_kernel("permute_2D_spar
 _fbgemm("permute_1D_sparse_data", how="kernel")(_permute_kernel("permute_1D_sparse_data", False))
 
 
+@_fbgemm("invert_permute")
+def invert_permute(permute: Sym) -> Sym:
+    """inverse[permute[i]] = i (TorchRec's sequence all-to-all); fbgemm's CPU kernel writes wherever a value points,
+    so a value outside [0, n) raises here instead."""
+    n = permute.numel()
+    if n == 0:
+        return P.full(0, (0,), permute.dtype)
+    checked = P.check_index(permute, n, f"invert_permute(): permute holds {{}}, not a position in [0, {n})",
+                            error="RuntimeError")
+    return P.emit1("scatter_axis", [P.full(0, (n,), permute.dtype), checked, P.iota((n,), 0, permute.dtype)],
+                   dimension=0, reduce="replace")
+
+
 @_fbgemm("permute_pooled_embs")
 def permute_pooled_embs(pooled_embs: Sym, offset_dim_list: Sym, permute_list: Sym, inv_offset_dim_list: Sym,
                         inv_permute_list: Sym) -> Sym:
