@@ -90,6 +90,37 @@ def test_memory_accounting_returns_to_baseline(tpu, steady_memory):
     assert stats["allocated_bytes.all.current"] == base
 
 
+def test_torch_accelerator_memory_calls_read_the_same_counters(tpu, steady_memory):
+    # torch.accelerator reaches the allocator as a c10::DeviceAllocator (an internal assert before)
+    torch.tpu.synchronize()
+    base = torch.accelerator.memory_allocated(tpu)
+    assert base == torch.tpu.memory_allocated()
+    x = torch.empty(256, 1024, device=tpu)
+    assert torch.accelerator.memory_allocated(tpu) == base + 1024 * 1024 == torch.tpu.memory_allocated()
+    assert torch.accelerator.memory_reserved(tpu) == base + 1024 * 1024
+    stats = torch.accelerator.memory_stats(tpu)
+    assert stats["allocated_bytes.all.current"] == torch.tpu.memory_stats()["allocated_bytes.all.current"]
+    assert stats["allocation.all.current"] == torch.tpu.memory_stats()["allocation.all.current"] >= 1
+    free, total = torch.accelerator.get_memory_info(tpu)
+    assert total == torch.tpu.memory_stats()["limit_bytes"] and free == total - torch.tpu.memory_allocated()
+    del x
+    torch.accelerator.empty_cache()
+    torch.accelerator.reset_peak_memory_stats(tpu)
+    assert torch.accelerator.max_memory_allocated(tpu) == base == torch.tpu.max_memory_allocated()
+    allocs = torch.tpu.memory_stats()["allocation.all.allocated"]
+    live = torch.tpu.memory_stats()["allocation.all.current"]
+    assert allocs >= 1
+    torch.accelerator.reset_accumulated_memory_stats(tpu)
+    after = torch.tpu.memory_stats()
+    assert after["allocation.all.allocated"] == after["allocation.all.freed"] == 0
+    assert after["allocation.all.current"] == live  # live blocks stay counted
+    y = torch.empty(4, device=tpu)
+    assert torch.tpu.memory_stats()["allocation.all.allocated"] == 1
+    del y
+    with pytest.raises(RuntimeError, match="tpu:7 is not a device of this process"):
+        torch.accelerator.memory_allocated(7)
+
+
 @pytest.mark.sim_only("asserts the sim's HBM accounting (out of simulated HBM at the chip's capacity)")
 def test_oom_raises_and_leaves_tensors_intact(tpu, steady_memory):
     keep = torch.arange(10, device=tpu)
@@ -117,6 +148,8 @@ def test_pinned_memory_for_data_loaders(tpu):
     pinned = torch.arange(6.0).pin_memory()
     assert pinned.is_pinned() and not torch.zeros(2).is_pinned()
     assert pinned.to(tpu, non_blocking=True).cpu().tolist() == list(range(6))
+    torch.accelerator.empty_host_cache()  # the pinned allocator is tpu's at::HostAllocator (a null one crashed)
+    assert pinned.is_pinned() and pinned.tolist() == list(range(6))
 
 
 def test_autocast_runs_matmuls_in_bf16_and_sensitive_ops_in_fp32(tpu):

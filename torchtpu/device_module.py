@@ -29,8 +29,8 @@ __all__ = [
     "get_device_name", "get_device_properties", "get_eager_mode", "get_precision", "get_rng_state",
     "get_rng_state_all", "initial_seed", "is_available", "is_bf16_supported", "is_initialized", "manual_seed",
     "manual_seed_all", "max_memory_allocated", "memory_allocated", "memory_stats", "empty_cache", "precision",
-    "reset_peak_memory_stats", "seed", "seed_all", "set_device", "set_eager_mode", "set_precision",
-    "set_rng_state", "set_rng_state_all", "synchronize",
+    "reset_accumulated_memory_stats", "reset_peak_memory_stats", "seed", "seed_all", "set_device", "set_eager_mode",
+    "set_precision", "set_rng_state", "set_rng_state_all", "synchronize",
 ]
 
 _current = [0]
@@ -154,15 +154,20 @@ def reset_peak_memory_stats(d: Any = None) -> None:
     native().reset_peak(_index(d))
 
 
+def reset_accumulated_memory_stats(d: Any = None) -> None:
+    """Zeroes the allocation and free counts (and OOMs) since start, as torch.cuda's does; live values stay."""
+    native().reset_accumulated(_index(d))
+
+
 def memory_stats(d: Any = None) -> dict[str, int]:
     """torch.cuda's keys that the allocator has. It caches nothing (each free returns the memory), so the
     active and reserved bytes are the allocated bytes and an allocation is never retried."""
-    allocated, peak, limit, allocs, frees, ooms = _counters(d)
+    allocated, peak, limit, allocs, frees, ooms, live = _counters(d)
     return {"allocated_bytes.all.current": allocated, "allocated_bytes.all.peak": peak,
             "active_bytes.all.current": allocated, "active_bytes.all.peak": peak,
             "reserved_bytes.all.current": allocated, "reserved_bytes.all.peak": peak,
             "allocation.all.allocated": allocs, "allocation.all.freed": frees,
-            "allocation.all.current": allocs - frees, "num_alloc_retries": 0, "num_ooms": ooms,
+            "allocation.all.current": live, "num_alloc_retries": 0, "num_ooms": ooms,
             "limit_bytes": limit}
 
 

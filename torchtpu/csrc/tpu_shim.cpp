@@ -2,9 +2,10 @@
 // against the simulated chip's HBM, the device guard, and the view/metadata ops that ATen implements
 // device-generically. Compute kernels live in Python (torch.library on PrivateUse1).
 #include <ATen/EmptyTensor.h>
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/CPUAllocator.h>
-#include <unordered_set>
+#include <unordered_map>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
 #include <ATen/ops/set_cpu_dispatch.h>
@@ -12,6 +13,7 @@
 #include <ATen/native/TensorFactories.h>
 #include <ATen/native/TensorShape.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 #include <torch/extension.h>
@@ -35,6 +37,7 @@ struct DeviceCounters {
   std::atomic<int64_t> num_allocs{0};
   std::atomic<int64_t> num_frees{0};
   std::atomic<int64_t> num_ooms{0};
+  std::atomic<int64_t> live{0};  // blocks alive now (num_allocs - num_frees until accumulated stats are reset)
 };
 
 static DeviceCounters g_counters[kMaxDevices];
@@ -105,6 +108,7 @@ static void delete_block(void* ctx) {
   }
   g_counters[block->device].allocated -= block->size;
   g_counters[block->device].num_frees += 1;
+  g_counters[block->device].live -= 1;
   std::free(block->ptr);
   delete block;
 }
@@ -126,9 +130,12 @@ static void reserve(int device, int64_t nbytes) {
   while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {
   }
   c.num_allocs += 1;
+  c.live += 1;
 }
 
-struct TpuAllocator final : c10::Allocator {
+// A c10::DeviceAllocator, so that torch.accelerator's memory calls (memory_allocated, memory_stats,
+// empty_cache, reset_peak_memory_stats, get_memory_info) reach these counters as torch.tpu's do.
+struct TpuAllocator final : c10::DeviceAllocator {
   c10::DataPtr allocate(size_t nbytes) override {
     int device = t_current_device;
     check_index(device);
@@ -150,6 +157,45 @@ struct TpuAllocator final : c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
   void copy_data(void* dest, const void* src, std::size_t count) const final {
     default_copy_data(dest, src, count);
+  }
+  bool initialized() override { return true; }
+  // Each free returns its memory: there is no cache to empty.
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {}
+  // Memory is freed when its storage dies, never reused while a stream could still read it: nothing to record.
+  void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    check_index(device);
+    auto& c = g_counters[device];
+    c10::CachingDeviceAllocator::DeviceStats stats;
+    const int64_t allocated = c.allocated.load(), peak = c.peak.load();
+    for (auto* bytes : {&stats.allocated_bytes, &stats.active_bytes, &stats.reserved_bytes}) {
+      auto& all = (*bytes)[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+      all.current = allocated;
+      all.peak = peak;
+    }
+    auto& blocks = stats.allocation[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+    blocks.current = c.live.load();
+    blocks.peak = blocks.current;
+    blocks.allocated = c.num_allocs.load();
+    blocks.freed = c.num_frees.load();
+    stats.num_ooms = c.num_ooms.load();
+    return stats;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    check_index(device);
+    g_counters[device].num_allocs = 0;
+    g_counters[device].num_frees = 0;
+    g_counters[device].num_ooms = 0;
+  }
+  void resetPeakStats(c10::DeviceIndex device) override {
+    check_index(device);
+    g_counters[device].peak = g_counters[device].allocated.load();
+  }
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    check_index(device);
+    const int64_t limit = g_counters[device].limit.load();
+    return {static_cast<size_t>(std::max<int64_t>(limit - g_counters[device].allocated.load(), 0)),
+            static_cast<size_t>(limit)};
   }
 };
 
@@ -314,9 +360,13 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 
 // Host memory handed to pinned tensors. The simulator's device memory is host memory already; for a PJRT
 // device, pinned buffers are what host->device copies start from.
-struct PinnedAllocator final : c10::Allocator {
+// Pinned host memory for tpu copies, an at::HostAllocator so that torch.accelerator's host-memory calls
+// (empty_host_cache, host memory stats) reach it. Copies to and from the simulated device complete at the call,
+// so a freed block is returned at once: no cache, no events to wait for.
+struct PinnedAllocator final : at::HostAllocator {
   std::mutex mutex;
-  std::unordered_set<const void*> live;
+  std::unordered_map<const void*, size_t> live;  // block -> bytes
+  at::HostStats stats;
 
   static void free_pinned(void* ptr);
 
@@ -325,9 +375,31 @@ struct PinnedAllocator final : c10::Allocator {
     TORCH_CHECK(nbytes == 0 || ptr != nullptr, "pinned host allocation of ", nbytes, " bytes failed");
     if (ptr != nullptr) {
       std::lock_guard<std::mutex> lock(mutex);
-      live.insert(ptr);
+      live.emplace(ptr, nbytes);
+      for (auto* stat : {&stats.allocations, &stats.active_requests}) stat->increase(1);
+      for (auto* stat : {&stats.allocated_bytes, &stats.active_bytes}) stat->increase(nbytes);
+      stats.num_host_alloc += 1;
     }
     return {ptr, ptr, &PinnedAllocator::free_pinned, c10::Device(c10::DeviceType::CPU)};
+  }
+  bool record_event(void* ptr, void* /*ctx*/, c10::Stream /*stream*/) override { return is_pinned(ptr); }
+  void empty_cache() override {}
+  at::HostStats get_stats() override {
+    std::lock_guard<std::mutex> lock(mutex);
+    return stats;
+  }
+  void reset_accumulated_stats() override {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto* stat : {&stats.allocations, &stats.active_requests, &stats.allocated_bytes, &stats.active_bytes}) {
+      stat->reset_accumulated();
+    }
+    stats.num_host_alloc = stats.num_host_free = 0;
+  }
+  void reset_peak_stats() override {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto* stat : {&stats.allocations, &stats.active_requests, &stats.allocated_bytes, &stats.active_bytes}) {
+      stat->reset_peak();
+    }
   }
   c10::DeleterFnPtr raw_deleter() const override { return &PinnedAllocator::free_pinned; }
   void copy_data(void* dest, const void* src, std::size_t count) const final {
@@ -340,12 +412,19 @@ struct PinnedAllocator final : c10::Allocator {
 };
 
 static PinnedAllocator g_pinned;
+REGISTER_HOST_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_pinned);
 
 void PinnedAllocator::free_pinned(void* ptr) {
   if (ptr == nullptr) return;
   {
     std::lock_guard<std::mutex> lock(g_pinned.mutex);
-    g_pinned.live.erase(ptr);
+    auto it = g_pinned.live.find(ptr);
+    if (it != g_pinned.live.end()) {
+      for (auto* stat : {&g_pinned.stats.allocations, &g_pinned.stats.active_requests}) stat->decrease(1);
+      for (auto* stat : {&g_pinned.stats.allocated_bytes, &g_pinned.stats.active_bytes}) stat->decrease(it->second);
+      g_pinned.stats.num_host_free += 1;
+      g_pinned.live.erase(it);
+    }
   }
   std::free(ptr);
 }
@@ -496,12 +575,15 @@ static std::vector<int64_t> memory_counters(int64_t device) {
   check_index(device);
   auto& c = g_counters[device];
   return {c.allocated.load(), c.peak.load(), c.limit.load(), c.num_allocs.load(), c.num_frees.load(),
-          c.num_ooms.load()};
+          c.num_ooms.load(), c.live.load()};
 }
 
 static void reset_peak(int64_t device) {
-  check_index(device);
-  g_counters[device].peak = g_counters[device].allocated.load();
+  g_allocator.resetPeakStats(static_cast<c10::DeviceIndex>(device));
+}
+
+static void reset_accumulated(int64_t device) {
+  g_allocator.resetAccumulatedStats(static_cast<c10::DeviceIndex>(device));
 }
 
 static void set_limit(int64_t device, int64_t limit) {
@@ -556,6 +638,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cpu_alias", &torchtpu::cpu_alias);
   m.def("memory_counters", &torchtpu::memory_counters);
   m.def("reset_peak", &torchtpu::reset_peak);
+  m.def("reset_accumulated", &torchtpu::reset_accumulated);
   m.def("set_limit", &torchtpu::set_limit);
   m.def("set_device_count", &torchtpu::set_device_count);
   m.def("set_storage_dtypes", &torchtpu::set_storage_dtypes);

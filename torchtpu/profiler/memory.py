@@ -200,7 +200,7 @@ def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
     allocation counts, OOMs and (unless abbreviated) the largest live tensors with their sites."""
     index = torch.tpu.current_device() if device is None else torch.device("tpu", device).index \
         if isinstance(device, int) else torch.device(device).index or 0
-    allocated, peak, limit, allocs, frees, ooms = native().memory_counters(index)
+    allocated, peak, limit, allocs, frees, ooms, _ = native().memory_counters(index)
     name = torch.tpu.get_device_name(index)
     lines = [
         "|" + "=" * 75 + "|",
