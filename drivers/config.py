@@ -216,6 +216,9 @@ VARS: dict[str, Var] = {v.name: v for v in (
     Var.of("TORCHTPU_HELION_AUTOTUNE", "helion", "helion, sim", _choice("helion", "sim"),
         "how torchtpu.kernels.helion_op picks an unconfigured Helion kernel's config (sim: ranked by simulated "
         "device time on TORCHTPU_CHIP; helion: Helion's own autotuner)"),
+    Var.of("TORCHTPU_VLLM_SIM_KV_BYTES", str(1 << 30), "an integer >= 1", _int_in(1, None),
+        "torchtpu.vllm on the simulator: the KV cache's cap in bytes when vLLM is given no kv_cache_memory_bytes "
+        "(the simulated HBM is host memory)"),
     Var.of("TORCHTPU_CACHE_DIR", _default_cache_dir, "a directory path (created if missing)", _cache_dir,
         "where the JIT-built C++ shim and the sim's fused element-wise loops (sim_fusion/) are cached"
         " (default $XDG_CACHE_HOME/torchtpu or ~/.cache/torchtpu)"),

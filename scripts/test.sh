@@ -13,7 +13,7 @@ TORCHTPU_DRIVER=pjrt TORCHTPU_PJRT_PLATFORM=cpu python -m pytest -q -p no:cachep
   tests/test_device.py tests/test_training.py tests/test_ops.py tests/test_compile.py tests/test_opinfo.py
 # Custom kernels (JAX/Pallas through the driver's PJRT client) on the same driver
 TORCHTPU_DRIVER=pjrt TORCHTPU_PJRT_PLATFORM=cpu python -m pytest -q -m "not slow" -p no:cacheprovider -n 2 \
-  --dist loadfile tests/test_kernels.py tests/test_kernels_examples.py
+  --dist loadfile tests/test_custom_kernels.py tests/test_kernels_examples.py
 # The install users get: a wheel built from this checkout, installed into a fresh venv outside it with the tested
 # pins, the device tests run against the installed package with no compiler and an empty shim cache.
 scripts/wheel_smoke.sh

@@ -36,6 +36,7 @@ BAD = {
     "TORCHTPU_VERBOSE_BUILD": ["loud"],
     "TORCHTPU_EXECUTABLE_CACHE": ["0", "many"],
     "TORCHTPU_HELION_AUTOTUNE": ["triton", "SIMULATED"],
+    "TORCHTPU_VLLM_SIM_KV_BYTES": ["0", "1GiB"],
 }
 GOOD = {
     "TORCHTPU_DRIVER": [(" SIM ", "sim"), ("auto", "auto")],

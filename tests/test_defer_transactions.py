@@ -322,7 +322,7 @@ def test_interrupt_leaving_eager_mode_restores_the_mode(fresh, monkeypatch):
 
 
 @pytest.mark.parametrize("stage", ["compile", "execute"])
-def test_real_sigint_during_a_flush_never_leaves_a_wrong_value(fresh, monkeypatch, stage):
+def test_real_sigint_during_a_flush_never_leaves_a_wrong_value(fresh, monkeypatch, request, stage):
     """A real SIGINT lands wherever Python next checks for signals: each pending value is then either right or
     raises the interrupt when read, never wrong."""
     drv = runtime.driver()
@@ -332,8 +332,11 @@ def test_real_sigint_during_a_flush_never_leaves_a_wrong_value(fresh, monkeypatc
         os.kill(os.getpid(), signal.SIGINT)
         return real(*args, **kwargs)
 
+    x, w = _data(fresh)  # before the patch: a first run's own compiles must not take the signal
+    # Python's own handler (a pytest-xdist worker ignores SIGINT, so that Ctrl-C reaches only its controller)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     monkeypatch.setattr(drv, stage, with_signal)
-    x, w = _data(fresh)
     with torchtpu.eager_mode("DEFER_AND_FUSE"):
         w.add_(1)
         a = x * 2

@@ -1,5 +1,5 @@
 """Runs one offline vLLM generation in a fresh process, on "tpu" (our plugin) or on vLLM's own CPU platform, and
-reports tokens and timings as JSON: what tests/vllm and benchmarks/serving.py compare.
+reports tokens and timings as JSON: what tests/serving and benchmarks/serving.py compare.
 
     python -m torchtpu.vllm.harness '{"model": DIR, "platform": "tpu", "prompts": [...], "max_tokens": 8}'
 

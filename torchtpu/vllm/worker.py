@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from typing import Any
 
@@ -19,6 +18,7 @@ from vllm.utils.torch_utils import set_random_seed
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
 
+from torchtpu import config as tpu_config
 from torchtpu.vllm.model_runner import TpuModelRunner, compiled_programs
 
 log = logging.getLogger("vllm.torchtpu")  # under vLLM's logger: its handler and level
@@ -26,7 +26,7 @@ log = logging.getLogger("vllm.torchtpu")  # under vLLM's logger: its handler and
 GiB = 1 << 30
 # The simulator keeps "HBM" in host memory: without an explicit kv_cache_memory_bytes the KV cache is capped at
 # this many bytes there (a 16 GiB v5e would otherwise allocate ~14 GiB of host RAM). Real chips are not capped.
-SIM_KV_CAP = int(os.environ.get("TORCHTPU_VLLM_SIM_KV_BYTES", str(1 * GiB)))
+SIM_KV_CAP = tpu_config.get("TORCHTPU_VLLM_SIM_KV_BYTES")
 
 
 def _gib(n: float) -> str:

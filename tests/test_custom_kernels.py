@@ -199,7 +199,7 @@ def test_bad_arguments_are_named():
 
 def test_out_of_bounds_read_is_caught_by_the_interpreter_and_reported():
     x = torch.ones(24, 128, device="tpu")
-    with pytest.raises(kernels.KernelError, match=r"Out-of-bounds block index \(3, 0\).*test_kernels.py:\d+"):
+    with pytest.raises(kernels.KernelError, match=r"Out-of-bounds block index \(3, 0\).*test_custom_kernels.py:\d+"):
         oob(x)
     # the interpreter's state was reset: a good kernel runs after it
     assert torch.equal(gelu_mm(torch.zeros(2, 2, device="tpu"), torch.zeros(2, 2, device="tpu")).cpu(),
@@ -213,7 +213,7 @@ def test_kernel_raising_in_a_deferred_region_keeps_the_regions_ops():
         assert deferred.pending()
         with pytest.raises(kernels.KernelError) as info:
             oob(before)
-        assert "kernel test_kernels::oob" in str(info.value) and "test_kernels.py:" in str(info.value)
+        assert "kernel test_kernels::oob" in str(info.value) and "test_custom_kernels.py:" in str(info.value)
         later = before + 1
         got = later.cpu()
     assert torch.equal(got, x * 5 + 1)
