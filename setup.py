@@ -15,7 +15,8 @@ ROOTS = {
     "torchtpu.sim": "sim",
     "torchtpu.perfmodel": "perfmodel",
 }
-SHIM_SOURCES = ["torchtpu/csrc/tpu_shim.cpp", "torchtpu/csrc/fast_launch.cpp", "torchtpu/csrc/fast_launch_key.cpp"]
+SHIM_SOURCES = ["torchtpu/csrc/tpu_shim.cpp", "torchtpu/csrc/fast_launch.cpp", "torchtpu/csrc/fast_launch_key.cpp",
+                "torchtpu/csrc/pinned_memory.cpp"]
 
 
 def _packages() -> tuple[list[str], dict[str, str]]:
