@@ -1,22 +1,28 @@
-"""Faults at scale on tpu_dist: a rank killed mid-step under real torchrun, and a straggler on the simulated clock.
+"""Faults at scale on tpu_dist: a rank killed mid-step (DDP under real torchrun, FSDP2 on spawned ranks), and a
+straggler on the simulated clock.
 
 The killed-rank test runs the DDP job of tests/fault_workers.py on two torchrun nodes of one rank each: rank 1
 SIGKILLs itself in a backward pass; rank 0 must get, within 10 s (no hang), a DistBackendError naming
 the all-reduce, its sequence number, the group and the dead rank. The job is then rerun under one torchrun with
 `--max-restarts 1`, where rank 1 dies once more and torchrun's elastic agent restarts both ranks: they resume
 from the last DCP checkpoint and must end bit-identical to an uninterrupted run of the same job.
-The straggler test runs the "straggler" scenario of fault_workers.py on 2 spawned ranks (dist_workers.py).
+The straggler test runs the "straggler" scenario of fault_workers.py on 2 spawned ranks (dist_workers.py). The
+FSDP2 test kills one of 3 spawned `fully_shard` ranks mid-backward (fsdp_fault_workers.py): the other two must get
+the same kind of error, naming the collective and the dead rank, within the same bound.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import fault_workers
+import fsdp_fault_workers
 import pytest
 import torch
 from test_distributed import _free_port, _run
@@ -112,3 +118,30 @@ def test_a_rank_killed_mid_step_errors_the_survivor_and_torchrun_resumes_from_dc
             assert loss == res["ref losses"][step], (r, step)
         for p, q in zip(res["params"], res["ref params"]):
             assert torch.equal(p, q)
+
+
+def test_an_fsdp2_rank_killed_mid_backward_errors_every_survivor_within_bounded_time(tmp_path: Path) -> None:
+    """fsdp_fault_workers.py "killed": 3 spawned ranks under fully_shard; rank 2 SIGKILLs itself in step 1's
+    backward. Both survivors' step raises DistBackendError naming the collective (its sequence number on the
+    group) and rank 2, within 10 s of the kill, and their next collective errors the same way (no hang)."""
+    os.environ["TORCHTPU_TEST_OUTDIR"] = str(tmp_path)  # inherited by the spawned ranks (where to write "killed")
+    try:
+        codes, results = _run("fsdp_fault_workers:killed", tmp_path, world=3)
+    finally:
+        del os.environ["TORCHTPU_TEST_OUTDIR"]
+    assert codes == [0, 0, -signal.SIGKILL] and results[2] is None
+    killed_at = float((tmp_path / "killed").read_text())
+    seqs = set()
+    for r in (0, 1):
+        res = results[r]
+        kind, msg = res["error"]
+        assert kind == "DistBackendError", msg
+        assert res["step"] == fsdp_fault_workers.KILL_STEP and len(res["losses"]) == 1
+        m = re.search(r"tpu_dist (reduce_scatter|all_gather) #(\d+) of group '0' \(3 ranks\) failed on rank (\d): "
+                      r"rank 2 did not reach it", msg)
+        assert m is not None and int(m.group(3)) == r, msg
+        seqs.add(int(m.group(2)))
+        assert 0 < res["at"] - killed_at < fault_workers.ERROR_BOUND_S, res["at"] - killed_at
+        kind, msg, seconds = res["next collective"]
+        assert kind == "DistBackendError" and "rank 2 did not reach it" in msg and seconds < 10, msg
+    assert len(seqs) == 1  # both survivors failed in the same collective
