@@ -42,13 +42,13 @@ def _free_port() -> int:
     raise RuntimeError("no two adjacent free ports on 127.0.0.1")
 
 
-def _launch(scenario: str, tmp_path: Path, driver: str, world: int = 2,
-            timeout_s: float = LAUNCH_TIMEOUT_S) -> tuple[list[dict[str, Any] | None], str]:
+def _launch(scenario: str, tmp_path: Path, driver: str, world: int = 2, timeout_s: float = LAUNCH_TIMEOUT_S,
+            worker: str = "pjrt_coll_workers.py") -> tuple[list[dict[str, Any] | None], str]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "TORCHTPU_NUM_DEVICES": "1", "TORCHTPU_DRIVER": driver, "TORCHTPU_PJRT_PLATFORM": "cpu",
            "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(world), "--master-addr",
-           "127.0.0.1", "--master-port", str(_free_port()), str(HERE / "pjrt_coll_workers.py"), scenario,
+           "127.0.0.1", "--master-port", str(_free_port()), str(HERE / worker), scenario,
            str(tmp_path)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
     results = [torch.load(p, weights_only=False) if (p := tmp_path / f"rank{r}.pt").exists() else None

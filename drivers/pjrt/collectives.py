@@ -124,11 +124,17 @@ class XlaCollectives:
                 acc = f(acc, rows[j])
             return acc
 
+        def mean(s: Any) -> Any:
+            # a true division, correctly rounded as gloo's AVG: XLA's simplifier turns a division by a broadcast
+            # constant (s / w) into a multiplication by its reciprocal (off by an ulp for w = 3 in a third of
+            # fp32 values); the barrier hides the constant from it
+            return (s / lax.optimization_barrier(jnp.full_like(s, w))).astype(s.dtype)
+
         def body(x: Any) -> Any:
             if kind == "all_reduce":
                 if op in ("SUM", "AVG"):
                     s = lax.psum(x, "r")
-                    return (s / w).astype(x.dtype) if op == "AVG" else s
+                    return mean(s) if op == "AVG" else s
                 if op == "MAX":
                     return lax.pmax(x, "r")
                 if op == "MIN":
@@ -141,7 +147,7 @@ class XlaCollectives:
             if kind == "reduce_scatter":
                 if op in ("SUM", "AVG"):
                     s = lax.psum_scatter(x, "r", tiled=True)
-                    return (s / w).astype(x.dtype) if op == "AVG" else s
+                    return mean(s) if op == "AVG" else s
                 return fold(lax.all_to_all(x.reshape(w, -1), "r", 0, 0, tiled=True))
             if kind == "all_to_all":
                 return lax.all_to_all(x.reshape(w, -1), "r", 0, 0, tiled=True).reshape(-1)
