@@ -71,6 +71,15 @@ def _every_collective(both: _Both, rank: int, group: Any, tag: str, dtypes: tupl
                 both(f"{tag} all_reduce {op} {d} exact",
                      lambda t, group, op=op: dist.all_reduce(t, op=op, group=group),
                      _values(dtype, (5, 3), rank, 1, exact=True), group=group)
+        if dtype.is_floating_point:  # FSDP2's op: the host path on pjrt; gloo has none, the reference scales first
+            def premul(t: Any, group: Any) -> None:
+                if t.device.type == "tpu":
+                    dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.375), group=group)
+                else:
+                    t.mul_(0.375)
+                    dist.all_reduce(t, op=R.SUM, group=group)
+
+            both(f"{tag} all_reduce PREMUL_SUM(0.375) {d}", premul, _values(dtype, (5, 3), rank, 1), group=group)
         x = _values(dtype, (4, 3), rank, 2)
         both(f"{tag} all_gather {d}", lambda t, o, group: dist.all_gather(o, t, group=group), x,
              [torch.zeros_like(x) for _ in range(n)], group=group)
