@@ -11,6 +11,7 @@ to the same model on one device with the whole batch.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
@@ -236,13 +237,40 @@ def fsdp(rank: int, world: int) -> dict[str, Any]:
     return out
 
 
+def dies_in_xla(rank: int, world: int) -> dict[str, Any]:
+    """The last rank exits once the ranks have agreed on an all_reduce's XLA path, before it joins the XLA
+    collective: the others are inside XLA's all-reduce when their peer is gone. Their call must raise (naming it),
+    not hang."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    from torchtpu.distributed import xla_route
+
+    t = torch.ones(4, device="tpu")
+    dist.all_reduce(t)  # compiled and run once by every rank
+    if rank == world - 1:
+        def gone(*_args: Any) -> None:
+            os._exit(0)  # exit code 0: torchrun lets the others run on
+
+        xla_route.run = gone
+    start = time.monotonic()
+    try:
+        dist.all_reduce(t)
+        torch.tpu.synchronize()
+        return {"error": None, "seconds": time.monotonic() - start}
+    except Exception as exc:  # noqa: BLE001 - the test reads it
+        return {"error": (type(exc).__name__, str(exc)), "seconds": time.monotonic() - start}
+
+
 def everything(rank: int, world: int) -> dict[str, Any]:
     """`collectives`, then `fsdp` in the same processes (a start of 4 JAX processes is the expensive part here)."""
     return {**collectives(rank, world), "training": fsdp(rank, world)}
 
 
 SCENARIOS = {"collectives": (collectives, "cpu:gloo,tpu:tpu_dist", 60), "fsdp": (fsdp, "tpu_dist", 60),
-             "everything": (everything, "cpu:gloo,tpu:tpu_dist", 60)}
+             "everything": (everything, "cpu:gloo,tpu:tpu_dist", 60), "dies_in_xla": (dies_in_xla, "tpu_dist", 10)}
 
 
 if __name__ == "__main__":

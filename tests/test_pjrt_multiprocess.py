@@ -8,7 +8,8 @@ Every collective also runs on the same values as cpu tensors through plain gloo.
 except where the reduction order is free: a floating-point SUM / AVG / PRODUCT over 3 or more ranks, which gloo's
 ring and XLA's all-reduce add in different orders (2 ranks: one addition, the same bits; test_pjrt_collectives.py).
 Those are checked within a few roundings, every rank of a group must hold the same bits, and the same reductions
-of values that need no rounding in any order ("exact") must be equal bit for bit.
+of values that need no rounding in any order ("exact") must be equal bit for bit. A rank that dies inside an XLA
+collective must give the others tpu_dist's error naming it.
 """
 
 from __future__ import annotations
@@ -122,3 +123,19 @@ def test_four_pjrt_processes_collectives_subgroups_2x2_mesh_and_fsdp2_equal_gloo
                 assert torch.equal(value, runs[0]["full"][name]), (config, r, name)
             assert run["xla"]["all_gather"] > 0 and run["xla"]["reduce_scatter"] > 0, run["xla"]
         assert ("all_reduce" in runs[0]["xla"] and runs[0]["xla"]["all_reduce"] > 0) == (config == "hsdp 2x2")
+
+
+def test_a_rank_dying_inside_an_xla_collective_gives_the_others_an_error_naming_it(tmp_path: Path) -> None:
+    """pjrt_mp_workers.dies_in_xla: rank 2 of 3 exits after the ranks agreed on an XLA all_reduce, before joining it.
+    XLA's gloo all-reduce fails on the survivors (jaxlib raised a bare ValueError before); tpu_dist turns it into
+    its DistBackendError naming the collective and the dead rank, within the report wait, not the group timeout."""
+    results, err = _launch("dies_in_xla", tmp_path, "pjrt", world=3, timeout_s=180, worker="pjrt_mp_workers.py")
+    assert results[2] is None, results[2]  # it exited before writing
+    for r in (0, 1):
+        res = results[r]
+        assert res is not None and "crash" not in res, (res and res.get("crash")) or err
+        kind, msg = res["error"]
+        assert kind == "DistBackendError", msg
+        assert f"tpu_dist all_reduce #2 of group '0' (3 ranks) failed on rank {r}: rank 2 did not reach it" in msg
+        assert "CollectiveFailed: XLA all_reduce over processes [0, 1, 2] failed" in msg, msg
+        assert res["seconds"] < 9, res  # the 5 s report wait; the group's timeout is 10 s

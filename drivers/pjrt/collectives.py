@@ -69,8 +69,10 @@ def join_distributed(jax: Any, platform: str) -> tuple[int, int] | None:
     return jax.process_index(), jax.process_count()
 
 
-class CollectiveTimeout(RuntimeError):
-    """An XLA collective did not finish in time (a peer died or never joined)."""
+class CollectiveFailed(RuntimeError):
+    """An XLA collective failed (its transport saw a peer go) or did not finish in time (a peer died or never
+    joined)."""
+
 
 
 class XlaCollectives:
@@ -161,7 +163,7 @@ class XlaCollectives:
     def run(self, kind: str, op: str | None, local: Any, ranks: Sequence[int], device: int, root: int = 0,
             timeout_s: float = 300.0) -> Any:
         """This rank's result of `kind` over `ranks` (JAX process ids, in group rank order) for its flat device
-        buffer `local`; waits at most `timeout_s` for it (a dead peer: CollectiveTimeout, never a hang)."""
+        buffer `local`; waits at most `timeout_s` for it (a dead peer: CollectiveFailed, never a hang)."""
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
@@ -170,16 +172,21 @@ class XlaCollectives:
         fn, mesh = self._program(kind, op, str(local.dtype), n, ranks, device, root)
         glob = self._jax.make_array_from_single_device_arrays((n * len(ranks),), NamedSharding(mesh, P("r")),
                                                               [local])
-        out = fn(glob)
-        shard = out.addressable_shards[0].data
         deadline = time.monotonic() + timeout_s
         pause = 1e-4
-        while not shard.is_ready():
-            if time.monotonic() > deadline:
-                raise CollectiveTimeout(f"XLA {kind} over processes {list(ranks)} did not finish in {timeout_s:.0f}"
-                                        " s: a peer died or did not join")
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
+        try:
+            shard = fn(glob).addressable_shards[0].data
+            while not shard.is_ready():
+                if time.monotonic() > deadline:
+                    raise CollectiveFailed(f"XLA {kind} over processes {list(ranks)} did not finish in "
+                                           f"{timeout_s:.0f} s: a peer died or did not join")
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+        except (RuntimeError, ValueError) as exc:  # jaxlib's runtime errors (a peer's connection closed: ValueError)
+            if isinstance(exc, CollectiveFailed):
+                raise
+            raise CollectiveFailed(f"XLA {kind} over processes {list(ranks)} failed: {type(exc).__name__}: "
+                                   f"{exc}") from exc
         self.counts[kind] = self.counts.get(kind, 0) + 1
         return shard
 
