@@ -163,8 +163,8 @@ def collectives(rank: int, world: int) -> dict[str, Any]:
     _every_collective(both, rank, None, "world")
     subset = [0, 2] if world == 3 else [1, 2, 3]  # not a prefix of the ranks: group ranks != global ranks
     sub = dist.new_group(subset)
-    if rank in subset:
-        _every_collective(both, rank, sub, f"subgroup {subset}")
+    if rank in subset:  # 4 ranks: the 3-process run has every dtype on 3 ranks
+        _every_collective(both, rank, sub, f"subgroup {subset}", DTYPES if world == 3 else ("float32", "int32"))
     out: dict[str, Any] = {"pairs": both.out}
     if world == 4:
         mesh = init_device_mesh("tpu", (2, 2), mesh_dim_names=("dp", "tp"))
@@ -264,13 +264,26 @@ def dies_in_xla(rank: int, world: int) -> dict[str, Any]:
         return {"error": (type(exc).__name__, str(exc)), "seconds": time.monotonic() - start}
 
 
+def collectives_then_dies(rank: int, world: int) -> dict[str, Any]:
+    """`collectives`, then `dies_in_xla` (the last rank saves its results first): one start of the processes."""
+    import sys
+
+    import torch
+
+    out = collectives(rank, world)
+    if rank == world - 1:
+        torch.save(out, os.path.join(sys.argv[2], f"rank{rank}.pt"))
+    return {**out, "dies": dies_in_xla(rank, world)}
+
+
 def everything(rank: int, world: int) -> dict[str, Any]:
     """`collectives`, then `fsdp` in the same processes (a start of 4 JAX processes is the expensive part here)."""
     return {**collectives(rank, world), "training": fsdp(rank, world)}
 
 
 SCENARIOS = {"collectives": (collectives, "cpu:gloo,tpu:tpu_dist", 60), "fsdp": (fsdp, "tpu_dist", 60),
-             "everything": (everything, "cpu:gloo,tpu:tpu_dist", 60), "dies_in_xla": (dies_in_xla, "tpu_dist", 10)}
+             "everything": (everything, "cpu:gloo,tpu:tpu_dist", 60), "dies_in_xla": (dies_in_xla, "tpu_dist", 10),
+             "collectives_then_dies": (collectives_then_dies, "cpu:gloo,tpu:tpu_dist", 60)}
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ def _expected_xla(rank: int, world: int) -> dict[str, int]:
     sizes = [(world, 2)]
     subset = [0, 2] if world == 3 else [1, 2, 3]
     if rank in subset:
-        sizes.append((len(subset), 2))
+        sizes.append((len(subset), 2 if world == 3 else 1))
     if world == 4:
         sizes += [(2, 1), (2, 1)]  # the mesh's "dp" and "tp" groups: float32 and int32
     total: dict[str, int] = {}
@@ -93,13 +93,26 @@ def _expected_xla(rank: int, world: int) -> dict[str, int]:
     return total
 
 
-def test_every_collective_on_three_pjrt_processes_equals_gloo(tmp_path: Path) -> None:
-    results, err = _launch("collectives", tmp_path, "pjrt", world=3, worker="pjrt_mp_workers.py")
+def test_every_collective_on_three_pjrt_processes_equals_gloo_and_a_rank_dying_inside_xla_is_named(
+        tmp_path: Path) -> None:
+    """Then (pjrt_mp_workers.dies_in_xla) rank 2 exits after the ranks agreed on an XLA all_reduce, before joining
+    it. XLA's gloo all-reduce fails on the survivors (jaxlib raised a bare ValueError before); tpu_dist turns it into
+    its DistBackendError naming the collective and the dead rank, within the report wait, not the group timeout."""
+    results, err = _launch("collectives_then_dies", tmp_path, "pjrt", world=3, worker="pjrt_mp_workers.py")
     assert all(res is not None for res in results), err
     _check(results, 3)
     for r, res in enumerate(results):
         assert res["xla"] == _expected_xla(r, 3), (r, res["xla"])
         assert len(res["pairs"]) == (143 if r in (0, 2) else 73)
+    assert "dies" not in results[2]  # it exited after saving its collectives
+    for r in (0, 1):
+        res = results[r]["dies"]
+        kind, msg = res["error"]
+        assert kind == "DistBackendError", msg
+        assert re.search(rf"tpu_dist all_reduce #\d+ of group '0' \(3 ranks\) failed on rank {r}: rank 2 did not "
+                         "reach it", msg), msg
+        assert "CollectiveFailed: XLA all_reduce over processes [0, 1, 2] failed" in msg, msg
+        assert res["seconds"] < 30, res  # the 5 s report wait; the group's timeout is 60 s
 
 
 def test_four_pjrt_processes_collectives_subgroups_2x2_mesh_and_fsdp2_equal_gloo_and_one_device(
@@ -124,18 +137,3 @@ def test_four_pjrt_processes_collectives_subgroups_2x2_mesh_and_fsdp2_equal_gloo
             assert run["xla"]["all_gather"] > 0 and run["xla"]["reduce_scatter"] > 0, run["xla"]
         assert ("all_reduce" in runs[0]["xla"] and runs[0]["xla"]["all_reduce"] > 0) == (config == "hsdp 2x2")
 
-
-def test_a_rank_dying_inside_an_xla_collective_gives_the_others_an_error_naming_it(tmp_path: Path) -> None:
-    """pjrt_mp_workers.dies_in_xla: rank 2 of 3 exits after the ranks agreed on an XLA all_reduce, before joining it.
-    XLA's gloo all-reduce fails on the survivors (jaxlib raised a bare ValueError before); tpu_dist turns it into
-    its DistBackendError naming the collective and the dead rank, within the report wait, not the group timeout."""
-    results, err = _launch("dies_in_xla", tmp_path, "pjrt", world=3, timeout_s=180, worker="pjrt_mp_workers.py")
-    assert results[2] is None, results[2]  # it exited before writing
-    for r in (0, 1):
-        res = results[r]
-        assert res is not None and "crash" not in res, (res and res.get("crash")) or err
-        kind, msg = res["error"]
-        assert kind == "DistBackendError", msg
-        assert f"tpu_dist all_reduce #2 of group '0' (3 ranks) failed on rank {r}: rank 2 did not reach it" in msg
-        assert "CollectiveFailed: XLA all_reduce over processes [0, 1, 2] failed" in msg, msg
-        assert res["seconds"] < 9, res  # the 5 s report wait; the group's timeout is 10 s
