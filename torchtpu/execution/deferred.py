@@ -147,7 +147,10 @@ def _new_slot(key: Any, t: torch.Tensor) -> int:
     """A slot for the storage of `t` (not in the region yet): a flat view of all of it holds it."""
     storage = t.untyped_storage()
     nbytes = storage.nbytes()
-    holder = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (nbytes // t.element_size(),), (1,))
+    if not t.requires_grad and not t.storage_offset() and t.is_contiguous() and t.nbytes == nbytes:
+        holder = t.view(-1)  # already the whole storage, flat: an alias (1.3 us) instead of empty + set_ (3 us)
+    else:
+        holder = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (nbytes // t.element_size(),), (1,))
     slot = len(_region.slots)
     _region.slots.append(Slot(holder, TORCH_TO_IR[t.dtype], key=storage.data_ptr(), nbytes=nbytes))
     _region.slot_of[key] = slot
