@@ -73,7 +73,7 @@ class RegionStats:
     ops_deferred: int = 0
     consecutive_misses: int = 0
     warned: bool = False
-    last_inputs: tuple = ()
+    last_program: Program | None = None  # the last flush's (the recompilation warning names its changed inputs)
 
 
 _lock = threading.RLock()
@@ -491,7 +491,7 @@ def _commit_prefix(region: _Region, count: int) -> list[int]:
 def _count(program: Program, miss: bool) -> str | None:
     """Counts a flush; returns the recompilation warning to give once the region has run, if any."""
     stats.flushes += 1
-    shapes = tuple((v.shape, v.dtype) for v in program.inputs)
+    last, stats.last_program = stats.last_program, program  # input shapes are read only for the warning
     if not miss:
         stats.hits += 1
         stats.consecutive_misses = 0
@@ -501,13 +501,13 @@ def _count(program: Program, miss: bool) -> str | None:
         fusing = modes.get_eager_mode() is modes.EagerMode.DEFER_AND_FUSE  # else one op per region (pjrt)
         if fusing and stats.consecutive_misses >= 8 and stats.flushes > 8 and not stats.warned:
             stats.warned = True
-            changed = [f"{a} -> {b}" for a, b in zip(stats.last_inputs, shapes) if a != b][:3]
+            before = () if last is None else tuple((v.shape, v.dtype) for v in last.inputs)
+            shapes = tuple((v.shape, v.dtype) for v in program.inputs)
+            changed = [f"{a} -> {b}" for a, b in zip(before, shapes) if a != b][:3]
             reason = ("input shapes changed: " + "; ".join(str(c) for c in changed)) if changed else \
                 "the op graph changed between regions"
-            stats.last_inputs = shapes
             return (f"DEFER_AND_FUSE keeps recompiling: the last {stats.consecutive_misses} regions all compiled "
                     f"a new program ({reason}). Keep shapes static (pad to buckets) to get cache hits.")
-    stats.last_inputs = shapes
     return None
 
 
