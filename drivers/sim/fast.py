@@ -20,7 +20,13 @@ from torchtpu.drivers.sim.fast_index import SPECIALIZERS
 from torchtpu.drivers.sim.kernels import _BINARY, _COMPARE, _UNARY_ANY, _UNARY_FLOAT, NP_DTYPES
 from torchtpu.drivers.sim.kernels_data import _CUMULATIVE, _broadcast_plan, dot_layout
 from torchtpu.sim import mxu
-from torchtpu.sim.mxu_kernel import PARALLEL_MIN_MACS, dot_exact_bf16_rounded, dot_small_bf16_rounded3
+from torchtpu.sim.mxu_kernel import (
+    PARALLEL_MIN_MACS,
+    _transposed_is_cheaper,
+    dot_exact_bf16_rounded,
+    dot_small_bf16_rounded3,
+    mm_small_bf16_rounded,
+)
 
 FastKernel = Callable[..., np.ndarray]
 
@@ -129,27 +135,42 @@ def _dot(op: Op, array: int) -> FastKernel:
     """float32 dot_general as the generic kernel computes it (operands permuted to (batch, m, k) @ (batch, k, n)
     and through `mxu.matmul`), with the permutation fixed here; DEFAULT precision in the exact order calls the
     fused rounding kernel directly, as `mxu.matmul` itself would (`dot_exact_bf16_rounded`, without its checks
-    when the product is small: nonzero dimensions, below the parallel threshold)."""
+    when the product is small: nonzero dimensions, below the parallel threshold), and a plain 2-D product (an
+    eager `mm`) its 2-D twin, with the mode test inlined (`mxu.resolve_mode`)."""
     lperm, rperm, a_shape, b_shape = dot_layout(op, op.inputs[0].shape, op.inputs[1].shape)
     (b, m, k), n = a_shape, b_shape[2]
     macs = b * m * n * k
     out_shape = tuple(op.outputs[0].shape)
     precision = op.attr("precision")
     default = str(precision).upper() == "DEFAULT"
-    small = default and 0 < macs < PARALLEL_MIN_MACS
+    small = default and 0 < macs < PARALLEL_MIN_MACS and type(array) is int and array >= 1
     lperm = None if lperm == tuple(range(len(lperm))) else lperm  # transposing by the identity: the same view
     rperm = None if rperm == tuple(range(len(rperm))) else rperm
+    auto_exact = macs <= mxu.AUTO_EXACT_MAX_MACS  # what resolve_mode(None, macs) picks under "auto"
+    get_mode = mxu.get_mode
 
     def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         a3 = (x if lperm is None else x.transpose(lperm)).reshape(a_shape)
         b3 = (y if rperm is None else y.transpose(rperm)).reshape(b_shape)
-        if default and mxu.resolve_mode(None, macs) == "exact":
-            if small and type(array) is int and array >= 1:
+        mode = get_mode()
+        if default and (mode == "exact" or (mode == "auto" and auto_exact)):
+            if small:
                 return dot_small_bf16_rounded3(a3, b3, array).reshape(out_shape)
             return dot_exact_bf16_rounded(a3, b3, array).reshape(out_shape)
         return mxu.matmul(a3, b3, precision=precision, out_dtype=np.float32, array=array).reshape(out_shape)
 
-    return dot
+    plain = (small and b == 1 and lperm is None and rperm is None and len(op.inputs[0].shape) == 2
+             and len(op.inputs[1].shape) == 2 and out_shape == (m, n) and not _transposed_is_cheaper(m, n))
+    if not plain:
+        return dot
+
+    def mm(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        mode = get_mode()
+        if mode == "exact" or (mode == "auto" and auto_exact):
+            return mm_small_bf16_rounded(x, y, array)
+        return dot(x, y)
+
+    return mm
 
 
 def _broadcasts_implicitly(fast: FastKernel | None) -> bool:

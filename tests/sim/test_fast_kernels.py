@@ -144,3 +144,29 @@ def test_broadcasts_read_only_by_ufuncs_are_left_to_numpy():
     assert sorted(kinds) == sorted([("broadcast_in_dim", (1, 1)), ("broadcast_in_dim", (1, 4)),
                                     ("broadcast_in_dim", (1, 1)), ("broadcast_in_dim", (3, 4)),
                                     ("broadcast_in_dim", (3, 4))])
+
+
+@pytest.mark.parametrize("m,k,n", [(8, 8, 8), (3, 200, 5), (130, 7, 1), (1, 7, 130)])
+@pytest.mark.parametrize("mode", [None, "exact", "fast"])
+def test_plain_matmul_fast_path_equals_the_generic_kernel_for_any_layout_and_mode(m, k, n, mode):
+    from torchtpu.sim import mxu
+
+    op = _op("dot_general", [((m, k), "float32"), ((k, n), "float32")], lhs_batch=(), rhs_batch=(),
+             lhs_contract=(1,), rhs_contract=(0,), precision="DEFAULT", out_dtype="float32")
+    fast = specialize(op)
+    a, b = _operand((m, k), "float32", 1), _operand((k, n), "float32", 2)
+    def strided(x):  # every other column of a wider array: neither C- nor F-contiguous
+        wide = np.zeros((x.shape[0], 2 * x.shape[1]), np.float32)
+        wide[:, ::2] = x
+        return wide[:, ::2]
+
+    layouts = [(a, b), (np.asfortranarray(a), np.asfortranarray(b)), (strided(a), strided(b))]
+    mxu.set_mode(mode)
+    try:
+        for x, y in layouts:
+            with np.errstate(all="ignore"):
+                want = np.asarray(KERNELS["dot_general"](op, [x, y])[0])
+                got = fast(x, y)
+            assert got.shape == want.shape and got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    finally:
+        mxu.set_mode(None)

@@ -46,6 +46,7 @@ class Event:
     outputs: tuple[View, ...]
     scalars: tuple[Any, ...]
     origin: tuple[str, str]  # (aten op, user line)
+    key: int = -1  # its signature's interned id (deferred.signature_id): what a region's replay key holds
 
     def signature(self) -> tuple:
         return (self.structure, self.inputs, self.outputs)
