@@ -144,6 +144,7 @@ class Emitter:
         self.checking = checks
         self.checks: list[tuple[Check, V, V]] = []  # (what, bool flag, int64 detail), all 0-d
         self.current: tuple[int, str] = (-1, "")
+        self._producers: dict[str, tuple[str, tuple[str, ...]]] = {}  # value name -> (op name, operand names)
 
     def check(self, error: str, message: str, flag: V, detail: V | None = None) -> None:
         """Records a runtime check of the op being emitted: `flag` (bool, any shape) true means the sim would
@@ -173,6 +174,7 @@ class Emitter:
            region: str = "") -> V:
         out = V(self.fresh(), tuple(int(d) for d in shape), dtype)
         self._op_line(out.name, name, operands, [out], attrs, region)
+        self._producers[out.name] = (name, tuple(v.name for v in operands))
         return out
 
     def op_multi(self, name: str, operands: Sequence[V], results: Sequence[tuple[Sequence[int], str]],
@@ -278,6 +280,18 @@ class Emitter:
         elif dtype in ("bfloat16", *ir.FLOAT8_DTYPES) and x.dtype not in ("float32", "bool"):
             x = self.unary("stablehlo.convert", x, "float32")
         return self.unary("stablehlo.convert", x, dtype)  # float -> int truncates, as the sim's store
+
+    def is_splat(self, x: V) -> bool:
+        """Whether `x` is a constant or a broadcast, possibly converted: what XLA's simplifier rewrites a
+        division by into a multiplication by the reciprocal (one rounding more than the division)."""
+        name, operands = self._producers.get(x.name, ("", ()))
+        while name == "stablehlo.convert":
+            name, operands = self._producers.get(operands[0], ("", ()))
+        return name in ("stablehlo.constant", "stablehlo.broadcast_in_dim")
+
+    def barrier(self, x: V) -> V:
+        """`x` behind an optimization barrier: later passes cannot look through it."""
+        return self.op("stablehlo.optimization_barrier", [x], x.shape, x.dtype)
 
     def widen(self, x: V) -> V:
         return self.convert(x, compute_dtype(x.dtype))

@@ -97,12 +97,20 @@ def _signbit(e: Emitter, x: V) -> V:
     return e.compare("LT", e.bitcast(x, bits), e.const(0, x.shape, bits))
 
 
+def _divide(e: Emitter, a: V, b: V) -> V:
+    """a / b correctly rounded, as ATen's: XLA would turn a division by a splat into a multiplication by its
+    reciprocal (off by an ulp in a third of float32 quotients), so such a divisor goes behind a barrier."""
+    if a.dtype in FLOAT_DTYPES and e.is_splat(b):
+        b = e.barrier(b)
+    return e.binary("stablehlo.divide", a, b)
+
+
 def _binary_math(e: Emitter, name: str, a: V, b: V) -> V:
     is_float = a.dtype in FLOAT_DTYPES
     if name in _PLAIN_BINARY:
         return e.binary(_PLAIN_BINARY[name], a, b)
     if name == "divide":
-        return e.binary("stablehlo.divide", a, b)
+        return _divide(e, a, b)
     if name == "shift_right_arithmetic":
         return e.binary("stablehlo.shift_right_logical" if a.dtype == "uint8" else "stablehlo.shift_right_arithmetic",
                         a, b)
@@ -116,7 +124,7 @@ def _binary_math(e: Emitter, name: str, a: V, b: V) -> V:
         return e.select(fix, e.binary("stablehlo.add", r, b), r)
     if name == "floor_divide":
         if is_float:
-            return e.unary("stablehlo.floor", e.binary("stablehlo.divide", a, b))
+            return e.unary("stablehlo.floor", _divide(e, a, b))
         q = e.binary("stablehlo.divide", a, b)
         if a.dtype == "uint8":
             return q
