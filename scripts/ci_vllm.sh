@@ -16,5 +16,7 @@ fi
 .venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 echo "ci_vllm: venv ready in $(( $(date +%s) - start )) s"
 start=$(date +%s)
-timeout 900 .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/serving "$@"
+# default: the CI subset (-m "not slow"); pass pytest arguments (e.g. -m "") to run everything
+[ $# -eq 0 ] && set -- -m "not slow"
+timeout 1200 .venv-vllm/bin/python -m pytest -q -p no:cacheprovider --durations=15 tests/serving "$@"
 echo "ci_vllm: tests ran in $(( $(date +%s) - start )) s"

@@ -90,7 +90,27 @@ def _main(spec: dict[str, Any]) -> dict[str, Any]:
         from torchtpu.runtime import driver
 
         out["sim"] = {k: v for k, v in driver().stats().items() if isinstance(v, (int, float))}
+        if spec.get("phases"):
+            out["phases"] = _sim_phases(llm, prompts, int(spec.get("max_tokens", 8)))
     return out
+
+
+def _sim_phases(llm: Any, prompts: list[str], max_tokens: int) -> dict[str, float]:
+    """Simulated device seconds of the batch's prefill step and of one decode step of the whole batch: a
+    generate of 1 token (one prefill step) and one of `max_tokens` (prefill + max_tokens - 1 decode steps). Needs
+    prefix caching off and every prompt prefilled in one step (batch x prompt <= max_num_batched_tokens)."""
+    from vllm import SamplingParams
+
+    from torchtpu.runtime import driver
+
+    def device_s(n: int) -> float:
+        before = driver().stats()["device_seconds"]
+        llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True), use_tqdm=False)
+        return driver().stats()["device_seconds"] - before
+
+    prefill = device_s(1)
+    full = device_s(max_tokens)
+    return {"prefill_s": prefill, "decode_step_s": (full - prefill) / max(1, max_tokens - 1)}
 
 
 if __name__ == "__main__":

@@ -128,6 +128,8 @@ class TpuModelRunner(GPUModelRunner):
         self.first_step_s: float | None = None
         self._programs_at_start = compiled_programs()
         self._programs_after_first = 0
+        self._step_bucket = 0
+        self.buckets_used: dict[int, int] = {}  # bucket -> programs compiled when its first step ended
 
     def _sync_device(self) -> None:
         torch.tpu.synchronize(self.device)
@@ -158,17 +160,25 @@ class TpuModelRunner(GPUModelRunner):
         padded = min(buckets.pad(descriptor.num_tokens, self.token_buckets), self.max_num_tokens)
         if padded != descriptor.num_tokens:
             descriptor = dataclasses.replace(descriptor, num_tokens=padded)
+        self._step_bucket = padded
         return mode, descriptor, ubatch, across_dp, stats
 
     def execute_model(self, scheduler_output: Any, *args: Any, **kwargs: Any) -> Any:
         first = self.first_step_s is None and scheduler_output.total_num_scheduled_tokens > 0
         t0 = time.perf_counter()
         out = super().execute_model(scheduler_output, *args, **kwargs)
+        programs = compiled_programs() - self._programs_at_start
         if first:
             self.first_step_s = time.perf_counter() - t0
-            self._programs_after_first = compiled_programs() - self._programs_at_start
-            log.info("torchtpu.vllm: first step (%d tokens) took %.3f s host time; %d programs compiled",
-                     scheduler_output.total_num_scheduled_tokens, self.first_step_s, self._programs_after_first)
+            self._programs_after_first = programs
+            log.info("torchtpu.vllm: first request's first step (%d tokens) took %.3f s host time; %d programs "
+                     "compiled", scheduler_output.total_num_scheduled_tokens, self.first_step_s, programs)
+        if scheduler_output.total_num_scheduled_tokens > 0 and self._step_bucket not in self.buckets_used:
+            self.buckets_used[self._step_bucket] = programs
+            log.info("torchtpu.vllm: token bucket %d first used (%d tokens scheduled): %d of %d buckets used, "
+                     "%d programs compiled since start-up", self._step_bucket,
+                     scheduler_output.total_num_scheduled_tokens, len(self.buckets_used), len(self.token_buckets),
+                     programs)
         self.steps += 1
         return out
 
@@ -176,4 +186,4 @@ class TpuModelRunner(GPUModelRunner):
         """Steps run, programs compiled since start-up and the first step's host latency."""
         return {"steps": self.steps, "programs_compiled": compiled_programs() - self._programs_at_start,
                 "programs_after_first_step": self._programs_after_first, "first_step_s": self.first_step_s,
-                "token_buckets": list(self.token_buckets)}
+                "token_buckets": list(self.token_buckets), "buckets_used": sorted(self.buckets_used)}
