@@ -105,18 +105,36 @@ def _abba(fns: dict, repeats: int) -> dict[str, float]:
     return {n: statistics.median(t) for n, t in times.items()}
 
 
+def _without_direct_writes(fn):
+    """`fn` with the sim's direct output writes off (drivers/sim/direct_outputs.py): the copy path, for
+    comparison in the same run."""
+    from torchtpu.drivers.sim import direct_outputs
+
+    def run():
+        direct_outputs.ENABLED = False
+        try:
+            fn()
+        finally:
+            direct_outputs.ENABLED = True
+
+    return run
+
+
 def steady(repeats: int, hidden: int, tokens: int) -> None:
     import torchtpu
 
     print(f"steady state, process CPU ms per call (ABBA, median of {repeats}), hidden {hidden}, 2 x {tokens} "
           "tokens, vocab 1000; ratios to CPU eager")
-    print(f"{'model':6} {'kind':6} {'cpu':>8} {'tpu eager':>10} {'compiled':>9} {'eager x':>8} {'compiled x':>11}")
+    print(f"{'model':6} {'kind':6} {'cpu':>8} {'tpu eager':>10} {'compiled':>9} {'eager x':>8} {'compiled x':>11} "
+          f"{'copy path x':>12}")
     for arch in ("gpt2", "llama"):
         torch._dynamo.reset()
         model = _hf(arch, hidden, 1000)
         ids = torch.randint(0, 1000, (2, tokens), generator=torch.Generator().manual_seed(0))
         sides = {"cpu": _fns(model, ids, "cpu", False), "tpu eager": _fns(model, ids, "tpu", False),
                  "compiled": _fns(model, ids, "tpu", True)}
+        copying = _fns(model, ids, "tpu", True)  # the same, results copied into outputs (direct writes off)
+        sides["copy path"] = tuple(_without_direct_writes(f) for f in copying)
         with torchtpu.eager_mode("DEFER_NEVER"):
             for k, kind in enumerate(("fwd", "train")):
                 fns = {name: pair[k] for name, pair in sides.items()}
@@ -126,7 +144,7 @@ def steady(repeats: int, hidden: int, tokens: int) -> None:
                 t = _abba(fns, repeats)
                 print(f"{arch:6} {kind:6} {t['cpu'] * 1e3:8.2f} {t['tpu eager'] * 1e3:10.2f} "
                       f"{t['compiled'] * 1e3:9.2f} {t['tpu eager'] / t['cpu']:7.2f}x "
-                      f"{t['compiled'] / t['cpu']:10.2f}x")
+                      f"{t['compiled'] / t['cpu']:10.2f}x {t['copy path'] / t['cpu']:11.2f}x")
 
 
 def dynamic() -> None:
