@@ -10,7 +10,7 @@ import warnings
 import pytest
 import torch
 
-import torchtpu  # noqa: F401 - registers the device and the backend
+import torchtpu
 from torchtpu.compile import backend
 
 
@@ -56,3 +56,20 @@ def test_torch_check_on_dynamic_sizes_compiles():
 def test_assertion_on_a_tensor_value_runs_the_graph_eagerly():
     with pytest.raises(backend.UnsupportedNode, match="_assert_scalar on a tensor's value"):
         backend._assert_scalar(backend.Sym(None), "never")
+
+
+def test_torchrec_dlrm_compiles_without_eager_graphs():
+    pytest.importorskip("torchrec")
+    import copy
+
+    from test_torchrec import _dlrm, _dlrm_steps
+
+    torch._dynamo.reset()
+    backend.reset_compile_stats()
+    model = _dlrm()
+    eager, compiled = copy.deepcopy(model).to("tpu"), copy.deepcopy(model).to("tpu")
+    with warnings.catch_warnings(), torchtpu.precision("HIGHEST"):
+        warnings.simplefilter("error", RuntimeWarning)  # a graph run eagerly warns
+        got = _dlrm_steps(torch.compile(compiled, backend="tpu"), "tpu")
+        want = _dlrm_steps(eager, "tpu")
+    assert got == want and backend.compile_stats()["eager_graphs"] == 0
