@@ -40,6 +40,10 @@ _PURE = frozenset({"reshape", "transpose", "broadcast_in_dim", "convert", "reduc
                    "exponential_minus_one", "floor", "ceil"})
 _FLOAT = frozenset({"float32", "float64", "bfloat16", "float16", "bool"})
 _CACHE_MAX = 16  # decisions kept per plan (steady state needs one or two)
+# Smaller outputs are copied: the launch's aliasing check (a few microseconds per buffer when its decision is not
+# cached, as for an eager op's new outputs) would cost more than copying them (measured: a 64 KiB np.copyto ~5 us).
+MIN_ELEMENTS = 4096  # per output written directly
+MIN_TOTAL = 1 << 14  # over the plan's direct writes
 ENABLED = True  # False: every launch takes the copy path (benchmarks/compile.py measures both in one run)
 
 
@@ -170,10 +174,11 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
         count[slot] = count.get(slot, 0) + 1
     position = {slot: k for k, slot in enumerate(outputs)}
     direct = {n: position[s.out] for n, s in enumerate(steps)
-              if isinstance(s.fast, np.ufunc) and len(s.outputs) == 1 and count.get(s.out) == 1}
+              if isinstance(s.fast, np.ufunc) and len(s.outputs) == 1 and count.get(s.out) == 1
+              and s.op.outputs[0].type.numel >= MIN_ELEMENTS}
     if last is not None:
         direct = {n: k for n, k in direct.items() if steps[n].out != last.out}
-    if not direct:
+    if sum(steps[n].op.outputs[0].type.numel for n in direct) < MIN_TOTAL:
         return None
     roots: dict[int, frozenset[int]] = {i: frozenset((i,)) for i in range(n_inputs)}
     empty: frozenset[int] = frozenset()
