@@ -27,6 +27,19 @@ AdamW step costs ~13 ms vs eager foreach's ~8 ms, most of it the sim copying eac
 (parameters and moments, written in place) from a temporary into the output buffer (np.copyto ~11 ms per step);
 the compiled backward is 10-50% slower than eager's for the same reason (results copied into fresh outputs).
 Bounded dynamism (24 lengths, forward + backward): main 48 programs with dynamic=True; this branch 6.
+
+Branch `compiled2` (load average ~20, so +-20%; `copy path x`: the same compiled models with the sim's direct
+output writes off, drivers/sim/direct_outputs.py, measured in the same run; before intermediates were released):
+
+    hidden 128, 2 x 64:   gpt2 fwd 1.29x (copy path 1.26x)  train 1.63x (1.61x)
+                          llama fwd 1.40x (1.48x)           train 1.99x (1.96x)
+    hidden 256, 2 x 256:  gpt2 fwd 1.40x (1.51x)  train 1.65x (1.51x);  llama fwd 1.29x (1.36x)  train 1.88x (1.93x)
+
+Direct writes are bit-identical and within noise here: the copies were not the cost. What was: a plan kept every
+intermediate alive to its end, so each step wrote fresh pages; dropping each after its last read
+(straight_line.py) took the GPT-2 hidden-256 compiled forward from 1.83x to 1.16x CPU eager (same process
+pair, ABBA). What remains is mostly the MXU emulation: each DEFAULT-precision dot rounds both operands to bf16
+before BLAS (128^3: 200 us vs torch's 136 us), 40-50% of a compiled step's execute time.
 """
 
 from __future__ import annotations
