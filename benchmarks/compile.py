@@ -27,6 +27,19 @@ AdamW step costs ~13 ms vs eager foreach's ~8 ms, most of it the sim copying eac
 (parameters and moments, written in place) from a temporary into the output buffer (np.copyto ~11 ms per step);
 the compiled backward is 10-50% slower than eager's for the same reason (results copied into fresh outputs).
 Bounded dynamism (24 lengths, forward + backward): main 48 programs with dynamic=True; this branch 6.
+
+Branch `compiled2` (load average ~20, so +-20%; `copy path x`: the same compiled models with the sim's direct
+output writes off, drivers/sim/direct_outputs.py, measured in the same run; before intermediates were released):
+
+    hidden 128, 2 x 64:   gpt2 fwd 1.29x (copy path 1.26x)  train 1.63x (1.61x)
+                          llama fwd 1.40x (1.48x)           train 1.99x (1.96x)
+    hidden 256, 2 x 256:  gpt2 fwd 1.40x (1.51x)  train 1.65x (1.51x);  llama fwd 1.29x (1.36x)  train 1.88x (1.93x)
+
+Direct writes are bit-identical and within noise here: the copies were not the cost. What was: a plan kept every
+intermediate alive to its end, so each step wrote fresh pages; dropping each after its last read
+(straight_line.py) took the GPT-2 hidden-256 compiled forward from 1.83x to 1.16x CPU eager (same process
+pair, ABBA). What remains is mostly the MXU emulation: each DEFAULT-precision dot rounds both operands to bf16
+before BLAS (128^3: 200 us vs torch's 136 us), 40-50% of a compiled step's execute time.
 """
 
 from __future__ import annotations
@@ -105,18 +118,36 @@ def _abba(fns: dict, repeats: int) -> dict[str, float]:
     return {n: statistics.median(t) for n, t in times.items()}
 
 
+def _without_direct_writes(fn):
+    """`fn` with the sim's direct output writes off (drivers/sim/direct_outputs.py): the copy path, for
+    comparison in the same run."""
+    from torchtpu.drivers.sim import direct_outputs
+
+    def run():
+        direct_outputs.ENABLED = False
+        try:
+            fn()
+        finally:
+            direct_outputs.ENABLED = True
+
+    return run
+
+
 def steady(repeats: int, hidden: int, tokens: int) -> None:
     import torchtpu
 
     print(f"steady state, process CPU ms per call (ABBA, median of {repeats}), hidden {hidden}, 2 x {tokens} "
           "tokens, vocab 1000; ratios to CPU eager")
-    print(f"{'model':6} {'kind':6} {'cpu':>8} {'tpu eager':>10} {'compiled':>9} {'eager x':>8} {'compiled x':>11}")
+    print(f"{'model':6} {'kind':6} {'cpu':>8} {'tpu eager':>10} {'compiled':>9} {'eager x':>8} {'compiled x':>11} "
+          f"{'copy path x':>12}")
     for arch in ("gpt2", "llama"):
         torch._dynamo.reset()
         model = _hf(arch, hidden, 1000)
         ids = torch.randint(0, 1000, (2, tokens), generator=torch.Generator().manual_seed(0))
         sides = {"cpu": _fns(model, ids, "cpu", False), "tpu eager": _fns(model, ids, "tpu", False),
                  "compiled": _fns(model, ids, "tpu", True)}
+        copying = _fns(model, ids, "tpu", True)  # the same, results copied into outputs (direct writes off)
+        sides["copy path"] = tuple(_without_direct_writes(f) for f in copying)
         with torchtpu.eager_mode("DEFER_NEVER"):
             for k, kind in enumerate(("fwd", "train")):
                 fns = {name: pair[k] for name, pair in sides.items()}
@@ -126,7 +157,7 @@ def steady(repeats: int, hidden: int, tokens: int) -> None:
                 t = _abba(fns, repeats)
                 print(f"{arch:6} {kind:6} {t['cpu'] * 1e3:8.2f} {t['tpu eager'] * 1e3:10.2f} "
                       f"{t['compiled'] * 1e3:9.2f} {t['tpu eager'] / t['cpu']:7.2f}x "
-                      f"{t['compiled'] / t['cpu']:10.2f}x")
+                      f"{t['compiled'] / t['cpu']:10.2f}x {t['copy path'] / t['cpu']:11.2f}x")
 
 
 def dynamic() -> None:

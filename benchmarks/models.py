@@ -125,11 +125,13 @@ def _build(spec, size: str):
     _resize(config, MEDIUM)
     torch.manual_seed(0)
     model = getattr(transformers, spec.arch)(vm._no_dropout(config)).eval()
-    seq, vm.SEQ = vm.SEQ, MEDIUM["seq"]  # the zoo's input makers read the sequence length when called
+    from torchtpu import model_zoo
+
+    seq, model_zoo.SEQ = model_zoo.SEQ, MEDIUM["seq"]  # the zoo's input makers read it when called
     try:
         inputs = spec.make_inputs()
     finally:
-        vm.SEQ = seq
+        model_zoo.SEQ = seq
     return model, inputs
 
 

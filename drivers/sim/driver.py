@@ -19,12 +19,14 @@ import numpy as np
 from torchtpu.drivers import config
 from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program, unsupported_error
+from torchtpu.drivers.sim import direct_outputs
 from torchtpu.drivers.sim.costs import COSTS
+from torchtpu.drivers.sim.direct_outputs import plan_direct
 from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
 from torchtpu.drivers.sim.fusion import fuse_steps
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
-from torchtpu.drivers.sim.straight_line import compile_steps
+from torchtpu.drivers.sim.straight_line import compile_steps, failed_step
 from torchtpu.drivers.sim.streams import StreamTimeline
 from torchtpu.sim import mxu
 from torchtpu.sim.chips import ChipSpec, get_chip
@@ -202,10 +204,11 @@ class _Plan:
     """An executable's payload: the steps over a flat value list (program inputs first), the output slots and the
     launch cost, all fixed at compile time so that a launch does no lookups."""
 
-    __slots__ = ("steps", "padding", "outputs", "cost", "charge", "name", "last", "last_dtype", "run")
+    __slots__ = ("steps", "padding", "outputs", "cost", "charge", "name", "last", "last_dtype", "run", "direct",
+                 "run_direct")
 
     def __init__(self, steps: list[_Step], padding: tuple, outputs: tuple[int, ...], cost: CostRecord,
-                 name: str) -> None:
+                 name: str, n_inputs: int) -> None:
         self.outputs, self.cost, self.name = outputs, cost, name
         self.charge = Timeline.charge(cost, name)  # what each launch adds to the timeline
         self.padding = padding  # the value list after the inputs: one slot per op result, constants filled in
@@ -221,6 +224,10 @@ class _Plan:
         last_inputs = self.last.inputs if self.last is not None else ()
         needed = [i for i in outputs if self.last is None or i != self.last.out]
         self.run = compile_steps(self.steps, needed, name, last_inputs)
+        # results written into the output buffers by the steps that compute them, where allowed (direct_outputs.py)
+        self.direct = plan_direct(self.steps, outputs, n_inputs, self.last)
+        self.run_direct = None if self.direct is None else compile_steps(
+            self.steps, [slot for slot, _ in self.direct.copies], name, last_inputs, self.direct.direct)
 
 
 # Ops whose inputs are all constants are run once at compile time (constant, iota, broadcasts and arithmetic of
@@ -440,7 +447,7 @@ class SimDriver(Driver):
         array = chip.spec.mxu_array  # the tiling travels in the executable's steps, never in a module global
         steps, padding, outputs = build_steps(program, array)
         cost = dataclasses.replace(program_cost(chip.cost_model, program), op=program.name)
-        plan = _Plan(steps, padding, outputs, cost, program.name)
+        plan = _Plan(steps, padding, outputs, cost, program.name, len(program.inputs))
         plan.charge = Timeline.charge(cost, program.name, program)  # records keep the Program (profilers)
         return Executable(program, payload=plan, meta={"cost": cost, "chip": chip.spec.name, "mxu_array": array})
 
@@ -456,6 +463,9 @@ class SimDriver(Driver):
                              f"; device {device} is a {target.name}: compile it for that device")
         plan: _Plan = exe.payload
         env: list[Any] = [*inputs, *plan.padding]
+        if plan.direct is not None and direct_outputs.ENABLED and plan.direct.allowed(inputs, outputs):
+            self._execute_direct(plan, env, outputs, device)
+            return
         token = _IGNORE_ERRORS.enter()  # one per launch, not per kernel (see kernels.py)
         try:
             try:
@@ -480,6 +490,34 @@ class SimDriver(Driver):
             results = [r.copy() if _external(r) and any(np.may_share_memory(r, o) for o in outputs) else r
                        for r in results]
         for result, out in zip(results, outputs):
+            if result.dtype != out.dtype:
+                result = result.astype(out.dtype)
+            np.copyto(out, result, casting="unsafe")
+        self._charge_launch(plan, device)
+
+    def _execute_direct(self, plan: _Plan, env: list[Any], outputs: Sequence[np.ndarray], device: int) -> None:
+        """`execute` with the direct writes (direct_outputs.py): the steps write those outputs themselves, the
+        rest are copied. A step that raises is named from the traceback, not by running the steps again: the
+        direct writes before it may have updated inputs in place (only where no later step may raise)."""
+        token = _IGNORE_ERRORS.enter()
+        try:
+            try:
+                plan.run_direct(env, outputs)  # (no `last` step: a plan with one has one output, written by it)
+            except Exception as exc:  # noqa: BLE001 - named by its step
+                n = failed_step(plan.run_direct, exc)
+                if n is None:
+                    raise
+                step = plan.steps[n]
+                raise ExecutionError(step.index, step.op.name, exc) from exc
+        finally:
+            _IGNORE_ERRORS.exit(token)
+        copies = plan.direct.copies
+        results = [env[slot] for slot, _ in copies]
+        if len(outputs) > 1:  # a result that views an input may view memory an earlier output write overwrites
+            results = [r.copy() if _external(r) and any(np.may_share_memory(r, o) for o in outputs) else r
+                       for r in results]
+        for result, (_, k) in zip(results, copies):
+            out = outputs[k]
             if result.dtype != out.dtype:
                 result = result.astype(out.dtype)
             np.copyto(out, result, casting="unsafe")

@@ -126,6 +126,8 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
             env[node] = node.target(*args)
         elif node.target is torch.ops.aten.sym_size.int:
             env[node] = args[0].shape[args[1]]
+        elif node.target is torch.ops.aten._assert_scalar.default:
+            env[node] = _assert_scalar(*args, **kwargs)
         elif node.target in HOPS:  # a higher-order op (out_dtype): the ATen op it stands for, or op by op
             rewrite = HOPS[node.target](*args, **kwargs)
             if rewrite is None:
@@ -144,6 +146,23 @@ def _run_graph(gm: torch.fx.GraphModule, inputs: Sequence[Any], rng: _Randomness
             env[node] = apply(record, args, kwargs, graph=_NodeCall(node, rng))
     output_node = next(n for n in gm.graph.nodes if n.op == "output")
     return torch.fx.node.map_arg(output_node.args[0], lambda n: env[n])
+
+
+class FailedAssertion(RuntimeError):
+    """A graph's runtime assertion (`aten._assert_scalar`, from `torch._check` on dynamic sizes) is false for
+    this call's sizes; its message is the assertion's."""
+
+
+def _assert_scalar(condition: Any, message: str) -> None:
+    """`aten._assert_scalar`: a condition on the graph's sizes and integer arguments, which are concrete while a
+    graph is lowered (one Program per signature of them), so it is checked here, once per signature; a false
+    one raises its message as the call would eagerly. A condition on tensor values (a traced scalar) cannot be
+    known here: the graph runs op by op instead."""
+    if isinstance(condition, Sym):
+        raise UnsupportedNode("torch.compile(backend='tpu'): aten._assert_scalar on a tensor's value (valid: a "
+                              "condition on sizes and integer arguments)")
+    if not bool(condition):
+        raise FailedAssertion(message)
 
 
 @dataclass
@@ -376,7 +395,11 @@ class CompiledGraph:
     def _check(self, exact: _Traced, padded_args: list[Any], tags: list[dict], real: dict[str, int],
                sizes: dict[str, int]) -> tuple[_padded.Plan, _padded.Analysis] | None:
         key = self._key(padded_args)
-        raw = self._traced(padded_args, compile_only=True)
+        try:
+            raw = self._traced(padded_args, compile_only=True)
+        except FailedAssertion:  # true at the real sizes (the exact trace checked them), false at the bucket's
+            stats.unsafe_padding += 1
+            return None
         tensor_tags = [t for t, v in zip(tags, padded_args) if isinstance(v, torch.Tensor)]
         mutated = any(tensor_tags[i] for i in raw.mutated)  # written in place: the caller's tensor, not a copy
         tensor_tags = [t for i, t in enumerate(tensor_tags) if i not in raw.host_scalars]  # 0-d host: last

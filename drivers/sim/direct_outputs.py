@@ -1,0 +1,210 @@
+"""Program results computed straight into the launch's output buffers, where no later read can see the write.
+
+Without this, every step's result is a new array and a launch ends by copying each program output into the
+buffer the caller passed (`np.copyto`): for a compiled AdamW step that is every parameter and both moments,
+about 11 ms of a GPT-2 (hidden 128) training step, and for a backward graph every gradient. A ufunc step whose
+result is a program output can instead take the output buffer as `out=`; the value is the same bit for bit (the
+same ufunc loop in the same dtype, elementwise, so the buffer's layout does not matter, and numpy buffers any
+overlap between an operand and `out`).
+
+The write happens at that step instead of after the last one, so it is only allowed where no one can tell:
+
+* at compile time (`plan_direct`): the step is a ufunc whose result is one program output (a slot that is no
+  other output), and for it the set of program inputs whose memory may still be read afterwards: by later
+  steps, by the copies of the other outputs, through views (a step that is not a ufunc may return a view of its
+  operands, so its result is taken to alias all of them); and whether a later step may raise (an index check,
+  an integer division), which must leave the caller's buffers as they were;
+* at launch (`DirectPlan.allowed`): the buffers' byte ranges: every candidate's buffer has the program output's
+  shape and dtype, overlaps no other output buffer, and overlaps no input in its set (an input updated in place,
+  such as a parameter, is fine once it is no longer read); a buffer that overlaps any input (written in place)
+  is written early only when no later step may raise. If any check fails the launch takes the ordinary path
+  (all results computed, then copied). The decision is cached per combination of buffer objects (the
+  runtime caches a tensor's buffer view by address and geometry, so steady-state launches hit).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from torchtpu.drivers.sim.kernels import NP_DTYPES
+
+# Steps that never raise at run time (beyond running out of memory): ufuncs of the fast path, fused chains
+# (fusion.py: IEEE arithmetic only), and these ops of the generic kernels.
+_PURE = frozenset({"reshape", "transpose", "broadcast_in_dim", "convert", "reduce", "dot_general", "select",
+                   "concatenate", "slice", "pad", "iota", "constant", "compare", "add", "subtract", "multiply",
+                   "divide", "power", "reciprocal", "maximum", "minimum", "negate", "abs", "exponential", "log",
+                   "sqrt", "rsqrt", "tanh", "logistic", "square", "sign", "sine", "cosine", "log_plus_one",
+                   "exponential_minus_one", "floor", "ceil"})
+_FLOAT = frozenset({"float32", "float64", "bfloat16", "float16", "bool"})
+_CACHE_MAX = 16  # decisions kept per plan (steady state needs one or two)
+# Smaller outputs are copied: the launch's aliasing check (a few microseconds per buffer when its decision is not
+# cached, as for an eager op's new outputs) would cost more than copying them (measured: a 64 KiB np.copyto ~5 us).
+MIN_ELEMENTS = 4096  # per output written directly
+MIN_TOTAL = 1 << 14  # over the plan's direct writes
+ENABLED = True  # False: every launch takes the copy path (benchmarks/compile.py measures both in one run)
+
+
+def _pure(step: Any) -> bool:
+    if isinstance(step.fast, np.ufunc) or hasattr(step, "source"):  # a FusedStep carries its loop's source
+        return True
+    op = step.op
+    return op.name in _PURE and all(v.dtype in _FLOAT for v in op.outputs)
+
+
+# The kernels of these ops (generic, or fast.py's: ufuncs, np.float32(1) / x, a 0-d result through np.asarray,
+# the MXU product) compute a float result anew, never returning an operand or a view of one.
+_COMPUTED = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "exponential",
+                       "log", "sqrt", "rsqrt", "reciprocal", "negate", "tanh", "logistic", "dot_general"})
+
+
+def _fresh(step: Any) -> bool:
+    """Whether the step's results are always new arrays (else they may view its operands)."""
+    if isinstance(step.fast, np.ufunc) or step.fast is np.where:
+        return True
+    members = getattr(step, "steps", None)  # a FusedStep: new arrays, or its members' results when unfused
+    if members is not None and hasattr(step, "source"):
+        return all(_fresh(m) for m in members)
+    op = step.op
+    return op.name in _COMPUTED and all(v.dtype in _FLOAT and v.dtype != "bool" for v in op.outputs)
+
+
+_BOUNDS: dict[int, tuple[np.ndarray, int, int]] = {}  # id -> (the array, kept alive so the id stays its, lo, hi)
+_BOUNDS_MAX = 8192
+
+
+def _bounds(a: np.ndarray) -> tuple[int, int]:
+    """The byte range [lo, hi) that `a`'s elements occupy (an empty array occupies none); cached per array object
+    (an array's memory never moves; the runtime keeps one view object per tensor address and geometry)."""
+    hit = _BOUNDS.get(id(a))
+    if hit is not None and hit[0] is a:
+        return hit[1], hit[2]
+    lo, hi = _measure(a)
+    if len(_BOUNDS) >= _BOUNDS_MAX:
+        _BOUNDS.clear()
+    _BOUNDS[id(a)] = (a, lo, hi)
+    return lo, hi
+
+
+def _measure(a: np.ndarray) -> tuple[int, int]:
+    lo = hi = a.__array_interface__["data"][0]
+    if a.size == 0:
+        return lo, lo
+    for n, st in zip(a.shape, a.strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+class DirectPlan:
+    """The direct writes of one plan: `direct` maps a step's position to the output index it writes;
+    `copies`: (slot, output index) of the outputs still copied after the steps."""
+
+    __slots__ = ("direct", "copies", "_checks", "_cache")
+
+    def __init__(self, direct: dict[int, int], copies: list[tuple[int, int]],
+                 checks: dict[int, tuple[frozenset[int], bool, tuple[int, ...], np.dtype]]) -> None:
+        self.direct, self.copies = direct, copies
+        self._checks = checks  # output index -> (inputs read after its write, a later step may raise, shape, dtype)
+        self._cache: dict[tuple[int, ...], tuple[list, bool]] = {}
+
+    def allowed(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> bool:
+        """Whether this launch's buffers allow every direct write (see the module docstring).
+
+        Cached by the buffers' identities (the entry keeps them alive, so an id stays its array's), except that
+        a host scalar (a 0-d array owning its memory, new each launch) counts by position alone: it can only
+        overlap an output viewing it, and a decision is not cached when an output views such an array."""
+        key = (*[id(a) if a.ndim or a.base is not None else 0 for a in inputs], -1, *map(id, outputs))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit[1]
+        ok = self._decide(inputs, outputs)
+        if any(_root(o).ndim == 0 for o in outputs):
+            return ok
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[key] = ([*inputs, *outputs], ok)
+        return ok
+
+    def _decide(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> bool:
+        checks = self._checks
+        for k, (_, _, shape, dtype) in checks.items():
+            if outputs[k].shape != shape or outputs[k].dtype != dtype:
+                return False
+        out_bounds = sorted((*_bounds(o), k) for k, o in enumerate(outputs) if o.size)
+        for (_, hi, _), (lo, _, _) in zip(out_bounds, out_bounds[1:]):
+            if lo < hi:  # output buffers overlap each other: their order of writing would matter
+                return False
+        los = [lo for lo, _, _ in out_bounds]
+        for i, a in enumerate(inputs):
+            if not a.size:
+                continue
+            lo, hi = _bounds(a)
+            j = max(bisect.bisect_right(los, lo) - 1, 0)
+            while j < len(out_bounds) and out_bounds[j][0] < hi:
+                olo, ohi, k = out_bounds[j]
+                check = checks.get(k)
+                if ohi > lo and check is not None and (check[1] or i in check[0]):
+                    return False
+                j += 1
+        return True
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
+                last: Any = None) -> DirectPlan | None:
+    """The direct writes for `steps` (the driver's steps over value slots, program inputs first) producing the
+    program output slots `outputs`; `last`: a final step the driver runs itself after them (it reads after every
+    step). None when no step qualifies."""
+    count = {}
+    for slot in outputs:
+        count[slot] = count.get(slot, 0) + 1
+    position = {slot: k for k, slot in enumerate(outputs)}
+    direct = {n: position[s.out] for n, s in enumerate(steps)
+              if isinstance(s.fast, np.ufunc) and len(s.outputs) == 1 and count.get(s.out) == 1
+              and s.op.outputs[0].type.numel >= MIN_ELEMENTS}
+    if last is not None:
+        direct = {n: k for n, k in direct.items() if steps[n].out != last.out}
+    if sum(steps[n].op.outputs[0].type.numel for n in direct) < MIN_TOTAL:
+        return None
+    roots: dict[int, frozenset[int]] = {i: frozenset((i,)) for i in range(n_inputs)}
+    empty: frozenset[int] = frozenset()
+    for step in steps:
+        if _fresh(step):  # a new array, or (written directly) an output buffer
+            made = empty
+        else:
+            made = empty.union(*(roots.get(i, empty) for i in step.inputs))
+        for slot in step.outputs:
+            roots[slot] = made
+    direct_slots = {steps[n].out for n in direct}
+    copies = [(slot, k) for k, slot in enumerate(outputs) if slot not in direct_slots]
+    # read after position n: later steps' operands, the last step's, and the copied outputs
+    tail: set[int] = set()
+    for slot, _ in copies:
+        tail |= roots.get(slot, empty)
+    if last is not None:
+        for slot in last.inputs:
+            tail |= roots.get(slot, empty)
+    raises = last is not None and not _pure(last)
+    checks = {}
+    for n in range(len(steps) - 1, -1, -1):
+        if n in direct:
+            op_out = steps[n].op.outputs[0]
+            checks[direct[n]] = (frozenset(tail), raises, tuple(op_out.shape), np.dtype(NP_DTYPES[op_out.dtype]))
+        for slot in steps[n].inputs:
+            tail |= roots.get(slot, empty)
+        raises = raises or not _pure(steps[n])
+    return DirectPlan(direct, copies, checks)
