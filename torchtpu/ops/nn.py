@@ -63,7 +63,10 @@ def log_softmax_backward(grad_output: Sym, output: Sym, dim: int, input_dtype: t
 def _softmax_grad_dtype(grad_output: Sym, output: Sym, input_dtype: torch.dtype) -> torch.dtype:
     """The (log_)softmax backward meta functions' dtype: grad's, but Half for a float grad of a Half input
     (input_dtype decides only that; CPU's kernel then refuses the mix, CUDA's runs it). CPU's kernel reads the
-    output in grad's type: another dtype is refused in its words."""
+    output in grad's type and sizes: another dtype is refused in its words, another shape (undefined on CPU) too."""
+    if tuple(output.shape) != tuple(grad_output.shape):  # CPU reads both by grad's sizes: past a smaller end
+        raise RuntimeError(f"softmax backward: grad_output {list(grad_output.shape)} and output "
+                           f"{list(output.shape)} must have the same shape")
     if output.dtype != grad_output.dtype:
         raise RuntimeError(f"expected scalar type {aten_type_name(grad_output.dtype)} but found "
                            f"{aten_type_name(output.dtype)}")
