@@ -37,7 +37,23 @@ def _integer_tensors(call: Any) -> bool:
 # Calls CPU PyTorch itself crashes on (the process aborts inside the CPU kernel, so neither the reference nor the
 # comparison can run in-process): overload pattern -> (which calls, reason). The fuzzer counts them as
 # "cpu_crash_skipped" and calls the overload's other samples as usual.
+def _eval_without_stats(call: Any) -> bool:
+    return len(call.args) > 3 and call.args[3] is False
+
+
+def _no_running_stats(call: Any) -> bool:
+    return len(call.args) > 4 and (call.args[3] is None or call.args[4] is None)
+
+
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "aten::_batch_norm_no_update*": (
+        _no_running_stats,
+        "CPU segfaults (torch 2.13) on _batch_norm_no_update without running_mean/running_var: it normalizes with "
+        "the running stats it does not check for (fuzz seed 7 call 0)"),
+    "aten::_native_batch_norm_legit.no_stats": (
+        _eval_without_stats,
+        "CPU segfaults (torch 2.13) on _native_batch_norm_legit.no_stats with training=False: eval mode reads the "
+        "running stats this overload has none of (fuzz seed 0 call 3)"),
     "aten::_segment_reduce_backward*": (
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "

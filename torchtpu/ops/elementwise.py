@@ -186,6 +186,9 @@ def _same_unary(name: str) -> Any:
             from torchtpu.ops.complex import complex_abs, complex_sgn
 
             return complex_abs(self) if name == "abs" else complex_sgn(self)
+        if name == "sign" and self.dtype.is_floating_point:  # CPU: (0 < a) - (a < 0): NaN -> 0, -0.0 -> 0.0
+            return (P.convert(P.compare("GT", self, 0), self.dtype)
+                    - P.convert(P.compare("LT", self, 0), self.dtype))
         if name == "not" and (self.dtype.is_floating_point or self.dtype.is_complex):
             raise NotImplementedError(f'"bitwise_not" not implemented for {aten_type_name(self.dtype)!r}')
         if name == "negate" and self.dtype == torch.bool:
@@ -211,7 +214,7 @@ def sgn(self: Sym) -> Sym:
         from torchtpu.ops.complex import complex_sgn
 
         return complex_sgn(self)
-    return P.emit1("sign", [self])
+    return _same_unary("sign")(self)
 
 
 def _float_like(x: Sym) -> bool:
@@ -431,6 +434,10 @@ def silu(self: Sym) -> Sym:
 @lower(aten.tanh_backward.default)
 def tanh_backward(grad_output: Sym, output: Sym) -> Sym:
     (g, y), common = opmath(grad_output, output)  # CPU: a * (1 - b * b) in the common dtype's opmath
+    if y.dtype.is_complex:  # CPU: a * conj(1 - b * b)
+        from torchtpu.ops.complex import conj
+
+        return P.convert(g * conj(1 - y * y), common)
     return P.convert(g * (1 - y * y), common)
 
 

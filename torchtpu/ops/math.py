@@ -171,15 +171,17 @@ def bitwise_right_shift(self: Any, other: Any) -> Sym:
 
 
 def _gcd(a: Sym, b: Sym) -> Sym:
-    """Euclid's algorithm unrolled to its worst case for the type (consecutive Fibonacci numbers)."""
-    a, b = P.emit1("abs", [a]), P.emit1("abs", [b])
+    """ATen's calc_gcd (a, b = |a|, |b|; while a: a, b = b % a, a; C's truncating %), unrolled to its worst case
+    for the type (consecutive Fibonacci numbers). The order and the truncation matter only for the most negative
+    value, whose abs() wraps to itself: gcd(8, -32768) is 8 in int16, not -8."""
+    p, q = P.emit1("abs", [b]), P.emit1("abs", [a])
     steps = {torch.int64: 92, torch.int32: 46, torch.int16: 23}.get(a.dtype, 12)
     one = P.full(1, a.shape, a.dtype)
     for _ in range(steps):
-        nonzero = P.compare("NE", b, 0)
-        r = P.emit1("remainder", [a, P.where(nonzero, b, one)])
-        a, b = P.where(nonzero, b, a), P.where(nonzero, r, b)
-    return a
+        nonzero = P.compare("NE", q, 0)
+        r = P.emit1("fmod", [p, P.where(nonzero, q, one)])
+        p, q = P.where(nonzero, q, p), P.where(nonzero, r, q)
+    return p
 
 
 @lower(aten.gcd.default)

@@ -10,7 +10,7 @@ import torch
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -49,7 +49,7 @@ def softmax_backward(grad_output: Sym, output: Sym, dim: int, input_dtype: torch
     d = P.canon_dims(dim, output.ndim)
     g, y = _f32(grad_output), _f32(output)
     dot = P.broadcast_to(P.reduce(g * y, "sum", d, True), y.shape) if d else g * y
-    return P.convert(y * (g - dot), input_dtype)
+    return P.convert(y * (g - dot), _softmax_grad_dtype(grad_output, output, input_dtype))
 
 
 @lower(aten._log_softmax_backward_data.default)
@@ -57,7 +57,21 @@ def log_softmax_backward(grad_output: Sym, output: Sym, dim: int, input_dtype: t
     d = P.canon_dims(dim, output.ndim)
     g, y = _f32(grad_output), _f32(output)
     total = P.broadcast_to(P.reduce(g, "sum", d, True), g.shape) if d else g
-    return P.convert(g - P.emit1("exponential", [y]) * total, input_dtype)
+    return P.convert(g - P.emit1("exponential", [y]) * total, _softmax_grad_dtype(grad_output, output, input_dtype))
+
+
+def _softmax_grad_dtype(grad_output: Sym, output: Sym, input_dtype: torch.dtype) -> torch.dtype:
+    """The (log_)softmax backward meta functions' dtype: grad's, but Half for a float grad of a Half input
+    (input_dtype decides only that; CPU's kernel then refuses the mix, CUDA's runs it). CPU's kernel reads the
+    output in grad's type and sizes: another dtype is refused in its words, another shape (undefined on CPU) too."""
+    if tuple(output.shape) != tuple(grad_output.shape):  # CPU reads both by grad's sizes: past a smaller end
+        raise RuntimeError(f"softmax backward: grad_output {list(grad_output.shape)} and output "
+                           f"{list(output.shape)} must have the same shape")
+    if output.dtype != grad_output.dtype:
+        raise RuntimeError(f"expected scalar type {aten_type_name(grad_output.dtype)} but found "
+                           f"{aten_type_name(output.dtype)}")
+    half = grad_output.dtype == torch.float32 and input_dtype == torch.float16
+    return torch.float16 if half else grad_output.dtype
 
 
 def _norm_dims(x: Sym, normalized_shape: list[int]) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ import torch
 
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -173,44 +173,84 @@ def mode(self: Sym, dim: int = -1, keepdim: bool = False) -> tuple[Sym, Sym]:
 
 
 def _search(boundaries: Sym, values: Sym, right: bool, out_int32: bool, sorter: Sym | None = None) -> Sym:
-    """For each value: the number of boundaries < value (left) or <= value (right), along the last dim."""
+    """ATen's cus_lower_bound / cus_upper_bound (native/cpu/BucketizationUtils.h) along the last dim, unrolled:
+    start, end = 0, m; while start < end: mid = start + (end - start) // 2, start = mid + 1 where not
+    (boundary[mid] >= value) (> for right), else end = mid. The same comparisons as CPU, so unsorted
+    boundaries and NaNs give CPU's answer too, not only sorted ones."""
     if sorter is not None:
         boundaries = P.emit1("gather_axis", [boundaries, P.convert(sorter, torch.int64)],
                              dimension=boundaries.ndim - 1)
     compute, _ = P.result_dtype(boundaries, values)
     b, v = P.convert(boundaries, compute), P.convert(values, compute)
     m = b.shape[-1]
-    if b.ndim == 1:
-        vv = P.reshape(v, (*v.shape, 1))
-        bb = P.reshape(b, (1,) * v.ndim + (m,))
-        shape = (*v.shape, m)
-    else:
-        vv = P.reshape(v, (*v.shape, 1))
-        bb = P.reshape(b, (*b.shape[:-1], 1, m))
-        shape = (*v.shape, m)
-    vv, bb = P.broadcast_to(vv, shape), P.broadcast_to(bb, shape)
-    below = P.compare("LE" if right else "LT", bb, vv)
-    if compute.is_floating_point:  # NaN boundaries sort last: a NaN value goes after every non-NaN boundary
-        below = P.emit1("or", [below, P.emit1("and", [P.compare("NE", vv, vv), P.compare("EQ", bb, bb)])])
-    count = P.reduce(P.convert(below, torch.int64), "sum", (len(shape) - 1,))
-    return P.convert(count, torch.int32 if out_int32 else torch.int64)
+    out = torch.int32 if out_int32 else torch.int64
+    start = P.full(0, v.shape, torch.int64)
+    if m == 0:
+        return P.convert(start, out)
+    end = P.full(m, v.shape, torch.int64)
+    flat = b.ndim == 1
+    for _ in range(m.bit_length()):  # the interval [start, end) of at most m + 1 positions halves each step
+        open_ = P.compare("LT", start, end)
+        mid = start + P.emit1("shift_right_arithmetic", [end - start, P.full(1, v.shape, torch.int64)])
+        safe = P.where(open_, mid, P.zeros_like(mid))
+        if flat:
+            mid_val = P.reshape(P.emit1("index_select", [b, P.reshape(safe, (-1,))], dimension=0), v.shape)
+        else:
+            mid_val = P.emit1("gather_axis", [b, safe], dimension=b.ndim - 1)
+        go_right = P.emit1("not", [P.compare("GT" if right else "GE", mid_val, v)])
+        start = P.where(P.emit1("and", [open_, go_right]), mid + 1, start)
+        end = P.where(P.emit1("and", [open_, P.emit1("not", [go_right])]), mid, end)
+    return P.convert(start, out)
+
+
+def _check_search(boundaries: Sym, values: Any, out_int32: bool, right: bool, side: str | None,
+                  sorter: Sym | None) -> None:
+    """searchsorted_pre_check (native/BucketizationUtils.h), in ATen's order and words; the sorter's value range
+    is not checked (it would need the data)."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
+    if sorter is not None:
+        if tuple(sorter.shape) != tuple(boundaries.shape):
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
+                               f"tensor {list(boundaries.shape)}and got sorter tensor {list(sorter.shape)}")
+        if sorter.dtype != torch.int64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+                               f"{aten_type_name(sorter.dtype)}")
+    vshape = tuple(values.shape) if isinstance(values, Sym) else ()
+    vnumel = 1
+    for d in vshape:
+        vnumel *= d
+    if not (len(vshape) > 0 or (vnumel == 1 and boundaries.ndim == 1)):
+        raise RuntimeError(f"torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
+                           f"is 1, but we got boundaries tensor dim({boundaries.ndim}) and input value's "
+                           f"dim({len(vshape)}) numel({vnumel})")
+    if boundaries.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
+                           "dimension")
+    if boundaries.ndim != 1 and not (boundaries.ndim == len(vshape)
+                                     and tuple(boundaries.shape[:-1]) == vshape[:-1]):
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                           f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                           f"boundaries tensor {list(boundaries.shape)} and input value tensor {list(vshape)}")
 
 
 @lower(aten.searchsorted.Tensor)
 def searchsorted(sorted_sequence: Sym, self: Sym, *, out_int32: bool = False, right: bool = False,
                  side: str | None = None, sorter: Sym | None = None) -> Sym:
+    _check_search(sorted_sequence, self, out_int32, right, side, sorter)
     return _search(sorted_sequence, self, right or side == "right", out_int32, sorter)
 
 
 @lower(aten.searchsorted.Scalar)
 def searchsorted_scalar(sorted_sequence: Sym, self: Any, *, out_int32: bool = False, right: bool = False,
                         side: str | None = None, sorter: Sym | None = None) -> Sym:
+    _check_search(sorted_sequence, self, out_int32, right, side, sorter)
     _, dtype = P.result_dtype(sorted_sequence, self)
     value = P.full(self, (), dtype) if not isinstance(self, Sym) else self
-    if sorted_sequence.ndim > 1:
-        value = P.full(self, (*sorted_sequence.shape[:-1], 1), dtype)
-        out = _search(sorted_sequence, value, right or side == "right", out_int32, sorter)
-        return P.reshape(out, sorted_sequence.shape[:-1] + (1,))
     return _search(sorted_sequence, value, right or side == "right", out_int32, sorter)
 
 
