@@ -119,22 +119,6 @@ SCENARIOS = {"collectives": (collectives, "tpu_dist", 30), "xla_path": (xla_path
 
 
 if __name__ == "__main__":
-    import datetime
-    import os
-    import sys
-    import traceback
+    from scenario_main import run
 
-    import torch
-    import torch.distributed as dist
-
-    name, outdir = sys.argv[1], sys.argv[2]
-    fn, backend, timeout_s = SCENARIOS[name]
-    r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    try:
-        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
-        result = fn(r, w)
-    except BaseException:  # noqa: BLE001 - the test shows it
-        result = {"crash": traceback.format_exc()}
-    torch.save(result, os.path.join(outdir, f"rank{r}.pt"))
-    sys.stdout.flush()
-    os._exit(0)  # no teardown: a dead peer must not hold the survivor in JAX's shutdown barrier
+    run(SCENARIOS)

@@ -191,24 +191,11 @@ def _model() -> Any:
                                torch.nn.Linear(2 * WIDTH, 4))
 
 
-def _train(model: Any, x: Any, y: Any) -> list[float]:
-    import torch
-
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    losses = []
-    for _ in range(STEPS):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(float(loss))
-    return losses
-
-
 def fsdp(rank: int, world: int) -> dict[str, Any]:
     """fully_shard over all ranks (1-D mesh) and HSDP over a 2x2 mesh (replicate "dp", shard "tp"), each rank on its
     shard of the batch, against one device training the same model on the whole batch (the 1-process run)."""
     import torch
+    from dist_train_workers import _train as train
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
@@ -217,7 +204,7 @@ def fsdp(rank: int, world: int) -> dict[str, Any]:
     g = torch.Generator().manual_seed(1)
     x, y = torch.randn(BATCH * world, WIDTH, generator=g), torch.randn(BATCH * world, 4, generator=g)
     single = _model().to("tpu")
-    out: dict[str, Any] = {"single losses": _train(single, x.to("tpu"), y.to("tpu")),
+    out: dict[str, Any] = {"single losses": train(single, x.to("tpu"), y.to("tpu"), steps=STEPS),
                            "single": {k: v.detach().cpu() for k, v in single.state_dict().items()}}
     meshes = {"fsdp": init_device_mesh("tpu", (world,))}
     if world == 4:
@@ -230,7 +217,7 @@ def fsdp(rank: int, world: int) -> dict[str, Any]:
         fully_shard(model, mesh=mesh)
         part = slice(rank * BATCH, (rank + 1) * BATCH)
         before = dict(runtime.driver().collectives.counts)
-        losses = _train(model, x[part].to("tpu"), y[part].to("tpu"))
+        losses = train(model, x[part].to("tpu"), y[part].to("tpu"), steps=STEPS)
         after = runtime.driver().collectives.counts
         out[name] = {"losses": losses, "full": {k: v.full_tensor().cpu() for k, v in model.state_dict().items()},
                      "xla": {k: after[k] - before.get(k, 0) for k in after}}
@@ -287,22 +274,6 @@ SCENARIOS = {"collectives": (collectives, "cpu:gloo,tpu:tpu_dist", 60), "fsdp": 
 
 
 if __name__ == "__main__":
-    import datetime
-    import os
-    import sys
-    import traceback
+    from scenario_main import run
 
-    import torch
-    import torch.distributed as dist
-
-    name, outdir = sys.argv[1], sys.argv[2]
-    fn, backend, timeout_s = SCENARIOS[name]
-    r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    try:
-        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
-        result = fn(r, w)
-    except BaseException:  # noqa: BLE001 - the test shows it
-        result = {"crash": traceback.format_exc()}
-    torch.save(result, os.path.join(outdir, f"rank{r}.pt"))
-    sys.stdout.flush()
-    os._exit(0)  # no teardown: JAX's shutdown barrier is not what these tests are about
+    run(SCENARIOS)
