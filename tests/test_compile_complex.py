@@ -36,15 +36,16 @@ def test_complex_logaddexp_with_nan_compiles_into_one_program(tpu):
     assert stats["eager_graphs"] == 0 and stats["programs"] == 1
 
 
-def test_view_as_real_and_view_as_complex_in_a_graph(tpu):
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_view_as_real_and_view_as_complex_in_a_graph(tpu, dtype):
     torch._dynamo.reset()
     torchtpu.reset_stats()
 
     def fn(z: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return torch.view_as_real(z * 2) + 1, torch.view_as_complex(r * 3) * z
 
-    z = torch.randn(3, 4, dtype=torch.complex64)
-    r = torch.randn(3, 4, 2)
+    z = torch.randn(3, 4, dtype=dtype)
+    r = torch.randn(3, 4, 2, dtype=torch.float64 if dtype == torch.complex128 else torch.float32)
     out = torch.compile(fn, backend="tpu", fullgraph=True)(z.to(tpu), r.to(tpu))
     expected = [t.cpu() for t in fn(z.to(tpu), r.to(tpu))]  # the sim's eager results, bit for bit
     torch.testing.assert_close(out[0].cpu(), expected[0], rtol=0, atol=0)
