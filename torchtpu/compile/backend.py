@@ -23,6 +23,7 @@ from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph 
 from torchtpu.compile import padded as _padded
 from torchtpu.compile.buckets import order_products, pad_args, spec_of, upper_bound
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
+from torchtpu.compile.literals import spell_complex_literals
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import launch
@@ -353,6 +354,7 @@ class CompiledGraph:
             return self._call(args)
         except UnsupportedNode as exc:  # a node without lowering: this graph runs op by op on "tpu" instead
             self.eager_reason = str(exc)
+            spell_complex_literals(self.gm)
             stats.eager_graphs += 1
             warnings.warn(f"{exc}; this graph runs eagerly on tpu (correct, not fused)", RuntimeWarning,
                           stacklevel=2)

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.ops import complex as complex_ops
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -132,3 +133,14 @@ def as_strided(x: Sym, size: list[int], stride: list[int], storage_offset: int |
         if st and size[dim] > 1:
             index = index + P.iota(tuple(size), dim) * st
     return P.reshape(P.emit1("index_select", [flat, P.reshape(index, (-1,))], dimension=0), tuple(size))
+
+
+@lower(aten.view_as_real.default, graph_only=True)
+def view_as_real(x: Sym) -> Sym:
+    parts = [P.reshape(part(x), x.shape + (1,)) for part in (complex_ops.real, complex_ops.imag)]
+    return P.concat(parts, x.ndim)
+
+
+@lower(aten.view_as_complex.default, graph_only=True)
+def view_as_complex(x: Sym) -> Sym:
+    return complex_ops.make_complex(select(x, x.ndim - 1, 0), select(x, x.ndim - 1, 1))
