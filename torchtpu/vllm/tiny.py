@@ -1,6 +1,6 @@
 """Tiny random-weight Hugging Face checkpoints built locally (no downloads) for the vLLM tests and
-benchmarks/serving.py: Llama, Qwen3, a Mistral-style sliding-window model and a Mixtral-style MoE, each with a
-word-level tokenizer and a chat template, saved as safetensors in a directory vLLM and `transformers` load."""
+benchmarks/serving.py: Llama, Qwen3, a Mistral-style sliding-window model and Mixtral- and Qwen3-style MoEs, each
+with a word-level tokenizer and a chat template, saved as safetensors in a directory vLLM and `transformers` load."""
 
 from __future__ import annotations
 
@@ -28,6 +28,10 @@ KINDS: dict[str, tuple[str, dict]] = {
                                           sliding_window=8)),
     "mixtral_moe": ("MixtralConfig", dict(num_attention_heads=4, num_key_value_heads=2, head_dim=32,
                                           num_local_experts=4, num_experts_per_tok=2)),
+    # un-renormalized top-k (norm_topk_prob False), 8 experts, layer 1 a dense MLP (mlp_only_layers)
+    "qwen3_moe": ("Qwen3MoeConfig", dict(num_attention_heads=4, num_key_value_heads=1, head_dim=32, num_experts=8,
+                                         num_experts_per_tok=2, moe_intermediate_size=64, norm_topk_prob=False,
+                                         mlp_only_layers=[1])),
 }
 
 

@@ -48,6 +48,9 @@ class TpuWorker(Worker):
         from torchtpu.vllm.platform import TpuPlatform
 
         TpuPlatform.check_if_supports_dtype(self.model_config.dtype)
+        from torchtpu.vllm import moe
+
+        moe.register()  # before the model is built: its MoE layers instantiate our method
         init_worker_distributed_environment(self.vllm_config, self.rank, self.distributed_init_method,
                                             self.local_rank, TpuPlatform.dist_backend)
         set_random_seed(self.model_config.seed)
