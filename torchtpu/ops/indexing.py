@@ -103,7 +103,7 @@ def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
 
 @lower(aten.index_add.default)
 def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
-    d = P.canon_dim(dim, self.ndim)
+    d = index_checks.check_index_func("index_add", self, dim, index, source)
     src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
     size = self.shape[d] if self.ndim else 1
     index = P.check_index(index, size, f"index_add(): index {{}} is out of range for dimension {d} with size "
@@ -117,7 +117,7 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
 
 @lower(aten.index_copy.default)
 def index_copy(self: Sym, dim: int, index: Sym, source: Sym) -> Sym:
-    d = P.canon_dim(dim, self.ndim)
+    d = index_checks.check_index_copy(self, dim, index, source)
     size = self.shape[d] if self.ndim else 1
     index = P.check_index(P.reshape(P.convert(index, torch.int64), (-1,)), size,
                           f"index_copy_(): index {{}} is out of bounds for dimension {d} with size {size}")
@@ -308,9 +308,11 @@ def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, in
 
 @lower(aten.index_reduce.default)
 def index_reduce(self: Sym, dim: int, index: Sym, source: Sym, reduce: str, *, include_self: bool = True) -> Sym:
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = index_checks.check_index_func("index_reduce", self, dim, index, source)
     if self.ndim == 0:
         return scatter_reduce(self, 0, index, source, reduce, include_self=include_self)
-    d = P.canon_dim(dim, self.ndim)
     index = P.check_index(index, self.shape[d], f"index_reduce(): index {{}} is out of range for dimension {d} "
                                                 f"with size {self.shape[d]} (index out of range in self)")
     idx = P.reshape(P.convert(index, torch.int64), tuple(source.shape[d] if i == d else 1
