@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import torch
 
+from torchtpu.precision import precision
+
 aten = torch.ops.aten
 
 
@@ -115,3 +117,28 @@ def test_index_fill() -> None:
     _same(aten.index_fill.int_Tensor, x, 0, torch.zeros(2, dtype=_L), _r(1))
     _same(aten.index_fill.int_Tensor, x, 5, torch.zeros(2, 2, dtype=_L), _r(1))
     _same(aten.index_fill.int_Tensor, x, 1, torch.tensor([2]), _r())
+
+
+_BMM_CASES = [((3, 5), (2, 3, 4), (2, 4, 5)), ((), (), ()), ((3, 5), (), (2, 4, 5)), ((3, 5), (2, 3, 4), ()),
+              ((3, 5), (3, 4), (2, 4, 5)), ((3, 5), (2, 3, 4), (4, 5)), ((3, 5), (2, 3, 4, 1), (2, 4, 5)),
+              ((3, 5), (2, 3, 4), (2, 4, 5, 1)), ((3, 5), (2, 3, 4), (3, 4, 5)), ((3, 5), (2, 3, 4), (2, 3, 5)),
+              ((4, 5), (2, 3, 4), (2, 4, 5)), ((2, 3, 5), (2, 3, 4), (2, 4, 5)), ((2, 3), (2, 3), (2, 3)),
+              ((5,), (4,), (2, 4, 5)), ((1,), (2, 3, 4), (2, 4, 5))]
+
+
+def test_addbmm_baddbmm_bmm() -> None:
+    with precision("HIGHEST"):
+        _bmm_cases()
+
+
+def _bmm_cases() -> None:
+    for s, b1, b2 in _BMM_CASES:
+        _same(aten.addbmm.default, _r(*s), _r(*b1), _r(*b2))
+        _same(aten.baddbmm.default, _r(*s), _r(*b1), _r(*b2))
+        _same(aten.bmm.default, _r(*b1), _r(*b2))
+    for dtypes in [(torch.uint8, torch.int8, torch.bool), (torch.float64, torch.float32, torch.float32),
+                   (torch.float32, torch.float32, torch.float64)]:
+        s, b1, b2 = (_r(*shape, dtype=dt) for shape, dt in zip(_BMM_CASES[0], dtypes))
+        _same(aten.addbmm.default, s, b1, b2)
+        _same(aten.baddbmm.default, s, b1, b2)
+        _same(aten.bmm.default, b1, b2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import torch
+from torchtpu.ops.tracing import aten_meta_name
 
 _WORDS = {2: "two", 3: "three"}
 
@@ -170,13 +170,6 @@ def adaptive_avg_backward(nd: int, grad_shape: Sequence[int], self_shape: Sequen
                                f"{i} being empty")
 
 
-# c10's TypeMeta names, which ATen's checkScalarType prints ("expected dtype ... for `arg` but got dtype ...").
-_META_NAMES = {torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half",
-               torch.bfloat16: "c10::BFloat16", torch.int64: "long int", torch.int32: "int", torch.int16: "short int",
-               torch.int8: "signed char", torch.uint8: "unsigned char", torch.bool: "bool",
-               torch.complex64: "c10::complex<float>", torch.complex128: "c10::complex<double>"}
-
-
 def adaptive_max_backward(nd: int, grad: Any, self: Any, indices: Any) -> None:
     """ATen's checks of adaptive_max_pool{2,3}d_backward: grad_output is (nd+1)-D or (nd+2)-D and of the input's
     dtype, indices have the input's rank and grad_output's sizes."""
@@ -188,8 +181,8 @@ def adaptive_max_backward(nd: int, grad: Any, self: Any, indices: Any) -> None:
                            f"{_sizes(grad_shape)}")
     if grad.dtype != self.dtype:
         name = "grad_output" if nd == 2 else "gradOutput"
-        raise RuntimeError(f"expected dtype {_META_NAMES.get(self.dtype, self.dtype)} for `{name}` but got dtype "
-                           f"{_META_NAMES.get(grad.dtype, grad.dtype)}")
+        raise RuntimeError(f"expected dtype {aten_meta_name(self.dtype)} for `{name}` but got dtype "
+                           f"{aten_meta_name(grad.dtype)}")
     if len(indices_shape) != len(self_shape):
         raise RuntimeError(f"expected dimensions {len(self_shape)} for `indices` but got dimensions "
                            f"{len(indices_shape)}")
