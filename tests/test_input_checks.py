@@ -142,3 +142,16 @@ def _bmm_cases() -> None:
         _same(aten.addbmm.default, s, b1, b2)
         _same(aten.baddbmm.default, s, b1, b2)
         _same(aten.bmm.default, b1, b2)
+
+
+def test_layer_norm_affine_shapes() -> None:
+    ln = aten.native_layer_norm.default
+    for x, shape, weight, bias in [(_r(2, 3), [3], _r(2), None), (_r(2, 3), [3], None, _r(4)),
+                                   (_r(2, 3), [3], _r(1, 3), _r(3)), (_r(2, 3), [], None, None),
+                                   (_r(2, 3), [4], _r(4), None), (_r(1, 3, 1), [1], None, _r(4)),
+                                   (_r(2, 3, 4), [3, 4], _r(3, 4), _r(3, 4))]:
+        _same(ln, x, shape, weight, bias, 1e-5)
+        mean, rstd = _r(*x.shape[:x.ndim - len(shape)], *[1] * len(shape)), _r(*x.shape[:x.ndim - len(shape)],
+                                                                                 *[1] * len(shape)).abs()
+        _same(aten.native_layer_norm_backward.default, _r(*x.shape), x, shape, mean, rstd, weight, bias,
+              [True, weight is not None, bias is not None])

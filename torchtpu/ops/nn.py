@@ -74,6 +74,19 @@ def _softmax_grad_dtype(grad_output: Sym, output: Sym, input_dtype: torch.dtype)
     return torch.float16 if half else grad_output.dtype
 
 
+def _layer_norm_dims(x: Sym, normalized_shape: list[int], weight: Sym | None,
+                     bias: Sym | None) -> tuple[int, ...]:
+    """ATen's _check_layer_norm_inputs, in its order; the normalized dims of `x`."""
+    if not normalized_shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           f"element, but got normalized_shape = {list(normalized_shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.shape) != list(normalized_shape):
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t.shape)} and normalized_shape = {list(normalized_shape)}")
+    return _norm_dims(x, normalized_shape)
+
+
 def _norm_dims(x: Sym, normalized_shape: list[int]) -> tuple[int, ...]:
     n = len(normalized_shape)
     if tuple(x.shape[x.ndim - n:]) != tuple(normalized_shape):
@@ -85,7 +98,7 @@ def _norm_dims(x: Sym, normalized_shape: list[int]) -> tuple[int, ...]:
 @lower(aten.native_layer_norm.default)
 def native_layer_norm(input: Sym, normalized_shape: list[int], weight: Sym | None, bias: Sym | None,  # noqa: A002
                       eps: float) -> tuple[Sym, Sym, Sym]:
-    dims = _norm_dims(input, normalized_shape)
+    dims = _layer_norm_dims(input, normalized_shape, weight, bias)
     x = _f32(input)
     count = 1
     for d in dims:
@@ -106,7 +119,7 @@ def native_layer_norm(input: Sym, normalized_shape: list[int], weight: Sym | Non
 def native_layer_norm_backward(grad_out: Sym, input: Sym, normalized_shape: list[int], mean: Sym,  # noqa: A002
                                rstd: Sym, weight: Sym | None, bias: Sym | None, output_mask: list[bool]
                                ) -> tuple[Sym | None, Sym | None, Sym | None]:
-    dims = _norm_dims(input, normalized_shape)
+    dims = _layer_norm_dims(input, normalized_shape, weight, bias)
     outer = tuple(range(input.ndim - len(dims)))
     x, g = _f32(input), _f32(grad_out)
     count = 1
