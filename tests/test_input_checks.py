@@ -17,19 +17,19 @@ from torchtpu.precision import precision
 aten = torch.ops.aten
 
 
-def _run(fn: Callable[..., Any], args: tuple, device: str) -> tuple[type | None, str, Any]:
+def _run(fn: Callable[..., Any], args: tuple, device: str, kwargs: dict) -> tuple[type | None, str, Any]:
     moved = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
     try:
-        out = fn(*moved)
+        out = fn(*moved, **kwargs)
     except Exception as e:  # noqa: BLE001 - the class and message are what is compared
         return type(e), str(e).split("\n")[0], None
     out = out if isinstance(out, tuple) else (out,)
     return None, "", [o.cpu() for o in out]
 
 
-def _same(fn: Callable[..., Any], *args: Any) -> None:
-    cpu_cls, cpu_msg, cpu_out = _run(fn, args, "cpu")
-    tpu_cls, tpu_msg, tpu_out = _run(fn, args, "tpu")
+def _same(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    cpu_cls, cpu_msg, cpu_out = _run(fn, args, "cpu", kwargs)
+    tpu_cls, tpu_msg, tpu_out = _run(fn, args, "tpu", kwargs)
     assert tpu_cls is cpu_cls, f"cpu {cpu_cls}: {cpu_msg} / tpu {tpu_cls}: {tpu_msg}"
     if cpu_cls is None:
         for c, t in zip(cpu_out, tpu_out):
@@ -155,3 +155,28 @@ def test_layer_norm_affine_shapes() -> None:
                                                                                  *[1] * len(shape)).abs()
         _same(aten.native_layer_norm_backward.default, _r(*x.shape), x, shape, mean, rstd, weight, bias,
               [True, weight is not None, bias is not None])
+
+
+def test_gather_scatter_shapes() -> None:
+    x = _r(3, 4)
+    z = torch.zeros
+    for index in [z(2, dtype=_L), z(0, dtype=_L), z(2, 5, dtype=_L), z(0, 5, dtype=_L), z(2, 4),
+                  z(2, 4, dtype=torch.int32), z(2, 3, dtype=_L)]:
+        _same(aten.gather.default, x, 0, index)
+    _same(aten.gather.default, _r(), 0, z(1, dtype=_L))
+    _same(aten.gather.default, _r(), 0, z(1, 1, dtype=_L))
+    cases = [(z(2, dtype=_L), _r(2)), (z(0, dtype=_L), _r(2)), (z(2, 4, dtype=_L), _r(8)),
+             (z(2, 5, dtype=_L), _r(2, 5)), (z(2, 4, dtype=_L), _r(2, 3)), (z(2, 4, dtype=_L), _r(2, 4).double()),
+             (z(2, 4), _r(2, 4)), (torch.tensor([[2, 0, 1, 2]], dtype=torch.int32), _r(2, 4))]
+    for index, src in cases:
+        _same(aten.scatter_add.default, x, 0, index, src)
+        _same(aten.scatter.src, x, 0, index, src)
+        _same(aten.scatter_reduce.two, x, 0, index, src, "amax")
+    _same(aten.scatter.value, x, 0, z(2, dtype=_L), 1.0)
+    _same(aten.scatter.value, x, 0, z(2, 5, dtype=_L), 1.0)
+    for reduce in ("add", "multiply", "mean", "sum"):
+        _same(aten.scatter.value_reduce, x, 0, z(1, 4, dtype=_L), 2.0, reduce=reduce)
+        _same(aten.scatter.reduce, x, 0, z(1, 4, dtype=_L), _r(1, 4), reduce=reduce)
+        _same(aten.scatter_reduce.two, x, 0, z(1, 4, dtype=_L), _r(1, 4), reduce)
+    _same(aten.scatter.value_reduce, x, 0, z(2, dtype=_L), 2.0, reduce="mean")
+    _same(aten.scatter.src, _r(3), -1, z(2, dtype=_L), _r(4, 4))

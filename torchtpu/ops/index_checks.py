@@ -177,3 +177,47 @@ def check_index_fill(self: Any, dim: int, index: Any, value: Any) -> int:
     if index.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")
     return d
+
+
+def _nonempty_size(shape: Sequence[int], dim: int) -> int:
+    """ATen's ensure_nonempty_size: 1 for a 0-d tensor, else size(dim) (IndexError on a bad dim)."""
+    return 1 if len(shape) == 0 else _size(shape, dim)
+
+
+def check_gather(self: Any, dim: int, index: Any) -> None:
+    """gather: ATen's index dtype check and gather_shape_check (`dim` wrapped), skipped for an empty index."""
+    if index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if index.numel() == 0:
+        return
+    dims = max(self.ndim, 1)
+    if max(index.ndim, 1) != dims:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for i in range(dims):
+        if i != dim and _nonempty_size(index.shape, i) > _nonempty_size(self.shape, i):
+            raise RuntimeError(f"Size does not match at dimension {i} expected index {_sizes(index.shape)} to be no "
+                               f"larger than self {_sizes(self.shape)} apart from dimension {dim}")
+
+
+def check_scatter(self: Any, dim: int, index: Any, src: Any) -> None:
+    """scatter / scatter_add / scatter_reduce: ATen's scatter_gather_dtype_check and scatter_shape_check (`dim`
+    wrapped; `src` None or a Python scalar for the value overloads)."""
+    src = src if hasattr(src, "shape") else None
+    if index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if src is not None and src.dtype != self.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if index.numel() == 0:
+        return
+    dims = max(self.ndim, 1)
+    if max(index.ndim, 1) != dims:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    wrong = any(i != dim and _nonempty_size(index.shape, i) > _nonempty_size(self.shape, i) for i in range(dims))
+    if not wrong and src is not None:
+        wrong = any(_nonempty_size(index.shape, i) > _nonempty_size(src.shape, i) for i in range(dims))
+    if wrong:
+        tail = f" and to be no larger size than src {_sizes(src.shape)}" if src is not None else ""
+        raise RuntimeError(f"Expected index {_sizes(index.shape)} to be no larger than self {_sizes(self.shape)} "
+                           f"apart from dimension {dim}{tail}")
+    if src is not None and max(src.ndim, 1) != max(index.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")

@@ -42,6 +42,7 @@ def index_select(self: Sym, dim: int, index: Sym) -> Sym:
 @lower(aten.gather.default)
 def gather(self: Sym, dim: int, index: Sym, *, sparse_grad: bool = False) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    index_checks.check_gather(self, d, index)
     index = P.convert(index, torch.int64)
     if index.numel() == 0:
         return P.full(0, index.shape, self.dtype)
@@ -64,8 +65,13 @@ def _scatter_check(index: Sym, what: str, d: int, size: int) -> Sym:
                          error="RuntimeError")
 
 
-def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str) -> Sym:
+def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str, legacy: str | None = None) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    index_checks.check_scatter(self, d, index, src)
+    if legacy is not None:  # scatter's reduce= overloads name their reduction; ATen checks it after the shapes
+        if legacy not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        reduce = _REDUCE[legacy]
     if index.numel() == 0:
         return self
     index = _scatter_check(index, "scatter", d, self.shape[d] if self.ndim else 1)
@@ -93,7 +99,7 @@ _REDUCE = {"sum": "add", "add": "add", "prod": "multiply", "multiply": "multiply
 
 @lower(aten.scatter.reduce, aten.scatter.value_reduce)
 def scatter_reduce_legacy(self: Sym, dim: int, index: Sym, src: Any, *, reduce: str) -> Sym:
-    return _scatter(self, dim, index, src, _REDUCE[reduce])
+    return _scatter(self, dim, index, src, "", legacy=reduce)
 
 
 @lower(aten.scatter_add.default)
@@ -298,6 +304,9 @@ def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, includ
 @lower(aten.scatter_reduce.two)
 def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, include_self: bool = True) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    index_checks.check_scatter(self, d, index, src)
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     index = _scatter_check(index, "scatter_reduce", d, self.shape[d] if self.ndim else 1)
     if self.ndim == 0:
         out = _scatter_reduce(P.reshape(self, (1,)), 0, P.reshape(index, (-1,)), P.reshape(src, (-1,)), reduce,
