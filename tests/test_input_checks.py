@@ -180,3 +180,15 @@ def test_gather_scatter_shapes() -> None:
         _same(aten.scatter_reduce.two, x, 0, z(1, 4, dtype=_L), _r(1, 4), reduce)
     _same(aten.scatter.value_reduce, x, 0, z(2, dtype=_L), 2.0, reduce="mean")
     _same(aten.scatter.src, _r(3), -1, z(2, dtype=_L), _r(4, 4))
+
+
+def test_nll_loss_shapes() -> None:
+    f, z = aten.nll_loss_forward.default, torch.zeros
+    for x, target, weight in [(_r(), z((), dtype=_L), None), (_r(2, 3, 4), z(2, dtype=_L), None),
+                              (_r(2, 3), z(2, 1, dtype=_L), None), (_r(3), z(1, dtype=_L), None),
+                              (_r(2, 3), z(3, dtype=_L), None), (_r(2, 3), z(2, dtype=_L), _r()),
+                              (_r(2, 3), z(2, dtype=_L), _r(4)), (_r(2, 3), z((), dtype=_L), None),
+                              (_r(2, 3), torch.tensor([2, 0]), _r(3).abs()), (_r(1), z(3, dtype=_L), _r(2)),
+                              (_r(2, 3), z(2, dtype=torch.int32), None), (_r(3), z((), dtype=_L), None),
+                              (_r(2, 3), z(3), None), (_r(1), z(3, dtype=torch.int32), _r(2))]:
+        _same(f, x, target, weight, 1, -100)

@@ -189,11 +189,31 @@ def _nll_parts(self: Sym, target: Sym, weight: Sym | None, ignore_index: int) ->
     return -(picked * w), w, safe
 
 
+def _check_nll_loss(self: Sym, target: Sym, weight: Sym | None) -> None:
+    """ATen's nll_loss_forward checks, in its order (a 2-D input reads target.size(0): IndexError when 0-d)."""
+    if self.ndim not in (1, 2):
+        raise RuntimeError("input tensor should be 1D or 2D")
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target.dtype not in (torch.int64, torch.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {aten_type_name(target.dtype)}")
+    if self.ndim == 1 and target.ndim == 1 and target.shape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
+    if self.ndim == 2:
+        if target.ndim == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        if self.shape[0] != target.shape[0]:
+            raise RuntimeError(f"size mismatch (got input: {list(self.shape)}, target: {list(target.shape)})")
+    classes = self.shape[-1]
+    if weight is not None and (weight.ndim != 1 or weight.numel() != classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
+                           f"weight tensor of shape: {list(weight.shape)}")
+
+
 @lower(aten.nll_loss_forward.default)
 def nll_loss_forward(self: Sym, target: Sym, weight: Sym | None, reduction: int, ignore_index: int
                      ) -> tuple[Sym, Sym]:
-    if self.ndim > 2:
-        raise RuntimeError(f"nll_loss: expected 1D or 2D input, got {self.ndim}D (use nll_loss2d)")
+    _check_nll_loss(self, target, weight)
     losses, w, _ = _nll_parts(self, target, weight, ignore_index)
     total_weight = P.reduce(w, "sum", (0,))
     if reduction == 0:
