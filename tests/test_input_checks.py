@@ -192,3 +192,10 @@ def test_nll_loss_shapes() -> None:
                               (_r(2, 3), z(2, dtype=torch.int32), None), (_r(3), z((), dtype=_L), None),
                               (_r(2, 3), z(3), None), (_r(1), z(3, dtype=torch.int32), _r(2))]:
         _same(f, x, target, weight, 1, -100)
+
+
+def test_softmax_backward_shapes() -> None:
+    f = aten._softmax_backward_data.default
+    for grad, out, dim in [(_r(4, 2, 3), _r(1), 0), (_r(4, 2, 3), _r(4, 2, 3), 3), (_r(2, 3), _r(3, 2), 0),
+                           (_r(4, 2, 3), _r(4, 2, 3).double(), 0), (_r(4, 2, 3), _r(4, 2, 3).softmax(1), 1)]:
+        _same(f, grad, out, dim, torch.float32)

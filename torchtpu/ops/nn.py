@@ -46,6 +46,10 @@ def log_softmax(self: Sym, dim: int, half_to_float: bool = False) -> Sym:
 
 @lower(aten._softmax_backward_data.default)
 def softmax_backward(grad_output: Sym, output: Sym, dim: int, input_dtype: torch.dtype) -> Sym:
+    if tuple(grad_output.shape) != tuple(output.shape):  # ATen's checkSameSize, before the dim is wrapped
+        raise RuntimeError(f"Expected tensor for argument #1 'grad' to have same size as tensor for argument #2 "
+                           f"'output'; but {list(grad_output.shape)} does not equal {list(output.shape)} (while "
+                           "checking arguments for softmax_backward)")
     d = P.canon_dims(dim, output.ndim)
     g, y = _f32(grad_output), _f32(output)
     dot = P.broadcast_to(P.reduce(g * y, "sum", d, True), y.shape) if d else g * y
