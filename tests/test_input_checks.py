@@ -161,13 +161,14 @@ def test_gather_scatter_shapes() -> None:
     x = _r(3, 4)
     z = torch.zeros
     for index in [z(2, dtype=_L), z(0, dtype=_L), z(2, 5, dtype=_L), z(0, 5, dtype=_L), z(2, 4),
-                  z(2, 4, dtype=torch.int32), z(2, 3, dtype=_L)]:
+                  z(2, 4, dtype=torch.int32), z(2, 3, dtype=_L), z(0, dtype=torch.uint8)]:
         _same(aten.gather.default, x, 0, index)
     _same(aten.gather.default, _r(), 0, z(1, dtype=_L))
     _same(aten.gather.default, _r(), 0, z(1, 1, dtype=_L))
     cases = [(z(2, dtype=_L), _r(2)), (z(0, dtype=_L), _r(2)), (z(2, 4, dtype=_L), _r(8)),
              (z(2, 5, dtype=_L), _r(2, 5)), (z(2, 4, dtype=_L), _r(2, 3)), (z(2, 4, dtype=_L), _r(2, 4).double()),
-             (z(2, 4), _r(2, 4)), (torch.tensor([[2, 0, 1, 2]], dtype=torch.int32), _r(2, 4))]
+             (z(2, 4), _r(2, 4)), (torch.tensor([[2, 0, 1, 2]], dtype=torch.int32), _r(2, 4)),
+             (z(0, dtype=torch.uint8), _r(0)), (z(0, dtype=_L), _r(0).double())]
     for index, src in cases:
         _same(aten.scatter_add.default, x, 0, index, src)
         _same(aten.scatter.src, x, 0, index, src)

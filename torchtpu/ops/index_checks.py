@@ -186,10 +186,10 @@ def _nonempty_size(shape: Sequence[int], dim: int) -> int:
 
 def check_gather(self: Any, dim: int, index: Any) -> None:
     """gather: ATen's index dtype check and gather_shape_check (`dim` wrapped), skipped for an empty index."""
+    if index.numel() == 0:  # ATen checks an empty index's dtype neither
+        return
     if index.dtype not in (torch.int64, torch.int32):
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
-    if index.numel() == 0:
-        return
     dims = max(self.ndim, 1)
     if max(index.ndim, 1) != dims:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -203,7 +203,7 @@ def check_scatter(self: Any, dim: int, index: Any, src: Any) -> None:
     """scatter / scatter_add / scatter_reduce: ATen's scatter_gather_dtype_check and scatter_shape_check (`dim`
     wrapped; `src` None or a Python scalar for the value overloads)."""
     src = src if hasattr(src, "shape") else None
-    if index.dtype not in (torch.int64, torch.int32):
+    if index.numel() and index.dtype not in (torch.int64, torch.int32):
         raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if src is not None and src.dtype != self.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
