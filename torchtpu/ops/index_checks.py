@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution.deferred import PACKAGE_DIRS  # torchtpu's and torch's own files: not the user's line
+from torchtpu.ops.tracing import aten_type_name
 
 _INDEX_DTYPES = (torch.int64, torch.int32, torch.uint8, torch.bool)
 
@@ -85,3 +86,138 @@ def check_value_shape(value_shape: Sequence[int], result_shape: Sequence[int]) -
     if len(value) > len(result) or any(v not in (1, r) for v, r in zip(value[::-1], result[::-1])):
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value)} cannot be broadcast to indexing "
                            f"result of shape {list(result)}")
+
+
+def _sizes(shape: Sequence[int]) -> str:
+    return f"[{', '.join(map(str, shape))}]"
+
+
+def _size(shape: Sequence[int], dim: int) -> int:
+    """`tensor.size(dim)` as ATen evaluates it inside a failing check's message (IndexError on a bad dim)."""
+    n = len(shape)
+    if n == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return shape[dim]
+
+
+def _wrap(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def check_index_func(func: str, self: Any, dim: int, index: Any, source: Any) -> int:
+    """index_add / index_reduce (`func`): ATen's index_func_meta_impl checks, in its order; returns the wrapped
+    dim."""
+    d = _wrap(dim, self.ndim)
+    if index.ndim > 1:
+        raise IndexError(f"{func}_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
+                         f"{aten_type_name(index.dtype)} and size: {_sizes(index.shape)}")
+    if index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(f"{func}_(): Expected dtype int32/int64 for index but got: {aten_type_name(index.dtype)}")
+    if self.dtype != source.dtype:
+        raise RuntimeError(f"{func}_(): self ({aten_type_name(self.dtype)}) and source "
+                           f"({aten_type_name(source.dtype)}) must have the same scalar type")
+    if func == "index_reduce" and source.ndim and d >= source.ndim:
+        raise RuntimeError(f"index_reduce_(): Indexing dim {d} is out of bounds of the source tensor with dim "
+                           f"{source.ndim}")
+    numel = index.numel()
+    if numel != (1 if source.ndim == 0 else _size(source.shape, d)):
+        raise RuntimeError(f"{func}_(): Number of indices ({numel}) should be equal to source.size(dim): "
+                           f"({_size(source.shape, d)}), for dim: {d}")
+    self_sizes, source_sizes = list(self.shape), list(source.shape)
+    if self.ndim and source.ndim:
+        del self_sizes[d], source_sizes[d]  # source.size(d) exists: the count check read it
+    if self_sizes != source_sizes:
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. Got "
+                           f"self.shape = {_sizes(self.shape)} source.shape = {_sizes(source.shape)}")
+    return d
+
+
+def check_index_copy(self: Any, dim: int, index: Any, source: Any) -> int:
+    """index_copy: ATen's index_copy meta checks, in its order and classes; returns the wrapped dim."""
+    d = _wrap(dim, self.ndim)
+    if index.ndim >= 2:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    n = index.numel()
+    if source.ndim == 0 and n != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {n})")
+    if source.ndim != self.ndim and source.ndim and self.ndim:
+        raise IndexError("index_copy_(): When source and destination are not scalars, their dimensionality must "
+                         f"match. Source dimensionality ({source.ndim}), destination dimensionality ({self.ndim})")
+    if index.dtype != torch.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {aten_type_name(index.dtype)}")
+    if self.dtype != source.dtype:
+        raise RuntimeError("index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{aten_type_name(self.dtype)} and (source) {aten_type_name(source.dtype)}")
+    self_sliced = [s for i, s in enumerate(self.shape) if i != d]
+    source_sliced = [s for i, s in enumerate(source.shape) if i != d]
+    if self_sliced != source_sliced:
+        raise RuntimeError("index_copy_(): Source/destination tensor must have same slice shapes. Destination slice "
+                           f"shape: {' '.join(map(str, self_sliced))} at dimension {d} and source slice shape: "
+                           f"{' '.join(map(str, source_sliced))} at dimension 0.")
+    if source.ndim and n != source.shape[d]:
+        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) "
+                         f"({source.shape[d]})")
+    return d
+
+
+def check_index_fill(self: Any, dim: int, index: Any, value: Any) -> int:
+    """index_fill: ATen's checks (an int64 index of rank <= 1, a 0-d value tensor, dim wrapped as for a 1-d self
+    when self is 0-d); returns the wrapped dim."""
+    if getattr(value, "ndim", 0) != 0:
+        raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    if index.dtype != torch.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    d = _wrap(dim, self.ndim)
+    if index.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    return d
+
+
+def _nonempty_size(shape: Sequence[int], dim: int) -> int:
+    """ATen's ensure_nonempty_size: 1 for a 0-d tensor, else size(dim) (IndexError on a bad dim)."""
+    return 1 if len(shape) == 0 else _size(shape, dim)
+
+
+def check_gather(self: Any, dim: int, index: Any) -> None:
+    """gather: ATen's index dtype check and gather_shape_check (`dim` wrapped), skipped for an empty index."""
+    if index.numel() == 0:  # ATen checks an empty index's dtype neither
+        return
+    if index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    dims = max(self.ndim, 1)
+    if max(index.ndim, 1) != dims:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for i in range(dims):
+        if i != dim and _nonempty_size(index.shape, i) > _nonempty_size(self.shape, i):
+            raise RuntimeError(f"Size does not match at dimension {i} expected index {_sizes(index.shape)} to be no "
+                               f"larger than self {_sizes(self.shape)} apart from dimension {dim}")
+
+
+def check_scatter(self: Any, dim: int, index: Any, src: Any) -> None:
+    """scatter / scatter_add / scatter_reduce: ATen's scatter_gather_dtype_check and scatter_shape_check (`dim`
+    wrapped; `src` None or a Python scalar for the value overloads)."""
+    src = src if hasattr(src, "shape") else None
+    if index.numel() and index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if src is not None and src.dtype != self.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if index.numel() == 0:
+        return
+    dims = max(self.ndim, 1)
+    if max(index.ndim, 1) != dims:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    wrong = any(i != dim and _nonempty_size(index.shape, i) > _nonempty_size(self.shape, i) for i in range(dims))
+    if not wrong and src is not None:
+        wrong = any(_nonempty_size(index.shape, i) > _nonempty_size(src.shape, i) for i in range(dims))
+    if wrong:
+        tail = f" and to be no larger size than src {_sizes(src.shape)}" if src is not None else ""
+        raise RuntimeError(f"Expected index {_sizes(index.shape)} to be no larger than self {_sizes(self.shape)} "
+                           f"apart from dimension {dim}{tail}")
+    if src is not None and max(src.ndim, 1) != max(index.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")

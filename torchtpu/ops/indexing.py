@@ -42,6 +42,7 @@ def index_select(self: Sym, dim: int, index: Sym) -> Sym:
 @lower(aten.gather.default)
 def gather(self: Sym, dim: int, index: Sym, *, sparse_grad: bool = False) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    index_checks.check_gather(self, d, index)
     index = P.convert(index, torch.int64)
     if index.numel() == 0:
         return P.full(0, index.shape, self.dtype)
@@ -64,8 +65,13 @@ def _scatter_check(index: Sym, what: str, d: int, size: int) -> Sym:
                          error="RuntimeError")
 
 
-def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str) -> Sym:
+def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str, legacy: str | None = None) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    index_checks.check_scatter(self, d, index, src)
+    if legacy is not None:  # scatter's reduce= overloads name their reduction; ATen checks it after the shapes
+        if legacy not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        reduce = _REDUCE[legacy]
     if index.numel() == 0:
         return self
     index = _scatter_check(index, "scatter", d, self.shape[d] if self.ndim else 1)
@@ -93,7 +99,7 @@ _REDUCE = {"sum": "add", "add": "add", "prod": "multiply", "multiply": "multiply
 
 @lower(aten.scatter.reduce, aten.scatter.value_reduce)
 def scatter_reduce_legacy(self: Sym, dim: int, index: Sym, src: Any, *, reduce: str) -> Sym:
-    return _scatter(self, dim, index, src, _REDUCE[reduce])
+    return _scatter(self, dim, index, src, "", legacy=reduce)
 
 
 @lower(aten.scatter_add.default)
@@ -103,7 +109,7 @@ def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
 
 @lower(aten.index_add.default)
 def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
-    d = P.canon_dim(dim, self.ndim)
+    d = index_checks.check_index_func("index_add", self, dim, index, source)
     src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
     size = self.shape[d] if self.ndim else 1
     index = P.check_index(index, size, f"index_add(): index {{}} is out of range for dimension {d} with size "
@@ -117,7 +123,7 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
 
 @lower(aten.index_copy.default)
 def index_copy(self: Sym, dim: int, index: Sym, source: Sym) -> Sym:
-    d = P.canon_dim(dim, self.ndim)
+    d = index_checks.check_index_copy(self, dim, index, source)
     size = self.shape[d] if self.ndim else 1
     index = P.check_index(P.reshape(P.convert(index, torch.int64), (-1,)), size,
                           f"index_copy_(): index {{}} is out of bounds for dimension {d} with size {size}")
@@ -298,6 +304,9 @@ def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, includ
 @lower(aten.scatter_reduce.two)
 def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, include_self: bool = True) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    index_checks.check_scatter(self, d, index, src)
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     index = _scatter_check(index, "scatter_reduce", d, self.shape[d] if self.ndim else 1)
     if self.ndim == 0:
         out = _scatter_reduce(P.reshape(self, (1,)), 0, P.reshape(index, (-1,)), P.reshape(src, (-1,)), reduce,
@@ -308,9 +317,11 @@ def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, in
 
 @lower(aten.index_reduce.default)
 def index_reduce(self: Sym, dim: int, index: Sym, source: Sym, reduce: str, *, include_self: bool = True) -> Sym:
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = index_checks.check_index_func("index_reduce", self, dim, index, source)
     if self.ndim == 0:
         return scatter_reduce(self, 0, index, source, reduce, include_self=include_self)
-    d = P.canon_dim(dim, self.ndim)
     index = P.check_index(index, self.shape[d], f"index_reduce(): index {{}} is out of range for dimension {d} "
                                                 f"with size {self.shape[d]} (index out of range in self)")
     idx = P.reshape(P.convert(index, torch.int64), tuple(source.shape[d] if i == d else 1

@@ -10,6 +10,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.execution import eager
+from torchtpu.ops import index_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
@@ -313,6 +314,7 @@ def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
 
 @lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar)
 def index_fill(self: Sym, dim: int, index: Sym, value: Any) -> Sym:
+    index_checks.check_index_fill(self, dim, index, value)
     if self.ndim == 0:
         check_scalar_fits(value, self.dtype, "index_fill()")
         return P.broadcast_to(P.convert(value, self.dtype), ()) if index.numel() else self

@@ -10,7 +10,7 @@ import torch
 from torchtpu.dtypes import check_family
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_meta_name, aten_type_name
 
 aten = torch.ops.aten
 
@@ -34,13 +34,55 @@ def mm(self: Sym, mat2: Sym) -> Sym:
     return P.matmul(self, mat2)
 
 
+def _size(x: Sym, dim: int) -> int:
+    """`x.size(dim)` as ATen reads it while sizing a result (IndexError naming the dim on a bad one)."""
+    if x.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -x.ndim <= dim < x.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-x.ndim}, {x.ndim - 1}], but got "
+                         f"{dim})")
+    return x.shape[dim]
+
+
+def _check_expand(x: Sym, target: list[int]) -> None:
+    """ATen's expand checks of a bias `x` to the product's sizes (baddbmm / addbmm's expand_size)."""
+    if x.ndim > len(target):
+        raise RuntimeError(f"expand(torch.{aten_type_name(x.dtype)}Tensor{{{list(x.shape)}}}, size={target}): the "
+                           f"number of sizes provided ({len(target)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({x.ndim})")
+    lead = len(target) - x.ndim
+    for i in range(len(target) - 1, lead - 1, -1):
+        have = x.shape[i - lead]
+        if have not in (1, target[i]):
+            raise RuntimeError(f"The expanded size of the tensor ({target[i]}) must match the existing size ({have}) "
+                               f"at non-singleton dimension {i}.  Target sizes: {target}.  Tensor sizes: "
+                               f"{list(x.shape)}")
+
+
+def _check_3d(batch1: Sym, batch2: Sym) -> None:
+    if batch1.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if batch2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+
+
+def _check_bmm(batch1: Sym, batch2: Sym) -> None:
+    _check_3d(batch1, batch2)
+    if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: [{batch2.shape[0]}, {batch2.shape[1]}].")
+
+
+def _check_same_type(batch1: Sym, batch2: Sym) -> None:
+    if batch1.dtype != batch2.dtype:
+        raise RuntimeError(f"expected scalar type {aten_type_name(batch1.dtype)} but found "
+                           f"{aten_type_name(batch2.dtype)}")
+
+
 @lower(aten.bmm.default)
 def bmm(self: Sym, mat2: Sym) -> Sym:
-    if self.ndim != 3 or mat2.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor, got {self.ndim}D and {mat2.ndim}D")
-    if self.shape[0] != mat2.shape[0]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{self.shape[0]}, {self.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    _check_bmm(self, mat2)
+    _check_same_type(self, mat2)
     mxu_dtypes("aten::bmm", self, mat2)  # after the shape checks, as CPU's dispatch on dtype comes last
     return P.matmul(self, mat2)
 
@@ -67,12 +109,29 @@ def addmm(self: Sym, mat1: Sym, mat2: Sym, *, beta: Any = 1, alpha: Any = 1) -> 
 
 @lower(aten.baddbmm.default)
 def baddbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
+    _check_expand(self, [_size(batch1, 0), _size(batch1, 1), _size(batch2, 2)])
+    _check_bmm(batch1, batch2)
+    if self.dtype != batch1.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {aten_meta_name(self.dtype)}, batch1: "
+                           f"{aten_meta_name(batch1.dtype)}, batch2: {aten_meta_name(batch2.dtype)}")
+    _check_same_type(batch1, batch2)
     mxu_dtypes("aten::baddbmm", self, batch1, batch2)
     return _scale_add(self, bmm(batch1, batch2), beta, alpha)
 
 
 @lower(aten.addbmm.default)
 def addbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
+    _check_expand(self, [_size(batch1, 1), _size(batch2, 2)])
+    _check_3d(batch1, batch2)
+    if batch1.shape[0] != batch2.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and "
+                           f"{batch2.shape[0]}")
+    if batch1.shape[2] != batch2.shape[1]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({batch1.shape[1]}x{batch1.shape[2]} and "
+                           f"{batch2.shape[1]}x{batch2.shape[2]})")
+    if self.dtype != batch2.dtype:  # ATen's addbmm runs addmm_(self, batch1[i], batch2[i])
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {aten_type_name(self.dtype)} and "
+                           f"{aten_type_name(batch2.dtype)}")
     mxu_dtypes("aten::addbmm", self, batch1, batch2)
     product = P.reduce(bmm(batch1, batch2), "sum", (0,))
     return _scale_add(self, product, beta, alpha)

@@ -46,6 +46,10 @@ def log_softmax(self: Sym, dim: int, half_to_float: bool = False) -> Sym:
 
 @lower(aten._softmax_backward_data.default)
 def softmax_backward(grad_output: Sym, output: Sym, dim: int, input_dtype: torch.dtype) -> Sym:
+    if tuple(grad_output.shape) != tuple(output.shape):  # ATen's checkSameSize, before the dim is wrapped
+        raise RuntimeError(f"Expected tensor for argument #1 'grad' to have same size as tensor for argument #2 "
+                           f"'output'; but {list(grad_output.shape)} does not equal {list(output.shape)} (while "
+                           "checking arguments for softmax_backward)")
     d = P.canon_dims(dim, output.ndim)
     g, y = _f32(grad_output), _f32(output)
     dot = P.broadcast_to(P.reduce(g * y, "sum", d, True), y.shape) if d else g * y
@@ -74,6 +78,19 @@ def _softmax_grad_dtype(grad_output: Sym, output: Sym, input_dtype: torch.dtype)
     return torch.float16 if half else grad_output.dtype
 
 
+def _layer_norm_dims(x: Sym, normalized_shape: list[int], weight: Sym | None,
+                     bias: Sym | None) -> tuple[int, ...]:
+    """ATen's _check_layer_norm_inputs, in its order; the normalized dims of `x`."""
+    if not normalized_shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           f"element, but got normalized_shape = {list(normalized_shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.shape) != list(normalized_shape):
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t.shape)} and normalized_shape = {list(normalized_shape)}")
+    return _norm_dims(x, normalized_shape)
+
+
 def _norm_dims(x: Sym, normalized_shape: list[int]) -> tuple[int, ...]:
     n = len(normalized_shape)
     if tuple(x.shape[x.ndim - n:]) != tuple(normalized_shape):
@@ -85,7 +102,7 @@ def _norm_dims(x: Sym, normalized_shape: list[int]) -> tuple[int, ...]:
 @lower(aten.native_layer_norm.default)
 def native_layer_norm(input: Sym, normalized_shape: list[int], weight: Sym | None, bias: Sym | None,  # noqa: A002
                       eps: float) -> tuple[Sym, Sym, Sym]:
-    dims = _norm_dims(input, normalized_shape)
+    dims = _layer_norm_dims(input, normalized_shape, weight, bias)
     x = _f32(input)
     count = 1
     for d in dims:
@@ -106,7 +123,7 @@ def native_layer_norm(input: Sym, normalized_shape: list[int], weight: Sym | Non
 def native_layer_norm_backward(grad_out: Sym, input: Sym, normalized_shape: list[int], mean: Sym,  # noqa: A002
                                rstd: Sym, weight: Sym | None, bias: Sym | None, output_mask: list[bool]
                                ) -> tuple[Sym | None, Sym | None, Sym | None]:
-    dims = _norm_dims(input, normalized_shape)
+    dims = _layer_norm_dims(input, normalized_shape, weight, bias)
     outer = tuple(range(input.ndim - len(dims)))
     x, g = _f32(input), _f32(grad_out)
     count = 1
@@ -176,11 +193,31 @@ def _nll_parts(self: Sym, target: Sym, weight: Sym | None, ignore_index: int) ->
     return -(picked * w), w, safe
 
 
+def _check_nll_loss(self: Sym, target: Sym, weight: Sym | None) -> None:
+    """ATen's nll_loss_forward checks, in its order (a 2-D input reads target.size(0): IndexError when 0-d)."""
+    if self.ndim not in (1, 2):
+        raise RuntimeError("input tensor should be 1D or 2D")
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target.dtype not in (torch.int64, torch.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {aten_type_name(target.dtype)}")
+    if self.ndim == 1 and target.ndim == 1 and target.shape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
+    if self.ndim == 2:
+        if target.ndim == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        if self.shape[0] != target.shape[0]:
+            raise RuntimeError(f"size mismatch (got input: {list(self.shape)}, target: {list(target.shape)})")
+    classes = self.shape[-1]
+    if weight is not None and (weight.ndim != 1 or weight.numel() != classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
+                           f"weight tensor of shape: {list(weight.shape)}")
+
+
 @lower(aten.nll_loss_forward.default)
 def nll_loss_forward(self: Sym, target: Sym, weight: Sym | None, reduction: int, ignore_index: int
                      ) -> tuple[Sym, Sym]:
-    if self.ndim > 2:
-        raise RuntimeError(f"nll_loss: expected 1D or 2D input, got {self.ndim}D (use nll_loss2d)")
+    _check_nll_loss(self, target, weight)
     losses, w, _ = _nll_parts(self, target, weight, ignore_index)
     total_weight = P.reduce(w, "sum", (0,))
     if reduction == 0:

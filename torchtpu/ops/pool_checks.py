@@ -10,6 +10,9 @@ CPU. `params` returns the per-dimension kernel, stride, padding and dilation the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from torchtpu.ops.tracing import aten_meta_name
 
 _WORDS = {2: "two", 3: "three"}
 
@@ -119,3 +122,70 @@ def _check_3d(kind: str, shape: Sequence[int], k: list[int], s: list[int], d: li
         raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
                            f"(kT: {k[0]} kH: {k[1]} kW: {k[2]})")
     _too_small(shape, 3, outs)
+
+
+def _sizes(shape: Sequence[int]) -> str:
+    return f"[{', '.join(map(str, shape))}]"
+
+
+def _dim_out_of_range(dim: int, ndim: int) -> IndexError:
+    if ndim == 0:
+        return IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+
+
+def adaptive(kind: str, nd: int, shape: Sequence[int], output_size: Sequence[int]) -> None:
+    """ATen's checks of adaptive_{avg,max}_pool{2,3}d (`kind` "avg" or "max"): output_size has `nd` entries, the
+    input is (nd+1)-D or (nd+2)-D and its non-batch dims are non-empty."""
+    name = f"adaptive_{kind}_pool{nd}d"
+    if kind == "avg" and len(output_size) != nd:
+        raise RuntimeError(f"{name}: output_size must be {nd}")
+    if len(shape) not in (nd + 1, nd + 2):
+        got = "got:" if kind == "max" else "got"
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but {got} {_sizes(shape)}")
+    for i in range(1, len(shape)):
+        if shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {_sizes(shape)} with dimension {i} being empty")
+    if len(output_size) != nd:
+        raise RuntimeError(f"{name}(): internal error: output_size.size() must be {nd}")
+
+
+def adaptive_avg_backward(nd: int, grad_shape: Sequence[int], self_shape: Sequence[int]) -> None:
+    """ATen's checks of _adaptive_avg_pool{2,3}d_backward: grad_output has the input's rank, which is 3-D or 4-D
+    (2d) or at least 4-D (3d, whose kernel indexes dim -4), and grad_output's non-batch dims are non-empty."""
+    where = f"adaptive_avg_pool{nd}d_backward_out_cpu_template"
+    ndim = len(self_shape)
+    if len(grad_shape) != ndim:
+        grad = "grad_output" if nd == 2 else "gradOutput_"
+        raise RuntimeError(f"{where}: Expected dimensions {ndim} for `{grad}` but got dimensions {len(grad_shape)}")
+    if nd == 2 and ndim not in (3, 4):
+        raise RuntimeError(f"{where}: Expected 3D or 4D tensor, but got {_sizes(self_shape)}")
+    if nd == 3 and ndim < 4:
+        raise _dim_out_of_range(-4, ndim)
+    for i in range(1, ndim):
+        if grad_shape[i] == 0:
+            raise RuntimeError(f"adaptive_avg_pool{nd}d_backward(): Expected grad_output to have non-zero size for "
+                               f"non-batch dimensions, but grad_output has sizes {_sizes(grad_shape)} with dimension "
+                               f"{i} being empty")
+
+
+def adaptive_max_backward(nd: int, grad: Any, self: Any, indices: Any) -> None:
+    """ATen's checks of adaptive_max_pool{2,3}d_backward: grad_output is (nd+1)-D or (nd+2)-D and of the input's
+    dtype, indices have the input's rank and grad_output's sizes."""
+    grad_shape, self_shape, indices_shape = grad.shape, self.shape, indices.shape
+    if len(grad_shape) not in (nd + 1, nd + 2):
+        raise RuntimeError(f"adaptive_max_pooling2d_backward(): Expected 3D or 4D grad_output, but got: "
+                           f"{_sizes(grad_shape)}" if nd == 2 else
+                           f"adaptive_max_pool3d_backward(): Expected 4D or 5D gradOutput, but got: "
+                           f"{_sizes(grad_shape)}")
+    if grad.dtype != self.dtype:
+        name = "grad_output" if nd == 2 else "gradOutput"
+        raise RuntimeError(f"expected dtype {aten_meta_name(self.dtype)} for `{name}` but got dtype "
+                           f"{aten_meta_name(grad.dtype)}")
+    if len(indices_shape) != len(self_shape):
+        raise RuntimeError(f"expected dimensions {len(self_shape)} for `indices` but got dimensions "
+                           f"{len(indices_shape)}")
+    if tuple(indices_shape) != tuple(grad_shape):
+        raise RuntimeError(f"expected sizes {_sizes(indices_shape)} for `gradOutput` but got sizes "
+                           f"{_sizes(grad_shape)}")

@@ -139,6 +139,7 @@ def _adaptive_windows(sizes: Sequence[int], outs: Sequence[int]) -> list[list[tu
 
 def _adaptive_max(nd: int):  # noqa: ANN202
     def forward(self: Sym, output_size: Sequence[int]) -> tuple[Sym, Sym]:
+        pool_checks.adaptive("max", nd, self.shape, output_size)
         sizes = self.shape[self.ndim - nd:]
         grid, valid, outs = _window_grid(sizes, _adaptive_windows(sizes, list(output_size)))
         return _window_max(self, nd, grid, valid, outs)
@@ -148,6 +149,7 @@ def _adaptive_max(nd: int):  # noqa: ANN202
 
 def _adaptive_max_backward(nd: int):  # noqa: ANN202
     def backward(grad_output: Sym, self: Sym, indices: Sym) -> Sym:
+        pool_checks.adaptive_max_backward(nd, grad_output, self, indices)
         return _scatter_back(grad_output, self, indices, nd)
 
     return backward

@@ -364,6 +364,7 @@ for _nd in (2, 3):
 
 def _adaptive_avg(nd: int) -> Callable[..., Sym]:
     def forward(self: Sym, output_size: Sequence[int]) -> Sym:
+        pool_checks.adaptive("avg", nd, self.shape, output_size)
         sizes = self.shape[self.ndim - nd:]
         return apply_dims(self, [adaptive(i, o) for i, o in zip(sizes, output_size)], self.ndim - nd)
 
@@ -372,6 +373,7 @@ def _adaptive_avg(nd: int) -> Callable[..., Sym]:
 
 def _adaptive_avg_backward(nd: int) -> Callable[..., Sym]:
     def backward(grad_output: Sym, self: Sym) -> Sym:
+        pool_checks.adaptive_avg_backward(nd, grad_output.shape, self.shape)
         sizes = self.shape[self.ndim - nd:]
         outs = grad_output.shape[grad_output.ndim - nd:]
         mats = [adaptive(i, o).T.copy() for i, o in zip(sizes, outs)]

@@ -28,6 +28,18 @@ def aten_type_name(dtype: torch.dtype) -> str:
     """ATen's name of a dtype in error messages (torch.float32 -> "Float", torch.int64 -> "Long")."""
     return torch.empty(0, dtype=dtype, device="meta").type().split(".")[-1].replace("Tensor", "")
 
+
+# c10's TypeMeta names, which some ATen checks print ("expected dtype float for `grad_output` ...").
+_META_NAMES = {torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half",
+               torch.bfloat16: "c10::BFloat16", torch.int64: "long int", torch.int32: "int", torch.int16: "short int",
+               torch.int8: "signed char", torch.uint8: "unsigned char", torch.bool: "bool",
+               torch.complex64: "c10::complex<float>", torch.complex128: "c10::complex<double>"}
+
+
+def aten_meta_name(dtype: torch.dtype) -> str:
+    """c10's TypeMeta name of a dtype (torch.int64 -> "long int"), as ATen's checkScalarType prints it."""
+    return _META_NAMES.get(dtype, str(dtype))
+
 _state = threading.local()
 
 

@@ -1,0 +1,202 @@
+"""Invalid input to common nn, matmul and index ops raises on "tpu" what CPU raises (the same exception class and
+CPU's message) instead of a result or an error from inside the lowering: the rank and shape checks of adaptive
+pooling and its backwards (torchtpu/ops/pool_checks.py), index_add / index_copy / index_fill / index_reduce
+(torchtpu/ops/index_checks.py), addbmm / baddbmm, and layer norm. Cases come from the fuzzer's `cpu_raises` and
+`error_class` findings (torchtpu/fuzz/known.json); each valid neighbour is compared by value."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+from torchtpu.precision import precision
+
+aten = torch.ops.aten
+
+
+def _run(fn: Callable[..., Any], args: tuple, device: str, kwargs: dict) -> tuple[type | None, str, Any]:
+    moved = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
+    try:
+        out = fn(*moved, **kwargs)
+    except Exception as e:  # noqa: BLE001 - the class and message are what is compared
+        return type(e), str(e).split("\n")[0], None
+    out = out if isinstance(out, tuple) else (out,)
+    return None, "", [o.cpu() for o in out]
+
+
+def _same(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    cpu_cls, cpu_msg, cpu_out = _run(fn, args, "cpu", kwargs)
+    tpu_cls, tpu_msg, tpu_out = _run(fn, args, "tpu", kwargs)
+    assert tpu_cls is cpu_cls, f"cpu {cpu_cls}: {cpu_msg} / tpu {tpu_cls}: {tpu_msg}"
+    if cpu_cls is None:
+        for c, t in zip(cpu_out, tpu_out):
+            torch.testing.assert_close(t, c)
+    else:
+        assert tpu_msg == cpu_msg
+
+
+def _r(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    g = torch.Generator().manual_seed(len(shape) * 7 + sum(shape))
+    return torch.randn(shape, generator=g).to(dtype)
+
+
+_POOL_SHAPES = {2: [(), (4,), (2, 4), (2, 3, 4, 5, 6), (3, 0, 4), (0, 3, 4), (2, 3, 4), (1, 2, 5, 4)],
+                3: [(), (4,), (2, 4), (2, 3, 4, 5, 6, 7), (3, 0, 4, 5), (2, 3, 4, 5), (1, 2, 5, 4, 3)]}
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_adaptive_pool_forward(nd: int) -> None:
+    for shape in _POOL_SHAPES[nd]:
+        x = _r(*shape)
+        for out_size in ([2] * nd, [2] * (nd - 1)):
+            _same(getattr(aten, f"_adaptive_avg_pool{nd}d").default, x, out_size)
+            _same(getattr(aten, f"adaptive_max_pool{nd}d").default, x, out_size)
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_adaptive_pool_backward(nd: int) -> None:
+    avg = getattr(aten, f"_adaptive_avg_pool{nd}d_backward").default
+    mx = getattr(aten, f"adaptive_max_pool{nd}d_backward").default
+    x = _r(*(3, 4, 5, 6)[:nd + 1])
+    grads = [_r(), _r(2), _r(2, 2), _r(*(3, 2, 2, 2)[:nd + 1]), _r(*(1, 3, 2, 2, 2)[:nd + 2])]
+    for g in grads:
+        _same(avg, g, x)
+        _same(mx, g, x, torch.zeros(g.shape, dtype=torch.long))
+    big = (1, 2, 3, 4, 5, 6) if nd == 2 else (1, 2, 3, 4, 5)  # a 6-d grad of 3d: CPU fills half of its result
+    for shape in [(), (2,), (2, 3), big, (3, 0, 4, 5)[:nd + 1]]:
+        _same(avg, _r(*shape), _r(*shape))
+    g = _r(*(3, 2, 2, 2)[:nd + 1])
+    for idx in [(3, 2, 2, 2, 2)[:nd + 2], (3, 2, 2, 2)[:nd], (3, 2, 2, 1)[:nd + 1]]:
+        _same(mx, g, x, torch.zeros(idx, dtype=torch.long))
+    for dtype in (torch.float64, torch.int16, torch.bool):
+        _same(mx, g, x.to(dtype), torch.zeros(g.shape, dtype=torch.long))
+
+
+_L = torch.int64
+
+
+def test_index_add_and_reduce() -> None:
+    x = _r(3, 4)
+    cases = [(0, torch.zeros(1, 2, dtype=_L), _r(2, 4)), (0, torch.zeros(2), _r(2, 4)),
+             (0, torch.zeros(2, dtype=_L), _r(2, 4, dtype=torch.float64)), (0, torch.zeros(3, dtype=_L), _r(2, 4)),
+             (0, torch.zeros(2, dtype=_L), _r(2, 5)), (0, torch.zeros(2, dtype=_L), _r()),
+             (0, torch.zeros(1, dtype=_L), _r()), (0, torch.zeros(2, dtype=_L), _r(2, 4, 1)),
+             (2, torch.zeros(2, dtype=_L), _r(2, 4)), (1, torch.tensor([3, 0], dtype=torch.int32), _r(3, 2)),
+             (-1, torch.tensor([1, 1, 2]), _r(3, 3))]
+    for dim, index, source in cases:
+        _same(aten.index_add.default, x, dim, index, source)
+        _same(aten.index_reduce.default, x, dim, index, source, "amax")
+    _same(aten.index_add.default, _r(), 0, torch.zeros(1, dtype=_L), _r(1))
+    _same(aten.index_reduce.default, _r(), 0, torch.zeros(1, dtype=_L), _r(1), "prod")
+    _same(aten.index_reduce.default, x, 0, torch.zeros(2, dtype=_L), _r(2, 4), "sum")
+    _same(aten.index_reduce.default, _r(2, 3, 4), -1, torch.zeros(1, dtype=_L), _r(2), "prod")
+
+
+def test_index_copy() -> None:
+    x = _r(3, 4, 2)
+    cases = [(0, torch.zeros(1, 2, dtype=_L), _r(2, 4, 2)), (0, torch.zeros(2, dtype=torch.int32), _r(2, 4, 2)),
+             (0, torch.zeros(2, dtype=_L), _r()), (0, torch.zeros(2, dtype=_L), _r(2, 4)),
+             (0, torch.zeros(2, dtype=_L), _r(2, 4, 2, dtype=torch.float64)),
+             (0, torch.zeros(2, dtype=_L), _r(2, 5, 3)),
+             (0, torch.zeros(3, dtype=_L), _r(2, 4, 2)), (3, torch.zeros(2, dtype=_L), _r(2, 4, 2)),
+             (1, torch.tensor([3, 0]), _r(3, 2, 2))]
+    for dim, index, source in cases:
+        _same(aten.index_copy.default, x, dim, index, source)
+    _same(aten.index_copy.default, _r(), 0, torch.zeros(1, dtype=_L), _r(1))
+
+
+def test_index_fill() -> None:
+    x = _r(3, 4)
+    for dim, index in [(0, torch.zeros(2, dtype=torch.int32)), (0, torch.zeros(2, 1, dtype=_L)),
+                       (2, torch.zeros(2, dtype=_L)), (-1, torch.tensor([3, 0]))]:
+        _same(aten.index_fill.int_Scalar, x, dim, index, 1.5)
+    _same(aten.index_fill.int_Scalar, _r(), 1, torch.zeros(1, dtype=_L), 1.5)
+    _same(aten.index_fill.int_Tensor, x, 0, torch.zeros(2, dtype=_L), _r(1))
+    _same(aten.index_fill.int_Tensor, x, 5, torch.zeros(2, 2, dtype=_L), _r(1))
+    _same(aten.index_fill.int_Tensor, x, 1, torch.tensor([2]), _r())
+
+
+_BMM_CASES = [((3, 5), (2, 3, 4), (2, 4, 5)), ((), (), ()), ((3, 5), (), (2, 4, 5)), ((3, 5), (2, 3, 4), ()),
+              ((3, 5), (3, 4), (2, 4, 5)), ((3, 5), (2, 3, 4), (4, 5)), ((3, 5), (2, 3, 4, 1), (2, 4, 5)),
+              ((3, 5), (2, 3, 4), (2, 4, 5, 1)), ((3, 5), (2, 3, 4), (3, 4, 5)), ((3, 5), (2, 3, 4), (2, 3, 5)),
+              ((4, 5), (2, 3, 4), (2, 4, 5)), ((2, 3, 5), (2, 3, 4), (2, 4, 5)), ((2, 3), (2, 3), (2, 3)),
+              ((5,), (4,), (2, 4, 5)), ((1,), (2, 3, 4), (2, 4, 5))]
+
+
+def test_addbmm_baddbmm_bmm() -> None:
+    with precision("HIGHEST"):
+        _bmm_cases()
+
+
+def _bmm_cases() -> None:
+    for s, b1, b2 in _BMM_CASES:
+        _same(aten.addbmm.default, _r(*s), _r(*b1), _r(*b2))
+        _same(aten.baddbmm.default, _r(*s), _r(*b1), _r(*b2))
+        _same(aten.bmm.default, _r(*b1), _r(*b2))
+    for dtypes in [(torch.uint8, torch.int8, torch.bool), (torch.float64, torch.float32, torch.float32),
+                   (torch.float32, torch.float32, torch.float64)]:
+        s, b1, b2 = (_r(*shape, dtype=dt) for shape, dt in zip(_BMM_CASES[0], dtypes))
+        _same(aten.addbmm.default, s, b1, b2)
+        _same(aten.baddbmm.default, s, b1, b2)
+        _same(aten.bmm.default, b1, b2)
+
+
+def test_layer_norm_affine_shapes() -> None:
+    ln = aten.native_layer_norm.default
+    for x, shape, weight, bias in [(_r(2, 3), [3], _r(2), None), (_r(2, 3), [3], None, _r(4)),
+                                   (_r(2, 3), [3], _r(1, 3), _r(3)), (_r(2, 3), [], None, None),
+                                   (_r(2, 3), [4], _r(4), None), (_r(1, 3, 1), [1], None, _r(4)),
+                                   (_r(2, 3, 4), [3, 4], _r(3, 4), _r(3, 4))]:
+        _same(ln, x, shape, weight, bias, 1e-5)
+        mean, rstd = _r(*x.shape[:x.ndim - len(shape)], *[1] * len(shape)), _r(*x.shape[:x.ndim - len(shape)],
+                                                                                 *[1] * len(shape)).abs()
+        _same(aten.native_layer_norm_backward.default, _r(*x.shape), x, shape, mean, rstd, weight, bias,
+              [True, weight is not None, bias is not None])
+
+
+def test_gather_scatter_shapes() -> None:
+    x = _r(3, 4)
+    z = torch.zeros
+    for index in [z(2, dtype=_L), z(0, dtype=_L), z(2, 5, dtype=_L), z(0, 5, dtype=_L), z(2, 4),
+                  z(2, 4, dtype=torch.int32), z(2, 3, dtype=_L), z(0, dtype=torch.uint8)]:
+        _same(aten.gather.default, x, 0, index)
+    _same(aten.gather.default, _r(), 0, z(1, dtype=_L))
+    _same(aten.gather.default, _r(), 0, z(1, 1, dtype=_L))
+    cases = [(z(2, dtype=_L), _r(2)), (z(0, dtype=_L), _r(2)), (z(2, 4, dtype=_L), _r(8)),
+             (z(2, 5, dtype=_L), _r(2, 5)), (z(2, 4, dtype=_L), _r(2, 3)), (z(2, 4, dtype=_L), _r(2, 4).double()),
+             (z(2, 4), _r(2, 4)), (torch.tensor([[2, 0, 1, 2]], dtype=torch.int32), _r(2, 4)),
+             (z(0, dtype=torch.uint8), _r(0)), (z(0, dtype=_L), _r(0).double())]
+    for index, src in cases:
+        _same(aten.scatter_add.default, x, 0, index, src)
+        _same(aten.scatter.src, x, 0, index, src)
+        _same(aten.scatter_reduce.two, x, 0, index, src, "amax")
+    _same(aten.scatter.value, x, 0, z(2, dtype=_L), 1.0)
+    _same(aten.scatter.value, x, 0, z(2, 5, dtype=_L), 1.0)
+    for reduce in ("add", "multiply", "mean", "sum"):
+        _same(aten.scatter.value_reduce, x, 0, z(1, 4, dtype=_L), 2.0, reduce=reduce)
+        _same(aten.scatter.reduce, x, 0, z(1, 4, dtype=_L), _r(1, 4), reduce=reduce)
+        _same(aten.scatter_reduce.two, x, 0, z(1, 4, dtype=_L), _r(1, 4), reduce)
+    _same(aten.scatter.value_reduce, x, 0, z(2, dtype=_L), 2.0, reduce="mean")
+    _same(aten.scatter.src, _r(3), -1, z(2, dtype=_L), _r(4, 4))
+
+
+def test_nll_loss_shapes() -> None:
+    f, z = aten.nll_loss_forward.default, torch.zeros
+    for x, target, weight in [(_r(), z((), dtype=_L), None), (_r(2, 3, 4), z(2, dtype=_L), None),
+                              (_r(2, 3), z(2, 1, dtype=_L), None), (_r(3), z(1, dtype=_L), None),
+                              (_r(2, 3), z(3, dtype=_L), None), (_r(2, 3), z(2, dtype=_L), _r()),
+                              (_r(2, 3), z(2, dtype=_L), _r(4)), (_r(2, 3), z((), dtype=_L), None),
+                              (_r(2, 3), torch.tensor([2, 0]), _r(3).abs()), (_r(1), z(3, dtype=_L), _r(2)),
+                              (_r(2, 3), z(2, dtype=torch.int32), None), (_r(3), z((), dtype=_L), None),
+                              (_r(2, 3), z(3), None), (_r(1), z(3, dtype=torch.int32), _r(2))]:
+        _same(f, x, target, weight, 1, -100)
+
+
+def test_softmax_backward_shapes() -> None:
+    f = aten._softmax_backward_data.default
+    for grad, out, dim in [(_r(4, 2, 3), _r(1), 0), (_r(4, 2, 3), _r(4, 2, 3), 3), (_r(2, 3), _r(3, 2), 0),
+                           (_r(4, 2, 3), _r(4, 2, 3).double(), 0), (_r(4, 2, 3), _r(4, 2, 3).softmax(1), 1)]:
+        _same(f, grad, out, dim, torch.float32)
