@@ -39,6 +39,21 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture
+def launch_cache_live():
+    """No poisoned storage alive at the start: a dead one left by an earlier test's failed region (released only by
+    a sweep, every 64 checked op inputs) keeps the C++ launch cache off, as it must; tests that count the cache's
+    hits start without one."""
+    import gc
+
+    from torchtpu.execution import poison
+
+    gc.collect()
+    poison.sweep()
+    assert not poison.active, "a poisoned storage is still referenced from an earlier test"
+    yield
+
+
+@pytest.fixture
 def tpu():
     import torch
 

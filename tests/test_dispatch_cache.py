@@ -14,7 +14,8 @@ import torch
 import torchtpu
 from torchtpu.execution import deferred, fast_launch
 
-pytestmark = pytest.mark.sim_only("the cache serves drivers whose memory is host memory (the sim)")
+pytestmark = [pytest.mark.sim_only("the cache serves drivers whose memory is host memory (the sim)"),
+              pytest.mark.usefixtures("launch_cache_live")]
 
 
 def _hits() -> int:

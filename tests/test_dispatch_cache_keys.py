@@ -18,7 +18,8 @@ import torch
 
 from torchtpu.execution import eager, fast_launch
 
-pytestmark = pytest.mark.sim_only("the cache serves drivers whose memory is host memory (the sim)")
+pytestmark = [pytest.mark.sim_only("the cache serves drivers whose memory is host memory (the sim)"),
+              pytest.mark.usefixtures("launch_cache_live")]
 
 _x = torch.tensor([[0.5, -1.25, 2.0], [3.5, -0.75, 0.125]])
 _y = torch.tensor([[1.5, 0.25, -2.0], [0.5, 4.0, -0.5]])
@@ -180,20 +181,6 @@ def _same(got, want) -> None:
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape
         torch.testing.assert_close(g.cpu(), w, rtol=1e-6, atol=1e-6, equal_nan=True)
-
-
-@pytest.fixture(autouse=True)
-def _no_poisoned_storage():
-    # a poisoned storage left alive (an earlier test's failed region, held by its traceback) turns the C++ launch
-    # cache off, as it must: these tests measure that cache, so they start with none
-    import gc
-
-    from torchtpu.execution import poison
-
-    gc.collect()
-    poison.sweep()
-    assert not poison.active
-    yield
 
 
 @pytest.mark.parametrize("family", sorted(_calls(_TENSORS)))

@@ -134,6 +134,7 @@ def test_repeated_scalars_share_one_input_per_source(tpu):
     assert len(eager._cache[key].bindings) == 3
 
 
+@pytest.mark.usefixtures("launch_cache_live")
 def test_cached_launch_fills_floats_from_the_call(tpu):
     x = torch.randn(8)
     d = x.to("tpu")
@@ -243,6 +244,7 @@ def test_an_overflowing_int_raises_at_every_call_with_its_value(tpu, mode, call)
         torch.tpu.synchronize()
 
 
+@pytest.mark.usefixtures("launch_cache_live")
 def test_an_overflow_check_runs_on_cached_launches(tpu):
     d = torch.zeros(4, dtype=torch.int8, device="tpu")
     d.fill_(100)

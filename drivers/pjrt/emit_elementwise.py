@@ -99,8 +99,9 @@ def _signbit(e: Emitter, x: V) -> V:
 
 def _divide(e: Emitter, a: V, b: V) -> V:
     """a / b correctly rounded, as ATen's: XLA would turn a division by a splat into a multiplication by its
-    reciprocal (off by an ulp in a third of float32 quotients), so such a divisor goes behind a barrier."""
-    if a.dtype in FLOAT_DTYPES and e.is_splat(b):
+    reciprocal (off by an ulp in a third of float32 quotients), so such a divisor goes behind a barrier. Not on
+    TPU: its division is not IEEE's either way, and the barrier would materialise the broadcast in HBM."""
+    if a.dtype in FLOAT_DTYPES and e.platform != "tpu" and e.is_splat(b):
         b = e.barrier(b)
     return e.binary("stablehlo.divide", a, b)
 

@@ -35,9 +35,10 @@ module @softmax attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1
     // #6 divide
     %25 = "stablehlo.convert"(%16) : (tensor<2x5xbf16>) -> tensor<2x5xf32>
     %26 = "stablehlo.convert"(%24) : (tensor<2x5xbf16>) -> tensor<2x5xf32>
-    %27 = "stablehlo.divide"(%25, %26) : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
-    %28 = "stablehlo.convert"(%27) : (tensor<2x5xf32>) -> tensor<2x5xbf16>
-    %29 = "stablehlo.reshape"(%28) : (tensor<2x5xbf16>) -> tensor<10xbf16>
-    "func.return"(%29) : (tensor<10xbf16>) -> ()
+    %27 = "stablehlo.optimization_barrier"(%26) : (tensor<2x5xf32>) -> tensor<2x5xf32>
+    %28 = "stablehlo.divide"(%25, %27) : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+    %29 = "stablehlo.convert"(%28) : (tensor<2x5xf32>) -> tensor<2x5xbf16>
+    %30 = "stablehlo.reshape"(%29) : (tensor<2x5xbf16>) -> tensor<10xbf16>
+    "func.return"(%30) : (tensor<10xbf16>) -> ()
   }
 }
