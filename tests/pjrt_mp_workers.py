@@ -259,7 +259,8 @@ def collectives_then_dies(rank: int, world: int) -> dict[str, Any]:
 
     out = collectives(rank, world)
     if rank == world - 1:
-        torch.save(out, os.path.join(sys.argv[2], f"rank{rank}.pt"))
+        torch.save(out, os.path.join(sys.argv[2], f"rank{rank}.pt.partial"))
+        os.replace(os.path.join(sys.argv[2], f"rank{rank}.pt.partial"), os.path.join(sys.argv[2], f"rank{rank}.pt"))
     return {**out, "dies": dies_in_xla(rank, world)}
 
 
