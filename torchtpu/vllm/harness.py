@@ -118,3 +118,16 @@ if __name__ == "__main__":
     print("HARNESS_RESULT " + json.dumps(result), flush=True)
     sys.stdout.flush()
     os._exit(0)  # vLLM's atexit teardown is not needed for a one-shot run
+
+
+def hf_greedy(model_dir: str, prompt: str, max_tokens: int) -> list[int]:
+    """The reference: Hugging Face `generate` on CPU in float32, greedy, the new token ids of one prompt."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    ids = torch.tensor([tok(prompt)["input_ids"]])
+    with torch.no_grad():
+        out = model.generate(ids, do_sample=False, max_new_tokens=max_tokens, pad_token_id=3)
+    return out[0, ids.shape[1]:].tolist()
