@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,8 +44,17 @@ def run(spec: dict[str, Any], timeout: float = 600) -> dict[str, Any]:
     # the CPU baseline's process, where vLLM 0.32's kernel rebinding then fails on llvmlite (docs/serving.md)
     code = f"import runpy, sys; sys.argv = ['harness', sys.argv[1]]; runpy.run_path({__file__!r}, run_name='__main__')"
     # cwd outside the checkout: a stale torchtpu.egg-info there would hide the installed entry points
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True, text=True,
-                          timeout=timeout, env=env_for(spec.get("platform", "tpu")), cwd=tempfile.gettempdir())
+    # its own session: on a timeout the whole group (tensor-parallel worker processes included) is killed
+    proc = subprocess.Popen([sys.executable, "-c", code, json.dumps(spec)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env_for(spec.get("platform", "tpu")),
+                            cwd=tempfile.gettempdir(), start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        raise RuntimeError(f"harness run timed out after {timeout} s:\n{stdout[-3000:]}\n{stderr[-6000:]}") from None
+    proc.stdout, proc.stderr = stdout, stderr  # type: ignore[assignment]
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("HARNESS_RESULT "):
             return json.loads(line[len("HARNESS_RESULT "):])
@@ -53,7 +63,7 @@ def run(spec: dict[str, Any], timeout: float = 600) -> dict[str, Any]:
 
 def _main(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
-    from vllm import LLM, SamplingParams
+    from vllm import LLM
 
     torch.set_num_threads(int(spec.get("threads", 1)))
     if spec.get("platform", "tpu") == "cpu":  # vLLM's own platform hits the same vLLM bug: compat.py
@@ -66,11 +76,20 @@ def _main(spec: dict[str, Any]) -> dict[str, Any]:
     kwargs = {**DEFAULT_LLM, **spec.get("llm", {})}
     t0 = time.perf_counter()
     llm = LLM(model=spec["model"], **kwargs)
-    init_s = time.perf_counter() - t0
+    out: dict[str, Any] = {"init_s": time.perf_counter() - t0,
+                           "platform": type(__import__("vllm.platforms").platforms.current_platform).__name__}
+    try:
+        _generate(llm, spec, out)
+    finally:
+        out["shutdown_s"] = _shutdown(llm)
+    return out
+
+
+def _generate(llm: Any, spec: dict[str, Any], out: dict[str, Any]) -> None:
+    from vllm import SamplingParams
+
     params = SamplingParams(**{"temperature": 0.0, "max_tokens": spec.get("max_tokens", 8), **spec.get("sampling", {})})
     prompts = spec["prompts"]
-    out: dict[str, Any] = {"init_s": init_s, "platform": type(__import__("vllm.platforms").platforms.current_platform
-                                                                ).__name__}
     t1 = time.perf_counter()
     first = llm.generate(prompts[:1], SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)
     out["first_request_s"] = time.perf_counter() - t1
@@ -84,15 +103,37 @@ def _main(spec: dict[str, Any]) -> dict[str, Any]:
     out["tokens"] = [list(r.outputs[0].token_ids) for r in res]
     out["texts"] = [r.outputs[0].text for r in res]
     out["generated"] = sum(len(t) for t in out["tokens"])
+    if spec.get("kill_rank") is not None:
+        out["after_kill"] = _kill_rank_during_generate(llm, prompts, int(spec["kill_rank"]),
+                                                       float(spec.get("kill_after_s", 2.0)))
+        return
     if spec.get("platform", "tpu") == "tpu":
-        runner = llm.llm_engine.model_executor.driver_worker.worker.model_runner
-        out["serving"] = runner.serving_stats()
-        from torchtpu.runtime import driver
-
-        out["sim"] = {k: v for k, v in driver().stats().items() if isinstance(v, (int, float))}
+        # every rank's worker (in this process, or one process per rank under tensor parallelism)
+        out["ranks"] = llm.collective_rpc("serving_stats")
+        out["serving"] = out["ranks"][0]
+        out["sim"] = out["ranks"][0]["sim"]
         if spec.get("phases"):
             out["phases"] = _sim_phases(llm, prompts, int(spec.get("max_tokens", 8)))
-    return out
+
+
+def _kill_rank_during_generate(llm: Any, prompts: list[str], rank: int, after_s: float) -> dict[str, Any]:
+    """SIGKILLs tensor-parallel rank `rank`'s worker process `after_s` seconds into a long generate; returns what
+    the generate raised (type, message) and how long it took to raise, or "error": None if it finished."""
+    import signal
+    import threading
+
+    from vllm import SamplingParams
+
+    pids = [r["pid"] for r in llm.collective_rpc("serving_stats")]
+    victim = pids[rank]
+    threading.Timer(after_s, os.kill, (victim, signal.SIGKILL)).start()
+    t0 = time.perf_counter()
+    try:
+        llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=200, ignore_eos=True), use_tqdm=False)
+        error = None
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        error = {"type": type(exc).__name__, "message": str(exc)[:2000]}
+    return {"pids": pids, "victim": victim, "error": error, "seconds": time.perf_counter() - t0}
 
 
 def _sim_phases(llm: Any, prompts: list[str], max_tokens: int) -> dict[str, float]:
@@ -111,6 +152,14 @@ def _sim_phases(llm: Any, prompts: list[str], max_tokens: int) -> dict[str, floa
     prefill = device_s(1)
     full = device_s(max_tokens)
     return {"prefill_s": prefill, "decode_step_s": (full - prefill) / max(1, max_tokens - 1)}
+
+
+def _shutdown(llm: Any) -> float:
+    """Stops the engine and its worker processes (vLLM's own shutdown: the executor waits for its workers, then
+    terminates and kills the ones left); returns the seconds it took."""
+    t0 = time.perf_counter()
+    llm.llm_engine.engine_core.shutdown()
+    return time.perf_counter() - t0
 
 
 if __name__ == "__main__":

@@ -25,6 +25,19 @@ ATTENTION_BACKEND = "torchtpu.vllm.attention.TpuAttentionBackend"
 BLOCK_SIZE = 16  # KV-cache page size in tokens (the production plugin's ragged paged attention uses 16..128)
 
 
+def check_world_size(parallel_config: Any) -> None:
+    """One process per chip: the ranks on this host (world_size / nnodes) must each have a tpu device."""
+    count = torch.tpu.device_count()
+    per_host = parallel_config.world_size // max(1, parallel_config.nnodes)
+    if per_host > count:
+        raise ValueError(
+            f"tensor_parallel_size={parallel_config.tensor_parallel_size} x pipeline_parallel_size="
+            f"{parallel_config.pipeline_parallel_size} needs {per_host} tpu devices on this host (one process per "
+            f"chip) but torch.tpu.device_count() is {count}; valid: a world size of at most {count}, or more "
+            f"simulated chips (TORCHTPU_NUM_DEVICES={per_host}, or a TORCHTPU_TOPOLOGY with {per_host} chips per "
+            "host)")
+
+
 class TpuPlatform(Platform):
     _enum = PlatformEnum.OOT
     device_name: str = "tpu"
@@ -134,6 +147,7 @@ class TpuPlatform(Platform):
         if not cache_config.user_specified_block_size:
             cache_config.block_size = BLOCK_SIZE
         parallel_config = vllm_config.parallel_config
+        check_world_size(parallel_config)
         if parallel_config.worker_cls == "auto":
             parallel_config.worker_cls = "torchtpu.vllm.worker.TpuWorker"
         parallel_config.disable_custom_all_reduce = True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from typing import Any
 
@@ -33,17 +34,22 @@ def _gib(n: float) -> str:
     return f"{n / GiB:.3f} GiB"
 
 
+def device_index(local_rank: int, parallel_config: Any) -> int:
+    """The chip of `local_rank` (tpu:local_rank), refused by name when this host has fewer chips than the ranks
+    it runs (the platform checks the same before any worker starts)."""
+    from torchtpu.vllm.platform import check_world_size
+
+    check_world_size(parallel_config)
+    return local_rank
+
+
 class TpuWorker(Worker):
     def init_device(self) -> None:
         if self.device_config.device_type != "tpu":
             raise RuntimeError(f"TpuWorker needs device type 'tpu', got {self.device_config.device}")
-        count = torch.tpu.device_count()
-        # one process per chip: each process of a tensor-parallel run sees its chip as tpu:0 (TORCHTPU_NUM_DEVICES
-        # unset), or the host's chips as tpu:0..N-1 when it has them
-        index = self.local_rank if count > 1 else 0
-        if index >= count:
-            raise RuntimeError(f"local rank {self.local_rank} has no chip: this process sees {count} tpu device(s)")
-        self.device = torch.device("tpu", index)
+        # one process per chip: every worker process sees the host's chips as tpu:0..N-1 (TORCHTPU_NUM_DEVICES or
+        # TORCHTPU_TOPOLOGY on the simulator) and binds the one of its local rank, as vLLM's CUDA workers do
+        self.device = torch.device("tpu", device_index(self.local_rank, self.parallel_config))
         torch.tpu.set_device(self.device)
         from torchtpu.vllm.platform import TpuPlatform
 
@@ -55,6 +61,21 @@ class TpuWorker(Worker):
                                             self.local_rank, TpuPlatform.dist_backend)
         set_random_seed(self.model_config.seed)
         self._init_workspace_and_model_runner()
+
+    def serving_stats(self) -> dict[str, Any]:
+        """This rank's runner statistics (steps, programs, buckets), its device, the simulator's totals and the
+        collectives it ran over "tpu_dist" (`torchtpu.distributed.stats()`); `LLM.collective_rpc("serving_stats")`
+        gathers every rank's."""
+        from vllm.distributed.parallel_state import get_tp_group
+
+        from torchtpu import distributed as tpu_distributed
+
+        backend = torch.distributed.get_backend_config(get_tp_group().device_group)
+        from torchtpu.runtime import driver
+
+        sim = {k: v for k, v in driver().stats().items() if isinstance(v, (int, float))}
+        return {**self.model_runner.serving_stats(), "rank": self.rank, "pid": os.getpid(), "device": str(self.device),
+                "backend": backend, "collectives": tpu_distributed.stats(), "sim": sim}
 
     def _make_model_runner(self) -> TpuModelRunner:
         return TpuModelRunner(self.vllm_config, self.device)
