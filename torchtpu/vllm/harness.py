@@ -3,6 +3,10 @@ reports tokens and timings as JSON: what tests/serving and benchmarks/serving.py
 
     python -m torchtpu.vllm.harness '{"model": DIR, "platform": "tpu", "prompts": [...], "max_tokens": 8}'
 
+Optional spec keys: "llm" (LLM arguments, e.g. tensor_parallel_size), "sampling", "env" (extra environment, e.g.
+TORCHTPU_NUM_DEVICES), "repeats", "phases", "kill_rank"/"kill_after_s" (SIGKILL a tensor-parallel rank's worker
+mid-generate and report what the engine raised). The engine is shut down before the result is printed.
+
 vLLM's CPU platform runs with torchtpu's autoload off and our plugin filtered out (VLLM_PLUGINS), so the baseline
 is vLLM alone; a process per run keeps one vLLM engine per process, as vLLM expects.
 """
@@ -45,8 +49,9 @@ def run(spec: dict[str, Any], timeout: float = 600) -> dict[str, Any]:
     code = f"import runpy, sys; sys.argv = ['harness', sys.argv[1]]; runpy.run_path({__file__!r}, run_name='__main__')"
     # cwd outside the checkout: a stale torchtpu.egg-info there would hide the installed entry points
     # its own session: on a timeout the whole group (tensor-parallel worker processes included) is killed
+    env = {**env_for(spec.get("platform", "tpu")), **spec.get("env", {})}
     proc = subprocess.Popen([sys.executable, "-c", code, json.dumps(spec)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env_for(spec.get("platform", "tpu")),
+                            stderr=subprocess.PIPE, text=True, env=env,
                             cwd=tempfile.gettempdir(), start_new_session=True)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
