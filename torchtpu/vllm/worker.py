@@ -69,10 +69,9 @@ class TpuWorker(Worker):
         from vllm.distributed.parallel_state import get_tp_group
 
         from torchtpu import distributed as tpu_distributed
-
-        backend = torch.distributed.get_backend_config(get_tp_group().device_group)
         from torchtpu.runtime import driver
 
+        backend = torch.distributed.get_backend_config(get_tp_group().device_group)
         sim = {k: v for k, v in driver().stats().items() if isinstance(v, (int, float))}
         return {**self.model_runner.serving_stats(), "rank": self.rank, "pid": os.getpid(), "device": str(self.device),
                 "backend": backend, "collectives": tpu_distributed.stats(), "sim": sim}
