@@ -9,10 +9,11 @@ from __future__ import annotations
 import time
 from functools import cache
 
+import httpx
 import psutil
 import pytest
 
-from torchtpu.vllm import harness, tiny
+from torchtpu.vllm import harness, launch, tiny
 
 PROMPTS = ["hello world the cat sat on a red house and the dog", "one two three four five six seven eight", "the king"]
 MAX_TOKENS = 8
@@ -115,3 +116,21 @@ def test_rank_death_raises(models: dict[str, str]) -> None:
     assert killed["seconds"] < 60
     assert "tpu_dist" in killed["error"]["message"] and "rank 1 did not reach it" in killed["error"]["message"]
     assert still_running(killed["pids"]) == []
+
+
+@pytest.mark.slow  # a server start-up (~2 min here)
+def test_server_tp2_greedy_equals_one_chip(models: dict[str, str], tmp_path) -> None:
+    """The OpenAI-compatible server with --tensor-parallel-size 2 (engine core process + 2 worker processes):
+    /v1/completions gives one chip's greedy tokens; stopping the server leaves none of its processes."""
+    one, _, _ = _references(models["llama"])
+    with launch.Server(models["llama"], tmp_path / "server.log", args=("--tensor-parallel-size", "2"),
+                       env=HOST) as srv:
+        for prompt, want in zip(PROMPTS, one["tokens"], strict=True):
+            r = httpx.post(srv.url + "/v1/completions", timeout=RUN_TIMEOUT, json={
+                "model": srv.model_dir, "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0,
+                "return_token_ids": True})
+            assert r.status_code == 200, r.text
+            assert r.json()["choices"][0]["token_ids"] == want
+        tree = [srv.proc.pid] + [c.pid for c in psutil.Process(srv.proc.pid).children(recursive=True)]
+        assert len(tree) >= 4, tree  # API server, engine core, 2 workers (and vLLM's helpers)
+    assert still_running(tree) == []

@@ -41,8 +41,9 @@ class Server:
     process group (API server and engine-core process), then SIGKILL after `stop_timeout` seconds."""
 
     def __init__(self, model_dir: str, log_path: str | Path, *, platform: str = "tpu", args: tuple[str, ...] = (),
-                 start_timeout: float = 600, stop_timeout: float = 30) -> None:
+                 start_timeout: float = 600, stop_timeout: float = 30, env: dict[str, str] | None = None) -> None:
         self.model_dir, self.log_path, self.platform = model_dir, Path(log_path), platform
+        self.extra_env = dict(env or {})  # e.g. TORCHTPU_NUM_DEVICES for tensor parallelism
         self.args, self.start_timeout, self.stop_timeout = tuple(args), start_timeout, stop_timeout
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -51,6 +52,7 @@ class Server:
     def __enter__(self) -> Server:
         env = harness.env_for(self.platform)
         env.pop("VLLM_ENABLE_V1_MULTIPROCESSING")  # a server runs its engine core in its own process (the default)
+        env.update(self.extra_env)
         cmd = [sys.executable, "-m", ENTRY, "--model", self.model_dir, "--host", "127.0.0.1",
                "--port", str(self.port), *DEFAULT_ARGS, *self.args]
         self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in __exit__
