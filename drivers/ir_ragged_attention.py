@@ -97,15 +97,23 @@ def cost(model: CostModel, op: Op) -> CostRecord:
     records, read = [], 0
     for ql, ctx in zip(op.attr("q_lens"), op.attr("ctx_lens")):
         keys = ctx - first_key(ql, ctx, window)
-        records.append(model.matmul(kvh, g * ql, keys, d, q.dtype, "float32", prec, op="attention_qk"))
+        records.append(_product(model, kvh, g * ql, keys, d, q.dtype, prec, "attention_qk"))
         records.append(model.vpu("attention_softmax", kvh * g * ql * keys, 4.0, 0, 0, True))
-        records.append(model.matmul(kvh, g * ql, d, keys, q.dtype, "float32", prec, op="attention_pv"))
+        records.append(_product(model, kvh, g * ql, d, keys, q.dtype, prec, "attention_pv"))
         read += pages_read(ql, ctx, pt, window) * page_bytes
     rows = sum(op.attr("q_lens"))
     item = q.nbytes // max(math.prod(q.shape), 1)
     external = 2 * rows * h * d * item + read + len(op.attr("q_lens")) * pages.shape[1] * (pages.nbytes // max(
         math.prod(pages.shape), 1))
     return model.fuse(records, external, op=NAME)
+
+
+def _product(model: CostModel, batch: int, m: int, n: int, k: int, dtype: str, precision: str, name: str
+             ) -> CostRecord:
+    """One of the kernel's products, in the cheaper of its two orientations (A B or (B^T A^T)^T: which operand
+    the MXU holds and which streams), as a kernel writer or XLA picks; decode's few query rows stream through."""
+    return min((model.matmul(batch, a, b, k, dtype, "float32", precision, op=name) for a, b in ((m, n), (n, m))),
+               key=lambda r: r.mxu_seconds)
 
 
 # ------------------------------------------------------------------------------------------- the expansion
