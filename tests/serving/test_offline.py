@@ -55,18 +55,24 @@ def test_sampling_params_seeded_and_stop(models: dict[str, str]) -> None:
     assert all(len(t) == 6 for t in a["tokens"] + greedy["tokens"])
 
 
+# the start-up and request errors do not depend on the model's compilation (the greedy tests and the server cover
+# it): these runs skip compiling it per bucket at start-up
+EAGER = {"enforce_eager": True}
+
+
 def test_prompt_longer_than_max_model_len(models: dict[str, str]) -> None:
     long_prompt = " ".join(["red"] * 300)
     with pytest.raises(RuntimeError, match=r"maximum context length is 256 tokens\. However, your prompt contains at "
                                            r"least 257 input tokens"):
-        harness.run({"model": models["llama"], "platform": "tpu", "prompts": [long_prompt], "max_tokens": 4})
+        harness.run({"model": models["llama"], "platform": "tpu", "prompts": [long_prompt], "max_tokens": 4,
+                     "llm": EAGER})
 
 
 def test_hbm_too_small_for_kv_cache(models: dict[str, str]) -> None:
     with pytest.raises(RuntimeError, match=r"HBM too small for the KV cache: kv_cache_memory_bytes=68719476736 .*"
                                            r"TPU v5e has 14\.901 GiB of HBM"):
         harness.run({"model": models["llama"], "platform": "tpu", "prompts": ["hello"],
-                     "llm": {"kv_cache_memory_bytes": 64 << 30}})
+                     "llm": {**EAGER, "kv_cache_memory_bytes": 64 << 30}})
 
 
 def test_unsupported_head_dim_named(tmp_path) -> None:
