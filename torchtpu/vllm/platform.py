@@ -1,6 +1,7 @@
 """`TpuPlatform`: vLLM's `Platform` for the "tpu" device (PrivateUse1), what vLLM asks a device about.
 
-Memory is the simulated (or real) HBM of `torch.tpu`, collectives go through c10d backend "tpu_dist", small
+Memory is the simulated (or real) HBM of `torch.tpu`, collectives go through c10d backend "tpu_dist", the model is
+compiled per token bucket by vLLM's piecewise compilation with our compiler (torchtpu/vllm/compiler.py) and small
 `torch.compile` helpers use Dynamo backend "tpu"; the worker, model runner and attention backend are ours
 (torchtpu/vllm/worker.py, model_runner.py, attention.py). vLLM's CPU platform cannot be reused: it asserts device
 type "cpu" and its attention needs the `vllm._C` kernels.
