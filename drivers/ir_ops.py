@@ -7,6 +7,7 @@ from __future__ import annotations
 from torchtpu.drivers import ir_costs as C
 from torchtpu.drivers import ir_lowerings as L
 from torchtpu.drivers import ir_padding as P
+from torchtpu.drivers import ir_ragged_attention as RA
 from torchtpu.drivers.ir import DTYPES, OPS, Region, TensorType, define
 
 UNARY = (
@@ -514,3 +515,13 @@ def _while_array(*state: TensorType, cond: Region, body: Region, limit: int) -> 
     _check_array_region(cond, state, [TensorType((), "bool")], "cond")
     _check_array_region(body, state, list(state), "body")
     return list(state)
+
+
+@define(RA.NAME, 3, "other", cost=RA.cost, padding=P.UNSAFE)
+def _ragged_paged_attention(q: TensorType, kv: TensorType, pages: TensorType, q_lens: tuple[int, ...],
+                            ctx_lens: tuple[int, ...], page_tokens: int, scale: float, precision: str,
+                            sliding_window: int = 0, soft_cap: float = 0.0) -> list[TensorType]:
+    """The real chip's ragged paged attention kernel (drivers/ir_ragged_attention.py): each request's queries
+    against its own KV pages; the per-request lengths are static attributes its cost rule needs."""
+    RA.check(q, kv, pages, q_lens, ctx_lens, page_tokens, sliding_window, precision)
+    return [q]

@@ -390,4 +390,5 @@ def _eig(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(w, whole), np.asarray(v, whole)]
 
 
-from torchtpu.drivers.sim import kernels_control  # noqa: E402,F401  (registers the control-flow kernel)
+# registers the control-flow and paged attention kernels
+from torchtpu.drivers.sim import kernels_attention, kernels_control  # noqa: E402,F401

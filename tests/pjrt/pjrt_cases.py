@@ -457,6 +457,7 @@ def _build_cases() -> dict[str, list[Case]]:
                                              Variant([i((4,), 0, 4, np.int32)], {**check, "low": 0, "ignore": -100})])]
     _add_complex128_cases(c)
     _add_empty_cases(c)
+    c["ragged_paged_attention"] = _ragged_attention_cases()
     return c
 
 
@@ -552,6 +553,20 @@ def _quantized(c: dict[str, list[Case]]) -> None:
         Variant([x], {"dtype": "float8_e4m3fn"}), Variant([x], {"dtype": "float8_e5m2"}),
         Variant([x.astype(BF16)], {"dtype": "float8_e5m2"}), Variant([f8[0]], {"dtype": "float32"}),
         Variant([f8[2]], {"dtype": "bfloat16"}), Variant([f8[0]], {"dtype": "float8_e5m2"})]))
+
+
+def _ragged_attention_cases() -> list[Case]:
+    """A mixed batch (a 3-token prefill, a decode at 20, a chunk of 5 at 37) over 16-token pages in shuffled order,
+    GQA 4/2; a sliding window of 8 with soft-capping; bfloat16; padded query rows."""
+    page_table = np.array([[5, 0, 0, 0], [2, 7, 0, 0], [1, 4, 6, 0]], np.int32)
+    base = {"q_lens": (3, 1, 5), "ctx_lens": (3, 20, 37), "page_tokens": 16, "scale": 0.35, "precision": "HIGHEST"}
+    q, kv = f((12, 4, 8), -1, 1), f((128, 2, 16), -1, 1)
+    return [Case("ragged_paged_attention", [
+        Variant([q, kv, page_table], base),
+        Variant([q, kv, page_table], {**base, "sliding_window": 8, "soft_cap": 2.0})], 1e-5, 1e-6),
+        Case("ragged_paged_attention", [  # one bf16 rounding of the probabilities apart at most
+            Variant([q[:4].astype(BF16), kv.astype(BF16), page_table[:2].astype(np.int64)],
+                    {**base, "q_lens": (3, 1), "ctx_lens": (3, 20)})], 1e-2, 1e-2)]
 
 
 def _dot(lb: tuple, rb: tuple, lc: tuple, rc: tuple, precision: str = "HIGHEST", out: str = "float32") -> dict:

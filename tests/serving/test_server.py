@@ -176,6 +176,8 @@ def test_log_reports_buckets_compiles_and_first_request(server: launch.Server) -
     first = re.search(r"first request's first step \((\d+) tokens\) took ([0-9.]+) s host time; (\d+) programs", log)
     assert first and float(first.group(2)) > 0 and int(first.group(3)) > 0
     assert re.search(r"token bucket 16 first used \(\d+ tokens scheduled\): \d+ of 5 buckets used, \d+ programs", log)
+    assert re.search(r"model compiled at start-up per token bucket \[16, 32, 64, 128, 256\]: \d*[05] piece "
+                     r"programs", log)
     assert "Traceback" not in log
 
 

@@ -3,9 +3,11 @@ GQA/MQA, sliding windows and logit soft-capping, written in torch ops that lower
 
 KV cache: one tensor per layer, logical [pages, kv_heads, page_tokens, 2 * head_dim] (K then V in the last axis),
 stored pages-major ([pages, page_tokens, kv_heads, 2 * head_dim], vLLM's LBNHC layout) so a page is contiguous.
-A step writes its new K/V at `slot_mapping` (padded tokens have slot -1 and are not written), then each request's
-queries attend to its pages: the request count, query length and page count are padded to powers of two
-(`metadata`), so a serving run traces a bounded set of shapes; padded queries and keys are masked.
+A step writes its new K/V at `slot_mapping` (padded tokens have slot -1 and are not written), then one
+`torch.ops.torchtpu.ragged_paged_attention` (torchtpu/ops/paged_attention.py; IR op ragged_paged_attention, the
+real chip's ragged kernel) attends each request's queries to its own pages. The per-request query and context
+lengths are host values here (vLLM's scheduler) and travel as the op's static attributes, so the simulator
+charges each request's q_len x context of work and the pages it reads, not a padded batch.
 """
 
 from __future__ import annotations
@@ -93,10 +95,9 @@ class TpuAttentionBackend(AttentionBackend):
 class TpuAttentionMetadata:
     num_actual_tokens: int  # real (unpadded) tokens of the step
     num_reqs: int
-    q_index: torch.Tensor  # [R, Q] int64: the flat token of request r's i-th query (0 where padded)
-    q_pos: torch.Tensor  # [R, Q] int64: that query's position in its sequence (0 where padded)
-    pages: torch.Tensor  # [R, P] int64: the request's KV pages (page 0 where padded; masked by position)
-    out_index: torch.Tensor  # [num_actual_tokens] int64: each real token's row in the [R * Q] padded output
+    q_lens: list[int]  # request r's query tokens this step (consecutive rows of the step's tokens)
+    ctx_lens: list[int]  # request r's context after this step (its cached tokens plus the new ones)
+    pages: torch.Tensor  # [R, P] int64: the requests' KV pages (R, P padded to powers of two; padding unread)
     slot_mapping: torch.Tensor  # [num_actual_tokens] int64: where each new token's K/V goes (page * page_tokens + i)
 
 
@@ -109,35 +110,19 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata,
               fast_build: bool = False) -> TpuAttentionMetadata:
         m = common_attn_metadata
-        qsl = m.query_start_loc_cpu.numpy().astype(np.int64)
         num_reqs = m.num_reqs
-        qsl = qsl[:num_reqs + 1]
+        qsl = m.query_start_loc_cpu.numpy().astype(np.int64)[:num_reqs + 1]
         n = int(qsl[-1])
         seq_lens = m.seq_lens[:num_reqs].cpu().numpy().astype(np.int64)
-        q_lens = qsl[1:] - qsl[:-1]
-        r_pad = pow2_at_least(num_reqs)
-        q_pad = pow2_at_least(int(q_lens.max()) if num_reqs else 1)
-        p_real = -(-int(seq_lens.max()) // self.block_size) if num_reqs else 1
-        p_pad = pow2_at_least(max(p_real, 1))
-        q_index = np.zeros((r_pad, q_pad), np.int64)
-        q_pos = np.zeros((r_pad, q_pad), np.int64)
-        out_index = np.empty(n, np.int64)
-        for r in range(num_reqs):
-            ql, start = int(q_lens[r]), int(qsl[r])
-            q_index[r, :ql] = np.arange(start, start + ql)
-            q_pos[r, :ql] = np.arange(seq_lens[r] - ql, seq_lens[r])
-            out_index[start:start + ql] = r * q_pad + np.arange(ql)
+        p_real = max(-(-int(seq_lens.max()) // self.block_size), 1) if num_reqs else 1
         table = m.block_table_tensor[:num_reqs].cpu().numpy().astype(np.int64)
-        pages = np.zeros((r_pad, p_pad), np.int64)
+        pages = np.zeros((pow2_at_least(max(num_reqs, 1)), pow2_at_least(p_real)), np.int64)
         width = min(p_real, table.shape[1])
         pages[:num_reqs, :width] = table[:, :width]
-
-        def dev(a: np.ndarray) -> torch.Tensor:
-            return torch.from_numpy(a).to(self.device)
-
         return TpuAttentionMetadata(
-            num_actual_tokens=n, num_reqs=num_reqs, q_index=dev(q_index), q_pos=dev(q_pos), pages=dev(pages),
-            out_index=dev(out_index), slot_mapping=m.slot_mapping[:n].to(torch.int64))
+            num_actual_tokens=n, num_reqs=num_reqs, q_lens=[int(x) for x in qsl[1:] - qsl[:-1]],
+            ctx_lens=[int(x) for x in seq_lens], pages=torch.from_numpy(pages).to(self.device),
+            slot_mapping=m.slot_mapping[:n].to(torch.int64))
 
 
 class TpuAttentionImpl(AttentionImpl[TpuAttentionMetadata]):
@@ -189,32 +174,11 @@ class TpuAttentionImpl(AttentionImpl[TpuAttentionMetadata]):
         if attn_metadata is None:  # profiling run: no KV cache yet
             return output.fill_(0)
         m = attn_metadata
-        h, kvh, d, g = self.num_heads, self.num_kv_heads, self.head_size, self.group
-        r, q_len = m.q_index.shape
-        n = m.num_actual_tokens
-        q = query.reshape(-1, h, d)[m.q_index.reshape(-1)]  # [R*Q, H, D]
-        q = q.reshape(r, q_len, kvh, g, d).permute(0, 2, 3, 1, 4).reshape(r, kvh, g * q_len, d)
-        slots = self._pages(kv_cache)
-        block = slots.shape[0] // kv_cache.shape[0]
-        p = m.pages.shape[1]
-        kv = slots.reshape(-1, block, kvh, 2 * d)[m.pages.reshape(-1)]  # [R*P, page, KVH, 2D]
-        kv = kv.reshape(r, p * block, kvh, 2 * d).permute(0, 2, 1, 3)  # [R, KVH, S, 2D]
-        k, v = kv[..., :d], kv[..., d:]
-        scores = torch.matmul(q, k.transpose(-1, -2)).float() * self.scale  # [R, KVH, G*Q, S]
-        if self.logits_soft_cap:
-            scores = torch.tanh(scores / self.logits_soft_cap) * self.logits_soft_cap
-        key_pos = torch.arange(p * block, device=query.device)
-        pos = m.q_pos[:, :, None]  # [R, Q, 1]
-        allowed = key_pos[None, None, :] <= pos
-        if self.sliding_window is not None:
-            allowed = allowed & (key_pos[None, None, :] > pos - self.sliding_window)
-        allowed = allowed[:, None, None, :, :].expand(r, kvh, g, q_len, p * block).reshape(r, kvh, g * q_len, -1)
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        probs = torch.softmax(scores, dim=-1).to(v.dtype)
-        out = torch.matmul(probs, v)  # [R, KVH, G*Q, D]
-        out = out.reshape(r, kvh, g, q_len, d).permute(0, 3, 1, 2, 4).reshape(r * q_len, h * d)
+        h, d = self.num_heads, self.head_size
+        q = query.reshape(-1, h, d)
+        out = torch.ops.torchtpu.ragged_paged_attention(
+            q, self._pages(kv_cache), m.pages, m.q_lens, m.ctx_lens, kv_cache.shape[2], self.scale,
+            self.sliding_window or 0, float(self.logits_soft_cap or 0.0))
         output = output.reshape(output.shape[0], -1)
-        output[:n] = out[m.out_index].to(output.dtype)
-        if output.shape[0] > n:
-            output[n:] = 0
+        output.copy_(out.reshape(out.shape[0], -1))
         return output

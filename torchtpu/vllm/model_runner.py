@@ -183,7 +183,11 @@ class TpuModelRunner(GPUModelRunner):
         return out
 
     def serving_stats(self) -> dict[str, Any]:
-        """Steps run, programs compiled since start-up and the first step's host latency."""
-        return {"steps": self.steps, "programs_compiled": compiled_programs() - self._programs_at_start,
+        """Steps run, programs compiled since start-up and the first step's host latency; the model's piece
+        programs compiled per bucket and the steps that ran a piece outside every bucket (torchtpu/vllm/compiler.py)."""
+        from torchtpu.vllm import compiler
+
+        return {"bucket_compiles": compiler.bucket_compiles, "general_range_calls": compiler.general_range_calls,
+                "steps": self.steps, "programs_compiled": compiled_programs() - self._programs_at_start,
                 "programs_after_first_step": self._programs_after_first, "first_step_s": self.first_step_s,
                 "token_buckets": list(self.token_buckets), "buckets_used": sorted(self.buckets_used)}

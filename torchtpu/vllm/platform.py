@@ -1,6 +1,7 @@
 """`TpuPlatform`: vLLM's `Platform` for the "tpu" device (PrivateUse1), what vLLM asks a device about.
 
-Memory is the simulated (or real) HBM of `torch.tpu`, collectives go through c10d backend "tpu_dist", small
+Memory is the simulated (or real) HBM of `torch.tpu`, collectives go through c10d backend "tpu_dist", the model is
+compiled per token bucket by vLLM's piecewise compilation with our compiler (torchtpu/vllm/compiler.py) and small
 `torch.compile` helpers use Dynamo backend "tpu"; the worker, model runner and attention backend are ours
 (torchtpu/vllm/worker.py, model_runner.py, attention.py). vLLM's CPU platform cannot be reused: it asserts device
 type "cpu" and its attention needs the `vllm._C` kernels.
@@ -8,6 +9,7 @@ type "cpu" and its attention needs the `vllm._C` kernels.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +104,11 @@ class TpuPlatform(Platform):
         return ATTENTION_BACKEND
 
     @classmethod
+    def get_compile_backend(cls) -> str:
+        """The compiler vLLM's piecewise compilation uses for each piece (one program per token bucket)."""
+        return "torchtpu.vllm.compiler.TpuCompiler"
+
+    @classmethod
     def get_punica_wrapper(cls) -> str:
         raise NotImplementedError("LoRA is not supported by torchtpu.vllm")
 
@@ -155,9 +162,18 @@ class TpuPlatform(Platform):
             parallel_config.enable_dbo = False
         vllm_config.scheduler_config.async_scheduling = False
         compilation = vllm_config.compilation_config
-        # The model runs eagerly on "tpu": each op's program is compiled once per shape and cached, and the
-        # token-count buckets below bound the shapes (docs/serving.md, "Compilation").
-        compilation.mode = CompilationMode.NONE
+        # The model is compiled per token bucket (torchtpu/vllm/compiler.py): vLLM's piecewise compilation splits
+        # it at the attention ops and our compiler makes one program per piece and bucket; --enforce-eager (mode
+        # NONE) runs every op eagerly instead, each op's program cached per shape (docs/serving.md, "Compilation").
+        if model_config is not None and model_config.enforce_eager:
+            compilation.mode = CompilationMode.NONE
+        elif compilation.mode not in (CompilationMode.NONE, CompilationMode.VLLM_COMPILE):
+            raise ValueError(f"torchtpu.vllm: compilation mode {compilation.mode.name} is not supported; valid: "
+                             "VLLM_COMPILE (the default: the model compiled per token bucket) or NONE (eager)")
+        compilation.backend = "tpu"
+        for f in dataclasses.fields(compilation.pass_config):  # vLLM's fusions target its CUDA/ROCm kernels
+            if f.name.startswith(("fuse_", "enable_")):
+                setattr(compilation.pass_config, f.name, False)
         compilation.cudagraph_mode = CUDAGraphMode.NONE
         compilation.cudagraph_capture_sizes = []
         vllm_config.profiler_config.torch_profiler_dump_cuda_time_total = False
@@ -165,4 +181,6 @@ class TpuPlatform(Platform):
             raise ValueError("speculative decoding is not supported by torchtpu.vllm")
         if vllm_config.lora_config is not None:
             raise ValueError("LoRA is not supported by torchtpu.vllm")
-        buckets.configure(vllm_config)
+        sizes = buckets.configure(vllm_config)
+        if compilation.mode == CompilationMode.VLLM_COMPILE:
+            compilation.compile_sizes = list(sizes)

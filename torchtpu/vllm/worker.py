@@ -20,6 +20,7 @@ from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environmen
 from vllm.v1.worker.worker_base import CompilationTimes
 
 from torchtpu import config as tpu_config
+from torchtpu.vllm import compiler
 from torchtpu.vllm.model_runner import TpuModelRunner, compiled_programs
 
 log = logging.getLogger("vllm.torchtpu")  # under vLLM's logger: its handler and level
@@ -138,6 +139,10 @@ class TpuWorker(Worker):
             torch.tpu.synchronize(self.device)
             log.info("torchtpu.vllm: precompiled %d token buckets %s in %.1f s: %d programs", len(runner.token_buckets),
                      runner.token_buckets, time.perf_counter() - start, compiled_programs() - programs)
+        elif compiler.bucket_compiles:
+            log.info("torchtpu.vllm: model compiled at start-up per token bucket %s: %d piece programs (vLLM's "
+                     "pieces between attention layers x buckets), %d programs compiled since start-up",
+                     runner.token_buckets, compiler.bucket_compiles, compiled_programs() - runner._programs_at_start)
         else:
             log.info("torchtpu.vllm: token buckets %s (compiled on first use; additional_config precompile=true "
                      "compiles them at start-up)", runner.token_buckets)
