@@ -85,7 +85,7 @@ stats = RegionStats()
 
 
 def pending() -> bool:
-    return bool(_region.events)
+    return bool(_region.events) or bool(_single)
 
 
 _key = poison.storage_key
@@ -132,6 +132,9 @@ def _user_line() -> str:
 
 def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -> bool:
     """Zero-size tensors, storages seen under two dtypes and cross-device regions run eagerly instead."""
+    if _single:
+        with _lock:
+            _record_single()
     for t in (*tensors, *(targets or ())):
         if t.numel() == 0 or not t.data_ptr():
             return False
@@ -181,13 +184,30 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
     the 0-d buffers of its scalars) writing `outputs`, all on `device` (the C++ key checked); False, with the
     region as it was, when the op cannot be deferred now (what `can_defer` refuses, or a poisoned storage: the
     Python kernel then runs the call)."""
-    op_name, program, structure, n, fresh = token
-    one = _mode() is not _FUSE and not _region.events and not _events.ACTIVE
+    fusing = _mode() is _FUSE
+    one = not fusing and not _region.events and not _single and not _events.ACTIVE
     if one:  # a whole-storage driver outside DEFER_AND_FUSE (pjrt): this op is a region of its own
         with _lock:
             one_key = _launch_one(token, operands, outputs, device)
         if one_key is None:
             return True
+    elif fusing and not _region.events and not _events.ACTIVE and not poison.active:
+        with _lock:
+            if not _single and not _region.events:
+                found = _one_key(token, operands, outputs)
+                if found:  # kept as a one-op region until a second op comes (then recorded) or a flush (run)
+                    _single.append((token, operands, outputs, device, _user_line(), found))
+                    stats.ops_deferred += 1
+                    return True
+    with _lock:
+        _record_single()
+        return _record_cached(token, operands, outputs, device, _user_line(), one, one_key if one else None)
+
+
+def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], device: int, line: str,
+                   one: bool = False, one_key: tuple | bool | None = None) -> bool:
+    """`record_cached` the long way: the op becomes an event of the pending region."""
+    op_name, program, structure, n, fresh = token
     with _lock:
         region = _region
         if poison.active or (region.device >= 0 and device != region.device):
@@ -223,7 +243,7 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
                     del slot_of[_key(slot.holder)]
                 del slots[added:]
         ins, outs = tuple(views[:n]), tuple(views[n:])
-        event = Event(program, structure, ins, outs, tuple(operands[n:]), (op_name, _user_line()),
+        event = Event(program, structure, ins, outs, tuple(operands[n:]), (op_name, line),
                       signature_id((structure, ins, outs)))
         for view in outs:
             slots[view[0]].written = True
@@ -254,6 +274,23 @@ def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], devic
     straight from the tensors (which the call holds alive), its Built from `_one_ops`. None when it ran; else
     the region's replay key (False when there is none) for the caller to record and flush the op the long way
     (a miss, or a launch that raised: a failed launch writes nothing, and the long way raises its error)."""
+    found = _one_key(token, operands, outputs)
+    if not found:
+        return found
+    key, slots, written = found
+    return None if _run_one(key, slots, written, operands[token[3]:], device) else key
+
+
+# DEFER_AND_FUSE's pending op while it is the region's only one: (token, operands, outputs, device, user line,
+# (replay key, slots)) from `record_cached`. A flush runs it as `_launch_one` runs a pjrt op (no region made);
+# any other use of the region first records it as the event it would have been (`_record_single`).
+_single: list[tuple] = []
+
+
+def _one_key(token: tuple, operands: list, outputs: list[torch.Tensor]) -> tuple[tuple, list, set[int]] | bool:
+    """The replay key of the one-op region of a cached op, its slots (storage address, bytes, IR dtype, element
+    size) and the slots it writes, straight from its tensors; False when the op cannot be a region (an empty
+    tensor, a storage seen under two dtypes)."""
     _, _, structure, n, _ = token
     slot_of: dict[int, int] = {}
     slots: list[tuple[int, int, str, int]] = []  # (storage address, bytes, IR dtype, element size)
@@ -274,27 +311,74 @@ def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], devic
             return False
         views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
     key = ((signature_id((structure, tuple(views[:n]), tuple(views[n:]))),), tuple((d, nb) for _, nb, d, _ in slots))
+    return key, slots, {v[0] for v in views[n:]}
+
+
+def _run_one(key: tuple, slots: list, written: set[int], scalars: Sequence[Any], device: int) -> bool:
+    """Runs the one-op region of replay key `key` from `_one_ops` on `slots` (`_one_key`) and its scalar operands;
+    False when it did not run (no cached region writing every slot that the op writes, or a launch that raised:
+    a failed launch writes nothing, and the long way raises its error)."""
     built = _one_ops.get(key)
-    if built is None or not built.output_set.issuperset(v[0] for v in views[n:]):
-        return key
+    if built is None or not built.output_set.issuperset(written):
+        return False
     drv = runtime.driver()
     runtime.collect_freed()  # a freed storage's address may already belong to one of these: drop it first
     buffer = drv.storage_buffer
     buffers = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.input_slots]
     scalar_inputs = built.program.inputs[len(built.input_slots):]
     buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
-                for v, value in zip(scalar_inputs, operands[n:])]
+                for v, value in zip(scalar_inputs, scalars)]
     out = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.output_slots]
     from torchtpu.execution import launch
 
     try:
         launch.execute(drv, built.exe, buffers, out, device)
     except Exception:  # noqa: BLE001 - the long way runs it again and raises the op's error as it always did
-        return key
+        return False
     _one_ops.move_to_end(key)
     stats.replays += 1
     _count(built.program, miss=False)
-    return None
+    return True
+
+
+def _record_single() -> None:
+    """Records the kept one-op region's op as the region's event (call under `_lock`)."""
+    if _single:
+        token, operands, outputs, device, line, _ = _single.pop()
+        if not _record_cached(token, operands, outputs, device, line):
+            raise RuntimeError(f"internal error: {token[0]} was deferred but cannot be recorded; its outputs would "
+                               "have no value")
+
+
+def _held_elsewhere(outputs: list[torch.Tensor]) -> bool:
+    """Whether every output is referenced from Python beyond `outputs` (a result the caller dropped is not: the
+    long way leaves a storage nobody holds unwritten). sys.getrefcount counts `outputs`, the loop variable and
+    its own argument; a tensor referenced only from C++ counts as dropped (the long way then decides)."""
+    for t in outputs:
+        if sys.getrefcount(t) <= 3:
+            return False
+    return True
+
+
+def _flush_single() -> bool:
+    """Runs the kept one-op region through `_one_ops` (call under `_lock`, with no other pending event); False
+    when the long way must run it (recorded now): a cache miss, an output nobody else holds (the long way leaves
+    it unwritten), a poisoned storage, a profiler recording, or a failed launch."""
+    token, operands, outputs, device, _, (key, slots, written) = _single[0]
+    if poison.active or _events.ACTIVE or not _held_elsewhere(outputs):
+        _record_single()
+        return False
+    try:
+        ran = _run_one(key, slots, written, operands[token[3]:], device)
+    except BaseException:  # an interrupt while it ran: what it was to write has no defined value
+        _single.clear()
+        poison.mark(outputs, f"the DEFER_AND_FUSE region that was to write it was interrupted ({token[0]})")
+        raise
+    if ran:
+        _single.clear()
+        return True
+    _record_single()
+    return False
 
 
 def _record(op_name: str, program: Program, structure: int, tensors: list[torch.Tensor],
@@ -347,6 +431,14 @@ def flush(raised_at_call: bool = False) -> None:
     with _lock:
         if poison.active:
             poison.sweep()
+        one_key = None
+        if _single:
+            if _region.events:
+                _record_single()
+            else:
+                one_key = _single[0][5][0]
+                if _flush_single():
+                    return
         if not _region.events:
             if _region.slots:  # left by a record that failed or was interrupted
                 _region = _Region()
@@ -361,6 +453,12 @@ def flush(raised_at_call: bool = False) -> None:
     if _kept[0]:  # the C++ launch cache was off while a kept region was pending outside DEFER_AND_FUSE
         _kept[0] = False
         fast_launch.sync()
+    if one_key is not None:  # a kept one-op region that ran the long way: the next one with its key need not
+        built = _replays.get(one_key)
+        if built is not None:
+            _one_ops[one_key] = built
+            while len(_one_ops) > _MAX_ONE_OPS:
+                _one_ops.popitem(last=False)
     if warning is not None:  # after the region ran: a warning made an error must not fail it
         warnings.warn(warning, RuntimeWarning, stacklevel=2)
 
@@ -513,17 +611,24 @@ def _count(program: Program, miss: bool) -> str | None:
 
 def is_materialized(t: torch.Tensor) -> bool:
     """False while `t`'s storage has a pending (not yet computed) value in the current region."""
+    if _single:
+        with _lock:
+            _record_single()
     slot = _region.slot_of.get(_key(t))
     return slot is None or not _region.slots[slot].written
 
 
 def touches(t: torch.Tensor) -> bool:
+    if _single:
+        with _lock:
+            _record_single()
     return _key(t) in _region.slot_of
 
 
 def pending_ir() -> str:
     """The pending region as text IR (for debugging)."""
     with _lock:
+        _record_single()
         written = [i for i, s in enumerate(_region.slots) if s.written]
         return build(_region.slots, _region.events, written).program.text()
 
