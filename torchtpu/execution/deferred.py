@@ -45,6 +45,8 @@ from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
 from torchtpu.execution import fast_launch, modes, poison
+from torchtpu.execution.one_op_cache import _one_ops, remember, run_one  # noqa: F401 - _one_ops: tests read it
+from torchtpu.execution.one_op_cache import one_key as _one_key
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
 from torchtpu.ops.tracing import TORCH_TO_IR
 from torchtpu.profiler import events as _events
@@ -257,16 +259,8 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
         flush(raised_at_call=True)
         built = _replays.get(one_key) if one and one_key else None
         if built is not None:
-            _one_ops[one_key] = built
-            while len(_one_ops) > _MAX_ONE_OPS:
-                _one_ops.popitem(last=False)
+            remember(one_key, built)
     return True
-
-
-# One-op regions by their replay key (`_launch_one`): a whole-storage driver runs every DEFER_NEVER op as a region
-# of its own, so a model has as many of them as distinct op calls (more than `_MAX_REPLAYS`); an LRU too.
-_one_ops: OrderedDict[tuple, Built] = OrderedDict()
-_MAX_ONE_OPS = 4096
 
 
 def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], device: int) -> tuple | bool | None:
@@ -287,55 +281,11 @@ def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], devic
 _single: list[tuple] = []
 
 
-def _one_key(token: tuple, operands: list, outputs: list[torch.Tensor]) -> tuple[tuple, list, set[int]] | bool:
-    """The replay key of the one-op region of a cached op, its slots (storage address, bytes, IR dtype, element
-    size) and the slots it writes, straight from its tensors; False when the op cannot be a region (an empty
-    tensor, a storage seen under two dtypes)."""
-    _, _, structure, n, _ = token
-    slot_of: dict[int, int] = {}
-    slots: list[tuple[int, int, str, int]] = []  # (storage address, bytes, IR dtype, element size)
-    views = []
-    for t in (*operands[:n], *outputs):
-        ptr = t.data_ptr()
-        if not ptr or not t.numel():
-            return False
-        offset = t.storage_offset()
-        size = t.element_size()
-        slot = slot_of.get(ptr - offset * size)
-        dtype = TORCH_TO_IR[t.dtype]
-        if slot is None:
-            slot = slot_of[ptr - offset * size] = len(slots)
-            storage = t.untyped_storage()
-            slots.append((storage.data_ptr(), storage.nbytes(), dtype, size))
-        elif slots[slot][2] != dtype:
-            return False
-        views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
-    key = ((signature_id((structure, tuple(views[:n]), tuple(views[n:]))),), tuple((d, nb) for _, nb, d, _ in slots))
-    return key, slots, {v[0] for v in views[n:]}
-
-
 def _run_one(key: tuple, slots: list, written: set[int], scalars: Sequence[Any], device: int) -> bool:
-    """Runs the one-op region of replay key `key` from `_one_ops` on `slots` (`_one_key`) and its scalar operands;
-    False when it did not run (no cached region writing every slot that the op writes, or a launch that raised:
-    a failed launch writes nothing, and the long way raises its error)."""
-    built = _one_ops.get(key)
-    if built is None or not built.output_set.issuperset(written):
+    """one_op_cache.run_one, counted as a replayed region; False when it did not run."""
+    built = run_one(key, slots, written, scalars, device)
+    if built is None:
         return False
-    drv = runtime.driver()
-    runtime.collect_freed()  # a freed storage's address may already belong to one of these: drop it first
-    buffer = drv.storage_buffer
-    buffers = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.input_slots]
-    scalar_inputs = built.program.inputs[len(built.input_slots):]
-    buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
-                for v, value in zip(scalar_inputs, scalars)]
-    out = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.output_slots]
-    from torchtpu.execution import launch
-
-    try:
-        launch.execute(drv, built.exe, buffers, out, device)
-    except Exception:  # noqa: BLE001 - the long way runs it again and raises the op's error as it always did
-        return False
-    _one_ops.move_to_end(key)
     stats.replays += 1
     _count(built.program, miss=False)
     return True
@@ -456,9 +406,7 @@ def flush(raised_at_call: bool = False) -> None:
     if one_key is not None:  # a kept one-op region that ran the long way: the next one with its key need not
         built = _replays.get(one_key)
         if built is not None:
-            _one_ops[one_key] = built
-            while len(_one_ops) > _MAX_ONE_OPS:
-                _one_ops.popitem(last=False)
+            remember(one_key, built)
     if warning is not None:  # after the region ran: a warning made an error must not fail it
         warnings.warn(warning, RuntimeWarning, stacklevel=2)
 
