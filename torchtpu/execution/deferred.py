@@ -333,6 +333,8 @@ def _flush_single() -> bool:
 
 def _record(op_name: str, program: Program, structure: int, tensors: list[torch.Tensor],
             outputs: list[torch.Tensor], device: int, scalars: Sequence[Any], line: str) -> None:
+    with _lock:
+        _record_single()
     if _region.device >= 0 and device != _region.device:
         flush()
     with _lock:
