@@ -15,8 +15,6 @@ and are cached on disk. Values never touch cost counters here.
 
 from __future__ import annotations
 
-import sys
-
 import ml_dtypes
 import numpy as np
 from numba import njit
@@ -73,22 +71,10 @@ def _to_bf16_bits_loop(src: np.ndarray, dst: np.ndarray) -> None:
         dst[i] = np.uint16(_rne_bits(src[i]) >> np.uint32(16))
 
 
-# Above this many bytes between neighbours along a strided view's last axis, PyTorch's blocked transpose copies it
-# into C order faster than numpy's element-by-element one, which then misses the cache (derived: one thread,
-# best of 7, on the float32 operands of a hidden-256 Llama backward: a (512, 1024) transpose 1794 -> 555 us,
-# (256, 1024) 1191 -> 253 us, (128, 512) 143 -> 69 us; with 1 KiB strides numpy's is as fast or faster).
-_TORCH_GATHER_MIN_STRIDE = 2048
-
-
 def _as_f32(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype == BF16:
         return from_bf16(x)
-    if x.dtype == np.float32 and x.ndim >= 2 and x.strides[-1] >= _TORCH_GATHER_MIN_STRIDE \
-            and min(x.strides) >= 0 and x.flags.writeable and not x.flags.c_contiguous:
-        torch = sys.modules.get("torch")  # only when the program has loaded it: this package does not need it
-        if torch is not None and hasattr(torch, "from_numpy"):
-            return torch.from_numpy(x).contiguous().numpy()  # the same values, only the copy differs
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
