@@ -40,6 +40,17 @@ intermediate alive to its end, so each step wrote fresh pages; dropping each aft
 (straight_line.py) took the GPT-2 hidden-256 compiled forward from 1.83x to 1.16x CPU eager (same process
 pair, ABBA). What remains is mostly the MXU emulation: each DEFAULT-precision dot rounds both operands to bf16
 before BLAS (128^3: 200 us vs torch's 136 us), 40-50% of a compiled step's execute time.
+
+Branch `speed4` (py-spy --native over 300 GPT-2 hidden-128 training steps, all threads): the rounding is smaller
+than that: np.matmul 56 us vs torch.matmul 60 us and both roundings 17 us at 128^3 (one thread, best of 7), ~10%
+of a compiled forward. What costs in the training step: the compiled AdamW step is ~40% of the main thread
+(per-tensor Python of a 140-input launch; 16% of it was copying each parameter's step count back to the host,
+now one synchronization for all: 0.97x of the step in the same run); in the backward (autograd's device
+thread) numpy's gather of transposed matmul operands into C order before rounding is 12%. Rounding a strided
+operand in its own layout changes BLAS's summation (766 of 4,320 shapes differed), and a fused numba
+gather-and-round measured slower than numpy's copy; PyTorch's blocked transpose copies a 4 KiB-strided operand
+3-5x faster than numpy, but the training steps did not move (hidden 256: Llama 0.99x, GPT-2 1.03x, same run),
+so the copy stays numpy's.
 """
 
 from __future__ import annotations

@@ -139,19 +139,21 @@ def ops(repeats: int, n: int = 2000) -> None:
     a, b = a_cpu.to("tpu"), b_cpu.to("tpu")
     for op_name, op in (("add", torch.add), ("mm", torch.mm)):
         for synced in (False, True):
+            # each result is held until the next call, as a program holds what it computes (a result dropped
+            # before the flush is never computed under DEFER_AND_FUSE: that would time an empty region)
             def cpu_loop(op=op):
                 for _ in range(n):
-                    op(a_cpu, b_cpu)
+                    y = op(a_cpu, b_cpu)  # noqa: F841
 
             def tpu_loop(op=op, synced=synced):
                 if synced:
                     sync = torch.tpu.synchronize
                     for _ in range(n):
-                        op(a, b)
+                        y = op(a, b)  # noqa: F841
                         sync()
                 else:
                     for _ in range(n):
-                        op(a, b)
+                        y = op(a, b)  # noqa: F841
                     torch.tpu.synchronize()
 
             t = _abba({"cpu": (None, cpu_loop), "never": ("DEFER_NEVER", tpu_loop),

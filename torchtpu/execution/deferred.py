@@ -45,6 +45,8 @@ from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
 from torchtpu.execution import fast_launch, modes, poison
+from torchtpu.execution.one_op_cache import _one_ops, remember, run_one  # noqa: F401 - _one_ops: tests read it
+from torchtpu.execution.one_op_cache import one_key as _one_key
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
 from torchtpu.ops.tracing import TORCH_TO_IR
 from torchtpu.profiler import events as _events
@@ -85,7 +87,7 @@ stats = RegionStats()
 
 
 def pending() -> bool:
-    return bool(_region.events)
+    return bool(_region.events) or bool(_single)
 
 
 _key = poison.storage_key
@@ -132,6 +134,9 @@ def _user_line() -> str:
 
 def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -> bool:
     """Zero-size tensors, storages seen under two dtypes and cross-device regions run eagerly instead."""
+    if _single:
+        with _lock:
+            _record_single()
     for t in (*tensors, *(targets or ())):
         if t.numel() == 0 or not t.data_ptr():
             return False
@@ -181,13 +186,30 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
     the 0-d buffers of its scalars) writing `outputs`, all on `device` (the C++ key checked); False, with the
     region as it was, when the op cannot be deferred now (what `can_defer` refuses, or a poisoned storage: the
     Python kernel then runs the call)."""
-    op_name, program, structure, n, fresh = token
-    one = _mode() is not _FUSE and not _region.events and not _events.ACTIVE
+    fusing = _mode() is _FUSE
+    one = not fusing and not _region.events and not _single and not _events.ACTIVE
     if one:  # a whole-storage driver outside DEFER_AND_FUSE (pjrt): this op is a region of its own
         with _lock:
             one_key = _launch_one(token, operands, outputs, device)
         if one_key is None:
             return True
+    elif fusing and not _region.events and not _events.ACTIVE and not poison.active:
+        with _lock:
+            if not _single and not _region.events:
+                found = _one_key(token, operands, outputs)
+                if found:  # kept as a one-op region until a second op comes (then recorded) or a flush (run)
+                    _single.append((token, operands, outputs, device, _user_line(), found))
+                    stats.ops_deferred += 1
+                    return True
+    with _lock:
+        _record_single()
+        return _record_cached(token, operands, outputs, device, _user_line(), one, one_key if one else None)
+
+
+def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], device: int, line: str,
+                   one: bool = False, one_key: tuple | bool | None = None) -> bool:
+    """`record_cached` the long way: the op becomes an event of the pending region."""
+    op_name, program, structure, n, fresh = token
     with _lock:
         region = _region
         if poison.active or (region.device >= 0 and device != region.device):
@@ -223,7 +245,7 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
                     del slot_of[_key(slot.holder)]
                 del slots[added:]
         ins, outs = tuple(views[:n]), tuple(views[n:])
-        event = Event(program, structure, ins, outs, tuple(operands[n:]), (op_name, _user_line()),
+        event = Event(program, structure, ins, outs, tuple(operands[n:]), (op_name, line),
                       signature_id((structure, ins, outs)))
         for view in outs:
             slots[view[0]].written = True
@@ -237,16 +259,8 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
         flush(raised_at_call=True)
         built = _replays.get(one_key) if one and one_key else None
         if built is not None:
-            _one_ops[one_key] = built
-            while len(_one_ops) > _MAX_ONE_OPS:
-                _one_ops.popitem(last=False)
+            remember(one_key, built)
     return True
-
-
-# One-op regions by their replay key (`_launch_one`): a whole-storage driver runs every DEFER_NEVER op as a region
-# of its own, so a model has as many of them as distinct op calls (more than `_MAX_REPLAYS`); an LRU too.
-_one_ops: OrderedDict[tuple, Built] = OrderedDict()
-_MAX_ONE_OPS = 4096
 
 
 def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], device: int) -> tuple | bool | None:
@@ -254,51 +268,73 @@ def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], devic
     straight from the tensors (which the call holds alive), its Built from `_one_ops`. None when it ran; else
     the region's replay key (False when there is none) for the caller to record and flush the op the long way
     (a miss, or a launch that raised: a failed launch writes nothing, and the long way raises its error)."""
-    _, _, structure, n, _ = token
-    slot_of: dict[int, int] = {}
-    slots: list[tuple[int, int, str, int]] = []  # (storage address, bytes, IR dtype, element size)
-    views = []
-    for t in (*operands[:n], *outputs):
-        ptr = t.data_ptr()
-        if not ptr or not t.numel():
-            return False
-        offset = t.storage_offset()
-        size = t.element_size()
-        slot = slot_of.get(ptr - offset * size)
-        dtype = TORCH_TO_IR[t.dtype]
-        if slot is None:
-            slot = slot_of[ptr - offset * size] = len(slots)
-            storage = t.untyped_storage()
-            slots.append((storage.data_ptr(), storage.nbytes(), dtype, size))
-        elif slots[slot][2] != dtype:
-            return False
-        views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
-    key = ((signature_id((structure, tuple(views[:n]), tuple(views[n:]))),), tuple((d, nb) for _, nb, d, _ in slots))
-    built = _one_ops.get(key)
-    if built is None or not built.output_set.issuperset(v[0] for v in views[n:]):
-        return key
-    drv = runtime.driver()
-    runtime.collect_freed()  # a freed storage's address may already belong to one of these: drop it first
-    buffer = drv.storage_buffer
-    buffers = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.input_slots]
-    scalar_inputs = built.program.inputs[len(built.input_slots):]
-    buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
-                for v, value in zip(scalar_inputs, operands[n:])]
-    out = [buffer(slots[s][0], slots[s][1], slots[s][2], device) for s in built.output_slots]
-    from torchtpu.execution import launch
+    found = _one_key(token, operands, outputs)
+    if not found:
+        return found
+    key, slots, written = found
+    return None if _run_one(key, slots, written, operands[token[3]:], device) else key
 
-    try:
-        launch.execute(drv, built.exe, buffers, out, device)
-    except Exception:  # noqa: BLE001 - the long way runs it again and raises the op's error as it always did
-        return key
-    _one_ops.move_to_end(key)
+
+# DEFER_AND_FUSE's pending op while it is the region's only one: (token, operands, outputs, device, user line,
+# (replay key, slots)) from `record_cached`. A flush runs it as `_launch_one` runs a pjrt op (no region made);
+# any other use of the region first records it as the event it would have been (`_record_single`).
+_single: list[tuple] = []
+
+
+def _run_one(key: tuple, slots: list, written: set[int], scalars: Sequence[Any], device: int) -> bool:
+    """one_op_cache.run_one, counted as a replayed region; False when it did not run."""
+    built = run_one(key, slots, written, scalars, device)
+    if built is None:
+        return False
     stats.replays += 1
     _count(built.program, miss=False)
-    return None
+    return True
+
+
+def _record_single() -> None:
+    """Records the kept one-op region's op as the region's event (call under `_lock`)."""
+    if _single:
+        token, operands, outputs, device, line, _ = _single.pop()
+        if not _record_cached(token, operands, outputs, device, line):
+            raise RuntimeError(f"internal error: {token[0]} was deferred but cannot be recorded; its outputs would "
+                               "have no value")
+
+
+def _held_elsewhere(outputs: list[torch.Tensor]) -> bool:
+    """Whether every output is referenced from Python beyond `outputs` (a result the caller dropped is not: the
+    long way leaves a storage nobody holds unwritten). sys.getrefcount counts `outputs`, the loop variable and
+    its own argument; a tensor referenced only from C++ counts as dropped (the long way then decides)."""
+    for t in outputs:
+        if sys.getrefcount(t) <= 3:
+            return False
+    return True
+
+
+def _flush_single() -> bool:
+    """Runs the kept one-op region through `_one_ops` (call under `_lock`, with no other pending event); False
+    when the long way must run it (recorded now): a cache miss, an output nobody else holds (the long way leaves
+    it unwritten), a poisoned storage, a profiler recording, or a failed launch."""
+    token, operands, outputs, device, _, (key, slots, written) = _single[0]
+    if poison.active or _events.ACTIVE or not _held_elsewhere(outputs):
+        _record_single()
+        return False
+    try:
+        ran = _run_one(key, slots, written, operands[token[3]:], device)
+    except BaseException:  # an interrupt while it ran: what it was to write has no defined value
+        _single.clear()
+        poison.mark(outputs, f"the DEFER_AND_FUSE region that was to write it was interrupted ({token[0]})")
+        raise
+    if ran:
+        _single.clear()
+        return True
+    _record_single()
+    return False
 
 
 def _record(op_name: str, program: Program, structure: int, tensors: list[torch.Tensor],
             outputs: list[torch.Tensor], device: int, scalars: Sequence[Any], line: str) -> None:
+    with _lock:
+        _record_single()
     if _region.device >= 0 and device != _region.device:
         flush()
     with _lock:
@@ -347,6 +383,14 @@ def flush(raised_at_call: bool = False) -> None:
     with _lock:
         if poison.active:
             poison.sweep()
+        one_key = None
+        if _single:
+            if _region.events:
+                _record_single()
+            else:
+                one_key = _single[0][5][0]
+                if _flush_single():
+                    return
         if not _region.events:
             if _region.slots:  # left by a record that failed or was interrupted
                 _region = _Region()
@@ -361,6 +405,10 @@ def flush(raised_at_call: bool = False) -> None:
     if _kept[0]:  # the C++ launch cache was off while a kept region was pending outside DEFER_AND_FUSE
         _kept[0] = False
         fast_launch.sync()
+    if one_key is not None:  # a kept one-op region that ran the long way: the next one with its key need not
+        built = _replays.get(one_key)
+        if built is not None:
+            remember(one_key, built)
     if warning is not None:  # after the region ran: a warning made an error must not fail it
         warnings.warn(warning, RuntimeWarning, stacklevel=2)
 
@@ -513,17 +561,24 @@ def _count(program: Program, miss: bool) -> str | None:
 
 def is_materialized(t: torch.Tensor) -> bool:
     """False while `t`'s storage has a pending (not yet computed) value in the current region."""
+    if _single:
+        with _lock:
+            _record_single()
     slot = _region.slot_of.get(_key(t))
     return slot is None or not _region.slots[slot].written
 
 
 def touches(t: torch.Tensor) -> bool:
+    if _single:
+        with _lock:
+            _record_single()
     return _key(t) in _region.slot_of
 
 
 def pending_ir() -> str:
     """The pending region as text IR (for debugging)."""
     with _lock:
+        _record_single()
         written = [i for i, s in enumerate(_region.slots) if s.written]
         return build(_region.slots, _region.events, written).program.text()
 
