@@ -17,25 +17,54 @@ from torchtpu.precision import precision
 aten = torch.ops.aten
 
 
-def _run(fn: Callable[..., Any], args: tuple, device: str, kwargs: dict) -> tuple[type | None, str, Any]:
+MODES = ["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE", "compile"]
+
+
+def _unwrap(e: BaseException) -> BaseException:
+    """The lowering's own error behind torch.compile's wrappers (BackendCompilerFailed, TorchRuntimeError)."""
+    while type(e).__module__.startswith("torch._dynamo") and (e.__cause__ or e.__context__) is not None:
+        e = e.__cause__ or e.__context__
+    return e
+
+
+def _run(fn: Callable[..., Any], args: tuple, device: str, kwargs: dict, mode: str | None = None
+         ) -> tuple[type | None, str, Any]:
     moved = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
     try:
-        out = fn(*moved, **kwargs)
+        if mode == "compile":
+            torch._dynamo.reset()
+            backend = "tpu" if device != "cpu" else "eager"
+            out = torch.compile(lambda *a: fn(*a, **kwargs), backend=backend, dynamic=False)(*moved)
+        elif mode is not None:
+            with torch.tpu.eager_mode(mode):
+                out = fn(*moved, **kwargs)
+                out = tuple(o.cpu() for o in (out if isinstance(out, tuple) else (out,)))
+        else:
+            out = fn(*moved, **kwargs)
     except Exception as e:  # noqa: BLE001 - the class and message are what is compared
+        e = _unwrap(e)
         return type(e), str(e).split("\n")[0], None
     out = out if isinstance(out, tuple) else (out,)
     return None, "", [o.cpu() for o in out]
 
 
-def _same(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-    cpu_cls, cpu_msg, cpu_out = _run(fn, args, "cpu", kwargs)
-    tpu_cls, tpu_msg, tpu_out = _run(fn, args, "tpu", kwargs)
-    assert tpu_cls is cpu_cls, f"cpu {cpu_cls}: {cpu_msg} / tpu {tpu_cls}: {tpu_msg}"
-    if cpu_cls is None:
-        for c, t in zip(cpu_out, tpu_out):
-            torch.testing.assert_close(t, c)
-    else:
-        assert tpu_msg == cpu_msg
+def _same(fn: Callable[..., Any], *args: Any, modes: tuple[str | None, ...] = (None,), **kwargs: Any) -> None:
+    """`fn` on tpu (in each of `modes`; None: the current one) raises CPU's class and message, or gives CPU's
+    values. The other modes check only the invalid inputs (the valid ones compile a program each: DEFER_NEVER
+    compares those). Under compile, PyTorch's own meta functions check first, in their words: the class is compared
+    with CPU's compiled by dynamo's eager backend."""
+    eager = _run(fn, args, "cpu", kwargs)
+    for mode in modes:
+        cpu_cls, cpu_msg, cpu_out = _run(fn, args, "cpu", kwargs, "compile") if mode == "compile" else eager
+        if cpu_cls is None and mode not in (None, "DEFER_NEVER"):
+            continue
+        tpu_cls, tpu_msg, tpu_out = _run(fn, args, "tpu", kwargs, mode)
+        assert tpu_cls is cpu_cls, f"[{mode}] cpu {cpu_cls}: {cpu_msg} / tpu {tpu_cls}: {tpu_msg}"
+        if cpu_cls is None:
+            for c, t in zip(cpu_out, tpu_out):
+                torch.testing.assert_close(t, c)
+        elif mode != "compile":
+            assert tpu_msg == cpu_msg, f"[{mode}]"
 
 
 def _r(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -200,3 +229,47 @@ def test_softmax_backward_shapes() -> None:
     for grad, out, dim in [(_r(4, 2, 3), _r(1), 0), (_r(4, 2, 3), _r(4, 2, 3), 3), (_r(2, 3), _r(3, 2), 0),
                            (_r(4, 2, 3), _r(4, 2, 3).double(), 0), (_r(4, 2, 3), _r(4, 2, 3).softmax(1), 1)]:
         _same(f, grad, out, dim, torch.float32)
+
+
+_F64, _I32, _F16, _BF16 = torch.float64, torch.int32, torch.float16, torch.bfloat16
+_MM = [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)), ((), ()), ((2, 3), (4, 5)), ((2, 3, 1), (3, 4)),
+       ((2, 3), (3, 4), _F32 := torch.float32, _F64), ((2, 3), (3, 4), _I32, torch.float32),
+       ((2, 3), (4, 5), torch.float32, _F64)]
+_ADDMM = [((4,), (2, 3), (3, 4)), ((2, 4), (3,), (3, 4)), ((2, 4), (2, 3), (3,)), ((3, 4), (2, 3), (3, 4)),
+          ((2, 4), (2, 3), (4, 5)), ((5,), (2, 3), (3, 4)), ((2, 4, 1), (2, 3), (3, 4)), ((), (2, 3), (3, 4))]
+_ADDMM_DTYPES = [((2, 4), (2, 3), (3, 4), _F64, _F32, _F32), ((2, 4), (2, 3), (3, 4), _F32, _F32, _F64),
+                 ((2, 4), (2, 3), (3, 4), _F32, _F64, _F32), ((5,), (2, 3), (3, 4), _F32, _F64, _F32),
+                 ((2, 4), (2, 3), (4, 5), _F64, _F32, _F32), ((3, 4), (2, 3), (4, 5), _F32, _F64, _F32)]
+_MV = [((2, 3), (3,)), ((3,), (3,)), ((2, 3), (3, 1)), ((2, 3), (4,)), ((), ()), ((2, 3, 1), (3,)),
+       ((2, 3), (3,), _F32, _F64), ((2, 3), (4,), _F32, _F64), ((2, 3), (3,), _I32, _F64), ((2, 3), (3,), _F16, _BF16)]
+_ADDMV = [((2,), (2, 3), (3,)), ((3,), (2, 3), (3,)), ((2, 2), (2, 3), (3,)), ((), (2, 3), (3,)),
+          ((2,), (2, 3), (4,)), ((2,), (3,), (3,)), ((1,), (2, 3), (3,)), ((2,), (2, 3), (3, 1)),
+          ((2,), (2, 3), (3,), _F64, _F32, _F32), ((2,), (2, 3), (3,), _F32, _F32, _F64),
+          ((3,), (2, 3), (3,), _F64, _F32, _F64), ((2,), (2, 3), (3,), _I32, torch.int64, _F64),
+          ((2, 2), (2, 3), (3,), _F32, torch.int64, _F64)]
+
+
+def _typed(case: tuple, n: int) -> list[torch.Tensor]:
+    shapes, dtypes = case[:n], case[n:] or (_F32,) * n
+    return [_r(*s, dtype=d) for s, d in zip(shapes, dtypes)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_mm_addmm_mv_addmv(mode: str) -> None:
+    """ATen's mm/addmm meta checks and addmv's (mv runs them with its result as self): ranks, inner sizes,
+    dtypes, self's expand, in its order and words (were a reshape or broadcast error from inside the lowering)."""
+    modes = (mode,)
+    few = (lambda cases: cases[3:5]) if mode == "compile" else (lambda cases: cases)  # a compile is ~0.3 s
+    with precision("HIGHEST"):
+        for case in few(_MM):
+            _same(aten.mm.default, *_typed(case, 2), modes=modes)
+        for case in few(_ADDMM) + few(_ADDMM_DTYPES):
+            _same(aten.addmm.default, *_typed(case, 3), modes=modes)
+        for case in few(_MV):
+            _same(aten.mv.default, *_typed(case, 2), modes=modes)
+        for case in few(_ADDMV):
+            _same(aten.addmv.default, *_typed(case, 3), modes=modes)
+        if mode == "DEFER_NEVER":
+            _same(torch.nn.functional.linear, _r(2, 3), _r(4, 5))
+            _same(torch.nn.functional.linear, _r(2, 3), _r(4, 3), _r(5))
+            _same(torch.nn.functional.linear, _r(3), _r(4, 3))

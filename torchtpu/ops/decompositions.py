@@ -38,7 +38,8 @@ ACCEPTED = [
 # out= decompositions upstream wraps in pw_cast_for_opmath, which casts the out tensor too: a float16/bfloat16
 # out= was written in a float32 copy and left as it was (its [0] shape, its old values). These run the
 # functional decomposition and copy into the out tensor (exact dtype, as CPU's kernel checks).
-OUT_VIA_FUNCTIONAL = {aten.huber_loss_backward.out: aten.huber_loss_backward.default}
+OUT_VIA_FUNCTIONAL = {aten.huber_loss_backward.out: aten.huber_loss_backward.default,
+                      aten.smooth_l1_loss_backward.grad_input: aten.smooth_l1_loss_backward.default}
 
 
 def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
