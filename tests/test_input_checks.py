@@ -273,3 +273,34 @@ def test_mm_addmm_mv_addmv(mode: str) -> None:
             _same(torch.nn.functional.linear, _r(2, 3), _r(4, 5))
             _same(torch.nn.functional.linear, _r(2, 3), _r(4, 3), _r(5))
             _same(torch.nn.functional.linear, _r(3), _r(4, 3))
+
+
+def _i(*shape: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    return torch.zeros(shape, dtype=dtype)
+
+
+_EMB = [((3,), _i(2)), ((), _i(2)), ((3, 2, 2), _i(2)), ((3, 2), _i(2, dtype=_I32)), ((3, 2), _i(2, dtype=_F32)),
+        ((3, 2), _i(2, dtype=torch.int16)), ((3, 2), _i()), ((3, 2), _i(2, dtype=torch.uint8)),
+        ((3, 2), _i(2, dtype=torch.bool)), ((3, 2), _i(2, dtype=_BF16))]
+_EMB_BW = [((4, 3), _i(4), 5), ((4,), _i(4), 5), ((4, 3), _i(2), 5), ((2, 2, 3), _i(2, 2), 5), ((4, 3), _i(4, dtype=_F32), 5),
+           ((4, 3), _i(4, dtype=_I32), 5), ((3,), _i(), 5), ((4, 3), _i(4), -1), ((4, 3), _i(4, dtype=torch.int16), 5),
+           ((4, 3), _i(4, dtype=torch.bool), -1), ((4, 3), _i(2), -1), ((), _i(2), 5)]
+_CAT = [([(), ()], 0), ([(2, 3), (3,)], 0), ([(2, 3), (2, 4)], 0), ([(2, 3), (2, 4)], 1), ([(2, 3), (0,)], 0),
+        ([(2, 3), (2, 3)], 2), ([(2, 3), (2, 3)], -3), ([(0,), (2, 3)], 1), ([(2, 3), ()], 0), ([(0,), (0,)], 1),
+        ([(2, 3), (0,), (3, 3)], 0), ([(0,), ()], 0), ([(2, 3), (), (2, 4)], 5), ([(0,), (2, 3), (3,)], 5),
+        ([(0,), (2, 3), (3,)], 0), ([(2, 3, 1), (2, 4, 2)], 2), ([(2, 3, 1), (2, 4, 2)], 0)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_embedding_and_cat(mode: str) -> None:
+    """embedding's weight rank and index dtypes (checkScalarTypes' legacy type names), embedding_dense_backward's
+    index dtype, grad rank, num_weights and grad reshape, cat's zero-dim, dim, rank and size checks (ATen's
+    cat_meta, with 1-D empty tensors skipped): were tuple-index, reshape or concatenate errors from the lowering."""
+    modes = (mode,)
+    few = (lambda cases: cases[:4]) if mode == "compile" else (lambda cases: cases)
+    for shape, idx in few(_EMB):
+        _same(aten.embedding.default, _r(*shape), idx, modes=modes)
+    for shape, idx, n in few(_EMB_BW):
+        _same(aten.embedding_dense_backward.default, _r(*shape), idx, n, -1, False, modes=modes)
+    for shapes, dim in few(_CAT):
+        _same(lambda *ts, dim=dim: aten.cat.default(list(ts), dim), *[_r(*s) for s in shapes], modes=modes)

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits
-from torchtpu.ops import index_checks
+from torchtpu.ops import arg_checks, index_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
@@ -19,10 +19,10 @@ aten = torch.ops.aten
 
 @lower(aten.cat.default)
 def cat(tensors: list[Sym], dim: int = 0) -> Sym:
+    d = arg_checks.check_cat(tensors, dim)
     parts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
-    if not parts:
+    if d is None:
         return tensors[0]
-    d = P.canon_dim(dim, parts[0].ndim)
     _, result = P.result_dtype(*parts, kind=P.Kind.NO_OPMATH)
     return P.concat([P.convert(t, result) for t in parts], d)
 

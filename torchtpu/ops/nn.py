@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from torchtpu.ops import arg_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
@@ -148,6 +149,7 @@ def native_layer_norm_backward(grad_out: Sym, input: Sym, normalized_shape: list
 @lower(aten.embedding.default)
 def embedding(weight: Sym, indices: Sym, padding_idx: int = -1, scale_grad_by_freq: bool = False,
               sparse: bool = False) -> Sym:
+    arg_checks.check_embedding(weight, indices)
     n = weight.shape[0]
     flat = P.check_index(P.reshape(indices, (indices.numel(),)), n,
                          f"embedding(): index {{}} is out of range for a weight of {n} rows (index out of range "
@@ -159,6 +161,7 @@ def embedding(weight: Sym, indices: Sym, padding_idx: int = -1, scale_grad_by_fr
 @lower(aten.embedding_dense_backward.default)
 def embedding_dense_backward(grad_output: Sym, indices: Sym, num_weights: int, padding_idx: int,
                              scale_grad_by_freq: bool) -> Sym:
+    arg_checks.check_embedding_backward(grad_output, indices, num_weights)
     dim = grad_output.shape[-1]
     flat_idx = P.reshape(indices, (indices.numel(),))
     grads = _f32(P.reshape(grad_output, (indices.numel(), dim)))
