@@ -48,7 +48,8 @@ def _run(fn: Callable[..., Any], args: tuple, device: str, kwargs: dict, mode: s
     return None, "", [o.cpu() for o in out]
 
 
-def _same(fn: Callable[..., Any], *args: Any, modes: tuple[str | None, ...] = (None,), **kwargs: Any) -> None:
+def _same(fn: Callable[..., Any], *args: Any, modes: tuple[str | None, ...] = (None,), msg: bool = True,
+          **kwargs: Any) -> None:
     """`fn` on tpu (in each of `modes`; None: the current one) raises CPU's class and message, or gives CPU's
     values. The other modes check only the invalid inputs (the valid ones compile a program each: DEFER_NEVER
     compares those). Under compile, PyTorch's own meta functions check first, in their words: the class is compared
@@ -63,7 +64,7 @@ def _same(fn: Callable[..., Any], *args: Any, modes: tuple[str | None, ...] = (N
         if cpu_cls is None:
             for c, t in zip(cpu_out, tpu_out):
                 torch.testing.assert_close(t, c)
-        elif mode != "compile":
+        elif mode != "compile" and msg:
             assert tpu_msg == cpu_msg, f"[{mode}]"
 
 
@@ -305,3 +306,26 @@ def test_embedding_and_cat(mode: str) -> None:
         _same(aten.embedding_dense_backward.default, _r(*shape), idx, n, -1, False, modes=modes)
     for shapes, dim in few(_CAT):
         _same(lambda *ts, dim=dim: aten.cat.default(list(ts), dim), *[_r(*s) for s in shapes], modes=modes)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_loss_reduction_and_beta(mode: str) -> None:
+    """mse_loss and smooth_l1_loss refuse a reduction other than none/mean/sum as CPU (an internal assert there,
+    so the class is compared: mse_loss returned a sum); huber_loss, l1_loss and the backwards take it as none, as
+    CPU (huber raised ValueError); smooth_l1_loss refuses a negative beta; mse_loss_backward refuses a result
+    dtype that cannot be cast to self's (the fuzzer's cpu_raises findings)."""
+    modes = (mode,)
+    x, t, g = _r(3, 2), _r(3, 2) + 1, _r(3, 2) - 1
+    for red in ([-1, 3] if mode == "compile" else [-1, 0, 1, 2, 3, 7]):
+        _same(aten.mse_loss.default, x, t, red, modes=modes, msg=False)
+        _same(aten.smooth_l1_loss.default, x, t, red, 0.5, modes=modes, msg=False)
+        if mode != "compile":
+            _same(aten.huber_loss.default, x, t, red, 0.5, modes=modes)
+            _same(aten.l1_loss.default, x, t, red, modes=modes)
+            _same(aten.mse_loss_backward.default, g, x, t, red, modes=modes)
+            _same(aten.huber_loss_backward.default, g, x, t, red, 0.5, modes=modes)
+            _same(aten.smooth_l1_loss_backward.default, g, x, t, red, 0.5, modes=modes)
+    _same(aten.smooth_l1_loss.default, x, t, 1, -1.0, modes=modes)
+    _same(aten.huber_loss.default, x, t, 1, 0.0, modes=modes)
+    _same(aten.mse_loss_backward.default, _r(4, 2), _i(), _i(), 1, modes=modes)
+    _same(aten.mse_loss_backward.default, _r(4, 2), _i(dtype=torch.int32), _r(), 1, modes=modes)

@@ -250,6 +250,9 @@ def nll_loss_backward(grad_output: Sym, self: Sym, target: Sym, weight: Sym | No
 
 @lower(aten.mse_loss.default)
 def mse_loss(self: Sym, target: Sym, reduction: int = 1) -> Sym:
+    if reduction not in (0, 1, 2):  # CPU: an internal assert (RuntimeError); any other value gave a sum here
+        raise RuntimeError(f"mse_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction} (CPU: "
+                           "reduction == Reduction::Mean || reduction == Reduction::Sum INTERNAL ASSERT FAILED)")
     d = self - target
     sq = d * d
     if reduction == 0:
@@ -266,6 +269,9 @@ def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) 
     # norm * (self - target) * grad_output, cast to grad_input = zeros_like(self)'s dtype
     norm = 2.0 / self.numel() if reduction == 1 and self.numel() else (math.inf if reduction == 1 else 2.0)
     (x, t, g), common = promoted(self, target, grad_output)
+    if not torch.can_cast(common, self.dtype):  # the TensorIterator's output is zeros_like(self)
+        raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
+                           f"{aten_type_name(self.dtype)}")
     return P.convert(P.convert(norm, common) * (x - t) * g, self.dtype)
 
 
