@@ -329,3 +329,32 @@ def test_loss_reduction_and_beta(mode: str) -> None:
     _same(aten.huber_loss.default, x, t, 1, 0.0, modes=modes)
     _same(aten.mse_loss_backward.default, _r(4, 2), _i(), _i(), 1, modes=modes)
     _same(aten.mse_loss_backward.default, _r(4, 2), _i(dtype=torch.int32), _r(), 1, modes=modes)
+
+
+_NLL2D = [((2, 3, 4, 5), (2, 4, 5), None), ((2, 3, 4, 5), (2, 4), None), ((2, 3, 4), (2, 4, 5), None),
+          ((2, 3, 4, 5), (2, 4, 5), (4,)), ((2, 3, 4, 5), (3, 4, 5), None), ((2, 3, 4, 5), (2, 4, 6), None),
+          ((2, 3, 4, 5), (2, 4, 5), (3,)), ((3, 4, 5), (4, 5), None), ((2, 3, 4, 5), (2, 4, 5), (1, 3))]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nll_loss2d(mode: str) -> None:
+    """nll_loss2d forward and backward make check_inputs_nll_loss2d's checks (target and input ranks, weight size,
+    size mismatch), the forward its target/input dtype checks, the backward its total_weight and grad_output
+    checks, in CPU's order and words (were AssertionErrors or gather errors); a weight with one element per class
+    of any shape is read flat as on CPU (was a reshape error)."""
+    modes = (mode,)
+    few = (lambda cases: cases[1:2]) if mode == "compile" else (lambda cases: cases)
+    one = torch.ones(())
+    for x, t, w in few(_NLL2D):
+        weight = None if w is None else _r(*w).abs()
+        _same(aten.nll_loss2d_forward.default, _r(*x), _i(*t), weight, 1, -100, modes=modes)
+        _same(aten.nll_loss2d_backward.default, _r(*t), _r(*x), _i(*t), weight, 0, -100, one, modes=modes)
+        _same(aten.nll_loss2d_backward.default, _r(), _r(*x), _i(*t), weight, 1, -100, one, modes=modes)
+    if mode != "compile":
+        _same(aten.nll_loss2d_forward.default, _r(2, 3, 4, 5), _i(2, 4, 5, dtype=_I32), None, 1, -100, modes=modes)
+        _same(aten.nll_loss2d_forward.default, _r(2, 3, 4, 5).long(), _i(2, 4, 5), None, 1, -100, modes=modes)
+        _same(aten.nll_loss2d_backward.default, _r(3), _r(2, 3, 4, 5), _i(2, 4, 5), None, 1, -100, one, modes=modes)
+        _same(aten.nll_loss2d_backward.default, _r(2, 4, 4), _r(2, 3, 4, 5), _i(2, 4, 5), None, 0, -100, one,
+              modes=modes)
+        _same(aten.nll_loss2d_backward.default, _r(), _r(2, 3, 4, 5), _i(2, 4, 5), None, 1, -100, torch.ones(2),
+              modes=modes)

@@ -10,6 +10,8 @@ from typing import Any
 import torch
 from torch._decomp import get_decompositions
 
+from torchtpu.ops import loss_checks
+
 aten = torch.ops.aten
 
 ACCEPTED = [
@@ -57,37 +59,6 @@ def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
     return out_kernel
 
 
-def loss_args(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """ATen's reduction and beta/delta handling for the losses whose upstream decomposition differs: CPU's
-    smooth_l1_loss refuses a negative beta and (an internal assert) a reduction other than none/mean/sum, its
-    huber_loss takes any other reduction as none (the reference raised ValueError)."""
-    names = [a.name for a in op._schema.arguments]
-    at = names.index("reduction")
-
-    def get(args: tuple, kwargs: dict, name: str, default: Any) -> Any:
-        i = names.index(name)
-        return args[i] if i < len(args) else kwargs.get(name, default)
-
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        reduction = get(args, kwargs, "reduction", 1)
-        if op.overloadpacket is aten.smooth_l1_loss:
-            if get(args, kwargs, "beta", 1.0) < 0:
-                raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-            if reduction not in (0, 1, 2):
-                raise RuntimeError(f"smooth_l1_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction} "
-                                   "(CPU: reduction == Reduction::Mean || reduction == Reduction::Sum INTERNAL ASSERT "
-                                   "FAILED)")
-        elif reduction not in (0, 1, 2):
-            if at < len(args):
-                args = (*args[:at], 0, *args[at + 1:])
-            else:
-                kwargs = {**kwargs, "reduction": 0}
-        return fn(*args, **kwargs)
-
-    return kernel
-
-
-LOSS_ARGS = (aten.smooth_l1_loss, aten.huber_loss)
 
 
 def define_all(define: Callable[..., Any]) -> None:
@@ -99,8 +70,8 @@ def define_all(define: Callable[..., Any]) -> None:
     for op, fn in get_decompositions(ACCEPTED).items():
         if op in OUT_VIA_FUNCTIONAL:
             fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], "grad_input")
-        if op.overloadpacket in LOSS_ARGS:
-            fn = loss_args(op, fn)
+        if op.overloadpacket in loss_checks.WRAPPED:
+            fn = loss_checks.wrap(op, fn)
         record = TABLE.get(op)
         if record is not None and record.fn is not None:
             continue
