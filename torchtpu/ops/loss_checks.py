@@ -18,7 +18,8 @@ aten = torch.ops.aten
 def _reduction_args(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """ATen's reduction and beta/delta handling for the losses whose upstream decomposition differs: CPU's
     smooth_l1_loss refuses a negative beta and (an internal assert) a reduction other than none/mean/sum, its
-    huber_loss takes any other reduction as none (the reference raised ValueError)."""
+    huber_loss takes any other reduction as none (the reference raised ValueError), and huber_loss.out then
+    keeps the loss's first element, 0-d."""
     names = [a.name for a in op._schema.arguments]
     at = names.index("reduction")
     get = _getter(names)
@@ -32,6 +33,15 @@ def _reduction_args(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise RuntimeError(f"smooth_l1_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction} "
                                    "(CPU: reduction == Reduction::Mean || reduction == Reduction::Sum INTERNAL ASSERT "
                                    "FAILED)")
+        elif reduction not in (0, 1, 2) and op is aten.huber_loss.out:
+            # CPU's huber_loss_out computes the unreduced loss into out, "reduces" it with the unknown value (a
+            # no-op), resizes out to 0-d and copies the loss into it: it keeps the first element.
+            x, target, out = get(args, kwargs, "self"), get(args, kwargs, "target"), get(args, kwargs, "out")
+            loss = aten.huber_loss.default(x, target, 0, get(args, kwargs, "delta", 1.0))
+            out.resize_(())
+            if loss.numel():
+                out.copy_(loss.reshape(-1)[0])
+            return out
         elif reduction not in (0, 1, 2):
             if at < len(args):
                 args = (*args[:at], 0, *args[at + 1:])
