@@ -30,6 +30,7 @@ def cat(tensors: list[Sym], dim: int = 0) -> Sym:
 @lower(aten.index_select.default)
 def index_select(self: Sym, dim: int, index: Sym) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    index_checks.check_index_select(self, index)
     size = self.shape[d] if self.ndim else 1
     # CPU's kernel for dim 1 of a 2-D+ tensor (index_select_out_cpu_dim1_) checks with TORCH_CHECK, the others
     # with TORCH_CHECK_INDEX: the class follows it.
