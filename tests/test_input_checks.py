@@ -364,7 +364,8 @@ def test_index_select_index_checks() -> None:
     """index_select_out_cpu_'s vector, scalar-self and dtype checks (a 2-D index along dim 1 raised the device-side
     bounds check's RuntimeError where CPU raises IndexError first)."""
     x = _r(3, 4)
-    for dim, index in [(1, _i(2, 2)), (0, _i(2, 2)), (5, _i(2, 2)), (0, _i(2, dtype=torch.int16)), (1, _i(2, dtype=_I32))]:
+    for dim, index in [(1, _i(2, 2)), (0, _i(2, 2)), (5, _i(2, 2)), (0, _i(2, dtype=torch.int16)),
+                       (1, _i(2, dtype=_I32))]:
         _same(aten.index_select.default, x, dim, index, modes=("DEFER_NEVER", "DEFER_AND_FUSE"))
     _same(aten.index_select.default, _r(), 0, _i(2))
     _same(aten.index_select.default, _r(), 0, _i(1))
