@@ -369,3 +369,23 @@ def test_index_select_index_checks() -> None:
         _same(aten.index_select.default, x, dim, index, modes=("DEFER_NEVER", "DEFER_AND_FUSE"))
     _same(aten.index_select.default, _r(), 0, _i(2))
     _same(aten.index_select.default, _r(), 0, _i(1))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_conv_transpose_output_padding_and_ctc_targets(mode: str) -> None:
+    """A transposed convolution's output padding must be below its stride or dilation (CPU's shape check, a 1-D one
+    printed as 2-D; tpu gave a result), and ctc_loss's padded targets must be as wide as the longest target
+    (ctc_loss_allocate_outputs; tpu gave a result)."""
+    F, modes = torch.nn.functional, (mode,)
+    cases = [((1, 4, 5, 5), (4, 3, 3, 3), 2, 1, 1), ((1, 4, 5, 5), (4, 3, 3, 3), 1, 1, 2),
+             ((1, 4, 5, 5), (4, 3, 3, 3), (0, 1), (2, 1), 1), ((1, 4, 5), (4, 3, 3), 1, 1, 1),
+             ((1, 4, 5), (4, 3, 3), 1, 2, 1), ((1, 4, 3, 3, 3), (4, 3, 2, 2, 2), 1, 1, 1)]
+    for x, w, op, stride, dilation in (cases[:1] if mode == "compile" else cases):
+        conv = {3: F.conv_transpose1d, 4: F.conv_transpose2d, 5: F.conv_transpose3d}[len(x)]
+        with precision("HIGHEST"):
+            _same(conv, _r(*x), _r(*w), modes=modes, output_padding=op, stride=stride, dilation=dilation)
+    if mode != "compile":
+        log_probs = _r(5, 2, 4).log_softmax(2)
+        for targets, lengths in [(torch.ones(2, 3, dtype=torch.long), [3, 7]), (torch.ones(2, 3, dtype=torch.long),
+                                                                              [3, 2])]:
+            _same(F.ctc_loss, log_probs, targets, torch.tensor([5, 5]), torch.tensor(lengths), modes=modes)
