@@ -28,8 +28,12 @@ from torchtpu.drivers.ir import Program
 class ExecutionError(RuntimeError):
     """A runtime failure inside an executable, naming the op (by its index in the Program) that raised it.
 
-    An IndexError or ZeroDivisionError inside is also raised as that class (`except IndexError` catches an
-    out-of-range index on the device, as on CPU)."""
+    One class per builtin class the CPU kernel raises: an IndexError or ZeroDivisionError inside is raised as
+    IndexExecutionError / ZeroDivisionExecutionError, subclasses of that builtin (`except IndexError` catches an
+    out-of-range index on the device, as on CPU); anything else is a RuntimeError, as CPU's TORCH_CHECK.
+    `builtin` names the class CPU raises for the same input (what the fuzzer and the tests compare)."""
+
+    builtin: type[BaseException] = RuntimeError
 
     def __new__(cls, op_index: int, op_name: str, cause: BaseException) -> ExecutionError:
         if cls is ExecutionError:
@@ -40,13 +44,25 @@ class ExecutionError(RuntimeError):
         super().__init__(f"{type(cause).__name__}: {cause} (IR op #{op_index} {op_name})")
         self.op_index, self.op_name, self.cause = op_index, op_name, cause
 
+    @classmethod
+    def restated(cls, error: ExecutionError, message: str) -> ExecutionError:
+        """`error` (same class, op and cause) with `message` in place of its own: a deferred region's or a
+        compiled graph's report naming the user's op and line."""
+        out = ExecutionError(error.op_index, error.op_name, error.cause)
+        out.args = (message,)
+        return out
+
 
 class IndexExecutionError(ExecutionError, IndexError):
     """An index out of range on the device (ExecutionError and IndexError)."""
 
+    builtin = IndexError
+
 
 class ZeroDivisionExecutionError(ExecutionError, ZeroDivisionError):
     """An integer division by zero on the device (ExecutionError and ZeroDivisionError)."""
+
+    builtin = ZeroDivisionError
 
 
 _KEPT: dict[type, type] = {IndexError: IndexExecutionError, ZeroDivisionError: ZeroDivisionExecutionError}

@@ -48,6 +48,21 @@ def test_classifier_names_each_class():
         "cpu_unsupported"
 
 
+def test_classifier_takes_a_launch_error_as_the_builtin_it_subclasses():
+    """A device-side check raises the launch's ExecutionError class for the builtin CPU raises (IndexExecutionError
+    is an IndexError, ExecutionError a RuntimeError): the same class as CPU's, never a looser match."""
+    from torchtpu.drivers.base import ExecutionError
+
+    index = Outcome(error=ExecutionError(0, "check_index", IndexError("index 5 is out of range")))
+    runtime = Outcome(error=ExecutionError(0, "check_index", RuntimeError("index 5 is out of bounds")))
+    assert type(index.error).__name__ == "IndexExecutionError" and index.error.builtin is IndexError
+    assert _verdict(Outcome(error=IndexError("index out of range in self")), index) == "both_raise"
+    assert _verdict(Outcome(error=RuntimeError("index 5 is out of bounds")), runtime) == "both_raise"
+    assert _verdict(Outcome(error=RuntimeError("index 5 is out of bounds")), index) == "error_class"
+    assert _verdict(Outcome(error=IndexError("index out of range in self")), runtime) == "error_class"
+    assert _verdict(Outcome(error=NotImplementedError("x")), runtime) == "error_class"
+
+
 def test_classifier_compares_arguments_after_the_call():
     a = torch.zeros(2)
     cpu = Outcome(leaves=[], args_after=[torch.tensor([1.0, 1.0])])

@@ -1,6 +1,8 @@
 """Out-of-range indices raise as on CPU (never wrap, never drop a write): each index op checks ATen's rule for
 it (negative indices allowed only where ATen allows them) in DEFER_NEVER, at the flush in DEFER_AND_FUSE
-(naming the op and the user's line) and when a torch.compile graph runs; on the sim and the pjrt driver."""
+(naming the op and the user's line) and when a torch.compile graph runs; on the sim and the pjrt driver. The
+error's class is CPU's for the same input (the launch's IndexExecutionError is an IndexError, its ExecutionError a
+RuntimeError), in every mode."""
 
 from __future__ import annotations
 
@@ -48,6 +50,21 @@ CASES = {
                  "Target .* is out of bounds"),
     "embedding_bag": (lambda w, i: F.embedding_bag(i, w, torch.zeros(1, dtype=torch.long, device=i.device)),
                       torch.arange(6.0).reshape(3, 2), [[-1], [3]], RuntimeError, "valid range"),
+    # CPU's class depends on the kernel it picks: index_select along dim 1 (index_select_out_cpu_dim1_) and
+    # index_add along the first or last dim of a 2-D+ tensor with an int64 index and alpha 1 (index_put's path)
+    # raise RuntimeError, the others IndexError.
+    "index_select_dim1": (lambda x, i: x.index_select(1, i), torch.zeros(3, 4, 2), [[9], [-1]], RuntimeError,
+                          "out of range for dimension 1 with size 4"),
+    "index_select_dim2": (lambda x, i: x.index_select(2, i), torch.zeros(3, 4, 2), [[9]], IndexError,
+                          "out of range for dimension 2"),
+    "index_add_2d_dim0": (lambda x, i: x.index_add(0, i, torch.ones(i.numel(), 4, device=i.device)),
+                          torch.zeros(3, 4), [[9], [-1]], RuntimeError, "out of bounds for dimension 0 with size 3"),
+    "index_add_3d_dim1": (lambda x, i: x.index_add(1, i, torch.ones(3, i.numel(), 2, device=i.device)),
+                          torch.zeros(3, 4, 2), [[9]], IndexError, "out of range for dimension 1"),
+    "index_add_alpha": (lambda x, i: x.index_add(0, i, torch.ones(i.numel(), 4, device=i.device), alpha=2),
+                        torch.zeros(3, 4), [[9]], IndexError, "out of range for dimension 0"),
+    "index_add_int32": (lambda x, i: x.index_add(1, i.int(), torch.ones(3, i.numel(), device=i.device)),
+                        torch.zeros(3, 4), [[9]], IndexError, "out of range for dimension 1"),
 }
 GOOD = {"getitem": [-1], "take": [-1], "index_put": [-1], "index_fill": [-1], "put": [-1]}  # ATen allows these
 
@@ -56,15 +73,14 @@ def _on(x: torch.Tensor, device: str) -> torch.Tensor:
     return x.to(device)
 
 
-def _driver() -> str:
-    from torchtpu.runtime import driver_name_from_env
+def _raises_as_cpu(info: pytest.ExceptionInfo, cls: type) -> None:
+    """The error is CPU's class: a launch's ExecutionError subclasses exactly the builtin CPU raises (an
+    IndexExecutionError is an IndexError, a plain ExecutionError a RuntimeError and not an IndexError)."""
+    from torchtpu.drivers.base import ExecutionError
 
-    return driver_name_from_env()
-
-
-def _expected(cls: type) -> type:
-    # pjrt launches go through the deferred path, whose errors are RuntimeErrors naming the op's line
-    return cls if _driver() == "sim" else RuntimeError
+    err = info.value
+    assert isinstance(err, cls), f"{type(err).__name__}, CPU raises {cls.__name__}"
+    assert (err.builtin if isinstance(err, ExecutionError) else type(err)) is cls, type(err).__mro__
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -83,24 +99,30 @@ def test_bad_index_raises_like_cpu_in_defer_never(tpu, name):
         idx = torch.tensor(bad)
         with pytest.raises(cls):
             fn(x, idx)  # the CPU reference raises the same class
-        with pytest.raises(_expected(cls), match=pattern):
+        with pytest.raises(cls, match=pattern) as info:
             fn(_on(x, "tpu"), _on(idx, "tpu")).cpu()
+        _raises_as_cpu(info, cls)
 
 
-@pytest.mark.parametrize("name", ["embedding", "gather", "getitem_2d", "index_put", "nll_loss", "scatter"])
-def test_bad_index_raises_at_the_flush_naming_op_and_line(tpu, name):
+@pytest.mark.parametrize("name", ["embedding", "gather", "getitem_2d", "index_put", "nll_loss", "scatter",
+                                  "index_add_2d_dim0", "index_add_3d_dim1", "index_select_dim1", "index_fill"])
+@pytest.mark.parametrize("mode", ["DEFER_AND_FUSE", "LAUNCH_BLOCKING"])
+def test_bad_index_raises_at_the_flush_naming_op_and_line(tpu, name, mode):
     fn, x, bads, cls, pattern = CASES[name]
     xt, idx = _on(x, "tpu"), _on(torch.tensor(bads[0]), "tpu")
-    with torch.tpu.eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE):
-        out = fn(xt, idx) * 2  # recorded, not run: the bad index is only known on the device
-        with pytest.raises(RuntimeError, match=pattern) as info:
+    with torch.tpu.eager_mode(mode):
+        with pytest.raises(cls, match=pattern) as info:
+            out = fn(xt, idx) * 2  # DEFER_AND_FUSE records it: the bad index is only known on the device
             out.cpu()
-    assert "test_index_checks.py" in str(info.value)
+    _raises_as_cpu(info, cls)
+    if mode == "DEFER_AND_FUSE":
+        assert "test_index_checks.py" in str(info.value)
     torch.tpu.synchronize()
     assert (fn(xt, torch.zeros_like(idx)).cpu() == fn(x, torch.zeros_like(idx.cpu()))).all()  # usable after
 
 
-@pytest.mark.parametrize("name", ["embedding", "gather", "getitem_2d", "index_put", "nll_loss", "index_select"])
+@pytest.mark.parametrize("name", ["embedding", "gather", "getitem_2d", "index_put", "nll_loss", "index_select",
+                                  "index_add_2d_dim0", "index_select_dim1"])
 def test_bad_index_raises_under_compile(tpu, name):
     fn, x, bads, cls, pattern = CASES[name]
     torch._dynamo.reset()
@@ -108,8 +130,9 @@ def test_bad_index_raises_under_compile(tpu, name):
     xt = _on(x, "tpu")
     good = _on(torch.tensor(GOOD.get(name, [0])), "tpu")
     torch.testing.assert_close(compiled(xt, good).cpu(), fn(x, good.cpu()))
-    with pytest.raises(_expected(cls), match=pattern) as info:
+    with pytest.raises(cls, match=pattern) as info:
         compiled(xt, _on(torch.tensor(bads[0]), "tpu")).cpu()
+    _raises_as_cpu(info, cls)
     assert "test_index_checks.py" in str(info.value)
 
 

@@ -88,13 +88,16 @@ def test_matches_cpu(tpu, name, mode):
     check_like_cpu(got, want)
 
 
+@pytest.mark.parametrize("op", [aten.huber_loss_backward.out, aten.smooth_l1_loss_backward.grad_input])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
-def test_huber_loss_backward_out_writes_its_out_tensor(tpu, dtype):
-    """Upstream's out= decomposition casts the out tensor for opmath: a half out= was written in a float32 copy
-    and left with its [0] shape. The functional decomposition is copied into it instead."""
+def test_loss_backward_out_writes_its_out_tensor(tpu, dtype, op):
+    """Upstream's out= decompositions cast the out tensor for opmath: a half out= was written in a float32 copy
+    and left with its [0] shape (or its old values: the fuzzer's smooth_l1 0-d finding). The functional
+    decomposition is copied into it instead."""
     g, x, t = _g(2, 5, 3, dtype=dtype), _g(1, 1, 1, dtype=dtype, seed=1), _g(2, 1, 1, dtype=dtype, seed=2)
-    want = aten.huber_loss_backward.out(g, x, t, 1, 0.5, grad_input=torch.empty(0, dtype=dtype))
-    out = torch.empty(0, dtype=dtype, device=tpu)
-    got = aten.huber_loss_backward.out(g.to(tpu), x.to(tpu), t.to(tpu), 1, 0.5, grad_input=out)
-    assert got is out
-    check_like_cpu(out.cpu(), want)
+    for shape in [(0,), (2, 5, 3)]:
+        want = op(g, x, t, 1, 0.5, grad_input=torch.full(shape, 7.0, dtype=dtype))
+        out = torch.full(shape, 7.0, dtype=dtype, device=tpu)
+        got = op(g.to(tpu), x.to(tpu), t.to(tpu), 1, 0.5, grad_input=out)
+        assert got is out
+        check_like_cpu(out.cpu(), want)

@@ -497,7 +497,9 @@ def _fail(region: _Region, stage: _Stage, exc: BaseException, raised_at_call: bo
             poison.discard(k for s in done for k in [_key(region.slots[s].holder)] if k in added or s in covered)
     if interrupted:
         raise exc
-    cause = exc.cause if isinstance(exc, ExecutionError | BuildError) else exc
+    if isinstance(exc, ExecutionError):  # a check on the device: the class CPU raises (IndexError, ...)
+        raise ExecutionError.restated(exc, message) from exc.cause
+    cause = exc.cause if isinstance(exc, BuildError) else exc
     raise RuntimeError(message) from cause
 
 

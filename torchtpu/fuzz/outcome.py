@@ -2,7 +2,8 @@
 
 Classes (a mismatch is anything but `ok` and `both_raise`):
   ok            both ran; outputs and every tensor argument afterwards equal within tolerance
-  both_raise    both raised the same exception class
+  both_raise    both raised the same exception class (a launch's ExecutionError stands for the builtin it
+                subclasses: IndexExecutionError is CPU's IndexError with the op and line added)
   error_class   both raised, different classes
   cpu_raises    CPU raised (a shape/value check) and tpu ran: a check tpu skips
   tpu_raises    tpu raised where CPU ran
@@ -25,6 +26,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten
 
+from torchtpu.drivers.base import ExecutionError
 from torchtpu.fuzz.args import Call, TensorArg
 from torchtpu.fuzz.overloads import is_random, undefined_values
 
@@ -197,7 +199,7 @@ def classify(call: Call, cpu: Outcome, tpu: Outcome, reference: Callable[[], Out
     if isinstance(tpu.error, CallTimeout):
         return Verdict("timeout", str(tpu.error))
     if cpu.error is not None and tpu.error is not None:
-        if type(cpu.error).__name__ == type(tpu.error).__name__:
+        if type(cpu.error).__name__ == _class_name(tpu.error):
             return Verdict("both_raise")
         return Verdict("error_class", f"cpu {type(cpu.error).__name__}: {_first_line(cpu.error)} | tpu "
                                       f"{type(tpu.error).__name__}: {_first_line(tpu.error)}")
@@ -245,6 +247,12 @@ def _cpu_lacks_kernel(e: BaseException) -> bool:
     mismatch (CUDA too covers dtypes CPU does not)."""
     text = str(e)
     return isinstance(e, NotImplementedError) and ("not implemented for" in text or "Could not run" in text)
+
+
+def _class_name(e: BaseException) -> str:
+    """The class a tpu error stands for: a launch's ExecutionError is the builtin CPU raises (its `builtin`,
+    IndexError for IndexExecutionError, ...) with the op's context added; any other error is its own class."""
+    return e.builtin.__name__ if isinstance(e, ExecutionError) else type(e).__name__
 
 
 def _first_line(e: BaseException) -> str:

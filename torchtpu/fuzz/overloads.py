@@ -54,6 +54,14 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         _eval_without_stats,
         "CPU segfaults (torch 2.13) on _native_batch_norm_legit.no_stats with training=False: eval mode reads the "
         "running stats this overload has none of (fuzz seed 0 call 3)"),
+    "aten::_pdist_forward*": (
+        lambda call: len(call.args) > 0 and hasattr(call.args[0], "base") and call.args[0].base.dim() != 2,
+        "CPU's _pdist_forward kernel segfaults (torch 2.13) on an input that is not 2-D (fuzz seed 11 call 1: "
+        "float32[4, 1, 0, 5]); torch.pdist checks the rank before calling it"),
+    "aten::smooth_l1_loss_backward*": (
+        lambda call: _integer_tensors(call) and len(call.args) > 4 and abs(call.args[4]) < 1,
+        "CPU's smooth_l1_loss_backward kernel divides by beta cast to the integer dtype: SIGFPE for integer tensors "
+        "with |beta| < 1 (torch 2.13; fuzz seed 11 call 1: int64, beta 0.357); a backward has no integer use"),
     "aten::_segment_reduce_backward*": (
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "

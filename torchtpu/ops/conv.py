@@ -108,6 +108,18 @@ def _out_dtype(x: Sym, w: Sym) -> torch.dtype:
     return result
 
 
+def _check_output_padding(op: list[int], stride: list[int], dilation: list[int]) -> None:
+    """CPU's transposed-convolution shape check (slow_conv_transpose*_shape_check); a 1-D one runs as 2-D."""
+    if all(o < s or o < d for o, s, d in zip(op, stride, dilation)):
+        return
+    names = {1: ["height", "width"], 2: ["height", "width"], 3: ["depth", "height", "width"]}[len(op)]
+    if len(op) == 1:
+        op, stride, dilation = [0, *op], [1, *stride], [1, *dilation]
+    got = [f"{kind}_{name}: {v}" for kind, values in (("output_padding", op), ("stride", stride),
+                                                     ("dilation", dilation)) for name, v in zip(names, values)]
+    raise RuntimeError("output padding must be smaller than either stride or dilation, but got " + " ".join(got))
+
+
 @lower(aten.convolution_overrideable.default)
 @lower(aten.convolution.default, graph_only=True)
 def convolution(input: Sym, weight: Sym, bias: Sym | None, stride: list[int], padding: list[int],  # noqa: A002
@@ -121,6 +133,7 @@ def convolution(input: Sym, weight: Sym, bias: Sym | None, stride: list[int], pa
         y = _conv(x, w, stride, [(p, p) for p in padding], (1,) * n, dilation, groups, dtype)
     else:
         op = _expand(output_padding, n)
+        _check_output_padding(op, stride, dilation)
         sizes = [(x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (w.shape[2 + i] - 1) + op[i] + 1
                  for i in range(n)]
         y = _adjoint(x, w, stride, padding, dilation, groups, sizes, dtype)

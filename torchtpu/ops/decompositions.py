@@ -10,6 +10,8 @@ from typing import Any
 import torch
 from torch._decomp import get_decompositions
 
+from torchtpu.ops import loss_checks
+
 aten = torch.ops.aten
 
 ACCEPTED = [
@@ -38,7 +40,8 @@ ACCEPTED = [
 # out= decompositions upstream wraps in pw_cast_for_opmath, which casts the out tensor too: a float16/bfloat16
 # out= was written in a float32 copy and left as it was (its [0] shape, its old values). These run the
 # functional decomposition and copy into the out tensor (exact dtype, as CPU's kernel checks).
-OUT_VIA_FUNCTIONAL = {aten.huber_loss_backward.out: aten.huber_loss_backward.default}
+OUT_VIA_FUNCTIONAL = {aten.huber_loss_backward.out: aten.huber_loss_backward.default,
+                      aten.smooth_l1_loss_backward.grad_input: aten.smooth_l1_loss_backward.default}
 
 
 def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
@@ -56,6 +59,8 @@ def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
     return out_kernel
 
 
+
+
 def define_all(define: Callable[..., Any]) -> None:
     """Makes a "decomposition" record for each overload of an ACCEPTED packet that upstream decomposes and that
     has no eager record of its own (a lowering of the overload, or its derived in-place / out= sibling, is the
@@ -65,6 +70,8 @@ def define_all(define: Callable[..., Any]) -> None:
     for op, fn in get_decompositions(ACCEPTED).items():
         if op in OUT_VIA_FUNCTIONAL:
             fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], "grad_input")
+        if op.overloadpacket in loss_checks.WRAPPED:
+            fn = loss_checks.wrap(op, fn)
         record = TABLE.get(op)
         if record is not None and record.fn is not None:
             continue

@@ -221,3 +221,13 @@ def check_scatter(self: Any, dim: int, index: Any, src: Any) -> None:
                            f"apart from dimension {dim}{tail}")
     if src is not None and max(src.ndim, 1) != max(index.ndim, 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+
+
+def check_index_select(self: Any, index: Any) -> None:
+    """index_select_out_cpu_'s checks after wrapping the dim, in its order and classes."""
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if self.ndim == 0 and index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
+    if index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")

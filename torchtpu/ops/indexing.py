@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits
-from torchtpu.ops import index_checks
+from torchtpu.ops import arg_checks, index_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
@@ -19,10 +19,10 @@ aten = torch.ops.aten
 
 @lower(aten.cat.default)
 def cat(tensors: list[Sym], dim: int = 0) -> Sym:
+    d = arg_checks.check_cat(tensors, dim)
     parts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
-    if not parts:
+    if d is None:
         return tensors[0]
-    d = P.canon_dim(dim, parts[0].ndim)
     _, result = P.result_dtype(*parts, kind=P.Kind.NO_OPMATH)
     return P.concat([P.convert(t, result) for t in parts], d)
 
@@ -30,10 +30,15 @@ def cat(tensors: list[Sym], dim: int = 0) -> Sym:
 @lower(aten.index_select.default)
 def index_select(self: Sym, dim: int, index: Sym) -> Sym:
     d = P.canon_dim(dim, self.ndim)
+    index_checks.check_index_select(self, index)
     size = self.shape[d] if self.ndim else 1
+    # CPU's kernel for dim 1 of a 2-D+ tensor (index_select_out_cpu_dim1_) checks with TORCH_CHECK, the others
+    # with TORCH_CHECK_INDEX: the class follows it.
+    rt = self.ndim > 1 and d == 1
     idx = P.check_index(P.reshape(index, (index.numel(),)), size,
                         f"index_select(): index {{}} is out of range for dimension {d} with size {size} "
-                        "(index out of range in self)")
+                        f"({'INDICES element is out of DATA bounds' if rt else 'index out of range in self'})",
+                        error="RuntimeError" if rt else "IndexError")
     if self.ndim == 0:
         return P.reshape(P.emit1("index_select", [P.reshape(self, (1,)), idx], dimension=0), ())
     return P.emit1("index_select", [self, idx], dimension=d)
@@ -112,8 +117,13 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
     d = index_checks.check_index_func("index_add", self, dim, index, source)
     src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
     size = self.shape[d] if self.ndim else 1
-    index = P.check_index(index, size, f"index_add(): index {{}} is out of range for dimension {d} with size "
-                                       f"{size} (index out of range in self)")
+    # CPU (index_add_cpu_) takes index_put's accumulate path, whose check is a RuntimeError, for an int64 index
+    # with alpha 1 along the first or last dim of a 2-D+ tensor; its slice loop's TORCH_CHECK_INDEX otherwise.
+    put = self.ndim > 1 and d in (0, self.ndim - 1) and index.dtype == torch.int64 and known(alpha) and alpha == 1
+    index = P.check_index(index, size, (f"index_add(): index {{}} is out of bounds for dimension {d} with size {size}"
+                                        if put else f"index_add(): index {{}} is out of range for dimension {d} "
+                                                    f"with size {size} (index out of range in self)"),
+                          error="RuntimeError" if put else "IndexError")
     if self.ndim == 0:
         out = P.emit1("index_add", [P.reshape(self, (1,)), P.reshape(index, (index.numel(),)),
                                     P.reshape(src, (index.numel(),))], dimension=0)

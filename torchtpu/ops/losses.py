@@ -489,6 +489,11 @@ def _ctc_check(log_probs: Sym) -> None:
 def ctc_loss(log_probs: Sym, targets: Sym, input_lengths: list[int], target_lengths: list[int], blank: int = 0,
              zero_infinity: bool = False) -> tuple[Sym, Sym]:
     _ctc_check(log_probs)
+    longest = max(target_lengths, default=0)
+    if targets.ndim == 2 and targets.shape[1] < longest:  # CPU's ctc_loss_allocate_outputs check
+        raise RuntimeError(f"Expected tensor to have size at least {longest} at dimension 1, but got size "
+                           f"{targets.shape[1]} for argument #2 'targets' (while checking arguments for "
+                           "ctc_loss_allocate_outputs)")
     ctc = _Ctc(log_probs, targets, input_lengths, target_lengths, blank)
     alphas = ctc.alphas()
     final = alphas[-1]

@@ -1,5 +1,5 @@
-"""Lowerings of the matmul family onto the MXU (dot_general): mm, bmm, addmm, baddbmm, addbmm, mv, dot,
-_grouped_mm."""
+"""Lowerings of the matmul family onto the MXU (dot_general): mm, bmm, addmm, baddbmm, addbmm, mv, addmv, dot,
+_grouped_mm; each makes ATen's rank, size and dtype checks first, in its order, class and words."""
 
 from __future__ import annotations
 
@@ -22,14 +22,23 @@ def mxu_dtypes(op: str, *operands: Sym | None) -> None:
             check_family(x.dtype, op, "matmul, conv (MXU)")
 
 
-def _check_2d(name: str, a: Sym, b: Sym) -> None:
-    if a.ndim != 2 or b.ndim != 2:
-        raise RuntimeError(f"{name}: expected 2D tensors, got {a.ndim}D and {b.ndim}D")
+def _check_shapes_multiply(mat1: Sym, mat2: Sym) -> None:
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
 
 
 @lower(aten.mm.default)
 def mm(self: Sym, mat2: Sym) -> Sym:
-    _check_2d("mm", self, mat2)
+    # ATen's mm meta function, in its order: ranks, inner sizes, then the dtypes.
+    if self.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    _check_shapes_multiply(self, mat2)
+    if self.dtype != mat2.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {aten_meta_name(self.dtype)} != "
+                           f"{aten_meta_name(mat2.dtype)}")
     mxu_dtypes("aten::mm", self, mat2)
     return P.matmul(self, mat2)
 
@@ -102,7 +111,16 @@ def _scale_add(bias: Sym, product: Sym, beta: Any, alpha: Any) -> Sym:
 
 @lower(aten.addmm.default)
 def addmm(self: Sym, mat1: Sym, mat2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
-    _check_2d("addmm", mat1, mat2)
+    # ATen's addmm meta function (ranks, dtypes, inner sizes), then its CPU kernel's expand of self.
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if m.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+    for name, m in (("self", self), ("mat1", mat1)):
+        if m.dtype != mat2.dtype:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got {aten_type_name(m.dtype)} and "
+                               f"{aten_type_name(mat2.dtype)}")
+    _check_shapes_multiply(mat1, mat2)
+    _check_expand(self, [mat1.shape[0], mat2.shape[1]])
     mxu_dtypes("aten::addmm", self, mat1, mat2)
     return _scale_add(self, P.matmul(mat1, mat2), beta, alpha)
 
@@ -137,14 +155,34 @@ def addbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 1
     return _scale_add(self, product, beta, alpha)
 
 
+def _check_addmv(self_ndim: int, self_shape: tuple[int, ...], self_dtype: torch.dtype, mat: Sym, vec: Sym) -> None:
+    """ATen's addmv checks in its order (ranks, sizes, dtypes); mv runs them with its result (mat.size(0) of
+    vec's dtype) as self."""
+    if not (mat.ndim == 2 and vec.ndim == 1 and self_ndim <= 1):
+        raise RuntimeError(f"vector + matrix @ vector expected, got {self_ndim}, {mat.ndim}, {vec.ndim}")
+    numel = 1
+    for n in self_shape:
+        numel *= n
+    if mat.shape[1] != vec.shape[0] or not (mat.shape[0] == numel or numel == 1):
+        got = self_shape[0] if self_shape else ""
+        raise RuntimeError(f"size mismatch, got input ({got}), mat ({mat.shape[0]}x{mat.shape[1]}), vec "
+                           f"({vec.shape[0]})")
+    if not (self_dtype == mat.dtype == vec.dtype):
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {aten_type_name(self_dtype)}, "
+                           f"{aten_type_name(mat.dtype)}, and {aten_type_name(vec.dtype)}")
+
+
 @lower(aten.mv.default)
 def mv(self: Sym, vec: Sym) -> Sym:
+    rows = _size(self, 0)  # ATen sizes its result first: a 0-d matrix is an IndexError
+    _check_addmv(1, (rows,), vec.dtype, self, vec)
     mxu_dtypes("aten::mv", self, vec)
     return P.reshape(P.matmul(self, P.reshape(vec, (vec.shape[0], 1))), (self.shape[0],))
 
 
 @lower(aten.addmv.default)
 def addmv(self: Sym, mat: Sym, vec: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
+    _check_addmv(self.ndim, tuple(self.shape), self.dtype, mat, vec)
     mxu_dtypes("aten::addmv", self, mat, vec)
     return _scale_add(self, mv(mat, vec), beta, alpha)
 

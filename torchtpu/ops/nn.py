@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from torchtpu.ops import arg_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
@@ -148,6 +149,7 @@ def native_layer_norm_backward(grad_out: Sym, input: Sym, normalized_shape: list
 @lower(aten.embedding.default)
 def embedding(weight: Sym, indices: Sym, padding_idx: int = -1, scale_grad_by_freq: bool = False,
               sparse: bool = False) -> Sym:
+    arg_checks.check_embedding(weight, indices)
     n = weight.shape[0]
     flat = P.check_index(P.reshape(indices, (indices.numel(),)), n,
                          f"embedding(): index {{}} is out of range for a weight of {n} rows (index out of range "
@@ -159,6 +161,7 @@ def embedding(weight: Sym, indices: Sym, padding_idx: int = -1, scale_grad_by_fr
 @lower(aten.embedding_dense_backward.default)
 def embedding_dense_backward(grad_output: Sym, indices: Sym, num_weights: int, padding_idx: int,
                              scale_grad_by_freq: bool) -> Sym:
+    arg_checks.check_embedding_backward(grad_output, indices, num_weights)
     dim = grad_output.shape[-1]
     flat_idx = P.reshape(indices, (indices.numel(),))
     grads = _f32(P.reshape(grad_output, (indices.numel(), dim)))
@@ -247,6 +250,9 @@ def nll_loss_backward(grad_output: Sym, self: Sym, target: Sym, weight: Sym | No
 
 @lower(aten.mse_loss.default)
 def mse_loss(self: Sym, target: Sym, reduction: int = 1) -> Sym:
+    if reduction not in (0, 1, 2):  # CPU: an internal assert (RuntimeError); any other value gave a sum here
+        raise RuntimeError(f"mse_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction} (CPU: "
+                           "reduction == Reduction::Mean || reduction == Reduction::Sum INTERNAL ASSERT FAILED)")
     d = self - target
     sq = d * d
     if reduction == 0:
@@ -263,6 +269,9 @@ def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) 
     # norm * (self - target) * grad_output, cast to grad_input = zeros_like(self)'s dtype
     norm = 2.0 / self.numel() if reduction == 1 and self.numel() else (math.inf if reduction == 1 else 2.0)
     (x, t, g), common = promoted(self, target, grad_output)
+    if not torch.can_cast(common, self.dtype):  # the TensorIterator's output is zeros_like(self)
+        raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
+                           f"{aten_type_name(self.dtype)}")
     return P.convert(P.convert(norm, common) * (x - t) * g, self.dtype)
 
 

@@ -1,0 +1,128 @@
+"""ATen's argument checks and handling for the losses torchtpu runs by an upstream decomposition
+(decompositions.ACCEPTED), where the decomposition differs from CPU's kernel: smooth_l1_loss's beta and reduction,
+huber_loss's reduction, nll_loss2d's ranks, sizes, weight, dtypes and (backward) grad_output / total_weight. Eager
+mode and torch.compile wrap the same decomposition with `wrap`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchtpu.ops.tracing import aten_type_name
+
+aten = torch.ops.aten
+
+
+def _reduction_args(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """ATen's reduction and beta/delta handling for the losses whose upstream decomposition differs: CPU's
+    smooth_l1_loss refuses a negative beta and (an internal assert) a reduction other than none/mean/sum, its
+    huber_loss takes any other reduction as none (the reference raised ValueError), and huber_loss.out then
+    keeps the loss's first element, 0-d."""
+    names = [a.name for a in op._schema.arguments]
+    at = names.index("reduction")
+    get = _getter(names)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        reduction = get(args, kwargs, "reduction", 1)
+        if op.overloadpacket is aten.smooth_l1_loss:
+            if get(args, kwargs, "beta", 1.0) < 0:
+                raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+            if reduction not in (0, 1, 2):
+                raise RuntimeError(f"smooth_l1_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction} "
+                                   "(CPU: reduction == Reduction::Mean || reduction == Reduction::Sum INTERNAL ASSERT "
+                                   "FAILED)")
+        elif reduction not in (0, 1, 2) and op is aten.huber_loss.out:
+            # CPU's huber_loss_out computes the unreduced loss into out, "reduces" it with the unknown value (a
+            # no-op), resizes out to 0-d and copies the loss into it: it keeps the first element.
+            x, target, out = get(args, kwargs, "self"), get(args, kwargs, "target"), get(args, kwargs, "out")
+            loss = aten.huber_loss.default(x, target, 0, get(args, kwargs, "delta", 1.0))
+            out.resize_(())
+            if loss.numel():
+                out.copy_(loss.reshape(-1)[0])
+            return out
+        elif reduction not in (0, 1, 2):
+            if at < len(args):
+                args = (*args[:at], 0, *args[at + 1:])
+            else:
+                kwargs = {**kwargs, "reduction": 0}
+        return fn(*args, **kwargs)
+
+    return kernel
+
+
+
+
+def _getter(names: list[str]) -> Callable[[tuple, dict, str, Any], Any]:
+    def get(args: tuple, kwargs: dict, name: str, default: Any = None) -> Any:
+        i = names.index(name)
+        return args[i] if i < len(args) else kwargs.get(name, default)
+
+    return get
+
+
+def _check_nll_loss2d(x: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None) -> None:
+    """check_inputs_nll_loss2d (LossNLL2d.cpp), in its order and words."""
+    if target.dim() != 3:
+        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of dimension: "
+                           f"{target.dim()}")
+    if x.dim() != 4:
+        raise RuntimeError(f"only batches of spatial inputs supported (4D tensors), but got input of dimension: "
+                           f"{x.dim()}")
+    if weight is not None and weight.numel() != x.shape[1]:
+        raise RuntimeError("weight tensor should be defined either for all or no classes")
+    if (x.shape[0], x.shape[2], x.shape[3]) != tuple(target.shape):
+        raise RuntimeError(f"size mismatch (got input: {list(x.shape)} , target: {list(target.shape)}")
+
+
+def _nll_loss2d_args(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """CPU's nll_loss2d checks before the decomposition (whose own checks are AssertionErrors or gather errors);
+    a weight of any shape with one element per class is read flat, as CPU's kernel reads it."""
+    names = [a.name for a in op._schema.arguments]
+    get = _getter(names)
+    backward = op.overloadpacket is aten.nll_loss2d_backward
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        x, target, weight = get(args, kwargs, "self"), get(args, kwargs, "target"), get(args, kwargs, "weight")
+        _check_nll_loss2d(x, target, weight)
+        if backward:
+            total, grad = get(args, kwargs, "total_weight"), get(args, kwargs, "grad_output")
+            if total.numel() != 1:
+                raise RuntimeError(f"expected total_weight to be a single element tensor, got: {list(total.shape)} "
+                                   f"({total.numel()} elements)")
+            if get(args, kwargs, "reduction") == 0:
+                if grad.dim() != 3:
+                    raise RuntimeError(f"grad_output must have same dimension as target (3) but got dimension: "
+                                       f"{list(grad.shape)}")
+                if tuple(grad.shape) != tuple(target.shape):
+                    raise RuntimeError(f"size mismatch (got grad_output: {list(grad.shape)} target: "
+                                       f"{list(target.shape)}")
+            elif grad.numel() != 1:
+                raise RuntimeError(f"Expected a single element grad_output tensor, but got: {list(grad.shape)}")
+        else:
+            if target.dtype not in (torch.int64, torch.uint8):
+                raise RuntimeError(f"expected target dtype to be Long or Byte, but got {aten_type_name(target.dtype)}")
+            if not x.dtype.is_floating_point:
+                raise NotImplementedError(f"\"nll_loss2d_forward_out_frame\" not implemented for "
+                                          f"'{aten_type_name(x.dtype)}'")
+        if weight is not None and weight.dim() != 1:
+            i = names.index("weight")
+            flat = weight.reshape(-1)
+            if i < len(args):
+                args = (*args[:i], flat, *args[i + 1:])
+            else:
+                kwargs = {**kwargs, "weight": flat}
+        return fn(*args, **kwargs)
+
+    return kernel
+
+
+_WRAPPERS = {aten.smooth_l1_loss: _reduction_args, aten.huber_loss: _reduction_args,
+             aten.nll_loss2d_forward: _nll_loss2d_args, aten.nll_loss2d_backward: _nll_loss2d_args}
+WRAPPED = frozenset(_WRAPPERS)
+
+
+def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (op's upstream decomposition) behind CPU's argument checks and handling for op."""
+    return _WRAPPERS[op.overloadpacket](op, fn)
