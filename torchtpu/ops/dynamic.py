@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution import eager
+from torchtpu.ops import host_index
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.sorting import sort_dim
@@ -92,11 +93,12 @@ def _masked_rows(self: Sym, mask: Sym, *, size: int) -> Sym:
 
 
 def masked_select(self: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    mask = host_index.to_device_of(self, mask)
     count = int(eager.run("aten::masked_select.count", _masked_count, (self, mask), {}).item())
     return eager.run("aten::masked_select", _masked_rows, (self, mask), {"size": count})
 
 
-@lower(aten.masked_scatter.default)
+@lower(aten.masked_scatter.default, prepare=host_index.MASK_AT_1)
 def masked_scatter(self: Sym, mask: Sym, source: Sym) -> Sym:
     x, m = _broadcast_pair(self, mask)
     flat_m = P.reshape(m, (m.numel(),))
