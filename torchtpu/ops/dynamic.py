@@ -179,8 +179,27 @@ def _unique_rows(self: Sym, *, size: int, sort: bool, inverse: bool, counts: boo
     return out, inv, cnt
 
 
+def _unique_dim_count(self: Sym, *, dim: int) -> Sym:
+    """(number of unique slices along `dim`, 1 if any element is NaN else 0): one read for both."""
+    nan = P.reduce(P.reshape(P.compare("NE", self, self), (self.numel(),)), "or", (0,))
+    count = _unique_count(self, sort=True, dim=dim)
+    return P.concat([P.reshape(count, (1,)), P.reshape(P.convert(nan, torch.int64), (1,))], 0)
+
+
 def _unique(self: torch.Tensor, sort: bool, inverse: bool, counts: bool, dim: int | None = None
             ) -> tuple[torch.Tensor, ...]:
+    if dim is not None and self.numel():
+        inverse = counts = True  # ATen's kernels over slices always return both (empty only for an empty input)
+    if sort and dim is not None and self.is_floating_point() and self.numel():
+        size, nan = eager.run("aten::unique_dim.count", _unique_dim_count, (self,), {"dim": dim}).tolist()
+        if nan:
+            # ATen sorts the slices with a `<` comparator that NaN makes no strict weak order; the order std::sort
+            # then leaves (which slices stay apart, where NaN slices land) is its algorithm's, so CPU's kernel
+            # computes this case; the results are copied back to the device.
+            out = torch.unique(self.cpu(), sorted=True, return_inverse=True, return_counts=True, dim=dim)
+            return tuple(t.to(self.device) for t in out)
+        return eager.run("aten::unique", _unique_rows, (self,),
+                         {"size": size, "sort": sort, "inverse": inverse, "counts": counts, "dim": dim})
     size = int(eager.run("aten::unique.count", _unique_count, (self,), {"sort": sort, "dim": dim}).item())
     return eager.run("aten::unique", _unique_rows, (self,),
                      {"size": size, "sort": sort, "inverse": inverse, "counts": counts, "dim": dim})
