@@ -4,6 +4,8 @@ with a comparator NaN breaks (ops/dynamic.py takes CPU's kernel for that case)."
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -60,3 +62,20 @@ def test_inverse_and_counts_always_returned(op: str, name: str) -> None:
         (lambda t: torch.ops.aten.unique_consecutive(t, dim=dim))
     for g, w in zip(call(x.to("tpu")), call(x), strict=True):
         torch.testing.assert_close(g.cpu(), w, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", ["unique_dim", "unique_consecutive"])
+@pytest.mark.parametrize(("shape", "dim"), [((5, 0, 0), 1), ((5, 0, 5), 2), ((2, 0), 0), ((0, 2, 0), 1), ((3, 0, 2), 1),
+                                            ((3, 0, 2), -2)])
+def test_empty_input_checks(op: str, shape: tuple[int, ...], dim: int) -> None:
+    """An empty input: CPU's errors for more than one zero-sized dim or a zero-sized dim not selected."""
+    call = (lambda t: torch.ops.aten.unique_dim(t, dim, True, True, True)) if op == "unique_dim" else \
+        (lambda t: torch.ops.aten.unique_consecutive(t, True, True, dim))
+    try:
+        want = call(torch.empty(shape))
+    except RuntimeError as exc:
+        with pytest.raises(RuntimeError, match=re.escape(str(exc).strip())):
+            call(torch.empty(shape, device="tpu"))
+        return
+    for g, w in zip(call(torch.empty(shape, device="tpu")), want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype

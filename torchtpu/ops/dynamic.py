@@ -188,6 +188,11 @@ def _unique_dim_count(self: Sym, *, dim: int) -> Sym:
 
 def _unique(self: torch.Tensor, sort: bool, inverse: bool, counts: bool, dim: int | None = None
             ) -> tuple[torch.Tensor, ...]:
+    if dim is not None and not self.numel():  # ATen's checks of an empty input, in its order and words
+        if self.shape[P.canon_dim(dim, self.ndim)] != 0:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        if list(self.shape).count(0) != 1:
+            raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot be applied ")
     if dim is not None and self.numel():
         inverse = counts = True  # ATen's kernels over slices always return both (empty only for an empty input)
     if sort and dim is not None and self.is_floating_point() and self.numel():
