@@ -79,3 +79,15 @@ def test_empty_input_checks(op: str, shape: tuple[int, ...], dim: int) -> None:
         return
     for g, w in zip(call(torch.empty(shape, device="tpu")), want, strict=True):
         assert g.shape == w.shape and g.dtype == w.dtype
+
+
+@pytest.mark.parametrize("op", ["unique_dim", "unique_consecutive"])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_zero_dim_input_with_dim(op: str, dim: int) -> None:
+    """A 0-dim input with dim= given: CPU's IndexError (the fuzzer's finding: tpu raised a ValueError or ran)."""
+    call = (lambda t: torch.ops.aten.unique_dim(t, dim)) if op == "unique_dim" else \
+        (lambda t: torch.ops.aten.unique_consecutive(t, dim=dim))
+    with pytest.raises(IndexError, match=re.escape(f"Dimension specified as {dim} but tensor has no dimensions")):
+        call(torch.tensor(1.5))
+    with pytest.raises(IndexError, match=re.escape(f"Dimension specified as {dim} but tensor has no dimensions")):
+        call(torch.tensor(1.5, device="tpu"))

@@ -188,6 +188,8 @@ def _unique_dim_count(self: Sym, *, dim: int) -> Sym:
 
 def _unique(self: torch.Tensor, sort: bool, inverse: bool, counts: bool, dim: int | None = None
             ) -> tuple[torch.Tensor, ...]:
+    if dim is not None and self.ndim == 0:  # maybe_wrap_dim's error for a 0-dim input
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     if dim is not None and not self.numel():  # ATen's checks of an empty input, in its order and words
         if self.shape[P.canon_dim(dim, self.ndim)] != 0:
             raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
@@ -223,7 +225,7 @@ def unique_(self: torch.Tensor, sorted: bool = True, return_inverse: bool = Fals
 
 def unique_consecutive(self: torch.Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return tuple(_unique(self, False, return_inverse, return_counts, dim if self.ndim else None))
+    return tuple(_unique(self, False, return_inverse, return_counts, dim))
 
 
 def unique_dim(self: torch.Tensor, dim: int, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
