@@ -12,7 +12,8 @@
 # some of them are refusals by design (torchtpu.dtypes' refusal of a dtype the device does not hold; the device-mix
 # error for a non-0-dim CPU operand, which CUDA raises for the same call), it also gives the rates on the tests
 # left without those (both figures are reported).
-# Environment: TIMEOUT (seconds per file, default 1500), PYTEST_ARGS (extra pytest arguments, e.g. "-k flip").
+# Environment: TIMEOUT (seconds per file, default 1500; then pytest is interrupted and the tests it finished are
+# reported, marked "partial"), PYTEST_ARGS (extra pytest arguments, e.g. "-k flip").
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ ! -d "$1/test" ]; then
@@ -37,17 +38,20 @@ for f in "${files[@]}"; do
     fi
     cp "$src/$f" "$work/$f"
     xml="$work/${f%.py}.xml"
-    # pytest's exit status is 1 whenever a test fails; the report below is the result.
-    (cd "$work" && PYTORCH_TESTING_DEVICE_ONLY_FOR="cpu,privateuse1" timeout "${TIMEOUT:-1500}" \
+    # pytest's exit status is 1 whenever a test fails; the report below is the result. 124: timed out.
+    rc=0
+    (cd "$work" && PYTORCH_TESTING_DEVICE_ONLY_FOR="cpu,privateuse1" timeout -s INT -k 120 "${TIMEOUT:-1500}" \
         python -m pytest -q -p no:cacheprovider --junitxml="$xml" ${PYTEST_ARGS:-} "$f" >"$work/${f%.py}.log" 2>&1) \
-        || true
+        || rc=$?
     if [ ! -s "$xml" ]; then
         echo "$f: no result (collection failed or timed out); last lines:"
         tail -5 "$work/${f%.py}.log"
         status=1
         continue
     fi
-    python - "$xml" "$f" <<'PY'
+    label="$f"
+    [ "$rc" -eq 124 ] && label="$f (partial: stopped after ${TIMEOUT:-1500} s)"
+    python - "$xml" "$label" <<'PY'
 import re
 import sys
 import xml.etree.ElementTree as ET

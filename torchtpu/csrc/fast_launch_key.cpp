@@ -4,6 +4,7 @@
 #include "fast_launch_key.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/DefaultDtype.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 
@@ -102,6 +103,8 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
   key.reserve(128);
   put(key, op_id);
   put(key, precision);
+  // torch.get_default_dtype(): what an integer op's float result and a factory without dtype= take
+  put(key, static_cast<int8_t>(c10::typeMetaToScalarType(c10::get_default_dtype())));
   device = -1;
   const c10::IValue* values = stack.data() + (stack.size() - n_args);
   size_t n_positional = 0;

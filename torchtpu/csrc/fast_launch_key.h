@@ -1,5 +1,5 @@
-// The cache key of one dispatcher call (fast_launch.cpp's launch cache): the operator, the matmul precision and
-// every argument as the Python kernel would see it (fast_launch_key.cpp).
+// The cache key of one dispatcher call (fast_launch.cpp's launch cache): the operator, the matmul precision, the
+// default dtype and every argument as the Python kernel would see it (fast_launch_key.cpp).
 #pragma once
 
 #include <ATen/core/function_schema.h>

@@ -228,15 +228,17 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
 def signature(op_name: str, args: Sequence[Any], kwargs: dict[str, Any], out_types: tuple,
               values: list[Any], static: Static = None) -> tuple[tuple | None, list[torch.Tensor], int]:
     """(cache key, tpu tensors in argument order, device index or -1). The key holds the op, the matmul
-    precision, the out= / in-place targets' (dtype, shape), the keyword names, each tensor's (shape, dtype), the type of
-    each float and of each int or complex value of a Scalar-typed argument (its value goes to `values`; a
+    precision, the default dtype, the out= / in-place targets' (dtype, shape), the keyword names, each tensor's
+    (shape, dtype), the type of each float and of each int or complex value of a Scalar-typed argument (its value
+    goes to `values`; a
     `static` argument's value is in the key) and other scalars' type and value. None when a tensor has a lazy
     conjugate/negative bit. A CPU tensor mixed with tpu tensors (other than a 0-dim one) or tensors on two tpu
     devices raise."""
     tensors: list[torch.Tensor] = []
     device: list[int] = []
     host: list[torch.device] = []
-    key: list[Any] = [op_name, current_precision()._value_, out_types]  # (an Enum hashes in Python)
+    # (an Enum hashes in Python); the default dtype: an integer op's float result, a factory without dtype=
+    key: list[Any] = [op_name, current_precision()._value_, torch.get_default_dtype(), out_types]
     try:
         for i, x in enumerate(args):
             kinds = _kinds(static, i, None)

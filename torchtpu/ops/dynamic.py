@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution import eager
+from torchtpu.ops import host_index
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.sorting import sort_dim
@@ -92,11 +93,12 @@ def _masked_rows(self: Sym, mask: Sym, *, size: int) -> Sym:
 
 
 def masked_select(self: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    mask = host_index.to_device_of(self, mask)
     count = int(eager.run("aten::masked_select.count", _masked_count, (self, mask), {}).item())
     return eager.run("aten::masked_select", _masked_rows, (self, mask), {"size": count})
 
 
-@lower(aten.masked_scatter.default)
+@lower(aten.masked_scatter.default, prepare=host_index.MASK_AT_1)
 def masked_scatter(self: Sym, mask: Sym, source: Sym) -> Sym:
     x, m = _broadcast_pair(self, mask)
     flat_m = P.reshape(m, (m.numel(),))
@@ -177,8 +179,34 @@ def _unique_rows(self: Sym, *, size: int, sort: bool, inverse: bool, counts: boo
     return out, inv, cnt
 
 
+def _unique_dim_count(self: Sym, *, dim: int) -> Sym:
+    """(number of unique slices along `dim`, 1 if any element is NaN else 0): one read for both."""
+    nan = P.reduce(P.reshape(P.compare("NE", self, self), (self.numel(),)), "or", (0,))
+    count = _unique_count(self, sort=True, dim=dim)
+    return P.concat([P.reshape(count, (1,)), P.reshape(P.convert(nan, torch.int64), (1,))], 0)
+
+
 def _unique(self: torch.Tensor, sort: bool, inverse: bool, counts: bool, dim: int | None = None
             ) -> tuple[torch.Tensor, ...]:
+    if dim is not None and self.ndim == 0:  # maybe_wrap_dim's error for a 0-dim input
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if dim is not None and not self.numel():  # ATen's checks of an empty input, in its order and words
+        if self.shape[P.canon_dim(dim, self.ndim)] != 0:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        if list(self.shape).count(0) != 1:
+            raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot be applied ")
+    if dim is not None and self.numel():
+        inverse = counts = True  # ATen's kernels over slices always return both (empty only for an empty input)
+    if sort and dim is not None and self.is_floating_point() and self.numel():
+        size, nan = eager.run("aten::unique_dim.count", _unique_dim_count, (self,), {"dim": dim}).tolist()
+        if nan:
+            # ATen sorts the slices with a `<` comparator that NaN makes no strict weak order; the order std::sort
+            # then leaves (which slices stay apart, where NaN slices land) is its algorithm's, so CPU's kernel
+            # computes this case; the results are copied back to the device.
+            out = torch.unique(self.cpu(), sorted=True, return_inverse=True, return_counts=True, dim=dim)
+            return tuple(t.to(self.device) for t in out)
+        return eager.run("aten::unique", _unique_rows, (self,),
+                         {"size": size, "sort": sort, "inverse": inverse, "counts": counts, "dim": dim})
     size = int(eager.run("aten::unique.count", _unique_count, (self,), {"sort": sort, "dim": dim}).item())
     return eager.run("aten::unique", _unique_rows, (self,),
                      {"size": size, "sort": sort, "inverse": inverse, "counts": counts, "dim": dim})
@@ -197,7 +225,7 @@ def unique_(self: torch.Tensor, sorted: bool = True, return_inverse: bool = Fals
 
 def unique_consecutive(self: torch.Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return tuple(_unique(self, False, return_inverse, return_counts, dim if self.ndim else None))
+    return tuple(_unique(self, False, return_inverse, return_counts, dim))
 
 
 def unique_dim(self: torch.Tensor, dim: int, sorted: bool = True, return_inverse: bool = False,  # noqa: A002

@@ -8,8 +8,8 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits
+from torchtpu.ops import host_index, scalar_args
 from torchtpu.ops import prims as P
-from torchtpu.ops import scalar_args
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
@@ -306,7 +306,7 @@ def where(condition: Sym, self: Any, other: Any) -> Sym:
     return P.where(condition, self, other)
 
 
-@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor, prepare=host_index.MASK_AT_1)
 def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
     if isinstance(value, Sym):
         value = P.convert(value, self.dtype)

@@ -1,5 +1,6 @@
 """Lowerings of factories and random ops: arange, full, linspace, and the RNG-driven uniform_, normal_,
-bernoulli, random_ (randint, randn and rand reach these through their composite implementations)."""
+bernoulli (randint, randn and rand reach these through their composite implementations; random_ is in
+ops/random_ints.py)."""
 
 from __future__ import annotations
 
@@ -123,21 +124,6 @@ def bernoulli_tensor_(self: Sym, p: Sym, *, generator: Any = None, rng: Sym) -> 
 @lower(aten.bernoulli.default, random=True)
 def bernoulli(self: Sym, *, generator: Any = None, rng: Sym) -> Sym:
     return P.convert(P.compare("LT", _uniform(self.shape, rng), P.convert(self, torch.float32)), self.dtype)
-
-
-@lower(getattr(aten.random_, "from"), random=True)
-def random_from(self: Sym, from_: int, to: int | None, *, generator: Any = None, rng: Sym) -> Sym:
-    hi = to if to is not None else 2**24
-    u = _uniform(self.shape, rng)
-    span = float(hi - from_)
-    v = P.emit1("floor", [u * span]) + float(from_)
-    v = P.emit1("minimum", [v, P.full(float(hi - 1), self.shape, torch.float32)])
-    return P.convert(v, self.dtype)
-
-
-@lower(aten.random_.to, random=True)
-def random_to(self: Sym, to: int, *, generator: Any = None, rng: Sym) -> Sym:
-    return random_from(self, 0, to, rng=rng)
 
 
 @lower(aten.exponential_.default, random=True, static=("lambd",))

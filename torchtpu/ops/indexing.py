@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits
-from torchtpu.ops import arg_checks, index_checks
+from torchtpu.ops import arg_checks, host_index, index_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
@@ -27,7 +27,7 @@ def cat(tensors: list[Sym], dim: int = 0) -> Sym:
     return P.concat([P.convert(t, result) for t in parts], d)
 
 
-@lower(aten.index_select.default)
+@lower(aten.index_select.default, prepare=host_index.INDEX_AT_2)
 def index_select(self: Sym, dim: int, index: Sym) -> Sym:
     d = P.canon_dim(dim, self.ndim)
     index_checks.check_index_select(self, index)
@@ -44,7 +44,7 @@ def index_select(self: Sym, dim: int, index: Sym) -> Sym:
     return P.emit1("index_select", [self, idx], dimension=d)
 
 
-@lower(aten.gather.default)
+@lower(aten.gather.default, prepare=host_index.INDEX_AT_2)
 def gather(self: Sym, dim: int, index: Sym, *, sparse_grad: bool = False) -> Sym:
     d = P.canon_dim(dim, self.ndim)
     index_checks.check_gather(self, d, index)
@@ -94,7 +94,7 @@ def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str, legacy: str
     return P.emit1("scatter_axis", [self, index, src], dimension=d, reduce=reduce)
 
 
-@lower(aten.scatter.src, aten.scatter.value)
+@lower(aten.scatter.src, aten.scatter.value, prepare=host_index.INDEX_AT_2)
 def scatter(self: Sym, dim: int, index: Sym, src: Any) -> Sym:
     return _scatter(self, dim, index, src, "replace")
 
@@ -102,17 +102,17 @@ def scatter(self: Sym, dim: int, index: Sym, src: Any) -> Sym:
 _REDUCE = {"sum": "add", "add": "add", "prod": "multiply", "multiply": "multiply", "amax": "amax", "amin": "amin"}
 
 
-@lower(aten.scatter.reduce, aten.scatter.value_reduce)
+@lower(aten.scatter.reduce, aten.scatter.value_reduce, prepare=host_index.INDEX_AT_2)
 def scatter_reduce_legacy(self: Sym, dim: int, index: Sym, src: Any, *, reduce: str) -> Sym:
     return _scatter(self, dim, index, src, "", legacy=reduce)
 
 
-@lower(aten.scatter_add.default)
+@lower(aten.scatter_add.default, prepare=host_index.INDEX_AT_2)
 def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
     return _scatter(self, dim, index, src, "add")
 
 
-@lower(aten.index_add.default)
+@lower(aten.index_add.default, prepare=host_index.INDEX_AT_2)
 def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
     d = index_checks.check_index_func("index_add", self, dim, index, source)
     src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
@@ -131,7 +131,7 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
     return P.emit1("index_add", [self, P.reshape(index, (index.numel(),)), src], dimension=d)
 
 
-@lower(aten.index_copy.default)
+@lower(aten.index_copy.default, prepare=host_index.INDEX_AT_2)
 def index_copy(self: Sym, dim: int, index: Sym, source: Sym) -> Sym:
     d = index_checks.check_index_copy(self, dim, index, source)
     size = self.shape[d] if self.ndim else 1
@@ -311,7 +311,7 @@ def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, includ
     return out
 
 
-@lower(aten.scatter_reduce.two)
+@lower(aten.scatter_reduce.two, prepare=host_index.INDEX_AT_2)
 def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, include_self: bool = True) -> Sym:
     d = P.canon_dim(dim, self.ndim)
     index_checks.check_scatter(self, d, index, src)
@@ -325,7 +325,7 @@ def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, in
     return _scatter_reduce(self, d, P.convert(index, torch.int64), src, reduce, include_self)
 
 
-@lower(aten.index_reduce.default)
+@lower(aten.index_reduce.default, prepare=host_index.INDEX_AT_2)
 def index_reduce(self: Sym, dim: int, index: Sym, source: Sym, reduce: str, *, include_self: bool = True) -> Sym:
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")

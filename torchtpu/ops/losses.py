@@ -10,7 +10,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.execution import eager
-from torchtpu.ops import index_checks
+from torchtpu.ops import host_index, index_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
@@ -298,7 +298,7 @@ def cdist_backward(grad: Sym, x1: Sym, x2: Sym, p: float, cdist: Sym) -> Sym:
     return P.convert(P.reduce(g, "sum", (k - 1,)), x1.dtype)
 
 
-@lower(aten.put.default)
+@lower(aten.put.default, prepare=host_index.INDEX_AT_1)
 def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
     flat = P.reshape(self, (self.numel(),))
     idx = P.reshape(P.convert(index, torch.int64), (-1,))
@@ -312,7 +312,7 @@ def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
     return P.reshape(out, self.shape)
 
 
-@lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar)
+@lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar, prepare=host_index.INDEX_AT_2)
 def index_fill(self: Sym, dim: int, index: Sym, value: Any) -> Sym:
     index_checks.check_index_fill(self, dim, index, value)
     if self.ndim == 0:

@@ -130,9 +130,10 @@ def _promotion_key(a: Any) -> Any:
 
 
 def result_dtype(*args: Any, kind: Kind = Kind.DEFAULT) -> tuple[torch.dtype, torch.dtype]:
-    """(computation dtype, result dtype) by torch's elementwise promotion rules (memoized by dtype category)."""
+    """(computation dtype, result dtype) by torch's elementwise promotion rules (memoized by dtype category and
+    the default dtype, which an integer or Python-float operand's float result takes)."""
     present = [a for a in args if a is not None]
-    key = (kind, *(_promotion_key(a) for a in present))
+    key = (kind, torch.get_default_dtype(), *(_promotion_key(a) for a in present))
     found = _promotions.get(key)
     if found is None:
         found = _promotions[key] = elementwise_dtypes(*[_meta(a) for a in present], type_promotion_kind=kind)
