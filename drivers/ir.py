@@ -90,6 +90,9 @@ class Program:
     outputs: list[Value]
     name: str = "main"
     _key: tuple | None = field(default=None, repr=False)
+    # (output index, input index): the output is written in place into that input's memory (an in-place ATen op,
+    # its target donated as XLA's input-output aliasing does); costs may then price only the elements written
+    aliases: tuple[tuple[int, int], ...] = ()
 
     def key(self) -> tuple:
         """A structural key: equal for programs with the same op graph, shapes, dtypes and attributes."""
@@ -102,6 +105,8 @@ class Program:
                 parts.append((op.name, tuple(number[v.id] for v in op.inputs), _attrs_key(op.attrs),
                               tuple((o.shape, o.dtype) for o in op.outputs)))
             parts.append(tuple(number[v.id] for v in self.outputs))
+            if self.aliases:
+                parts.append(("aliases", self.aliases))
             self._key = tuple(parts)
         return self._key
 

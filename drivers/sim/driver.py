@@ -19,7 +19,7 @@ import numpy as np
 from torchtpu.drivers import config
 from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program, unsupported_error
-from torchtpu.drivers.sim import direct_outputs
+from torchtpu.drivers.sim import direct_outputs, in_place
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.direct_outputs import plan_direct
 from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
@@ -262,7 +262,7 @@ def program_cost(model: CostModel, program: Program) -> CostRecord:
             continue
         record = COSTS[op.name](model, op)
         (mxu_records if op.name in ("dot_general", "convolution") else vpu_records).append(record)
-    external = sum(v.type.nbytes for v in program.inputs) + sum(v.type.nbytes for v in program.outputs)
+    external = in_place.external_bytes(program)  # an in-place scatter: the elements it writes
     records = list(mxu_records)
     if vpu_records:
         mxu_bytes = sum(r.hbm_bytes for r in mxu_records)

@@ -319,12 +319,20 @@ def _check_written(op_name: str, outputs: list[torch.Tensor], traced: Traced) ->
                                "performing the operation.")
 
 
+def _aliases(write_into: Sequence[torch.Tensor], tensors: list[torch.Tensor]) -> tuple[tuple[int, int], ...]:
+    """(output, input) for each in-place target that is the program input at its own position (the first
+    argument's tensors come first): that output overwrites that input's memory, same view, same storage."""
+    return tuple((j, j) for j, t in enumerate(write_into) if j < len(tensors) and tensors[j] is t)
+
+
 def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any],
         write_into: Sequence[torch.Tensor] | None = None, device: int | None = None,
-        fast_kind: int | None = fast_launch.INFER, static: Static = None) -> Any:
+        fast_kind: int | None = fast_launch.INFER, static: Static = None, in_place: bool = False) -> Any:
     """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=).
     `fast_kind`: how the C++ launch cache may serve this call again (fast_launch kinds; None: it may not);
-    `static`: the schema's argument names and those whose value the lowering branches on."""
+    `static`: the schema's argument names and those whose value the lowering branches on; `in_place`: the call is
+    an in-place op's (`write_into` is its first argument), so each result the program writes into the very input
+    tensor it read is marked an alias of it (Program.aliases: what a cost may price as the elements written)."""
     if undeclared_reads and op_name in undeclared_reads:
         static, fast_kind = _by_value(static), None
     # the targets' shapes too: copy_'s target is no argument, and a broadcasting copy's program is the target's
@@ -336,6 +344,9 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
         args, kwargs = _resolve_lazy_bits(args), {k: _resolve_lazy_bits(v) for k, v in kwargs.items()}
         values = []
         key, tensors, dev = signature(op_name, args, kwargs, out_types, values, static)
+    aliases = _aliases(write_into, tensors) if in_place and write_into is not None else ()
+    if aliases:
+        key = (*key, ("aliases", aliases))
     traced = _cache.get(key)
     if traced is None:
         try:
@@ -343,7 +354,9 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
                                                        out_dtypes if write_into is not None else None, op_name,
                                                        static)
         except StaticRead as exc:
-            return run(op_name, lowering, args, kwargs, write_into, device, None, _fall_back(op_name, static, exc))
+            return run(op_name, lowering, args, kwargs, write_into, device, None, _fall_back(op_name, static, exc),
+                       in_place)
+        program.aliases = aliases
         traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure, bindings)
         if len(_cache) >= _MAX_CACHE:  # a workload of ever-new shapes stays bounded
             _cache.clear()

@@ -294,7 +294,7 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
     if out is not None:
         return _write_out(record, args, kwargs, out, device, fast)
     return eager.run(record.name, record.fn, args, kwargs, write_into=write_into, device=device, fast_kind=fast,
-                     static=record.static_spec)
+                     static=record.static_spec, in_place=write_into is not None)
 
 
 def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: list[torch.Tensor],
