@@ -214,7 +214,7 @@ def test_device_out_of_memory_is_a_memory_error():
 
 
 def test_complex_lu_reconstructs_its_input(pjrt):
-    from pjrt_cases import run
+    from pjrt_run import run
 
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))).astype(np.complex64)

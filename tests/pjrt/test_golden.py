@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pjrt_cases import run
+from pjrt_run import run
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.drivers.pjrt.emit import emit_module
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pjrt_cases import CASES, IR_DTYPE, assert_same, f, run
+from pjrt_cases import CASES, IR_DTYPE, f
+from pjrt_run import assert_same, run
 from torchtpu.drivers.ir import Builder
 from torchtpu.drivers.pjrt.emit import NP_DTYPES
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pjrt_cases import run
+from pjrt_run import run
 from torchtpu.drivers.ir import Builder, Value
 
 S = (4, 4)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from pjrt_cases import _dot, assert_same, run
+from pjrt_cases import _dot
+from pjrt_run import assert_same, run
 from torchtpu.drivers.ir import Builder
 
 

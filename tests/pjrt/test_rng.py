@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pjrt_cases import run
+from pjrt_run import run
 from torchtpu.drivers.ir import Builder
 
 N = 20000
