@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -56,31 +57,84 @@ def full(size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, 
     return P.full(fill_value, tuple(size), out)
 
 
-@lower(aten.linspace.default, static=("start", "end"))
-def linspace(start: Any, end: Any, steps: int, *, dtype: torch.dtype | None = None, layout: Any = None,
-             device: Any = None, pin_memory: Any = None) -> Sym:
-    out = dtype or torch.get_default_dtype()
-    if steps == 1:
-        return P.full(start, (1,), out)
-    # integer outputs: ATen converts the bounds to the integer type and steps in double
-    compute = torch.float32 if out.is_floating_point else torch.float64
-    if not out.is_floating_point:
-        start, end = int(start), int(end)
-    half = steps // 2
-    ramp = P.iota((steps,), 0, compute)
+def _split(a: float) -> tuple[float, float]:
+    """Veltkamp's split of a double into a 26-bit high part and the rest (Dekker 1971, "A floating-point technique
+    for extending the available precision", the 2**27 + 1 factor for 53-bit significands)."""
+    c = 134217729.0 * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _fma64(c: float, a: float, k: Sym) -> Sym:
+    """c + a * k rounded once, in float64 (k: integers below 2**26, a float64 ramp): CPU's `start + step * idx`,
+    which the compiler contracts to one fused multiply-add. Dekker's exact product (k needs no split below 2**26)
+    and Knuth's TwoSum of c and the product; the three parts summed smallest first."""
+    a_hi, a_lo = _split(a)
+    p = k * a
+    err = (k * a_hi - p) + k * a_lo
+    s = p + c
+    bb = s - c
+    t = (P.full(c, s.shape, torch.float64) - (s - bb)) + (p - bb)
+    return s + (t + err)
+
+
+def _ramp(start: float, end: float, step: float, steps: int) -> Sym:
+    """ATen's linspace in float64 (RangeFactoriesKernel.cpp): start + step * i below steps // 2, end - step *
+    (steps - 1 - i) from there, each a fused multiply-add."""
+    i = P.iota((steps,), 0, torch.float64)
+    lo = _fma64(start, step, i)
+    hi = _fma64(end, -step, P.full(float(steps - 1), (steps,), torch.float64) - i)
+    return P.where(P.compare("LT", i, float(steps // 2)), lo, hi)
+
+
+def _linspace_dtype(start: Any, end: Any, dtype: torch.dtype | None, name: str) -> torch.dtype:
+    """ATen's linspace_logspace_infer_options: a complex bound makes the default complex dtype, which a real
+    `dtype=` cannot hold."""
+    if isinstance(start, complex) or isinstance(end, complex):
+        inferred = torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64
+        if dtype is not None and not dtype.is_complex:
+            raise RuntimeError(f"{name}: inferred dtype {aten_type_name(inferred)} can't be safely cast to passed "
+                               f"dtype {aten_type_name(dtype)}")
+        return dtype or inferred
+    return dtype or torch.get_default_dtype()
+
+
+def _real_linspace(start: float, end: float, steps: int, out: torch.dtype) -> Sym:
+    """One real component of linspace, steps >= 2, as CPU computes it in `out`'s type."""
     if out in (torch.bfloat16, torch.float16):  # ATen steps in the narrow type, rounding after each operation
+        ramp = P.iota((steps,), 0, torch.float32)
         r = lambda v: P.convert(P.convert(v, out), torch.float32)  # noqa: E731
         lo_c, hi_c = r(P.const(float(start), torch.float32)), r(P.const(float(end), torch.float32))
         step_c = r(r(hi_c - lo_c) / r(P.const(float(steps - 1), torch.float32)))
         lo = r(P.broadcast_to(lo_c, ramp.shape) + r(P.broadcast_to(step_c, ramp.shape) * r(ramp)))
         back = r(P.full(float(steps - 1), ramp.shape, torch.float32) - ramp)
         hi = r(P.broadcast_to(hi_c, ramp.shape) - r(P.broadcast_to(step_c, ramp.shape) * back))
-        return P.convert(P.where(P.compare("LT", ramp, float(half)), lo, hi), out)
-    step = (end - start) / (steps - 1)
-    lo = ramp * step + float(start)
-    hi = float(end) - (float(steps - 1) - ramp) * step  # symmetric, as torch computes it
-    y = P.where(P.compare("LT", ramp, float(half)), lo, hi)
-    return P.convert(y, out) if out.is_floating_point else P.convert(P.emit1("trunc", [y]), out)
+        return P.convert(P.where(P.compare("LT", ramp, float(steps // 2)), lo, hi), out)
+    if out.is_floating_point:  # start, end and step in the output type; the ramp's fma rounded once to it
+        cast = np.float32 if out == torch.float32 else np.float64
+        s, e = cast(start), cast(end)
+        step = (e - s) / cast(steps - 1)
+        return P.convert(_ramp(float(s), float(e), float(step), steps), out)
+    # integer outputs: the bounds in the integer type, the step and the ramp in double, truncated
+    s, e = P._wrap_int(int(start), out), P._wrap_int(int(end), out)
+    return P.convert(P.emit1("trunc", [_ramp(float(s), float(e), (float(e) - float(s)) / (steps - 1), steps)]), out)
+
+
+@lower(aten.linspace.default, static=("start", "end"))
+def linspace(start: Any, end: Any, steps: int, *, dtype: torch.dtype | None = None, layout: Any = None,
+             device: Any = None, pin_memory: Any = None) -> Sym:
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    out = _linspace_dtype(start, end, dtype, "torch.linspace()")
+    if steps <= 1:
+        return P.full(start if steps else 0, (steps,), out)
+    if out.is_complex:
+        part = torch.float32 if out == torch.complex64 else torch.float64
+        start, end = complex(start), complex(end)
+        re = _real_linspace(start.real, end.real, steps, part)
+        im = _real_linspace(start.imag, end.imag, steps, part)
+        return P.convert(P.emit1("complex", [re, im]), out)
+    return _real_linspace(start, end, steps, out)
 
 
 def _scalars(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:

@@ -51,6 +51,10 @@ EXACT: frozenset[str] = frozenset({
 # promotion rule (found by the fuzzer, issue 17). A complex fill value into a real out still fails.
 FILLS_OUT_DTYPE: frozenset[str] = frozenset({"_efficientzerotensor.out", "eye.m_out", "eye.out", "full.out"})
 
+# Factories whose out= kernel computes in the out tensor's dtype (ATen's linspace_out: the dtype of `result`).
+TAKES_OUT_DTYPE: frozenset[str] = frozenset({"linspace.out", "linspace.Tensor_Tensor_out", "linspace.Tensor_Scalar_out",
+                                            "linspace.Scalar_Tensor_out"})
+
 _FUNC = re.compile(r"^- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\(")
 
 
@@ -119,6 +123,11 @@ _CPP_NAMES = {
 def fills_out_dtype(op: torch._ops.OpOverload, dtype_given: bool = False) -> bool:
     """Whether `op`'s out= kernel fills the out tensor in its own dtype (FILLS_OUT_DTYPE, no dtype= given)."""
     return not dtype_given and _local(op) in FILLS_OUT_DTYPE
+
+
+def takes_out_dtype(op: torch._ops.OpOverload) -> bool:
+    """Whether `op`'s out= kernel computes in the out tensor's dtype (TAKES_OUT_DTYPE)."""
+    return _local(op) in TAKES_OUT_DTYPE
 
 
 def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torch.dtype, name: str,

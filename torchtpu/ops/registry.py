@@ -31,7 +31,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import eager, fast_launch
-from torchtpu.ops.out_rules import check_out_devices, check_out_dtype, fills_out_dtype
+from torchtpu.ops.out_rules import check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
@@ -300,6 +300,18 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
 def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: list[torch.Tensor],
                device: int | None, fast: int | None) -> None:
     name, fn = record.name, record.fn
+    if takes_out_dtype(record.op):  # linspace_out: computed in the out tensor's dtype, resized only if its numel
+        target = targets[0]          # differs, written in its own shape (a (2, 2) view takes 4 steps row by row)
+        if eager._overlaps_itself(target):
+            raise RuntimeError(f"{name}: unsupported operation: more than one element of the written-to tensor "
+                               "refers to a single memory location. Please clone() the tensor before performing "
+                               "the operation.")
+        result = eager.run(name, fn, args, {**kwargs, "dtype": target.dtype}, device=device,
+                           static=record.static_spec)
+        if target.numel() != result.numel():
+            target.resize_(result.shape)
+        target.copy_(result.view(target.shape))
+        return
     types = eager.result_types(name, fn, args, kwargs, record.static_spec)
     dtype_given = kwargs.get("dtype") is not None
     # results computed first, then copied out (a factory filling its out tensor's dtype: a copy casts any)
