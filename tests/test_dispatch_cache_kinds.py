@@ -10,7 +10,8 @@ import torch
 
 from torchtpu.execution import fast_launch
 
-pytestmark = pytest.mark.sim_only("the cache serves drivers whose memory is host memory (the sim)")
+pytestmark = [pytest.mark.sim_only("the cache serves drivers whose memory is host memory (the sim)"),
+              pytest.mark.usefixtures("launch_cache_live")]
 
 
 def _counts() -> tuple[int, int]:

@@ -68,14 +68,16 @@ def _split(a: float) -> tuple[float, float]:
 def _fma64(c: float, a: float, k: Sym) -> Sym:
     """c + a * k rounded once, in float64 (k: integers below 2**26, a float64 ramp): CPU's `start + step * idx`,
     which the compiler contracts to one fused multiply-add. Dekker's exact product (k needs no split below 2**26)
-    and Knuth's TwoSum of c and the product; the three parts summed smallest first."""
+    and Knuth's TwoSum of c and the product; the three parts summed smallest first. Where that is not finite (an
+    infinite bound or step: the error terms are inf - inf), the fused result is IEEE's c + a * k itself."""
     a_hi, a_lo = _split(a)
     p = k * a
     err = (k * a_hi - p) + k * a_lo
     s = p + c
     bb = s - c
     t = (P.full(c, s.shape, torch.float64) - (s - bb)) + (p - bb)
-    return s + (t + err)
+    exact = s + (t + err)
+    return P.where(P.emit1("is_finite", [exact]), exact, s)
 
 
 def _ramp(start: float, end: float, step: float, steps: int) -> Sym:
