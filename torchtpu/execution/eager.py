@@ -285,6 +285,14 @@ def _overlaps_itself(t: torch.Tensor) -> bool:
     return not t.is_contiguous() and any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride()))
 
 
+def refuse_internal_overlap(op_name: str, t: torch.Tensor) -> None:
+    """ATen's assert_no_internal_overlap for a tensor `op_name` writes: an expanded view is refused."""
+    if _overlaps_itself(t):
+        raise RuntimeError(f"{op_name}: unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the tensor before "
+                           "performing the operation.")
+
+
 # the in-place ops ATen lets write an expanded view (fill_, zero_, masked_fill_, index_put_, index_fill_)
 _OVERLAP_WRITES = frozenset({"fill", "zero", "masked_fill", "index_put", "_index_put_impl", "index_fill"})
 
@@ -313,10 +321,9 @@ def _check_written(op_name: str, outputs: list[torch.Tensor], traced: Traced) ->
         if tuple(t.shape) != shape:
             raise RuntimeError(f"{op_name}: output with shape {list(t.shape)} doesn't match the broadcast "
                                f"shape {list(shape)}")
-        if _overlaps_itself(t) and op_name.split(".")[1].rstrip("_") not in _OVERLAP_WRITES:
-            raise RuntimeError(f"{op_name}: unsupported operation: more than one element of the written-to "
-                               "tensor refers to a single memory location. Please clone() the tensor before "
-                               "performing the operation.")
+        parts = op_name.split(".")  # "aten.fill_.Scalar", or a bare name such as "copy"
+        if parts[min(1, len(parts) - 1)].rstrip("_") not in _OVERLAP_WRITES:
+            refuse_internal_overlap(op_name, t)
 
 
 def _aliases(write_into: Sequence[torch.Tensor], tensors: list[torch.Tensor]) -> tuple[tuple[int, int], ...]:

@@ -302,10 +302,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
     name, fn = record.name, record.fn
     if takes_out_dtype(record.op):  # linspace_out: computed in the out tensor's dtype, resized only if its numel
         target = targets[0]          # differs, written in its own shape (a (2, 2) view takes 4 steps row by row)
-        if eager._overlaps_itself(target):
-            raise RuntimeError(f"{name}: unsupported operation: more than one element of the written-to tensor "
-                               "refers to a single memory location. Please clone() the tensor before performing "
-                               "the operation.")
+        eager.refuse_internal_overlap(name, target)
         result = eager.run(name, fn, args, {**kwargs, "dtype": target.dtype}, device=device,
                            static=record.static_spec)
         if target.numel() != result.numel():
