@@ -111,6 +111,51 @@ void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors) {
   }
 }
 
+template <typename T>
+void append_raw(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+// A recording hit's storage layout, for deferred.record_cached to look its one-op region up by instead of
+// walking the tensors in Python: the bytes name, for each tensor (the inputs, then the outputs), its storage slot
+// (storages numbered by first use), dtype, offset, sizes and strides ('Z' for an empty tensor or one without
+// memory), then each slot's byte size; the tuple holds each slot's storage address.
+std::pair<py::bytes, py::tuple> storage_layout(const std::vector<at::Tensor>& inputs,
+                                               const std::vector<at::Tensor>& outputs) {
+  std::string layout;
+  std::vector<const void*> bases;
+  std::vector<int64_t> nbytes;
+  auto add = [&](const at::Tensor& t) {
+    if (!t.has_storage() || t.numel() == 0 || t.data_ptr() == nullptr) {
+      layout.push_back('Z');
+      return;
+    }
+    const c10::Storage& storage = t.storage();
+    const void* base = storage.data();
+    size_t slot = 0;
+    while (slot < bases.size() && bases[slot] != base) ++slot;
+    if (slot == bases.size()) {
+      bases.push_back(base);
+      nbytes.push_back(static_cast<int64_t>(storage.nbytes()));
+    }
+    layout.push_back('S');
+    append_raw(layout, static_cast<int32_t>(slot));
+    append_raw(layout, static_cast<int8_t>(t.scalar_type()));
+    append_raw(layout, static_cast<int64_t>(t.storage_offset()));
+    append_raw(layout, static_cast<int64_t>(t.dim()));
+    for (int64_t s : t.sizes()) append_raw(layout, s);
+    for (int64_t s : t.strides()) append_raw(layout, s);
+  };
+  for (const at::Tensor& t : inputs) add(t);
+  for (const at::Tensor& t : outputs) add(t);
+  for (int64_t n : nbytes) append_raw(layout, n);
+  py::tuple addresses(bases.size());
+  for (size_t i = 0; i < bases.size(); ++i) {
+    addresses[i] = py::int_(reinterpret_cast<uintptr_t>(bases[i]));
+  }
+  return {py::bytes(layout), std::move(addresses)};
+}
+
 constexpr size_t kMaxEntries = 8192;  // like the Python cache: a workload of ever-new shapes stays bounded
 
 std::unordered_map<std::string, Entry>& table() {
@@ -276,7 +321,8 @@ struct FastKernel final : public c10::OperatorKernel {
     }
     if (entry.record) {
       put_tensors(out_buffers, outputs);
-      py::object recorded = entry.execute(entry.exe, in_buffers, out_buffers, entry.device);
+      auto [layout, addresses] = storage_layout(inputs, outputs);
+      py::object recorded = entry.execute(entry.exe, in_buffers, out_buffers, entry.device, layout, addresses);
       if (recorded.ptr() == Py_False) return false;  // not deferrable now: the Python kernel runs the call
     } else {
       put_views(out_buffers, outputs);

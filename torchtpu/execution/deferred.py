@@ -44,8 +44,8 @@ import torch
 from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
-from torchtpu.execution import fast_launch, modes, poison
-from torchtpu.execution.one_op_cache import _one_ops, remember, run_one  # noqa: F401 - _one_ops: tests read it
+from torchtpu.execution import fast_launch, modes, poison, record_plan
+from torchtpu.execution.one_op_cache import _by_layout, _one_ops, remember, run_one  # noqa: F401 - tests read _one_ops
 from torchtpu.execution.one_op_cache import one_key as _one_key
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
 from torchtpu.ops.tracing import TORCH_TO_IR
@@ -106,6 +106,8 @@ def signature_id(signature: tuple) -> int:
     if sid is None:
         if len(_SIGNATURE_IDS) >= _MAX_SIGNATURES:
             _SIGNATURE_IDS.clear()
+            _by_layout.clear()  # these hold ids of the old table
+            record_plan.clear()
         sid = _SIGNATURE_IDS[signature] = next(_next_signature)
     return sid
 
@@ -180,36 +182,40 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
     _record(op_name, program, structure_of(program), tensors, outputs, device, scalars, _user_line())
 
 
-def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], device: int) -> bool:
+def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], device: int, layout: bytes,
+                  addresses: tuple) -> bool:
     """The C++ launch cache's recording hit (fast_launch.store_record): records the op of `token` (op name, traced
-    program, its structure id, number of tensors, whether the outputs are fresh) on `operands` (its tensors, then
-    the 0-d buffers of its scalars) writing `outputs`, all on `device` (the C++ key checked); False, with the
+    program, its structure id, number of tensors, whether the outputs are fresh, a unique id) on `operands` (its
+    tensors, then the 0-d buffers of its scalars) writing `outputs`, all on `device` (the C++ key checked);
+    `layout`, `addresses`: their storages (one_op_cache.one_key). False, with the
     region as it was, when the op cannot be deferred now (what `can_defer` refuses, or a poisoned storage: the
     Python kernel then runs the call)."""
     fusing = _mode() is _FUSE
     one = not fusing and not _region.events and not _single and not _events.ACTIVE
     if one:  # a whole-storage driver outside DEFER_AND_FUSE (pjrt): this op is a region of its own
         with _lock:
-            one_key = _launch_one(token, operands, outputs, device)
+            one_key = _launch_one(token, operands, outputs, device, layout, addresses)
         if one_key is None:
             return True
     elif fusing and not _region.events and not _events.ACTIVE and not poison.active:
         with _lock:
             if not _single and not _region.events:
-                found = _one_key(token, operands, outputs)
+                found = _one_key(token, operands, outputs, layout, addresses)
                 if found:  # kept as a one-op region until a second op comes (then recorded) or a flush (run)
-                    _single.append((token, operands, outputs, device, _user_line(), found))
+                    _single.append((token, operands, outputs, device, _user_line(), found, layout, addresses))
                     stats.ops_deferred += 1
                     return True
     with _lock:
         _record_single()
-        return _record_cached(token, operands, outputs, device, _user_line(), one, one_key if one else None)
+        return _record_cached(token, operands, outputs, device, _user_line(), layout, addresses, one,
+                              one_key if one else None)
 
 
 def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], device: int, line: str,
-                   one: bool = False, one_key: tuple | bool | None = None) -> bool:
-    """`record_cached` the long way: the op becomes an event of the pending region."""
-    op_name, program, structure, n, fresh = token
+                   layout: bytes, addresses: tuple, one: bool = False, one_key: tuple | bool | None = None) -> bool:
+    """`record_cached` the long way: the op becomes an event of the pending region (its views from a layout seen
+    before: record_plan; else from its tensors)."""
+    op_name, program, structure, n, fresh, _ = token
     with _lock:
         region = _region
         if poison.active or (region.device >= 0 and device != region.device):
@@ -218,7 +224,10 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
         added = len(slots)
         views = []
         try:
-            for t in operands[:n] if fresh else (*operands[:n], *outputs):  # can_defer and _view in one pass
+            planned = record_plan.views(token, operands, outputs, layout, addresses, slot_of, slots)
+            if planned is False:
+                return False
+            for t in () if planned else operands[:n] if fresh else (*operands[:n], *outputs):  # can_defer, _view
                 ptr = t.data_ptr()
                 offset = t.storage_offset()
                 if not ptr or not t.numel():
@@ -230,7 +239,7 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
                 elif slots[slot].holder.dtype != t.dtype:
                     return False
                 views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
-            if fresh:  # made by this call (at::empty): contiguous, each its whole storage, none in the region
+            if fresh and not planned:  # made by this call (at::empty): whole contiguous storages
                 for t in outputs:
                     ptr, shape = t.data_ptr(), tuple(t.shape)
                     if not ptr:
@@ -244,9 +253,9 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
                 for slot in slots[added:]:
                     del slot_of[_key(slot.holder)]
                 del slots[added:]
-        ins, outs = tuple(views[:n]), tuple(views[n:])
+        ins, outs, sid = planned or (tuple(views[:n]), tuple(views[n:]), None)
         event = Event(program, structure, ins, outs, tuple(operands[n:]), (op_name, line),
-                      signature_id((structure, ins, outs)))
+                      signature_id((structure, ins, outs)) if sid is None else sid)
         for view in outs:
             slots[view[0]].written = True
         region.device = device
@@ -263,27 +272,27 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
     return True
 
 
-def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], device: int) -> tuple | bool | None:
+def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], device: int, layout: bytes,
+                addresses: tuple) -> tuple | bool | None:
     """Runs a cached op as the one-op region `flush` would replay, without making the region: its key and slots
     straight from the tensors (which the call holds alive), its Built from `_one_ops`. None when it ran; else
     the region's replay key (False when there is none) for the caller to record and flush the op the long way
     (a miss, or a launch that raised: a failed launch writes nothing, and the long way raises its error)."""
-    found = _one_key(token, operands, outputs)
+    found = _one_key(token, operands, outputs, layout, addresses)
     if not found:
         return found
-    key, slots, written = found
-    return None if _run_one(key, slots, written, operands[token[3]:], device) else key
+    return None if _run_one(found, operands[token[3]:], device) else found[0]
 
 
 # DEFER_AND_FUSE's pending op while it is the region's only one: (token, operands, outputs, device, user line,
-# (replay key, slots)) from `record_cached`. A flush runs it as `_launch_one` runs a pjrt op (no region made);
+# one_key's answer) from `record_cached`. A flush runs it as `_launch_one` runs a pjrt op (no region made);
 # any other use of the region first records it as the event it would have been (`_record_single`).
 _single: list[tuple] = []
 
 
-def _run_one(key: tuple, slots: list, written: set[int], scalars: Sequence[Any], device: int) -> bool:
-    """one_op_cache.run_one, counted as a replayed region; False when it did not run."""
-    built = run_one(key, slots, written, scalars, device)
+def _run_one(found: tuple, scalars: Sequence[Any], device: int) -> bool:
+    """one_op_cache.run_one on `one_key`'s answer, counted as a replayed region; False when it did not run."""
+    built = run_one(*found, scalars, device)
     if built is None:
         return False
     stats.replays += 1
@@ -294,8 +303,8 @@ def _run_one(key: tuple, slots: list, written: set[int], scalars: Sequence[Any],
 def _record_single() -> None:
     """Records the kept one-op region's op as the region's event (call under `_lock`)."""
     if _single:
-        token, operands, outputs, device, line, _ = _single.pop()
-        if not _record_cached(token, operands, outputs, device, line):
+        token, operands, outputs, device, line, _, layout, addresses = _single.pop()
+        if not _record_cached(token, operands, outputs, device, line, layout, addresses):
             raise RuntimeError(f"internal error: {token[0]} was deferred but cannot be recorded; its outputs would "
                                "have no value")
 
@@ -314,12 +323,12 @@ def _flush_single() -> bool:
     """Runs the kept one-op region through `_one_ops` (call under `_lock`, with no other pending event); False
     when the long way must run it (recorded now): a cache miss, an output nobody else holds (the long way leaves
     it unwritten), a poisoned storage, a profiler recording, or a failed launch."""
-    token, operands, outputs, device, _, (key, slots, written) = _single[0]
+    token, operands, outputs, device, _, found, _, _ = _single[0]
     if poison.active or _events.ACTIVE or not _held_elsewhere(outputs):
         _record_single()
         return False
     try:
-        ran = _run_one(key, slots, written, operands[token[3]:], device)
+        ran = _run_one(found, operands[token[3]:], device)
     except BaseException:  # an interrupt while it ran: what it was to write has no defined value
         _single.clear()
         poison.mark(outputs, f"the DEFER_AND_FUSE region that was to write it was interrupted ({token[0]})")

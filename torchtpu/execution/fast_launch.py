@@ -27,6 +27,7 @@ TORCHTPU_FAST_LAUNCH=0 turns it off (every call takes the Python kernel, as befo
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -115,6 +116,9 @@ def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Se
                          False)
 
 
+_tokens = itertools.count()  # each recording entry's token a unique id (one_op_cache keys its layouts by it)
+
+
 def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bindings: tuple,
                  out_types: Sequence[tuple], device: int, kind: int) -> None:
     """DEFER_AND_FUSE: stores how to record the op whose miss (recorded into the pending region) is in progress:
@@ -125,7 +129,7 @@ def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bin
         sync()
     from torchtpu.execution import deferred
 
-    token = (op_name, program, structure, n_tensors, kind in (FUNCTIONAL, FUNCTIONAL_LIST))
+    token = (op_name, program, structure, n_tensors, kind in (FUNCTIONAL, FUNCTIONAL_LIST), next(_tokens))
     _native().fast_store(op_name, deferred.record_cached, token, bindings, device, n_tensors,
                          _fresh(out_types, kind), kind, True)
 
