@@ -228,8 +228,7 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
             if planned is False:
                 return False
             for t in () if planned else operands[:n] if fresh else (*operands[:n], *outputs):  # can_defer, _view
-                ptr = t.data_ptr()
-                offset = t.storage_offset()
+                ptr, offset = t.data_ptr(), t.storage_offset()
                 if not ptr or not t.numel():
                     return False
                 key = ptr - offset * t.element_size()
@@ -292,8 +291,7 @@ _single: list[tuple] = []
 
 def _run_one(found: tuple, scalars: Sequence[Any], device: int) -> bool:
     """one_op_cache.run_one on `one_key`'s answer, counted as a replayed region; False when it did not run."""
-    built = run_one(*found, scalars, device)
-    if built is None:
+    if (built := run_one(*found, scalars, device)) is None:
         return False
     stats.replays += 1
     _count(built.program, miss=False)
@@ -389,6 +387,8 @@ def flush(raised_at_call: bool = False) -> None:
     when the region failed, poisoned (see the module docstring). `raised_at_call`: the caller recorded the
     region's only op just now, so its error raises at the op's own call and, as in DEFER_NEVER, needs no poison."""
     global _region
+    if not (_single or _region.events or _region.slots or poison.active):  # nothing to do (an eager sync)
+        return
     with _lock:
         if poison.active:
             poison.sweep()

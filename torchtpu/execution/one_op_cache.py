@@ -13,6 +13,7 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.execution import deferred as _deferred  # (imported by deferred: its interned signature ids)
+from torchtpu.execution import launch
 from torchtpu.execution.region_ir import Built
 from torchtpu.ops.tracing import TORCH_TO_IR
 
@@ -101,8 +102,6 @@ def run_one(key: tuple, addresses: tuple, slots: tuple, written: frozenset[int],
         buffers += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
                     for v, value in zip(scalar_inputs, scalars)]
     out = [buffer(addresses[s], slots[s][0], slots[s][1], device) for s in built.output_slots]
-    from torchtpu.execution import launch
-
     try:
         launch.execute(drv, built.exe, buffers, out, device)
     except Exception:  # noqa: BLE001 - the long way runs it again and raises the op's error as it always did
