@@ -28,10 +28,10 @@ us (a flat alias of a whole contiguous tensor).
 fuse branch (recording hits looked up by the storage layout the C++ launch path passes, docs/deferred_regions.md;
 main 5e9f1ad run, then the branch's, an hour apart on the loaded machine, 5 ABBA samples; cpu / NEVER / FUSE us):
 
-    add unsynced  2.36 / 6.71 / 27.04 (FUSE/NEVER 4.03x) -> 1.54 / 4.39 / 17.22 (3.92x)
-    add synced    2.20 / 10.27 / 43.42 (4.23x)           -> 1.57 / 6.58 / 16.72 (2.54x)
-    mm unsynced   2.65 / 13.20 / 33.51 (2.54x)           -> 1.77 / 7.68 / 19.46 (2.53x)
-    mm synced     1.75 / 10.69 / 29.69 (2.78x)           -> 2.64 / 14.31 / 30.67 (2.14x)
+    add unsynced  2.36 / 6.71 / 27.04 (FUSE/NEVER 4.03x) -> 1.22 / 4.28 / 15.27 (3.57x)
+    add synced    2.20 / 10.27 / 43.42 (4.23x)           -> 2.15 / 7.35 / 16.88 (2.30x)
+    mm unsynced   2.65 / 13.20 / 33.51 (2.54x)           -> 1.61 / 8.78 / 21.38 (2.44x)
+    mm synced     1.75 / 10.69 / 29.69 (2.78x)           -> 2.44 / 13.32 / 26.14 (1.96x)
     models, branch (3 samples), FUSE/NEVER: gpt2 fwd 0.96x, train 1.18x; llama fwd 1.39x, train 1.50x
 """
 
