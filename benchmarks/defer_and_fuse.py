@@ -26,7 +26,7 @@ reshapes), a replay's key 3.3 -> 0.3 us per recorded op (interned event-signatur
 us (a flat alias of a whole contiguous tensor).
 
 fuse branch (recording hits looked up by the storage layout the C++ launch path passes, docs/deferred_regions.md;
-main 5e9f1ad run, then the branch's, an hour apart on the loaded machine, 5 ABBA samples; cpu / NEVER / FUSE us):
+main 5e9f1ad run, then the branch's, 35 min apart on the loaded machine, 5 ABBA samples; cpu / NEVER / FUSE us):
 
     add unsynced  2.36 / 6.71 / 27.04 (FUSE/NEVER 4.03x) -> 1.22 / 4.28 / 15.27 (3.57x)
     add synced    2.20 / 10.27 / 43.42 (4.23x)           -> 2.15 / 7.35 / 16.88 (2.30x)
