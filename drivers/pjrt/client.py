@@ -161,14 +161,14 @@ class Client:
             _lapack.initialize()
             self._lapack_ready = True
 
-    def execute(self, loaded: Any, buffers: list[Any], n_results: int | None = None) -> list[Any]:
+    def execute(self, loaded: Any, buffers: list[Any], n_results: int) -> list[Any]:
         """Launches `loaded` on its device; returns its `n_results` results (futures: reading or `block` waits)."""
         try:
             results = loaded.execute_sharded(buffers)
         except Exception as exc:  # noqa: BLE001 - jaxlib's JaxRuntimeError
             _reraise(exc, "PJRT execute")
         # each result's one shard as it is (no jax.Array assembled around it): a handler per result
-        n = len(loaded.get_output_shardings()) if n_results is None else n_results
+        n = n_results
         handlers = self._handlers[n] if n < len(self._handlers) else [_first_shard] * n
         return results.consume_with_handlers(handlers)
 
