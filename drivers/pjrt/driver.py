@@ -65,7 +65,9 @@ class _Compiled:
     text: str
     inputs: list[tuple[int, str, np.dtype]]  # per program input: element count, IR dtype, numpy dtype
     checks: tuple[emit.Check, ...]  # device-side error checks: the module's last result
+    n_outputs: int  # the program's outputs (the module returns one more, the check flags, when `checks`)
     variants: dict[tuple[tuple[int, int], ...], Any] = field(default_factory=dict)  # donation -> loaded
+    plain: Any = None  # variants[()]: device 0, nothing donated (the common launch, looked up without a key)
 
 
 def _donate_default(platform: str) -> bool:
@@ -131,8 +133,8 @@ class PjrtDriver(Driver):
     def _compile(self, program: Program, device: int) -> Executable:  # loaded per device in `_loaded`
         module = emit.emit(program, platform=self.platform, checks=self.checks, emulate_passes=self.emulate_passes)
         compiled = _Compiled(module.text, [(emit.numel(v.shape), v.dtype, emit.NP_DTYPES[v.dtype])
-                                           for v in program.inputs], module.checks)
-        compiled.variants[()] = self.client.compile(module.text, 0)
+                                           for v in program.inputs], module.checks, len(program.outputs))
+        compiled.variants[()] = compiled.plain = self.client.compile(module.text, 0)
         return Executable(program, payload=compiled, meta={"platform": self.platform})
 
     def _loaded(self, exe: Executable, donation: tuple[tuple[int, int], ...], device: int) -> Any:
@@ -177,26 +179,41 @@ class PjrtDriver(Driver):
     def execute(self, exe: Executable, inputs: Sequence[Any], outputs: Sequence[Any], device: int = 0) -> None:
         """Runs `exe`: inputs are StorageRefs (or host arrays / scalars); each StorageRef output is rebound to its
         result. Host numpy outputs (for direct use without torch) are filled in place, which waits."""
-        program = exe.program
-        if len(inputs) != len(program.inputs) or len(outputs) != len(program.outputs):
+        compiled: _Compiled = exe.payload
+        metas = compiled.inputs
+        if len(inputs) != len(metas) or len(outputs) != compiled.n_outputs:
+            program = exe.program
             raise TypeError(f"program {program.name} takes {len(program.inputs)} inputs and "
                             f"{len(program.outputs)} outputs; got {len(inputs)} and {len(outputs)}")
-        metas = exe.payload.inputs
-        buffers = [self._input_buffer(m, x, device, v) for m, x, v in zip(metas, inputs, program.inputs)]
-        compiled: _Compiled = exe.payload
-        donation = self._donation(program, inputs, outputs) if self.donate and not compiled.checks else ()
-        loaded = self._loaded(exe, donation, device)
-        results = self.client.execute(loaded, buffers)
+        buffers = []
+        for i, (meta, x) in enumerate(zip(metas, inputs)):
+            if type(x) is StorageRef:  # the common case first: a storage holding this input's dtype and size
+                s = x.storage
+                array = s.array
+                if array is not None and x.dtype == meta[1] and s.nbytes == meta[0] * meta[2].itemsize \
+                        and array.dtype == meta[2]:
+                    buffers.append(array)
+                    continue
+            buffers.append(self._input_buffer(meta, x, device, exe.program.inputs[i]))
+        donation = self._donation(exe.program, inputs, outputs) if self.donate and not compiled.checks else ()
+        loaded = compiled.plain if device == 0 and not donation else self._loaded(exe, donation, device)
+        results = self.client.execute(loaded, buffers, compiled.n_outputs + bool(compiled.checks))
         self.launches += 1
         if compiled.checks:
             self._raise_failed_check(compiled.checks, results.pop())
         self._track(device, results)
-        single = len(results) == 1
+        if len(results) == 1:
+            out = outputs[0]
+            if type(out) is StorageRef:
+                s = out.storage
+                s.array = results[0]
+                s.shared = False
+                return
         for j, (out, result) in enumerate(zip(outputs, results)):
             if type(out) is StorageRef:
                 out.storage.array = result
                 # one buffer bound to two storages (a value returned twice) must never be donated
-                out.storage.shared = not single and any(r is result for k, r in enumerate(results) if k != j)
+                out.storage.shared = any(r is result for k, r in enumerate(results) if k != j)
             else:
                 host = self.client.to_host(result, writable=False)
                 np.copyto(out, host.reshape(out.shape).astype(out.dtype, copy=False), casting="unsafe")
