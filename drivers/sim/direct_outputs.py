@@ -127,7 +127,7 @@ class DirectPlan:
         if hit is not None:
             return hit[1]
         ok = self._decide(inputs, outputs)
-        if any(_root(o).ndim == 0 for o in outputs):
+        if any(_host_scalar(_root(o)) for o in outputs):
             return ok
         if len(self._cache) >= _CACHE_MAX:
             self._cache.clear()
@@ -156,6 +156,13 @@ class DirectPlan:
                     return False
                 j += 1
         return True
+
+
+def _host_scalar(root: np.ndarray) -> bool:
+    """Whether `root` (an array's root, `_root`) is a host scalar's own memory (new each launch). A 0-d view of
+    a storage (the runtime's `as_strided` view of a 0-d tensor, such as a compiled AdamW step's step count
+    output) owns none, and is cached by identity like any buffer."""
+    return root.ndim == 0 and root.flags.owndata
 
 
 def _root(a: np.ndarray) -> np.ndarray:

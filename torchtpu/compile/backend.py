@@ -23,6 +23,7 @@ from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph 
 from torchtpu.compile import padded as _padded
 from torchtpu.compile.buckets import order_products, pad_args, spec_of, upper_bound
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
+from torchtpu.compile.launch_layout import LaunchLayout
 from torchtpu.compile.literals import spell_complex_literals
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
@@ -78,6 +79,7 @@ class _Traced:
     node_starts: list[tuple[int, str]] = field(default_factory=list)  # (first IR op, "aten op at user line")
     host_scalars: list[int] = field(default_factory=list)  # 0-d CPU tensor inputs: scalar inputs, last
     launched: bool = False  # counted in stats.programs once it runs
+    layout: LaunchLayout | None = None  # what each launch needs, fixed per program (made on the first launch)
 
 
 @dataclass
@@ -426,7 +428,7 @@ class CompiledGraph:
 
     @staticmethod
     def _key(args: list[Any]) -> tuple:
-        return (tuple((tuple(a.shape), a.dtype, _is_host_scalar(a)) if isinstance(a, torch.Tensor) else a
+        return (tuple((a.shape, a.dtype, _is_host_scalar(a)) if isinstance(a, torch.Tensor) else a
                       for a in args), current_precision())
 
     def _traced(self, args: list[Any], compile_only: bool = False) -> _Traced:
@@ -442,24 +444,26 @@ class CompiledGraph:
 
     def _launch(self, traced: _Traced, args: list[Any], extra: Sequence[tuple[Any, str]] = ()) -> list[Any]:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        layout = traced.layout
+        if layout is None:
+            layout = traced.layout = LaunchLayout(traced.program, traced.mutated, traced.host_scalars, len(tensors),
+                                                  len(extra))
         device = next((t.device.index or 0 for t in tensors if t.device.type == "tpu"), 0)
-        from torchtpu import random as tpu_random
+        states = []
+        if traced.random_nodes:
+            from torchtpu import random as tpu_random
 
-        states = [tpu_random.next_state(device, n) for n in traced.random_nodes]
+            states = [tpu_random.next_state(device, n) for n in traced.random_nodes]
         # a mutated tpu input is written in place; a host one (a lifted CPU scalar such as Adam's step count)
-        # gets a device output copied back after the launch
-        dev = torch.device("tpu", device)
+        # gets a device output, reused across launches (launch_layout.py), copied back after the launch
         mutated = [tensors[i] for i in traced.mutated]
-        n_fresh = len(traced.program.outputs) - len(mutated)
-        outputs = [t if t is not None and t.device.type == "tpu" else
-                   torch.empty(v.shape, dtype=_torch_dtype(v.dtype), device=dev)
-                   for t, v in zip([None] * n_fresh + mutated, traced.program.outputs)]
-        host = traced.host_scalars
-        inputs = [a if a.device.type == "tpu" else a.to(dev) for i, a in enumerate(tensors) if i not in host]
-        first = len(traced.program.inputs) - len(host) - len(extra)
-        scalars = [runtime.scalar_buffer(tensors[i].item(), v.dtype)
-                   for i, v in zip(host, traced.program.inputs[first:])]
-        scalars += [runtime.scalar_buffer(value, dtype) for value, dtype in extra]
+        dev = torch.device("tpu", device)
+        outputs = [torch.empty(shape, dtype=dtype, device=dev) for shape, dtype in layout.fresh]
+        pooled = layout.host_outputs(dev, mutated, outputs) if mutated else None
+        inputs = [a if a.device.type == "tpu" else a.to(dev) for a in map(tensors.__getitem__, layout.on_device)]
+        scalar_buffer = runtime.scalar_buffer
+        scalars = [scalar_buffer(tensors[i].item(), dtype) for i, dtype in layout.host]
+        scalars += [scalar_buffer(value, dtype) for value, dtype in extra]
         try:
             exe = launch.launch("compiled_graph", traced.program, inputs + states, outputs, device, scalars,
                                 exe=traced.exe)
@@ -471,13 +475,15 @@ class CompiledGraph:
         if exe is not None and exe is not traced.exe:
             traced.exe = exe
             _events.name_program(exe.program, self.gm)  # profiler: the graph's ATen ops and lines
-        back = [(out, t) for t, out in zip(mutated, outputs[n_fresh:]) if t is not out]
+        back = [(out, t) for t, out in zip(mutated, outputs[len(layout.fresh):]) if t is not out]
         if back:
             if all(t.device.type == "cpu" and not t.requires_grad for _, t in back):
                 copy_to_host_many(back)
             else:
                 for out, t in back:
                     t.copy_(out)
+        if pooled is not None:
+            layout.give_back(dev, pooled)
         result: list[Any] = []
         for kind, index in traced.output_map:
             if kind == "none":
@@ -491,12 +497,6 @@ class CompiledGraph:
             else:
                 result.append(outputs[index])
         return result
-
-
-def _torch_dtype(ir_dtype: str) -> torch.dtype:
-    from torchtpu.ops.tracing import IR_TO_TORCH
-
-    return IR_TO_TORCH[ir_dtype]
 
 
 def _compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], policy: Any = None) -> Callable[..., Any]:

@@ -1,0 +1,59 @@
+"""The per-program part of a compiled graph's launch (compile/backend.py), computed on its first launch.
+
+A compiled AdamW step is one launch of ~140 inputs (parameters, gradients, both moments, one step count per
+parameter) and ~110 outputs: what each launch would otherwise work out per input (which inputs are 0-d host
+scalars, each output's torch shape and dtype) is fixed per program, and the step counts' device outputs are
+pooled (see `LaunchLayout`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from torchtpu.drivers.ir import Program
+from torchtpu.ops.tracing import IR_TO_TORCH
+
+
+class LaunchLayout:
+    """The per-program part of a compiled graph's launch, computed once: the torch shapes and dtypes of its fresh
+    outputs and of its in-place outputs, which tensor inputs go to the device (the rest, 0-d host scalars, are
+    scalar inputs, with their IR dtypes), and a pool of device outputs for mutated 0-d host scalars (Adam's step
+    counts: one per parameter), which are copied back right after each launch and never escape, so one set per
+    concurrent launch serves every launch (stable buffers keep the runtime's view and the sim's decisions
+    cached; tests/test_compile_launch_fast.py)."""
+
+    __slots__ = ("fresh", "mutated", "on_device", "host", "_free")
+
+    def __init__(self, program: Program, mutated: Sequence[int], host_scalars: Sequence[int], n_tensors: int,
+                 n_extra: int) -> None:
+        n_fresh = len(program.outputs) - len(mutated)
+        self.fresh = [(tuple(v.shape), IR_TO_TORCH[v.dtype]) for v in program.outputs[:n_fresh]]
+        self.mutated = [(tuple(v.shape), IR_TO_TORCH[v.dtype]) for v in program.outputs[n_fresh:]]
+        host = set(host_scalars)
+        self.on_device = [i for i in range(n_tensors) if i not in host]
+        first = len(program.inputs) - len(host_scalars) - n_extra  # then the host scalars, then `extra`
+        self.host = [(i, v.dtype) for i, v in zip(host_scalars, program.inputs[first:])]
+        self._free: dict[torch.device, list[dict[int, torch.Tensor]]] = {}
+
+    def host_outputs(self, dev: torch.device, mutated: list[torch.Tensor], outputs: list[Any]) -> dict:
+        """Appends the in-place outputs to `outputs`: a tpu input itself, a 0-d host one's pooled device tensor,
+        any other host tensor's fresh device tensor; returns the pooled set taken (for `give_back`)."""
+        free = self._free.get(dev)
+        pooled = free.pop() if free else {}  # list.pop is atomic: concurrent launches take different sets
+        for k, (t, (shape, dtype)) in enumerate(zip(mutated, self.mutated)):
+            if t.device.type == "tpu":
+                outputs.append(t)
+            elif shape:
+                outputs.append(torch.empty(shape, dtype=dtype, device=dev))
+            else:
+                out = pooled.get(k)
+                if out is None:
+                    out = pooled[k] = torch.empty(shape, dtype=dtype, device=dev)
+                outputs.append(out)
+        return pooled
+
+    def give_back(self, dev: torch.device, pooled: dict[int, torch.Tensor]) -> None:
+        self._free.setdefault(dev, []).append(pooled)
