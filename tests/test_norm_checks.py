@@ -63,6 +63,31 @@ CPU_CASES: dict[str, tuple[Callable[..., Any], tuple]] = {
                                (_t(3), _t(3), W, RM, RV, RM, RV, True, 1e-5, MASK, RESERVE)),
 }
 
+XG, GM = _t(2, 4, 3, seed=5), _t(2, 2, seed=6)
+GN, GNB = aten.native_group_norm, aten.native_group_norm_backward
+# native_group_norm runs its upstream decomposition behind CPU's checks (norm_checks.wrap).
+CPU_CASES.update({
+    "gn_ok": (GN, (XG, W.repeat(2)[:4], None, 2, 4, 3, 2, 1e-5)),
+    "gn_weight": (GN, (XG, _t(5), None, 2, 4, 3, 2, 1e-5)),
+    "gn_bias": (GN, (XG, None, _t(5), 2, 4, 3, 2, 1e-5)),
+    "gn_weight_2d": (GN, (XG, _t(2, 2), None, 2, 4, 3, 2, 1e-5)),
+    "gn_groups_not_dividing": (GN, (XG, None, None, 2, 4, 3, 3, 1e-5)),
+    "gn_zero_groups": (GN, (XG, None, None, 2, 4, 3, 0, 1e-5)),
+    "gn_wrong_n": (GN, (XG, None, None, 3, 4, 3, 2, 1e-5)),
+    "gn_wrong_c": (GN, (XG, _t(4), None, 2, 6, 2, 2, 1e-5)),
+    "gn_int": (GN, (XG.to(I64), None, None, 2, 4, 3, 2, 1e-5)),
+    "gn_1d": (GN, (_t(4), None, None, 1, 4, 1, 2, 1e-5)),
+    "gn_weight_f64": (GN, (XG, _t(4).double(), None, 2, 4, 3, 2, 1e-5)),
+    "gn_x_f16_weight_f32": (GN, (XG.half(), _t(4), None, 2, 4, 3, 2, 1e-5)),
+    "gnb_ok": (GNB, (XG, XG, GM, GM, _t(4), 2, 4, 3, 2, MASK)),
+    "gnb_grad": (GNB, (_t(2, 4, 4), XG, GM, GM, _t(4), 2, 4, 3, 2, MASK)),
+    "gnb_mean": (GNB, (XG, XG, _t(2, 3), GM, _t(4), 2, 4, 3, 2, MASK)),
+    "gnb_rstd": (GNB, (XG, XG, GM, _t(3), _t(4), 2, 4, 3, 2, MASK)),
+    "gnb_weight": (GNB, (XG, XG, GM, GM, _t(5), 2, 4, 3, 2, MASK)),
+    "gnb_wrong_n": (GNB, (XG, XG, GM, GM, _t(4), 3, 4, 3, 2, MASK)),
+    "gnb_mean_f64": (GNB, (XG, XG, GM.double(), GM, _t(4), 2, 4, 3, 2, MASK)),
+})
+
 
 def _assert_same(name: str, mode: str, fn: Callable[..., Any], args: tuple) -> None:
     cpu_cls, cpu_msg, cpu_y = _outcome(fn, args, "cpu")

@@ -13,7 +13,8 @@ to match. `tests/test_norm_checks.py` compares every case with CPU.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -87,3 +88,68 @@ def check_backward(op: str, grad_out: Sym, input: Sym, weight: Sym | None,  # no
         if t is None:
             mode = "training (train=True)" if train else "evaluation mode (train=False)"
             raise RuntimeError(f"{op}: {need[0][0]} and {need[1][0]} must be defined in {mode}, but {name} is None")
+
+
+# --- group norm (run by its upstream decomposition, decompositions.ACCEPTED) ------------------------------------
+
+def _enforce(ok: bool, condition: str) -> None:
+    if not ok:
+        raise RuntimeError(f"Expected {condition} to be true, but got false.  (Could this error message be improved?  "
+                           "If so, please report an enhancement request to PyTorch.)")
+
+
+def _check_group_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, n: int, c: int,
+                      hxw: int, group: int) -> None:
+    """native_group_norm's checks (check_group_norm_inputs, the mixed-dtype rules, GroupNormKernelImpl's), in
+    ATen's order and words; CPU's bias message prints the weight's shape ([0] when there is none)."""
+    if group <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {group}")
+    if c % group:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(x.shape)} and num_groups={group}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {list(weight.shape) if weight is not None else [0]} and "
+                               f"input of shape {list(x.shape)}")
+    _check_dtypes(x, (weight, bias))
+    _enforce(x.numel() == n * c * hxw, "X.numel() == N * C * HxW")
+    if x.dtype not in _FLOATS:
+        raise NotImplementedError(f"\"GroupNormKernelImpl\" not implemented for '{aten_type_name(x.dtype)}'")
+
+
+def _group_norm(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def kernel(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, n: int, c: int, hxw: int,
+               group: int, eps: float) -> Any:
+        _check_group_norm(x, weight, bias, n, c, hxw, group)
+        first = weight if weight is not None else bias
+        mixed = first is not None and first.dtype != x.dtype  # float32 parameters: float32 statistics, as CPU
+        xs = x.float() if mixed else x
+        y, mean, rstd = fn(xs if x.ndim >= 2 else xs.reshape(n, c, hxw), weight, bias, n, c, hxw, group, eps)
+        return y.to(x.dtype).reshape(x.shape), mean, rstd  # a 1-d X: CPU reads it flat
+
+    return kernel
+
+
+def _group_norm_backward(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def kernel(grad: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+               weight: torch.Tensor | None, n: int, c: int, hxw: int, group: int, output_mask: list[bool]) -> Any:
+        _check_dtypes(x, (mean, rstd))
+        _enforce(grad.numel() == n * c * hxw, "dY.numel() == N * C * HxW")
+        _enforce(x.numel() == n * c * hxw, "X.numel() == N * C * HxW")
+        _enforce(mean.numel() == n * group, "mean.numel() == N * group")
+        _enforce(rstd.numel() == n * group, "rstd.numel() == N * group")
+        _enforce(weight is None or weight.numel() == c, "!gamma.defined() || gamma.numel() == C")
+        return fn(grad, x, mean, rstd, weight, n, c, hxw, group, output_mask)
+
+    return kernel
+
+
+_WRAPPERS = {torch.ops.aten.native_group_norm: _group_norm,
+             torch.ops.aten.native_group_norm_backward: _group_norm_backward}
+WRAPPED = frozenset(_WRAPPERS)
+
+
+def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (op's upstream decomposition) behind CPU's argument checks for op."""
+    return _WRAPPERS[op.overloadpacket](op, fn)
