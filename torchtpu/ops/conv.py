@@ -120,6 +120,35 @@ def _check_output_padding(op: list[int], stride: list[int], dilation: list[int])
     raise RuntimeError("output padding must be smaller than either stride or dilation, but got " + " ".join(got))
 
 
+def _check_backward(grad_output: Sym, input: Sym, weight: Sym, stride: Sequence[int],  # noqa: A002
+                    padding: Sequence[int], dilation: Sequence[int], transposed: bool,
+                    output_padding: Sequence[int], groups: int) -> None:
+    """What CPU's convolution_backward refuses past upstream's shape checks (its kernel's errors): a grad_output
+    that is not the forward's output shape, grad_output / input / weight of different dtypes, and (transposed) an
+    output padding not smaller than stride or dilation."""
+    n = weight.ndim - 2
+    dtypes = (grad_output.dtype, input.dtype, weight.dtype)
+    if len(set(dtypes)) > 1:
+        from torchtpu.ops.tracing import aten_type_name
+
+        raise RuntimeError("convolution_backward: expected grad_output, input and weight of one dtype, but got "
+                           + ", ".join(aten_type_name(d) for d in dtypes))
+    if transposed:
+        _check_output_padding(list(_expand(output_padding, n)), list(stride), list(dilation))
+        sizes = [(input.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape[2 + i] - 1)
+                 + _expand(output_padding, n)[i] + 1 for i in range(n)]
+        channels = weight.shape[1] * groups
+    else:
+        sizes = [(input.shape[2 + i] + 2 * padding[i] - dilation[i] * (weight.shape[2 + i] - 1) - 1) // stride[i] + 1
+                 for i in range(n)]
+        channels = weight.shape[0]
+    want = [input.shape[0], channels, *sizes]
+    if list(grad_output.shape) != want:
+        raise RuntimeError(f"convolution_backward: expected grad_output of shape {want} (the convolution's output for "
+                           f"input {list(input.shape)} and weight {list(weight.shape)}), but got grad_output of shape "
+                           f"{list(grad_output.shape)}")
+
+
 @lower(aten.convolution_overrideable.default)
 @lower(aten.convolution.default, graph_only=True)
 def convolution(input: Sym, weight: Sym, bias: Sym | None, stride: list[int], padding: list[int],  # noqa: A002
@@ -149,6 +178,7 @@ def convolution_backward(grad_output: Sym, input: Sym, weight: Sym, stride: list
     mxu_dtypes("aten::convolution_backward", grad_output, input, weight)
     n = weight.ndim - 2
     stride, padding, dilation = _expand(stride, n), _expand(padding, n), _expand(dilation, n)
+    _check_backward(grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups)
     dtype = _out_dtype(input, weight)
     gy, x, w = (P.convert(t, dtype) for t in (grad_output, input, weight))
     k = w.shape[2:]

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch._decomp import get_decompositions
 
-from torchtpu.ops import loss_checks
+from torchtpu.ops import loss_checks, norm_checks
 
 aten = torch.ops.aten
 
@@ -72,6 +72,8 @@ def define_all(define: Callable[..., Any]) -> None:
             fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], "grad_input")
         if op.overloadpacket in loss_checks.WRAPPED:
             fn = loss_checks.wrap(op, fn)
+        if op.overloadpacket in norm_checks.WRAPPED:
+            fn = norm_checks.wrap(op, fn)
         record = TABLE.get(op)
         if record is not None and record.fn is not None:
             continue

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution import eager
+from torchtpu.ops import norm_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -75,6 +76,8 @@ def _forward(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym
 @lower(aten._native_batch_norm_legit_functional.default)
 def batch_norm_functional(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym,  # noqa: A002
                           running_var: Sym, training: bool, momentum: float, eps: float) -> tuple[Sym, ...]:
+    norm_checks.check_forward("_native_batch_norm_legit_functional", input, weight, bias, running_mean,
+                              running_var, training)
     y, m, s, rm, rv = _forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
     return y, m, s, rm if rm is not None else running_mean, rv if rv is not None else running_var
 
@@ -82,12 +85,15 @@ def batch_norm_functional(input: Sym, weight: Sym | None, bias: Sym | None, runn
 @lower(aten._native_batch_norm_legit_no_training.default)
 def batch_norm_no_training(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym,  # noqa: A002
                            running_var: Sym, momentum: float, eps: float) -> tuple[Sym, Sym, Sym]:
+    norm_checks.check_forward("_native_batch_norm_legit_no_training", input, weight, bias, running_mean,
+                              running_var, False)
     return _forward(input, weight, bias, running_mean, running_var, False, momentum, eps)[:3]
 
 
 @lower(aten._native_batch_norm_legit.no_stats)
 def batch_norm_no_stats(input: Sym, weight: Sym | None, bias: Sym | None, training: bool,  # noqa: A002
                         momentum: float, eps: float) -> tuple[Sym, Sym, Sym]:
+    norm_checks.check_forward("_native_batch_norm_legit", input, weight, bias, None, None, training)
     return _forward(input, weight, bias, None, None, True, momentum, eps)[:3]
 
 
@@ -95,16 +101,19 @@ def batch_norm_no_stats(input: Sym, weight: Sym | None, bias: Sym | None, traini
 def batch_norm_no_update(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym | None,  # noqa: A002
                          running_var: Sym | None, momentum: float, eps: float) -> tuple[Sym, Sym, Sym, Sym]:
     training = running_mean is None or running_var is None
+    norm_checks.check_forward("_batch_norm_no_update", input, weight, bias, running_mean, running_var, training)
     y, m, s, _, _ = _forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
     return y, m, s, P.full(0, (0,), torch.uint8)
 
 
 def _stats_kernel(name: str, training_arg: bool, reserve: bool) -> Any:
     """Kernel of a batch norm that may update running statistics in place."""
+    op = name.removeprefix("aten::")
 
     def kernel(input: torch.Tensor, weight: Any, bias: Any, running_mean: Any, running_var: Any,  # noqa: A002
                *rest: Any) -> Any:
         training, momentum, eps = rest if training_arg else (True, *rest)
+        norm_checks.check_forward(op, input, weight, bias, running_mean, running_var, training)
         if not training or running_mean is None:
             outs = eager.run(name, _forward_3, (input, weight, bias, running_mean, running_var), {
                 "training": training or running_mean is None, "momentum": momentum, "eps": eps})
@@ -163,6 +172,8 @@ def _backward(grad_out: Sym, input: Sym, weight: Sym | None, running_mean: Sym |
 def native_batch_norm_backward(grad_out: Sym, input: Sym, weight: Sym | None, running_mean: Sym | None,  # noqa: A002
                                running_var: Sym | None, save_mean: Sym | None, save_invstd: Sym | None,
                                train: bool, eps: float, output_mask: list[bool]) -> tuple[Sym | None, ...]:
+    norm_checks.check_backward("native_batch_norm_backward", grad_out, input, weight, running_mean, running_var,
+                               save_mean, save_invstd, train)
     return _backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps,
                      output_mask)
 
@@ -172,6 +183,8 @@ def batch_norm_backward(grad_out: Sym, input: Sym, weight: Sym, running_mean: Sy
                         running_var: Sym | None, save_mean: Sym | None, save_var: Sym | None, update: bool,
                         eps: float, output_mask: list[bool], reserve: Sym) -> tuple[Sym | None, ...]:
     train = update or running_mean is None
+    norm_checks.check_backward("batch_norm_backward", grad_out, input, weight, running_mean, running_var, save_mean,
+                               save_var, train)
     return _backward(grad_out, input, weight, running_mean, running_var, save_mean, save_var, train, eps,
                      output_mask)
 

@@ -1,0 +1,155 @@
+"""Argument checks of the batch norm lowerings (forward forms and backward), made before a lowering traces
+anything, so a direct call of `aten.native_batch_norm` / `_native_batch_norm_legit*` / `_batch_norm_*` /
+`(native_)batch_norm_backward` with inconsistent arguments raises a RuntimeError naming the argument, instead of a
+broadcast error from deep in the lowering or a result.
+
+Where CPU's kernel checks (input rank < 2: channel dim 1 out of range; an integral input: the dispatch macro's
+NotImplementedError) the class and words are CPU's. Where CPU's kernel does not check (a weight, bias, running
+statistic or saved statistic whose length is not the channel count, a grad_output not of the input's shape: CPU
+reads past the end or the start of the buffer; eval mode or a backward without the statistics it reads: CPU
+dereferences a null tensor) we raise RuntimeError naming what was wrong and what is valid: there is no CPU result
+to match. `tests/test_norm_checks.py` compares every case with CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from torchtpu.ops.tracing import Sym, aten_type_name
+
+_FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _check_input(op: str, input: Sym) -> int:  # noqa: A002
+    if input.ndim == 0:  # CPU: a SmallVector of size -1
+        raise ValueError(f"{op}: input should have at least 2 dimensions (N, C, *), but got a 0-d tensor")
+    if input.ndim < 2:
+        n = max(input.ndim, 1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got 1)")
+    if input.dtype not in _FLOATS:
+        raise NotImplementedError(f"\"batch_norm\" not implemented for '{aten_type_name(input.dtype)}'")
+    return input.shape[1]
+
+
+def _check_dtypes(input: Sym, params: Sequence[Sym | None]) -> None:  # noqa: A002
+    """batch_norm_cpu's dtype rules: parameters (weight, bias, running_mean, running_var) of the input's dtype,
+    or all float32 with a float16/bfloat16 input (the mixed type), decided by the first defined parameter."""
+    given = [p for p in params if p is not None]
+    if not given:
+        return
+    if given[0].dtype != input.dtype:
+        for p in given:
+            if p.dtype != torch.float32:
+                raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        if input.dtype not in (torch.float16, torch.bfloat16):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+        return
+    for p in given:
+        if p.dtype != input.dtype:
+            raise RuntimeError(f"expected scalar type {aten_type_name(input.dtype)} but found "
+                               f"{aten_type_name(p.dtype)}")
+
+
+def _check_channels(op: str, channels: int, named: Sequence[tuple[str, Sym | None]]) -> None:
+    for name, t in named:
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"{op}: {name} should have one element per channel ({channels}), but got {name} of "
+                               f"shape {list(t.shape)}")
+
+
+def check_forward(op: str, input: Sym, weight: Sym | None, bias: Sym | None,  # noqa: A002
+                  running_mean: Sym | None, running_var: Sym | None, training: bool) -> None:
+    """A batch norm forward: input rank and dtype, the parameters' dtypes, one element per channel in each given
+    vector, and running statistics present in eval mode."""
+    c = _check_input(op, input)
+    _check_dtypes(input, (weight, bias, running_mean, running_var))
+    _check_channels(op, c, (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                            ("running_var", running_var)))
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError(f"{op}: running_mean and running_var must be defined in evaluation mode (training=False)")
+
+
+def check_backward(op: str, grad_out: Sym, input: Sym, weight: Sym | None,  # noqa: A002
+                   running_mean: Sym | None, running_var: Sym | None, save_mean: Sym | None,
+                   save_invstd: Sym | None, train: bool) -> None:
+    """A batch norm backward: the forward's checks, grad_output of input's shape, and the statistics that the
+    mode reads (save_mean / save_invstd in training, running_mean / running_var in eval)."""
+    c = _check_input(op, input)
+    if tuple(grad_out.shape) != tuple(input.shape):
+        raise RuntimeError(f"{op}: grad_out should have the shape of input {list(input.shape)}, but got grad_out of "
+                           f"shape {list(grad_out.shape)}")
+    need = (("save_mean", save_mean), ("save_invstd", save_invstd)) if train else (
+        ("running_mean", running_mean), ("running_var", running_var))
+    _check_channels(op, c, (("weight", weight), *need))
+    for name, t in need:
+        if t is None:
+            mode = "training (train=True)" if train else "evaluation mode (train=False)"
+            raise RuntimeError(f"{op}: {need[0][0]} and {need[1][0]} must be defined in {mode}, but {name} is None")
+
+
+# --- group norm (run by its upstream decomposition, decompositions.ACCEPTED) ------------------------------------
+
+def _enforce(ok: bool, condition: str) -> None:
+    if not ok:
+        raise RuntimeError(f"Expected {condition} to be true, but got false.  (Could this error message be improved?  "
+                           "If so, please report an enhancement request to PyTorch.)")
+
+
+def _check_group_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, n: int, c: int,
+                      hxw: int, group: int) -> None:
+    """native_group_norm's checks (check_group_norm_inputs, the mixed-dtype rules, GroupNormKernelImpl's), in
+    ATen's order and words; CPU's bias message prints the weight's shape ([0] when there is none)."""
+    if group <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {group}")
+    if c % group:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(x.shape)} and num_groups={group}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {list(weight.shape) if weight is not None else [0]} and "
+                               f"input of shape {list(x.shape)}")
+    _check_dtypes(x, (weight, bias))
+    _enforce(x.numel() == n * c * hxw, "X.numel() == N * C * HxW")
+    if x.dtype not in _FLOATS:
+        raise NotImplementedError(f"\"GroupNormKernelImpl\" not implemented for '{aten_type_name(x.dtype)}'")
+
+
+def _group_norm(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def kernel(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, n: int, c: int, hxw: int,
+               group: int, eps: float) -> Any:
+        _check_group_norm(x, weight, bias, n, c, hxw, group)
+        first = weight if weight is not None else bias
+        mixed = first is not None and first.dtype != x.dtype  # float32 parameters: float32 statistics, as CPU
+        xs = x.float() if mixed else x
+        y, mean, rstd = fn(xs if x.ndim >= 2 else xs.reshape(n, c, hxw), weight, bias, n, c, hxw, group, eps)
+        return y.to(x.dtype).reshape(x.shape), mean, rstd  # a 1-d X: CPU reads it flat
+
+    return kernel
+
+
+def _group_norm_backward(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def kernel(grad: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+               weight: torch.Tensor | None, n: int, c: int, hxw: int, group: int, output_mask: list[bool]) -> Any:
+        _check_dtypes(x, (mean, rstd))
+        _enforce(grad.numel() == n * c * hxw, "dY.numel() == N * C * HxW")
+        _enforce(x.numel() == n * c * hxw, "X.numel() == N * C * HxW")
+        _enforce(mean.numel() == n * group, "mean.numel() == N * group")
+        _enforce(rstd.numel() == n * group, "rstd.numel() == N * group")
+        _enforce(weight is None or weight.numel() == c, "!gamma.defined() || gamma.numel() == C")
+        return fn(grad, x, mean, rstd, weight, n, c, hxw, group, output_mask)
+
+    return kernel
+
+
+_WRAPPERS = {torch.ops.aten.native_group_norm: _group_norm,
+             torch.ops.aten.native_group_norm_backward: _group_norm_backward}
+WRAPPED = frozenset(_WRAPPERS)
+
+
+def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (op's upstream decomposition) behind CPU's argument checks for op."""
+    return _WRAPPERS[op.overloadpacket](op, fn)
