@@ -51,9 +51,12 @@ EXACT: frozenset[str] = frozenset({
 # promotion rule (found by the fuzzer, issue 17). A complex fill value into a real out still fails.
 FILLS_OUT_DTYPE: frozenset[str] = frozenset({"_efficientzerotensor.out", "eye.m_out", "eye.out", "full.out"})
 
-# Factories whose out= kernel computes in the out tensor's dtype (ATen's linspace_out: the dtype of `result`).
+# Factories whose out= kernel computes in the out tensor's dtype (ATen's linspace_out and logspace_out: the dtype
+# of `result`).
 TAKES_OUT_DTYPE: frozenset[str] = frozenset({"linspace.out", "linspace.Tensor_Tensor_out", "linspace.Tensor_Scalar_out",
-                                            "linspace.Scalar_Tensor_out"})
+                                            "linspace.Scalar_Tensor_out", "logspace.out",
+                                            "logspace.Tensor_Tensor_out", "logspace.Tensor_Scalar_out",
+                                            "logspace.Scalar_Tensor_out"})
 
 _FUNC = re.compile(r"^- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\(")
 
