@@ -139,6 +139,10 @@ def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torc
     the call passed `dtype=`, see requires_exact)."""
     if result == target:
         return
+    if _local(op) in ("complex.out", "polar.out"):  # complex_check_dtype: the parts' complex dtype exactly
+        from torchtpu.ops.complex_checks import check_out
+
+        check_out(result, target)
     if fills_out_dtype(op, dtype_given) and not (result.is_complex and not target.is_complex):
         return
     if not torch.can_cast(result, target):
