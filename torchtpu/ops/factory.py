@@ -154,14 +154,39 @@ def _uniform(shape: tuple[int, ...], rng: Sym) -> Sym:
     return P.emit1("rng", [rng], shape=shape, dtype="float32", distribution="uniform")
 
 
+_C_NAMES = {torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", torch.float32: "float",
+            torch.float64: "double"}
+
+
+def _check_uniform_bounds(dtype: torch.dtype, from_: float, to: float) -> None:
+    """ATen's uniform_impl_ checks (DistributionTemplates.h): both bounds within the dtype, from <= to, and to - from
+    (in double) within its max; doubles printed as C++'s stream does (%g)."""
+    if not dtype.is_floating_point:
+        return
+    info = torch.finfo(dtype)
+    for value, name in ((from_, "from"), (to, "to")):
+        if not info.min <= value <= info.max:
+            raise RuntimeError(f"{name} is out of bounds for {_C_NAMES.get(dtype, str(dtype))}")
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
+    if float(to) - float(from_) > info.max:
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{aten_type_name(dtype)}>::max(), but "
+                           f"found to={to:g} and from={from_:g} which result in to-from to exceed the limit")
+
+
 @lower(aten.uniform_.default, random=True, static=("from", "to"))
 def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    _check_uniform_bounds(self.dtype, float(from_), float(to))
     u = _uniform(self.shape, rng)
+    if self.dtype == torch.float64:  # the range may exceed float32's (CPU draws in double)
+        return P.convert(u, torch.float64) * (float(to) - float(from_)) + float(from_)
     return P.convert(u * float(to - from_) + float(from_), self.dtype)
 
 
 @lower(aten.normal_.default, random=True, static=("mean", "std"))
 def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    if std < 0.0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     z = P.emit1("rng", [rng], shape=self.shape, dtype="float32", distribution="normal")
     return P.convert(z * float(std) + float(mean), self.dtype)
 
