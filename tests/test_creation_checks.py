@@ -1,5 +1,6 @@
 """Argument checks of tensor-creation ops as CPU makes them (class and words), in every eager mode: torch.complex
-and torch.polar (parts Half/Float/Double of one dtype, out= of exactly their complex dtype)."""
+and torch.polar (parts Half/Float/Double of one dtype, out= of exactly their complex dtype); uniform_'s bounds
+(within the dtype, from <= to, to - from within its max) and normal_'s std >= 0."""
 
 from __future__ import annotations
 
@@ -46,3 +47,24 @@ def _complex_calls() -> list[Callable[[str], torch.Tensor]]:
 def test_complex_and_polar_checks_as_cpu(mode: str) -> None:
     for fn in _complex_calls():
         _same_as_cpu(mode, fn)
+
+
+def _uniform_calls() -> list[Callable[[str], torch.Tensor]]:
+    calls = []
+    for dtype in (torch.float16, torch.float32, torch.float64):
+        for from_, to in ((42.0, 0.0), (-1e39, 0.0), (0.0, 1e39), (-60000.0, 60000.0), (-3e38, 3e38), (-1e308, 1e308),
+                          (2.5, 2.5)):
+            calls.append(lambda d, t=dtype, f=from_, e=to: torch.empty(64, dtype=t, device=d).uniform_(f, e).isfinite())
+    calls.append(lambda d: torch.empty(8, device=d).normal_(0.0, -1.0))
+    calls.append(lambda d: torch.empty(8, device=d).normal_(0.0, -2.5))
+    return calls
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_uniform_and_normal_checks_as_cpu(mode: str) -> None:
+    for fn in _uniform_calls():
+        _same_as_cpu(mode, fn)
+    with torch.tpu.eager_mode(mode):  # a float64 range beyond float32's: finite draws within it, as CPU's
+        x = torch.empty(2000, dtype=torch.float64, device="tpu").uniform_(-42.0, torch.finfo(torch.float64).max)
+        x = x.cpu()
+    assert x.isfinite().all() and x.min() >= -42.0 and x.max() > 1e307
