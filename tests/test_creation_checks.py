@@ -1,6 +1,7 @@
 """Argument checks of tensor-creation ops as CPU makes them (class and words), in every eager mode: torch.complex
 and torch.polar (parts Half/Float/Double of one dtype, out= of exactly their complex dtype); uniform_'s bounds
-(within the dtype, from <= to, to - from within its max) and normal_'s std >= 0."""
+(within the dtype, from <= to, to - from within its max; integer and bool dtypes refused), normal_'s std >= 0,
+eye's sizes, roll's shifts/dims, repeat_interleave's repeats (index dtype, 1-D, not negative)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,28 @@ def test_uniform_and_normal_checks_as_cpu(mode: str) -> None:
         x = torch.empty(2000, dtype=torch.float64, device="tpu").uniform_(-42.0, torch.finfo(torch.float64).max)
         x = x.cpu()
     assert x.isfinite().all() and x.min() >= -42.0 and x.max() > 1e307
+
+
+def _more_calls() -> list[Callable[[str], torch.Tensor]]:
+    cube = lambda d: torch.arange(8, device=d).view(2, 2, 2)  # noqa: E731
+    return [
+        lambda d: torch.rand((2, 3), device=d, dtype=torch.int64),  # CPU refuses: no silent integer draws
+        lambda d: torch.empty(3, dtype=torch.bool, device=d).uniform_(),
+        lambda d: torch.empty(3, dtype=torch.complex64, device=d).uniform_().isfinite(),
+        lambda d: torch.eye(-1, 1, device=d), lambda d: torch.eye(1, -1, device=d), lambda d: torch.eye(-1, device=d),
+        lambda d: torch.eye(2, 3, device=d),
+        lambda d: cube(d).roll(shifts=(), dims=()), lambda d: cube(d).roll(shifts=(), dims=1),
+        lambda d: cube(d).roll(shifts=(1, 2), dims=(1,)), lambda d: cube(d).roll(shifts=(1, 2)),
+        lambda d: cube(d).roll(shifts=3), lambda d: cube(d).roll(shifts=(1, -1), dims=(0, 2)),
+        lambda d: torch.repeat_interleave(torch.arange(4, device=d).reshape(2, 2)),
+        lambda d: torch.repeat_interleave(torch.arange(4.0, device=d)),
+        lambda d: torch.repeat_interleave(torch.tensor([1, 2, -1, 3, 4], device=d)),
+        lambda d: torch.repeat_interleave(torch.tensor([1, 2, 0, 3], device=d)),
+        lambda d: torch.repeat_interleave(torch.tensor([], dtype=torch.int32, device=d)),
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_rand_eye_roll_repeat_interleave_checks_as_cpu(mode: str) -> None:
+    for fn in _more_calls():
+        _same_as_cpu(mode, fn)
