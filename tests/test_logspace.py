@@ -2,7 +2,7 @@
 type, step = double(end - start) / (steps - 1), pow(base, start + step * i) below steps // 2 and pow(base, end -
 step * (steps - 1 - i)) above, libm's double pow, narrowed to the output type; integers truncated as x86
 converts), in every eager mode and under torch.compile; steps 0 and 1 (fill's overflow check), negative bases,
-dtype inference from complex bounds, bool refused as CPU does, and out= (the out tensor's dtype and shape)."""
+dtype inference from complex bounds, bool refused as CPU does (out=: tests/test_linspace.py)."""
 
 from __future__ import annotations
 
@@ -51,21 +51,6 @@ def test_logspace_matches_cpu_bit_for_bit(mode: str) -> None:
         assert got.dtype == want.dtype, (start, end, steps, dtype)
         torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True,
                                    msg=lambda m, c=(start, end, steps, base, dtype): f"{c}: {m}")
-
-
-@pytest.mark.parametrize("mode", ["DEFER_NEVER", "DEFER_AND_FUSE"])
-def test_logspace_out_in_out_dtype_and_shape(mode: str) -> None:
-    with torch.tpu.eager_mode(mode):
-        for dtype in (torch.int16, torch.float64, torch.bfloat16):
-            want, got = torch.empty(0, dtype=dtype), torch.empty(0, dtype=dtype, device="tpu")
-            torch.logspace(0.3, 1.7, 137, out=want)
-            torch.logspace(0.3, 1.7, 137, out=got)
-            assert torch.equal(got.cpu(), want), dtype
-        x = torch.zeros(2, 3, device="tpu")
-        torch.logspace(0, 3, 4, base=2, out=x.narrow(1, 1, 2))
-        assert torch.equal(x.cpu(), torch.tensor([[0.0, 1, 2], [0, 4, 8]]))
-        with pytest.raises(RuntimeError, match="unsupported operation"):
-            torch.logspace(1, 10, 10, out=torch.rand(1, device="tpu").expand(10))
 
 
 def test_logspace_checks_as_cpu() -> None:
