@@ -1,7 +1,8 @@
 """linspace as CPU computes it, bit for bit (ATen's RangeFactoriesKernel.cpp: start + step * i below steps // 2,
 end - step * (steps - 1 - i) above, each a fused multiply-add in the output's type; integer outputs step in double
 and truncate; complex per component), in every eager mode and under torch.compile; dtype inference from complex
-bounds, steps 0 and 1, and out= (computed in the out tensor's dtype, written in its shape, overlap refused)."""
+bounds, steps 0 and 1, and out= of linspace and logspace (computed in the out tensor's dtype, written in its shape,
+overlap refused)."""
 
 from __future__ import annotations
 
@@ -46,19 +47,28 @@ def test_linspace_matches_cpu_bit_for_bit(mode: str) -> None:
                                    msg=lambda m, c=(start, end, steps, dtype): f"{c}: {m}")
 
 
+OUT_CASES = {  # op: (bounds, out dtypes, the (0, 3, 4) call's extra arguments, its values)
+    "linspace": ((0.3, 90.7), (torch.int16, torch.float64, torch.complex64), {}, [0.0, 1, 2, 3]),
+    "logspace": ((0.3, 1.7), (torch.int16, torch.float64, torch.bfloat16), {"base": 2}, [1.0, 2, 4, 8]),
+}
+
+
 @pytest.mark.parametrize("mode", ["DEFER_NEVER", "DEFER_AND_FUSE"])
-def test_linspace_out_in_out_dtype_and_shape(mode: str) -> None:
+@pytest.mark.parametrize("op", sorted(OUT_CASES))
+def test_out_in_out_dtype_and_shape(mode: str, op: str) -> None:
+    """linspace and logspace out=: computed in the out tensor's dtype, written in its shape, overlap refused."""
+    fn, ((lo, hi), dtypes, extra, values) = getattr(torch, op), OUT_CASES[op]
     with torch.tpu.eager_mode(mode):
-        for dtype in (torch.int16, torch.float64, torch.complex64):
+        for dtype in dtypes:
             want, got = torch.empty(0, dtype=dtype), torch.empty(0, dtype=dtype, device="tpu")
-            torch.linspace(0.3, 90.7, 137, out=want)
-            torch.linspace(0.3, 90.7, 137, out=got)
+            fn(lo, hi, 137, out=want)
+            fn(lo, hi, 137, out=got)
             assert torch.equal(got.cpu(), want), dtype
         x = torch.zeros(2, 3, device="tpu")
-        torch.linspace(0, 3, 4, out=x.narrow(1, 1, 2))
-        assert torch.equal(x.cpu(), torch.tensor([[0.0, 0, 1], [0, 2, 3]]))
+        fn(0, 3, 4, **extra, out=x.narrow(1, 1, 2))
+        assert torch.equal(x.cpu(), torch.tensor([[0.0, values[0], values[1]], [0, values[2], values[3]]]))
         with pytest.raises(RuntimeError, match="unsupported operation"):
-            torch.linspace(1, 10, 10, out=torch.rand(1, device="tpu").expand(10))
+            fn(1, 10, 10, out=torch.rand(1, device="tpu").expand(10))
 
 
 def test_linspace_dtype_inference_and_checks() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = (
-    "elementwise", "math", "reduction", "matmul", "nn", "indexing", "factory", "conv", "shape",
+    "elementwise", "math", "reduction", "matmul", "nn", "indexing", "factory", "logspace", "conv", "shape",
     "norm", "sorting", "dynamic", "resize", "pooling", "losses", "complex", "linalg", "special", "sampling",
     "embedding", "grid", "segment", "quantized", "jagged", "pooled_lookup", "paged_attention", "random_ints",
     "foreach",  # last: maps the per-tensor lowerings above over lists

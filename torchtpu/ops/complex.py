@@ -17,6 +17,7 @@ import torch
 from torchtpu import dtypes
 from torchtpu.execution import eager
 from torchtpu.ops import prims as P
+from torchtpu.ops.complex_checks import check_parts
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -49,7 +50,8 @@ def conj_physical(self: Sym) -> Sym:
 
 @lower(aten.complex.default)
 def complex_(real: Sym, imag: Sym) -> Sym:  # noqa: A002 - ATen's names
-    if real.dtype != imag.dtype or real.dtype not in (torch.float32, torch.float64):
+    check_parts(real, imag)
+    if real.dtype not in (torch.float32, torch.float64):  # float16 parts: complex32, refused by design
         raise RuntimeError(f"complex on tpu supports float32 parts (complex64) and float64 parts (complex128), "
                            f"got {real.dtype} and {imag.dtype}")
     return make_complex(real, imag)
@@ -57,6 +59,10 @@ def complex_(real: Sym, imag: Sym) -> Sym:  # noqa: A002 - ATen's names
 
 @lower(aten.polar.default)
 def polar(abs: Sym, angle: Sym) -> Sym:  # noqa: A002
+    check_parts(abs, angle)
+    if abs.dtype not in (torch.float32, torch.float64):  # float16 parts: complex32, refused by design
+        raise RuntimeError(f"polar on tpu supports float32 parts (complex64) and float64 parts (complex128), "
+                           f"got {abs.dtype} and {angle.dtype}")
     return make_complex(abs * P.emit1("cosine", [angle]), abs * P.emit1("sine", [angle]))
 
 

@@ -33,7 +33,7 @@ ACCEPTED = [
     aten.special_xlog1py, aten.mse_loss_backward, aten.tanh_backward, aten.sigmoid_backward,
     aten.leaky_relu_backward, aten.hardtanh_backward, aten.threshold_backward, aten.logsumexp, aten.norm, aten.prod,
     aten.var_mean, aten.nansum, aten.take, aten.uniform, aten.normal, aten.bernoulli, aten.native_dropout_backward,
-    aten.linspace, aten.logspace, aten.arange, aten.full, aten.zero, aten.copysign, aten.float_power,
+    aten.linspace, aten.arange, aten.full, aten.zero, aten.copysign, aten.float_power,
 ]
 
 

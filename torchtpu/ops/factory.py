@@ -154,14 +154,41 @@ def _uniform(shape: tuple[int, ...], rng: Sym) -> Sym:
     return P.emit1("rng", [rng], shape=shape, dtype="float32", distribution="uniform")
 
 
+_C_NAMES = {torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", torch.float32: "float",
+            torch.float64: "double"}
+
+
+def _check_uniform_bounds(dtype: torch.dtype, from_: float, to: float) -> None:
+    """ATen's uniform_impl_ checks (DistributionTemplates.h): both bounds within the dtype, from <= to, and to - from
+    (in double) within its max; doubles printed as C++'s stream does (%g)."""
+    if not dtype.is_floating_point:  # ATen dispatches the check over floating types only
+        name = aten_type_name(dtype)
+        raise NotImplementedError(f'"check_uniform_bounds" not implemented for \'{name}\'')
+    info = torch.finfo(dtype)
+    for value, name in ((from_, "from"), (to, "to")):
+        if not info.min <= value <= info.max:
+            raise RuntimeError(f"{name} is out of bounds for {_C_NAMES.get(dtype, str(dtype))}")
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
+    if float(to) - float(from_) > info.max:
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{aten_type_name(dtype)}>::max(), but "
+                           f"found to={to:g} and from={from_:g} which result in to-from to exceed the limit")
+
+
 @lower(aten.uniform_.default, random=True, static=("from", "to"))
 def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    if not self.dtype.is_complex:  # a complex tensor draws its real view
+        _check_uniform_bounds(self.dtype, float(from_), float(to))
     u = _uniform(self.shape, rng)
+    if self.dtype == torch.float64:  # the range may exceed float32's (CPU draws in double)
+        return P.convert(u, torch.float64) * (float(to) - float(from_)) + float(from_)
     return P.convert(u * float(to - from_) + float(from_), self.dtype)
 
 
 @lower(aten.normal_.default, random=True, static=("mean", "std"))
 def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    if std < 0.0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     z = P.emit1("rng", [rng], shape=self.shape, dtype="float32", distribution="normal")
     return P.convert(z * float(std) + float(mean), self.dtype)
 
@@ -191,7 +218,11 @@ def exponential_(self: Sym, lambd: float = 1.0, *, generator: Any = None, rng: S
 @lower(aten.eye.default, aten.eye.m)
 def eye(n: int, m: int | None = None, *, dtype: torch.dtype | None = None, layout: Any = None, device: Any = None,
         pin_memory: Any = None) -> Sym:
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     m = n if m is None else m
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     diag = P.compare("EQ", P.iota((n, m), 0), P.iota((n, m), 1))
     return P.convert(diag, dtype or torch.get_default_dtype())
 

@@ -51,9 +51,12 @@ EXACT: frozenset[str] = frozenset({
 # promotion rule (found by the fuzzer, issue 17). A complex fill value into a real out still fails.
 FILLS_OUT_DTYPE: frozenset[str] = frozenset({"_efficientzerotensor.out", "eye.m_out", "eye.out", "full.out"})
 
-# Factories whose out= kernel computes in the out tensor's dtype (ATen's linspace_out: the dtype of `result`).
+# Factories whose out= kernel computes in the out tensor's dtype (ATen's linspace_out and logspace_out: the dtype
+# of `result`).
 TAKES_OUT_DTYPE: frozenset[str] = frozenset({"linspace.out", "linspace.Tensor_Tensor_out", "linspace.Tensor_Scalar_out",
-                                            "linspace.Scalar_Tensor_out"})
+                                            "linspace.Scalar_Tensor_out", "logspace.out",
+                                            "logspace.Tensor_Tensor_out", "logspace.Tensor_Scalar_out",
+                                            "logspace.Scalar_Tensor_out"})
 
 _FUNC = re.compile(r"^- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\(")
 
@@ -136,6 +139,10 @@ def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torc
     the call passed `dtype=`, see requires_exact)."""
     if result == target:
         return
+    if _local(op) in ("complex.out", "polar.out"):  # complex_check_dtype: the parts' complex dtype exactly
+        from torchtpu.ops.complex_checks import check_out
+
+        check_out(result, target)
     if fills_out_dtype(op, dtype_given) and not (result.is_complex and not target.is_complex):
         return
     if not torch.can_cast(result, target):

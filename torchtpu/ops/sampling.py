@@ -13,7 +13,7 @@ from torchtpu.execution import eager
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.sorting import sort_dim
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -311,8 +311,15 @@ def _repeat_index(repeats: Sym, *, size: int) -> Sym:
 
 
 def repeat_interleave(repeats: torch.Tensor, *, output_size: int | None = None) -> torch.Tensor:
+    # ATen's repeat_interleave_cpu: dispatched over the index types, then repeat_interleave_common's checks
+    if repeats.dtype not in (torch.int32, torch.int64):
+        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for \'{aten_type_name(repeats.dtype)}\'')
+    if repeats.dim() != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
     if output_size is None:
         output_size = int(eager.run("aten::repeat_interleave.size", _repeat_total, (repeats,), {}).item())
+        if repeats.numel() and bool((repeats < 0).any()):
+            raise RuntimeError("repeats can not be negative")
     return eager.run("aten::repeat_interleave", _repeat_index, (repeats,), {"size": int(output_size)})
 
 

@@ -27,6 +27,10 @@ def flip(self: Sym, dims: list[int]) -> Sym:
 
 @lower(aten.roll.default)
 def roll(self: Sym, shifts: list[int], dims: list[int] = ()) -> Sym:
+    if not shifts:  # ATen's roll_common checks
+        raise RuntimeError("`shifts` required")
+    if not dims and len(shifts) != 1 or dims and len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     if not dims:
         flat = P.reshape(self, (self.numel(),))
         return P.reshape(roll(flat, shifts, [0]), self.shape)
