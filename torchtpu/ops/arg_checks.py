@@ -1,6 +1,6 @@
-"""ATen's argument checks for cat, embedding and embedding_dense_backward, made before their lowerings in ATen's
-order, with its exception class and words (cat_meta / check_cat_shape_except_dim, embedding's checkDim and
-checkScalarTypes, embedding_backward's reshape of grad)."""
+"""ATen's argument checks for cat, embedding, embedding_dense_backward and _cdist_forward, made before their
+lowerings in ATen's order, with its exception class and words (cat_meta / check_cat_shape_except_dim, embedding's
+checkDim and checkScalarTypes, embedding_backward's reshape of grad, cdist_impl)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import torch
 
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 # torch's legacy tensor type names, as checkScalarTypes prints a tensor's type (DeprecatedTypeProperties): the
 # eight legacy Python classes, else "CPU<ScalarType>Type".
@@ -79,3 +79,24 @@ def check_cat(tensors: Sequence[Sym], dim: int) -> int | None:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in the list.")
     return d
+
+
+def check_cdist(x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: int | None) -> None:
+    """_cdist_forward's checks in ATen's order (_cdist_forward, cdist_impl, the kernel's dtype check). Half and
+    bfloat16, which CPU's kernel lacks, run as on CUDA."""
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x.ndim < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {aten_type_name(x.dtype)}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    mode = 0 if compute_mode is None else compute_mode
+    if not 0 <= mode <= 2:
+        raise RuntimeError(f"possible modes: 0, 1, 2, but was: {mode}")
+    torch._C._infer_size(torch.Size(x1.shape[:-2]), torch.Size(x2.shape[:-2]))
+    if x1.dtype != x2.dtype:
+        raise RuntimeError(f"expected scalar type {aten_type_name(x1.dtype)} but found {aten_type_name(x2.dtype)}")

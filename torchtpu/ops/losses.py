@@ -10,7 +10,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.execution import eager
-from torchtpu.ops import host_index, index_checks
+from torchtpu.ops import arg_checks, host_index, index_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
@@ -274,7 +274,14 @@ def pdist_backward(grad: Sym, self: Sym, p: float, pdist: Sym) -> Sym:
     return P.convert(out, self.dtype)
 
 
-@lower(aten._cdist_forward.default)
+def _cdist_checked(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """CPU's checks on the real arguments, made before the trace."""
+    values = dict(zip(("x1", "x2", "p", "compute_mode"), args), **kwargs)
+    arg_checks.check_cdist(values["x1"], values["x2"], values["p"], values.get("compute_mode"))
+    return args, kwargs
+
+
+@lower(aten._cdist_forward.default, prepare=_cdist_checked, static=("p",))
 def cdist(x1: Sym, x2: Sym, p: float, compute_mode: int | None = None) -> Sym:
     a, b = _wide(x1), _wide(x2)
     r1, r2, m = a.shape[-2], b.shape[-2], a.shape[-1]
@@ -284,7 +291,7 @@ def cdist(x1: Sym, x2: Sym, p: float, compute_mode: int | None = None) -> Sym:
     return P.convert(_pair_norm(aa - bb, p, len(batch) + 2), x1.dtype)
 
 
-@lower(aten._cdist_backward.default)
+@lower(aten._cdist_backward.default, static=("p",))
 def cdist_backward(grad: Sym, x1: Sym, x2: Sym, p: float, cdist: Sym) -> Sym:
     a, b = _wide(x1), _wide(x2)
     r1, r2, m = a.shape[-2], b.shape[-2], a.shape[-1]
