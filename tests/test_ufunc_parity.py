@@ -1,0 +1,36 @@
+"""Element-wise values PyTorch's test_unary_ufuncs.py / test_binary_ufuncs.py found wrong on tpu, against CPU
+PyTorch in every eager mode (DEFER_NEVER, LAUNCH_BLOCKING, DEFER_AND_FUSE), bit-identical across the modes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torchtpu  # noqa: F401
+
+NAN, INF = float("nan"), float("inf")
+MODES = ["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"]
+
+# erfcx of a large negative x overflows to inf on CPU; the split square exp(hi) * exp(lo) made it inf * 0 = NaN
+ERFCX_INPUT = [-3e38, -1e20, -1e10, -30.0, -27.5, -26.0, -10.5, -9.5, -9.3, -5.0, 0.0, 5.0, 1e20, -INF, INF, NAN]
+CASES = {
+    "erfcx_large_negative": (torch.special.erfcx, ERFCX_INPUT),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_cpu_in_every_mode(tpu, name, dtype):
+    fn, values = CASES[name]
+    x = torch.tensor(values, dtype=dtype)
+    want = fn(x)
+    got = {}
+    for mode in MODES:
+        with torch.tpu.eager_mode(getattr(torch.tpu.EagerMode, mode)):
+            got[mode] = fn(x.to("tpu")).cpu()
+    assert torch.equal(got["DEFER_NEVER"].isnan(), want.isnan())
+    assert torch.equal(got["DEFER_NEVER"].isinf(), want.isinf())
+    torch.testing.assert_close(got["DEFER_NEVER"], want, equal_nan=True, rtol=1e-5 if dtype == torch.float32
+                               else 1e-13, atol=0)
+    for mode in MODES[1:]:
+        assert torch.equal(got[mode].view(-1).view(torch.uint8), got["DEFER_NEVER"].view(-1).view(torch.uint8)), mode
