@@ -34,3 +34,32 @@ def test_matches_cpu_in_every_mode(tpu, name, dtype):
                                else 1e-13, atol=0)
     for mode in MODES[1:]:
         assert torch.equal(got[mode].view(-1).view(torch.uint8), got["DEFER_NEVER"].view(-1).view(torch.uint8)), mode
+
+
+SIGNS = [-2.0, 0.0, -0.0, 3.0, NAN, -NAN, INF, -INF]
+BINARY = {
+    # a CPU 0-dim operand is a scalar (upstream's decomposition refused it: "Expected divisor (b) to be on ...")
+    "copysign_cpu_scalar_self": (lambda y: torch.copysign(torch.tensor(1.0), y), torch.float32),
+    "copysign_int_to_float": (lambda y: torch.copysign(torch.arange(8, device=y.device) - 3, y), torch.float64),
+    "copysign_scalar": (lambda y: torch.copysign(y, -2), torch.float32),
+    "heaviside_nan_is_zero": (lambda y: torch.heaviside(y, torch.full((1,), 7.0, dtype=y.dtype, device=y.device)),
+                              torch.float32),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_matches_cpu_in_every_mode(tpu, name):
+    fn, dtype = BINARY[name]
+    want = fn(torch.tensor(SIGNS, dtype=dtype))
+    for mode in MODES:
+        with torch.tpu.eager_mode(getattr(torch.tpu.EagerMode, mode)):
+            got = fn(torch.tensor(SIGNS, dtype=dtype).to("tpu")).cpu()
+        assert got.dtype == want.dtype, mode
+        assert torch.equal(torch.signbit(got), torch.signbit(want)), mode  # -0.0 and NaN signs too
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+
+
+def test_heaviside_refuses_mixed_dtypes_as_cpu(tpu):
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="heaviside is not yet implemented for tensors with different dtypes"):
+            torch.heaviside(torch.ones(2, device=device), torch.ones(2, device=device, dtype=torch.float64))
