@@ -63,3 +63,13 @@ def test_heaviside_refuses_mixed_dtypes_as_cpu(tpu):
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match="heaviside is not yet implemented for tensors with different dtypes"):
             torch.heaviside(torch.ones(2, device=device), torch.ones(2, device=device, dtype=torch.float64))
+
+
+def test_compiled_matches_cpu(tpu):
+    def fn(x: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.heaviside(x, v), torch.copysign(x, -2.0), torch.special.erfcx(x)
+
+    x, v = torch.tensor([-2.0, 0.0, -0.0, 3.0, NAN, -1e20, -INF]), torch.tensor([7.0])
+    got = torch.compile(fn, backend="tpu")(x.to("tpu"), v.to("tpu"))
+    for g, w in zip(got, fn(x, v)):
+        torch.testing.assert_close(g.cpu(), w, equal_nan=True, rtol=1e-5, atol=0)
