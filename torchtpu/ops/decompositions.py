@@ -23,7 +23,7 @@ ACCEPTED = [
     aten.nll_loss2d_forward, aten.nll_loss2d_backward, aten.log_sigmoid_forward, aten.log_sigmoid_backward,
     aten.tril, aten.triu, aten.diag_embed, aten.masked_fill, aten.embedding_dense_backward,
     aten.im2col, aten.col2im, aten._log_softmax_backward_data, aten.addcmul, aten.addcdiv, aten.lerp, aten.frac,
-    aten.logaddexp, aten.logaddexp2, aten.xlogy, aten.sinc, aten.deg2rad, aten.rad2deg, aten.heaviside, aten.trace,
+    aten.logaddexp, aten.logaddexp2, aten.xlogy, aten.sinc, aten.deg2rad, aten.rad2deg, aten.trace,
     aten.renorm, aten.aminmax, aten.std_mean, aten.cumsum, aten.rot90, aten.repeat, aten.narrow_copy, aten.new_full,
     aten.new_zeros, aten.new_ones, aten.new_empty, aten.fill, aten.zeros_like, aten.ones_like, aten.full_like,
     aten.empty_like, aten.select_scatter, aten.slice_scatter, aten.diagonal_scatter, aten.clamp_min, aten.clamp_max,
@@ -33,7 +33,7 @@ ACCEPTED = [
     aten.special_xlog1py, aten.mse_loss_backward, aten.tanh_backward, aten.sigmoid_backward,
     aten.leaky_relu_backward, aten.hardtanh_backward, aten.threshold_backward, aten.logsumexp, aten.norm, aten.prod,
     aten.var_mean, aten.nansum, aten.take, aten.uniform, aten.normal, aten.bernoulli, aten.native_dropout_backward,
-    aten.linspace, aten.arange, aten.full, aten.zero, aten.copysign, aten.float_power,
+    aten.linspace, aten.arange, aten.full, aten.zero, aten.float_power,
 ]
 
 

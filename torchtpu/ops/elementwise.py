@@ -152,6 +152,24 @@ def atan2(self: Sym, other: Sym) -> Sym:
     return P.binary("atan2", self, other, Kind.INT_TO_FLOAT)
 
 
+@lower(aten.copysign.Tensor, aten.copysign.Scalar)
+def copysign(self: Sym, other: Any) -> Sym:
+    """|self| with other's sign bit (-0.0 and a negative NaN count as negative), int -> float promotion. A lowering,
+    not upstream's decomposition: that refuses a CPU 0-dim operand, which CPU/CUDA take as a scalar."""
+    return P.binary("copysign", self, other, Kind.INT_TO_FLOAT)
+
+
+@lower(aten.heaviside.default)
+def heaviside(self: Sym, values: Sym) -> Sym:
+    """ATen's kernel: values where self == 0, else self > 0 (so NaN gives 0); same dtypes only, no complex."""
+    if self.dtype.is_complex or values.dtype.is_complex:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    if self.dtype != values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    positive = P.convert(P.compare("GT", self, P.zeros_like(self)), self.dtype)
+    return P.where(P.compare("EQ", self, P.zeros_like(self)), values, positive)
+
+
 _FLOAT_UNARY = {
     aten.exp.default: "exponential", aten.expm1.default: "exponential_minus_one", aten.log.default: "log",
     aten.log1p.default: "log_plus_one", aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt",
