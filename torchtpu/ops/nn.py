@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from torchtpu.ops import arg_checks
+from torchtpu.ops import arg_checks, norm_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
@@ -104,6 +104,7 @@ def _norm_dims(x: Sym, normalized_shape: list[int]) -> tuple[int, ...]:
 def native_layer_norm(input: Sym, normalized_shape: list[int], weight: Sym | None, bias: Sym | None,  # noqa: A002
                       eps: float) -> tuple[Sym, Sym, Sym]:
     dims = _layer_norm_dims(input, normalized_shape, weight, bias)
+    norm_checks.check_layer_norm(input, weight, bias)
     x = _f32(input)
     count = 1
     for d in dims:
@@ -117,7 +118,8 @@ def native_layer_norm(input: Sym, normalized_shape: list[int], weight: Sym | Non
         y = y * P.broadcast_to(_f32(weight), x.shape)
     if bias is not None:
         y = y + P.broadcast_to(_f32(bias), x.shape)
-    return P.convert(y, input.dtype), P.convert(mean, input.dtype), P.convert(rstd, input.dtype)
+    stats = norm_checks.layer_norm_stats_dtype(input, weight, bias)
+    return P.convert(y, input.dtype), P.convert(mean, stats), P.convert(rstd, stats)
 
 
 @lower(aten.native_layer_norm_backward.default)
@@ -125,6 +127,7 @@ def native_layer_norm_backward(grad_out: Sym, input: Sym, normalized_shape: list
                                rstd: Sym, weight: Sym | None, bias: Sym | None, output_mask: list[bool]
                                ) -> tuple[Sym | None, Sym | None, Sym | None]:
     dims = _layer_norm_dims(input, normalized_shape, weight, bias)
+    norm_checks.check_layer_norm_backward(grad_out, input, mean, rstd, weight, bias)
     outer = tuple(range(input.ndim - len(dims)))
     x, g = _f32(input), _f32(grad_out)
     count = 1

@@ -1,4 +1,4 @@
-"""Argument checks of the batch norm lowerings (forward forms and backward), made before a lowering traces
+"""Argument checks of the batch and layer norm lowerings (forward forms and backward), made before a lowering traces
 anything, so a direct call of `aten.native_batch_norm` / `_native_batch_norm_legit*` / `_batch_norm_*` /
 `(native_)batch_norm_backward` with inconsistent arguments raises a RuntimeError naming the argument, instead of a
 broadcast error from deep in the lowering or a result.
@@ -88,6 +88,40 @@ def check_backward(op: str, grad_out: Sym, input: Sym, weight: Sym | None,  # no
         if t is None:
             mode = "training (train=True)" if train else "evaluation mode (train=False)"
             raise RuntimeError(f"{op}: {need[0][0]} and {need[1][0]} must be defined in {mode}, but {name} is None")
+
+
+# --- layer norm (nn.py's lowerings) -----------------------------------------------------------------------------
+
+def _check_layer_norm_dtype(kernel: str, input: Sym) -> None:  # noqa: A002
+    if input.dtype not in _FLOATS:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(input.dtype)}'")
+
+
+def layer_norm_stats_dtype(input: Sym, weight: Sym | None, bias: Sym | None) -> torch.dtype:  # noqa: A002
+    """The dtype of layer norm's mean and rstd: float32 where the parameters are float32 and the input reduced
+    (CPU's mixed type), else the input's."""
+    given = [p for p in (weight, bias) if p is not None]
+    return given[0].dtype if given and given[0].dtype != input.dtype else input.dtype
+
+
+def check_layer_norm(input: Sym, weight: Sym | None, bias: Sym | None) -> None:  # noqa: A002
+    """native_layer_norm's dtype checks (layer_norm_cpu: the mixed-type rule, the kernel's dispatch)."""
+    _check_dtypes(input, (weight, bias))
+    _check_layer_norm_dtype("LayerNormKernelImpl", input)
+
+
+def check_layer_norm_backward(grad_out: Sym, input: Sym, mean: Sym, rstd: Sym,  # noqa: A002
+                              weight: Sym | None, bias: Sym | None) -> None:
+    """native_layer_norm_backward's dtype checks: the kernel's dispatch on the input, then grad_out of the input's
+    dtype, and mean, rstd, weight and bias all float32 (a reduced input with float32 parameters) or all of the
+    input's dtype."""
+    _check_layer_norm_dtype("LayerNormBackwardKernelImpl", input)
+    stats = layer_norm_stats_dtype(input, weight, bias)
+    if stats != torch.float32 or input.dtype not in (torch.float16, torch.bfloat16):
+        stats = input.dtype
+    for t, want in ((grad_out, input.dtype), (mean, stats), (rstd, stats), (weight, stats), (bias, stats)):
+        if t is not None and t.dtype != want:
+            raise RuntimeError(f"expected scalar type {aten_type_name(want)} but found {aten_type_name(t.dtype)}")
 
 
 # --- group norm (run by its upstream decomposition, decompositions.ACCEPTED) ------------------------------------
