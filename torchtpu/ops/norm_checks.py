@@ -154,8 +154,10 @@ def _check_group_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.
 
 def _group_norm(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     def kernel(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, n: int, c: int, hxw: int,
-               group: int, eps: float) -> Any:
+               group: int, eps: float, **out: torch.Tensor) -> Any:
         _check_group_norm(x, weight, bias, n, c, hxw, group)
+        if out:  # the .out overload: its decomposition writes the given tensors
+            return fn(x, weight, bias, n, c, hxw, group, eps, **out)
         first = weight if weight is not None else bias
         mixed = first is not None and first.dtype != x.dtype  # float32 parameters: float32 statistics, as CPU
         xs = x.float() if mixed else x
@@ -167,14 +169,15 @@ def _group_norm(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _group_norm_backward(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     def kernel(grad: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
-               weight: torch.Tensor | None, n: int, c: int, hxw: int, group: int, output_mask: list[bool]) -> Any:
+               weight: torch.Tensor | None, n: int, c: int, hxw: int, group: int, output_mask: list[bool],
+               **out: torch.Tensor) -> Any:
         _check_dtypes(x, (mean, rstd))
         _enforce(grad.numel() == n * c * hxw, "dY.numel() == N * C * HxW")
         _enforce(x.numel() == n * c * hxw, "X.numel() == N * C * HxW")
         _enforce(mean.numel() == n * group, "mean.numel() == N * group")
         _enforce(rstd.numel() == n * group, "rstd.numel() == N * group")
         _enforce(weight is None or weight.numel() == c, "!gamma.defined() || gamma.numel() == C")
-        return fn(grad, x, mean, rstd, weight, n, c, hxw, group, output_mask)
+        return fn(grad, x, mean, rstd, weight, n, c, hxw, group, output_mask, **out)
 
     return kernel
 
