@@ -137,13 +137,21 @@ def pow_scalar(self: Any, exponent: Sym) -> Sym:
     return P.binary("power", self, exponent)
 
 
+def refuse_complex(name: str, self: Sym, other: Sym) -> None:
+    """ATen's check for maximum/minimum/fmax/fmin: complex numbers have no order."""
+    if P.result_dtype(self, other)[1].is_complex:
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
+
+
 @lower(aten.maximum.default)
 def maximum(self: Sym, other: Sym) -> Sym:
+    refuse_complex("maximum", self, other)
     return P.binary("maximum", self, other)
 
 
 @lower(aten.minimum.default)
 def minimum(self: Sym, other: Sym) -> Sym:
+    refuse_complex("minimum", self, other)
     return P.binary("minimum", self, other)
 
 
