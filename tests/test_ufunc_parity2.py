@@ -47,3 +47,50 @@ def test_refuses_as_cpu_in_every_mode(tpu, name):
         with torch.tpu.eager_mode(getattr(torch.tpu.EagerMode, mode)):
             got = _outcome(lambda d: fn(d).cpu(), "tpu")
         assert got == want, mode
+REFUSED.update({  # the FFT kernels' input dtype checks
+    "fft_c2c_bfloat16": lambda d: torch._fft_c2c(torch.ones(4, dtype=torch.bfloat16, device=d), [0], 0, True),
+    "fft_c2c_int": lambda d: torch._fft_c2c(torch.ones(4, dtype=torch.int32, device=d), [0], 0, True),
+    "fft_c2c_float": lambda d: torch._fft_c2c(torch.ones(4, device=d), [0], 1, False),
+    "fft_c2r_float": lambda d: torch._fft_c2r(torch.ones(4, device=d), [0], 0, 6),
+    "fft_r2c_complex": lambda d: torch._fft_r2c(_complex(d), [0], 0, True),
+    "fft_r2c_int": lambda d: torch._fft_r2c(_ints(d), [0], 0, False),
+})
+
+
+def _spectrum(d: str) -> torch.Tensor:
+    return torch.tensor([1 + 2j, 3 - 1j, -0.5j, 4.0], device=d)
+
+
+# ATen's norm_from_int: any normalization other than 0 and 1 divides by n
+VALUES: dict[str, Callable[[str], torch.Tensor]] = {
+    "fft_c2c_norm5_forward": lambda d: torch._fft_c2c(_spectrum(d), [0], 5, True),
+    "fft_c2c_norm5_backward": lambda d: torch._fft_c2c(_spectrum(d), [0], 5, False),
+    "fft_c2c_norm_negative": lambda d: torch._fft_c2c(_spectrum(d), [0], -1, True),
+    "fft_r2c_norm7": lambda d: torch._fft_r2c(_spectrum(d).real, [0], 7, True),
+    "fft_c2r_norm3": lambda d: torch._fft_c2r(_spectrum(d), [0], 3, 6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_values_match_cpu_in_every_mode(tpu, name):
+    fn = VALUES[name]
+    want = fn("cpu")
+    got = {}
+    for mode in MODES:
+        with torch.tpu.eager_mode(getattr(torch.tpu.EagerMode, mode)):
+            got[mode] = fn("tpu").cpu()
+    assert got["DEFER_NEVER"].dtype == want.dtype
+    torch.testing.assert_close(got["DEFER_NEVER"], want, rtol=1e-6, atol=1e-6)
+    for mode in MODES[1:]:
+        assert torch.equal(got[mode], got["DEFER_NEVER"]), mode
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refuses_as_cpu_in_every_mode(tpu, name):
+    fn = REFUSED[name]
+    want = _outcome(fn, "cpu")
+    assert isinstance(want, tuple), f"CPU gave a value for {name}"
+    for mode in MODES:
+        with torch.tpu.eager_mode(getattr(torch.tpu.EagerMode, mode)):
+            got = _outcome(lambda d: fn(d).cpu(), "tpu")
+        assert got == want, mode
