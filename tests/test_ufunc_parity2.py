@@ -50,6 +50,19 @@ REFUSED.update({  # the FFT kernels' input dtype checks
     "fft_r2c_int": lambda d: torch._fft_r2c(_ints(d), [0], 0, False),
 })
 
+REFUSED.update({  # ATen's alpha_check of add/sub, on the common dtype
+    "add_int_float_alpha": lambda d: torch.add(_ints(d), _ints(d), alpha=1.5),
+    "add_int_float_alpha_one": lambda d: torch.add(_ints(d), _ints(d), alpha=1.0),
+    "add_int_scalar_float_alpha": lambda d: torch.add(_ints(d), 2, alpha=0.5),
+    "add_int_bool_alpha": lambda d: torch.add(_ints(d), _ints(d), alpha=True),
+    "add_int_complex_alpha": lambda d: torch.add(_ints(d), _ints(d), alpha=1j),
+    "add_float_complex_alpha": lambda d: torch.add(_ints(d).float(), _ints(d), alpha=2j),
+    "add_in_place_float_alpha": lambda d: _ints(d).add_(_ints(d), alpha=2.5),
+    "sub_int_float_alpha": lambda d: torch.sub(_ints(d), _ints(d), alpha=1.5),
+    "sub_float_bool_alpha": lambda d: torch.sub(_ints(d).double(), _ints(d), alpha=False),
+    "rsub_int_float_alpha": lambda d: torch.rsub(_ints(d), _ints(d), alpha=1.5),
+})
+
 
 def _spectrum(d: str) -> torch.Tensor:
     return torch.tensor([1 + 2j, 3 - 1j, -0.5j, 4.0], device=d)
@@ -61,6 +74,11 @@ VALUES: dict[str, Callable[[str], torch.Tensor]] = {
     "fft_c2c_norm_negative": lambda d: torch._fft_c2c(_spectrum(d), [0], -1, True),
     "fft_r2c_norm7": lambda d: torch._fft_r2c(_spectrum(d).real, [0], 7, True),
     "fft_c2r_norm3": lambda d: torch._fft_c2r(_spectrum(d), [0], 3, 6),
+    "add_bool_bool_alpha": lambda d: torch.add(_ints(d) > 1, _ints(d) > 2, alpha=True),
+    "add_bool_int_alpha": lambda d: torch.add(_ints(d) > 1, _ints(d) > 2, alpha=2),
+    "add_int_int_alpha": lambda d: torch.add(_ints(d), _ints(d), alpha=-3),
+    "add_float_float_alpha": lambda d: torch.add(_ints(d).float(), _ints(d), alpha=0.25),
+    "add_complex_complex_alpha": lambda d: torch.add(_spectrum(d), _ints(d).float().sum(), alpha=1 - 2j),
 }
 
 

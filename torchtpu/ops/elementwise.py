@@ -27,9 +27,21 @@ def _scaled(other: Any, alpha: Any) -> Any:
     return other * alpha
 
 
+def check_alpha(alpha: Any, dtype: torch.dtype) -> None:
+    """ATen's alpha_check of add/sub, on the common dtype and the alpha's Python type (a runtime alpha's too)."""
+    kind = alpha.kind if isinstance(alpha, scalar_args.Placeholder) else type(alpha)
+    if kind is bool and dtype != torch.bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if not (dtype.is_floating_point or dtype.is_complex or issubclass(kind, int)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if not dtype.is_complex and issubclass(kind, complex):
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+
+
 @lower(aten.add.Tensor, aten.add.Scalar)
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
+    check_alpha(alpha, result)
     if not known(alpha) or alpha != 1:  # a runtime alpha of 1 multiplies exactly
         check_scalar_fits(alpha, result, "add(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
@@ -48,6 +60,7 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     compute, result = P.result_dtype(self, other)
+    check_alpha(alpha, result)
     if not known(alpha) or alpha != 1:
         check_scalar_fits(alpha, result, "sub(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
