@@ -104,7 +104,14 @@ def remainder(self: Any, other: Any) -> Sym:
 
 @lower(aten.fmod.Tensor, aten.fmod.Scalar)
 def fmod(self: Any, other: Any) -> Sym:
-    return P.binary("fmod", self, other)
+    compute, result = P.result_dtype(self, other)
+    if compute.is_floating_point or compute.is_complex or compute == torch.bool:
+        return P.binary("fmod", self, other)
+    # integers: ATen's kernel refuses a zero divisor (the IR's fmod gives 0); the IR's integer divide raises it, so
+    # 1 / b (0 or +-1 for any other b) joins the result times 0
+    a, b = P.prepare([self, other], compute)
+    zero_check = P.binary("multiply", P.emit1("divide", [P.full(1, b.shape, compute), b]), P.zeros_like(b))
+    return P.convert(P.binary("add", P.emit1("fmod", [a, b]), zero_check), result)
 
 
 @lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, static=("exponent",))
