@@ -19,7 +19,7 @@ from torchtpu.execution import eager
 from torchtpu.ops import prims as P
 from torchtpu.ops.complex_checks import check_parts
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -178,8 +178,9 @@ def _fft_chunks(dims: list[int]) -> list[list[int]]:
 
 
 def _scale(y: Sym, n: int, normalization: int, forward: bool) -> Sym:
-    # ATen: 0 = none, 1 = 1/sqrt(n), 2 = 1/n. The IR's inverse transforms already divide by n.
-    factor = {0: 1.0, 1: 1.0 / math.sqrt(n), 2: 1.0 / n}[normalization]
+    # ATen's norm_from_int: 0 = none, 1 = 1/sqrt(n), any other value = 1/n. The IR's inverse transforms already
+    # divide by n.
+    factor = {0: 1.0, 1: 1.0 / math.sqrt(n)}.get(normalization, 1.0 / n)
     if not forward:
         factor *= n
     return y if factor == 1.0 else y * factor
@@ -198,8 +199,17 @@ def _prod(x: Sym, dims: list[int]) -> int:
     return math.prod(x.shape[d] for d in dims)
 
 
+def _check_dtype(x: Sym, complex_input: bool) -> None:
+    """ATen's input dtype check of the FFT kernels (c2c and c2r take complex, r2c floating point)."""
+    if complex_input and not x.dtype.is_complex:
+        raise RuntimeError(f"Only supports complex dtypes, but found: {aten_type_name(x.dtype)}")
+    if not complex_input and not x.dtype.is_floating_point:
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: {aten_type_name(x.dtype)}")
+
+
 @lower(aten._fft_c2c.default)
 def fft_c2c(self: Sym, dim: list[int], normalization: int, forward: bool) -> Sym:
+    _check_dtype(self, complex_input=True)
     dims = [P.canon_dim(d, self.ndim) for d in dim]
     if not dims or self.numel() == 0:
         return self
@@ -208,6 +218,7 @@ def fft_c2c(self: Sym, dim: list[int], normalization: int, forward: bool) -> Sym
 
 @lower(aten._fft_r2c.default)
 def fft_r2c(self: Sym, dim: list[int], normalization: int, onesided: bool) -> Sym:
+    _check_dtype(self, complex_input=False)
     dims = [P.canon_dim(d, self.ndim) for d in dim]
     x = P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32)
     n = _prod(x, dims)
@@ -223,6 +234,7 @@ def fft_r2c(self: Sym, dim: list[int], normalization: int, onesided: bool) -> Sy
 
 @lower(aten._fft_c2r.default)
 def fft_c2r(self: Sym, dim: list[int], normalization: int, last_dim_size: int) -> Sym:
+    _check_dtype(self, complex_input=True)
     dims = [P.canon_dim(d, self.ndim) for d in dim]
     x = self
     if len(dims) > 1:

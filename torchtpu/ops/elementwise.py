@@ -27,9 +27,21 @@ def _scaled(other: Any, alpha: Any) -> Any:
     return other * alpha
 
 
+def check_alpha(alpha: Any, dtype: torch.dtype) -> None:
+    """ATen's alpha_check of add/sub, on the common dtype and the alpha's Python type (a runtime alpha's too)."""
+    kind = alpha.kind if isinstance(alpha, scalar_args.Placeholder) else type(alpha)
+    if kind is bool and dtype != torch.bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if not (dtype.is_floating_point or dtype.is_complex or issubclass(kind, int)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if not dtype.is_complex and issubclass(kind, complex):
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+
+
 @lower(aten.add.Tensor, aten.add.Scalar)
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
+    check_alpha(alpha, result)
     if not known(alpha) or alpha != 1:  # a runtime alpha of 1 multiplies exactly
         check_scalar_fits(alpha, result, "add(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
@@ -48,6 +60,7 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     compute, result = P.result_dtype(self, other)
+    check_alpha(alpha, result)
     if not known(alpha) or alpha != 1:
         check_scalar_fits(alpha, result, "sub(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
@@ -91,7 +104,14 @@ def remainder(self: Any, other: Any) -> Sym:
 
 @lower(aten.fmod.Tensor, aten.fmod.Scalar)
 def fmod(self: Any, other: Any) -> Sym:
-    return P.binary("fmod", self, other)
+    compute, result = P.result_dtype(self, other)
+    if compute.is_floating_point or compute.is_complex or compute == torch.bool:
+        return P.binary("fmod", self, other)
+    # integers: ATen's kernel refuses a zero divisor (the IR's fmod gives 0); the IR's integer divide raises it, so
+    # 1 / b (0 or +-1 for any other b) joins the result times 0
+    a, b = P.prepare([self, other], compute)
+    zero_check = P.binary("multiply", P.emit1("divide", [P.full(1, b.shape, compute), b]), P.zeros_like(b))
+    return P.convert(P.binary("add", P.emit1("fmod", [a, b]), zero_check), result)
 
 
 @lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, static=("exponent",))
@@ -137,13 +157,21 @@ def pow_scalar(self: Any, exponent: Sym) -> Sym:
     return P.binary("power", self, exponent)
 
 
+def refuse_complex(name: str, self: Sym, other: Sym) -> None:
+    """ATen's check for maximum/minimum/fmax/fmin: complex numbers have no order."""
+    if P.result_dtype(self, other)[1].is_complex:
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
+
+
 @lower(aten.maximum.default)
 def maximum(self: Sym, other: Sym) -> Sym:
+    refuse_complex("maximum", self, other)
     return P.binary("maximum", self, other)
 
 
 @lower(aten.minimum.default)
 def minimum(self: Sym, other: Sym) -> Sym:
+    refuse_complex("minimum", self, other)
     return P.binary("minimum", self, other)
 
 

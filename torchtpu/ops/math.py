@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from torchtpu.ops import prims as P
-from torchtpu.ops.elementwise import opmath
+from torchtpu.ops.elementwise import opmath, refuse_complex
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
@@ -22,8 +22,9 @@ def acc_dtype(dtype: torch.dtype) -> torch.dtype:
     return dtype if dtype in (torch.float64, torch.complex64, torch.complex128) else torch.float32
 
 
-def _nan_aware(kind: str) -> Any:
+def _nan_aware(kind: str, name: str) -> Any:
     def lowering(self: Sym, other: Sym) -> Sym:
+        refuse_complex(name, self, other)
         compute, result = P.result_dtype(self, other)
         a, b = P.prepare([self, other], compute)
         m = P.emit1(kind, [a, b])
@@ -34,8 +35,8 @@ def _nan_aware(kind: str) -> Any:
     return lowering
 
 
-lower(aten.fmax.default)(_nan_aware("maximum"))
-lower(aten.fmin.default)(_nan_aware("minimum"))
+lower(aten.fmax.default)(_nan_aware("maximum", "fmax"))
+lower(aten.fmin.default)(_nan_aware("minimum", "fmin"))
 
 
 @lower(aten.nextafter.default)
