@@ -18,13 +18,14 @@ from torchtpu.ops.copy import ScalarGather, copy_to_host_many
 from torchtpu.ops.tracing import IR_TO_TORCH
 
 
-class _Pool:
-    """One launch's set of pooled device outputs (by in-place output index) and their copy-back's gather."""
+class _Pool(dict):
+    """One launch's set of pooled device outputs (in-place output index -> device tensor) and their copy-back's
+    gather."""
 
-    __slots__ = ("outs", "gather")
+    __slots__ = ("gather",)
 
     def __init__(self) -> None:
-        self.outs: dict[int, torch.Tensor] = {}
+        super().__init__()
         self.gather: ScalarGather | None = None
 
 
@@ -53,8 +54,7 @@ class LaunchLayout:
         """Appends the in-place outputs to `outputs`: a tpu input itself, a 0-d host one's pooled device tensor,
         any other host tensor's fresh device tensor; returns the pooled set taken (for `give_back`)."""
         free = self._free.get(dev)
-        pool = free.pop() if free else _Pool()  # list.pop is atomic: concurrent launches take different sets
-        pooled = pool.outs
+        pooled = free.pop() if free else _Pool()  # list.pop is atomic: concurrent launches take different sets
         for k, (t, (shape, dtype)) in enumerate(zip(mutated, self.mutated)):
             if t.device.type == "tpu":
                 outputs.append(t)
@@ -65,7 +65,7 @@ class LaunchLayout:
                 if out is None:
                     out = pooled[k] = torch.empty(shape, dtype=dtype, device=dev)
                 outputs.append(out)
-        return pool
+        return pooled
 
     def copy_back(self, pool: _Pool | None, back: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
         """Copies the launch's in-place outputs (`back`: device output, host input) into the host inputs, after
@@ -76,7 +76,7 @@ class LaunchLayout:
                 t.copy_(out)
             return
         gather = None
-        if pool is not None and len(back) == len(pool.outs):  # every source pooled: the same tensors each launch
+        if pool is not None and len(back) == len(pool):  # every source pooled: the same tensors each launch
             gather = pool.gather
             if gather is None:
                 gather = pool.gather = ScalarGather.of([out for out, _ in back])
