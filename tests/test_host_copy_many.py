@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import torchtpu
 from torchtpu import runtime
 from torchtpu.ops.copy import ScalarGather, copy_to_host_many
 
@@ -38,15 +39,17 @@ def test_many_equals_copy_each_with_and_without_gather(tpu, dtype):
             assert _copies() - before == len(srcs), "one charged copy per pair, as copy_ makes"
 
 
-def test_gather_reads_new_values_each_time_and_ignores_other_sources(tpu):
+@pytest.mark.parametrize("mode", ["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"])
+def test_gather_reads_new_values_each_time_and_ignores_other_sources(tpu, mode):
     srcs = [torch.zeros((), device=tpu) for _ in range(3)]
     gather = ScalarGather.of(srcs)
     dsts = [torch.zeros(()) for _ in srcs]
-    for step in range(1, 4):
-        for s in srcs:
-            s.add_(1.0)  # on the device, possibly deferred: the copy-back must see it
-        copy_to_host_many(list(zip(srcs, dsts)), gather)
-        assert [d.item() for d in dsts] == [float(step)] * 3
+    with torchtpu.eager_mode(mode):
+        for step in range(1, 4):
+            for s in srcs:
+                s.add_(1.0)  # on the device, deferred in DEFER_AND_FUSE: the copy-back must see it
+            copy_to_host_many(list(zip(srcs, dsts)), gather)
+            assert [d.item() for d in dsts] == [float(step)] * 3
     others = [torch.full((), 9.0, device=tpu) for _ in srcs]
     copy_to_host_many(list(zip(others, dsts)), gather)  # not the gather's sources: read one by one
     assert [d.item() for d in dsts] == [9.0] * 3
@@ -83,6 +86,7 @@ def test_compiled_adamw_copies_back_through_one_gather(tpu, monkeypatch):
     assert len(pools) == 1 and len(pools[0]) == 4, "one pooled set of the four step counts"
     gather = pools[0].gather
     if runtime.driver().strided_operands:
-        assert gather is not None and all(a is b for a, b in zip(gather.srcs, pools[0].values())), "the pool's gather reads its outputs"
+        assert gather is not None, "one gather for the pool"
+        assert all(a is b for a, b in zip(gather.srcs, pools[0].values())), "the gather reads the pool's outputs"
     else:
         assert gather is None, "no gather where buffers are device memory"
