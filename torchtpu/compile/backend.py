@@ -29,7 +29,6 @@ from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import launch
 from torchtpu.ops import graph_forms  # noqa: F401 - the graph roles of ops graphs spell their own way
-from torchtpu.ops.copy import copy_to_host_many
 from torchtpu.ops.registry import HOPS, TABLE, Lowering, Prepare, apply
 from torchtpu.ops.tracing import Sym, tracing
 from torchtpu.precision import current_precision
@@ -477,11 +476,7 @@ class CompiledGraph:
             _events.name_program(exe.program, self.gm)  # profiler: the graph's ATen ops and lines
         back = [(out, t) for t, out in zip(mutated, outputs[len(layout.fresh):]) if t is not out]
         if back:
-            if all(t.device.type == "cpu" and not t.requires_grad for _, t in back):
-                copy_to_host_many(back)
-            else:
-                for out, t in back:
-                    t.copy_(out)
+            layout.copy_back(pooled, back)
         if pooled is not None:
             layout.give_back(dev, pooled)
         result: list[Any] = []

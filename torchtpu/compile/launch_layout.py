@@ -14,7 +14,19 @@ from typing import Any
 import torch
 
 from torchtpu.drivers.ir import Program
+from torchtpu.ops.copy import ScalarGather, copy_to_host_many
 from torchtpu.ops.tracing import IR_TO_TORCH
+
+
+class _Pool(dict):
+    """One launch's set of pooled device outputs (in-place output index -> device tensor) and their copy-back's
+    gather."""
+
+    __slots__ = ("gather",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gather: ScalarGather | None = None
 
 
 class LaunchLayout:
@@ -23,7 +35,7 @@ class LaunchLayout:
     scalar inputs, with their IR dtypes), and a pool of device outputs for mutated 0-d host scalars (Adam's step
     counts: one per parameter), which are copied back right after each launch and never escape, so one set per
     concurrent launch serves every launch (stable buffers keep the runtime's view and the sim's decisions
-    cached; tests/test_compile_launch_fast.py)."""
+    cached; tests/test_compile_launch_fast.py), and their copy-back is one gather (`copy_back`)."""
 
     __slots__ = ("fresh", "mutated", "on_device", "host", "_free")
 
@@ -36,13 +48,13 @@ class LaunchLayout:
         self.on_device = [i for i in range(n_tensors) if i not in host]
         first = len(program.inputs) - len(host_scalars) - n_extra  # then the host scalars, then `extra`
         self.host = [(i, v.dtype) for i, v in zip(host_scalars, program.inputs[first:])]
-        self._free: dict[torch.device, list[dict[int, torch.Tensor]]] = {}
+        self._free: dict[torch.device, list[_Pool]] = {}
 
-    def host_outputs(self, dev: torch.device, mutated: list[torch.Tensor], outputs: list[Any]) -> dict:
+    def host_outputs(self, dev: torch.device, mutated: list[torch.Tensor], outputs: list[Any]) -> _Pool:
         """Appends the in-place outputs to `outputs`: a tpu input itself, a 0-d host one's pooled device tensor,
         any other host tensor's fresh device tensor; returns the pooled set taken (for `give_back`)."""
         free = self._free.get(dev)
-        pooled = free.pop() if free else {}  # list.pop is atomic: concurrent launches take different sets
+        pooled = free.pop() if free else _Pool()  # list.pop is atomic: concurrent launches take different sets
         for k, (t, (shape, dtype)) in enumerate(zip(mutated, self.mutated)):
             if t.device.type == "tpu":
                 outputs.append(t)
@@ -55,5 +67,20 @@ class LaunchLayout:
                 outputs.append(out)
         return pooled
 
-    def give_back(self, dev: torch.device, pooled: dict[int, torch.Tensor]) -> None:
-        self._free.setdefault(dev, []).append(pooled)
+    def copy_back(self, pool: _Pool | None, back: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Copies the launch's in-place outputs (`back`: device output, host input) into the host inputs, after
+        the launch: CPU ones without autograd in one `copy_to_host_many` (with the pool's gather where every
+        source is pooled), others by `copy_`."""
+        if not all(t.device.type == "cpu" and not t.requires_grad for _, t in back):
+            for out, t in back:
+                t.copy_(out)
+            return
+        gather = None
+        if pool is not None and len(back) == len(pool):  # every source pooled: the same tensors each launch
+            gather = pool.gather
+            if gather is None:
+                gather = pool.gather = ScalarGather.of([out for out, _ in back])
+        copy_to_host_many(back, gather)
+
+    def give_back(self, dev: torch.device, pool: _Pool) -> None:
+        self._free.setdefault(dev, []).append(pool)

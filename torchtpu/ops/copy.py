@@ -90,22 +90,67 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
 
 
 
-def copy_to_host_many(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
+def copy_to_host_many(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], gather: ScalarGather | None = None) -> None:
     """`dst.copy_(src)` for each (src on tpu, dst on the CPU) pair, as `copy_from` makes a blocking tpu -> cpu
     copy (the same values, and the same charge per copy), with one flush and device synchronization for all
     instead of a dispatch and a synchronization each: a compiled AdamW step hands back one step count per
-    parameter."""
-    synced: set[int] = set()
+    parameter. `gather`, made for exactly these sources (`ScalarGather.of`), reads them all in one step."""
+    deferred.flush()
+    drv = runtime.driver()
+    for device in {src.device.index or 0 for src, _ in pairs}:
+        drv.synchronize(device)
+    if gather is not None and gather.matches(pairs):
+        gather.copy_into([dst for _, dst in pairs])
+    else:
+        for src, dst in pairs:
+            if dst.numel():
+                host = runtime.host_tensor(_bytes_view(src))
+                dst.copy_(host.view(src.dtype) if host.dtype != src.dtype else host)
+    from torchtpu.streams import charge_copy  # streams loads after the ops (it registers with the shim)
+
     for src, dst in pairs:
-        device = src.device.index or 0
-        if device not in synced:
-            _sync(src)
-            synced.add(device)
-        if dst.numel() == 0:
-            continue
-        host = runtime.host_tensor(_bytes_view(src))
-        dst.copy_(host.view(src.dtype) if host.dtype != src.dtype else host)
-        _charge(device, src.numel() * src.element_size(), True)
+        if dst.numel():
+            charge_copy(src.device.index or 0, src.numel() * src.element_size(), True)
+
+
+class ScalarGather:
+    """A fixed list of 0-d tpu tensors copied back to the host together again and again (a compiled AdamW step's
+    pooled step counts, compile/launch_layout.py), where the driver's buffers are host memory (the simulator):
+    their values are gathered in one numpy assignment from the buffers' cached views into a host staging tensor,
+    whose 0-d parts go to the destinations in one `_foreach_copy_`."""
+
+    __slots__ = ("srcs", "_views", "_staging", "_parts")
+
+    def __init__(self, srcs: list[torch.Tensor]) -> None:
+        self.srcs = srcs
+        self._views = [runtime.buffer(src) for src in srcs]
+        staging = torch.empty(len(srcs), dtype=srcs[0].dtype)
+        self._staging = staging.numpy()
+        self._parts = list(staging.unbind())
+
+    @staticmethod
+    def of(srcs: list[torch.Tensor]) -> ScalarGather | None:
+        """A gather for `srcs`, or None where there is none: a driver whose buffers are device memory (pjrt), a
+        source that is not 0-d, or sources of several dtypes or of one numpy lacks (bfloat16, fp8, uint64...)."""
+        if not srcs or not runtime.driver().strided_operands:
+            return None
+        dtype = srcs[0].dtype
+        if dtype in _NOT_GATHERED or any(src.dim() or src.dtype != dtype for src in srcs):
+            return None
+        return ScalarGather(srcs)
+
+    def matches(self, pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> bool:
+        return len(pairs) == len(self.srcs) and all(src is mine for (src, _), mine in zip(pairs, self.srcs))
+
+    def copy_into(self, dsts: list[torch.Tensor]) -> None:
+        for fn in runtime.host_access:  # poison.py: a never-written source fails as a host read would
+            for src in self.srcs:
+                fn(src, False)
+        self._staging[:] = self._views
+        torch._foreach_copy_(dsts, self._parts)
+
+
+_NOT_GATHERED = {torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2, *_SIGNED}
 
 
 def copy_from_and_resize(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
