@@ -60,9 +60,10 @@ class IndexExecutionError(ExecutionError, IndexError):
 
 
 class ZeroDivisionExecutionError(ExecutionError, ZeroDivisionError):
-    """An integer division by zero on the device (ExecutionError and ZeroDivisionError)."""
+    """An integer division by zero on the device (ExecutionError and ZeroDivisionError). CPU's kernels raise a
+    RuntimeError reading "ZeroDivisionError" for it, so that is the class it stands for."""
 
-    builtin = ZeroDivisionError
+    builtin = RuntimeError
 
 
 _KEPT: dict[type, type] = {IndexError: IndexExecutionError, ZeroDivisionError: ZeroDivisionExecutionError}
