@@ -77,6 +77,7 @@ def _train(mode: str, steps: int, cfg: GPTConfig, reset_after: int = 0) -> tuple
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(0)
     losses, memory = [], []
+    gc.collect()  # an earlier test's cyclic garbage is not freed in the middle of this loop
     torchtpu.reset_stats()
     with torchtpu.eager_mode(mode):
         for _ in range(steps):
@@ -106,7 +107,8 @@ def test_training_loop_compiles_once_then_replays_with_flat_memory():
     assert regions["flushes"] == 180
     assert regions["misses"] <= 2 and regions["replays"] >= 178
     assert stats["cache"]["compiles"] <= 2
-    assert memory[19] == memory[-1], "memory grows across steps"
+    # not above step 20's: an earlier test's cached program or pooled buffer freed meanwhile may lower it
+    assert memory[-1] <= memory[19], "memory grows across steps"
     assert losses[-1] < losses[0]
     assert torchtpu.fallback_counts() == {}
 
