@@ -12,6 +12,9 @@ import torch
 import torchtpu
 from torchtpu.execution import one_op_cache, record_plan
 
+# the lookups are counted: other tests' poisoned storages (which turn the C++ launch cache off) set aside
+pytestmark = pytest.mark.usefixtures("launch_cache_live")
+
 
 def _operands(tpu) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Pairs of 8x8 float32 operands (one C++ key for add and mm) on differently laid out storages."""
