@@ -224,8 +224,24 @@ def _float_unary(name: str) -> Any:
     return lowering
 
 
+# CPU's refusal of a complex input, per same-dtype unary kernel (all NotImplementedError); {} is the dtype's name.
+_COMPLEX_REFUSED = {
+    "floor": "floor is not supported for complex inputs", "ceil": "ceil is not supported for complex inputs",
+    "trunc": "trunc is not supported for complex inputs",
+    "round_nearest_even": "\"round_vml_cpu\" not implemented for '{}'",
+    "sign": "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn instead.",
+}
+
+
+def refuse_complex_unary(name: str, self: Sym) -> None:
+    """CPU's NotImplementedError for a complex input of a real-only unary kernel (`name`: a _COMPLEX_REFUSED key)."""
+    if self.dtype.is_complex and name in _COMPLEX_REFUSED:
+        raise NotImplementedError(_COMPLEX_REFUSED[name].format(aten_type_name(self.dtype)))
+
+
 def _same_unary(name: str) -> Any:
     def lowering(self: Sym) -> Sym:
+        refuse_complex_unary(name, self)
         if self.dtype == torch.bool and name in ("sign", "abs"):
             return self
         if self.dtype.is_complex and name in ("abs", "sign"):
@@ -275,12 +291,15 @@ def _floats_only(x: Sym, kernel: str) -> None:
 
 @lower(aten.frac.default)
 def frac(self: Sym) -> Sym:
-    _floats_only(self, "frac_cpu")
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(f'"frac_cpu" not implemented for \'{aten_type_name(self.dtype)}\'')
     return self - P.emit1("trunc", [self])
 
 
 @lower(aten.round.decimals)
 def round_decimals(self: Sym, decimals: int = 0) -> Sym:
+    if self.dtype.is_complex:
+        raise NotImplementedError(f'"round_cpu" not implemented for \'{aten_type_name(self.dtype)}\'')
     scale = 10.0 ** decimals
     return P.emit1("round_nearest_even", [self * scale]) / scale
 
@@ -417,6 +436,8 @@ def _no_complex_bound(bound: Any) -> None:
 
 @lower(aten.relu.default)
 def relu(self: Sym) -> Sym:
+    if self.dtype.is_complex:  # ATen's relu is clamp_min(0)
+        raise NotImplementedError("clamp is not supported for complex types")
     return P.where(P.compare("LE", self, 0), P.zeros_like(self), self)  # NaN stays NaN, as clamp_min(0)
 
 
@@ -527,6 +548,12 @@ def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
 
 @lower(aten.lerp.Scalar, aten.lerp.Tensor)
 def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
+    from torchtpu.ops.tracing import aten_meta_name
+
+    for what, other in (("end", end), ("weight", weight)):  # ATen's lerp meta: no type promotion
+        if isinstance(other, Sym) and other.dtype != self.dtype:
+            raise RuntimeError(f"expected dtype {aten_meta_name(self.dtype)} for `{what}` but got dtype "
+                               f"{aten_meta_name(other.dtype)}")
     _floats_only(self, "lerp_kernel_tensor" if isinstance(weight, Sym) else "lerp_kernel_scalar")
     return self + (end - self) * weight
 

@@ -53,6 +53,8 @@ def hypot(self: Sym, other: Sym) -> Sym:
 def signbit(self: Sym) -> Sym:
     if self.dtype == torch.bool:
         return P.full(False, self.shape, torch.bool)
+    if self.dtype.is_complex:
+        raise NotImplementedError("signbit is not implemented for complex tensors.")
     if not self.dtype.is_floating_point:
         return P.compare("LT", self, 0)
     x = P.convert(self, acc_dtype(self.dtype))
@@ -62,6 +64,8 @@ def signbit(self: Sym) -> Sym:
 @lower(aten.floor_divide.default, aten.floor_divide.Scalar)
 def floor_divide(self: Sym, other: Any) -> Sym:
     compute, result = P.result_dtype(self, other)
+    if result.is_complex:
+        raise NotImplementedError(f'"div_floor_cpu" not implemented for \'{aten_type_name(result)}\'')
     a, b = P.prepare([self, other], compute)
     q = div_floor(a, b) if compute.is_floating_point else P.emit1("floor_divide", [a, b])
     return P.convert(q, result)
