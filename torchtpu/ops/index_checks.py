@@ -88,6 +88,22 @@ def check_value_shape(value_shape: Sequence[int], result_shape: Sequence[int]) -
                            f"result of shape {list(result)}")
 
 
+def check_value_dtype(self_dtype: torch.dtype, value_dtype: torch.dtype) -> None:
+    """index_put_: the value's dtype must be the indexed tensor's (make_index_put_iterator, after the shape)."""
+    if self_dtype != value_dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{aten_type_name(self_dtype)} for the destination and {aten_type_name(value_dtype)} "
+                           "for the source.")
+
+
+def dispatches_to_masked_fill(indices: Sequence[Any], value: Any) -> bool:
+    """ATen's canDispatchToMaskedFill: one boolean/uint8 mask as the only index and a one-element value, which
+    index_put_ then writes with masked_fill_ (the value cast to the tensor's dtype, not refused)."""
+    given = [i for i in indices if i is not None]
+    return (isinstance(value, torch.Tensor) and value.numel() == 1 and len(given) == 1
+            and isinstance(given[0], torch.Tensor) and given[0].dtype in (torch.bool, torch.uint8))
+
+
 def _sizes(shape: Sequence[int]) -> str:
     return f"[{', '.join(map(str, shape))}]"
 

@@ -198,6 +198,7 @@ def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: boo
     indices = list(indices) + [None] * (self.ndim - len(indices))
     if all(i is None for i in indices):  # `x.index_put([], v)`: nothing indexed, v must broadcast to all of x
         index_checks.check_value_shape(values.shape, self.shape)
+        index_checks.check_value_dtype(self.dtype, values.dtype)
         vals = P.broadcast_to(P.convert(values, self.dtype), self.shape)
         return self + vals if accumulate else vals
     moved, bshape, dims, adjacent = _advanced_index(self, indices)
@@ -210,6 +211,7 @@ def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: boo
     else:
         result_shape = (*bshape, *rest_shape)
     index_checks.check_value_shape(values.shape, result_shape)
+    index_checks.check_value_dtype(self.dtype, values.dtype)
     flat = P.reshape(moved, (nidx, *rest_shape))
     lin = _linear_index(self, indices, dims, bshape)
     target_shape = (*bshape, *rest_shape)
@@ -255,6 +257,8 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
         return args, kwargs
     index_checks.check_masks(self.shape, indices)
+    if len(rest) and index_checks.dispatches_to_masked_fill(indices, rest[0]):
+        rest = [rest[0].to(self.dtype), *rest[1:]]  # masked_fill_ casts its one value (no dtype check)
     out: list[Any] = []
     for idx in indices:
         if isinstance(idx, torch.Tensor) and idx.dtype in (torch.bool, torch.uint8):
