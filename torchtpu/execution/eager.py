@@ -74,8 +74,10 @@ def _flatten_out(result: Any, outs: list[Sym]) -> Any:
 
 def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs: dict[str, Any],
           out_dtypes: Sequence[torch.dtype] | None = None, name: str = "main",
-          static: Static = None) -> tuple[Any, Any, list[Sym], tuple]:
-    """(Program, output structure, output Syms, bindings of its 0-d inputs after the tensors' ones)."""
+          static: Static = None, out_shapes: Sequence[Any] = ()) -> tuple[Any, Any, list[Sym], tuple]:
+    """(Program, output structure, output Syms, bindings of its 0-d inputs after the tensors' ones).
+    `out_shapes`: the in-place targets' shapes; a result of another shape is left to run's shape check, which
+    ATen makes before the cast check (TensorIterator's compute_shape precedes compute_types)."""
     builder = Builder()
     for d in [t.dtype for t in tensors] + list(out_dtypes or ()):
         dtypes.check_compute(d, name)
@@ -97,7 +99,9 @@ def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs
         outs: list[Sym] = []
         structure = _flatten_out(result, outs)
         if out_dtypes is not None:  # in-place results: the result type must cast to the target's, as in ATen
-            for s, d in zip(outs, out_dtypes):
+            for i, (s, d) in enumerate(zip(outs, out_dtypes)):
+                if i < len(out_shapes) and tuple(s.shape) != tuple(out_shapes[i]):
+                    continue
                 if not torch.can_cast(s.dtype, d):
                     raise RuntimeError(f"result type {aten_type_name(s.dtype)} can't be cast to the desired "
                                        f"output type {aten_type_name(d)}")
@@ -359,7 +363,7 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
         try:
             program, structure, outs, bindings = trace(lowering, tensors, tuple(args), kwargs,
                                                        out_dtypes if write_into is not None else None, op_name,
-                                                       static)
+                                                       static, [shape for _, shape in out_types])
         except StaticRead as exc:
             return run(op_name, lowering, args, kwargs, write_into, device, None, _fall_back(op_name, static, exc),
                        in_place)
