@@ -106,3 +106,23 @@ def test_errors_and_values_as_cpu(mode: str, name: str) -> None:
     else:
         # tpu may prefix the op's name ("aten.add_.Tensor: output with shape ...")
         assert got[1] == want[1] or got[1].endswith(": " + want[1]), (got, want)
+
+
+SPARSE: dict[str, Callable[[], object]] = {
+    "sparse_coo_tensor": lambda: torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]], device="tpu"),
+                                                         torch.tensor([1.0, 2.0], device="tpu"), (2, 2)),
+    "to_tpu": lambda: torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.tensor([1.0, 2.0]),
+                                              (2, 2)).to("tpu"),
+    "to_sparse": lambda: torch.zeros(2, 2, device="tpu").to_sparse(),
+    "empty_sparse": lambda: torch.empty(2, 2, layout=torch.sparse_coo, device="tpu"),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(SPARSE))
+def test_sparse_layout_refused_by_name(mode: str, name: str) -> None:
+    """The device holds strided tensors only: a sparse tpu tensor is refused with an error naming the layout
+    (NotImplementedError, the class of the dispatcher's own refusal), not the dispatcher's generic words."""
+    with torch.tpu.eager_mode(mode), pytest.raises(NotImplementedError, match=r"layout torch\.sparse_coo\) are not "
+                                                                                r"supported on the tpu device"):
+        SPARSE[name]()

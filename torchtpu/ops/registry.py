@@ -431,7 +431,7 @@ def register_all() -> None:
     """Registers every eager record (and the derived siblings) on PrivateUse1. Runs once."""
     if _libs:
         return
-    from torchtpu.ops import FAMILIES, copy, decompositions, fallback, load_families, optim
+    from torchtpu.ops import FAMILIES, copy, decompositions, fallback, load_families, optim, sparse_layouts
 
     load_families()
     import importlib
@@ -465,3 +465,4 @@ def register_all() -> None:
         for key, fn, _ in record.other_keys:
             lib.impl(record.op, fn, key)
     fallback.register()
+    sparse_layouts.register()
