@@ -1,8 +1,9 @@
 """Type-promotion errors as CPU raises them (class and words), in every eager mode: real-only unary kernels
 refuse complex inputs (they returned a complex result before), lerp refuses an `end`/`weight` of another dtype,
 index_put_ refuses a value of another dtype (after the shape check; a one-element value under one boolean mask
-is masked_fill_'s and is cast), and an in-place op whose result has another shape reports the shape before the
-cast (TensorIterator checks shapes first). Valid calls still give CPU's values."""
+is masked_fill_'s and is cast), cat's result dtype counts the 1-D empties it skips, and an in-place op whose
+result has another shape reports the shape before the cast (TensorIterator checks shapes first). Valid calls
+still give CPU's values."""
 
 from __future__ import annotations
 
@@ -73,6 +74,12 @@ CASES: dict[str, Call] = {
     "mul_inplace_shape_first": lambda d: torch.zeros(3, dtype=torch.int64, device=d).mul_(
         torch.zeros(2, 3, dtype=torch.int32, device=d)),
     "add_inplace_cast": lambda d: torch.zeros(3, dtype=torch.int64, device=d).add_(torch.zeros(3, device=d)),
+    "cat_skipped_empty_dtype": lambda d: torch.cat([torch.ones(3, dtype=torch.half, device=d),
+                                                    torch.ones(0, dtype=torch.double, device=d)]),
+    "cat_all_empty_dtype": lambda d: torch.cat([torch.ones(0, dtype=torch.int32, device=d),
+                                                torch.ones(0, device=d)]),
+    "cat_2d_and_empty": lambda d: torch.cat([torch.ones(2, 2, dtype=torch.bool, device=d),
+                                             torch.ones(0, dtype=torch.int8, device=d)]),
     "add_inplace_ok": lambda d: torch.zeros(3, dtype=torch.int64, device=d).add_(torch.ones(3, dtype=torch.int32,
                                                                                              device=d)),
 }

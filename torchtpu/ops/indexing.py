@@ -21,9 +21,9 @@ aten = torch.ops.aten
 def cat(tensors: list[Sym], dim: int = 0) -> Sym:
     d = arg_checks.check_cat(tensors, dim)
     parts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
+    _, result = P.result_dtype(*tensors, kind=P.Kind.NO_OPMATH)  # cat_meta: the skipped empties' dtypes count
     if d is None:
-        return tensors[0]
-    _, result = P.result_dtype(*parts, kind=P.Kind.NO_OPMATH)
+        return P.convert(tensors[0], result)
     return P.concat([P.convert(t, result) for t in parts], d)
 
 
