@@ -143,3 +143,21 @@ def test_samplers_still_sample_at_valid_parameters(tpu):
             g = torch.empty(1000, device="tpu").geometric_(0.5).cpu()
             assert g.min().item() >= 1 and 1.7 < g.mean().item() < 2.3
             assert torch.empty(100, device="tpu").log_normal_(0.0, 0.5).cpu().min().item() > 0
+
+
+@pytest.mark.parametrize("dim", [0, -1])
+def test_gather_zero_dim_index_of_a_vector_matches_cpu_in_every_mode(tpu, dim):
+    """A 0-d index of a 1-d tensor gathers one element into a 0-d result (the IR refused the rank-0 index)."""
+    def call(d: str) -> torch.Tensor:
+        return torch.gather(torch.tensor([4.0, -1.5, 7.0], device=d), dim, torch.tensor(2, device=d))
+
+    want = call("cpu")
+    for mode in MODES:
+        with torch.tpu.eager_mode(getattr(torch.tpu.EagerMode, mode)):
+            got = call("tpu").cpu()
+        assert got.shape == want.shape == () and got.dtype == want.dtype and torch.equal(got, want), mode
+    def out_of_bounds(d: str) -> torch.Tensor:
+        return torch.gather(torch.arange(3.0, device=d), 0, torch.tensor(3, device=d))
+
+    want_error, got_error = _outcome(out_of_bounds, "cpu"), _outcome(out_of_bounds, "tpu")
+    assert got_error[0] is want_error[0] and want_error[1] in got_error[1], (got_error, want_error)
