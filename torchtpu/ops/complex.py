@@ -137,7 +137,22 @@ def _check_copy_shapes(dst: tuple[int, ...], src: tuple[int, ...]) -> None:
 
 
 def copy_from_with_bits(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
-    """`_copy_from` when the source carries a conjugate or negative bit (see the module docstring)."""
+    """`_copy_from` when the source or the destination carries a conjugate or negative bit (see the module
+    docstring). A destination's bits: its memory must hold their inverse of src (CPU's copy_impl fixes the bits
+    up after its copy), so the same bits are toggled on both sides and the plain destination is written."""
+    if dst.is_conj() or dst.is_neg():
+        plain_src, plain_dst = src, dst
+        if dst.is_conj():
+            plain_src, plain_dst = plain_src.conj(), plain_dst.conj()
+        if dst.is_neg():
+            plain_src, plain_dst = aten._neg_view(plain_src), aten._neg_view(plain_dst)
+        if plain_src.is_conj() or plain_src.is_neg():
+            copy_from_with_bits(plain_src, plain_dst, non_blocking)
+        else:
+            from torchtpu.ops.copy import copy_from
+
+            copy_from(plain_src, plain_dst, non_blocking)
+        return dst
     conj_bit, neg_bit = src.is_conj(), src.is_neg()
     _check_copy_shapes(tuple(dst.shape), tuple(src.shape))
     plain = src

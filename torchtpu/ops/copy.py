@@ -56,7 +56,7 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
         dtypes.check_storage(dst.dtype, f"copy to {dst.device}")
     if dst.numel() == 0:
         return dst
-    if src.is_conj() or src.is_neg():
+    if src.is_conj() or src.is_neg() or dst.is_conj() or dst.is_neg():
         # reached past the Conjugate/Negative keys (a dispatch that excludes them, e.g. under DTensor's TP in
         # autograd): materializing the bit here would re-enter this copy; apply it as the bits' own kernel does
         from torchtpu.ops.complex import copy_from_with_bits

@@ -93,6 +93,8 @@ def _masked_rows(self: Sym, mask: Sym, *, size: int) -> Sym:
 
 
 def masked_select(self: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    if mask.dtype != torch.bool:  # ATen's masked_select_out_impl_cpu (CUDA's kernel checks the same)
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     mask = host_index.to_device_of(self, mask)
     count = int(eager.run("aten::masked_select.count", _masked_count, (self, mask), {}).item())
     return eager.run("aten::masked_select", _masked_rows, (self, mask), {"size": count})
@@ -102,11 +104,18 @@ def masked_select(self: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def masked_scatter(self: Sym, mask: Sym, source: Sym) -> Sym:
     x, m = _broadcast_pair(self, mask)
     flat_m = P.reshape(m, (m.numel(),))
-    if flat_m.shape[0] == 0 or source.numel() == 0:
+    if flat_m.shape[0] == 0:
         return x
     pos = P.emit1("cumulative", [P.convert(flat_m, torch.int64)], kind="sum", dimension=0) - 1
+    # the k-th selected element reads source's k-th: more ones in the mask than source elements is CPU's error
+    # (checked when the program runs; unselected positions are -1, the ignored value)
+    pos = P.check_index(P.where(flat_m, pos, P.full(-1, pos.shape, torch.int64)), source.numel(),
+                        "masked_scatter: Number of elements of source < number of ones in mask",
+                        error="RuntimeError", ignore=-1)
+    if source.numel() == 0:  # nothing to read: the check alone decides (x is returned where it passes)
+        return P.reshape(P.where(P.compare("LT", pos, P.zeros_like(pos)), P.reshape(x, (x.numel(),)),
+                                 P.reshape(x, (x.numel(),))), x.shape)
     pos = P.emit1("maximum", [pos, P.zeros_like(pos)])
-    pos = P.emit1("minimum", [pos, P.full(source.numel() - 1, pos.shape, torch.int64)])
     picked = P.emit1("index_select", [P.reshape(P.convert(source, self.dtype), (source.numel(),)), pos],
                      dimension=0)
     return P.reshape(P.where(flat_m, picked, P.reshape(x, (x.numel(),))), x.shape)

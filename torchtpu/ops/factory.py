@@ -12,6 +12,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.ops import prims as P
+from torchtpu.ops import sampler_checks
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
 
@@ -211,6 +212,7 @@ def bernoulli(self: Sym, *, generator: Any = None, rng: Sym) -> Sym:
 
 @lower(aten.exponential_.default, random=True, static=("lambd",))
 def exponential_(self: Sym, lambd: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    sampler_checks.check_exponential(lambd)
     u = _uniform(self.shape, rng)
     return P.convert(-P.emit1("log_plus_one", [-u]) / float(lambd), self.dtype)
 

@@ -182,13 +182,17 @@ def check_index_copy(self: Any, dim: int, index: Any, source: Any) -> int:
 
 
 def check_index_fill(self: Any, dim: int, index: Any, value: Any) -> int:
-    """index_fill: ATen's checks (an int64 index of rank <= 1, a 0-d value tensor, dim wrapped as for a 1-d self
-    when self is 0-d); returns the wrapped dim."""
+    """index_fill: ATen's checks (an int64 index of rank <= 1, a 0-d value tensor, no complex value into a
+    non-complex self, dim wrapped as for a 1-d self when self is 0-d); returns the wrapped dim."""
     if getattr(value, "ndim", 0) != 0:
         raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.ndim} dimension(s).")
     if index.dtype != torch.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    value_dtype = getattr(value, "dtype", None)
+    complex_value = isinstance(value, complex) or (value_dtype is not None and value_dtype.is_complex)
+    if complex_value and not self.dtype.is_complex:
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not supported")
     d = _wrap(dim, self.ndim)
     if index.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")

@@ -55,6 +55,8 @@ def gather(self: Sym, dim: int, index: Sym, *, sparse_grad: bool = False) -> Sym
     if self.ndim == 0:
         return P.reshape(P.emit1("gather_axis", [P.reshape(self, (1,)), P.reshape(index, (-1,))], dimension=0),
                          index.shape)
+    if index.ndim == 0:  # a 0-d index of a 1-d self counts as one element (ATen's ensure_nonempty_dim): 0-d result
+        return P.reshape(P.emit1("gather_axis", [self, P.reshape(index, (1,))], dimension=d), ())
     src = self
     if any(i != s for i, s in zip(index.shape, self.shape)):
         starts = [0] * self.ndim

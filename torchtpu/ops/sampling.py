@@ -11,6 +11,7 @@ import torch
 
 from torchtpu.execution import eager
 from torchtpu.ops import prims as P
+from torchtpu.ops import sampler_checks
 from torchtpu.ops.registry import lower
 from torchtpu.ops.sorting import sort_dim
 from torchtpu.ops.tracing import Sym, aten_type_name
@@ -26,18 +27,21 @@ def _uniform(shape: tuple[int, ...], rng: Sym) -> Sym:
 
 @lower(aten.cauchy_.default, random=True, static=("median", "sigma"))
 def cauchy_(self: Sym, median: float = 0.0, sigma: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
+    sampler_checks.check_cauchy(sigma)
     u = _uniform(self.shape, rng)
     return P.convert(P.emit1("tan", [(u - 0.5) * math.pi]) * float(sigma) + float(median), self.dtype)
 
 
 @lower(aten.log_normal_.default, random=True, static=("mean", "std"))
 def log_normal_(self: Sym, mean: float = 1.0, std: float = 2.0, *, generator: Any = None, rng: Sym) -> Sym:
+    sampler_checks.check_log_normal(std)
     z = P.emit1("rng", [rng], shape=self.shape, dtype="float32", distribution="normal")
     return P.convert(P.emit1("exponential", [z * float(std) + float(mean)]), self.dtype)
 
 
 @lower(aten.geometric_.default, random=True, static=("p",))
 def geometric_(self: Sym, p: float, *, generator: Any = None, rng: Sym) -> Sym:
+    sampler_checks.check_geometric(p)
     u = _uniform(self.shape, rng)
     k = P.emit1("ceil", [P.emit1("log", [u]) / math.log1p(-p)]) if p < 1 else P.full(1.0, self.shape, torch.float32)
     return P.convert(P.emit1("maximum", [k, P.full(1.0, self.shape, torch.float32)]), self.dtype)

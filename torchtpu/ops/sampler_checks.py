@@ -1,0 +1,35 @@
+"""ATen's parameter checks of the in-place random samplers (exponential_, cauchy_, log_normal_, geometric_).
+
+The samplers' lowerings (ops/factory.py, ops/sampling.py) take their parameters static, so a check made while
+tracing runs for every value a call can bring. Words as ATen's (aten/src/ATen/native/DistributionTemplates.h);
+a parameter prints as C++'s `<<` prints a double (`format(v, "g")`: 0, -0.5, nan, inf).
+"""
+from __future__ import annotations
+
+
+def _g(value: float) -> str:
+    return format(float(value), "g")
+
+
+def check_exponential(lambd: float) -> None:
+    """exponential_: lambda > 0 (NaN and non-positive refused; inf allowed, it gives 0)."""
+    if not float(lambd) > 0.0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lambd)}")
+
+
+def check_cauchy(sigma: float) -> None:
+    """cauchy_: sigma > 0."""
+    if not float(sigma) > 0.0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_g(sigma)}")
+
+
+def check_log_normal(std: float) -> None:
+    """log_normal_: std > 0."""
+    if not float(std) > 0.0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(std)}")
+
+
+def check_geometric(p: float) -> None:
+    """geometric_: 0 < p < 1."""
+    if not 0.0 < float(p) < 1.0:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_g(p)}")
