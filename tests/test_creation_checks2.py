@@ -1,7 +1,8 @@
 """Tensor-creation ops as CPU makes them, in every eager mode: torch.normal's tensor forms (result dtype and shape,
 a tensor std's checks, complex noise in both parts, out=), normal_ on complex and integer tensors, arange's out=
-into a non-contiguous tensor (kept in its shape and strides) and its refused dtypes, and random_ on the dtypes the
-device stores as bytes only (refused as torchtpu.dtypes refuses them)."""
+into a non-contiguous tensor (kept in its shape and strides) and its refused dtypes; random_ on the dtypes the
+device stores as bytes only and torch.complex/polar of float16 parts (complex32) refused as torchtpu.dtypes refuses
+them."""
 
 from __future__ import annotations
 
@@ -167,3 +168,16 @@ def test_compiled_normal_and_arange() -> None:
     assert _meta(r) == _meta(torch.normal(mean.cpu(), std.cpu()))
     assert torch.equal(r.cpu(), mean.cpu())
     assert torch.equal(a.cpu(), torch.arange(0, 6, 2))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_complex32_results_refused_as_dtypes_refuses_them(mode: str) -> None:
+    """torch.complex / torch.polar of float16 parts make complex32, which no tpu storage holds: torchtpu.dtypes'
+    refusal (a TypeError naming the dtype, the op and the supported set), as a complex32 factory gets."""
+    half = torch.ones(2, dtype=torch.float16, device="tpu")
+    with torch.tpu.eager_mode(mode):
+        for op, name in ((torch.complex, "aten::complex"), (torch.polar, "aten::polar")):
+            with pytest.raises(TypeError, match=r"dtype torch.complex32 is not supported on the tpu device .*"
+                                                r"supported: float32") as info:
+                op(half, half)
+            assert name in str(info.value)
