@@ -132,6 +132,17 @@ def _arange_calls() -> list[Callable[[str], object]]:
         lambda d: torch.arange(3, dtype=torch.bool, device=d),
         lambda d: torch.arange(0.0, 3.0, dtype=torch.complex64, device=d),
         lambda d: torch.arange(0, 3, out=torch.empty(1, device=d).expand(3)),
+        # the bounds' checks, in ATen's order and words
+        lambda d: torch.arange(-5, float("nan"), device=d),
+        lambda d: torch.arange(0, float("-inf"), -1, device=d),
+        lambda d: torch.arange(float("inf"), device=d),
+        lambda d: torch.arange(float("nan"), 10, device=d),
+        lambda d: torch.arange(0, 1, float("nan"), device=d),
+        lambda d: torch.arange(0, 1, float("inf"), device=d),
+        lambda d: torch.arange(0, -1, 0.5, device=d),
+        lambda d: torch.arange(0, 1, 0, device=d),
+        lambda d: torch.arange(1.175494351e-38, 3.402823466e+38, device=d),
+        lambda d: torch.arange(1.5, -2.5, -0.5, device=d),
     ]
 
 

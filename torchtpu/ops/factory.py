@@ -26,16 +26,28 @@ def _dtype(dtype: torch.dtype | None, *values: Any) -> torch.dtype:
     return torch.int64
 
 
+def _c_stream(v: Any) -> str:
+    """A bound as ATen's message prints it (C++'s stream: %g for a double)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _check_range(start: Any, end: Any, step: Any) -> None:
+    """ATen's arange checks, in its order: a nonzero step, finite bounds, the step's sign."""
+    if not (step > 0 or step < 0):  # a NaN step too
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_c_stream(start)} -> {_c_stream(end)}")
+    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+
+
 @lower(aten.arange.start_step, static=("start", "end", "step"))
 def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = None, layout: Any = None,
            device: Any = None, pin_memory: Any = None) -> Sym:
     out = _dtype(dtype, start, end, step)
     if out == torch.bool or out.is_complex:  # ATen dispatches over the real types only
         raise NotImplementedError(f'"arange_cpu" not implemented for \'{aten_type_name(out)}\'')
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if (end - start) / step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    _check_range(start, end, step)
     if not out.is_floating_point:  # ATen converts the bounds to the integer type first
         start, end, step = int(start), int(end), int(step)
         if step == 0:
@@ -44,7 +56,10 @@ def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = N
         num = end - start + step - sgn
         n = max(0, abs(num) // abs(step) * (1 if (num >= 0) == (step > 0) else -1))
     else:
-        n = max(0, math.ceil((end - start) / step))
+        size = math.ceil((end - start) / step)
+        if size > 2**63 - 1:
+            raise RuntimeError("invalid size, possible overflow?")
+        n = max(0, size)
     ramp = P.iota((n,), 0, torch.int64 if not out.is_floating_point else torch.float32)
     if out.is_floating_point:
         return P.convert(ramp * float(step) + float(start), out)
