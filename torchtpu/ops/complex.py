@@ -51,18 +51,16 @@ def conj_physical(self: Sym) -> Sym:
 @lower(aten.complex.default)
 def complex_(real: Sym, imag: Sym) -> Sym:  # noqa: A002 - ATen's names
     check_parts(real, imag)
-    if real.dtype not in (torch.float32, torch.float64):  # float16 parts: complex32, refused by design
-        raise RuntimeError(f"complex on tpu supports float32 parts (complex64) and float64 parts (complex128), "
-                           f"got {real.dtype} and {imag.dtype}")
+    if real.dtype not in (torch.float32, torch.float64):  # float16 parts: complex32, which no tpu storage holds
+        dtypes.check_storage(torch.complex32, "aten::complex")
     return make_complex(real, imag)
 
 
 @lower(aten.polar.default)
 def polar(abs: Sym, angle: Sym) -> Sym:  # noqa: A002
     check_parts(abs, angle)
-    if abs.dtype not in (torch.float32, torch.float64):  # float16 parts: complex32, refused by design
-        raise RuntimeError(f"polar on tpu supports float32 parts (complex64) and float64 parts (complex128), "
-                           f"got {abs.dtype} and {angle.dtype}")
+    if abs.dtype not in (torch.float32, torch.float64):  # float16 parts: complex32, which no tpu storage holds
+        dtypes.check_storage(torch.complex32, "aten::polar")
     return make_complex(abs * P.emit1("cosine", [angle]), abs * P.emit1("sine", [angle]))
 
 

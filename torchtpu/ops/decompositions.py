@@ -32,8 +32,8 @@ ACCEPTED = [
     aten.unfold_backward, aten.unfold_copy, aten.isneginf, aten.isposinf, aten.special_entr, aten.special_log_ndtr,
     aten.special_xlog1py, aten.mse_loss_backward, aten.tanh_backward, aten.sigmoid_backward,
     aten.leaky_relu_backward, aten.hardtanh_backward, aten.threshold_backward, aten.logsumexp, aten.norm, aten.prod,
-    aten.var_mean, aten.nansum, aten.take, aten.uniform, aten.normal, aten.bernoulli, aten.native_dropout_backward,
-    aten.linspace, aten.arange, aten.full, aten.zero, aten.float_power,
+    aten.var_mean, aten.nansum, aten.take, aten.uniform, aten.bernoulli, aten.native_dropout_backward,
+    aten.linspace, aten.full, aten.zero, aten.float_power,
 ]
 
 

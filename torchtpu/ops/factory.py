@@ -27,14 +27,28 @@ def _dtype(dtype: torch.dtype | None, *values: Any) -> torch.dtype:
     return torch.int64
 
 
+def _c_stream(v: Any) -> str:
+    """A bound as ATen's message prints it (C++'s stream: %g for a double)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _check_range(start: Any, end: Any, step: Any) -> None:
+    """ATen's arange checks, in its order: a nonzero step, finite bounds, the step's sign."""
+    if not (step > 0 or step < 0):  # a NaN step too
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_c_stream(start)} -> {_c_stream(end)}")
+    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+
+
 @lower(aten.arange.start_step, static=("start", "end", "step"))
 def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = None, layout: Any = None,
            device: Any = None, pin_memory: Any = None) -> Sym:
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if (end - start) / step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     out = _dtype(dtype, start, end, step)
+    if out == torch.bool or out.is_complex:  # ATen dispatches over the real types only
+        raise NotImplementedError(f'"arange_cpu" not implemented for \'{aten_type_name(out)}\'')
+    _check_range(start, end, step)
     if not out.is_floating_point:  # ATen converts the bounds to the integer type first
         start, end, step = int(start), int(end), int(step)
         if step == 0:
@@ -43,7 +57,10 @@ def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = N
         num = end - start + step - sgn
         n = max(0, abs(num) // abs(step) * (1 if (num >= 0) == (step > 0) else -1))
     else:
-        n = max(0, math.ceil((end - start) / step))
+        size = math.ceil((end - start) / step)
+        if size > 2**63 - 1:
+            raise RuntimeError("invalid size, possible overflow?")
+        n = max(0, size)
     ramp = P.iota((n,), 0, torch.int64 if not out.is_floating_point else torch.float32)
     if out.is_floating_point:
         return P.convert(ramp * float(step) + float(start), out)
@@ -190,6 +207,16 @@ def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any =
 def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     if std < 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):  # ATen dispatches over floating types only
+        raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{aten_type_name(self.dtype)}\'')
+    if self.dtype.is_complex:  # ATen draws the real view: both parts with std / sqrt(2), each shifted by mean
+        part = torch.float32 if self.dtype == torch.complex64 else torch.float64
+        shape = (*self.shape, 2)
+        z = P.emit1("rng", [rng], shape=shape, dtype="float32", distribution="normal")
+        v = P.convert(z * float(std / math.sqrt(2.0)) + float(mean), part)
+        re = P.reshape(P.slice_dim(v, len(shape) - 1, 0, 1), self.shape)
+        im = P.reshape(P.slice_dim(v, len(shape) - 1, 1, 2), self.shape)
+        return P.convert(P.emit1("complex", [re, im]), self.dtype)
     z = P.emit1("rng", [rng], shape=self.shape, dtype="float32", distribution="normal")
     return P.convert(z * float(std) + float(mean), self.dtype)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from torchtpu import dtypes
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -80,9 +81,13 @@ def _check_in_range(frm: int, to_inc: int, dtype: torch.dtype, warn: bool) -> No
                               "warning will become an error in version 1.7 release, please fix the code in advance")
 
 
-def bounds(dtype: torch.dtype, frm: int, to: int | None, warn: bool = False) -> tuple[int, int]:
+def bounds(dtype: torch.dtype, frm: int, to: int | None, warn: bool = False,
+           op: str = "aten::random_.from") -> tuple[int, int]:
     """(from, range) of random_(from, to) on `dtype` as ATen's random_from_to_impl computes them (range up to
-    2**64: the full int64 range); raises ATen's errors, and with `warn` its precision warnings."""
+    2**64: the full int64 range); raises ATen's errors, and with `warn` its precision warnings. A dtype the device
+    stores as bytes only (uint16/32/64) is refused as every op refuses it (torchtpu.dtypes, naming `op`)."""
+    if dtype in dtypes.STORAGE_ONLY:
+        dtypes.check_compute(dtype, op)
     if dtype not in _CPP_NAMES:
         raise RuntimeError("random_from_to_impl handles only integral, floating-point and boolean types")
     if to is not None:
@@ -119,13 +124,13 @@ def _checked_from(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str,
     """random_.from's prepare step: ATen's checks and warnings on every call (the trace is cached); the
     arguments are left as they are."""
     values = {**dict(zip(("self", "from", "to"), args)), **kwargs}
-    bounds(values["self"].dtype, values["from"], values.get("to"), warn=True)
+    bounds(values["self"].dtype, values["from"], values.get("to"), warn=True, op="aten::random_.from")
     return args, kwargs
 
 
 def _checked_to(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     values = {**dict(zip(("self", "to"), args)), **kwargs}
-    bounds(values["self"].dtype, 0, values["to"], warn=True)
+    bounds(values["self"].dtype, 0, values["to"], warn=True, op="aten::random_.to")
     return args, kwargs
 
 
