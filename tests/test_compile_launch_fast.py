@@ -90,3 +90,17 @@ def test_host_scalar_root_is_not_a_storage_view():
     assert not direct_outputs._host_scalar(direct_outputs._root(zero_d_view))
     scalar = np.asarray(1.5, np.float32)  # runtime.scalar_buffer: new memory each launch
     assert direct_outputs._host_scalar(direct_outputs._root(scalar[...]))
+
+
+def test_program_key_tells_host_scalars_from_device_and_sized_tensors():
+    """The launch key (compile/backend.py `_key`, read on every launch) marks exactly the 0-d CPU tensors as host
+    scalars: a 0-d tpu tensor, a one-element CPU tensor and a Parameter on tpu are not; other arguments pass as
+    they are."""
+    from torchtpu.compile.backend import CompiledGraph, _is_host_scalar
+
+    args = [torch.tensor(1.0), torch.ones(1), torch.tensor(1.0, device="tpu"),
+            torch.nn.Parameter(torch.ones(2, 3, device="tpu")), torch.tensor(3, dtype=torch.int64), 5]
+    key, _ = CompiledGraph._key(args)
+    assert [k[2] if isinstance(k, tuple) else k for k in key] == [True, False, False, False, True, 5]
+    assert [_is_host_scalar(a) for a in args[:5]] == [True, False, False, False, True]
+    assert key[3][:2] == (torch.Size([2, 3]), torch.float32)

@@ -303,7 +303,7 @@ def _trace_graph(gm: torch.fx.GraphModule, inputs: Sequence[torch.Tensor]) -> _T
 def _is_host_scalar(t: torch.Tensor) -> bool:
     """A 0-d CPU tensor (a lifted scalar such as Adam's step count): a scalar input of the launch, as eager takes
     one, not a tensor copied to the device first."""
-    return t.device.type == "cpu" and t.ndim == 0
+    return t.is_cpu and not t.ndim
 
 
 def _symbol(value: Any) -> str | None:
@@ -427,8 +427,11 @@ class CompiledGraph:
 
     @staticmethod
     def _key(args: list[Any]) -> tuple:
-        return (tuple((a.shape, a.dtype, _is_host_scalar(a)) if isinstance(a, torch.Tensor) else a
-                      for a in args), current_precision())
+        # `_is_host_scalar` spelled inline with `is_cpu` (no device object): this runs on every launch, over
+        # every input (~140 for a compiled AdamW step: 1.6 us each through `device.type`, 0.35 us here)
+        tensor = torch.Tensor
+        return (tuple([(a.shape, a.dtype, a.is_cpu and not a.ndim) if isinstance(a, tensor) else a
+                       for a in args]), current_precision())
 
     def _traced(self, args: list[Any], compile_only: bool = False) -> _Traced:
         key = self._key(args)
