@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import re
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -23,16 +22,11 @@ import torch
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from torchtpu.ops.dtype_refusals import checked_dtype, overload_name, packet_name
+from torchtpu.ops.dtype_refusals import DTYPE_WORDS, checked_dtype, overload_name, packet_name
 
 DTYPES = (torch.complex64, torch.complex128, torch.bool, torch.float32, torch.float64, torch.bfloat16,
           torch.float16, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 RUNTIME_CLASSES = ("RuntimeError", "NotImplementedError", "TypeError", "ValueError")
-# the messages of a dtype refusal (not a shape or value check the sample happened to fail)
-DTYPE_REFUSAL = re.compile(r"not implemented for|not supported for|not support|only supports? floating|"
-                           r"floating point or complex|Unsupported input type|non-complex|dtype must be|"
-                           r"not intended to support|inputs not supported")
-
 
 class _Raiser(TorchDispatchMode):
     """Records each ATen call that returned (op packet, checked key) in `seen`, and marks an exception with the
@@ -93,7 +87,7 @@ def mine(only: tuple[str, ...] | None = None) -> tuple[dict[str, dict[str, list[
                 computed.update(seen)
                 if not refused or exc is None or raiser is None:
                     continue
-                if type(exc).__name__ not in RUNTIME_CLASSES or not DTYPE_REFUSAL.search(str(exc)):
+                if type(exc).__name__ not in RUNTIME_CLASSES or not DTYPE_WORDS.search(str(exc)):
                     continue
                 packet, key, overload = raiser
                 if key.removeprefix("dtype=") != str(dtype).removeprefix("torch."):
