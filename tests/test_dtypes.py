@@ -123,8 +123,8 @@ _MXU_OPS = {
 @pytest.mark.parametrize("op", sorted(_MXU_OPS))
 def test_the_matmul_family_refuses_other_dtypes_at_the_op(tpu, op):
     b = torch.ones(2, 2, dtype=torch.bool)
-    with pytest.raises(NotImplementedError):  # CPU: "addmm_impl_cpu_" not implemented for 'Bool'
+    with pytest.raises(NotImplementedError) as cpu:  # "addmm_impl_cpu_" not implemented for 'Bool'
         _MXU_OPS[op](b)
-    with pytest.raises(dtypes.DtypeNotImplementedError, match=rf"{op}: dtype torch.bool .*matmul, conv \(MXU\).*"
-                                                              r"supported: float32, .*uint8"):
+    with pytest.raises(NotImplementedError) as raised:  # CPU's words (ops/dtype_refusals.py), before the family's
         _MXU_OPS[op](b.to(tpu)).cpu()
+    assert str(raised.value).split('" ')[-1] == str(cpu.value).split('" ')[-1]  # "... not implemented for 'Bool'"

@@ -31,6 +31,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import eager, fast_launch
+from torchtpu.ops import dtype_refusals
 from torchtpu.ops.out_rules import check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
@@ -271,6 +272,7 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
     arguments). Else eager: traced and launched by eager.run (or recorded into the deferred region);
     `write_into`: the in-place targets; `out`: the out= targets (resized to the result as ATen does)."""
     if graph is not None:
+        dtype_refusals.check(record.op, args, kwargs)
         if record.prepare is not None:
             kwargs = {**kwargs, **graph.static_kwargs(record.prepare)}
         if record.random:
@@ -335,7 +337,13 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
 # --- the kernel factory --------------------------------------------------------------------------------------------
 
 def make_kernel(record: Lowering) -> Callable[..., Any]:
-    """The dispatcher kernel of an eager record, by its schema kind; host kernels and decompositions as they are."""
+    """The dispatcher kernel of an eager record, behind the dtype refusals CPU and CUDA make for its op
+    (ops/dtype_refusals.py)."""
+    return dtype_refusals.guard(record.op, _schema_kernel(record))
+
+
+def _schema_kernel(record: Lowering) -> Callable[..., Any]:
+    """The kernel by the record's schema kind; host kernels and decompositions as they are."""
     if record.how in ("kernel", "decomposition"):
         return record.fn
     kind = schema_kind(record.op)

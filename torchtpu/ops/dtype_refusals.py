@@ -1,0 +1,161 @@
+"""The dtype refusals of CPU's and CUDA's kernels, made on "tpu" too: an op given a dtype that neither reference
+device computes it in (sort or max of complex numbers, floor of a complex, fmod of bools, softmax of integers)
+raises CPU's exception class and message instead of returning a result that means nothing.
+
+The table (`dtype_refusals.json`: op packet or `packet.overload` -> checked dtype -> [class, message]) is mined
+from PyTorch's OpInfo samples by `scripts/mine_dtype_refusals.py`: only dtypes both CPU and CUDA refuse are
+listed, so "tpu" never refuses what CUDA computes. The checked dtype is a `dtype=` argument's, else the promoted
+type of the data operands (not indices, targets or masks), as the kernels' dispatch macros see it. Every eager
+kernel of a listed op is wrapped by `guard` (the C++ launch cache is never filled for a refused call: the first
+call raises before anything is traced); compiled graphs check each node in `check` (ops/registry.py `apply`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+_TABLE_PATH = pathlib.Path(__file__).with_name("dtype_refusals.json")
+_CLASSES: dict[str, type[Exception]] = {"RuntimeError": RuntimeError, "NotImplementedError": NotImplementedError,
+                                        "TypeError": TypeError, "ValueError": ValueError}
+
+
+# ops a PrivateUse1 device is handed for another op: ATen's convolution calls convolution_overrideable there
+_STANDS_FOR = {"convolution_overrideable": "convolution", "convolution_backward_overrideable": "convolution_backward"}
+# a dtype refusal's words (not a shape or value check)
+DTYPE_WORDS = re.compile(r"not implemented for|not supported for|not support|only supports? floating|"
+                         r"floating point or complex|Unsupported input type|non-complex|dtype must be|"
+                         r"not intended to support|inputs not supported|infer output dtype")
+
+
+def packet_name(op: Any) -> str:
+    """`floor` for aten.floor.default, aten.floor_.default and aten.floor.out alike."""
+    name = op._schema.name.split("::")[1]
+    name = name[:-1] if name.endswith("_") and not name.endswith("__") else name
+    return _STANDS_FOR.get(name, name)
+
+
+def overload_name(op: Any) -> str:
+    """`max.default`, `max.dim`: where one overload's kernel words differ from the packet's."""
+    return f"{packet_name(op)}.{op._overloadname}"
+
+
+def _dtype(value: Any) -> torch.dtype | None:
+    dtype = getattr(value, "dtype", None)
+    return dtype if isinstance(dtype, torch.dtype) else None
+
+
+# operands that are indices, targets or masks: their dtype is not the computation's
+_NOT_COMPUTED = frozenset({"index", "indices", "target", "offsets", "lengths", "mask", "boundaries", "generator",
+                           "noise"})
+
+
+def checked_dtype(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> str | None:
+    """The dtype `op`'s kernel dispatches on for these arguments, as a table key: "dtype=X" where a `dtype`
+    argument names the computation's type (cumsum(bool, dtype=torch.bool)), else the promoted dtype of its data
+    operands ("X": the tensors that are not indices, targets or masks; 0-dim ones only where no other is);
+    None where the call has no tensor to check."""
+    schema = op._schema.arguments
+    bound = dict(zip([a.name for a in schema], args))
+    bound.update(kwargs)
+    for a in schema:  # out= tensors take the result; their dtype is checked as a cast (ops/out_rules.py)
+        if a.is_out:
+            bound.pop(a.name, None)
+    if isinstance(bound.get("dtype"), torch.dtype):
+        return f"dtype={_name(bound['dtype'])}"
+    data = [v for k, v in bound.items() if k not in _NOT_COMPUTED and _dtype(v) is not None]
+    if not data:
+        return None
+    ranked = [v for v in data if getattr(v, "ndim", 0) > 0] or data
+    dtype = ranked[0].dtype
+    for v in ranked[1:]:
+        dtype = torch.promote_types(dtype, v.dtype)
+    for name in ("self", "other"):  # a Scalar operand raises the category only (bool % 1 computes in int64)
+        value = bound.get(name)
+        if isinstance(value, int | float | complex) and not isinstance(value, bool):
+            dtype = _with_scalar(dtype, value)
+    return _name(dtype)
+
+
+def _with_scalar(dtype: torch.dtype, value: complex) -> torch.dtype:
+    if isinstance(value, complex) and not dtype.is_complex:
+        real = dtype if dtype.is_floating_point else torch.get_default_dtype()
+        return {torch.float64: torch.complex128}.get(real, torch.complex64)
+    if isinstance(value, float) and not (dtype.is_floating_point or dtype.is_complex):
+        return torch.get_default_dtype()
+    if isinstance(value, int) and dtype == torch.bool:
+        return torch.int64
+    return dtype
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@functools.cache
+def table() -> dict[str, dict[str, tuple[type[Exception], str]]]:
+    """op packet name -> {checked dtype key: (CPU's exception class, CPU's message)}."""
+    raw = json.loads(_TABLE_PATH.read_text())
+    return {op: {key: (_CLASSES[cls], msg) for key, (cls, msg) in rules.items()} for op, rules in raw.items()}
+
+
+def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
+    """The refusals of `op`: its packet's, with its own overload's words where they differ."""
+    rules = table().get(packet_name(op))
+    if not rules:
+        return None
+    return {**rules, **table().get(overload_name(op), {})}
+
+
+def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """Raises CPU's refusal where `op` is listed for the dtype these arguments dispatch on."""
+    rules = rules_for(op)
+    if rules:
+        refusal = rules.get(checked_dtype(op, args, kwargs))
+        if refusal is not None:
+            raise refusal[0](refusal[1])
+
+
+def guard(op: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """`kernel` itself where `op` has no refusals; else the kernel behind `check`. A refused call first runs the
+    op on meta tensors: ATen's shape and argument checks come before a kernel's dtype dispatch on CPU, so their
+    error is raised where they fail."""
+    rules = rules_for(op)
+    if not rules:
+        return kernel
+
+    @functools.wraps(kernel)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        refusal = rules.get(checked_dtype(op, args, kwargs))
+        if refusal is not None:
+            _raise_earlier_check(op, args, kwargs)
+            raise refusal[0](refusal[1])
+        return kernel(*args, **kwargs)
+
+    return guarded
+
+
+def _on_meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+    if isinstance(value, list | tuple):
+        return type(value)(_on_meta(v) for v in value)
+    return value
+
+
+def _raise_earlier_check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    try:
+        op(*_on_meta(args), **{k: _on_meta(v) for k, v in kwargs.items()})
+    except NotImplementedError:
+        return  # no meta kernel, or the meta kernel's own dtype refusal: CPU's words follow
+    except RuntimeError as exc:  # ATen's checks; a Python meta kernel's own slips (ValueError) are not CPU's
+        if not DTYPE_WORDS.search(str(exc)):  # the meta kernel's own dtype check: CPU's words follow
+            raise exc from None
+    except Exception:  # noqa: BLE001
+        return
