@@ -183,12 +183,16 @@ def test_compiled_normal_and_arange() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_complex32_results_refused_as_dtypes_refuses_them(mode: str) -> None:
-    """torch.complex / torch.polar of float16 parts make complex32, which no tpu storage holds: torchtpu.dtypes'
-    refusal (a TypeError naming the dtype, the op and the supported set), as a complex32 factory gets."""
+    """torch.complex of float16 parts makes complex32, which no tpu storage holds: torchtpu.dtypes' refusal (a
+    TypeError naming the dtype, the op and the supported set), as a complex32 factory gets. torch.polar of float16
+    parts is refused by CPU's and CUDA's kernels themselves: CPU's words (ops/dtype_refusals.py)."""
     half = torch.ones(2, dtype=torch.float16, device="tpu")
     with torch.tpu.eager_mode(mode):
-        for op, name in ((torch.complex, "aten::complex"), (torch.polar, "aten::polar")):
-            with pytest.raises(TypeError, match=r"dtype torch.complex32 is not supported on the tpu device .*"
-                                                r"supported: float32") as info:
-                op(half, half)
-            assert name in str(info.value)
+        with pytest.raises(TypeError, match=r"dtype torch.complex32 is not supported on the tpu device .*"
+                                            r"supported: float32") as info:
+            torch.complex(half, half)
+        assert "aten::complex" in str(info.value)
+        with pytest.raises(NotImplementedError) as cpu:
+            torch.polar(half.cpu(), half.cpu())
+        with pytest.raises(NotImplementedError, match="^" + str(cpu.value) + "$"):
+            torch.polar(half, half)
