@@ -47,6 +47,7 @@ class _Raiser(TorchDispatchMode):
             raise
         if key is not None and all(a.dim() > 0 and a.numel() > 0 for a in args if isinstance(a, torch.Tensor)):
             self.seen.append((packet_name(func), key))  # empty and 0-dim operands return before the dtype check
+            self.seen.append((overload_name(func), key))
         return result
 
 
@@ -90,23 +91,24 @@ def mine(only: tuple[str, ...] | None = None) -> tuple[dict[str, dict[str, list[
                 if type(exc).__name__ not in RUNTIME_CLASSES or not DTYPE_WORDS.search(str(exc)):
                     continue
                 packet, key, overload = raiser
-                if key.removeprefix("dtype=") != str(dtype).removeprefix("torch."):
+                if key.split("|")[0].removeprefix("dtype=") != str(dtype).removeprefix("torch."):
                     continue  # the kernel refused another operand's dtype than the one under test
                 refusal = [type(exc).__name__, str(exc).split("\n")[0]]
                 rules.setdefault(packet, {}).setdefault(key, refusal)
                 overloads.setdefault(overload, {}).setdefault(key, refusal)  # max.default's words, not max.dim's
     dropped = 0
-    for packet, keys in list(rules.items()):
-        for key in [k for k in keys if (packet, k) in computed]:
-            del keys[key]
-            dropped += 1
-        if not keys:
-            del rules[packet]
-    for overload, keys in overloads.items():  # kept where they differ from the packet's words
+    for level in (rules, overloads):  # a key CPU computed in another call of the op (or overload) is not a refusal
+        for name, keys in list(level.items()):
+            for key in [k for k in keys if (name, k) in computed]:
+                del keys[key]
+                dropped += level is rules
+            if not keys:
+                del level[name]
+    for overload, keys in overloads.items():  # an overload's own refusals and words, where the packet's differ
         packet = overload.split(".")[0]
-        differing = {k: v for k, v in keys.items() if k in rules.get(packet, {}) and rules[packet][k] != v}
-        if differing:
-            rules[overload] = differing
+        own = {k: v for k, v in keys.items() if rules.get(packet, {}).get(k) != v}
+        if own:
+            rules[overload] = own
     return {k: dict(sorted(v.items())) for k, v in sorted(rules.items())}, dropped
 
 

@@ -55,11 +55,17 @@ REFUSED = {
     "gelu of integers": lambda d: torch.nn.functional.gelu(_i(d)),
     "special_bessel_j0 of bfloat16": lambda d: torch.special.bessel_j0(_i(d).bfloat16()),
     "floor out= of complex": lambda d: torch.floor(_c(d), out=torch.empty(2, 2, dtype=torch.complex64, device=d)),
+    "trunc division of complex": lambda d: torch.div(_c(d), _c(d) + 4, rounding_mode="trunc"),
+    "floor division of bools": lambda d: torch.div(_b(d), _b(d), rounding_mode="floor"),
+    "round to decimals of integers": lambda d: torch.round(_i(d), decimals=2),
+    "scatter_reduce mean of bools": lambda d: _b(d).scatter_reduce(0, _i(d).abs() % 2, _b(d), "mean"),
 }
 COMPUTED = {
     "cumsum of bools": lambda d: torch.cumsum(_b(d), 0),
     "mean of integers as float": lambda d: _i(d).mean(dtype=torch.float32),
     "division of complex": lambda d: _c(d) / (_c(d) + 4),
+    "round of integers": lambda d: torch.round(_i(d)),
+    "scatter_reduce sum of bools": lambda d: _b(d).scatter_reduce(0, _i(d).abs() % 2, _b(d), "sum"),
     "abs of complex": lambda d: _c(d).abs(),
     "max of integers": lambda d: torch.max(_i(d), 1).values,
     "sum of bools": lambda d: _b(d).sum(),
@@ -148,7 +154,8 @@ def test_table_names_real_ops_and_keys():
             inplace = getattr(torch.ops.aten, op.split(".")[0] + "_", None)
             assert op.split(".")[1] in packet.overloads() + (inplace.overloads() if inplace else []), op
         for key, (cls, words) in keys.items():
-            assert key.removeprefix("dtype=") in names, (op, key)
+            dtype, *strings = key.split("|")
+            assert dtype.removeprefix("dtype=") in names and all("=" in a for a in strings), (op, key)
             assert cls in dtype_refusals._CLASSES and words, (op, key)
 
 

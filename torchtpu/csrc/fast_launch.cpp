@@ -274,8 +274,8 @@ struct FastKernel final : public c10::OperatorKernel {
     } else if (kind_ == kInplaceList) {
       outputs.assign(inputs.begin(), inputs.begin() + values[0].toTensorList().size());
     }
-    for (const at::Tensor& t : outputs) {  // (none yet for a functional op; _copy_from's dst: unchecked)
-      if (kind_ != kCopyFrom && at::has_internal_overlap(t) == at::MemOverlap::Yes) return false;
+    for (const at::Tensor& t : outputs) {  // none yet for a functional op; an expanded view goes to Python,
+      if (at::has_internal_overlap(t) == at::MemOverlap::Yes) return false;  // which refuses it as ATen does
     }
     if (kind_ == kFunctional || kind_ == kFunctionalList) {
       outputs.reserve(entry.outputs.size());

@@ -30,7 +30,7 @@ _CLASSES: dict[str, type[Exception]] = {"RuntimeError": RuntimeError, "NotImplem
 _STANDS_FOR = {"convolution_overrideable": "convolution", "convolution_backward_overrideable": "convolution_backward"}
 # a dtype refusal's words (not a shape or value check)
 DTYPE_WORDS = re.compile(r"not implemented for|not supported for|not support|only supports? floating|"
-                         r"floating point or complex|Unsupported input type|non-complex|dtype must be|"
+                         r"floating[ -]point or complex|Unsupported input type|non-complex|dtype must be|"
                          r"not intended to support|inputs not supported|infer output dtype")
 
 
@@ -42,8 +42,11 @@ def packet_name(op: Any) -> str:
 
 
 def overload_name(op: Any) -> str:
-    """`max.default`, `max.dim`: where one overload's kernel words differ from the packet's."""
-    return f"{packet_name(op)}.{op._overloadname}"
+    """`max.default`, `round.decimals` (and its out= form round.decimals_out): an overload's own refusals, where
+    another overload of the op computes the dtype or says other words."""
+    overload = op._overloadname
+    overload = "default" if overload == "out" else overload.removesuffix("_out")
+    return f"{packet_name(op)}.{overload}"
 
 
 def _dtype(value: Any) -> torch.dtype | None:
@@ -59,8 +62,8 @@ _NOT_COMPUTED = frozenset({"index", "indices", "target", "offsets", "lengths", "
 def checked_dtype(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> str | None:
     """The dtype `op`'s kernel dispatches on for these arguments, as a table key: "dtype=X" where a `dtype`
     argument names the computation's type (cumsum(bool, dtype=torch.bool)), else the promoted dtype of its data
-    operands ("X": the tensors that are not indices, targets or masks; 0-dim ones only where no other is);
-    None where the call has no tensor to check."""
+    operands ("X": the tensors that are not indices, targets or masks; 0-dim ones only where no other is), with
+    the call's string arguments ("complex64|rounding_mode=trunc"); None where the call has no tensor to check."""
     schema = op._schema.arguments
     bound = dict(zip([a.name for a in schema], args))
     bound.update(kwargs)
@@ -80,7 +83,8 @@ def checked_dtype(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> str | None
         value = bound.get(name)
         if isinstance(value, int | float | complex) and not isinstance(value, bool):
             dtype = _with_scalar(dtype, value)
-    return _name(dtype)
+    # a string argument picks the kernel (div's rounding_mode, scatter_reduce's reduce): part of the key
+    return "|".join([_name(dtype), *(f"{k}={v}" for k, v in bound.items() if isinstance(v, str))])
 
 
 def _with_scalar(dtype: torch.dtype, value: complex) -> torch.dtype:
@@ -144,6 +148,8 @@ def guard(op: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
 def _on_meta(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+    if isinstance(value, torch.device):  # a factory's device= (else the meta run would come back here)
+        return torch.device("meta")
     if isinstance(value, list | tuple):
         return type(value)(_on_meta(v) for v in value)
     return value
