@@ -213,10 +213,12 @@ class _Plan:
         self.charge = Timeline.charge(cost, name)  # what each launch adds to the timeline
         self.padding = padding  # the value list after the inputs: one slot per op result, constants filled in
         # A one-output program ending in a ufunc step writes that step's result straight into the output buffer
-        # (`out=`: numpy buffers any overlap with the operands) instead of into a new array copied afterwards.
+        # (`out=`: numpy buffers any overlap with the operands) instead of into a new array copied afterwards; so
+        # does a small eager `mm` (fast.py's `writes_out` kernels: they read their operands before writing).
         self.last: _Step | None = None
         self.last_dtype: np.dtype | None = None
-        if steps and len(outputs) == 1 and steps[-1].out == outputs[0] and isinstance(steps[-1].fast, np.ufunc):
+        if steps and len(outputs) == 1 and steps[-1].out == outputs[0] and (
+                isinstance(steps[-1].fast, np.ufunc) or getattr(steps[-1].fast, "writes_out", False)):
             self.last, steps = steps[-1], steps[:-1]
             self.last_dtype = np.dtype(NP_DTYPES[self.last.op.outputs[0].dtype])
         self.steps = tuple(steps)

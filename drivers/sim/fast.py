@@ -22,10 +22,12 @@ from torchtpu.drivers.sim.kernels_data import _CUMULATIVE, _broadcast_plan, dot_
 from torchtpu.sim import mxu
 from torchtpu.sim.mxu_kernel import (
     PARALLEL_MIN_MACS,
+    SMALL_INTO_MAX_MACS,
     _transposed_is_cheaper,
     dot_exact_bf16_rounded,
     dot_small_bf16_rounded3,
     mm_small_bf16_rounded,
+    mm_small_bf16_rounded_into,
 )
 
 FastKernel = Callable[..., np.ndarray]
@@ -170,7 +172,26 @@ def _dot(op: Op, array: int) -> FastKernel:
             return mm_small_bf16_rounded(x, y, array)
         return dot(x, y)
 
-    return mm
+    if macs > SMALL_INTO_MAX_MACS:
+        return mm
+
+    def mm_into(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """`mm`, written into `out` when given (the driver's last step: no result array, no copy)."""
+        if out is None or out.shape != out_shape:
+            result = mm(x, y)
+            if out is None:
+                return result
+            np.copyto(out, result)
+            return out
+        mode = get_mode()
+        if mode == "exact" or (mode == "auto" and auto_exact):
+            mm_small_bf16_rounded_into(x, y, out, array)
+        else:
+            np.copyto(out, dot(x, y))
+        return out
+
+    mm_into.writes_out = True  # type: ignore[attr-defined]  # the driver may pass `out=` (driver._Plan)
+    return mm_into
 
 
 def _broadcasts_implicitly(fast: FastKernel | None) -> bool:
