@@ -120,6 +120,19 @@ def test_driver_last_step_matches_the_old_path(monkeypatch, precision, mode):
         mxu.set_mode(None)
 
 
+def test_driver_output_buffer_may_be_an_input():
+    drv = SimDriver()
+    exe = drv.compile(_mm_program(8, 8, 8, "DEFAULT"))
+    assert exe.payload.last is not None
+    a, b = _operands(np.random.default_rng(4), 8, 8, 8, True)
+    want = mk._mm_rounded_serial(a, b, mxu.DEFAULT_ARRAY)
+    for slot in (0, 1):
+        ins = [a.copy(), b.copy()]
+        with np.errstate(all="ignore"):
+            drv.execute(exe, ins, [ins[slot]])
+        assert _same(ins[slot], want)
+
+
 @pytest.mark.parametrize("eager", ["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"])
 def test_eager_mm_matches_the_old_kernel(tpu, eager):
     rng = np.random.default_rng(3)
