@@ -191,7 +191,28 @@ def _dot(op: Op, array: int) -> FastKernel:
         return out
 
     mm_into.writes_out = True  # type: ignore[attr-defined]  # the driver may pass `out=` (driver._Plan)
+    mm_into.result_shape = out_shape  # type: ignore[attr-defined]
     return mm_into
+
+
+def reshaped_into(kernel: FastKernel, shape: tuple[int, ...]) -> FastKernel:
+    """A `writes_out` kernel followed by a reshape of its result to `shape` (a DEFER_AND_FUSE one-op region ends
+    so), as one `writes_out` kernel: given `out`, the kernel writes `out` viewed at its own result shape (a copy
+    where no such view exists)."""
+
+    def run(*args: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            return kernel(*args).reshape(shape)
+        try:
+            view = np.reshape(out, kernel.result_shape, copy=False)  # type: ignore[attr-defined]
+        except ValueError:  # no view of `out` at the kernel's shape
+            np.copyto(out, kernel(*args).reshape(shape))
+            return out
+        kernel(*args, out=view)
+        return out
+
+    run.writes_out = True  # type: ignore[attr-defined]
+    return run
 
 
 def _broadcasts_implicitly(fast: FastKernel | None) -> bool:

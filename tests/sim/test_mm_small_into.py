@@ -71,11 +71,14 @@ def test_kernel_output_may_be_an_operand():
     assert _same(y, want)
 
 
-def _mm_program(m: int, k: int, n: int, precision: str):
+def _mm_program(m: int, k: int, n: int, precision: str, reshape: tuple[int, ...] | None = None):
+    """One mm; with `reshape`, its result reshaped (as a DEFER_AND_FUSE one-op region ends)."""
     bld = Builder()
     x, y = bld.input((m, k), "float32"), bld.input((k, n), "float32")
     z = bld.emit("dot_general", [x, y], lhs_batch=(), rhs_batch=(), lhs_contract=(1,), rhs_contract=(0,),
                  precision=precision, out_dtype="float32")[0]
+    if reshape is not None:
+        z = bld.emit("reshape", [z], shape=reshape)[0]
     return bld.finish([z])
 
 
@@ -83,20 +86,29 @@ SHAPES = [(1, 1, 1), (8, 8, 8), (3, 17, 5), (2, 300, 3), (12, 12, 12), (16, 8, 1
           (32, 32, 32), (1, 7, 130)]
 
 
+def _out_shape(m: int, n: int, reshaped: str) -> tuple[int, ...]:
+    return {"no": (m, n), "flat": (m * n,), "lead": (1, m, n)}[reshaped]
+
+
+@pytest.mark.parametrize("reshaped", ["no", "flat", "lead"])
 @pytest.mark.parametrize("precision", ["DEFAULT", "HIGH", "HIGHEST"])
 @pytest.mark.parametrize("mode", [None, "exact", "fast"])
-def test_driver_last_step_matches_the_old_path(monkeypatch, precision, mode):
+def test_driver_last_step_matches_the_old_path(monkeypatch, precision, mode, reshaped):
+    def program(m, k, n):
+        return _mm_program(m, k, n, precision, None if reshaped == "no" else _out_shape(m, n, reshaped))
+
     new = SimDriver()
     with monkeypatch.context() as patch:
         patch.setattr(fast, "SMALL_INTO_MAX_MACS", -1)  # no `writes_out` kernel: the old path
         old = SimDriver()
-        old_exes = {s: old.compile(_mm_program(*s, precision)) for s in SHAPES}
+        old_exes = {s: old.compile(program(*s)) for s in SHAPES}
     rng = np.random.default_rng(2)
     mxu.set_mode(mode)
     try:
         for shape in SHAPES:
             m, k, n = shape
-            exe = new.compile(_mm_program(m, k, n, precision))
+            exe = new.compile(program(m, k, n))
+            shape_out = _out_shape(m, n, reshaped)
             takes_out = precision == "DEFAULT" and m * k * n <= mk.SMALL_INTO_MAX_MACS and not \
                 mk._transposed_is_cheaper(m, n)
             assert (exe.payload.last is not None) == takes_out, shape
@@ -107,11 +119,11 @@ def test_driver_last_step_matches_the_old_path(monkeypatch, precision, mode):
                     outs = []
                     for drv, e in ((old, old_exes[shape]), (new, exe)):
                         if layout == "C":
-                            out = np.full((m, n), 7, np.float32)
-                        elif layout == "F":
-                            out = np.asfortranarray(np.full((m, n), 7, np.float32))
+                            out = np.full(shape_out, 7, np.float32)
+                        elif layout == "F":  # (a 2-D F-order buffer has no (m*n,) or (1, m, n) view: copied)
+                            out = np.asfortranarray(np.full(shape_out, 7, np.float32))
                         else:
-                            out = np.full((m, 2 * n), 7, np.float32)[:, ::2]
+                            out = np.full((*shape_out[:-1], 2 * shape_out[-1]), 7, np.float32)[..., ::2]
                         with np.errstate(all="ignore"):
                             drv.execute(e, [a, b], [out])
                         outs.append(out)
