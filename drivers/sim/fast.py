@@ -200,11 +200,16 @@ def reshaped_into(kernel: FastKernel, shape: tuple[int, ...]) -> FastKernel:
     so), as one `writes_out` kernel: given `out`, the kernel writes `out` viewed at its own result shape (a copy
     where no such view exists)."""
 
+    result_shape = kernel.result_shape  # type: ignore[attr-defined]
+
     def run(*args: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
             return kernel(*args).reshape(shape)
+        if out.flags.c_contiguous:  # always a view
+            kernel(*args, out=out.reshape(result_shape))
+            return out
         try:
-            view = np.reshape(out, kernel.result_shape, copy=False)  # type: ignore[attr-defined]
+            view = np.reshape(out, result_shape, copy=False)
         except ValueError:  # no view of `out` at the kernel's shape
             np.copyto(out, kernel(*args).reshape(shape))
             return out
