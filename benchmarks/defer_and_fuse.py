@@ -41,8 +41,11 @@ result + np.copyto, which leaves out the old copy path's own Python, so the gain
 
     DEFER_NEVER unsynced  6.91 / 6.67 us (4.76x / 4.47x CPU) -> 5.79 / 5.57 us (3.99x / 3.73x CPU)
     DEFER_NEVER synced    8.20 / 7.96 us (5.58x / 5.70x CPU) -> 6.87 / 6.85 us (4.68x / 4.90x CPU)
-    DEFER_AND_FUSE        unchanged (14.4-15.3 us): its one-op region ends in a reshape, not in the mm
-    this script, after (5 samples): mm NEVER/cpu 4.20x unsynced, 4.83x synced; FUSE/cpu 11.4x, 11.6x
+    (third run, with the reshape fold below: 6.99 -> 5.69 unsynced, 8.62 -> 6.89 synced; 4.76x -> 3.87x CPU)
+    DEFER_AND_FUSE: its one-op region ends in a reshape of the mm, now merged into the writing step; the sim
+    driver's execute of that region 5.3 -> 4.1 us (same process, unfolded vs folded), the per-op loop above
+    within its noise (14.4-17.6 us, 10-12x CPU: most of the cost is the deferred path, not the sim)
+    this script, after (5 samples): mm NEVER/cpu 4.40x unsynced, 4.73x synced; FUSE/cpu 11.5x, 12.3x
 """
 
 from __future__ import annotations
