@@ -33,6 +33,19 @@ main 5e9f1ad run, then the branch's, 35 min apart on the loaded machine, 5 ABBA 
     mm unsynced   2.65 / 13.20 / 33.51 (2.54x)           -> 1.61 / 8.78 / 21.38 (2.44x)
     mm synced     1.75 / 10.69 / 29.69 (2.78x)           -> 2.44 / 13.32 / 26.14 (1.96x)
     models, branch (3 samples), FUSE/NEVER: gpt2 fwd 0.96x, train 1.18x; llama fwd 1.39x, train 1.50x
+
+smallmm branch (an mm of <= 2,048 multiply-adds written straight into the output buffer by the last step:
+sim/mxu_kernel.py `mm_small_bf16_rounded_into`, no packing, no result array, no copy). 8x8 mm per op, one process,
+old and new path interleaved (9 ABBA samples, two runs; the old path emulated by swapping the kernel back to
+result + np.copyto, which leaves out the old copy path's own Python, so the gain is if anything understated):
+
+    DEFER_NEVER unsynced  6.91 / 6.67 us (4.76x / 4.47x CPU) -> 5.79 / 5.57 us (3.99x / 3.73x CPU)
+    DEFER_NEVER synced    8.20 / 7.96 us (5.58x / 5.70x CPU) -> 6.87 / 6.85 us (4.68x / 4.90x CPU)
+    (third run, with the reshape fold below: 6.99 -> 5.69 unsynced, 8.62 -> 6.89 synced; 4.76x -> 3.87x CPU)
+    DEFER_AND_FUSE: its one-op region ends in a reshape of the mm, now merged into the writing step; the sim
+    driver's execute of that region 5.3 -> 4.1 us (same process, unfolded vs folded), the per-op loop above
+    within its noise (14.4-17.6 us, 10-12x CPU: most of the cost is the deferred path, not the sim)
+    this script, after (5 samples): mm NEVER/cpu 4.40x unsynced, 4.73x synced; FUSE/cpu 11.5x, 12.3x
 """
 
 from __future__ import annotations

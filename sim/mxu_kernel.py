@@ -19,7 +19,12 @@ internal denormal handling is UNCONFIRMED in the sources).
 
 Implementation: outputs are computed in register blocks of _MB rows x _NB columns from packed copies of the
 operands (zero-padded at the M/N edges, whose results are discarded); work items are (batch, column block,
-row chunk) spread with prange.
+row chunk) spread with prange. An eager mm of at most SMALL_INTO_MAX_MACS multiply-adds instead runs the plain
+loop nest of `_mm_rounded_into`, writing the caller's output buffer (same sums in the same order).
+
+NaN signs are not part of the order: where a +NaN product meets a -NaN one (inf * 0), which one survives depends
+on LLVM's operand order for `+`, and that differs between a freshly compiled `_mm_rounded_serial` and the same
+function loaded from numba's cache (measured: 0xffc00000 vs 0x7fc00000 in 35 of ~1.3M special-valued outputs).
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
     # change PyTorch's thread count too (seen: torch.get_num_threads() 1 -> 2 after one exact matmul).
     numba.config.THREADING_LAYER = "workqueue"
 
-__all__ = ["dot_exact", "dot_exact_bf16_rounded", "dot_small_bf16_rounded3", "mm_small_bf16_rounded"]
+__all__ = ["dot_exact", "dot_exact_bf16_rounded", "dot_small_bf16_rounded3", "mm_small_bf16_rounded",
+           "mm_small_bf16_rounded_into"]
 
 _MB = 8  # derived: rows per register block (8 x 64 measured fastest of 2..16 x 32..128 on AVX-512)
 _NB = 64  # derived: register block columns (see _MB)
@@ -167,6 +173,47 @@ def _mm_rounded_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
     n = b.shape[1]
     out = _dot_rounded3_serial(a.view(np.uint32).reshape(1, m, k), b.view(np.uint32).reshape(1, k, n), tile)
     return out.reshape(m, n)
+
+
+# A small 2-D DEFAULT-precision product written into `out` (an eager `mm`'s output buffer): the same sums as
+# `_mm_rounded_serial` in the same order (per output, products added down k within each tile, tiles added to a
+# +0.0 accumulator; no FMA, fastmath off) with no packing into 64-column register blocks and no result array to
+# box: at 8x8x8 the packed kernel runs 8x the multiply-adds and returning a fresh array costs ~0.45 us. The
+# operands are rounded into fresh arrays first, so `out` may share memory with either of them.
+@njit(cache=True)
+def _mm_rounded_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, tile: int) -> None:
+    m, k = a.shape
+    n = b.shape[1]
+    ar = _rounded(a.view(np.uint32).reshape(m * k))
+    br = _rounded(b.view(np.uint32).reshape(k * n))
+    acc = np.empty(n, np.float32)
+    part = np.empty(n, np.float32)
+    for i in range(m):
+        acc[:] = 0.0
+        for k0 in range(0, k, tile):
+            part[:] = 0.0
+            for kk in range(k0, min(k, k0 + tile)):
+                av = ar[i * k + kk]
+                for j in range(n):
+                    part[j] = part[j] + av * br[kk * n + j]
+            for j in range(n):
+                acc[j] = acc[j] + part[j]
+        for j in range(n):
+            out[i, j] = acc[j]
+
+
+SMALL_INTO_MAX_MACS = 1 << 11  # derived: above this the packed kernel's register blocks win (measured below)
+
+
+def mm_small_bf16_rounded_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, tile: int) -> None:
+    """`out[...] = mm_small_bf16_rounded(a, b, tile)` for 2-D float32 (M, K) @ (K, N) operands and a float32
+    (M, N) `out` (any strides; it may overlap the operands), under `mm_small_bf16_rounded`'s conditions. Faster
+    than it only up to about SMALL_INTO_MAX_MACS multiply-adds; the caller checks `out`'s shape."""
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    if not b.flags.c_contiguous:
+        b = np.ascontiguousarray(b)
+    _mm_rounded_into(a, b, out, tile)
 
 
 def _batched(a: np.ndarray, b: np.ndarray) -> tuple[tuple, int, int, int, int] | None:

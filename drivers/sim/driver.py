@@ -22,7 +22,7 @@ from torchtpu.drivers.ir import Op, Program, unsupported_error
 from torchtpu.drivers.sim import direct_outputs, in_place
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.direct_outputs import plan_direct
-from torchtpu.drivers.sim.fast import elide_broadcasts, specialize
+from torchtpu.drivers.sim.fast import elide_broadcasts, reshaped_into, specialize
 from torchtpu.drivers.sim.fusion import fuse_steps
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
@@ -200,6 +200,26 @@ def _interpret(plan: _Plan, env: list[Any]) -> None:
             env[i] = value
 
 
+def _fold_final_reshape(steps: list[_Step], outputs: tuple[int, ...]) -> list[_Step]:
+    """`steps` with a final reshape of a `writes_out` step's result (read by nothing else) merged into that step,
+    so that it can write the program's one output itself (fast.py `reshaped_into`)."""
+    if len(steps) < 2 or len(outputs) != 1:
+        return steps
+    producer, reshape = steps[-2], steps[-1]
+    kernel = getattr(producer, "fast", None)
+    if type(producer) is not _Step or type(reshape) is not _Step or not getattr(kernel, "writes_out", False) \
+            or not hasattr(kernel, "result_shape") \
+            or reshape.op.name != "reshape" or reshape.out != outputs[0] or reshape.inputs != (producer.out,) \
+            or len(producer.outputs) != 1 or any(producer.out in s.inputs for s in steps[:-1]):
+        return steps
+    merged = _Step.__new__(_Step)
+    merged.kernel, merged.op, merged.inputs = producer.kernel, producer.op, producer.inputs
+    merged.index = producer.index  # an error names the product
+    merged.outputs, merged.out = reshape.outputs, reshape.out
+    merged.fast = reshaped_into(producer.fast, tuple(reshape.op.attr("shape")))
+    return [*steps[:-2], merged]
+
+
 class _Plan:
     """An executable's payload: the steps over a flat value list (program inputs first), the output slots and the
     launch cost, all fixed at compile time so that a launch does no lookups."""
@@ -213,10 +233,13 @@ class _Plan:
         self.charge = Timeline.charge(cost, name)  # what each launch adds to the timeline
         self.padding = padding  # the value list after the inputs: one slot per op result, constants filled in
         # A one-output program ending in a ufunc step writes that step's result straight into the output buffer
-        # (`out=`: numpy buffers any overlap with the operands) instead of into a new array copied afterwards.
+        # (`out=`: numpy buffers any overlap with the operands) instead of into a new array copied afterwards; so
+        # does a small eager `mm` (fast.py's `writes_out` kernels: they read their operands before writing).
         self.last: _Step | None = None
         self.last_dtype: np.dtype | None = None
-        if steps and len(outputs) == 1 and steps[-1].out == outputs[0] and isinstance(steps[-1].fast, np.ufunc):
+        steps = _fold_final_reshape(steps, outputs)
+        if steps and len(outputs) == 1 and steps[-1].out == outputs[0] and (
+                isinstance(steps[-1].fast, np.ufunc) or getattr(steps[-1].fast, "writes_out", False)):
             self.last, steps = steps[-1], steps[:-1]
             self.last_dtype = np.dtype(NP_DTYPES[self.last.op.outputs[0].dtype])
         self.steps = tuple(steps)

@@ -22,10 +22,12 @@ from torchtpu.drivers.sim.kernels_data import _CUMULATIVE, _broadcast_plan, dot_
 from torchtpu.sim import mxu
 from torchtpu.sim.mxu_kernel import (
     PARALLEL_MIN_MACS,
+    SMALL_INTO_MAX_MACS,
     _transposed_is_cheaper,
     dot_exact_bf16_rounded,
     dot_small_bf16_rounded3,
     mm_small_bf16_rounded,
+    mm_small_bf16_rounded_into,
 )
 
 FastKernel = Callable[..., np.ndarray]
@@ -170,7 +172,52 @@ def _dot(op: Op, array: int) -> FastKernel:
             return mm_small_bf16_rounded(x, y, array)
         return dot(x, y)
 
-    return mm
+    if macs > SMALL_INTO_MAX_MACS:
+        return mm
+
+    def mm_into(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """`mm`, written into `out` when given (the driver's last step: no result array, no copy)."""
+        if out is None or out.shape != out_shape:
+            result = mm(x, y)
+            if out is None:
+                return result
+            np.copyto(out, result)
+            return out
+        mode = get_mode()
+        if mode == "exact" or (mode == "auto" and auto_exact):
+            mm_small_bf16_rounded_into(x, y, out, array)
+        else:
+            np.copyto(out, dot(x, y))
+        return out
+
+    mm_into.writes_out = True  # type: ignore[attr-defined]  # the driver may pass `out=` (driver._Plan)
+    mm_into.result_shape = out_shape  # type: ignore[attr-defined]
+    return mm_into
+
+
+def reshaped_into(kernel: FastKernel, shape: tuple[int, ...]) -> FastKernel:
+    """A `writes_out` kernel followed by a reshape of its result to `shape` (a DEFER_AND_FUSE one-op region ends
+    so), as one `writes_out` kernel: given `out`, the kernel writes `out` viewed at its own result shape (a copy
+    where no such view exists)."""
+
+    result_shape = kernel.result_shape  # type: ignore[attr-defined]
+
+    def run(*args: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            return kernel(*args).reshape(shape)
+        if out.flags.c_contiguous:  # always a view
+            kernel(*args, out=out.reshape(result_shape))
+            return out
+        try:
+            view = np.reshape(out, result_shape, copy=False)
+        except ValueError:  # no view of `out` at the kernel's shape
+            np.copyto(out, kernel(*args).reshape(shape))
+            return out
+        kernel(*args, out=view)
+        return out
+
+    run.writes_out = True  # type: ignore[attr-defined]
+    return run
 
 
 def _broadcasts_implicitly(fast: FastKernel | None) -> bool:
