@@ -183,3 +183,22 @@ def test_nondeterministic_alerts_as_on_cpu_even_after_a_cached_call(name: str, m
     else:
         assert want[0] == "RuntimeError" and "does not have a deterministic implementation" in want[1]
         assert alerted and alerted[0].split(",")[0] == want[1].split(",")[0]
+
+
+@pytest.mark.sim_only("the C++ launch cache serves drivers whose memory is host memory (the sim)")
+@pytest.mark.usefixtures("launch_cache_live")
+def test_disjoint_views_of_one_storage_are_still_served_from_the_launch_cache() -> None:
+    from torchtpu.execution import fast_launch
+
+    a_cpu = _buf("cpu")
+    a = _buf("tpu")
+    with torch.tpu.eager_mode("DEFER_NEVER"):
+        for _ in range(3):
+            a[0:4].add_(a[6:10])
+            a_cpu[0:4].add_(a_cpu[6:10])
+        before = fast_launch.counters()["hits"]
+        a[0:4].add_(a[6:10])
+        a_cpu[0:4].add_(a_cpu[6:10])
+        hits = fast_launch.counters()["hits"] - before
+    assert hits == 1
+    assert torch.equal(a.cpu(), a_cpu)

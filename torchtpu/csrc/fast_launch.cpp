@@ -278,8 +278,9 @@ struct FastKernel final : public c10::OperatorKernel {
     for (const at::Tensor& t : outputs) {  // (none yet for a functional op; _copy_from's dst: unchecked)
       if (kind_ != kCopyFrom && at::has_internal_overlap(t) == at::MemOverlap::Yes) return false;
     }
-    // a written tensor sharing memory with another input: the key holds no aliasing, so this entry may have been
-    // made without it; the Python kernel checks ATen's overlap rules (execution/overlap.py) and runs the call
+    // a written tensor overlapping another input (disjoint views of one storage are served): the key holds no
+    // aliasing, so this entry may have been made without it; the Python kernel checks ATen's overlap rules
+    // (execution/overlap.py) and runs the call
     const size_t n_self = kind_ == kInplace || kind_ == kInplaceList ? outputs.size() : 0;
     for (size_t j = 0; j < outputs.size(); ++j) {
       const at::Tensor& out = outputs[j];
@@ -287,7 +288,10 @@ struct FastKernel final : public c10::OperatorKernel {
       for (size_t i = 0; i < inputs.size(); ++i) {
         if (i < n_self && i == j) continue;
         const at::Tensor& t = inputs[i];
-        if (t.has_storage() && t.numel() != 0 && t.storage().is_alias_of(out.storage())) return false;
+        if (t.has_storage() && t.numel() != 0 && t.storage().is_alias_of(out.storage()) &&
+            at::get_overlap_status(out, t) != at::MemOverlapStatus::No) {
+          return false;
+        }
       }
     }
     if (kind_ == kFunctional || kind_ == kFunctionalList) {
