@@ -4,7 +4,10 @@ ATen refuses a call whose written tensor *partially* overlaps one of its inputs 
 assert_no_partial_overlap: same storage, overlapping byte ranges, not the very same view), and, for the indexing
 writes (index_add_, index_copy_, put_, scatter_...), any overlap at all (assert_no_overlap) between the written
 tensor and its index or source. A partial overlap has no defined result: on tpu the program reads its inputs
-before it writes, so such a call would silently differ from CPU's; it raises CPU's RuntimeError instead. The C++
+before it writes, so such a call would silently differ from CPU's; it raises CPU's RuntimeError instead. This
+holds for every in-place and out= call, also those of the ops whose CPU kernel does not check (reductions, mm,
+matmul with a partially overlapping out=): CPU then returns what its loop order happened to leave, which tpu cannot
+reproduce, so tpu refuses rather than return different values. The C++
 launch cache (csrc/fast_launch.cpp) never serves a call whose written tensor shares memory with an input, so
 these checks see every such call.
 """
