@@ -237,7 +237,8 @@ struct FastKernel final : public c10::OperatorKernel {
     int64_t device = -1;
     std::vector<c10::IValue> scalars;
     const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, modes_, key, device, scalars);
-    if (keyable) {
+    // torch.use_deterministic_algorithms(True): the Python kernel raises the nondeterminism alerts ATen raises
+    if (keyable && !at::globalContext().deterministicAlgorithms()) {
       if (g_record) key.push_back('R');  // a recording entry never serves a launch, nor the other way round
       auto it = table().find(key);
       if (it != table().end() && launch_cached(schema, it->second, device, scalars, n_args, stack)) return;
@@ -276,6 +277,22 @@ struct FastKernel final : public c10::OperatorKernel {
     }
     for (const at::Tensor& t : outputs) {  // none yet for a functional op; an expanded view goes to Python,
       if (at::has_internal_overlap(t) == at::MemOverlap::Yes) return false;  // which refuses it as ATen does
+    }
+    // a written tensor overlapping another input (disjoint views of one storage are served): the key holds no
+    // aliasing, so this entry may have been made without it; the Python kernel checks ATen's overlap rules
+    // (execution/overlap.py) and runs the call
+    const size_t n_self = kind_ == kInplace || kind_ == kInplaceList ? outputs.size() : 0;
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      const at::Tensor& out = outputs[j];
+      if (!out.has_storage() || out.numel() == 0) continue;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (i < n_self && i == j) continue;
+        const at::Tensor& t = inputs[i];
+        if (t.has_storage() && t.numel() != 0 && t.storage().is_alias_of(out.storage()) &&
+            at::get_overlap_status(out, t) != at::MemOverlapStatus::No) {
+          return false;
+        }
+      }
     }
     if (kind_ == kFunctional || kind_ == kFunctionalList) {
       outputs.reserve(entry.outputs.size());

@@ -284,14 +284,14 @@ def _unflatten(structure: Any, outputs: list[torch.Tensor]) -> Any:
     return None
 
 
-def _overlaps_itself(t: torch.Tensor) -> bool:
+def overlaps_itself(t: torch.Tensor) -> bool:
     """ATen's has_internal_overlap == YES: a dimension of size > 1 with stride 0 (an expanded view)."""
     return not t.is_contiguous() and any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride()))
 
 
 def refuse_internal_overlap(op_name: str, t: torch.Tensor) -> None:
     """ATen's assert_no_internal_overlap for a tensor `op_name` writes: an expanded view is refused."""
-    if _overlaps_itself(t):
+    if overlaps_itself(t):
         raise RuntimeError(f"{op_name}: unsupported operation: more than one element of the written-to "
                            "tensor refers to a single memory location. Please clone() the tensor before "
                            "performing the operation.")

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from torchtpu import dtypes, runtime
-from torchtpu.execution import deferred, eager, fast_launch
+from torchtpu.execution import deferred, eager, fast_launch, overlap
 from torchtpu.ops.prims import broadcast_to, convert
 from torchtpu.ops.tracing import Sym
 
@@ -64,6 +64,7 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
         return copy_from_with_bits(src, dst, non_blocking)
     if src.device.type == "tpu" and dst.device.type == "tpu":
         if src.device == dst.device:
+            overlap.refuse_overlap("copy_", [dst], (src,), {}, False)
             key = (dst.dtype, tuple(dst.shape))
             lowering = _device_copies.setdefault(key, _device_copy(*key))
             eager.run("aten::copy_", lowering, (src,), {}, write_into=[dst], fast_kind=fast_launch.COPY_FROM)

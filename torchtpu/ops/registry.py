@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import torch
 from torch._ops import OpOverload
 
-from torchtpu.execution import eager, fast_launch
+from torchtpu.execution import determinism, eager, fast_launch, overlap
 from torchtpu.ops import dtype_refusals
 from torchtpu.ops.out_rules import check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
 
@@ -278,6 +278,9 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
         if record.random:
             kwargs = {**kwargs, "rng": graph.rng_state(args)}
         return record.graph(*args, **kwargs)
+    determinism.alert(record.name, args, kwargs)
+    if write_into is not None or out is not None:  # ATen's input/output overlap checks, before anything else
+        overlap.refuse_overlap(record.name, write_into if out is None else out, args, kwargs, out is None)
     fast = fast_launch.INFER
     device = None
     if record.prepare is not None:
