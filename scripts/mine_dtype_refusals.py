@@ -29,7 +29,7 @@ DTYPES = (torch.complex64, torch.complex128, torch.bool, torch.float32, torch.fl
           torch.float16, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 RUNTIME_CLASSES = ("RuntimeError", "NotImplementedError", "TypeError", "ValueError")
 # words naming one operand ("normal expects standard deviation to be non-complex": a complex mean computes)
-OPERAND_WORDS = re.compile(r"standard deviation|\bweight\b|\btarget\b|\bindex\b|\bmask\b")
+OPERAND_WORDS = re.compile(r"standard deviation|\bX[12] got|\bweight\b|\btarget\b|\bindex\b|\bmask\b")
 
 class _Raiser(TorchDispatchMode):
     """Records each ATen call that returned (op packet, checked key) in `seen`, and marks an exception with the
