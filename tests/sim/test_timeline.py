@@ -89,3 +89,34 @@ def test_issue_of_a_charge_is_host_issue_then_launch():
     a.synchronize(), b.synchronize()
     assert a.records == b.records and a.totals() == b.totals()
     assert (a.host_seconds, a.wall_seconds, a.device_seconds) == (b.host_seconds, b.wall_seconds, b.device_seconds)
+
+
+def test_kept_records_are_untracked_by_the_garbage_collector():
+    """A kept record holds numbers only: the collector untracks it, so a long run's records never make it walk the
+    whole heap (a record holding its CostRecord was promoted to the oldest generation)."""
+    import gc
+
+    cm = CostModel("v5e")
+    tl = Timeline("v5e")
+    charge = Timeline.charge(cm.vpu("add", 1024, 1.0, 8192, 4096), "add", source=object())
+    for _ in range(10):
+        tl.issue(1e-6, charge)
+    gc.collect()
+    assert not any(gc.is_tracked(r) for r in tl._records)
+    assert [r.name for r in tl.records] == ["add"] * 10 and tl.records[-1].cost is charge[7]
+
+
+def test_charges_named_by_records_are_pruned(monkeypatch):
+    from torchtpu.sim import timeline as timeline_module
+
+    monkeypatch.setattr(timeline_module, "MAX_RECORDS", 4)
+    monkeypatch.setattr(timeline_module, "_PRUNE_SLACK", 2)
+    cm = CostModel("v5e")
+    tl = Timeline("v5e")
+    recs = [cm.vpu("add", 1024 * (i + 1), 1.0, 8192, 4096) for i in range(50)]
+    for i, rec in enumerate(recs):
+        tl.issue(1e-6, Timeline.charge(rec, f"op{i}"))  # a new charge per launch (driver.charge does so)
+        assert len(tl._charges) <= 2 * 4 + 2 + 1
+    assert [r.name for r in tl.records] == ["op46", "op47", "op48", "op49"]
+    assert [r.flops for r in tl.records] == [r.flops for r in recs[-4:]]
+    assert [r.name for r in tl.records_since(48)] == ["op48", "op49"]
