@@ -9,6 +9,7 @@ Times are simulated seconds, starting at 0; nothing here looks at values.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -21,12 +22,12 @@ __all__ = ["MAX_RECORDS", "Timeline", "TimelineRecord"]
 # Per-executable records kept for traces: the most recent ones only, so that a long run's memory stays flat.
 # Totals (time, FLOPs, bytes, launches, per-op breakdown) are running sums over every launch.
 MAX_RECORDS = 100_000
-# A kept record is (start, end, issued, id of its charge): numbers only, so the cyclic garbage collector untracks
-# it at its first collection. A record holding the charge (or its CostRecord and Program) stayed tracked and was
-# promoted to the oldest generation, so filling the deque ran full collections of the whole heap: measured ~1.7 us
-# per launch on an 8x8 mm loop (200,000 launches), more than the op's timeline cost. The charges the records
-# name are kept by id in `_charges` (which keeps them alive, so an id is never reused while a record names it),
-# pruned to those still named when it grows past twice the records kept.
+# A kept record is four numbers in a flat deque (start, end, issued, id of its charge): a launch allocates no
+# object the cyclic garbage collector tracks and keeps. A record tuple holding the charge (or its CostRecord and
+# Program) stayed tracked and was promoted to the oldest generation, so filling the deque ran full collections of
+# the whole heap: measured ~1.7 us per launch on an 8x8 mm loop (200,000 launches), more than the op's timeline
+# cost. The charges the records name are kept by id in `_charges` (which keeps them alive, so an id is never
+# reused while a record names it), pruned to those still named when it grows past twice the records kept.
 _PRUNE_SLACK = 1024
 
 
@@ -69,8 +70,8 @@ class Timeline:
         self._busy = 0.0
         self._launches = 0
         self._by_op: dict[str, list[float]] = {}  # op -> [count, seconds, flops, hbm_bytes]
-        # (start, end, issued, id(charge)) of the last MAX_RECORDS launches (TimelineRecords built by `records`)
-        self._records: deque[tuple] = deque(maxlen=MAX_RECORDS)
+        # start, end, issued, id(charge) of the last MAX_RECORDS launches, flat (TimelineRecords built by `records`)
+        self._records: deque[float] = deque(maxlen=4 * MAX_RECORDS)
         self._charges: dict[int, tuple] = {}  # id(charge) -> charge, for every charge a kept record names
 
     def host_issue(self, seconds: float) -> None:
@@ -113,24 +114,32 @@ class Timeline:
         key = id(charge)
         charges = self._charges
         if key not in charges:
-            if len(charges) >= 2 * len(self._records) + _PRUNE_SLACK:
+            if len(charges) >= len(self._records) // 2 + _PRUNE_SLACK:
                 charges = self._prune()
             charges[key] = charge
-        self._records.append((start, end, self._host, key))
+        self._records.extend((start, end, self._host, key))  # (a tuple freed at once: nothing kept is tracked)
 
     def _prune(self) -> dict[int, tuple]:
         """Forgets the charges no kept record names; returns the new table."""
-        named = {r[3] for r in self._records}
+        named = set(itertools.islice(self._records, 3, None, 4))
         self._charges = {k: c for k, c in self._charges.items() if k in named}
         return self._charges
 
-    def _record(self, r: tuple) -> TimelineRecord:
-        op, name, _, flops, hbm_bytes, cycles, bound, cost, source = self._charges[r[3]]
-        return TimelineRecord(name, op, flops, hbm_bytes, cycles, bound, r[0], r[1], r[2], cost, source)
+    def _kept(self, last: int | None = None) -> list[TimelineRecord]:
+        """The kept records (the `last` ones only when given), oldest first."""
+        flat = list(self._records) if last is None else list(self._records)[len(self._records) - 4 * last:]
+        charges = self._charges
+        out = []
+        for i in range(0, len(flat), 4):
+            op, name, _, flops, hbm_bytes, cycles, bound, cost, source = charges[flat[i + 3]]
+            out.append(TimelineRecord(name, op, flops, hbm_bytes, cycles, bound, flat[i], flat[i + 1], flat[i + 2],
+                                      cost, source))
+        return out
 
     def synchronize(self) -> float:
         """Host waits until the device is idle; returns the (new) host clock."""
-        self._host = max(self._host, self._device_free)
+        if self._device_free > self._host:
+            self._host = self._device_free
         return self._host
 
     @property
@@ -150,7 +159,7 @@ class Timeline:
     @property
     def records(self) -> list[TimelineRecord]:
         """The most recent launches (at most MAX_RECORDS), oldest first."""
-        return [self._record(r) for r in self._records]
+        return self._kept()
 
     @property
     def launch_count(self) -> int:
@@ -159,10 +168,10 @@ class Timeline:
 
     def records_since(self, launch_count: int) -> list[TimelineRecord]:
         """The records of launches after the `launch_count`-th one (those still kept), oldest first."""
-        n = min(self._launches - launch_count, len(self._records))
+        n = min(self._launches - launch_count, len(self._records) // 4)
         if n <= 0:
             return []
-        return [self._record(r) for r in list(self._records)[-n:]]
+        return self._kept(n)
 
     def totals(self) -> dict[str, Any]:
         """device_seconds, flops, hbm_bytes, launches and a per-op-kind breakdown, over every launch."""

@@ -8,6 +8,7 @@ import torch
 
 from torchtpu import runtime
 from torchtpu._native import native
+from torchtpu.execution import deferred
 from torchtpu.execution.modes import EagerMode, eager_mode, get_eager_mode, set_eager_mode
 from torchtpu.precision import Precision, get_precision, precision, set_precision
 from torchtpu.random import (
@@ -107,10 +108,9 @@ class device:  # noqa: N801 - the name torch.load and user code expect
 
 def synchronize(d: Any = None) -> None:
     """Waits for every launched op on the device, on every stream (all pending work is flushed first)."""
-    from torchtpu.execution import deferred
-
     deferred.flush()
-    runtime.driver().synchronize(None if d is None else _index(d))
+    drv = runtime._driver
+    (drv if drv is not None else runtime.driver()).synchronize(None if d is None else _index(d))
 
 
 def get_device_name(d: Any = None) -> str:

@@ -26,6 +26,7 @@ from torchtpu.drivers.sim.fast import elide_broadcasts, reshaped_into, specializ
 from torchtpu.drivers.sim.fusion import fuse_steps
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
+from torchtpu.drivers.sim.launcher import launcher
 from torchtpu.drivers.sim.straight_line import compile_steps, failed_step
 from torchtpu.drivers.sim.streams import StreamTimeline
 from torchtpu.sim import mxu
@@ -518,6 +519,10 @@ class SimDriver(Driver):
             np.copyto(out, result, casting="unsafe")
         self._charge_launch(plan, device)
 
+    def launcher(self, exe: Executable) -> Any:
+        """A callable like `execute` for repeated launches of `exe` (launcher.py: direct for one-kernel plans)."""
+        return launcher(self, exe, _IGNORE_ERRORS)
+
     def _execute_direct(self, plan: _Plan, env: list[Any], outputs: Sequence[np.ndarray], device: int) -> None:
         """`execute` with the direct writes (direct_outputs.py): the steps write those outputs themselves, the
         rest are copied. A step that raises is named from the traceback, not by running the steps again: the
@@ -555,9 +560,11 @@ class SimDriver(Driver):
         chip.timeline.issue(chip.launch_overhead, Timeline.charge(record, name))
 
     def synchronize(self, device: int | None = None) -> None:
-        for i, chip in enumerate(self.chips):
-            if device is None or device == i:
+        if device is None:
+            for chip in self.chips:
                 chip.timeline.synchronize()
+        elif 0 <= device < len(self.chips):  # (an index past the devices synchronized nothing, as before)
+            self.chips[device].timeline.synchronize()
 
     def stats(self, device: int | None = None) -> dict[str, Any]:
         """Totals over every device's timeline (`device`: that device's alone)."""

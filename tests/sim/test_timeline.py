@@ -91,19 +91,27 @@ def test_issue_of_a_charge_is_host_issue_then_launch():
     assert (a.host_seconds, a.wall_seconds, a.device_seconds) == (b.host_seconds, b.wall_seconds, b.device_seconds)
 
 
-def test_kept_records_are_untracked_by_the_garbage_collector():
-    """A kept record holds numbers only: the collector untracks it, so a long run's records never make it walk the
-    whole heap (a record holding its CostRecord was promoted to the oldest generation)."""
+def test_launches_keep_no_object_the_garbage_collector_tracks():
+    """A launch keeps numbers only: a long run's records never trigger collections (records holding their
+    CostRecord were promoted to the oldest generation and made full collections of the whole heap)."""
     import gc
 
     cm = CostModel("v5e")
     tl = Timeline("v5e")
     charge = Timeline.charge(cm.vpu("add", 1024, 1.0, 8192, 4096), "add", source=object())
-    for _ in range(10):
-        tl.issue(1e-6, charge)
-    gc.collect()
-    assert not any(gc.is_tracked(r) for r in tl._records)
-    assert [r.name for r in tl.records] == ["add"] * 10 and tl.records[-1].cost is charge[7]
+    tl.issue(1e-6, charge)
+    gc.disable()
+    try:
+        gc.collect()
+        before = gc.get_count()[0]
+        for _ in range(1000):
+            tl.issue(1e-6, charge)
+        grown = gc.get_count()[0] - before
+    finally:
+        gc.enable()
+    assert grown < 10
+    assert [r.name for r in tl.records] == ["add"] * 1001 and tl.records[-1].cost is charge[7]
+    assert tl.records[-1].source is charge[8] and tl.records[-1].issued == pytest.approx(1001e-6)
 
 
 def test_charges_named_by_records_are_pruned(monkeypatch):

@@ -112,8 +112,9 @@ def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Se
         return
     if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
         sync()
-    _native().fast_store(op_name, drv.execute, exe, bindings, device, n_tensors, _fresh(out_types, kind), kind,
-                         False)
+    launcher = getattr(drv, "launcher", None)  # the sim driver's direct launch of a one-kernel plan
+    execute = drv.execute if launcher is None else launcher(exe)
+    _native().fast_store(op_name, execute, exe, bindings, device, n_tensors, _fresh(out_types, kind), kind, False)
 
 
 _tokens = itertools.count()  # each recording entry's token a unique id (one_op_cache keys its layouts by it)
