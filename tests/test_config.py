@@ -139,3 +139,34 @@ def test_docs_list_every_variable_with_its_valid_values():
     text = (ROOT / "docs" / "install.md").read_text()
     for name, default, valid, meaning in config.table():
         assert f"| `{name}` | {default} | {valid} | {meaning} |" in text, name
+
+
+def test_reader_follows_every_change_of_the_variable(monkeypatch):
+    """config.reader (the sim's per-matmul TORCHTPU_MXU_MODE source) gives what `get` gives after every change:
+    set, changed, set again to an equal value, unset, bad (raises as `get` does), os.environ replaced."""
+    read = config.reader("TORCHTPU_MXU_MODE")
+    monkeypatch.delenv("TORCHTPU_MXU_MODE", raising=False)
+    assert read() == "auto" and read() == "auto"
+    for value in ("fast", "exact", "exact", "auto", "fast"):
+        monkeypatch.setenv("TORCHTPU_MXU_MODE", value)
+        assert read() == value == config.get("TORCHTPU_MXU_MODE")
+        assert read() == value
+    monkeypatch.setenv("TORCHTPU_MXU_MODE", "bogus")
+    with pytest.raises(config.ConfigError, match="TORCHTPU_MXU_MODE='bogus'"):
+        read()
+    monkeypatch.delenv("TORCHTPU_MXU_MODE")
+    assert read() == "auto"
+    monkeypatch.setattr(os, "environ", {"TORCHTPU_MXU_MODE": "exact"})
+    assert read() == "exact"
+
+
+def test_the_sim_driver_reads_the_mxu_mode_through_a_reader(monkeypatch):
+    from torchtpu.drivers.sim import driver
+    from torchtpu.sim import mxu
+
+    monkeypatch.setattr(mxu, "_source", driver._mxu_mode)
+    monkeypatch.setattr(mxu, "_mode", None)
+    monkeypatch.setenv("TORCHTPU_MXU_MODE", "fast")
+    assert mxu.get_mode() == "fast"
+    monkeypatch.setenv("TORCHTPU_MXU_MODE", "exact")
+    assert mxu.get_mode() == "exact"

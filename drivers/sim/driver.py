@@ -296,8 +296,7 @@ def program_cost(model: CostModel, program: Program) -> CostRecord:
     return records[0] if len(records) == 1 else model.fuse(records, external)
 
 
-def _mxu_mode() -> str:
-    return config.get("TORCHTPU_MXU_MODE")
+_mxu_mode = config.reader("TORCHTPU_MXU_MODE")
 
 
 
