@@ -25,7 +25,25 @@ mm's rest: ~20 us in the exact kernel (serial), ~9 us in round_bf16, np.prod in 
 
 smallmm branch: mm of <= 2,048 multiply-adds (8x8) written into the output buffer directly (defer_and_fuse.py has
 the 8x8 figures: DEFER_NEVER ~1.1 us less per op); the 64x64 mm here is above that and keeps the packed kernel:
-after, same loaded machine: add 4.62 us (2.8x CPU), mm 22.2 us (3.1x CPU), thread CPU time."""
+after, same loaded machine: add 4.62 us (2.8x CPU), mm 22.2 us (3.1x CPU), thread CPU time.
+
+perfop branch (issue #22 goal 3; 8x8 rows added, synced = torch.tpu.synchronize() after each tpu op): a cached
+launch of a one-kernel plan calls that kernel into the output buffer directly (drivers/sim/launcher.py, no
+`execute` value list, straight-line run or copies), `synchronize` without a per-call import, the timeline's issue
+with its accounting inlined, TORCHTPU_MXU_MODE read through `config.reader`; the timeline keeps its records as
+flat numbers, so launches no longer fill the GC's oldest generation (200k 8x8 mm launches: ~1.7 -> 0.08 us of
+collection per launch). 8x8, thread CPU time, one process, old (launcher and synchronize as before) and new paths
+interleaved ABBA, 7 samples x 2,000 ops (the old path already has the timeline changes, so the gain is if
+anything understated; loaded 2-core machine):
+
+    add unsynced  4.77 -> 3.77 us (3.42x -> 2.70x CPU)     add synced  5.85 -> 4.31 us (4.19x -> 3.09x CPU)
+    mm  unsynced  6.19 -> 5.10 us (3.98x -> 3.28x CPU)     mm  synced  7.28 -> 5.58 us (4.67x -> 3.58x CPU)
+
+mm's launch is still ~3.4 us: numba's dispatch of `_mm_rounded_into` ~1 us, the numpy error state ~0.25 us, the
+timeline charge ~0.4 us, the mode and contiguity checks ~0.4 us; outside it the C++ key, output allocation and
+three numpy views take ~2 us (add: the same ~2 us plus a ~1.5 us launch). The next step is a native entry
+(a numba cfunc called from C++ with raw pointers, charged from C++), which skips the views, the dispatch and the
+error state."""
 
 from __future__ import annotations
 
@@ -55,19 +73,25 @@ def main() -> None:
     import torchtpu  # noqa: F401
 
     rows = []
-    for name, shape in (("add", (64, 64)), ("mm", (64, 64))):
+    sync = torch.tpu.synchronize
+    cases = [("add", (64, 64), False), ("mm", (64, 64), False)]
+    cases += [(name, (8, 8), synced) for name in ("add", "mm") for synced in (False, True)]
+    for name, shape, synced in cases:
         a_cpu, b_cpu = torch.randn(shape), torch.randn(shape)
         a_tpu, b_tpu = a_cpu.to("tpu"), b_cpu.to("tpu")
         op = torch.add if name == "add" else torch.mm
         cpu = _per_op(lambda op=op, a=a_cpu, b=b_cpu: op(a, b))
-        tpu = _per_op(lambda op=op, a=a_tpu, b=b_tpu: op(a, b))
+        if synced:  # torch.tpu.synchronize() after each op (CPU's op alone: it has nothing to wait for)
+            tpu = _per_op(lambda op=op, a=a_tpu, b=b_tpu: (op(a, b), sync()))
+        else:
+            tpu = _per_op(lambda op=op, a=a_tpu, b=b_tpu: op(a, b))
         torch.tpu.synchronize()
-        rows.append((name, shape, cpu, tpu))
-    print(f"{'op':4} {'shape':10} {'cpu us':>9} {'tpu us':>9} {'tpu/cpu':>8}   {'thread CPU time: cpu us':>23} "
+        rows.append((name + (" synced" if synced else ""), shape, cpu, tpu))
+    print(f"{'op':10} {'shape':10} {'cpu us':>9} {'tpu us':>9} {'tpu/cpu':>8}   {'thread CPU time: cpu us':>23} "
           f"{'tpu us':>9} {'tpu/cpu':>8}")
     for name, shape, (cpu, cpu_t), (tpu, tpu_t) in rows:
-        print(f"{name:4} {str(shape):10} {cpu * 1e6:9.2f} {tpu * 1e6:9.2f} {tpu / cpu:8.1f}x   {cpu_t * 1e6:23.2f} "
-              f"{tpu_t * 1e6:9.2f} {tpu_t / cpu_t:8.1f}x")
+        print(f"{name:10} {str(shape):10} {cpu * 1e6:9.2f} {tpu * 1e6:9.2f} {tpu / cpu:8.2f}x   {cpu_t * 1e6:23.2f} "
+              f"{tpu_t * 1e6:9.2f} {tpu_t / cpu_t:8.2f}x")
 
 
 if __name__ == "__main__":

@@ -144,3 +144,17 @@ def test_a_replaced_execute_is_kept(tpu):
         del drv.execute
     fast_launch.clear()
     assert len(calls) == 3 and torch.equal(y.cpu(), torch.full((3,), 2.0))
+
+
+def test_a_subclass_execute_is_kept():
+    class Counting(SimDriver):
+        def execute(self, exe, inputs, outputs, device=0):
+            return super().execute(exe, inputs, outputs, device)
+
+    drv, plain = Counting(devices=1), SimDriver(devices=1)
+    assert drv.launcher is not None and drv.launcher.__func__ is SimDriver.launcher
+    class _Exe:
+        payload = None
+
+    assert drv.launcher(_Exe()) == drv.execute
+    assert plain.launcher(_Exe()) == plain.execute  # no plan with a last step: execute itself

@@ -33,9 +33,8 @@ def launcher(drv: Any, exe: Executable, ignore_errors: Any) -> Launch:
     execute = drv.execute
     plan = exe.payload
     last = getattr(plan, "last", None)
-    n_inputs = len(exe.program.inputs)
     if "execute" in vars(drv) or last is None or plan.steps or plan.direct is not None or len(plan.outputs) != 1 \
-            or any(i >= n_inputs for i in last.inputs) or plan.outputs[0] != last.out:
+            or any(i >= len(exe.program.inputs) for i in last.inputs) or plan.outputs[0] != last.out:
         return execute
     fast, operands, dtype, charge = last.fast, tuple(last.inputs), plan.last_dtype, plan.charge
     chips, targets, target = drv.chips, drv._targets, exe.target
