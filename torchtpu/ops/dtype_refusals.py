@@ -110,18 +110,69 @@ def table() -> dict[str, dict[str, tuple[type[Exception], str]]]:
 
 
 def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
-    """The refusals of `op`: its packet's, with its own overload's words where they differ."""
-    rules = table().get(packet_name(op))
+    """The refusals of `op`: its packet's, with its own overload's words where they differ; a `_foreach_X` op
+    without rules of its own takes X's (CPU's foreach kernels run X per tensor)."""
+    packet = packet_name(op)
+    rules = table().get(packet)
+    if not rules and packet.startswith(_FOREACH):
+        base = packet.removeprefix(_FOREACH)
+        overloads = _FOREACH_OVERLOADS.get(op._overloadname.removesuffix("_out"), ())
+        return {**table().get(base, {}), **{k: v for o in overloads for k, v in table().get(f"{base}.{o}", {}).items()}
+                } or None
     if not rules:
         return None
     return {**rules, **table().get(overload_name(op), {})}
+
+
+_FOREACH = "_foreach_"
+# a foreach overload -> the base op's overloads it runs per tensor (their own words, where the table has them)
+_FOREACH_OVERLOADS = {"Scalar": ("default", "Scalar"), "ScalarList": ("default", "Scalar"), "List": ("Tensor",),
+                      "Tensor": ("Tensor",)}
+# a foreach op's scalar operands (the base op's `other`)
+_FOREACH_SCALARS = ("scalar", "scalars", "exponent", "other", "self")
+
+
+def checked_keys(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> list[str | None]:
+    """The table keys of a call: `checked_dtype`'s one key; for a `_foreach_` op, one per position of its tensor
+    lists (the dtypes X's kernel dispatches on for that tensor), in order."""
+    if not packet_name(op).startswith(_FOREACH):
+        return [checked_dtype(op, args, kwargs)]
+    bound = dict(zip([a.name for a in op._schema.arguments], args))
+    bound.update(kwargs)
+    for a in op._schema.arguments:
+        if a.is_out:
+            bound.pop(a.name, None)
+    lists = [v for v in bound.values() if isinstance(v, list | tuple) and v and isinstance(v[0], torch.Tensor)]
+    keys: list[str | None] = []
+    for i in range(len(lists[0]) if lists else 0):
+        at = {k: v[i] if isinstance(v, list | tuple) and len(v) > i else v for k, v in bound.items()}
+        data = [v for v in at.values() if isinstance(v, torch.Tensor)]
+        ranked = [v for v in data if v.ndim > 0] or data
+        dtype = ranked[0].dtype
+        for v in ranked[1:]:
+            dtype = torch.promote_types(dtype, v.dtype)
+        for name in _FOREACH_SCALARS:
+            value = at.get(name)
+            if isinstance(value, int | float | complex) and not isinstance(value, bool):
+                dtype = _with_scalar(dtype, value)
+        keys.append(_name(dtype))
+    return keys
+
+
+def _refusal(rules: Mapping[str, tuple[type[Exception], str]], op: Any, args: tuple,
+             kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
+    for key in checked_keys(op, args, kwargs):
+        refusal = rules.get(key)
+        if refusal is not None:
+            return refusal
+    return None
 
 
 def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     """Raises CPU's refusal where `op` is listed for the dtype these arguments dispatch on."""
     rules = rules_for(op)
     if rules:
-        refusal = rules.get(checked_dtype(op, args, kwargs))
+        refusal = _refusal(rules, op, args, kwargs)
         if refusal is not None:
             raise refusal[0](refusal[1])
 
@@ -136,7 +187,7 @@ def guard(op: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(kernel)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        refusal = rules.get(checked_dtype(op, args, kwargs))
+        refusal = _refusal(rules, op, args, kwargs)
         if refusal is not None:
             _raise_earlier_check(op, args, kwargs)
             raise refusal[0](refusal[1])
