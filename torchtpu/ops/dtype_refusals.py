@@ -114,6 +114,8 @@ def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
     without rules of its own takes X's (CPU's foreach kernels run X per tensor)."""
     packet = packet_name(op)
     rules = table().get(packet)
+    if _in_place(op) and packet.removeprefix(_FOREACH) in _IN_PLACE:
+        rules = {**(rules or {}), **_IN_PLACE[packet.removeprefix(_FOREACH)]}
     if not rules and packet.startswith(_FOREACH):
         base = packet.removeprefix(_FOREACH)
         overloads = _FOREACH_OVERLOADS.get(op._overloadname.removesuffix("_out"), ())
@@ -125,6 +127,19 @@ def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
 
 
 _FOREACH = "_foreach_"
+# refusals of an in-place form only, which no OpInfo sample meets (ATen's abs_: the result is real)
+_IN_PLACE: dict[str, dict[str, tuple[type[Exception], str]]] = {
+    "abs": {k: (RuntimeError, "In-place abs is not supported for complex tensors.")
+            for k in ("complex64", "complex128")},
+}
+
+
+_IN_PLACE_REFUSALS = frozenset(r for rules in _IN_PLACE.values() for r in rules.values())
+
+
+def _in_place(op: Any) -> bool:
+    name = op._schema.name.split("::")[1]
+    return name.endswith("_") and not name.endswith("__")
 # a foreach overload -> the base op's overloads it runs per tensor (their own words, where the table has them)
 _FOREACH_OVERLOADS = {"Scalar": ("default", "Scalar"), "ScalarList": ("default", "Scalar"), "List": ("Tensor",),
                       "Tensor": ("Tensor",)}
@@ -189,7 +204,8 @@ def guard(op: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         refusal = _refusal(rules, op, args, kwargs)
         if refusal is not None:
-            _raise_earlier_check(op, args, kwargs)
+            if refusal not in _IN_PLACE_REFUSALS:  # those are ATen's first check
+                _raise_earlier_check(op, args, kwargs)
             raise refusal[0](refusal[1])
         return kernel(*args, **kwargs)
 
@@ -206,7 +222,20 @@ def _on_meta(value: Any) -> Any:
     return value
 
 
+def _functional_foreach(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> tuple[Any, tuple, dict[str, Any]]:
+    """A `_foreach_X.*out` call as its functional overload's (CPU computes before it copies into the out= list,
+    whose length it checks last); any other call as it is."""
+    out = [a.name for a in op._schema.arguments if a.is_out]
+    if not out or not packet_name(op).startswith(_FOREACH):
+        return op, args, dict(kwargs)
+    overload = op._overloadname
+    packet = getattr(torch.ops.aten, op._schema.name.split("::")[1])
+    functional = getattr(packet, "default" if overload == "out" else overload.removesuffix("_out"))
+    return functional, args, {k: v for k, v in kwargs.items() if k not in out}
+
+
 def _raise_earlier_check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    op, args, kwargs = _functional_foreach(op, args, kwargs)
     try:
         op(*_on_meta(args), **{k: _on_meta(v) for k, v in kwargs.items()})
     except NotImplementedError:
