@@ -118,6 +118,7 @@ def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
         rules = {**(rules or {}), **_IN_PLACE[packet.removeprefix(_FOREACH)]}
     if not rules and packet.startswith(_FOREACH):
         base = packet.removeprefix(_FOREACH)
+        base = _FOREACH_BASE.get(base, base)
         overloads = _FOREACH_OVERLOADS.get(op._overloadname.removesuffix("_out"), ())
         return {**table().get(base, {}), **{k: v for o in overloads for k, v in table().get(f"{base}.{o}", {}).items()}
                 } or None
@@ -141,6 +142,7 @@ def _in_place(op: Any) -> bool:
     name = op._schema.name.split("::")[1]
     return name.endswith("_") and not name.endswith("__")
 # a foreach overload -> the base op's overloads it runs per tensor (their own words, where the table has them)
+_FOREACH_BASE = {"maximum": "clamp_min", "minimum": "clamp_max"}  # CPU's foreach maximum is clamp_min per tensor
 _FOREACH_OVERLOADS = {"Scalar": ("default", "Scalar"), "ScalarList": ("default", "Scalar"), "List": ("Tensor",),
                       "Tensor": ("Tensor",)}
 # a foreach op's scalar operands (the base op's `other`)
@@ -223,13 +225,14 @@ def _on_meta(value: Any) -> Any:
 
 
 def _functional_foreach(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> tuple[Any, tuple, dict[str, Any]]:
-    """A `_foreach_X.*out` call as its functional overload's (CPU computes before it copies into the out= list,
-    whose length it checks last); any other call as it is."""
+    """A `_foreach_X_` or `_foreach_X.*out` call as its functional overload's (CPU checks the lists, computes each
+    tensor's result, and only then casts into the written tensors or checks the out= list's length); any other
+    call as it is."""
     out = [a.name for a in op._schema.arguments if a.is_out]
-    if not out or not packet_name(op).startswith(_FOREACH):
+    if not (out or _in_place(op)) or not packet_name(op).startswith(_FOREACH):
         return op, args, dict(kwargs)
     overload = op._overloadname
-    packet = getattr(torch.ops.aten, op._schema.name.split("::")[1])
+    packet = getattr(torch.ops.aten, packet_name(op))
     functional = getattr(packet, "default" if overload == "out" else overload.removesuffix("_out"))
     return functional, args, {k: v for k, v in kwargs.items() if k not in out}
 
