@@ -59,6 +59,14 @@ REFUSED = {
     "floor division of bools": lambda d: torch.div(_b(d), _b(d), rounding_mode="floor"),
     "round to decimals of integers": lambda d: torch.round(_i(d), decimals=2),
     "scatter_reduce mean of bools": lambda d: _b(d).scatter_reduce(0, _i(d).abs() % 2, _b(d), "mean"),
+    "abs_ of complex": lambda d: _c(d).abs_(),
+    "foreach abs_ of complex": lambda d: torch._foreach_abs_([_c(d)]),
+    # a foreach op takes its base op's refusals, per tensor of its lists
+    "foreach floor of a bool after a float": lambda d: torch._foreach_floor([_i(d).float(), _b(d)]),
+    "foreach floor_ of bools": lambda d: torch._foreach_floor_([_b(d)]),
+    "foreach clamp_min of complex by a Scalar": lambda d: torch._foreach_clamp_min([_c(d)], 1.0),
+    "foreach trunc out= of bools": lambda d: torch.ops.aten._foreach_trunc.out(
+        [_b(d)], out=[torch.empty(0, dtype=torch.bool, device=d)]),
 }
 COMPUTED = {
     "cumsum of bools": lambda d: torch.cumsum(_b(d), 0),
@@ -71,6 +79,10 @@ COMPUTED = {
     "sum of bools": lambda d: _b(d).sum(),
     "sort of floats": lambda d: torch.sort(_i(d).float()).values,
     "randn_like of an integer tensor as float": lambda d: torch.randn_like(_i(d), dtype=torch.float32).shape,
+    "abs of complex, out of place": lambda d: torch.abs(_c(d)),
+    "foreach sigmoid of bools": lambda d: torch._foreach_sigmoid([_b(d)])[0],
+    "foreach pow of a float by bools": lambda d: torch._foreach_pow(2.0, [_b(d)])[0],
+    "foreach floor of integers": lambda d: torch._foreach_floor([_i(d)])[0],
 }
 
 

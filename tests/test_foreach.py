@@ -108,3 +108,22 @@ def test_foreach_optimizers_train_like_cpu(tpu, name, kwargs):
     for p, q in zip(models["cpu"].parameters(), models["tpu"].parameters()):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-5, atol=1e-6)
     assert torchtpu.fallback_counts() == {}
+
+
+@pytest.mark.parametrize("mode", ["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"])
+@pytest.mark.parametrize("n_out", [1, 3])
+def test_foreach_out_list_of_another_length_is_refused(tpu, mode, n_out):
+    """CPU fails `dst.size() == src.size()` (a RuntimeError) after computing; tpu wrote the common prefix and left
+    the rest of the out= list unwritten, silently."""
+    inputs = [torch.full((4, 1), -2.0), torch.full((2,), -3.0)]
+    outs = [torch.full((1,), 7.0) for _ in range(n_out)]
+    with pytest.raises(RuntimeError, match="dst.size"):
+        torch.ops.aten._foreach_abs.out(inputs, out=outs)
+    with torch.tpu.eager_mode(mode):
+        targets = [o.to(tpu) for o in outs]
+        with pytest.raises(RuntimeError, match=f"out= holds {n_out} tensors but the op returns 2"):
+            torch.ops.aten._foreach_abs.out([t.to(tpu) for t in inputs], out=targets)
+        assert [t.cpu().tolist() for t in targets] == [[7.0]] * n_out  # nothing written
+        good = [torch.empty(0, device=tpu), torch.empty(0, device=tpu)]
+        torch.ops.aten._foreach_abs.out([t.to(tpu) for t in inputs], out=good)
+        assert [g.cpu().tolist() for g in good] == [[[2.0]] * 4, [3.0, 3.0]]

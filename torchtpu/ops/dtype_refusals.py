@@ -110,18 +110,86 @@ def table() -> dict[str, dict[str, tuple[type[Exception], str]]]:
 
 
 def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
-    """The refusals of `op`: its packet's, with its own overload's words where they differ."""
-    rules = table().get(packet_name(op))
+    """The refusals of `op`: its packet's, with its own overload's words where they differ; a `_foreach_X` op
+    without rules of its own takes X's (CPU's foreach kernels run X per tensor)."""
+    packet = packet_name(op)
+    rules = table().get(packet)
+    if _in_place(op) and packet.removeprefix(_FOREACH) in _IN_PLACE:
+        rules = {**(rules or {}), **_IN_PLACE[packet.removeprefix(_FOREACH)]}
+    if not rules and packet.startswith(_FOREACH):
+        base = packet.removeprefix(_FOREACH)
+        base = _FOREACH_BASE.get(base, base)
+        overloads = _FOREACH_OVERLOADS.get(op._overloadname.removesuffix("_out"), ())
+        return {**table().get(base, {}), **{k: v for o in overloads for k, v in table().get(f"{base}.{o}", {}).items()}
+                } or None
     if not rules:
         return None
     return {**rules, **table().get(overload_name(op), {})}
+
+
+_FOREACH = "_foreach_"
+# refusals of an in-place form only, which no OpInfo sample meets (ATen's abs_: the result is real)
+_IN_PLACE: dict[str, dict[str, tuple[type[Exception], str]]] = {
+    "abs": {k: (RuntimeError, "In-place abs is not supported for complex tensors.")
+            for k in ("complex64", "complex128")},
+}
+
+
+_IN_PLACE_REFUSALS = frozenset(r for rules in _IN_PLACE.values() for r in rules.values())
+
+
+def _in_place(op: Any) -> bool:
+    name = op._schema.name.split("::")[1]
+    return name.endswith("_") and not name.endswith("__")
+# a foreach overload -> the base op's overloads it runs per tensor (their own words, where the table has them)
+_FOREACH_BASE = {"maximum": "clamp_min", "minimum": "clamp_max"}  # CPU's foreach maximum is clamp_min per tensor
+_FOREACH_OVERLOADS = {"Scalar": ("default", "Scalar"), "ScalarList": ("default", "Scalar"), "List": ("Tensor",),
+                      "Tensor": ("Tensor",)}
+# a foreach op's scalar operands (the base op's `other`)
+_FOREACH_SCALARS = ("scalar", "scalars", "exponent", "other", "self")
+
+
+def checked_keys(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> list[str | None]:
+    """The table keys of a call: `checked_dtype`'s one key; for a `_foreach_` op, one per position of its tensor
+    lists (the dtypes X's kernel dispatches on for that tensor), in order."""
+    if not packet_name(op).startswith(_FOREACH):
+        return [checked_dtype(op, args, kwargs)]
+    bound = dict(zip([a.name for a in op._schema.arguments], args))
+    bound.update(kwargs)
+    for a in op._schema.arguments:
+        if a.is_out:
+            bound.pop(a.name, None)
+    lists = [v for v in bound.values() if isinstance(v, list | tuple) and v and isinstance(v[0], torch.Tensor)]
+    keys: list[str | None] = []
+    for i in range(len(lists[0]) if lists else 0):
+        at = {k: v[i] if isinstance(v, list | tuple) and len(v) > i else v for k, v in bound.items()}
+        data = [v for v in at.values() if isinstance(v, torch.Tensor)]
+        ranked = [v for v in data if v.ndim > 0] or data
+        dtype = ranked[0].dtype
+        for v in ranked[1:]:
+            dtype = torch.promote_types(dtype, v.dtype)
+        for name in _FOREACH_SCALARS:
+            value = at.get(name)
+            if isinstance(value, int | float | complex) and not isinstance(value, bool):
+                dtype = _with_scalar(dtype, value)
+        keys.append(_name(dtype))
+    return keys
+
+
+def _refusal(rules: Mapping[str, tuple[type[Exception], str]], op: Any, args: tuple,
+             kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
+    for key in checked_keys(op, args, kwargs):
+        refusal = rules.get(key)
+        if refusal is not None:
+            return refusal
+    return None
 
 
 def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     """Raises CPU's refusal where `op` is listed for the dtype these arguments dispatch on."""
     rules = rules_for(op)
     if rules:
-        refusal = rules.get(checked_dtype(op, args, kwargs))
+        refusal = _refusal(rules, op, args, kwargs)
         if refusal is not None:
             raise refusal[0](refusal[1])
 
@@ -136,9 +204,10 @@ def guard(op: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(kernel)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        refusal = rules.get(checked_dtype(op, args, kwargs))
+        refusal = _refusal(rules, op, args, kwargs)
         if refusal is not None:
-            _raise_earlier_check(op, args, kwargs)
+            if refusal not in _IN_PLACE_REFUSALS:  # those are ATen's first check
+                _raise_earlier_check(op, args, kwargs)
             raise refusal[0](refusal[1])
         return kernel(*args, **kwargs)
 
@@ -155,7 +224,21 @@ def _on_meta(value: Any) -> Any:
     return value
 
 
+def _functional_foreach(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> tuple[Any, tuple, dict[str, Any]]:
+    """A `_foreach_X_` or `_foreach_X.*out` call as its functional overload's (CPU checks the lists, computes each
+    tensor's result, and only then casts into the written tensors or checks the out= list's length); any other
+    call as it is."""
+    out = [a.name for a in op._schema.arguments if a.is_out]
+    if not (out or _in_place(op)) or not packet_name(op).startswith(_FOREACH):
+        return op, args, dict(kwargs)
+    overload = op._overloadname
+    packet = getattr(torch.ops.aten, packet_name(op))
+    functional = getattr(packet, "default" if overload == "out" else overload.removesuffix("_out"))
+    return functional, args, {k: v for k, v in kwargs.items() if k not in out}
+
+
 def _raise_earlier_check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    op, args, kwargs = _functional_foreach(op, args, kwargs)
     try:
         op(*_on_meta(args), **{k: _on_meta(v) for k, v in kwargs.items()})
     except NotImplementedError:

@@ -177,3 +177,12 @@ def check_out_devices(args: tuple, kwargs: dict[str, Any], targets: list[Any], n
         if isinstance(t, torch.Tensor) and t.device != device:
             raise RuntimeError(f"Expected out tensor to have device {device}, but got {t.device} instead ({name}: "
                                f"an out= tensor must be on the inputs' device; move it with .to('{device}'))")
+
+
+def check_out_count(results: int, targets: int, name: str) -> None:
+    """Refuses an out= list (`_foreach_*.out`) that does not hold one tensor per result, after the results are
+    computed, as CPU (its internal assert `dst.size() == src.size()`, a RuntimeError): writing the common prefix
+    would leave the rest of the list silently unwritten."""
+    if results != targets:
+        raise RuntimeError(f"{name}: out= holds {targets} tensors but the op returns {results} (one per input "
+                           f"tensor; dst.size() == src.size() in ATen); pass an out= list of {results} tensors")

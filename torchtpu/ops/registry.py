@@ -32,7 +32,7 @@ from torch._ops import OpOverload
 
 from torchtpu.execution import determinism, eager, fast_launch, overlap
 from torchtpu.ops import dtype_refusals
-from torchtpu.ops.out_rules import check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
+from torchtpu.ops.out_rules import check_out_count, check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
@@ -320,6 +320,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
     if types is None or len(types) != len(targets) or fills_out_dtype(record.op, dtype_given):
         result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
         flat = list(result) if isinstance(result, tuple | list) else [result]
+        check_out_count(len(flat), len(targets), name)
         for target, r in zip(targets, flat):
             check_out_dtype(record.op, r.dtype, target.dtype, name, dtype_given)
             if tuple(target.shape) != tuple(r.shape):
