@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torchtpu.drivers.ir import Op, TensorType, Value
 
 import torchtpu
-from torchtpu.drivers.ir import Op, TensorType, Value
 from torchtpu.execution import deferred, region_dce
 
 
@@ -88,3 +88,22 @@ def test_removable_ops():
     assert not region_dce.removable(_op("remainder", "int32"))
     assert not region_dce.removable(_op("check_index", "int64"))
     assert not region_dce.removable(_op("gather_axis", "float32"))
+
+
+def test_zero_size_tensors_are_recorded_without_a_flush():
+    k = torch.randn(2, 3, 4)
+    results = []
+    for mode in ("DEFER_NEVER", "DEFER_AND_FUSE"):
+        tk = k.to("tpu")
+        with torchtpu.eager_mode(mode):
+            torch.tpu.synchronize()
+            flushes = deferred.stats.flushes
+            y = tk * 2
+            for _ in range(2):  # the second call is a C++ launch-cache hit
+                cache = torch.empty(0, device="tpu")  # a model's empty KV cache
+                out = torch.cat([cache, y], dim=-2) + 1
+                empty = torch.empty(0, 4, device="tpu").zero_()
+            if mode == "DEFER_AND_FUSE":
+                assert deferred.pending() and deferred.stats.flushes == flushes
+            results.append((out.cpu(), empty.cpu()))
+    assert torch.equal(results[0][0], results[1][0]) and results[1][1].shape == (0, 4)

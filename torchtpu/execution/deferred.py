@@ -135,13 +135,13 @@ def _user_line() -> str:
 
 
 def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -> bool:
-    """Zero-size tensors, storages seen under two dtypes and cross-device regions run eagerly instead."""
+    """Storages seen under two dtypes and cross-device regions run eagerly instead. A zero-size tensor is recorded
+    (an empty read, a write of nothing; one without memory maps to its dtype's empty slot, as on a whole-storage
+    driver): refusing it flushed the region, which split a model's step at every cat onto an empty cache."""
     if _single:
         with _lock:
             _record_single()
     for t in (*tensors, *(targets or ())):
-        if t.numel() == 0 or not t.data_ptr():
-            return False
         slot = _region.slot_of.get(_key(t))
         if slot is not None and _region.slots[slot].torch_dtype != t.dtype:
             return False
@@ -247,7 +247,7 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
         finally:
             if added != len(slots):  # refused: the slots this call made go again
                 for slot in slots[added:]:
-                    del slot_of[slot.key]
+                    del slot_of[slot.key if slot.key else ("empty", slot.torch_dtype)]
                 del slots[added:]
         ins, outs, sid = planned or (tuple(views[:n]), tuple(views[n:]), None)
         event = Event(program, structure, ins, outs, tuple(operands[n:]), (op_name, line),
