@@ -135,15 +135,15 @@ def _user_line() -> str:
 
 
 def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -> bool:
-    """Zero-size tensors, storages seen under two dtypes and cross-device regions run eagerly instead."""
+    """Storages seen under two dtypes and cross-device regions run eagerly instead. A zero-size tensor is recorded
+    (an empty read, a write of nothing; one without memory maps to its dtype's empty slot, as on a whole-storage
+    driver): refusing it flushed the region, which split a model's step at every cat onto an empty cache."""
     if _single:
         with _lock:
             _record_single()
     for t in (*tensors, *(targets or ())):
-        if t.numel() == 0 or not t.data_ptr():
-            return False
         slot = _region.slot_of.get(_key(t))
-        if slot is not None and _region.slots[slot].holder.dtype != t.dtype:
+        if slot is not None and _region.slots[slot].torch_dtype != t.dtype:
             return False
         if _region.device >= 0 and (t.device.index or 0) != _region.device:
             return False
@@ -151,15 +151,12 @@ def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -
 
 
 def _new_slot(key: Any, t: torch.Tensor) -> int:
-    """A slot for the storage of `t` (not in the region yet): a flat view of all of it holds it."""
+    """A slot for the storage of `t` (not in the region yet): it holds the storage itself (region_ir.Slot)."""
     storage = t.untyped_storage()
     nbytes = storage.nbytes()
-    if not t.requires_grad and not t.storage_offset() and t.is_contiguous() and t.nbytes == nbytes:
-        holder = t.view(-1)  # already the whole storage, flat: an alias (1.3 us) instead of empty + set_ (3 us)
-    else:
-        holder = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (nbytes // t.element_size(),), (1,))
     slot = len(_region.slots)
-    _region.slots.append(Slot(holder, TORCH_TO_IR[t.dtype], key=storage.data_ptr(), nbytes=nbytes))
+    _region.slots.append(Slot(storage, t.dtype, TORCH_TO_IR[t.dtype], storage.data_ptr(), nbytes,
+                              nbytes // t.element_size()))
     _region.slot_of[key] = slot
     return slot
 
@@ -235,7 +232,7 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
                 slot = slot_of.get(key)
                 if slot is None:
                     slot = _new_slot(key, t)
-                elif slots[slot].holder.dtype != t.dtype:
+                elif slots[slot].torch_dtype != t.dtype:
                     return False
                 views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
             if fresh and not planned:  # made by this call (at::empty): whole contiguous storages
@@ -244,13 +241,13 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
                     if not ptr:
                         return False
                     slot_of[ptr] = slot = len(slots)
-                    slots.append(Slot(t.view(-1), TORCH_TO_IR[t.dtype], key=ptr, nbytes=t.nbytes))
+                    slots.append(Slot(t.untyped_storage(), t.dtype, TORCH_TO_IR[t.dtype], ptr, t.nbytes, t.numel()))
                     views.append((slot, 0, shape, t.stride()))
             added = len(slots)
         finally:
             if added != len(slots):  # refused: the slots this call made go again
                 for slot in slots[added:]:
-                    del slot_of[_key(slot.holder)]
+                    del slot_of[slot.key if slot.key else ("empty", slot.torch_dtype)]
                 del slots[added:]
         ins, outs, sid = planned or (tuple(views[:n]), tuple(views[n:]), None)
         event = Event(program, structure, ins, outs, tuple(operands[n:]), (op_name, line),
@@ -366,12 +363,12 @@ def _record(op_name: str, program: Program, structure: int, tensors: list[torch.
 
 def _live(region: _Region) -> list[int]:
     """The slots the region writes that someone besides it still references."""
-    return [i for i, s in enumerate(region.slots) if s.written and poison.referenced_elsewhere(s.holder)]
+    return [i for i, s in enumerate(region.slots) if s.written and s.referenced_elsewhere()]
 
 
 def _covered(slots: list[Slot], events: Sequence[Event]) -> set[int]:
     """The slots that one of `events` writes whole."""
-    return {v[0] for e in events for v in e.outputs if covers(v, slots[v[0]].holder.shape[0])}
+    return {v[0] for e in events for v in e.outputs if covers(v, slots[v[0]].numel)}
 
 
 @dataclass
@@ -424,7 +421,7 @@ def flush(raised_at_call: bool = False) -> None:
 
 def _run(region: _Region, stage: _Stage) -> str | None:
     live = set(_live(region))
-    # (dtype, bytes) names a slot's flat length: its holder is the storage's nbytes // element size elements
+    # (dtype, bytes) names a slot's flat length: the storage's nbytes // element size elements
     key = (tuple([e.key for e in region.events]), tuple([(s.dtype, s.nbytes) for s in region.slots]))
     built = _replays.get(key)
     drv = runtime.driver()
@@ -457,7 +454,7 @@ def _run(region: _Region, stage: _Stage) -> str | None:
     if _events.ACTIVE:  # a profiler is recording: note the flush, its reason and the region's ops
         _events.on_flush(region, built.exe)
     if poison.active:  # a poisoned storage written whole is valid again
-        poison.discard(_key(region.slots[s].holder) for s in _covered(region.slots, region.events))
+        poison.discard(region.slots[s].key for s in _covered(region.slots, region.events))
     return warning
 
 
@@ -503,7 +500,7 @@ def _fail(region: _Region, stage: _Stage, exc: BaseException, raised_at_call: bo
             except Exception:  # noqa: BLE001 - the ops before it failed too: everything stays poisoned
                 done = []
             covered = _covered(region.slots, region.events[:bad])
-            poison.discard(k for s in done for k in [_key(region.slots[s].holder)] if k in added or s in covered)
+            poison.discard(k for s in done for k in [region.slots[s].key] if k in added or s in covered)
     if interrupted:
         raise exc
     if isinstance(exc, ExecutionError):  # a check on the device: the class CPU raises (IndexError, ...)
@@ -540,7 +537,7 @@ def _commit_prefix(region: _Region, count: int) -> list[int]:
     events = region.events[:count]
     later = {v[0] for e in region.events[count:] for v in e.outputs}
     mine = {v[0] for e in events for v in e.outputs}
-    live = sorted(s for s in mine - later if poison.referenced_elsewhere(region.slots[s].holder))
+    live = sorted(s for s in mine - later if region.slots[s].referenced_elsewhere())
     built, drv = build(region.slots, events, live), runtime.driver()
     built.exe = drv.compile(built.program)
     _execute(drv, built, region, events)

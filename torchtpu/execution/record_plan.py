@@ -72,12 +72,13 @@ def views(token: tuple, operands: list, outputs: list[torch.Tensor], layout: byt
     for (first, dtype, ir_dtype, nbytes, is_fresh), address in zip(storages, addresses):
         if is_fresh:  # made by this call (at::empty): contiguous, its whole storage, not in the region
             slot_of[address] = slot = len(slots)
-            slots.append(Slot(outputs[first - n].view(-1), ir_dtype, key=address, nbytes=nbytes))
+            slots.append(Slot(outputs[first - n].untyped_storage(), dtype, ir_dtype, address, nbytes,
+                              nbytes // dtype.itemsize))
         else:
             slot = slot_of.get(address)
             if slot is None:
                 slot = _deferred._new_slot(address, operands[first] if first < n else outputs[first - n])
-            elif slots[slot].holder.dtype != dtype:
+            elif slots[slot].torch_dtype != dtype:
                 return False
         mapped.append(slot)
     key = (memo, tuple(mapped))

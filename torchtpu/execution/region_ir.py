@@ -21,19 +21,44 @@ from typing import Any
 import torch
 
 from torchtpu.drivers.ir import Builder, Program, Value
+from torchtpu.execution import region_dce
 from torchtpu.ops import prims as P
 from torchtpu.ops.tracing import Sym, tracing
 
 View = tuple[int, int, tuple[int, ...], tuple[int, ...]]  # (slot, storage offset, sizes, strides)
 
 
-@dataclass
 class Slot:
-    holder: torch.Tensor  # flat view of the whole storage: keeps it alive and is the buffer at a flush
-    dtype: str  # IR dtype
-    written: bool = False
-    key: Any = None  # the storage's address (how drivers name it: runtime.storage_of)
-    nbytes: int = 0
+    """A storage the region touches. It holds the storage itself (its Python object, which torch keeps one per
+    storage): a flat tensor view of all of it (`holder`) is made only when something needs one (a poisoned
+    storage's record): a view costs ~1.7 us per fresh output, most of a recorded op's bookkeeping."""
+
+    __slots__ = ("storage", "torch_dtype", "dtype", "written", "key", "nbytes", "numel", "_holder")
+
+    def __init__(self, storage: Any, torch_dtype: torch.dtype, dtype: str, key: int, nbytes: int,
+                 numel: int) -> None:
+        self.storage = storage  # torch.UntypedStorage: keeps the memory alive until the flush
+        self.torch_dtype = torch_dtype
+        self.dtype = dtype  # IR dtype
+        self.written = False
+        self.key = key  # the storage's address (how drivers name it: runtime.storage_of)
+        self.nbytes = nbytes
+        self.numel = numel  # its flat length in elements of `torch_dtype`
+        self._holder: torch.Tensor | None = None
+
+    @property
+    def holder(self) -> torch.Tensor:
+        """A flat view of the whole storage (made on first use)."""
+        if self._holder is None:
+            with torch.no_grad():
+                self._holder = torch.empty(0, dtype=self.torch_dtype, device=self.storage.device).set_(
+                    self.storage, 0, (self.numel,), (1,))
+        return self._holder
+
+    def referenced_elsewhere(self) -> bool:
+        """Whether anything but this slot (its storage object and, once made, its holder) references the
+        storage (a live tensor, a view, autograd's saved tensors)."""
+        return torch._C._storage_Use_Count(self.storage._cdata) > (1 if self._holder is None else 2)
 
 
 @dataclass
@@ -152,18 +177,18 @@ def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
     values: list[Value | None] = [None] * len(slots)
     scalars: list[Value] = []
     op_starts: list[int] = []
+    views: dict[tuple, Value] = {}  # (flat value id, offset, sizes, strides) -> its view, read once per region
 
     def value(slot: int) -> Value:
         if values[slot] is None:
-            holder = slots[slot].holder
-            inputs[slot] = values[slot] = builder.input(tuple(holder.shape), slots[slot].dtype)
+            inputs[slot] = values[slot] = builder.input((slots[slot].numel,), slots[slot].dtype)
         return values[slot]
 
     with tracing(builder):
         for index, event in enumerate(events):
             op_starts.append(len(builder.ops))
             try:
-                _replay(builder, slots, event, value, values, scalars)
+                _replay(builder, slots, event, value, values, scalars, views)
             except Exception as exc:
                 raise BuildError(index, exc) from exc
     # (a slot marked written by a record interrupted before its event was added passes through unchanged)
@@ -171,20 +196,29 @@ def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
     input_slots = [s for s in range(len(slots)) if inputs[s] is not None]
     program = builder.finish(outputs, name="deferred_region")
     program.inputs = [inputs[s] for s in input_slots] + scalars
+    program, op_starts = region_dce.prune(program, op_starts)
     return Built(program, input_slots, list(live), op_starts)
 
 
 def _replay(builder: Builder, slots: list[Slot], event: Event, value: Callable[[int], Value],
-            values: list[Value | None], scalars: list[Value]) -> None:
-    """Splices one event's program into `builder`: reads its input views, writes its output views."""
-    args = [view_of(Sym(value(v[0])), v[1], v[2], v[3]).value for v in event.inputs]
+            values: list[Value | None], scalars: list[Value], views: dict[tuple, Value]) -> None:
+    """Splices one event's program into `builder`: reads its input views (each distinct view of a flat value
+    once: `views`), writes its output views."""
+    args = []
+    for v in event.inputs:
+        flat = value(v[0])
+        memo = (flat.id, v[1], v[2], v[3])
+        read = views.get(memo)
+        if read is None:
+            read = views[memo] = view_of(Sym(flat), v[1], v[2], v[3]).value
+        args.append(read)
     for constant_input in event.program.inputs[len(event.inputs):]:
         scalars.append(builder.input((), constant_input.dtype))
         args.append(scalars[-1])
     results = builder.splice(event.program, args)
     for view, result in zip(event.outputs, results):
         slot, offset, sizes, strides = view
-        numel = slots[slot].holder.shape[0]
+        numel = slots[slot].numel
         if sizes and 0 in sizes:
             value(slot)  # nothing written: a live slot passes through unchanged (never a None output)
             continue
