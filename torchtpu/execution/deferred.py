@@ -47,7 +47,7 @@ from torchtpu.drivers.ir import Program
 from torchtpu.execution import fast_launch, modes, poison, record_plan
 from torchtpu.execution.one_op_cache import _by_layout, _one_ops, remember, run_one  # noqa: F401 - tests read _one_ops
 from torchtpu.execution.one_op_cache import one_key as _one_key
-from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
+from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of, whole
 from torchtpu.ops.tracing import TORCH_TO_IR
 from torchtpu.profiler import events as _events
 
@@ -238,13 +238,13 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
                 elif slots[slot].holder.dtype != t.dtype:
                     return False
                 views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
-            if fresh and not planned:  # made by this call (at::empty): whole contiguous storages
+            if fresh and not planned:  # made by this call (at::empty or empty_strided): whole dense storages
                 for t in outputs:
                     ptr, shape = t.data_ptr(), tuple(t.shape)
                     if not ptr:
                         return False
                     slot_of[ptr] = slot = len(slots)
-                    slots.append(Slot(t.view(-1), TORCH_TO_IR[t.dtype], key=ptr, nbytes=t.nbytes))
+                    slots.append(Slot(whole(t), TORCH_TO_IR[t.dtype], key=ptr, nbytes=t.nbytes))
                     views.append((slot, 0, shape, t.stride()))
             added = len(slots)
         finally:

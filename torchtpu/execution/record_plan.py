@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution import deferred as _deferred  # (imported by deferred: its slots and signature ids)
-from torchtpu.execution.region_ir import Slot
+from torchtpu.execution.region_ir import Slot, whole
 from torchtpu.ops.tracing import TORCH_TO_IR
 
 # (token id, layout) -> (per storage: (index of its first tensor, torch dtype, IR dtype, bytes, whether a fresh
@@ -70,9 +70,9 @@ def views(token: tuple, operands: list, outputs: list[torch.Tensor], layout: byt
     n = token[3]
     mapped = []
     for (first, dtype, ir_dtype, nbytes, is_fresh), address in zip(storages, addresses):
-        if is_fresh:  # made by this call (at::empty): contiguous, its whole storage, not in the region
+        if is_fresh:  # made by this call (at::empty, or empty_strided): dense, its whole storage, not in the region
             slot_of[address] = slot = len(slots)
-            slots.append(Slot(outputs[first - n].view(-1), ir_dtype, key=address, nbytes=nbytes))
+            slots.append(Slot(whole(outputs[first - n]), ir_dtype, key=address, nbytes=nbytes))
         else:
             slot = slot_of.get(address)
             if slot is None:

@@ -36,6 +36,12 @@ class Slot:
     nbytes: int = 0
 
 
+def whole(t: torch.Tensor) -> torch.Tensor:
+    """A fresh output's whole storage, flat (it is dense from offset 0: contiguous, or laid out as ATen lays a
+    channels_last or permuted result, execution/out_layout.py)."""
+    return t.view(-1) if t.is_contiguous() else t.as_strided((t.numel(),), (1,), 0)
+
+
 @dataclass
 class Event:
     """One recorded op: its traced program, where its inputs and outputs live, its scalars."""

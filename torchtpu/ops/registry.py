@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import torch
 from torch._ops import OpOverload
 
-from torchtpu.execution import determinism, eager, fast_launch, overlap
+from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
 from torchtpu.ops import dtype_refusals
 from torchtpu.ops.out_rules import check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
 
@@ -299,7 +299,19 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
     if out is not None:
         return _write_out(record, args, kwargs, out, device, fast)
     return eager.run(record.name, record.fn, args, kwargs, write_into=write_into, device=device, fast_kind=fast,
-                     static=record.static_spec, in_place=write_into is not None)
+                     static=record.static_spec, in_place=write_into is not None,
+                     meta=None if write_into is not None else _meta_of(record))
+
+
+_metas: dict[OpOverload, out_layout.MetaFn] = {}
+
+
+def _meta_of(record: Lowering) -> out_layout.MetaFn:
+    """The record's op on meta tensors (out_layout.py): what lays its fresh outputs out."""
+    meta = _metas.get(record.op)
+    if meta is None:
+        meta = _metas[record.op] = out_layout.op_meta(record.op)
+    return meta
 
 
 def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: list[torch.Tensor],
