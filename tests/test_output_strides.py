@@ -137,14 +137,22 @@ def test_in_place_and_out_keep_their_targets(tpu, mode: str) -> None:
             assert out.stride() == _BASE.stride() and out.cpu().equal(cl + cl)
 
 
-def test_backward_through_channels_last(tpu) -> None:
+@pytest.mark.parametrize("weight_format", ("contiguous", "channels_last"))
+def test_backward_through_channels_last(tpu, weight_format: str) -> None:
+    """conv -> batch norm -> relu -> max pool on a channels_last input: each gradient laid out as CPU's."""
     cl = _layouts()["channels_last"]
-    x_cpu = cl.clone().requires_grad_()
-    x_tpu = cl.to(tpu).requires_grad_()
-    for x in (x_cpu, x_tpu):
-        (F.max_pool2d(torch.relu(x * 2.0), 2).sum()).backward()
-    assert x_tpu.grad.stride() == x_cpu.grad.stride()
-    assert x_tpu.grad.cpu().equal(x_cpu.grad)
+    fmt = torch.channels_last if weight_format == "channels_last" else torch.contiguous_format
+    grads = []
+    for device in ("cpu", tpu):
+        x = cl.to(device).clone().requires_grad_()
+        w = _WEIGHT.to(device).clone(memory_format=fmt).requires_grad_()
+        y = F.conv2d(x * 2.0, w, padding=1)
+        y = F.batch_norm(y, None, None, training=True)
+        F.max_pool2d(torch.relu(y), 2).sum().backward()
+        grads.append((y, x.grad, w.grad))
+    for name, c, t in zip(("y", "x.grad", "w.grad"), *grads):
+        assert t.stride() == c.stride(), (name, c.stride(), t.stride())
+        torch.testing.assert_close(t.detach().cpu(), c.detach(), rtol=5e-2, atol=5e-2)
 
 
 def test_compiled_matches_cpu_strides(tpu) -> None:

@@ -54,7 +54,7 @@ def _to_meta(x: Any) -> Any:
 
 
 def _flat(result: Any, out: list[Any]) -> None:
-    if isinstance(result, list | tuple):
+    if isinstance(result, list | tuple):  # (an Ellipsis item: an output a meta leaves contiguous)
         for r in result:
             _flat(r, out)
     elif result is not None:
@@ -68,6 +68,18 @@ def op_meta(op: torch._ops.OpOverload) -> MetaFn:
 
     def call(args: tuple, kwargs: dict[str, Any]) -> Any:
         return op(*args, **{k: v for k, v in kwargs.items() if k in names})
+
+    return call
+
+
+def suggested_like(input: torch.Tensor, n: int) -> MetaFn:  # noqa: A002
+    """The meta of a kernel whose eager.run computes `n` results of which the first is laid out as `input`'s
+    suggested memory format (CPU's batch norm: `empty_like(input, input.suggest_memory_format())`) and the others
+    are contiguous (statistics)."""
+
+    def call(_args: tuple, _kwargs: dict[str, Any]) -> Any:
+        fmt = torch._prims_common.suggest_memory_format(input)
+        return (torch.empty_like(_to_meta(input), memory_format=fmt), *(...,) * (n - 1))
 
     return call
 
@@ -86,6 +98,9 @@ def output_strides(meta: MetaFn, args: Sequence[Any], kwargs: dict[str, Any],
         return None
     strides: list[tuple[int, ...] | None] = []
     for m, (shape, dtype) in zip(flat, out_types):
+        if m is Ellipsis:
+            strides.append(None)
+            continue
         if not isinstance(m, _TENSOR) or tuple(m.shape) != tuple(shape) or m.dtype != dtype:
             return None
         s = tuple(m.stride())
