@@ -155,13 +155,17 @@ def test_backward_through_channels_last(tpu, weight_format: str) -> None:
         torch.testing.assert_close(t.detach().cpu(), c.detach(), rtol=5e-2, atol=5e-2)
 
 
-def test_compiled_matches_cpu_strides(tpu) -> None:
-    def f(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.relu(x) * 2.0, torch.cat([x, x], 1)
+@pytest.mark.parametrize("mode", ("DEFER_NEVER", "DEFER_AND_FUSE"))
+def test_compiled_matches_cpu_strides(tpu, mode: str) -> None:
+    """Under torch.compile the graph's fake (meta) outputs decide: the launch allocates them so."""
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.relu(x) * 2.0, torch.cat([x, x], 1), F.max_pool2d(x, 2), x + 1.0
 
     compiled = torch.compile(f, backend="tpu")
-    for label, x in _layouts().items():
-        cpu = f(x)
-        got = compiled(x.to(tpu))
-        for c, t in zip(cpu, got):
-            _check("compiled", label, c, t)
+    with torchtpu.eager_mode(mode):
+        for _ in range(2):
+            for label, x in _layouts().items():
+                cpu = f(x)
+                got = compiled(x.to(tpu))
+                for c, t in zip(cpu, got):
+                    _check("compiled", label, c, t)

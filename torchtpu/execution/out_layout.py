@@ -104,13 +104,13 @@ def output_strides(meta: MetaFn, args: Sequence[Any], kwargs: dict[str, Any],
         if not isinstance(m, _TENSOR) or tuple(m.shape) != tuple(shape) or m.dtype != dtype:
             return None
         s = tuple(m.stride())
-        if not _dense(shape, s):  # an overlapping or gappy layout is no allocation: contiguous
+        if not dense(shape, s):  # an overlapping or gappy layout is no allocation: contiguous
             return None
         strides.append(None if s == contiguous_strides(shape) else s)
     return tuple(strides) if any(s is not None for s in strides) else None
 
 
-def _dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
+def dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
     """Non-overlapping and dense: a permutation of some contiguous layout (what an allocation may have)."""
     if 0 in shape:
         return True
