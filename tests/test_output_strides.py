@@ -169,3 +169,16 @@ def test_compiled_matches_cpu_strides(tpu, mode: str) -> None:
                 got = compiled(x.to(tpu))
                 for c, t in zip(cpu, got):
                     _check("compiled", label, c, t)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_resized_out_takes_the_inputs_layout(tpu, mode: str) -> None:
+    """An empty out= tensor resized by a TensorIterator op takes its inputs' permutation, as on CPU (PyTorch's
+    test_strides_propagation); a correctly sized one keeps its own strides (test above)."""
+    x = torch.randn(2, 3, 4, generator=_gen).permute(2, 0, 1)
+    y = torch.randn(3, generator=_gen)
+    with torchtpu.eager_mode(mode):
+        for a, b in ((x, x), (x, y), (y, x)):
+            want = torch.add(a, b, out=torch.empty(0))
+            got = torch.add(a.to(tpu), b.to(tpu), out=torch.empty(0, device=tpu))
+            _check("add.out", "resized", want, got)

@@ -130,3 +130,31 @@ def allocate(out_types: Sequence[tuple[tuple[int, ...], torch.dtype]], strides: 
         return [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in out_types]
     return [torch.empty(shape, dtype=dtype, device=device) if s is None else
             torch.empty_strided(shape, s, dtype=dtype, device=device) for (shape, dtype), s in zip(out_types, strides)]
+
+
+def restride(targets: Sequence[torch.Tensor], meta: MetaFn, args: Sequence[Any], kwargs: dict[str, Any],
+             out_types: Sequence[tuple[tuple[int, ...], torch.dtype]]) -> None:
+    """Resized out= tensors laid out as ATen lays them (TensorIterator's `as_strided_` of a resized output), when
+    an input has non-default strides."""
+    if all(default_strided(t) for t in _tensors(args, kwargs)):
+        return
+    strides = output_strides(meta, args, kwargs, out_types)
+    for t, s in zip(targets, strides or ()):
+        if s is not None:
+            t.as_strided_(t.shape, s)
+
+
+def _tensors(args: Sequence[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    found: list[torch.Tensor] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, _TENSOR):
+            if not (x.is_cpu and not x.dim()):
+                found.append(x)
+        elif isinstance(x, list | tuple):
+            for v in x:
+                walk(v)
+
+    for v in (*args, *kwargs.values()):
+        walk(v)
+    return found
