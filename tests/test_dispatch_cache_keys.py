@@ -26,7 +26,9 @@ _y = torch.tensor([[1.5, 0.25, -2.0], [0.5, 4.0, -0.5]])
 _i = torch.tensor([[3, -7, 11], [2, 5, -1]])
 _mask = torch.tensor([[True, False, True], [False, False, True]])
 _TENSORS = {"x": _x, "y": _y, "i": _i, "mask": _mask, "xt": _x.t().contiguous(), "row": _y[0].clone(),
-            "xb": _x.bfloat16(), **{f"w{k}": _x.clone() for k in range(1, 7)}}
+            "xb": _x.bfloat16(), **{f"w{k}": _x.clone() for k in range(1, 7)},
+            # one shape, three layouts (the key holds non-default strides: they decide the output's layout)
+            "x_cm": _x.t().contiguous().t(), "x_row": _x[:1].clone()}
 
 
 def _on(device: torch.device) -> dict[str, torch.Tensor]:
@@ -37,6 +39,7 @@ def _calls(t: dict[str, torch.Tensor]) -> dict[str, list]:
     """Families of one-op calls on tensors `t` (CPU or tpu), each a list of (label, thunk)."""
     x, y, i, mask, b = t["x"], t["y"], t["i"], t["mask"], t["mask"]
     xt, row, xb = t["xt"], t["row"], t["xb"]
+    x_cm, x_row = t["x_cm"], t["x_row"]
     return {
         "add": [
             ("x+y", lambda: torch.add(x, y)), ("alpha=1", lambda: torch.add(x, y, alpha=1)),
@@ -56,6 +59,12 @@ def _calls(t: dict[str, torch.Tensor]) -> dict[str, list]:
         "bool_add": [
             ("True", lambda: torch.add(b, True)), ("False", lambda: torch.add(b, False)),
             ("1", lambda: torch.add(b, 1)), ("2", lambda: torch.add(b, 2)),
+        ],
+        "layout": [
+            ("x", lambda: torch.neg(x)), ("x column-major", lambda: torch.neg(x_cm)),
+            ("x+x column-major", lambda: x_cm + x_cm), ("x+x", lambda: x + x), ("x+x mixed", lambda: x + x_cm),
+            ("row", lambda: torch.neg(x_row)), ("row of column-major", lambda: torch.neg(x_cm[:1])),
+            ("column view (contiguous, not default strides)", lambda: torch.neg(x[:, :1])),
         ],
         "int_add": [
             ("i+2", lambda: i + 2), ("i+2**40", lambda: i + 2 ** 40), ("i+2.5", lambda: i + 2.5),
@@ -179,7 +188,7 @@ def _same(got, want) -> None:
     got = got if isinstance(got, list | tuple) else [got]
     want = want if isinstance(want, list | tuple) else [want]
     for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape
+        assert g.dtype == w.dtype and g.shape == w.shape and g.stride() == w.stride()
         torch.testing.assert_close(g.cpu(), w, rtol=1e-6, atol=1e-6, equal_nan=True)
 
 

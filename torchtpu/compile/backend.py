@@ -23,11 +23,12 @@ from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph 
 from torchtpu.compile import padded as _padded
 from torchtpu.compile.buckets import order_products, pad_args, spec_of, upper_bound
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
-from torchtpu.compile.launch_layout import LaunchLayout
+from torchtpu.compile.launch_layout import LaunchLayout, graph_strides
 from torchtpu.compile.literals import spell_complex_literals
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import launch
+from torchtpu.execution.out_layout import allocate
 from torchtpu.ops import graph_forms  # noqa: F401 - the graph roles of ops graphs spell their own way
 from torchtpu.ops.registry import HOPS, TABLE, Lowering, Prepare, apply
 from torchtpu.ops.tracing import Sym, tracing
@@ -449,7 +450,7 @@ class CompiledGraph:
         layout = traced.layout
         if layout is None:
             layout = traced.layout = LaunchLayout(traced.program, traced.mutated, traced.host_scalars, len(tensors),
-                                                  len(extra))
+                                                  len(extra), graph_strides(self.gm, traced.output_map))
         device = next((t.device.index or 0 for t in tensors if t.device.type == "tpu"), 0)
         states = []
         if traced.random_nodes:
@@ -460,7 +461,7 @@ class CompiledGraph:
         # gets a device output, reused across launches (launch_layout.py), copied back after the launch
         mutated = [tensors[i] for i in traced.mutated]
         dev = torch.device("tpu", device)
-        outputs = [torch.empty(shape, dtype=dtype, device=dev) for shape, dtype in layout.fresh]
+        outputs = allocate(layout.fresh, layout.strides, dev)  # as the graph's fake outputs are laid out
         pooled = layout.host_outputs(dev, mutated, outputs) if mutated else None
         inputs = [a if a.device.type == "tpu" else a.to(dev) for a in map(tensors.__getitem__, layout.on_device)]
         scalar_buffer = runtime.scalar_buffer

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from torchtpu.drivers.ir import Program
+from torchtpu.execution.out_layout import contiguous_strides, dense
 from torchtpu.ops.copy import ScalarGather, copy_to_host_many
 from torchtpu.ops.tracing import IR_TO_TORCH
 
@@ -37,12 +38,16 @@ class LaunchLayout:
     concurrent launch serves every launch (stable buffers keep the runtime's view and the sim's decisions
     cached; tests/test_compile_launch_fast.py), and their copy-back is one gather (`copy_back`)."""
 
-    __slots__ = ("fresh", "mutated", "on_device", "host", "_free")
+    __slots__ = ("fresh", "strides", "mutated", "on_device", "host", "_free")
 
     def __init__(self, program: Program, mutated: Sequence[int], host_scalars: Sequence[int], n_tensors: int,
-                 n_extra: int) -> None:
+                 n_extra: int, strides: dict[int, tuple] | None = None) -> None:
         n_fresh = len(program.outputs) - len(mutated)
         self.fresh = [(tuple(v.shape), IR_TO_TORCH[v.dtype]) for v in program.outputs[:n_fresh]]
+        # the fresh outputs' strides where the graph's fake outputs are not contiguous (graph_strides); None: all are
+        found = [None if (fs := (strides or {}).get(k)) is None or fs[0] != shape else fs[1]
+                 for k, (shape, _) in enumerate(self.fresh)]
+        self.strides = tuple(found) if any(s is not None for s in found) else None
         self.mutated = [(tuple(v.shape), IR_TO_TORCH[v.dtype]) for v in program.outputs[n_fresh:]]
         host = set(host_scalars)
         self.on_device = [i for i in range(n_tensors) if i not in host]
@@ -84,3 +89,23 @@ class LaunchLayout:
 
     def give_back(self, dev: torch.device, pool: _Pool) -> None:
         self._free.setdefault(dev, []).append(pool)
+
+
+def graph_strides(gm: torch.fx.GraphModule, output_map: Sequence[tuple[str, int]]) -> dict[int, tuple]:
+    """Fresh output index -> (shape, strides) of the graph's fake output (ATen's meta layout: what the compiled
+    caller expects, as eager's out_layout.py gives) where it is a dense non-contiguous layout of static sizes."""
+    output = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    values = output.args[0] if output is not None and output.args else ()
+    if not isinstance(values, list | tuple) or len(values) != len(output_map):
+        return {}
+    found: dict[int, tuple] = {}
+    for (kind, index), node in zip(output_map, values):
+        val = node.meta.get("val") if kind == "value" and isinstance(node, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor):
+            continue
+        shape, strides = tuple(val.shape), tuple(val.stride())
+        if not all(type(n) is int for n in (*shape, *strides)):  # symbolic sizes (a dynamic graph): contiguous
+            continue
+        if strides != contiguous_strides(shape) and dense(shape, strides):
+            found[index] = (shape, strides)
+    return found

@@ -34,8 +34,14 @@ namespace {
 
 // How to launch one key again: `execute(exe, [input buffers..., *scalars], [output buffers...], device)`, the
 // buffers numpy views of the tensors' memory (what runtime.buffer makes). Made and dropped under the GIL.
+struct OutType {
+  std::vector<int64_t> sizes;
+  at::ScalarType dtype;
+  std::vector<int64_t> strides;  // empty: contiguous; else ATen's layout for this key's inputs (out_layout.py)
+};
+
 struct Entry {
-  std::vector<std::pair<std::vector<int64_t>, at::ScalarType>> outputs;
+  std::vector<OutType> outputs;
   size_t n_inputs;
   py::object execute;
   py::object exe;
@@ -297,8 +303,10 @@ struct FastKernel final : public c10::OperatorKernel {
     if (kind_ == kFunctional || kind_ == kFunctionalList) {
       outputs.reserve(entry.outputs.size());
       auto device_obj = c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
-      for (const auto& [sizes, dtype] : entry.outputs) {
-        outputs.push_back(at::empty(sizes, at::TensorOptions().dtype(dtype).device(device_obj)));
+      for (const auto& out : entry.outputs) {
+        const auto options = at::TensorOptions().dtype(out.dtype).device(device_obj);
+        outputs.push_back(out.strides.empty() ? at::empty(out.sizes, options)
+                                              : at::empty_strided(out.sizes, out.strides, options));
       }
     }
     PyObject* bindings = entry.bindings.ptr();
@@ -431,8 +439,8 @@ void register_op(const std::string& qualified, const std::string& name, py::obje
 
 // Called by the Python kernel of the op being missed: stores how to launch this key again. `op_name` must
 // be the op whose miss is in progress (a Python kernel may run other ops itself); false when not stored.
-// `outputs` holds (sizes, torch.dtype) per fresh output, in the order the op returns them; none for an in-place
-// op. `kind` (Kind) must be the one the op was registered with. `bindings`: how each 0-d input after the tensors
+// `outputs` holds (sizes, torch.dtype, strides: [] for contiguous) per fresh output, in the order the op returns
+// them; none for an in-place op. `kind` (Kind) must be the one the op was registered with. `bindings`: how each 0-d input after the tensors
 // is made from the call's scalars (Entry::bindings).
 // `record`: a DEFER_AND_FUSE entry (`execute` records; Entry::record), stored only while the path records.
 bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple bindings, int64_t device,
@@ -472,7 +480,8 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
     TORCH_CHECK(THPDtype_Check(dtype), "fast_store: expected a torch.dtype");
     auto scalar_type = reinterpret_cast<THPDtype*>(dtype)->scalar_type;
     if (!numpy_dtypes().count(static_cast<int>(scalar_type))) return false;
-    entry.outputs.emplace_back(pair[0].cast<std::vector<int64_t>>(), scalar_type);
+    entry.outputs.push_back(OutType{pair[0].cast<std::vector<int64_t>>(), scalar_type,
+                                    pair.size() > 2 ? pair[2].cast<std::vector<int64_t>>() : std::vector<int64_t>()});
   }
   if (table().size() >= kMaxEntries) table().clear();
   table().insert_or_assign(p.key, std::move(entry));

@@ -1,4 +1,5 @@
-// The launch cache's key (fast_launch_key.h): tensors by dtype and sizes, floats (and host 0-d float tensors) and
+// The launch cache's key (fast_launch_key.h): tensors by dtype and sizes (and strides, where not the default
+// contiguous ones), floats (and host 0-d float tensors) and
 // the int and complex values of Scalar-typed arguments by type, other scalars by type and value, other host 0-d
 // tensors by their bytes, devices by index, lists item by item; the arguments an op declares static by value.
 #include "fast_launch_key.h"
@@ -16,6 +17,18 @@ void put(std::string& key, T value) {
   key.append(reinterpret_cast<const char*>(&value), sizeof(T));
 }
 
+// Exactly the strides at::empty(t.sizes()) gives (out_layout.default_strided): a size-0 dimension counts as 1.
+bool default_strides(const at::Tensor& t) {
+  const auto sizes = t.sizes();
+  const auto strides = t.strides();
+  int64_t expected = 1;
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    if (strides[i] != expected) return false;
+    expected *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return true;
+}
+
 bool put_tensor(const at::Tensor& t, std::string& key, int64_t& device) {
   if (!t.defined()) {
     key.push_back('U');
@@ -29,6 +42,10 @@ bool put_tensor(const at::Tensor& t, std::string& key, int64_t& device) {
   put(key, static_cast<int8_t>(t.scalar_type()));
   put(key, static_cast<int64_t>(t.dim()));
   for (int64_t s : t.sizes()) put(key, s);
+  if (!default_strides(t)) {  // they decide the outputs' layout (execution/out_layout.py), as in eager's key
+    key.push_back('P');
+    for (int64_t s : t.strides()) put(key, s);
+  }
   return true;
 }
 

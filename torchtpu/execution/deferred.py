@@ -235,7 +235,7 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
                 elif slots[slot].torch_dtype != t.dtype:
                     return False
                 views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
-            if fresh and not planned:  # made by this call (at::empty): whole contiguous storages
+            if fresh and not planned:  # made by this call (at::empty or empty_strided): whole dense storages
                 for t in outputs:
                     ptr, shape = t.data_ptr(), tuple(t.shape)
                     if not ptr:

@@ -18,7 +18,7 @@ import torch
 
 from torchtpu import dtypes, runtime
 from torchtpu.drivers.ir import Builder
-from torchtpu.execution import deferred, fast_launch, launch, modes
+from torchtpu.execution import deferred, fast_launch, launch, modes, out_layout
 from torchtpu.ops import scalar_args
 from torchtpu.ops.prims import const, convert
 from torchtpu.ops.scalar_args import StaticRead
@@ -32,11 +32,12 @@ class Traced:
     """A traced op: its Program (compiled on first eager launch), where the outputs go, and `bindings`: the
     Program's 0-d inputs after the tensors, each made from the call's scalar values (ops/scalar_args.py)."""
 
-    __slots__ = ("program", "exe", "out_types", "structure", "bindings")
+    __slots__ = ("program", "exe", "out_types", "structure", "bindings", "out_strides")
 
     def __init__(self, program: Any, out_types: list[tuple[tuple[int, ...], torch.dtype]], structure: Any,
-                 bindings: tuple) -> None:
+                 bindings: tuple, out_strides: tuple | None = None) -> None:
         self.program, self.out_types, self.structure, self.bindings = program, out_types, structure, bindings
+        self.out_strides = out_strides  # per fresh output, strides (None: contiguous); None: all contiguous
         self.exe = None
 
 
@@ -209,7 +210,11 @@ def _sig_into(x: Any, tensors: list[torch.Tensor], key: list[Any], device: list[
         if not device:
             device.append(d)
         tensors.append(x)
-        key.append((x.shape, x.dtype))
+        shape = x.shape  # the strides too where they are not the default ones: they decide the outputs' layout
+        if x.is_contiguous() and ((1 not in shape and 0 not in shape) or out_layout.default_strided(x)):
+            key.append((shape, x.dtype))
+        else:
+            key.append((shape, x.dtype, x.stride()))
         return
     cls = x.__class__
     if values is not None and cls in kinds:
@@ -338,12 +343,15 @@ def _aliases(write_into: Sequence[torch.Tensor], tensors: list[torch.Tensor]) ->
 
 def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any],
         write_into: Sequence[torch.Tensor] | None = None, device: int | None = None,
-        fast_kind: int | None = fast_launch.INFER, static: Static = None, in_place: bool = False) -> Any:
+        fast_kind: int | None = fast_launch.INFER, static: Static = None, in_place: bool = False,
+        meta: out_layout.MetaFn | None = None) -> Any:
     """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=).
     `fast_kind`: how the C++ launch cache may serve this call again (fast_launch kinds; None: it may not);
     `static`: the schema's argument names and those whose value the lowering branches on; `in_place`: the call is
     an in-place op's (`write_into` is its first argument), so each result the program writes into the very input
-    tensor it read is marked an alias of it (Program.aliases: what a cost may price as the elements written)."""
+    tensor it read is marked an alias of it (Program.aliases: what a cost may price as the elements written);
+    `meta`: the op on meta tensors, which lays fresh outputs out as ATen does when an input is not
+    default-contiguous (out_layout.py; None: contiguous)."""
     if undeclared_reads and op_name in undeclared_reads:
         static, fast_kind = _by_value(static), None
     # the targets' shapes too: copy_'s target is no argument, and a broadcasting copy's program is the target's
@@ -366,9 +374,13 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
                                                        static, [shape for _, shape in out_types])
         except StaticRead as exc:
             return run(op_name, lowering, args, kwargs, write_into, device, None, _fall_back(op_name, static, exc),
-                       in_place)
+                       in_place, meta)
         program.aliases = aliases
-        traced = Traced(program, [(s.shape, s.dtype) for s in outs], structure, bindings)
+        out_types = [(s.shape, s.dtype) for s in outs]
+        strides = None
+        if write_into is None and meta is not None and not all(map(out_layout.default_strided, tensors)):
+            strides = out_layout.output_strides(meta, args, kwargs, out_types)
+        traced = Traced(program, out_types, structure, bindings, strides)
         if len(_cache) >= _MAX_CACHE:  # a workload of ever-new shapes stays bounded
             _cache.clear()
         _cache[key] = traced
@@ -379,7 +391,10 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
         _check_written(op_name, outputs, traced)
     else:
         dev_obj = _device_obj(dev)
-        outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]
+        if traced.out_strides is None:
+            outputs = [torch.empty(shape, dtype=dtype, device=dev_obj) for shape, dtype in traced.out_types]
+        else:
+            outputs = out_layout.allocate(traced.out_types, traced.out_strides, dev_obj)
     scalars = scalar_args.buffers(traced.bindings, values, runtime.scalar_buffer) if traced.bindings else ()
     exe = launch.launch(op_name, traced.program, tensors, outputs, dev, scalars, traced.exe)
     if exe is not None:
@@ -393,9 +408,10 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
             pass
         elif exe is not None:
             fast_launch.store(op_name, exe, len(tensors), traced.bindings, traced.out_types, dev,
-                              runtime.driver(), kind)
+                              runtime.driver(), kind, traced.out_strides)
         else:  # recorded into the region (DEFER_AND_FUSE, or a whole-storage driver): a hit records from C++
             fast_launch.store_record(op_name, traced.program, deferred.structure_of(traced.program),
-                                     len(tensors), traced.bindings, traced.out_types, dev, kind)
+                                     len(tensors), traced.bindings, traced.out_types, dev, kind,
+                                     traced.out_strides)
     structure = traced.structure
     return outputs[structure] if structure.__class__ is int else _unflatten(structure, outputs)

@@ -1,20 +1,20 @@
 """The cached one-op launch path, Python side (the C++ half is csrc/fast_launch.cpp).
 
-Each lowered functional, in-place, out= and foreach op, and the device-to-device copy, is registered on
-PrivateUse1 as a C++ kernel that keys the call (operator, matmul precision, every argument: tpu tensors and
-tensor lists by dtype and sizes, floats by type, other scalars by type and value, devices; the same classes
-eager.signature keys by) and, when the key was
-stored before, allocates the outputs, makes numpy views of the buffers and calls the driver's execute on the
-stored executable. A miss runs the op's Python kernel (`eager.run`), which stores the launch when the op
-qualifies (`kind_of`, `store`): fresh outputs returned as they are (one tensor, a flat tuple, or one list), an
-in-place write of the first argument (a tensor or a list), out= tensors written as they are (no resize), on a
-driver that takes strided views of storages as operands (the simulator), in DEFER_NEVER. In DEFER_AND_FUSE (and
-in DEFER_NEVER on a driver whose operands are whole storages, the PJRT driver, which records each op and flushes it
-at once) a hit records instead of launching: the stored entry's callable is `deferred.record_cached`, which appends
-the op's traced program to the region with the call's tensors (no dispatcher trampoline, no Python signature, no
-trace-cache lookup); its entries are keyed apart from launching ones. LAUNCH_BLOCKING turns the path off (`sync`),
-and so does a poisoned storage (poison.py) or, in DEFER_NEVER, a pending region kept by an interrupt
-(deferred.py).
+Each lowered functional, in-place, out= and foreach op, and the device-to-device copy, is registered on PrivateUse1
+as a C++ kernel that keys the call (operator, matmul precision, every argument: tpu tensors and tensor lists by
+dtype and sizes (and strides where they are not the default contiguous ones: they decide the outputs' layout,
+execution/out_layout.py), floats by type, other scalars by type and value, devices; the same classes
+eager.signature keys by) and, when the key was stored before, allocates the outputs (with the strides stored for
+that key), makes numpy views of the buffers and calls the driver's execute on the stored executable. A miss runs
+the op's Python kernel (`eager.run`), which stores the launch when the op qualifies (`kind_of`, `store`): fresh
+outputs returned as they are (one tensor, a flat tuple, or one list), an in-place write of the first argument (a
+tensor or a list), out= tensors written as they are (no resize), on a driver that takes strided views of storages
+as operands (the simulator), in DEFER_NEVER. In DEFER_AND_FUSE (and in DEFER_NEVER on a driver whose operands are
+whole storages, the PJRT driver, which records each op and flushes it at once) a hit records instead of launching:
+the stored entry's callable is `deferred.record_cached`, which appends the op's traced program to the region with
+the call's tensors (no dispatcher trampoline, no Python signature, no trace-cache lookup); its entries are keyed
+apart from launching ones. LAUNCH_BLOCKING turns the path off (`sync`), and so does a poisoned storage (poison.py)
+or, in DEFER_NEVER, a pending region kept by an interrupt (deferred.py).
 
 Floats, and the int and complex values of a traced lowering's Scalar-typed arguments, are program inputs
 (ops/scalar_args.py): a hit makes the trace's 0-d inputs from this call's scalars by the trace's bindings (ints
@@ -104,24 +104,26 @@ def sync() -> None:
 
 
 def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Sequence[tuple],
-          device: int, drv: Any, kind: int) -> None:
+          device: int, drv: Any, kind: int, out_strides: tuple | None = None) -> None:
     """Stores the launch of the op whose miss is in progress: `exe` on the tensors' buffers plus one 0-d buffer
     per binding (source: the index of the call's float, or a function of the floats; IR dtype); `out_types` for
-    fresh outputs."""
+    fresh outputs, `out_strides` their strides (eager.Traced.out_strides: None, or None per contiguous one; the
+    key holds every input's non-default strides, so a hit allocates the layout made for its own inputs')."""
     if not _active:
         return
     if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
         sync()
     launcher = getattr(drv, "launcher", None)  # the sim driver's direct launch of a one-kernel plan
     execute = drv.execute if launcher is None else launcher(exe)
-    _native().fast_store(op_name, execute, exe, bindings, device, n_tensors, _fresh(out_types, kind), kind, False)
+    _native().fast_store(op_name, execute, exe, bindings, device, n_tensors, _fresh(out_types, kind, out_strides),
+                         kind, False)
 
 
 _tokens = itertools.count()  # each recording entry's token a unique id (one_op_cache keys its layouts by it)
 
 
 def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bindings: tuple,
-                 out_types: Sequence[tuple], device: int, kind: int) -> None:
+                 out_types: Sequence[tuple], device: int, kind: int, out_strides: tuple | None = None) -> None:
     """DEFER_AND_FUSE: stores how to record the op whose miss (recorded into the pending region) is in progress:
     a hit calls `deferred.record_cached` with the tensors and the 0-d buffers of its scalars, no Python kernel."""
     if not _active:
@@ -132,11 +134,15 @@ def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bin
 
     token = (op_name, program, structure, n_tensors, kind in (FUNCTIONAL, FUNCTIONAL_LIST), next(_tokens))
     _native().fast_store(op_name, deferred.record_cached, token, bindings, device, n_tensors,
-                         _fresh(out_types, kind), kind, True)
+                         _fresh(out_types, kind, out_strides), kind, True)
 
 
-def _fresh(out_types: Sequence[tuple], kind: int) -> list:
-    return [(list(shape), dtype) for shape, dtype in out_types] if kind in (FUNCTIONAL, FUNCTIONAL_LIST) else []
+def _fresh(out_types: Sequence[tuple], kind: int, out_strides: tuple | None) -> list:
+    """(sizes, dtype, strides: [] for contiguous) per fresh output."""
+    if kind not in (FUNCTIONAL, FUNCTIONAL_LIST):
+        return []
+    strides = out_strides or (None,) * len(out_types)
+    return [(list(shape), dtype, list(s or ())) for (shape, dtype), s in zip(out_types, strides)]
 
 
 def kind_of(structure: Any, n_outputs: int, args: Sequence[Any], tensors: Sequence[Any],

@@ -70,7 +70,7 @@ def views(token: tuple, operands: list, outputs: list[torch.Tensor], layout: byt
     n = token[3]
     mapped = []
     for (first, dtype, ir_dtype, nbytes, is_fresh), address in zip(storages, addresses):
-        if is_fresh:  # made by this call (at::empty): contiguous, its whole storage, not in the region
+        if is_fresh:  # made by this call (at::empty, or empty_strided): dense, its whole storage, not in the region
             slot_of[address] = slot = len(slots)
             slots.append(Slot(outputs[first - n].untyped_storage(), dtype, ir_dtype, address, nbytes,
                               nbytes // dtype.itemsize))

@@ -12,7 +12,8 @@ upstream. Each gradient is itself one convolution:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -198,3 +199,43 @@ def convolution_backward(grad_output: Sym, input: Sym, weight: Sym, stride: list
         grad_bias = P.convert(P.reduce(P.convert(gy, torch.float32) if dtype == torch.bfloat16 else gy, "sum",
                                        (0, *range(2, gy.ndim))), dtype)
     return grad_input, grad_weight, grad_bias
+
+
+# --- eager layouts ---------------------------------------------------------------------------------------------------
+# ATen gives an "overrideable" backend contiguous operands and takes its results as they are, where CPU (and CUDA)
+# lay a convolution's output out channels_last when its input or weight is (issue 17: no silent differences from
+# CPU). These kernels run ATen's own composite (checks, the overrideable lowerings above), then lay the results out
+# as CPU does; a contiguous call is left as it is.
+_COMPOSITE = torch._C.DispatchKeySet(torch._C.DispatchKey.CompositeExplicitAutograd)
+_CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+def _channels_last(t: torch.Tensor | None) -> torch.memory_format | None:
+    """t's channels_last format when ATen's suggest_memory_format would pick it (dense NHWC / NDHWC strides)."""
+    if t is None or t.is_contiguous():
+        return None
+    fmt = _CHANNELS_LAST.get(t.dim())
+    return fmt if fmt is not None and t.is_contiguous(memory_format=fmt) else None
+
+
+def _laid_out(t: torch.Tensor | None, fmt: torch.memory_format | None) -> torch.Tensor | None:
+    return t if t is None or fmt is None or t.is_contiguous(memory_format=fmt) else t.contiguous(memory_format=fmt)
+
+
+def _convolution_kernel(input: torch.Tensor, weight: torch.Tensor, *args: Any) -> torch.Tensor:  # noqa: A002
+    y = aten.convolution.default.redispatch(_COMPOSITE, input, weight, *args)
+    fmt = _channels_last(input) or _channels_last(weight)
+    if fmt is torch.channels_last_3d and y.dtype != torch.float32:
+        fmt = None  # CPU's 3-d kernel for other dtypes (slow_conv3d) writes contiguous results
+    return _laid_out(y, fmt)
+
+
+def _convolution_backward_kernel(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,  # noqa: A002
+                                 *args: Any) -> tuple[torch.Tensor | None, ...]:
+    gi, gw, gb = aten.convolution_backward.default.redispatch(_COMPOSITE, grad_output, input, weight, *args)
+    return _laid_out(gi, _channels_last(input)), _laid_out(gw, _channels_last(weight)), gb
+
+
+def register(kernel: Callable[..., Any]) -> None:
+    kernel(aten.convolution.default, _convolution_kernel)
+    kernel(aten.convolution_backward.default, _convolution_backward_kernel)

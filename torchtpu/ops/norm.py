@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.execution import eager
+from torchtpu.execution import eager, out_layout
 from torchtpu.ops import norm_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
@@ -116,11 +116,12 @@ def _stats_kernel(name: str, training_arg: bool, reserve: bool) -> Any:
         norm_checks.check_forward(op, input, weight, bias, running_mean, running_var, training)
         if not training or running_mean is None:
             outs = eager.run(name, _forward_3, (input, weight, bias, running_mean, running_var), {
-                "training": training or running_mean is None, "momentum": momentum, "eps": eps})
+                "training": training or running_mean is None, "momentum": momentum, "eps": eps},
+                meta=out_layout.suggested_like(input, 3))
         else:
             *outs, new_rm, new_rv = eager.run(name, batch_norm_functional,
                                               (input, weight, bias, running_mean, running_var, True, momentum,
-                                               eps), {})
+                                               eps), {}, meta=out_layout.suggested_like(input, 5))
             running_mean.copy_(new_rm)
             running_var.copy_(new_rv)
         outs = tuple(outs)

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import torch
 from torch._ops import OpOverload
 
-from torchtpu.execution import determinism, eager, fast_launch, overlap
+from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
 from torchtpu.ops import dtype_refusals
 from torchtpu.ops.out_rules import check_out_count, check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
 
@@ -299,7 +299,32 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
     if out is not None:
         return _write_out(record, args, kwargs, out, device, fast)
     return eager.run(record.name, record.fn, args, kwargs, write_into=write_into, device=device, fast_kind=fast,
-                     static=record.static_spec, in_place=write_into is not None)
+                     static=record.static_spec, in_place=write_into is not None,
+                     meta=None if write_into is not None else _meta_of(record))
+
+
+_metas: dict[OpOverload, out_layout.MetaFn] = {}
+
+
+def _meta_of(record: Lowering) -> out_layout.MetaFn:
+    """The record's op on meta tensors (out_layout.py): what lays its fresh outputs out."""
+    meta = _metas.get(record.op)
+    if meta is None:
+        meta = _metas[record.op] = out_layout.op_meta(record.op)
+    return meta
+
+
+def _out_meta(record: Lowering) -> out_layout.MetaFn | None:
+    """The meta of the functional overload an out= op writes the results of (ATen lays a resized out= tensor out
+    as that result: TensorIterator's permutation of its inputs); ATen's meta out= kernels do not restride."""
+    op = record.op
+    inputs = [(a.name, str(a.type)) for a in op._schema.arguments if not (a.kwarg_only and a.is_write)]
+    packet = getattr(torch.ops.aten, op._schema.name.split("::")[1], None)
+    for name in packet.overloads() if packet is not None and op._schema.name.startswith("aten::") else ():
+        other = getattr(packet, name)
+        if not _out_args(other) and [(a.name, str(a.type)) for a in other._schema.arguments] == inputs:
+            return out_layout.op_meta(other)
+    return None
 
 
 def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: list[torch.Tensor],
@@ -329,10 +354,13 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         return
     for target, (_, dtype) in zip(targets, types):  # written in place: one launch
         check_out_dtype(record.op, dtype, target.dtype, name, dtype_given)
+    resized = False
     for target, (shape, _) in zip(targets, types):
         if tuple(target.shape) != shape:
             target.resize_(shape)
-            fast = None  # the C++ cache serves out= tensors written as they are, never resized
+            fast = resized = None  # the C++ cache serves out= tensors written as they are, never resized
+    if resized is None and (meta := _out_meta(record)) is not None:  # a resized out= tensor: ATen's layout
+        out_layout.restride(targets, meta, args, kwargs, types)
     eager.run(name, fn, args, kwargs, write_into=targets, device=device,
               fast_kind=fast_launch.OUT if fast is not None and record.fast_kind is not None else None,
               static=record.static_spec)
