@@ -263,6 +263,7 @@ def _pivot_sign(piv: Sym, dtype: torch.dtype) -> Sym:
 
 @lower(aten._linalg_det.default, prepare=_use_a_t)
 def det(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym]:  # noqa: N803
+    check_matrix(A, "linalg.det")
     lu, piv, _ = lu_factor(_t(A) if _a_t else A)
     d = P.reduce(_diag(lu), "prod", (lu.ndim - 2,)) * _pivot_sign(piv, lu.dtype)
     return d, lu, piv
@@ -270,6 +271,7 @@ def det(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym]:  # noqa: N803
 
 @lower(aten._linalg_slogdet.default, prepare=_use_a_t)
 def slogdet(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym, Sym]:  # noqa: N803
+    check_matrix(A, "linalg.slogdet")
     lu, piv, _ = lu_factor(_t(A) if _a_t else A)
     diag = _diag(lu)
     if lu.dtype.is_complex:
@@ -312,6 +314,8 @@ def svd(A: Sym, full_matrices: bool = False, compute_uv: bool = True, driver: st
 @lower(aten._linalg_eigh.default)
 def eigh(A: Sym, UPLO: str = "L", compute_v: bool = True) -> tuple[Sym, Sym]:  # noqa: N803
     check_matrix(A, "linalg.eigh", floating=False)
+    if UPLO.upper() not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     w, v = P.emit("eigh", [_float(A)], lower=UPLO.upper() == "L")
     return (w, v) if compute_v else (w, P.full(0, (0,), v.dtype))
 
