@@ -339,10 +339,34 @@ def _wide_linalg(x: np.ndarray) -> np.ndarray:
     return x if x.dtype in (np.float32, np.float64, np.complex64, np.complex128) else x.astype(np.float32)
 
 
+def _partial_cholesky(a: np.ndarray) -> np.ndarray:
+    """LAPACK potrf's failure point kept: where the leading minor of order k + 1 is the first not
+    positive-definite, the factor of the order-k minor in the leading block and NaN everywhere else."""
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        pass
+    good, bad = 0, a.shape[-1]  # leading minors are positive-definite up to some order: bisect for it
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        try:
+            np.linalg.cholesky(a[:mid, :mid])
+            good = mid
+        except np.linalg.LinAlgError:
+            bad = mid
+    out = np.full(a.shape, np.nan, a.dtype)
+    if good:
+        out[:good, :good] = np.linalg.cholesky(a[:good, :good])
+    return out
+
+
 @kernel("cholesky")
 def _cholesky(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x = _wide_linalg(args[0])
-    (low,) = _per_matrix(np.linalg.cholesky, x, (x.shape, x.dtype))
+    try:
+        low = np.linalg.cholesky(x)
+    except np.linalg.LinAlgError:
+        low = np.stack([_partial_cholesky(m) for m in x.reshape(-1, *x.shape[-2:])]).reshape(x.shape)
     out = low if op.attr("lower") else np.conj(np.swapaxes(low, -1, -2))
     return [np.ascontiguousarray(out).astype(x.dtype)]
 

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from torchtpu.ops import prims as P
+from torchtpu.ops.linalg_checks import check_matrix, check_qr_mode, raise_from_info
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -54,23 +55,38 @@ def tri_solve(a: Sym, b: Sym, *, lower: bool, left: bool = True, unit: bool = Fa
     return P.emit1("triangular_solve", [a, b], left_side=left, lower=lower, unit_diagonal=unit, transpose_a=trans)
 
 
-@lower(aten.linalg_cholesky_ex.default)
-def cholesky_ex(self: Sym, *, upper: bool = False, check_errors: bool = False) -> tuple[Sym, Sym]:
+def _cholesky(self: Sym, upper: bool) -> tuple[Sym, Sym]:
+    """The factor and LAPACK potrf's info: the order of the first leading minor that is not positive-definite
+    (the sim's factor is NaN from that column on; its leading columns are the minor's factor), 0 if none."""
     x = _float(self)
     if x.numel() == 0:
         return x, P.full(0, x.shape[:-2], torch.int32)
     factor = P.emit1("cholesky", [x], lower=not upper)
-    bad = P.reduce(P.compare("NE", factor, factor), "or", (x.ndim - 2, x.ndim - 1))
-    return factor, P.convert(bad, torch.int32)
+    diag = _diag(factor)
+    n = diag.shape[-1]
+    index = P.iota(diag.shape, diag.ndim - 1)
+    first = P.reduce(P.where(P.compare("NE", diag, diag), index, P.full(n, diag.shape, index.dtype)), "min",
+                     (diag.ndim - 1,))
+    info = P.where(P.compare("LT", first, n), first + 1, P.zeros_like(first))
+    return factor, P.convert(info, torch.int32)
+
+
+@lower(aten.linalg_cholesky_ex.default,
+       prepare=raise_from_info(torch.ops.aten.linalg_cholesky_ex.default, "linalg.cholesky_ex"))
+def cholesky_ex(self: Sym, *, upper: bool = False, check_errors: bool = False) -> tuple[Sym, Sym]:
+    check_matrix(self, "linalg.cholesky")
+    return _cholesky(self, upper)
 
 
 @lower(aten.cholesky.default)
 def cholesky(self: Sym, upper: bool = False) -> Sym:
-    return cholesky_ex(self, upper=upper)[0]
+    check_matrix(self, "cholesky", floating=False)
+    return _cholesky(self, upper)[0]
 
 
 @lower(aten.cholesky_inverse.default)
 def cholesky_inverse(self: Sym, upper: bool = False) -> Sym:
+    check_matrix(self, "cholesky_inverse", floating=False)
     n = self.shape[-1]
     eye = _eye(n, self.shape[:-2], _float(self).dtype)
     if upper:  # A = U^H U: inv = U^-1 U^-H
@@ -220,8 +236,9 @@ def solve_ex(A: Sym, B: Sym, *, left: bool = True, check_errors: bool = False  #
     return x, lu, piv, info
 
 
-@lower(aten.linalg_inv_ex.default)
+@lower(aten.linalg_inv_ex.default, prepare=raise_from_info(torch.ops.aten.linalg_inv_ex.default, "linalg.inv_ex"))
 def inv_ex(A: Sym, *, check_errors: bool = False) -> tuple[Sym, Sym]:  # noqa: N803
+    check_matrix(A, "linalg.inv")
     lu, piv, info = lu_factor(A)
     eye = _eye(A.shape[-1], A.shape[:-2], lu.dtype)
     return _lu_solve(lu, piv, eye, True, False), info
@@ -246,6 +263,7 @@ def _pivot_sign(piv: Sym, dtype: torch.dtype) -> Sym:
 
 @lower(aten._linalg_det.default, prepare=_use_a_t)
 def det(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym]:  # noqa: N803
+    check_matrix(A, "linalg.det")
     lu, piv, _ = lu_factor(_t(A) if _a_t else A)
     d = P.reduce(_diag(lu), "prod", (lu.ndim - 2,)) * _pivot_sign(piv, lu.dtype)
     return d, lu, piv
@@ -253,6 +271,7 @@ def det(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym]:  # noqa: N803
 
 @lower(aten._linalg_slogdet.default, prepare=_use_a_t)
 def slogdet(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym, Sym]:  # noqa: N803
+    check_matrix(A, "linalg.slogdet")
     lu, piv, _ = lu_factor(_t(A) if _a_t else A)
     diag = _diag(lu)
     if lu.dtype.is_complex:
@@ -272,6 +291,8 @@ def slogdet(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym, Sym]:  # noqa
 
 @lower(aten.linalg_qr.default)
 def qr(A: Sym, mode: str = "reduced") -> tuple[Sym, Sym]:  # noqa: N803
+    check_matrix(A, "linalg.qr", square=False)
+    check_qr_mode(mode)
     a = _float(A)
     q, r = P.emit("qr", [a], full_matrices=mode == "complete")
     if mode == "r":
@@ -292,12 +313,16 @@ def svd(A: Sym, full_matrices: bool = False, compute_uv: bool = True, driver: st
 
 @lower(aten._linalg_eigh.default)
 def eigh(A: Sym, UPLO: str = "L", compute_v: bool = True) -> tuple[Sym, Sym]:  # noqa: N803
+    check_matrix(A, "linalg.eigh", floating=False)
+    if UPLO.upper() not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     w, v = P.emit("eigh", [_float(A)], lower=UPLO.upper() == "L")
     return (w, v) if compute_v else (w, P.full(0, (0,), v.dtype))
 
 
 @lower(aten.linalg_eig.default)
 def eig(self: Sym) -> tuple[Sym, Sym]:
+    check_matrix(self, "linalg.eig", floating=False)
     return tuple(P.emit("eig", [_float(self)]))  # type: ignore[return-value]
 
 

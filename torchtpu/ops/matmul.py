@@ -191,6 +191,9 @@ def addmv(self: Sym, mat: Sym, vec: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sy
 def dot(self: Sym, tensor: Sym) -> Sym:
     if self.ndim != 1 or tensor.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
+    if self.dtype != tensor.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{aten_type_name(self.dtype)} and {aten_type_name(tensor.dtype)}")
     if self.shape != tensor.shape:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src "
                            f"[{tensor.shape[0]}] to have the same number of elements, but got "
