@@ -85,6 +85,12 @@ one process, old key vs new, median of 7, load average ~6):
 Tried and dropped: the decision as numpy array operations over all byte ranges (140 inputs x 112 outputs:
 150 -> 120 us, but 5 -> 25 us for the small plans of eager ops); rounding a copied operand in place (numba's
 loop over aliased source and destination: 30-60% slower than into a new array).
+
+Branch `perfcompile2` (session 20): operand rounding of fast-mode DEFAULT dots vectorized (sim/mxu_round.py, same
+bits); old vs new in one process (ABBA, load average 7-12): hidden 128 gpt2 fwd 1.36x -> 1.10x, train 1.64x ->
+1.65x, llama fwd 1.35x -> 1.28x, train 2.03x -> 1.77x; hidden 256 x 2x256 llama train 2.21x -> 2.05x (details in
+docs/compile_numerics.md). Transposed operands' numpy gather into C order (~2 ms of a ~21 ms GPT-2 hidden-128
+training step) remains; a tiled numba gather-and-round was slower below ~256 x 1024.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from .mxu_kernel import dot_exact, dot_exact_bf16_rounded
-from .numerics import BF16, round_bf16, split_bf16x3, split_bf16x6, to_bf16
+from .mxu_round import round_operand
+from .numerics import BF16, split_bf16x3, split_bf16x6, to_bf16
 
 __all__ = [
     "AUTO_EXACT_MAX_MACS",
@@ -136,7 +137,7 @@ def _passes(
     """Combine bf16 passes exactly as XLA's rewriter does; `dot` runs one bf16 x bf16 -> f32 dot."""
     with np.errstate(invalid="ignore", over="ignore"):
         if precision == "DEFAULT":
-            return dot(round_bf16(a), round_bf16(b))
+            return dot(round_operand(a), round_operand(b))  # round_bf16's bits, vectorized (mxu_round.py)
         if precision == "HIGH":
             ah, al = split_bf16x3(a)
             bh, bl = split_bf16x3(b)

@@ -1,0 +1,57 @@
+"""MXU operand rounding to bf16 values as a branch-free loop that the compiler vectorizes.
+
+A DEFAULT-precision dot in the fast (BLAS) mode rounds both operands to bf16 values before the product
+(`numerics.round_bf16`: RNE on the 16 dropped bits, NaN to the canonical quiet NaN with its sign, inf kept, a
+bf16-subnormal result flushed to a signed zero). `numerics._rne_bits` decides NaN, inf and subnormal with early
+returns, which keeps LLVM from vectorizing the loop: measured 21-48 us per 65,536 elements against 5 us for a
+copy. `_round_loop` computes the same bits with masks instead of branches (every operation on uint32, so the
+loop vectorizes): ~8 us. The result is the same array, bit for bit (tests/test_mxu_round.py compares every
+special pattern and millions of random ones with `round_bf16`).
+
+    mag = u & 0x7FFFFFFF
+    r   = (mag + 0x7FFF + ((mag >> 16) & 1)) & 0xFFFF0000        RNE (a carry into the exponent gives inf)
+    r   = 0 where r < 0x00800000                                  bf16 subnormal -> zero (the sign is kept below)
+    r   = 0x7FC00000 where mag > 0x7F800000                       NaN -> canonical quiet NaN
+    out = (u & 0x80000000) | r
+
+inf needs no case: 0x7F800000 + 0x7FFF rounds back down to 0x7F800000.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint32
+
+from .numerics import round_bf16
+
+__all__ = ["round_operand"]
+
+
+@njit(cache=True, nogil=True)
+def _round_loop(src: np.ndarray, dst: np.ndarray) -> None:  # pragma: no cover - compiled
+    for i in range(src.shape[0]):
+        u = src[i]
+        mag = u & uint32(0x7FFFFFFF)
+        r = uint32(uint32(mag + uint32(0x7FFF)) + uint32(uint32(mag >> uint32(16)) & uint32(1))) \
+            & uint32(0xFFFF0000)
+        # all ones unless r < 0x00800000 (r - 0x00800000 wraps, setting the top bit, only then)
+        keep = uint32(uint32(uint32(r - uint32(0x00800000)) >> uint32(31)) - uint32(1))
+        # all ones when mag > 0x7F800000 (a NaN: 0x7F800000 - mag wraps only then)
+        nan = uint32(uint32(0) - uint32(uint32(uint32(0x7F800000) - mag) >> uint32(31)))
+        dst[i] = (u & uint32(0x80000000)) | (r & keep & ~nan) | (uint32(0x7FC00000) & nan)
+
+
+def round_bits(src: np.ndarray, dst: np.ndarray) -> None:
+    """Rounds the binary32 patterns of the 1-D contiguous uint32 array `src` into `dst` (may be `src`)."""
+    _round_loop(src, dst)
+
+
+def round_operand(x: np.ndarray) -> np.ndarray:
+    """`round_bf16(x)`: a new C-contiguous float32 array holding `x`'s values rounded to bf16, for an MXU
+    operand (float32 operands through the vectorized loop, others through `round_bf16`)."""
+    if x.dtype != np.float32:
+        return round_bf16(x)
+    src = np.ascontiguousarray(x)
+    out = np.empty(src.shape, np.float32)
+    _round_loop(src.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint32))
+    return out

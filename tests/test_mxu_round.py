@@ -1,0 +1,66 @@
+"""sim/mxu_round.py: the vectorized operand rounding is numerics.round_bf16, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from torchtpu.sim import mxu
+from torchtpu.sim.mxu_round import round_bits, round_operand
+from torchtpu.sim.numerics import round_bf16, round_bf16_bits
+
+_SPECIAL = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7F800001, 0xFF800001, 0x7FC00000, 0xFFC00000,
+            0x7FFFFFFF, 0xFFFFFFFF, 0x7FBFFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F7F8000, 0x7F7F7FFF, 0x7F7F8001,
+            0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000, 0x80800000, 0x007F8000, 0x007F7FFF,
+            0x00808000, 0x00818000, 0x3F808000, 0x3F818000, 0x3F808001, 0x3F807FFF, 0x3F800000, 0xBF808000]
+
+
+def _patterns() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    around = np.array([p + d for p in _SPECIAL for d in (-2, -1, 0, 1, 2)], np.int64) % (1 << 32)
+    sweep = np.arange(0, 1 << 32, 65521, dtype=np.uint64)  # every exponent, many mantissas
+    return np.concatenate([np.array(_SPECIAL, np.uint32), around.astype(np.uint32), sweep.astype(np.uint32),
+                           rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32)])
+
+
+def test_round_bits_equals_round_bf16_bits_on_every_special_and_random_pattern():
+    bits = _patterns()
+    out = np.empty_like(bits)
+    round_bits(bits, out)
+    assert np.array_equal(out, round_bf16_bits(bits))
+
+
+def test_round_bits_in_place():
+    bits = _patterns()
+    ref = round_bf16_bits(bits)
+    round_bits(bits, bits)
+    assert np.array_equal(bits, ref)
+
+
+@pytest.mark.parametrize("layout", ["c", "transposed", "sliced", "3d_transposed"])
+def test_round_operand_equals_round_bf16_in_every_layout(layout):
+    bits = _patterns()[: 96 * 130]
+    x = bits.view(np.float32).reshape(96, 130)
+    x = {"c": x, "transposed": x.T, "sliced": x[::2, 3:], "3d_transposed": x.reshape(4, 24, 130).transpose(0, 2, 1)
+         }[layout]
+    got, ref = round_operand(x), round_bf16(x)
+    assert got.flags.c_contiguous and got.dtype == np.float32 and got.shape == ref.shape
+    assert np.array_equal(got.view(np.uint32), ref.view(np.uint32))
+
+
+def test_round_operand_other_dtypes_go_through_round_bf16():
+    x = np.linspace(-3, 3, 60, dtype=np.float64).reshape(6, 10) / 7
+    assert np.array_equal(round_operand(x).view(np.uint32), round_bf16(x).view(np.uint32))
+
+
+def test_default_fast_matmul_is_blas_on_round_bf16_operands():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2, 70, 90)).astype(np.float32)
+    b = rng.standard_normal((2, 90, 50)).astype(np.float32)
+    a[0, 0, :3] = [np.nan, np.inf, 1e-39]
+    b[1, :2, 0] = [-np.inf, 3e38]
+    b_t = b.transpose(0, 2, 1).copy().transpose(0, 2, 1)  # the same values laid out as a transpose
+    got = mxu.matmul(a, b, mode="fast")
+    assert np.array_equal(mxu.matmul(a, b_t, mode="fast").view(np.uint32), got.view(np.uint32))
+    with np.errstate(all="ignore"):
+        ref = np.matmul(round_bf16(a), round_bf16(b))
+    assert np.array_equal(got.view(np.uint32), ref.view(np.uint32))
