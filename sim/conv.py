@@ -113,7 +113,8 @@ def conv(
     x = _dilate_and_pad(lhs, pads, ld)
     eff = tuple((k - 1) * r + 1 for k, r in zip(ksp, rd))
     if 0 in out_sp or 0 in ksp or n == 0:
-        res_dtype = np.int32 if lhs.dtype.kind in "iu" else np.float32
+        res_dtype = np.int32 if lhs.dtype.kind in "iu" else np.float64 if np.float64 in (lhs.dtype, rhs.dtype) \
+            else np.float32
         return mxu.convert_out(np.zeros((n, o, *out_sp), res_dtype), out_dtype)
     # windows: (N, C, *out_positions_before_stride, *eff_kernel) -> taps and strides by slicing (views)
     win = np.lib.stride_tricks.sliding_window_view(x, eff, axis=tuple(range(2, 2 + nsp)))
@@ -126,6 +127,9 @@ def conv(
     p = patches.reshape(n, g, cg, pix, kvol)
     a = np.ascontiguousarray(p.transpose(1, 0, 3, 2, 4)).reshape(g, n * pix, cg * kvol)
     w = rhs.reshape(g, o // g, cg * kvol).transpose(0, 2, 1)  # (G, K, Og)
-    y = mxu.matmul(a, np.ascontiguousarray(w), precision=precision, mode=mode, array=array)
+    if a.dtype == np.float64 or w.dtype == np.float64:  # float64 is exact (host numpy), never the MXU, as a dot
+        y = np.matmul(a.astype(np.float64), np.ascontiguousarray(w, dtype=np.float64))
+    else:
+        y = mxu.matmul(a, np.ascontiguousarray(w), precision=precision, mode=mode, array=array)
     y = y.reshape(g, n, pix, o // g).transpose(1, 0, 3, 2).reshape(n, o, *out_sp)
     return mxu.convert_out(np.ascontiguousarray(y), out_dtype)

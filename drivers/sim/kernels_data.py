@@ -290,12 +290,13 @@ def _dot_general(op: Op, args: list[np.ndarray], array: int = mxu.DEFAULT_ARRAY)
 
 @kernel("convolution")
 def _convolution(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
-    lhs, rhs = (_mxu_dtype(a) for a in args)
+    f64 = any(a.dtype == np.float64 for a in args)  # float64 is exact (host numpy), never the MXU, as dot_general
+    lhs, rhs = (a.astype(np.float64) if f64 else _mxu_dtype(a) for a in args)
     out_t = op.outputs[0]
     y = mxu.conv(lhs, rhs, window_strides=op.attr("window_strides"), padding=op.attr("padding"),
                  lhs_dilation=op.attr("lhs_dilation"), rhs_dilation=op.attr("rhs_dilation"),
                  feature_group_count=op.attr("feature_group_count"), precision=op.attr("precision"),
-                 out_dtype=np.float32)
+                 out_dtype=np.float64 if f64 else np.float32)
     return [store(y, out_t.dtype)]
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from torchtpu.ops import pool_checks
+from torchtpu.ops import fractional_checks, pool_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.resize import _pool_out
@@ -208,15 +208,17 @@ def _intervals(sample: Sym, in_size: int, out_size: int, pool: int) -> Sym:
     return P.concat([P.slice_dim(starts, 2, 0, out_size - 1), last], 2)
 
 
-def _fractional_max_pool(self: Sym, kernel_size: list[int], output_size: list[int], random_samples: Sym
-                         ) -> tuple[Sym, Sym]:
-    D = len(kernel_size)  # noqa: N806
+def _fractional_max_pool(nd: int, self: Sym, kernel_size: list[int], output_size: list[int],
+                         random_samples: Sym) -> tuple[Sym, Sym]:
+    D = nd  # noqa: N806
+    fractional_checks.check(nd, self.shape, self.dtype, kernel_size, output_size, random_samples.shape,
+                            random_samples.dtype)
     batched = self.ndim == D + 2
     x = self if batched else P.reshape(self, (1, *self.shape))
     n, c = x.shape[:2]
     sizes = x.shape[2:]
     comp = [1, 0] if D == 2 else [0, 1, 2]  # random_samples[..., 0] is W in 2-D, T in 3-D
-    samples = P.convert(random_samples, self.dtype)
+    samples = P.slice_dim(random_samples, 0, 0, n)  # CPU reads the first N rows (1 unbatched), ignores the rest
     starts = [_intervals(P.reshape(P.slice_dim(samples, 2, comp[d], comp[d] + 1), (n, c)), sizes[d],
                          output_size[d], kernel_size[d]) for d in range(D)]
     q = 1
@@ -245,10 +247,16 @@ def _fractional_max_pool(self: Sym, kernel_size: list[int], output_size: list[in
     return P.reshape(best, out_shape), P.reshape(best_idx, out_shape)
 
 
-@lower(aten.fractional_max_pool2d.default, aten.fractional_max_pool3d.default)
-def fractional_max_pool(self: Sym, kernel_size: list[int], output_size: list[int], random_samples: Sym
-                        ) -> tuple[Sym, Sym]:
-    return _fractional_max_pool(self, list(kernel_size), list(output_size), random_samples)
+@lower(aten.fractional_max_pool2d.default)
+def fractional_max_pool2d(self: Sym, kernel_size: list[int], output_size: list[int], random_samples: Sym
+                          ) -> tuple[Sym, Sym]:
+    return _fractional_max_pool(2, self, list(kernel_size), list(output_size), random_samples)
+
+
+@lower(aten.fractional_max_pool3d.default)
+def fractional_max_pool3d(self: Sym, kernel_size: list[int], output_size: list[int], random_samples: Sym
+                          ) -> tuple[Sym, Sym]:
+    return _fractional_max_pool(3, self, list(kernel_size), list(output_size), random_samples)
 
 
 @lower(aten.fractional_max_pool2d_backward.default, aten.fractional_max_pool3d_backward.default)
