@@ -3,6 +3,7 @@ every eager mode (bit-identical across modes) and under torch.compile(backend="t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -61,3 +62,65 @@ def _outcome(fn: Callable[[str], Any], device: str) -> Any:
         return fn(device).cpu()
     except Exception as e:  # noqa: BLE001 -- the class is what is compared
         return type(e)
+
+
+def _inplace_backward(forward: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[str], torch.Tensor]:
+    def run(device: str) -> torch.Tensor:
+        a = torch.tensor([-1.0, 1.0], device=device, requires_grad=True)
+        forward(a.clone()).backward(torch.ones(2, device=device))
+        return a.grad
+
+    return run
+
+
+REFUSED: dict[str, Callable[[str], Any]] = {
+    # an in-place activation with a negative slope saves a result whose sign no longer tells the input's: CPU
+    # refuses its backward (tpu returned [1, 1], a wrong gradient)
+    "elu_neg_alpha": _inplace_backward(lambda x: F.elu_(x, alpha=-2)),
+    "celu_neg_alpha": _inplace_backward(lambda x: F.celu_(x, alpha=-2)),
+    "leaky_relu_neg_slope": _inplace_backward(lambda x: F.leaky_relu_(x, -2)),
+    "rrelu_neg_slope": _inplace_backward(lambda x: F.rrelu_(x, -5.0, 1.0)),
+    # padding: only a batched input's batch dim may be 0
+    "reflection_pad1d_empty_channels": lambda d: torch.nn.ReflectionPad1d(2)(torch.ones(3, 0, 10, device=d)),
+    "reflection_pad2d_empty_channels": lambda d: torch.nn.ReflectionPad2d(2)(torch.ones(3, 0, 10, 10, device=d)),
+    "replication_pad3d_empty_channels": lambda d: torch.nn.ReplicationPad3d(1)(torch.ones(1, 0, 2, 2, 2, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refuses_as_cpu_in_every_mode(tpu, name):
+    want = _outcome(REFUSED[name], "cpu")
+    assert isinstance(want, type) and issubclass(want, Exception)
+    for mode in MODES:
+        with torch.tpu.eager_mode(getattr(torch.tpu.EagerMode, mode)):
+            assert _outcome(REFUSED[name], "tpu") is want, mode
+
+
+def _nll_byte(device: str, reduction: str) -> torch.Tensor:
+    x = torch.linspace(-3, 2, 40, device=device).reshape(10, 4).log_softmax(-1)
+    t = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3, 3, 1], dtype=torch.uint8, device=device)
+    return F.nll_loss(x, t, reduction=reduction)
+
+
+VALUES: dict[str, Callable[[str], torch.Tensor]] = {
+    "elu_inplace_pos_alpha": _inplace_backward(lambda x: F.elu_(x, alpha=0.5)),
+    "leaky_relu_inplace_zero_slope": _inplace_backward(lambda x: F.leaky_relu_(x, 0.0)),
+    "leaky_relu_out_of_place_neg_slope": _inplace_backward(lambda x: F.leaky_relu(x, -2)),
+    "reflection_pad1d_empty_batch": lambda d: torch.nn.ReflectionPad1d(2)(torch.ones(0, 3, 10, device=d)),
+    # a Byte target is read as int64 (was a gather TypeError)
+    **{f"nll_loss_byte_target_{r}": functools.partial(_nll_byte, reduction=r) for r in ("none", "mean", "sum")},
+}
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_values_match_cpu_in_every_mode(tpu, name):
+    want = VALUES[name]("cpu")
+    got = {}
+    for mode in MODES:
+        with torch.tpu.eager_mode(getattr(torch.tpu.EagerMode, mode)):
+            got[mode] = VALUES[name]("tpu").cpu()
+    assert got["DEFER_NEVER"].dtype == want.dtype
+    torch.testing.assert_close(got["DEFER_NEVER"], want, rtol=1e-6, atol=1e-6)
+    for mode in MODES[1:]:
+        assert torch.equal(got[mode], got["DEFER_NEVER"]), mode
+

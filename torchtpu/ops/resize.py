@@ -310,8 +310,18 @@ def _pad_mats(shape: Sequence[int], padding: Sequence[int], nd: int, mode: str) 
     return mats
 
 
+def _check_valid_pad_input(x: Sym, nd: int) -> None:
+    """ATen's padding::check_valid_input: only the batch dim of a batched input may be 0."""
+    batched = x.ndim == nd + 2
+    sizes = x.shape[1:] if batched else x.shape
+    if any(s == 0 for s in sizes):
+        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {list(x.shape)}")
+
+
 def _pad(mode: str, nd: int, backward: bool) -> Callable[..., Sym]:
     def forward(self: Sym, padding: Sequence[int]) -> Sym:
+        _check_valid_pad_input(self, nd)
         return apply_dims(self, _pad_mats(self.shape, padding, nd, mode), self.ndim - nd)
 
     def backward_fn(grad_output: Sym, self: Sym, padding: Sequence[int]) -> Sym:
