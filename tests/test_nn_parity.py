@@ -84,6 +84,20 @@ REFUSED: dict[str, Callable[[str], Any]] = {
     "reflection_pad1d_empty_channels": lambda d: torch.nn.ReflectionPad1d(2)(torch.ones(3, 0, 10, device=d)),
     "reflection_pad2d_empty_channels": lambda d: torch.nn.ReflectionPad2d(2)(torch.ones(3, 0, 10, 10, device=d)),
     "replication_pad3d_empty_channels": lambda d: torch.nn.ReplicationPad3d(1)(torch.ones(1, 0, 2, 2, 2, device=d)),
+    # margin losses: ATen's shape checks (were reshape ValueErrors, or a NaN for an empty input)
+    "multi_margin_empty": lambda d: F.multi_margin_loss(torch.ones(0, device=d), torch.ones(0, device=d).long()),
+    "multi_margin_empty_classes": lambda d: F.multi_margin_loss(torch.ones(2, 0, device=d),
+                                                                torch.zeros(2, device=d).long()),
+    "multi_margin_target_size": lambda d: F.multi_margin_loss(torch.ones(5, device=d), torch.zeros(3, device=d)),
+    "multi_margin_target_2d": lambda d: F.multi_margin_loss(torch.ones(2, 5, device=d),
+                                                            torch.zeros(2, 1, device=d).long()),
+    "multi_margin_weight_size": lambda d: F.multi_margin_loss(torch.ones(2, 5, device=d),
+                                                              torch.zeros(2, device=d).long(),
+                                                              weight=torch.ones(4, device=d)),
+    "multilabel_margin_empty": lambda d: F.multilabel_margin_loss(torch.ones(0, device=d),
+                                                                  torch.ones(0, device=d).long()),
+    "multilabel_margin_target_size": lambda d: F.multilabel_margin_loss(torch.ones(2, 5, device=d),
+                                                                        torch.zeros(2, 4, device=d).long()),
 }
 
 
