@@ -9,10 +9,6 @@ from typing import Any
 # "GenericClass.test_name" (the tpu instance: test_name + "_tpu") -> cause
 TPU_XFAIL: dict[str, str] = {
     "TestShapeOps.test_many_dims": "more than 64 dims: numpy's limit leaks out as ValueError (item 8)",
-    "TestAutogradDeviceType.test_gru_cell_grad": "RNN cells: _thnn_fused_gru_cell missing on tpu (item 8)",
-    "TestAutogradDeviceType.test_lstm_cell_grad": "RNN cells: _thnn_fused_lstm_cell missing on tpu (item 8)",
-    "TestNNDeviceType.test_lstm_module": "nn.LSTM: _thnn_fused_lstm_cell has no tpu kernel and no CPU kernel to fall "
-                                         "back to (item 8)",
 }
 
 

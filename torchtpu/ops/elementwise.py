@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits
-from torchtpu.ops import host_index, scalar_args
+from torchtpu.ops import activation_checks, host_index, scalar_args
 from torchtpu.ops import prims as P
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
@@ -525,8 +525,10 @@ def leaky_relu(self: Sym, negative_slope: float = 0.01) -> Sym:
     return P.where(P.compare("GT", self, 0), self, self * negative_slope)
 
 
-@lower(aten.leaky_relu_backward.default)
+@lower(aten.leaky_relu_backward.default, static=("negative_slope",))
 def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self_is_result: bool) -> Sym:
+    if self_is_result and float(negative_slope) < 0:  # the result's sign no longer tells the input's
+        raise RuntimeError(activation_checks.LEAKY_RELU_NEGATIVE_SLOPE)
     return P.where(P.compare("GT", self, 0), grad_output, grad_output * negative_slope)
 
 

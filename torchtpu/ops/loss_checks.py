@@ -126,3 +126,39 @@ WRAPPED = frozenset(_WRAPPERS)
 def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` (op's upstream decomposition) behind CPU's argument checks and handling for op."""
     return _WRAPPERS[op.overloadpacket](op, fn)
+
+
+def _numel(shape: Any) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _check_margin_input(x: Any) -> None:
+    ndim, shape = len(x.shape), list(x.shape)
+    if not ((ndim == 2 and shape[1] != 0) or (ndim == 1 and shape[0] != 0) or ndim == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: {shape}")
+
+
+def check_multi_margin(x: Any, target: Any, weight: Any | None) -> None:
+    """ATen's multi_margin_loss_shape_check (its order and words); `x`, `target`, `weight` have `.shape`."""
+    _check_margin_input(x)
+    ndim, shape = len(x.shape), list(x.shape)
+    nframe, dim = (1, 1 if ndim == 0 else shape[0]) if ndim <= 1 else (shape[0], shape[1])
+    if len(target.shape) > 1 or _numel(target.shape) != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{nframe}], but got {list(target.shape)}. "
+                           f"Input has shape {shape}.")
+    if weight is not None and (len(weight.shape) > 1 or _numel(weight.shape) != dim):
+        raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
+
+
+def check_multilabel_margin(x: Any, target: Any) -> None:
+    """ATen's multilabel_margin_loss_shape_check."""
+    _check_margin_input(x)
+    ndim, shape, tshape = len(x.shape), list(x.shape), list(target.shape)
+    dim = (1 if ndim == 0 else shape[0]) if ndim <= 1 else shape[1]
+    ok = len(tshape) <= 1 and _numel(tshape) == dim if ndim <= 1 else tshape == [shape[0], shape[1]]
+    if not ok:
+        raise RuntimeError(f"inconsistent target size: {tshape} for input of size: {shape}")

@@ -10,7 +10,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.execution import eager
-from torchtpu.ops import arg_checks, host_index, index_checks
+from torchtpu.ops import arg_checks, host_index, index_checks, loss_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
@@ -63,6 +63,7 @@ def _margin_terms(self: Sym, target: Sym, p: Any, margin: Any, weight: Sym | Non
 @lower(aten.multi_margin_loss.default)
 def multi_margin_loss(self: Sym, target: Sym, p: Any = 1, margin: Any = 1, weight: Sym | None = None,
                       reduction: int = 1) -> Sym:
+    loss_checks.check_multi_margin(self, target, weight)
     h, _, _ = _margin_terms(self, target, p, margin, weight)
     per = P.reduce(h, "sum", (1,)) / float(h.shape[1])
     if self.ndim < 2:
@@ -75,6 +76,7 @@ def multi_margin_loss(self: Sym, target: Sym, p: Any = 1, margin: Any = 1, weigh
 @lower(aten.multi_margin_loss_backward.default, static=("p",))
 def multi_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, p: Any, margin: Any,
                                weight: Sym | None = None, reduction: int = 1) -> Sym:
+    loss_checks.check_multi_margin(self, target, weight)
     _, active, z = _margin_terms(self, target, p, margin, weight)
     n, c = z.shape
     d = P.where(active, P.full(1.0, z.shape, z.dtype) if p == 1 else z * 2.0, P.zeros_like(z)) / float(c)
@@ -114,6 +116,7 @@ def _multilabel(self: Sym, target: Sym) -> tuple[Sym, Sym, Sym, Sym]:
 
 @lower(aten.multilabel_margin_loss_forward.default)
 def multilabel_margin_loss_forward(self: Sym, target: Sym, reduction: int) -> tuple[Sym, Sym]:
+    loss_checks.check_multilabel_margin(self, target)
     terms, is_target, _, _ = _multilabel(self, target)
     c = terms.shape[1]
     per = P.reduce(terms, "sum", (1, 2)) / float(c)

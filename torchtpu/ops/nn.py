@@ -188,6 +188,8 @@ def _nll_parts(self: Sym, target: Sym, weight: Sym | None, ignore_index: int) ->
     cdim = 0 if self.ndim == 1 else 1
     nclass = self.shape[cdim]
     tgt = target if self.ndim > 1 else P.reshape(target, (1,))
+    if tgt.dtype == torch.uint8:  # CPU's kernel reads a Byte target as int64 (ignore_index never matches it)
+        tgt = P.convert(tgt, torch.int64)
     x = self if self.ndim > 1 else P.reshape(self, (1, nclass))
     tgt = P.check_index(tgt, nclass, "Target {} is out of bounds.", ignore=ignore_index)
     valid = P.compare("NE", tgt, ignore_index)

@@ -237,6 +237,8 @@ def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
         align = bool(rest[0]) if takes_align else False
         scales = list(rest[1:] if takes_align else rest) + [None] * nd
         m = mats(self.shape[2:], output_size, align, scales[:nd])
+        if takes_align and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            return _fixed_point_dims(self, m, 2)
         return apply_dims(self, m, 2)
 
     def backward_fn(grad_output: Sym, output_size: Sequence[int], input_size: Sequence[int], *rest: object) -> Sym:
@@ -255,6 +257,32 @@ _UPSAMPLE = {
     "upsample_bilinear2d": ("linear", 2), "upsample_trilinear3d": ("linear", 3), "upsample_bicubic2d": ("cubic", 2),
     "_upsample_bilinear2d_aa": ("aa", 2),
 }
+def _fixed_point_dims(x: Sym, mats: Sequence[np.ndarray], first: int) -> Sym:
+    """ATen's uint8 interpolation (UpSampleKernel.cpp, separable_upsample_generic_Nd_kernel_impl and its AVX twin):
+    one pass per resized dim, the last dim first, each with the weights as int16 fixed point at the largest
+    precision that keeps the largest weight under 2**15, the sum rounded (+ half, arithmetic shift) and clamped to
+    the dtype's range before the next pass."""
+    info = torch.iinfo(x.dtype)
+    y = x
+    for i in reversed(range(len(mats))):
+        m = mats[i]
+        if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(m.shape[0], dtype=m.dtype)):
+            continue  # an unchanged dim: no pass
+        w_max = float(np.max(m)) if m.size else 0.0
+        prec = 0
+        while prec < 22 and int(0.5 + w_max * (1 << (prec + 1))) < (1 << 15):
+            prec += 1
+        w = m.astype(np.float64) * (1 << prec)
+        q = np.where(w < 0, np.trunc(w - 0.5), np.trunc(w + 0.5))
+        one = [None] * len(mats)
+        one[i] = q
+        z = apply_dims(P.convert(y, torch.int64), one, first)
+        z = P.emit1("floor_divide", [z + (1 << (prec - 1)) if prec else z, P.full(1 << prec, z.shape, torch.int64)])
+        z = P.emit1("clamp", [P.full(info.min, z.shape, torch.int64), z, P.full(info.max, z.shape, torch.int64)])
+        y = P.convert(z, x.dtype)
+    return y
+
+
 def _scales(op: Any) -> tuple[str, ...]:
     """The scale factors an upsampling builds its matrices from: static (keyed by value)."""
     return tuple(a.name for a in op._schema.arguments if a.name.startswith("scales"))
@@ -282,8 +310,18 @@ def _pad_mats(shape: Sequence[int], padding: Sequence[int], nd: int, mode: str) 
     return mats
 
 
+def _check_valid_pad_input(x: Sym, nd: int) -> None:
+    """ATen's padding::check_valid_input: only the batch dim of a batched input may be 0."""
+    batched = x.ndim == nd + 2
+    sizes = x.shape[1:] if batched else x.shape
+    if any(s == 0 for s in sizes):
+        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {list(x.shape)}")
+
+
 def _pad(mode: str, nd: int, backward: bool) -> Callable[..., Sym]:
     def forward(self: Sym, padding: Sequence[int]) -> Sym:
+        _check_valid_pad_input(self, nd)
         return apply_dims(self, _pad_mats(self.shape, padding, nd, mode), self.ndim - nd)
 
     def backward_fn(grad_output: Sym, self: Sym, padding: Sequence[int]) -> Sym:
