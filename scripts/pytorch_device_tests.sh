@@ -13,7 +13,8 @@
 # error for a non-0-dim CPU operand, which CUDA raises for the same call), it also gives the rates on the tests
 # left without those (both figures are reported).
 # Environment: TIMEOUT (seconds per file, default 1500; then pytest is interrupted and the tests it finished are
-# reported, marked "partial"), PYTEST_ARGS (extra pytest arguments, e.g. "-k flip").
+# reported, marked "partial"), PYTEST_ARGS (extra pytest arguments, split on spaces, e.g. "-k flip"), PYTEST_K (one -k expression,
+# passed whole: PYTEST_K="memory_format or channels_last").
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ ! -d "$1/test" ]; then
@@ -43,7 +44,7 @@ for f in "${files[@]}"; do
     # pytest's exit status is 1 whenever a test fails; the report below is the result. 124: timed out.
     rc=0
     (cd "$work" && PYTORCH_TESTING_DEVICE_ONLY_FOR="cpu,privateuse1" timeout -s INT -k 120 "${TIMEOUT:-1500}" \
-        python -m pytest -q -p no:cacheprovider --junitxml="$xml" ${PYTEST_ARGS:-} "$f" >"$work/${f%.py}.log" 2>&1) \
+        python -m pytest -q -p no:cacheprovider --junitxml="$xml" ${PYTEST_ARGS:-} ${PYTEST_K:+-k "$PYTEST_K"} "$f" >"$work/${f%.py}.log" 2>&1) \
         || rc=$?
     if [ ! -s "$xml" ]; then
         echo "$f: no result (collection failed or timed out); last lines:"
