@@ -33,12 +33,13 @@ def test_eager_and_compiled_share_the_launch_decision(tpu):
 
 
 @pytest.mark.sim_only("a whole-storage driver records every launch: nothing runs beside a region")
-def test_a_direct_launch_flushes_the_pending_region_first(tpu):
+def test_a_zero_size_op_records_into_the_pending_region(tpu):
     x = torch.randn(5)
     d = x.to("tpu")
     with torch.tpu.eager_mode("DEFER_AND_FUSE"):
         y = d + 1.0
         assert deferred.pending()
-        empty = torch.empty(0, device="tpu") * 2.0  # a zero-size op is launched directly, never deferred
-        assert not deferred.pending() and empty.shape == (0,)
+        empty = torch.empty(0, device="tpu") * 2.0  # recorded (a zero-size op no longer flushes the region)
+        assert deferred.pending() and empty.shape == (0,)
         torch.testing.assert_close(y.cpu(), x + 1.0, rtol=0, atol=0)
+        assert not deferred.pending() and empty.cpu().shape == (0,)
