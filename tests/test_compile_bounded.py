@@ -53,8 +53,11 @@ def test_training_over_24_lengths_compiles_one_program_per_bucket(tpu):
             grads.append([g.cpu() for g in got])
         assert outs[0].shape == (3, n, 8)
         assert torch.equal(outs[0], outs[1]), n
+        # the padded program sums the conv weight's gradient over the bucket's length in another blocking than
+        # eager (one bf16 pass, fp32 accumulation): within 5e-6 of each other, both ~2e-5 from float64's result;
+        # a wrong mask would differ by the gradient's own size
         for g, ref in zip(*grads):
-            torch.testing.assert_close(g, ref, rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(g, ref, rtol=1e-4, atol=1e-5)
     stats = torchtpu.stats()["compile"]
     assert stats["exact_shape_fallbacks"] == 0, stats
     assert stats["programs"] == 6, stats  # forward and backward x 3 buckets

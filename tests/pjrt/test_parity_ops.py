@@ -32,6 +32,11 @@ def _align_phase(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return (got * _phase(got, want)).astype(got.dtype)
 
 
+def _nan_whole_matrix(a: np.ndarray) -> np.ndarray:
+    bad = np.isnan(a).any(axis=(-2, -1), keepdims=True)
+    return np.where(bad, np.nan, a).astype(a.dtype)
+
+
 def _outputs(op: str, variant) -> int:
     """How many outputs the variant's op gives (a lowered op's program holds its expansion, not the op)."""
     b = Builder()
@@ -50,12 +55,14 @@ def test_op_matches_sim(op, sim, pjrt):
             for j in range(n):
                 kinds = [x.dtype.name + str(x.shape) for x in variant.inputs]
                 what = f"{op} variant {vi} output {j}: inputs {kinds} attrs {variant.attrs}\ninputs: {variant.inputs}"
-                g = got[k]
+                g, w = got[k], want[k]
+                if op == "cholesky":  # a failed factorization: the sim keeps the factor up to the failing minor
+                    w = _nan_whole_matrix(w)  # (linalg's info), XLA's is NaN throughout (info 1 on pjrt)
                 if (op, j) in (("eig", 1), ("eigh", 1), ("svd", 0)):
                     g = _align_phase(got[k], want[k])
                 elif (op, j) == ("svd", 2):
                     g = _align_svd_vh(got[k - 2], want[k - 2], got[k], want[k], got[k - 1].shape[-1])
-                assert_same(g, want[k], case.rtol, case.atol, what)
+                assert_same(g, w, case.rtol, case.atol, what)
                 k += 1
 
 
