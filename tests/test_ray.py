@@ -7,6 +7,7 @@ gets our error inside Ray's. Each test starts its own cluster (2 CPUs, 2 chips) 
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any
@@ -54,6 +55,7 @@ def _sweep_point(lr: float) -> dict[str, Any]:
 
     torchtpu.set_precision("HIGHEST")
     x, y = dist_train_workers._data()
+    gc.collect()  # earlier tests' unreachable tensors freed now, not during the sweep (it would read negative)
     base = torch.tpu.memory_allocated()  # this process may hold earlier tests' tensors
     model = dist_train_workers._model().to("tpu")
     torchtpu.reset_stats()
