@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.execution import out_layout
 from torchtpu.execution.eager import overlaps_itself
 
 OVERLAP_MESSAGE = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
@@ -43,8 +44,7 @@ NO_OVERLAP_OPS = frozenset({"index_add", "index_copy", "index_fill", "put", "ind
 
 def _dense(t: torch.Tensor) -> bool:
     """c10's is_non_overlapping_and_dense."""
-    if t.is_contiguous():
-        return True
+    return t.is_contiguous() or out_layout.dense(t.shape, t.stride())
     dims = sorted((st, n) for st, n in zip(t.stride(), t.shape) if n != 1)
     expected = 1
     for st, n in dims:
