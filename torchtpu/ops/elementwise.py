@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits
-from torchtpu.ops import activation_checks, host_index, scalar_args
+from torchtpu.ops import activation_checks, host_index, operand_checks, scalar_args
 from torchtpu.ops import prims as P
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
@@ -364,6 +364,7 @@ for _packet, _name in ((aten.bitwise_and, "and"), (aten.bitwise_or, "or"), (aten
 
 @lower(aten.where.self)
 def where(condition: Sym, self: Any, other: Any) -> Sym:
+    operand_checks.check_where_condition(condition)
     _, result = P.result_dtype(self, other)
     if not (result.is_floating_point or result.is_complex):  # CPU checks a scalar operand for integer results only
         check_scalar_fits(self, result, "where(): self")
@@ -373,6 +374,7 @@ def where(condition: Sym, self: Any, other: Any) -> Sym:
 
 @lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor, prepare=host_index.MASK_AT_1)
 def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
+    operand_checks.check_masked_fill_value(value)
     if isinstance(value, Sym):
         value = P.convert(value, self.dtype)
     else:
@@ -568,6 +570,7 @@ def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
 
 @lower(aten.fill.Scalar, aten.fill.Tensor)
 def fill(self: Sym, value: Any) -> Sym:
+    operand_checks.check_fill_value(value)
     if isinstance(value, Sym):
         return P.broadcast_to(P.convert(value, self.dtype), self.shape)
     check_scalar_fits(value, self.dtype, "fill_()", self.numel())

@@ -157,8 +157,13 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: torch.dtype | None = No
     return _real_linspace(start, end, steps, out)
 
 
-def _scalars(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
-    """The Tensor overloads of linspace/logspace take 0-dim bounds: read them (a sync) and use the Scalar form."""
+def _scalars(args: tuple, kwargs: dict[str, Any], name: str = "linspace") -> tuple[tuple, dict[str, Any]]:
+    """The Tensor overloads of linspace/logspace take 0-dim bounds (ATen's check, in its words): read them (a sync)
+    and use the Scalar form."""
+    given = [(which, a.dim()) for which, a in zip(("start", "end"), args[:2]) if isinstance(a, torch.Tensor)]
+    if any(d != 0 for _, d in given):
+        got = " and ".join(f"{which} with {d} dimension(s)" for which, d in given)
+        raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got {got}.")
     return tuple(a.item() if isinstance(a, torch.Tensor) else a for a in args), kwargs
 
 
@@ -223,6 +228,7 @@ def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
 
 @lower(aten.bernoulli_.float, random=True, static=("p",))
 def bernoulli_(self: Sym, p: float = 0.5, *, generator: Any = None, rng: Sym) -> Sym:
+    sampler_checks.check_bernoulli(p)
     return P.convert(P.compare("LT", _uniform(self.shape, rng), float(p)), self.dtype)
 
 

@@ -145,7 +145,7 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: tor
     return _result(host_values(start, end, steps, base, out), out)
 
 
-@lower(aten.logspace.Tensor_Tensor, aten.logspace.Tensor_Scalar, aten.logspace.Scalar_Tensor, prepare=_scalars,
-       static=("start", "end", "base"))
+@lower(aten.logspace.Tensor_Tensor, aten.logspace.Tensor_Scalar, aten.logspace.Scalar_Tensor,
+       prepare=lambda a, k: _scalars(a, k, "logspace"), static=("start", "end", "base"))
 def logspace_tensor(start: Any, end: Any, steps: int, base: float = 10.0, **kwargs: Any) -> Sym:
     return logspace(start, end, steps, base, **kwargs)

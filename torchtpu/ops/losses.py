@@ -10,7 +10,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.execution import eager
-from torchtpu.ops import arg_checks, host_index, index_checks, loss_checks
+from torchtpu.ops import arg_checks, host_index, index_checks, loss_checks, operand_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
@@ -173,6 +173,7 @@ def prelu_backward(grad_output: Sym, self: Sym, weight: Sym) -> tuple[Sym, Sym]:
 
 @lower(aten.channel_shuffle.default)
 def channel_shuffle(self: Sym, groups: int) -> Sym:
+    operand_checks.check_channel_shuffle(self, groups)
     n, c = self.shape[:2]
     rest = self.shape[2:]
     x = P.reshape(self, (n, groups, c // groups, *rest))
@@ -310,6 +311,7 @@ def cdist_backward(grad: Sym, x1: Sym, x2: Sym, p: float, cdist: Sym) -> Sym:
 
 @lower(aten.put.default, prepare=host_index.INDEX_AT_1)
 def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
+    operand_checks.check_put(self, index, source)
     flat = P.reshape(self, (self.numel(),))
     idx = P.reshape(P.convert(index, torch.int64), (-1,))
     if idx.shape[0] == 0:

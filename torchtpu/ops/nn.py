@@ -282,6 +282,9 @@ def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) 
 
 @lower(aten.native_dropout.default, random=True, static=("p",))
 def native_dropout(input: Sym, p: float, train: bool | None, *, rng: Sym) -> tuple[Sym, Sym]:  # noqa: A002
+    if train is not False and input.numel() and not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{aten_type_name(input.dtype)}")  # CPU's native_dropout: input * mask * scale, in place
     if not train or p == 0:
         return input, P.full(True, input.shape, torch.bool)
     if p >= 1:

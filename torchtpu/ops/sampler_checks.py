@@ -1,4 +1,5 @@
-"""ATen's parameter checks of the in-place random samplers (exponential_, cauchy_, log_normal_, geometric_).
+"""ATen's parameter checks of the in-place random samplers (exponential_, cauchy_, log_normal_, geometric_,
+bernoulli_).
 
 The samplers' lowerings (ops/factory.py, ops/sampling.py) take their parameters static, so a check made while
 tracing runs for every value a call can bring. Words as ATen's (aten/src/ATen/native/DistributionTemplates.h);
@@ -27,6 +28,12 @@ def check_log_normal(std: float) -> None:
     """log_normal_: std > 0."""
     if not float(std) > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(std)}")
+
+
+def check_bernoulli(p: float) -> None:
+    """bernoulli_ with a float p: 0 <= p <= 1 (NaN refused)."""
+    if not 0.0 <= float(p) <= 1.0:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
 
 
 def check_geometric(p: float) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import torch
 
 from torchtpu.execution import eager
+from torchtpu.ops import operand_checks, sampler_checks
 from torchtpu.ops import prims as P
-from torchtpu.ops import sampler_checks
 from torchtpu.ops.registry import lower
 from torchtpu.ops.sorting import sort_dim
 from torchtpu.ops.tracing import Sym, aten_type_name
@@ -52,6 +52,7 @@ def multinomial(self: Sym, num_samples: int, replacement: bool = False, *, gener
                 ) -> Sym:
     probs = P.convert(self if self.ndim == 2 else P.reshape(self, (1, -1)), torch.float32)
     rows, n = probs.shape
+    zero = operand_checks.check_multinomial(probs, replacement, num_samples)
     if replacement:  # inverse CDF: count the categories whose cumulative mass is below u
         cdf = P.emit1("cumulative", [probs], kind="sum", dimension=1)
         total = P.slice_dim(cdf, 1, n - 1, n)
@@ -67,6 +68,7 @@ def multinomial(self: Sym, num_samples: int, replacement: bool = False, *, gener
         keys = P.where(P.compare("GT", probs, 0.0), keys, P.full(-math.inf, keys.shape, torch.float32))
         _, order = sort_dim(keys, 1, descending=True)
         idx = P.slice_dim(order, 1, 0, num_samples)
+    idx = operand_checks.tie(idx, zero)
     return idx if self.ndim == 2 else P.reshape(idx, (num_samples,))
 
 
@@ -131,6 +133,7 @@ def _range(x: Sym, lo: float, hi: float, widen: float = 1.0) -> tuple[Sym, Sym]:
 
 @lower(aten.histc.default, static=("min", "max"))
 def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noqa: A002
+    operand_checks.check_histc_range(float(min), float(max))
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
     lo, hi = _range(x, float(min), float(max))
     return P.convert(_bins(x, bins, lo, hi, None), self.dtype)
@@ -258,6 +261,7 @@ def _dd_hist(x: Sym, edges: list[Sym], weight: Sym | None, density: bool, acc: t
 @lower(aten._histogramdd_bin_edges.default, static=("range",))
 def histogramdd_bin_edges(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
                           weight: Sym | None = None, density: bool = False) -> list[Sym]:
+    operand_checks.check_histogramdd(self, None, range, bins)
     x, _ = _dd_input(self)
     return _dd_edges(x, list(bins), range, self.dtype)
 
@@ -265,6 +269,7 @@ def histogramdd_bin_edges(self: Sym, bins: list[int], *, range: list[float] | No
 @lower(aten._histogramdd_from_bin_cts.default, static=("range",))
 def histogramdd_from_bin_cts(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
                              weight: Sym | None = None, density: bool = False) -> Sym:
+    operand_checks.check_histogramdd(self, None, range, bins)
     x, acc = _dd_input(self)
     edges = _dd_edges(x, list(bins), range, self.dtype)
     return P.convert(_dd_hist(x, edges, weight, density, acc), self.dtype)
@@ -273,6 +278,7 @@ def histogramdd_from_bin_cts(self: Sym, bins: list[int], *, range: list[float] |
 @lower(aten._histogramdd_from_bin_tensors.default)
 def histogramdd_from_bin_tensors(self: Sym, bins: list[Sym], *, weight: Sym | None = None,
                                  density: bool = False) -> Sym:
+    operand_checks.check_histogramdd(self, len(bins), None)
     x, acc = _dd_input(self)
     return P.convert(_dd_hist(x, list(bins), weight, density, acc), self.dtype)
 

@@ -1,0 +1,143 @@
+"""ATen's operand checks that torchtpu's lowerings skipped (issue 17, fuzzer seed 2): each silently accepted
+input CPU refuses. Called from the lowerings while tracing (shapes, dtypes and static scalars), so every eager
+mode and a compiled graph make them alike; `data_check` makes a check on values when the program runs.
+
+Words and exception classes as ATen's: where_self_out (TensorCompare.cpp), fill_out / masked_fill__cpu
+(Fill.cpp, TensorAdvancedIndexing.cpp), put_, histc_select_outer_bin_edges and histogramdd_check_inputs /
+select_outer_bin_edges (Histogram.cpp), channel_shuffle (ChanShuffle.cpp), multinomial (Distributions.cpp),
+segment_reduce's lengths checks (SegmentReduce.cpp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from torchtpu.ops import prims as P
+from torchtpu.ops.tracing import Sym, aten_type_name
+
+
+def _g(value: float) -> str:
+    """A double as C++'s `<<` prints it (6 significant digits)."""
+    return format(float(value), "g")
+
+
+def check_where_condition(condition: Sym) -> None:
+    """where: a bool condition (uint8 still accepted, with ATen's deprecation warning)."""
+    if condition.dtype not in (torch.bool, torch.uint8):
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{aten_type_name(condition.dtype)}")
+
+
+def check_fill_value(value: Any) -> None:
+    """fill_ with a value tensor: 0-dim only."""
+    if isinstance(value, Sym) and value.ndim != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                           "dimensions.")
+
+
+def check_masked_fill_value(value: Any) -> None:
+    """masked_fill_ with a value tensor: 0-dim only."""
+    if isinstance(value, Sym) and value.ndim != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+
+
+def check_put(self: Sym, index: Sym, source: Sym) -> None:
+    """put_: a long index, source of self's dtype, as many source elements as indices."""
+    if index.dtype != torch.int64:
+        raise IndexError(f"put_(): Expected a long tensor for index, but got {aten_type_name(index.dtype)}")
+    if self.dtype != source.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{aten_type_name(self.dtype)} and source.dtype = {aten_type_name(source.dtype)}")
+    if source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+
+
+def check_histc_range(lo: float, hi: float) -> None:
+    """histc's given range (min == max takes the data's range, not checked here)."""
+    if lo == hi:
+        return
+    if any(v != v or v in (float("inf"), float("-inf")) for v in (lo, hi)):
+        raise RuntimeError(f"torch.histc: range of [{_g(lo)}, {_g(hi)}] is not finite")
+    if not lo < hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+
+
+def check_histogramdd(self: Sym, n_bins: int | None, rng: Sequence[float] | None,
+                      bin_counts: Sequence[int] = ()) -> None:
+    """histogramdd_check_inputs' input rank and (bin edge tensors, `n_bins`) their count, then the bin counts and
+    the range per dimension (the bin-count form checks the range before the count of bin counts)."""
+    if self.ndim < 2:
+        raise RuntimeError(f"torch.histogramdd: input tensor should have at least 2 dimensions, but got {self.ndim}")
+    n = self.shape[-1]
+    if n_bins is not None and n_bins != n:
+        raise RuntimeError(f"torch.histogramdd: expected {n} sequences of bin edges for each of the {n} input "
+                           f"dimensions, but got {n_bins} bin edge tensors")
+    for d, ct in enumerate(bin_counts):
+        if ct <= 0:
+            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {ct} for dimension {d}")
+    if rng is None:
+        return
+    if len(rng) != 2 * n:
+        raise RuntimeError(f"torch.histogramdd: for a {n}-dimensional histogram range should have {2 * n} "
+                           f"elements, but got {len(rng)}")
+    for d in range(n):
+        lo, hi = float(rng[2 * d]), float(rng[2 * d + 1])
+        if any(v != v or v in (float("inf"), float("-inf")) for v in (lo, hi)):
+            raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{_g(lo)}, {_g(hi)}] is not finite")
+        if not lo <= hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {_g(lo)} max {_g(hi)} "
+                               f"for dimension {d}")
+
+
+def check_channel_shuffle(self: Sym, groups: int) -> None:
+    """channel_shuffle: > 2 dims, groups > 0 dividing the channels."""
+    if self.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(self.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    if self.shape[1] % groups != 0:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {self.shape[1]} channels and "
+                           f"{groups} groups.")
+
+
+def data_check(bad: Sym, message: str) -> Sym:
+    """A RuntimeError with `message` when the program runs and `bad` (bool, any shape) holds anywhere; returns
+    a 0-d int64 zero that the caller adds to its result, so the check stays in the program before it."""
+    flag = P.convert(bad, torch.int64)
+    if flag.ndim:
+        flag = P.reduce(flag, "max", tuple(range(flag.ndim)))
+    checked = P.check_index(P.reshape(flag, (1,)), 1, message.replace("{", "{{").replace("}", "}}"),
+                            error="RuntimeError")
+    return P.reshape(checked, ())
+
+
+def tie(result: Sym, zero: Sym) -> Sym:
+    """`result` after the check that gave `zero` (0-d int64 zero): result + 0 in result's dtype."""
+    return result + P.broadcast_to(P.convert(zero, result.dtype), result.shape)
+
+
+def check_multinomial(probs: Sym, replacement: bool, num_samples: int) -> Sym:
+    """multinomial's checks on the probabilities (2-D, float): the fast path's (no replacement, or one sample)
+    or the kernel's per-entry ones; returns the zero to `tie` the samples to."""
+    if probs.numel() == 0:
+        return P.const(0, torch.int64)
+    neg = P.emit1("not", [P.compare("GE", probs, 0.0)])  # also NaN
+    inf = P.compare("EQ", P.emit1("abs", [probs]), float("inf"))
+    rows = P.reduce(probs, "sum", (1,))
+    if not replacement or num_samples == 1:
+        zero = data_check(P.emit1("or", [neg, inf]), "probability tensor contains either `inf`, `nan` or element < 0")
+        return zero + data_check(P.compare("EQ", rows, 0.0), "invalid multinomial distribution (sum of probabilities "
+                                                             "<= 0)")
+    nan = P.compare("NE", probs, probs)
+    zero = data_check(P.emit1("and", [neg, P.emit1("not", [nan])]),
+                      "invalid multinomial distribution (encountering probability entry < 0)")
+    zero = zero + data_check(P.emit1("or", [inf, nan]),
+                             "invalid multinomial distribution (encountering probability entry = infinity or NaN)")
+    return zero + data_check(P.compare("LE", rows, 0.0),
+                             "invalid multinomial distribution (sum of probabilities <= 0)")
