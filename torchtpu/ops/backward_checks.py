@@ -1,7 +1,8 @@
 """CPU's operand checks of backward kernels that torchtpu's lowerings and accepted decompositions skipped (issue
 17, fuzzer seed 2): each input CPU refuses was computed silently.
 
-Most are one TensorIterator built with `check_all_same_dtype` (TensorIterator.cpp compute_types): the operands in
+Most are one TensorIterator built with `check_all_same_dtype` (TensorIterator.cpp): the inputs' shapes broadcast
+(compute_shape, infer_size's words), then (compute_types) the operands in
 the iterator's order (outputs, then inputs) must share the first input's dtype, else "Found dtype X but expected Y"
 for the first that differs; then the kernel's dispatch macro refuses a dtype it has no loop for
 (NotImplementedError). Kernels and their iterators (native/Activation.cpp, Loss.cpp, GatedLinearUnit.cpp,
@@ -33,6 +34,20 @@ aten = torch.ops.aten
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
+def broadcast(shapes: Sequence[Sequence[int]]) -> None:
+    """TensorIterator's compute_shape, before its dtype checks: the inputs' shapes broadcast in order (infer_size's
+    words; the outputs are resized to the result)."""
+    acc: list[int] = []
+    for shape in shapes:
+        n = max(len(acc), len(shape))
+        a, b = [1] * (n - len(acc)) + list(acc), [1] * (n - len(shape)) + list(shape)
+        for i in range(n):
+            if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+                raise RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
+                                   f"non-singleton dimension {i}")
+        acc = [y if x == 1 else x for x, y in zip(a, b)]
+
+
 def same_dtype(outputs: Sequence[torch.dtype], inputs: Sequence[torch.dtype]) -> None:
     """TensorIterator's check_all_same_dtype: every operand of the first input's dtype (outputs checked first)."""
     expected = inputs[0]
@@ -48,6 +63,7 @@ def floating_kernel(kernel: str, dtype: torch.dtype) -> None:
 
 
 def check_prelu_backward(grad_output: Any, self: Any, weight: Any) -> None:
+    broadcast((self.shape, weight.shape, grad_output.shape))
     same_dtype((self.dtype, weight.dtype), (self.dtype, weight.dtype, grad_output.dtype))
     floating_kernel("prelu_backward_cpu", self.dtype)
 
@@ -77,12 +93,14 @@ def _bound(op: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def _check_bce_backward(b: dict[str, Any]) -> None:
     grad_input = b["grad_input"].dtype if b.get("grad_input") is not None else b["self"].dtype
+    broadcast([[s for s in b[k].shape if s != 1] for k in ("grad_output", "self", "target")])  # squeezed
     same_dtype((grad_input,), (b["grad_output"].dtype, b["self"].dtype, b["target"].dtype))
     floating_kernel("binary_cross_entropy_backward", grad_input)
 
 
 def _check_log_sigmoid_backward(b: dict[str, Any]) -> None:
     grad_input = b["grad_input"].dtype if b.get("grad_input") is not None else b["grad_output"].dtype
+    broadcast((b["self"].shape, b["grad_output"].shape))
     same_dtype((grad_input,), (b["self"].dtype, b["grad_output"].dtype))
     floating_kernel("log_sigmoid_backward_cpu", grad_input)
 
@@ -102,6 +120,8 @@ def _check_glu_backward(b: dict[str, Any]) -> None:
     if not torch.can_cast(result, grad_input):
         raise RuntimeError(f"result type {aten_type_name(result)} can't be cast to the desired output type "
                            f"{aten_type_name(grad_input)}")
+    half = [s // 2 if i == dim else s for i, s in enumerate(x.shape)]
+    broadcast((half, half, b["grad_output"].shape))
     same_dtype((grad_input,), (grad_input, x.dtype, b["grad_output"].dtype))
     floating_kernel("glu_backward_cpu", grad_input)
 

@@ -60,8 +60,8 @@ _NOT_COMPUTED = frozenset({"index", "indices", "target", "offsets", "lengths", "
 # losses whose target is a data operand: the kernel computes in self and target's promoted dtype
 # (smooth_l1_loss(int8, float32) computes in float32 on CPU; issue 17)
 _TARGET_IS_DATA = frozenset({"smooth_l1_loss", "mse_loss"})
-# out= kernels that compute in the out tensor's dtype (normal's: normal_ of out, then out.add_(mean)); an empty
-# out is never dispatched on (CPU returns it as it is)
+# out= kernels that compute in the out tensor's dtype (normal's: their std check, then normal_ of out, whose own
+# refusal is the out's dtype's; an empty out is never dispatched on): not guarded by the inputs' dtype
 _OUT_DTYPE_DECIDES = frozenset({"normal.Tensor_float_out", "normal.float_Tensor_out", "normal.Tensor_Tensor_out"})
 
 
@@ -74,8 +74,7 @@ def checked_dtype(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> str | None
     bound = dict(zip([a.name for a in schema], args))
     bound.update(kwargs)
     if f"{packet_name(op)}.{op._overloadname}" in _OUT_DTYPE_DECIDES:
-        out = bound.get("out")
-        return None if out is None or out.numel() == 0 else _name(out.dtype)
+        return None
     for a in schema:  # out= tensors take the result; their dtype is checked as a cast (ops/out_rules.py)
         if a.is_out:
             bound.pop(a.name, None)
