@@ -524,14 +524,16 @@ def bounded(buckets: str | Sequence[int] = "max") -> Callable[..., Any]:
 def _decompositions() -> dict:
     """Core-ATen decompositions minus the ops we lower ourselves (our lowering is better than a decomposition).
     Ops outside both are decomposed node by node at lowering time (`_run_decomposed`)."""
-    from torchtpu.ops import loss_checks
+    from torchtpu.ops import backward_checks, loss_checks, out_checks
 
     table = dict(core_aten_decompositions())
     for op in list(table):
         if op in TABLE and TABLE[op].graph is not None:
             del table[op]
-        elif op.overloadpacket in loss_checks.WRAPPED:  # ATen's argument handling, as in eager mode
-            table[op] = loss_checks.wrap(op, table[op])
+            continue
+        for checks in (loss_checks, backward_checks, out_checks):  # ATen's argument handling, as in eager mode
+            if op.overloadpacket in checks.WRAPPED:
+                table[op] = checks.wrap(op, table[op])
     return table
 
 

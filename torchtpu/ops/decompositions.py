@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch._decomp import get_decompositions
 
-from torchtpu.ops import activation_checks, loss_checks, norm_checks
+from torchtpu.ops import activation_checks, backward_checks, loss_checks, norm_checks, out_checks
 
 aten = torch.ops.aten
 
@@ -38,10 +38,13 @@ ACCEPTED = [
 
 
 # out= decompositions upstream wraps in pw_cast_for_opmath, which casts the out tensor too: a float16/bfloat16
-# out= was written in a float32 copy and left as it was (its [0] shape, its old values). These run the
-# functional decomposition and copy into the out tensor (exact dtype, as CPU's kernel checks).
+# out= was written in a float32 copy and left as it was (its [0] shape, its old values); and torchgen's generated
+# out= kernels (count_nonzero's), which the decomposition's out_wrapper wrote with a cast. These run the
+# functional and copy into the out tensor (exact dtype, as CPU's kernel checks).
 OUT_VIA_FUNCTIONAL = {aten.huber_loss_backward.out: aten.huber_loss_backward.default,
-                      aten.smooth_l1_loss_backward.grad_input: aten.smooth_l1_loss_backward.default}
+                      aten.smooth_l1_loss_backward.grad_input: aten.smooth_l1_loss_backward.default,
+                      aten.count_nonzero.out: aten.count_nonzero.default,
+                      aten.count_nonzero.dim_IntList_out: aten.count_nonzero.dim_IntList}
 
 
 def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
@@ -54,6 +57,7 @@ def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
             out, args = args[-1], args[:-1]
         result = functional(*args, **kwargs)
         _maybe_resize_out(out, result.shape)
+        out_checks.check_copy_out(result, out)
         return _safe_copy_out(copy_from=result, copy_to=out, exact_dtype=True)
 
     return out_kernel
@@ -69,13 +73,18 @@ def define_all(define: Callable[..., Any]) -> None:
 
     for op, fn in get_decompositions(ACCEPTED).items():
         if op in OUT_VIA_FUNCTIONAL:
-            fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], "grad_input")
+            out_name = next(a.name for a in op._schema.arguments if a.is_out)
+            fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], out_name)
         if op.overloadpacket in loss_checks.WRAPPED:
             fn = loss_checks.wrap(op, fn)
         if op.overloadpacket in norm_checks.WRAPPED:
             fn = norm_checks.wrap(op, fn)
         if op.overloadpacket in activation_checks.WRAPPED:
             fn = activation_checks.wrap(op, fn)
+        if op.overloadpacket in backward_checks.WRAPPED:
+            fn = backward_checks.wrap(op, fn)
+        if op.overloadpacket in out_checks.WRAPPED:
+            fn = out_checks.wrap(op, fn)
         record = TABLE.get(op)
         if record is not None and record.fn is not None:
             continue

@@ -57,6 +57,12 @@ def _dtype(value: Any) -> torch.dtype | None:
 # operands that are indices, targets or masks: their dtype is not the computation's
 _NOT_COMPUTED = frozenset({"index", "indices", "target", "offsets", "lengths", "mask", "boundaries", "generator",
                            "noise"})
+# losses whose target is a data operand: the kernel computes in self and target's promoted dtype
+# (smooth_l1_loss(int8, float32) computes in float32 on CPU; issue 17)
+_TARGET_IS_DATA = frozenset({"smooth_l1_loss", "mse_loss"})
+# out= kernels that compute in the out tensor's dtype (normal's: their std check, then normal_ of out, whose own
+# refusal is the out's dtype's; an empty out is never dispatched on): not guarded by the inputs' dtype
+_OUT_DTYPE_DECIDES = frozenset({"normal.Tensor_float_out", "normal.float_Tensor_out", "normal.Tensor_Tensor_out"})
 
 
 def checked_dtype(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> str | None:
@@ -67,12 +73,15 @@ def checked_dtype(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> str | None
     schema = op._schema.arguments
     bound = dict(zip([a.name for a in schema], args))
     bound.update(kwargs)
+    if f"{packet_name(op)}.{op._overloadname}" in _OUT_DTYPE_DECIDES:
+        return None
     for a in schema:  # out= tensors take the result; their dtype is checked as a cast (ops/out_rules.py)
         if a.is_out:
             bound.pop(a.name, None)
     if isinstance(bound.get("dtype"), torch.dtype):
         return f"dtype={_name(bound['dtype'])}"
-    data = [v for k, v in bound.items() if k not in _NOT_COMPUTED and _dtype(v) is not None]
+    skipped = _NOT_COMPUTED - {"target"} if packet_name(op) in _TARGET_IS_DATA else _NOT_COMPUTED
+    data = [v for k, v in bound.items() if k not in skipped and _dtype(v) is not None]
     if not data:
         return None
     ranked = [v for v in data if getattr(v, "ndim", 0) > 0] or data

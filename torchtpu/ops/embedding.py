@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from torchtpu.ops import backward_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -118,6 +119,7 @@ def embedding_bag_backward(grad: Sym, indices: Sym, offsets: Sym, offset2bag: Sy
 @lower(aten._embedding_bag_per_sample_weights_backward.default)
 def per_sample_weights_backward(grad: Sym, weight: Sym, indices: Sym, offsets: Sym, offset2bag: Sym, mode: int,
                                 padding_idx: int = -1) -> Sym:
+    backward_checks.check_embedding_bag_per_sample_weights_backward(grad, weight, indices, mode)
     idx = P.convert(indices, torch.int64)
     n = idx.shape[0]
     acc = _acc(grad)

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits
-from torchtpu.ops import conv
+from torchtpu.ops import conv, out_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -93,6 +93,7 @@ def ones(size: list[int], *, dtype: torch.dtype | None = None, **_: Any) -> Sym:
 # Functional forms of writes into views (what AOTAutograd makes of `x[a:b] = y`) and of padding.
 @lower(aten.slice_scatter.default, graph_only=True)
 def slice_scatter(x: Sym, src: Sym, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Sym:
+    out_checks.check_slice_scatter(x, src, dim, start, end, step)
     d = P.canon_dim(dim, x.ndim)
     size = x.shape[d]
     lo = 0 if start is None else (start + size if start < 0 else start)

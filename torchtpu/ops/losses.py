@@ -10,7 +10,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits
 from torchtpu.execution import eager
-from torchtpu.ops import arg_checks, host_index, index_checks, loss_checks, operand_checks
+from torchtpu.ops import arg_checks, backward_checks, host_index, index_checks, loss_checks, operand_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.elementwise import promoted
 from torchtpu.ops.registry import lower
@@ -163,6 +163,7 @@ def prelu(self: Sym, weight: Sym) -> Sym:
 def prelu_backward(grad_output: Sym, self: Sym, weight: Sym) -> tuple[Sym, Sym]:
     """ATen's kernel is one TensorIterator with two outputs: both have the broadcast shape of self, weight and
     grad (autograd sums the weight's gradient to its shape afterwards)."""
+    backward_checks.check_prelu_backward(grad_output, self, weight)
     shape = P.broadcast_shapes(self.shape, weight.shape, grad_output.shape)
     x, w, g = (P.broadcast_to(t, shape) for t in (self, weight, grad_output))
     pos = P.compare("GT", x, 0)
@@ -251,7 +252,7 @@ def _pdist_pairs(n: int) -> tuple[list[int], list[int]]:
     return i, j
 
 
-@lower(aten._pdist_forward.default, static=("p",))
+@lower(aten._pdist_forward.default, static=("p",), prepare=operand_checks.pdist_contiguous)
 def pdist(self: Sym, p: float = 2.0) -> Sym:
     n = self.shape[0]
     i, j = _pdist_pairs(n)

@@ -21,9 +21,21 @@ def _f32(x: Sym) -> Sym:
     return P.convert(x, torch.float64 if x.dtype == torch.float64 else torch.float32)
 
 
+def _check_half_to_float(self: Sym, dim: int, half_to_float: bool) -> None:
+    """_softmax / _log_softmax with half_to_float: CPU's kernel refuses it for every input ("softmax with half to
+    float conversion is not supported on CPU"); CUDA's converts a Half input (host_softmax: "conversion is supported
+    for Half type only"). tpu does as CUDA: a Half input gives a float32 result, any other input is refused with
+    CPU's words (the refusal both devices make for it), after the meta's dim check (a 0-d input's too)."""
+    P.canon_dim(dim, self.ndim)
+    if half_to_float and self.dtype != torch.float16:
+        raise RuntimeError(f"softmax with half to float conversion is not supported on CPU (on tpu, as on CUDA, "
+                           f"conversion is supported for Half type only; got {aten_type_name(self.dtype)})")
+
+
 @lower(aten._softmax.default)
 def softmax(self: Sym, dim: int, half_to_float: bool = False) -> Sym:
     d = P.canon_dims(dim, self.ndim)
+    _check_half_to_float(self, dim, half_to_float)
     x = _f32(self)
     if not d:
         return P.convert(P.emit1("exponential", [x - x]), self.dtype)
@@ -36,6 +48,7 @@ def softmax(self: Sym, dim: int, half_to_float: bool = False) -> Sym:
 @lower(aten._log_softmax.default)
 def log_softmax(self: Sym, dim: int, half_to_float: bool = False) -> Sym:
     d = P.canon_dims(dim, self.ndim)
+    _check_half_to_float(self, dim, half_to_float)
     x = _f32(self)
     if not d:
         return P.convert(x - x, self.dtype)

@@ -66,6 +66,9 @@ def check_forward(op: str, input: Sym, weight: Sym | None, bias: Sym | None,  # 
     vector, and running statistics present in eval mode."""
     c = _check_input(op, input)
     _check_dtypes(input, (weight, bias, running_mean, running_var))
+    for stat in (running_mean, running_var):  # batch_norm_cpu reads them through 1-d TensorAccessors
+        if stat is not None and stat.ndim != 1:
+            raise RuntimeError(f"TensorAccessor expected 1 dims but tensor has {stat.ndim}")
     _check_channels(op, c, (("weight", weight), ("bias", bias), ("running_mean", running_mean),
                             ("running_var", running_var)))
     if not training and (running_mean is None or running_var is None):

@@ -58,17 +58,20 @@ def _resize_output(out: torch.Tensor, shape: torch.Size) -> None:
 
 
 def _fill_mean_float(output: torch.Tensor, mean: torch.Tensor, std: float, generator: Any) -> torch.Tensor:
-    output.normal_(0.0, std, generator=generator)
+    if output.numel():  # CPU's kernel dispatches on no empty output (an empty uint8 out= is returned as it is)
+        output.normal_(0.0, std, generator=generator)
     return output.add_(mean)
 
 
 def _fill_float_std(output: torch.Tensor, mean: float, std: torch.Tensor, generator: Any) -> torch.Tensor:
-    output.normal_(0.0, 1.0, generator=generator)
+    if output.numel():
+        output.normal_(0.0, 1.0, generator=generator)
     return output.mul_(std).add_(torch.full((), mean, dtype=output.dtype, device=output.device))
 
 
 def _fill_tensors(output: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, generator: Any) -> torch.Tensor:
-    output.normal_(0.0, 1.0, generator=generator)
+    if output.numel():
+        output.normal_(0.0, 1.0, generator=generator)
     return output.mul_(std).add_(mean)
 
 

@@ -5,7 +5,8 @@ mode and a compiled graph make them alike; `data_check` makes a check on values 
 Words and exception classes as ATen's: where_self_out (TensorCompare.cpp), fill_out / masked_fill__cpu
 (Fill.cpp, TensorAdvancedIndexing.cpp), put_, histc_select_outer_bin_edges and histogramdd_check_inputs /
 select_outer_bin_edges (Histogram.cpp), channel_shuffle (ChanShuffle.cpp), multinomial (Distributions.cpp),
-segment_reduce's lengths checks (SegmentReduce.cpp).
+segment_reduce's lengths checks and its CPU kernel's segment_length >= 0 (SegmentReduce.cpp, checked when the
+program runs), _pdist_forward's contiguous input (a `prepare` step: the lowering sees no strides).
 """
 
 from __future__ import annotations
@@ -104,6 +105,32 @@ def check_channel_shuffle(self: Sym, groups: int) -> None:
     if self.shape[1] % groups != 0:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {self.shape[1]} channels and "
                            f"{groups} groups.")
+
+
+def pdist_contiguous(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """_pdist_forward's `prepare` step: CPU refuses a non-contiguous input (the lowering sees no strides)."""
+    if not args[0].is_contiguous():
+        raise RuntimeError("_pdist_forward requires contiguous input")
+    return args, kwargs
+
+
+def segment_lengths_check(lens: Sym, lengths_given: bool, unsafe: bool, axis_size: int) -> Sym:
+    """segment_reduce's checks on the segment lengths (lengths, or offsets' differences) when the program runs:
+    with lengths and not `unsafe`, segment_reduce_kernel's (no negative length, each row summing to the data's
+    size along axis); then the CPU kernel's own segment_length >= 0. Returns the zero to `tie` the result to."""
+    zero = P.const(0, torch.int64)
+    if lens.numel() == 0:
+        return zero
+    negative = P.compare("LT", lens, P.broadcast_to(P.const(0, torch.int64), lens.shape))
+    if lengths_given and not unsafe:
+        zero = zero + data_check(negative, "lengths contains negative value!")
+        sums = P.reduce(lens, "sum", (lens.ndim - 1,))
+        zero = zero + data_check(P.compare("NE", sums, P.broadcast_to(P.const(axis_size, torch.int64), sums.shape)),
+                                 "segment_reduce(): Expected all rows of lengths along axis to sum to "
+                                 "data.size(lengths.dim()-1) when !unsafe.")
+    return zero + data_check(negative, "Expected segment_length >= 0 to be true, but got false.  (Could this error "
+                                       "message be improved?  If so, please report an enhancement request to "
+                                       "PyTorch.)")
 
 
 def data_check(bad: Sym, message: str) -> Sym:

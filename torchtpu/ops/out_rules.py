@@ -46,6 +46,10 @@ EXACT: frozenset[str] = frozenset({
     "where.self_out",
 })
 
+# LENIENT reductions whose meta computes in the out tensor's dtype (no dtype= given) even where the default result
+# dtype cannot be cast to it (CPU probe, issue 17: sum(bool, out=<bool>) computes).
+RESULT_IN_OUT_DTYPE: frozenset[str] = frozenset({"sum.IntList_out", "prod.int_out", "cumsum.out", "cumprod.out"})
+
 # Factories whose out= kernel fills the out tensor in its own dtype (no result dtype to cast from): CPU writes
 # eye/full/_efficientzerotensor into a bool or uint8 out= where a float/int64 result "can't be cast" by the
 # promotion rule (found by the fuzzer, issue 17). A complex fill value into a real out still fails.
@@ -131,6 +135,19 @@ def fills_out_dtype(op: torch._ops.OpOverload, dtype_given: bool = False) -> boo
 def takes_out_dtype(op: torch._ops.OpOverload) -> bool:
     """Whether `op`'s out= kernel computes in the out tensor's dtype (TAKES_OUT_DTYPE)."""
     return _local(op) in TAKES_OUT_DTYPE
+
+
+def out_dtype_as_result(op: torch._ops.OpOverload, result: torch.dtype, targets: list[Any],
+                        dtype_given: bool) -> torch.dtype | None:
+    """The out tensor's dtype where a LENIENT reduction (a `dtype` argument, none given) computes in it because
+    the default result dtype cannot be cast to it: ATen's meta takes the out's dtype as the result's
+    (infer_dtype_from_optional), so sum(bool, out=<bool>) and prod(int, out=<bool>) compute, cumsum(bool,
+    out=<bool>) meets the kernel's dtype refusal. None where the default result is written (cast) as before
+    (mean.out is not one: its kernel divides the sum in the out tensor, which refuses the cast)."""
+    if dtype_given or len(targets) != 1 or _local(op) not in RESULT_IN_OUT_DTYPE:
+        return None
+    target = targets[0].dtype
+    return target if not torch.can_cast(result, target) else None
 
 
 def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torch.dtype, name: str,

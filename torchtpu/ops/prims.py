@@ -48,7 +48,9 @@ def canon_dims(dims: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
         return tuple(range(ndim))
     if isinstance(dims, int):
         dims = (dims,)
-    if ndim == 0:
+    if ndim == 0:  # a 0-d tensor's dims are still wrapped as ATen's maybe_wrap_dim does ([-1, 0])
+        for d in dims:
+            canon_dim(d, 0)
         return ()
     return tuple(sorted({canon_dim(d, ndim) for d in dims}))
 

@@ -31,7 +31,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
-from torchtpu.ops import dtype_refusals
+from torchtpu.ops import dtype_refusals, out_checks, out_rules
 from torchtpu.ops.out_rules import check_out_count, check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
@@ -341,6 +341,11 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         return
     types = eager.result_types(name, fn, args, kwargs, record.static_spec)
     dtype_given = kwargs.get("dtype") is not None
+    if types and (dtype := out_rules.out_dtype_as_result(record.op, types[0][1], targets, dtype_given)) is not None:
+        kwargs = {**kwargs, "dtype": dtype}  # sum(bool, out=<bool>): ATen's meta computes in the out's dtype
+        dtype_refusals.check(record.op, args, kwargs)
+        types, dtype_given = eager.result_types(name, fn, args, kwargs, record.static_spec), True
+        fast = None  # the C++ launch key holds the call as made (dtype=None): never served from it
     # results computed first, then copied out (a factory filling its out tensor's dtype: a copy casts any)
     if types is None or len(types) != len(targets) or fills_out_dtype(record.op, dtype_given):
         result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
@@ -403,6 +408,7 @@ def _schema_kernel(record: Lowering) -> Callable[..., Any]:
         outs = [kwargs.pop(n) for n in out_names]
         targets = [t for o in outs for t in (o if isinstance(o, list) else (o,))]
         check_out_devices(args, kwargs, targets, record.name)
+        out_checks.check(record.op, args, kwargs, dict(zip(out_names, outs)))
         apply(record, args, kwargs, out=targets)
         if not returns:
             return None

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.ops import operand_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -81,6 +82,7 @@ class _Segments:
 def segment_reduce(data: Sym, reduce: str, *, lengths: Sym | None = None, indices: Sym | None = None,
                    offsets: Sym | None = None, axis: int = 0, unsafe: bool = False, initial: Any = None) -> Sym:
     seg = _Segments(data, lengths, offsets, axis)
+    checked = operand_checks.segment_lengths_check(seg.lens, lengths is not None, unsafe, data.shape[seg.axis])
     x = _wide(data)
     init = _IDENTITY[reduce] if initial is None else float(initial)
     out = seg.cut(seg.scatter(x, _SCATTER[reduce], init))
@@ -88,7 +90,7 @@ def segment_reduce(data: Sym, reduce: str, *, lengths: Sym | None = None, indice
         n = seg.per_segment(P.convert(seg.lens, x.dtype))
         out = P.where(P.compare("GT", n, 0.0), out / n, P.full(init if initial is not None else float("nan"),
                                                                    out.shape, x.dtype))
-    return P.convert(out, data.dtype)
+    return operand_checks.tie(P.convert(out, data.dtype), checked)
 
 
 @lower(aten._segment_reduce_backward.default, static=("initial",))
