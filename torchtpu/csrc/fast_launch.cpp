@@ -63,6 +63,7 @@ struct Entry {
   // then runs the call).
   bool record;
   Native native;
+  py::object device_obj;  // `device` as a Python int
 };
 
 PyObject* g_scalar_buffer = nullptr;  // runtime.scalar_buffer(value, IR dtype): 0-d buffers of other dtypes
@@ -101,12 +102,20 @@ PyObject* numpy_view(const at::Tensor& t) {
   if (it == numpy_dtypes().end()) return nullptr;
   PyArray_Descr* descr = it->second;
   const int ndim = static_cast<int>(t.dim());
-  std::vector<npy_intp> dims(t.sizes().begin(), t.sizes().end());
-  std::vector<npy_intp> strides(ndim);
-  for (int i = 0; i < ndim; ++i) strides[i] = t.stride(i) * t.element_size();
+  if (ndim > NPY_MAXDIMS) {
+    PyErr_Format(PyExc_ValueError, "a tensor of %d dimensions has no numpy view", ndim);
+    return nullptr;
+  }
+  npy_intp dims[NPY_MAXDIMS];  // (on the stack: a launch makes a view per tensor)
+  npy_intp strides[NPY_MAXDIMS];
+  const int64_t itemsize = t.element_size();
+  for (int i = 0; i < ndim; ++i) {
+    dims[i] = t.size(i);
+    strides[i] = t.stride(i) * itemsize;
+  }
   void* data = t.numel() ? t.data_ptr() : nullptr;
   Py_INCREF(descr);  // stolen by the call
-  return PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims.data(), data ? strides.data() : nullptr, data,
+  return PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, data ? strides : nullptr, data,
                               NPY_ARRAY_WRITEABLE, nullptr);
 }
 
@@ -388,7 +397,11 @@ struct FastKernel final : public c10::OperatorKernel {
       if (recorded.ptr() == Py_False) return false;  // not deferrable now: the Python kernel runs the call
     } else {
       put_views(out_buffers, outputs);
-      entry.execute(entry.exe, in_buffers, out_buffers, entry.device);
+      // execute(exe, inputs, outputs, device) by vectorcall, the device's int made once per entry
+      PyObject* args[] = {entry.exe.ptr(), in_buffers.ptr(), out_buffers.ptr(), entry.device_obj.ptr()};
+      PyObject* done = PyObject_Vectorcall(entry.execute.ptr(), args, 4, nullptr);
+      if (done == nullptr) throw py::error_already_set();
+      Py_DECREF(done);
     }
     return finish(schema, values, n_args, outputs, stack);
   }
@@ -517,7 +530,7 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
                                               : returns.size() == 1;  // kInplace, kCopyFrom
   if (!fits) return false;
   Entry entry{{}, static_cast<size_t>(n_inputs), std::move(execute), std::move(exe), std::move(bindings), device,
-              record, Native{}};
+              record, Native{}, py::int_(device)};
   if (!native.is_none() && !record) {
     auto t = native.cast<py::tuple>();
     TORCH_CHECK(t.size() == 6 && PyCallable_Check(t[1].ptr()), "fast_store: bad native kernel");
