@@ -43,7 +43,23 @@ mm's launch is still ~3.4 us: numba's dispatch of `_mm_rounded_into` ~1 us, the 
 timeline charge ~0.4 us, the mode and contiguity checks ~0.4 us; outside it the C++ key, output allocation and
 three numpy views take ~2 us (add: the same ~2 us plus a ~1.5 us launch). The next step is a native entry
 (a numba cfunc called from C++ with raw pointers, charged from C++), which skips the views, the dispatch and the
-error state."""
+error state.
+
+perfop2 branch: that native entry for the small exact mm (sim/mxu_native.py: `_mm_rounded_into` as a cfunc; C++
+calls it on the tensors' memory after one Python call that checks the mode and target and charges the
+timeline, drivers/sim/launcher.py `_native`); the C++ views are built on the stack and `execute` is vectorcalled.
+8x8, thread CPU time, one process, old (no native entry) and new interleaved ABBA, 12 samples x 2,000 ops each
+(loaded 2-core machine, load ~7):
+
+    mm  unsynced  5.03 -> 3.41 us (2.95x -> 2.00x CPU)     mm  synced  5.41 -> 3.80 us (3.25x -> 2.28x CPU)
+    add unsynced  3.73 -> 3.81 us (2.72x -> 2.78x CPU)     add synced  4.19 -> 4.36 us (2.89x -> 3.01x CPU)
+
+(add does not take the native entry: old and new are the same path there, so its spread is the noise). Separate
+processes, main ce07a17 vs perfop2, ABBA, this script: add synced 4.06-4.85 -> 4.05-4.13 us, mm synced 6.68-6.77
+-> 4.16-6.55 us (one outlier; two more runs 3.82-4.05 us), ratios 2.8-3.0x (add synced) and 2.7-2.95x (mm
+synced). What is left on add: the C++ key, output allocation and views (~2 us with a no-op launch), the launch's
+error state and checks (~0.4 us), np.add (~0.4 us), the timeline charge (~0.5 us); on mm the same C++ ~2 us, the
+mode read (config reader, ~0.2 us) and the charge."""
 
 from __future__ import annotations
 

@@ -190,8 +190,15 @@ def _dot(op: Op, array: int) -> FastKernel:
             np.copyto(out, dot(x, y))
         return out
 
+    def exact() -> bool:
+        """Whether `mm_into` runs the exact small kernel now (the mode may change between calls)."""
+        mode = get_mode()
+        return mode == "exact" or (mode == "auto" and auto_exact)
+
     mm_into.writes_out = True  # type: ignore[attr-defined]  # the driver may pass `out=` (driver._Plan)
     mm_into.result_shape = out_shape  # type: ignore[attr-defined]
+    # the native twin of the exact branch (sim/mxu_native.py): C++ calls it on contiguous buffers when `exact()`
+    mm_into.native_exact = (exact, (m, k, n), array)  # type: ignore[attr-defined]
     return mm_into
 
 

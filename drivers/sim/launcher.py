@@ -8,7 +8,8 @@ or result copies. It does what `execute` does for such a plan, call for call (th
 the same `ExecutionError`, the same timeline charge), so values and simulated time are the same; any other call
 (another executable or device target, an output dtype the kernel does not write) goes to `execute`. A plan of
 any other form, or a driver whose `execute` was replaced on the instance (tests inject faults so), gets `execute`
-itself.
+itself. A small exact `mm`'s launch also carries `native` (`_native`): its kernel as a C function, which the C++
+side calls on the tensors' memory after a Python check-and-charge, with no numpy views and no numba dispatch.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def launcher(drv: Any, exe: Executable, ignore_errors: Any) -> Launch:
             chip = chips[device]
             chip.timeline.issue(chip.launch_overhead, charge)
             return None
+        native = getattr(fast, "native_exact", None)
+        if native is not None and dtype == np.float32:
+            launch.native = _native(native, targets, target, chips, charge)  # type: ignore[attr-defined]
         return launch
 
     def launch_any(exe_: Executable, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
@@ -80,3 +84,22 @@ def launcher(drv: Any, exe: Executable, ignore_errors: Any) -> Launch:
         chip.timeline.issue(chip.launch_overhead, charge)
         return None
     return launch_any
+
+
+def _native(native: tuple, targets: Any, target: Any, chips: Any, charge: tuple) -> tuple:
+    """(address, ready, m, k, n, tile) for the C++ launch cache: `address` the native kernel (sim/mxu_native.py)
+    it calls on C-contiguous float32 (m, k), (k, n) and (m, n) buffers, after `ready(device)` returned True;
+    `ready` does the launch's checks (device target, the exact mode: the kernel the Python launch would run) and,
+    when they pass, its timeline charge (the kernel cannot fail: no error to raise, no numpy error state to set).
+    When `ready` returns False the C++ side calls the launch itself."""
+    exact, (m, k, n), tile = native
+    from torchtpu.sim.mxu_native import mm_into_address
+
+    def ready(device: int) -> bool:
+        if targets[device] is not target or not exact():
+            return False
+        chip = chips[device]
+        chip.timeline.issue(chip.launch_overhead, charge)
+        return True
+
+    return mm_into_address(), ready, m, k, n, tile

@@ -40,6 +40,16 @@ struct OutType {
   std::vector<int64_t> strides;  // empty: contiguous; else ATen's layout for this key's inputs (out_layout.py)
 };
 
+// A small exact `mm`'s kernel as a C function (sim/mxu_native.py), called on the tensors' memory instead of
+// `execute` on numpy views (drivers/sim/launcher.py `_native`): after `ready(device)` (the launch's checks and
+// its timeline charge) returned True; when it returns False, `execute` runs the call.
+using MmInto = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
+struct Native {
+  MmInto fn = nullptr;
+  py::object ready;
+  int64_t m = 0, k = 0, n = 0, tile = 0;
+};
+
 struct Entry {
   std::vector<OutType> outputs;
   size_t n_inputs;
@@ -52,6 +62,8 @@ struct Entry {
   // tensors themselves, not numpy views; it returns False when the op cannot be deferred (the Python kernel
   // then runs the call).
   bool record;
+  Native native;
+  py::object device_obj;  // `device` as a Python int
 };
 
 PyObject* g_scalar_buffer = nullptr;  // runtime.scalar_buffer(value, IR dtype): 0-d buffers of other dtypes
@@ -90,12 +102,20 @@ PyObject* numpy_view(const at::Tensor& t) {
   if (it == numpy_dtypes().end()) return nullptr;
   PyArray_Descr* descr = it->second;
   const int ndim = static_cast<int>(t.dim());
-  std::vector<npy_intp> dims(t.sizes().begin(), t.sizes().end());
-  std::vector<npy_intp> strides(ndim);
-  for (int i = 0; i < ndim; ++i) strides[i] = t.stride(i) * t.element_size();
+  if (ndim > NPY_MAXDIMS) {
+    PyErr_Format(PyExc_ValueError, "a tensor of %d dimensions has no numpy view", ndim);
+    return nullptr;
+  }
+  npy_intp dims[NPY_MAXDIMS];  // (on the stack: a launch makes a view per tensor)
+  npy_intp strides[NPY_MAXDIMS];
+  const int64_t itemsize = t.element_size();
+  for (int i = 0; i < ndim; ++i) {
+    dims[i] = t.size(i);
+    strides[i] = t.stride(i) * itemsize;
+  }
   void* data = t.numel() ? t.data_ptr() : nullptr;
   Py_INCREF(descr);  // stolen by the call
-  return PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims.data(), data ? strides.data() : nullptr, data,
+  return PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, data ? strides : nullptr, data,
                               NPY_ARRAY_WRITEABLE, nullptr);
 }
 
@@ -160,6 +180,29 @@ std::pair<py::bytes, py::tuple> storage_layout(const std::vector<at::Tensor>& in
     addresses[i] = py::int_(reinterpret_cast<uintptr_t>(bases[i]));
   }
   return {py::bytes(layout), std::move(addresses)};
+}
+
+// Whether `native` ran the call: two C-contiguous float32 (m, k) and (k, n) inputs, one (m, n) output, and
+// `ready` agreed (it then charged the launch).
+bool launch_native(const Native& native, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                   int64_t device) {
+  if (inputs.size() != 2 || outputs.size() != 1) return false;
+  const at::Tensor& a = inputs[0];
+  const at::Tensor& b = inputs[1];
+  const at::Tensor& out = outputs[0];
+  auto fits = [](const at::Tensor& t, int64_t rows, int64_t cols) {
+    return t.scalar_type() == at::kFloat && t.dim() == 2 && t.size(0) == rows && t.size(1) == cols &&
+           t.is_contiguous() && t.has_storage() && t.data_ptr() != nullptr;
+  };
+  if (!fits(a, native.m, native.k) || !fits(b, native.k, native.n) || !fits(out, native.m, native.n)) return false;
+  PyObject* ready = PyObject_CallOneArg(native.ready.ptr(), py::int_(device).ptr());
+  if (ready == nullptr) throw py::error_already_set();
+  const bool go = ready == Py_True;
+  Py_DECREF(ready);
+  if (!go) return false;
+  native.fn(static_cast<const float*>(a.data_ptr()), static_cast<const float*>(b.data_ptr()),
+            static_cast<float*>(out.data_ptr()), native.m, native.k, native.n, native.tile);
+  return true;
 }
 
 constexpr size_t kMaxEntries = 8192;  // like the Python cache: a workload of ever-new shapes stays bounded
@@ -311,6 +354,9 @@ struct FastKernel final : public c10::OperatorKernel {
     }
     PyObject* bindings = entry.bindings.ptr();
     const Py_ssize_t n_extra = PyTuple_GET_SIZE(bindings);
+    if (entry.native.fn != nullptr && n_extra == 0 && launch_native(entry.native, inputs, outputs, device)) {
+      return finish(schema, values, n_args, outputs, stack);
+    }
     py::list in_buffers(inputs.size() + n_extra);
     py::list out_buffers(outputs.size());
     if (entry.record) {
@@ -351,8 +397,18 @@ struct FastKernel final : public c10::OperatorKernel {
       if (recorded.ptr() == Py_False) return false;  // not deferrable now: the Python kernel runs the call
     } else {
       put_views(out_buffers, outputs);
-      entry.execute(entry.exe, in_buffers, out_buffers, entry.device);
+      // execute(exe, inputs, outputs, device) by vectorcall, the device's int made once per entry
+      PyObject* args[] = {entry.exe.ptr(), in_buffers.ptr(), out_buffers.ptr(), entry.device_obj.ptr()};
+      PyObject* done = PyObject_Vectorcall(entry.execute.ptr(), args, 4, nullptr);
+      if (done == nullptr) throw py::error_already_set();
+      Py_DECREF(done);
     }
+    return finish(schema, values, n_args, outputs, stack);
+  }
+
+  // A served call's returns replace its arguments on the stack.
+  bool finish(const c10::FunctionSchema& schema, const c10::IValue* values, size_t n_args,
+              std::vector<at::Tensor>& outputs, torch::jit::Stack* stack) {
     ++g_hits;
     c10::IValue dst = kind_ == kCopyFrom ? values[1] : c10::IValue();
     std::vector<c10::IValue> out_args;
@@ -443,8 +499,9 @@ void register_op(const std::string& qualified, const std::string& name, py::obje
 // them; none for an in-place op. `kind` (Kind) must be the one the op was registered with. `bindings`: how each 0-d input after the tensors
 // is made from the call's scalars (Entry::bindings).
 // `record`: a DEFER_AND_FUSE entry (`execute` records; Entry::record), stored only while the path records.
+// `native`: None, or (address, ready, m, k, n, tile) of a small exact mm's native kernel (Entry::native).
 bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple bindings, int64_t device,
-           int64_t n_inputs, const py::list& outputs, int64_t kind, bool record) {
+           int64_t n_inputs, const py::list& outputs, int64_t kind, bool record, py::object native) {
   if (t_pending.empty()) return false;
   const Pending& p = t_pending.back();
   if (!p.keyable || *p.op_name != op_name || !g_enabled || p.kind != kind || record != g_record) return false;
@@ -473,7 +530,18 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
                                               : returns.size() == 1;  // kInplace, kCopyFrom
   if (!fits) return false;
   Entry entry{{}, static_cast<size_t>(n_inputs), std::move(execute), std::move(exe), std::move(bindings), device,
-              record};
+              record, Native{}, py::int_(device)};
+  if (!native.is_none() && !record) {
+    auto t = native.cast<py::tuple>();
+    TORCH_CHECK(t.size() == 6 && PyCallable_Check(t[1].ptr()), "fast_store: bad native kernel");
+    entry.native.fn = reinterpret_cast<MmInto>(t[0].cast<uintptr_t>());
+    entry.native.ready = t[1];
+    entry.native.m = t[2].cast<int64_t>();
+    entry.native.k = t[3].cast<int64_t>();
+    entry.native.n = t[4].cast<int64_t>();
+    entry.native.tile = t[5].cast<int64_t>();
+    TORCH_CHECK(entry.native.fn != nullptr && entry.native.tile >= 1, "fast_store: bad native kernel");
+  }
   for (const auto& item : outputs) {
     auto pair = item.cast<py::tuple>();
     PyObject* dtype = pair[1].ptr();

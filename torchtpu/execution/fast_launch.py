@@ -115,8 +115,10 @@ def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Se
         sync()
     launcher = getattr(drv, "launcher", None)  # the sim driver's direct launch of a one-kernel plan
     execute = drv.execute if launcher is None else launcher(exe)
+    # a small exact mm's native kernel (drivers/sim/launcher.py `_native`), which C++ calls on the tensors' memory
+    native = getattr(execute, "native", None) if not bindings else None
     _native().fast_store(op_name, execute, exe, bindings, device, n_tensors, _fresh(out_types, kind, out_strides),
-                         kind, False)
+                         kind, False, native)
 
 
 _tokens = itertools.count()  # each recording entry's token a unique id (one_op_cache keys its layouts by it)
@@ -134,7 +136,7 @@ def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bin
 
     token = (op_name, program, structure, n_tensors, kind in (FUNCTIONAL, FUNCTIONAL_LIST), next(_tokens))
     _native().fast_store(op_name, deferred.record_cached, token, bindings, device, n_tensors,
-                         _fresh(out_types, kind, out_strides), kind, True)
+                         _fresh(out_types, kind, out_strides), kind, True, None)
 
 
 def _fresh(out_types: Sequence[tuple], kind: int, out_strides: tuple | None) -> list:
