@@ -19,7 +19,7 @@ import numpy as np
 from torchtpu.drivers import config
 from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program, unsupported_error
-from torchtpu.drivers.sim import direct_outputs, in_place
+from torchtpu.drivers.sim import direct_outputs, host_memory, in_place
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.direct_outputs import plan_direct
 from torchtpu.drivers.sim.fast import elide_broadcasts, reshaped_into, specialize
@@ -358,6 +358,7 @@ class SimDriver(Driver):
     name = "sim"
     strided_operands = True
     wants_frees = False  # storage views are keyed by address, size and dtype: a reused address maps the same memory
+    host_memory = (host_memory.SPACE, host_memory.BASE)  # buffers are host memory: a view of it by address
 
     def __init__(self, chip: ChipSpec | str | None = None, devices: int | None = None,
                  chips: Sequence[ChipSpec | str] | None = None, cache_size: int | None = None,
