@@ -95,8 +95,8 @@ def run_one(key: tuple, addresses: tuple, slots: tuple, written: frozenset[int],
     if built is None or not built.output_set.issuperset(written):
         return None
     drv = runtime.driver()
-    if direct is not None and one_op_direct.applies(drv):
-        ran = one_op_direct.run(*direct, addresses, device)
+    if direct is not None and drv.host_memory is not None and drv.strided_operands:
+        ran = one_op_direct.run(drv, *direct, addresses, device)
         if ran is not None:
             if not ran:
                 return None

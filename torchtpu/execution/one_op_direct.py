@@ -22,31 +22,24 @@ from typing import Any
 import numpy as np
 
 from torchtpu import runtime
-from torchtpu.execution import modes
 
-# (token id, layout) -> per tensor (storage number, numpy dtype, sizes, byte strides, byte offset), or None when
-# the op is not taken
-_geometry: dict[tuple, tuple | None] = {}
-# (token id, device) -> (the op's executable, its launch: `drv.launcher(exe)` or `drv.execute`)
-_launches: dict[tuple, tuple[Any, Any]] = {}
+# (token id, layout) -> ((driver, device), the op's executable, its launch: `drv.launcher(exe)` or `drv.execute`,
+# number of tensor inputs, per tensor (storage number, numpy dtype, sizes, byte strides, byte offset)), or None
+# when the op is not taken
+_plans: dict[tuple, tuple | None] = {}
 _numpy_dtypes: dict[Any, np.dtype] = {}
 _MAX = 1 << 14
 
 
 def clear() -> None:
-    """Forgets every cached geometry and launch."""
-    _geometry.clear()
-    _launches.clear()
+    """Forgets every cached plan."""
+    _plans.clear()
 
 
-def applies(drv: Any) -> bool:
-    """Whether a kept one-op region may run directly on `drv` (strided operands over host memory by address)."""
-    return drv.strided_operands and drv.host_memory is not None
-
-
-def _plan(token: tuple, operands: list, outputs: list) -> tuple | None:
-    """Each tensor's geometry, storages numbered by first use as the C++ launch path numbers a call's
-    `addresses`; None when an output's storage is also read (in place) or a dtype has no numpy equivalent."""
+def _plan(drv: Any, token: tuple, operands: list, outputs: list, device: int) -> tuple | None:
+    """The launch of `token`'s op and each tensor's geometry, storages numbered by first use as the C++ launch
+    path numbers a call's `addresses`; None when an output's storage is also read (in place) or a dtype has no
+    numpy equivalent."""
     if not _numpy_dtypes:
         _numpy_dtypes.update(runtime.numpy_dtypes())
     n = token[3]
@@ -63,44 +56,40 @@ def _plan(token: tuple, operands: list, outputs: list) -> tuple | None:
             s = number[base] = len(number)
         geometry.append((s, dtype, tuple(t.shape), tuple(st * size for st in t.stride()), offset * size))
     read = {g[0] for g in geometry[:n]}
-    return None if any(g[0] in read for g in geometry[n:]) else tuple(geometry)
-
-
-def run(token: tuple, operands: list, outputs: list, layout: bytes, addresses: tuple, device: int) -> bool | None:
-    """Launches the op of `token` on its tensors' views (`addresses`: each storage's, from the C++ launch path)
-    and the 0-d buffers of its scalars (`operands[n:]`). True when it ran; None when it is not taken (an
-    in-place op: the region path runs it); False when the launch raised (the long way then raises its error)."""
-    memo = (token[5], layout)
-    geometry = _geometry.get(memo, False)
-    if geometry is False:
-        geometry = _plan(token, operands, outputs)
-        if len(_geometry) >= _MAX:
-            _geometry.clear()
-        _geometry[memo] = geometry
-    if geometry is None:
+    if any(g[0] in read for g in geometry[n:]):
         return None
-    drv = runtime.driver()
-    found = _launches.get((token[5], device))
-    if found is None:
-        exe = drv.compile(token[1], device)
-        launcher = getattr(drv, "launcher", None)
-        if len(_launches) >= _MAX:
-            _launches.clear()
-        found = _launches[(token[5], device)] = (exe, drv.execute if launcher is None else launcher(exe))
-    exe, launch = found
+    exe = drv.compile(token[1], device)
+    launcher = getattr(drv, "launcher", None)
+    return (drv, device), exe, drv.execute if launcher is None else launcher(exe), n, tuple(geometry)
+
+
+def run(drv: Any, token: tuple, operands: list, outputs: list, layout: bytes, addresses: tuple,
+        device: int) -> bool | None:
+    """Launches the op of `token` on `drv` (one with `strided_operands` and `host_memory`) on its tensors' views
+    (`addresses`: each storage's, from the C++ launch path) and the 0-d buffers of its scalars (`operands[n:]`).
+    True when it ran; None when it is not taken (an in-place op: the region path runs it); False when the launch
+    raised (the long way then raises its error). A kept region exists only in DEFER_AND_FUSE, and a mode change
+    flushes it first: no LAUNCH_BLOCKING sync."""
+    memo = (token[5], layout)
+    plan = _plans.get(memo, False)
+    if plan is False or (plan is not None and (plan[0][0] is not drv or plan[0][1] != device)):
+        plan = _plan(drv, token, operands, outputs, device)
+        if len(_plans) >= _MAX:
+            _plans.clear()
+        _plans[memo] = plan
+    if plan is None:
+        return None
+    _, exe, launch, n, geometry = plan
     space, first = drv.host_memory
-    n = token[3]
-    views = [np.ndarray(shape, dtype, space, addresses[s] - first + offset, strides)
-             for s, dtype, shape, strides, offset in geometry]
-    inputs, outs = views[:n], views[n:]
-    scalars = operands[n:]
-    if scalars:
-        inputs += [value if value.__class__ is np.ndarray else runtime.scalar_buffer(value, v.dtype)
-                   for v, value in zip(exe.program.inputs[n:], scalars)]
-    try:
-        launch(exe, inputs, outs, device)
+    ndarray = np.ndarray
+    try:  # (a view past the address space `host_memory` spans raises TypeError: the long way then)
+        views = [ndarray(shape, dtype, space, addresses[s] - first + offset, strides)
+                 for s, dtype, shape, strides, offset in geometry]
+        inputs = views[:n]
+        if len(operands) > n:
+            inputs += [value if value.__class__ is ndarray else runtime.scalar_buffer(value, v.dtype)
+                       for v, value in zip(exe.program.inputs[n:], operands[n:])]
+        launch(exe, inputs, views[n:], device)
     except Exception:  # noqa: BLE001 - the long way runs it again and raises the op's error as it always did
         return False
-    if modes.get_eager_mode() is modes.EagerMode.LAUNCH_BLOCKING:
-        drv.synchronize(device)
     return True
