@@ -46,6 +46,18 @@ result + np.copyto, which leaves out the old copy path's own Python, so the gain
     driver's execute of that region 5.3 -> 4.1 us (same process, unfolded vs folded), the per-op loop above
     within its noise (14.4-17.6 us, 10-12x CPU: most of the cost is the deferred path, not the sim)
     this script, after (5 samples): mm NEVER/cpu 4.40x unsynced, 4.73x synced; FUSE/cpu 11.5x, 12.3x
+
+perffuse2 branch (a kept one-op region flushed on the sim runs the op's own executable through the driver's
+launcher on views made by address, execution/one_op_direct.py, instead of the storage-level region Program, whose
+general execute and new-storage buffer misses cost ~3x the direct launch; buffer misses slice
+drivers/sim/host_memory.py's address-space array). One process, old and new path interleaved ABBA (old: the
+direct run off, ctypes buffer misses), process CPU time, medians, two runs (5 and 7 samples; load ~5-7 on 2 cores):
+
+    add synced  FUSE 17.40 / 17.03 -> 11.11 / 11.16 us; FUSE/NEVER 4.28x / 3.96x -> 2.73x / 2.59x
+    mm synced   FUSE 17.77 / 22.61 -> 12.79 / 20.31 us; FUSE/NEVER 3.13x / 4.13x -> 2.25x / 3.71x (noisy run)
+    unsynced loops and models: unchanged within noise (no one-op regions there); FUSE/NEVER old -> new, 5 samples:
+    gpt2 fwd 1.18x -> 1.20x and 0.76x -> 1.04x (a 9-sample rerun 1.07x -> 0.96x), gpt2 train 0.70x -> 0.63x and
+    0.74x -> 0.76x, llama fwd 1.05x -> 1.06x and 1.06x -> 1.03x, llama train 0.85x -> 1.04x and 1.10x -> 1.18x
 """
 
 from __future__ import annotations

@@ -96,6 +96,9 @@ class Driver(ABC):
     # Whether `free_storage` must hear of every freed storage (a driver that keeps per-storage state); one that
     # keys its buffers by address and size alone (the simulator's views of host memory) need not.
     wants_frees: bool = True
+    # (byte array, its first address) over the process's address space where the buffers are host memory and
+    # strided views by address are valid operands (the simulator, drivers/sim/host_memory.py); else None.
+    host_memory: tuple[Any, int] | None = None
 
     def __init__(self, cache_size: int | None = None) -> None:
         self._cache: OrderedDict[tuple, Executable] = OrderedDict()

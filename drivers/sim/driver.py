@@ -20,6 +20,7 @@ from torchtpu.drivers import config
 from torchtpu.drivers.base import Driver, Executable, ExecutionError
 from torchtpu.drivers.ir import Op, Program, unsupported_error
 from torchtpu.drivers.sim import direct_outputs, in_place
+from torchtpu.drivers.sim import host_memory as _memory
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.direct_outputs import plan_direct
 from torchtpu.drivers.sim.fast import elide_broadcasts, reshaped_into, specialize
@@ -358,6 +359,7 @@ class SimDriver(Driver):
     name = "sim"
     strided_operands = True
     wants_frees = False  # storage views are keyed by address, size and dtype: a reused address maps the same memory
+    host_memory = (_memory.SPACE, _memory.BASE)  # buffers are host memory: a view of it by address
 
     def __init__(self, chip: ChipSpec | str | None = None, devices: int | None = None,
                  chips: Sequence[ChipSpec | str] | None = None, cache_size: int | None = None,
@@ -438,8 +440,7 @@ class SimDriver(Driver):
         np_dtype = np.dtype(NP_DTYPES[dtype])
         if nbytes == 0 or key == 0:
             return np.empty(0, np_dtype)
-        raw = (ctypes.c_char * nbytes).from_address(key)
-        view = np.frombuffer(raw, np.uint8)[: nbytes - nbytes % np_dtype.itemsize].view(np_dtype)
+        view = _memory.flat(key, nbytes - nbytes % np_dtype.itemsize).view(np_dtype)
         if len(self._storage_views) >= _MAX_STORAGE_VIEWS:
             self._storage_views.clear()
         self._storage_views[key] = (nbytes, dtype, view)

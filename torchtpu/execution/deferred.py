@@ -286,9 +286,9 @@ def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], devic
 _single: list[tuple] = []
 
 
-def _run_one(found: tuple, scalars: Sequence[Any], device: int) -> bool:
+def _run_one(found: tuple, scalars: Sequence[Any], device: int, direct: tuple | None = None) -> bool:
     """one_op_cache.run_one on `one_key`'s answer, counted as a replayed region; False when it did not run."""
-    if (built := run_one(*found, scalars, device)) is None:
+    if (built := run_one(*found, scalars, device, direct)) is None:
         return False
     stats.replays += 1
     _count(built.program, miss=False)
@@ -318,12 +318,12 @@ def _flush_single() -> bool:
     """Runs the kept one-op region through `_one_ops` (call under `_lock`, with no other pending event); False
     when the long way must run it (recorded now): a cache miss, an output nobody else holds (the long way leaves
     it unwritten), a poisoned storage, a profiler recording, or a failed launch."""
-    token, operands, outputs, device, _, found, _, _ = _single[0]
+    token, operands, outputs, device, _, found, layout, _ = _single[0]
     if poison.active or _events.ACTIVE or not _held_elsewhere(outputs):
         _record_single()
         return False
     try:
-        ran = _run_one(found, operands[token[3]:], device)
+        ran = _run_one(found, operands[token[3]:], device, (token, operands, outputs, layout))
     except BaseException:  # an interrupt while it ran: what it was to write has no defined value
         _single.clear()
         poison.mark(outputs, f"the DEFER_AND_FUSE region that was to write it was interrupted ({token[0]})")

@@ -13,7 +13,7 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.execution import deferred as _deferred  # (imported by deferred: its interned signature ids)
-from torchtpu.execution import launch
+from torchtpu.execution import launch, one_op_direct
 from torchtpu.execution.region_ir import Built
 from torchtpu.ops.tracing import TORCH_TO_IR
 
@@ -85,15 +85,23 @@ def _walk(token: tuple, operands: list, outputs: list[torch.Tensor]) -> tuple[tu
 
 
 def run_one(key: tuple, addresses: tuple, slots: tuple, written: frozenset[int], scalars: Sequence[Any],
-            device: int) -> Built | None:
+            device: int, direct: tuple | None = None) -> Built | None:
     """Runs the one-op region of replay key `key` from `_one_ops` on its slots (`one_key`: their storage
     addresses, their (bytes, IR dtype)) and its scalar operands; returns its Built; None when it did not run (no
     cached region writing every slot that the op writes, or a launch that raised: a failed launch writes
-    nothing, and the long way raises its error)."""
+    nothing, and the long way raises its error). `direct`: the call's (token, operands, outputs, layout), to run
+    the op's own executable on its tensors' views where the driver allows it (one_op_direct.py)."""
     built = _one_ops.get(key)
     if built is None or not built.output_set.issuperset(written):
         return None
     drv = runtime.driver()
+    if direct is not None and drv.host_memory is not None and drv.strided_operands:
+        ran = one_op_direct.run(drv, *direct, addresses, device)
+        if ran is not None:
+            if not ran:
+                return None
+            _one_ops.move_to_end(key)
+            return built
     runtime.collect_freed()  # a freed storage's address may already belong to one of these: drop it first
     buffer = drv.storage_buffer
     buffers = [buffer(addresses[s], slots[s][0], slots[s][1], device) for s in built.input_slots]
