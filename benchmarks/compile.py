@@ -91,6 +91,22 @@ bits); old vs new in one process (ABBA, load average 7-12): hidden 128 gpt2 fwd 
 1.65x, llama fwd 1.35x -> 1.28x, train 2.03x -> 1.77x; hidden 256 x 2x256 llama train 2.21x -> 2.05x (details in
 docs/compile_numerics.md). Transposed operands' numpy gather into C order (~2 ms of a ~21 ms GPT-2 hidden-128
 training step) remains; a tiled numba gather-and-round was slower below ~256 x 1024.
+
+Branch `perfcompile3` (session 21; py-spy --native over a GPT-2 hidden-128 compiled training loop, all threads,
+idle waits left out): backward graph's plan 36% (its DEFAULT dots 27%: sgemm 13%, operand rounding 10%, of
+which the C-order gather of transposed operands 7%), forward plan 18%, AdamW plan 10% and its launch 8%,
+Dynamo guards / AOT wrappers / `.cpu()` / loss 10%, forward and backward launches outside the plans 18%. Tried
+and dropped (no gain): fusing the AdamW step's element-wise ops across parameters. Grouping fusable steps by
+interval (each may run anywhere between its last rigid producer and its first rigid reader) instead of at their
+earliest point, fusing groups of >= 16 ops in >= 2 independent chains at any size, reading broadcast scalars as
+one element and writing fused results straight into the output buffers took the plan from 649 steps to 66 and
+kept it bit-identical, but the compiled `opt.step` alone stayed at 1.67x -> 1.73x CPU eager (in one process,
+ABBA, median of 15; 1.62x with only the small groups fused) and the training step at 1.62x -> 1.63x. The
+generated numba loops are scalar (a loop over 12-18 arrays gets no vectorized version: too many possible
+aliases), 15-25 ns per element for AdamW's 14 ops against numpy's SIMD ufuncs, which cancels the ~540 saved
+calls on 0-d arrays. What the AdamW launch spends instead is per-tensor Python: `runtime.buffer` (a cached
+view, but its key reads data_ptr/shape/stride per tensor: 224 per launch) ~1.8 ms per step under cProfile
+(which inflates such calls), the direct-write decision, `host_outputs` and the step-count copies.
 """
 
 from __future__ import annotations
