@@ -319,10 +319,9 @@ def result_types(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs
         return None
     traced = _cache.get(key)
     if traced is None:
-        if checks is not None:
-            meta_checks.check(checks, args, kwargs)
         try:
-            _, _, outs, _ = trace(lowering, tensors, tuple(args), kwargs, name=op_name, static=static)
+            with meta_checks.checked(checks, args, kwargs):
+                _, _, outs, _ = trace(lowering, tensors, tuple(args), kwargs, name=op_name, static=static)
         except StaticRead as exc:
             return result_types(op_name, lowering, args, kwargs, _fall_back(op_name, static, exc), checks)
         return [(tuple(s.shape), s.dtype) for s in outs]
@@ -356,7 +355,7 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
     tensor it read is marked an alias of it (Program.aliases: what a cost may price as the elements written);
     `meta`: the op on meta tensors, which lays fresh outputs out as ATen does when an input is not
     default-contiguous (out_layout.py; None: contiguous); `checks`: the op on meta tensors whose refusal (ATen's
-    argument checks) is raised before a new signature is traced (meta_checks.py; None: the lowering's own)."""
+    argument checks) is raised when a new signature is traced (meta_checks.py; None: the lowering's own only)."""
     if undeclared_reads and op_name in undeclared_reads:
         static, fast_kind = _by_value(static), None
     # the targets' shapes too: copy_'s target is no argument, and a broadcasting copy's program is the target's
@@ -373,15 +372,14 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
         key = (*key, ("aliases", aliases))
     traced = _cache.get(key)
     if traced is None:
-        if checks is not None:
-            meta_checks.check(checks, args, kwargs)
         try:
-            program, structure, outs, bindings = trace(lowering, tensors, tuple(args), kwargs,
-                                                       out_dtypes if write_into is not None else None, op_name,
-                                                       static, [shape for _, shape in out_types])
+            with meta_checks.checked(checks, args, kwargs):
+                program, structure, outs, bindings = trace(lowering, tensors, tuple(args), kwargs,
+                                                           out_dtypes if write_into is not None else None, op_name,
+                                                           static, [shape for _, shape in out_types])
         except StaticRead as exc:
             return run(op_name, lowering, args, kwargs, write_into, device, None, _fall_back(op_name, static, exc),
-                       in_place, meta)  # (checked already)
+                       in_place, meta, checks)
         program.aliases = aliases
         out_types = [(s.shape, s.dtype) for s in outs]
         strides = None
