@@ -151,3 +151,14 @@ def test_meta_failures_that_are_not_checks_are_dropped() -> None:
     assert meta_checks.refusal(value_read, (), {}) is None
     assert meta_checks.refusal(own_slip, (), {}) is None
     assert isinstance(meta_checks.refusal(check, (), {}), IndexError)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_meta_index_slip_fails_closed(mode: str) -> None:
+    """upsample_linear1d.out of a 1-d input: CPU refuses the rank; torch's Python meta kernel indexes a size the
+    input lacks (IndexError) and the lowering computed a result. A refusal in another class beats a result."""
+    x, out = _t((5,)), _t((5,))
+    with pytest.raises(RuntimeError, match="input_size equals to 3"):
+        aten.upsample_linear1d.out(x, [1], False, None, out=out)
+    with torch.tpu.eager_mode(mode), pytest.raises((RuntimeError, IndexError)):
+        aten.upsample_linear1d.out(x.to("tpu"), [1], False, None, out=out.to("tpu"))
