@@ -41,13 +41,15 @@ def default_strided(t: torch.Tensor) -> bool:
     return (1 not in shape and 0 not in shape) or t.stride() == contiguous_strides(shape)
 
 
-def _to_meta(x: Any) -> Any:
+def to_meta(x: Any) -> Any:
+    """`x` with every tensor as a meta tensor of its sizes, strides and dtype (a CPU 0-dim tensor, a scalar operand,
+    as it is); lists and tuples item by item; a device as the meta device."""
     if isinstance(x, _TENSOR):
         if x.is_cpu and not x.dim():
             return x
         return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
     if isinstance(x, list | tuple):
-        return type(x)(_to_meta(v) for v in x)
+        return type(x)(to_meta(v) for v in x)
     if isinstance(x, torch.device):
         return torch.device("meta")
     return x
@@ -79,7 +81,7 @@ def suggested_like(input: torch.Tensor, n: int) -> MetaFn:  # noqa: A002
 
     def call(_args: tuple, _kwargs: dict[str, Any]) -> Any:
         fmt = torch._prims_common.suggest_memory_format(input)
-        return (torch.empty_like(_to_meta(input), memory_format=fmt), *(...,) * (n - 1))
+        return (torch.empty_like(to_meta(input), memory_format=fmt), *(...,) * (n - 1))
 
     return call
 
@@ -89,7 +91,7 @@ def output_strides(meta: MetaFn, args: Sequence[Any], kwargs: dict[str, Any],
     """Each fresh output's strides as ATen would allocate it (None for one left contiguous), or None when all are
     contiguous or the meta call cannot say."""
     try:
-        result = meta(tuple(_to_meta(a) for a in args), {k: _to_meta(v) for k, v in kwargs.items()})
+        result = meta(tuple(to_meta(a) for a in args), {k: to_meta(v) for k, v in kwargs.items()})
     except Exception:  # noqa: BLE001 - no meta kernel, or one refusing what the lowering took: contiguous
         return None
     flat: list[Any] = []

@@ -298,9 +298,10 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
         device = torch.device(kwargs["device"]).index
     if out is not None:
         return _write_out(record, args, kwargs, out, device, fast)
+    meta = _meta_of(record)
     return eager.run(record.name, record.fn, args, kwargs, write_into=write_into, device=device, fast_kind=fast,
                      static=record.static_spec, in_place=write_into is not None,
-                     meta=None if write_into is not None else _meta_of(record))
+                     meta=None if write_into is not None else meta, checks=meta)
 
 
 _metas: dict[OpOverload, out_layout.MetaFn] = {}
@@ -314,10 +315,18 @@ def _meta_of(record: Lowering) -> out_layout.MetaFn:
     return meta
 
 
+_out_metas: dict[OpOverload, out_layout.MetaFn | None] = {}
+
+
 def _out_meta(record: Lowering) -> out_layout.MetaFn | None:
     """The meta of the functional overload an out= op writes the results of (ATen lays a resized out= tensor out
     as that result: TensorIterator's permutation of its inputs); ATen's meta out= kernels do not restride."""
-    op = record.op
+    if record.op not in _out_metas:
+        _out_metas[record.op] = _functional_meta(record.op)
+    return _out_metas[record.op]
+
+
+def _functional_meta(op: OpOverload) -> out_layout.MetaFn | None:
     inputs = [(a.name, str(a.type)) for a in op._schema.arguments if not (a.kwarg_only and a.is_write)]
     packet = getattr(torch.ops.aten, op._schema.name.split("::")[1], None)
     for name in packet.overloads() if packet is not None and op._schema.name.startswith("aten::") else ():
@@ -339,7 +348,8 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
             target.resize_(result.shape)
         target.copy_(result.view(target.shape))
         return
-    types = eager.result_types(name, fn, args, kwargs, record.static_spec)
+    checks = _out_meta(record)
+    types = eager.result_types(name, fn, args, kwargs, record.static_spec, checks)
     dtype_given = kwargs.get("dtype") is not None
     if types and (dtype := out_rules.out_dtype_as_result(record.op, types[0][1], targets, dtype_given)) is not None:
         kwargs = {**kwargs, "dtype": dtype}  # sum(bool, out=<bool>): ATen's meta computes in the out's dtype
@@ -348,7 +358,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         fast = None  # the C++ launch key holds the call as made (dtype=None): never served from it
     # results computed first, then copied out (a factory filling its out tensor's dtype: a copy casts any)
     if types is None or len(types) != len(targets) or fills_out_dtype(record.op, dtype_given):
-        result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
+        result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec, checks=checks)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         check_out_count(len(flat), len(targets), name)
         for target, r in zip(targets, flat):
@@ -368,7 +378,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         out_layout.restride(targets, meta, args, kwargs, types)
     eager.run(name, fn, args, kwargs, write_into=targets, device=device,
               fast_kind=fast_launch.OUT if fast is not None and record.fast_kind is not None else None,
-              static=record.static_spec)
+              static=record.static_spec, checks=checks)
 
 
 # --- the kernel factory --------------------------------------------------------------------------------------------
