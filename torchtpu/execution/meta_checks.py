@@ -36,6 +36,18 @@ _NOT_A_CHECK = re.compile(r"Expected a value of type|meta tensor|'Meta' backend|
                           r"data-dependent|data dependent", re.I)
 
 
+# Overloads whose meta function refuses calls CPU computes (checked against CPU): where's Python meta refuses a
+# uint8 condition, which CPU and CUDA still take (deprecated, with a warning).
+STRICTER_THAN_CPU = frozenset({"aten::where.self", "aten::where.self_out", "aten::where.ScalarOther",
+                               "aten::where.ScalarSelf", "aten::where.Scalar"})
+
+
+def for_op(op: Any, meta: MetaFn) -> MetaFn | None:
+    """`meta` as the checks of `op`'s calls, or None where its meta function is stricter than CPU."""
+    name = op._schema.name + ("." + op._overloadname if op._overloadname != "default" else "")
+    return None if name in STRICTER_THAN_CPU else meta
+
+
 def refusal(meta: MetaFn, args: Sequence[Any], kwargs: dict[str, Any]) -> BaseException | None:
     """The error ATen's checks raise for this call on meta tensors, or None (the call passes them, or the meta
     function cannot tell)."""

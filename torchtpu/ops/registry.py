@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import torch
 from torch._ops import OpOverload
 
-from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
+from torchtpu.execution import determinism, eager, fast_launch, meta_checks, out_layout, overlap
 from torchtpu.ops import dtype_refusals, out_checks, out_rules
 from torchtpu.ops.out_rules import check_out_count, check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
 
@@ -301,7 +301,8 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
     meta = _meta_of(record)
     return eager.run(record.name, record.fn, args, kwargs, write_into=write_into, device=device, fast_kind=fast,
                      static=record.static_spec, in_place=write_into is not None,
-                     meta=None if write_into is not None else meta, checks=meta)
+                     meta=None if write_into is not None else meta,
+                     checks=meta_checks.for_op(record.op, meta))
 
 
 _metas: dict[OpOverload, out_layout.MetaFn] = {}
@@ -349,6 +350,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         target.copy_(result.view(target.shape))
         return
     checks = _out_meta(record)
+    checks = None if checks is None else meta_checks.for_op(record.op, checks)
     types = eager.result_types(name, fn, args, kwargs, record.static_spec, checks)
     dtype_given = kwargs.get("dtype") is not None
     if types and (dtype := out_rules.out_dtype_as_result(record.op, types[0][1], targets, dtype_given)) is not None:
