@@ -49,6 +49,7 @@ CASES: dict[str, Callable[[str], object]] = {
     "cummin_out_int32_indices": lambda d: aten.cummin.out(_f(2, d=d), 0, values=_f(2, d=d),
                                                           indices=_f(2, dtype=I32, d=d)),
     "cumsum_inplace_bool": lambda d: aten.cumsum_.default(_f(3, dtype=B, d=d), -1),
+    "cumprod_inplace_bool_dim_first": lambda d: aten.cumprod_.default(_f(3, 5, dtype=B, d=d), 64),
     "elu_uint8_complex_alpha": lambda d: aten.elu.default(_f(4, dtype=U8, d=d), 1.3 + 1j),
     "glu_0d": lambda d: aten.glu.default(_f(d=d)),
     "glu_out_0d_bool": lambda d: aten.glu.out(_f(dtype=B, d=d), -1, out=_f(dtype=B, d=d)),

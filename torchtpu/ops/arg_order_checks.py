@@ -177,6 +177,7 @@ def _bce_with_logits(a: Bound) -> None:  # at::log_sigmoid(input) is its first s
 def _cumulative_(kernel: str) -> Callable[[Bound], None]:
     def check(a: Bound) -> None:  # an in-place cumsum_/cumprod_ of bools dispatches on the result's Bool
         x, dtype = a["self"], a.get("dtype")
+        _wrap(a["dim"], len(x.shape))
         if x.dtype == torch.bool and dtype in (None, torch.bool):
             raise _not_implemented(kernel, torch.bool)
     return check
