@@ -34,6 +34,10 @@ DTYPE_WORDS = re.compile(r"not implemented for|not supported for|not support|onl
                          r"not intended to support|inputs not supported|infer output dtype")
 
 
+# a Python reference's Scalar argument check ("alpha argument of type <class 'complex'> cannot be safely cast")
+_REF_SCALAR_CAST = re.compile(r"argument of type <class '\w+'> cannot be safely cast to type")
+
+
 def packet_name(op: Any) -> str:
     """`floor` for aten.floor.default, aten.floor_.default and aten.floor.out alike."""
     name = op._schema.name.split("::")[1]
@@ -45,7 +49,7 @@ def overload_name(op: Any) -> str:
     """`max.default`, `round.decimals` (and its out= form round.decimals_out): an overload's own refusals, where
     another overload of the op computes the dtype or says other words."""
     overload = op._overloadname
-    overload = "default" if overload == "out" else overload.removesuffix("_out")
+    overload = "default" if overload in ("out", "unary_out") else overload.removesuffix("_out")
     return f"{packet_name(op)}.{overload}"
 
 
@@ -84,16 +88,36 @@ def checked_dtype(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> str | None
     data = [v for k, v in bound.items() if k not in skipped and _dtype(v) is not None]
     if not data:
         return None
-    ranked = [v for v in data if getattr(v, "ndim", 0) > 0] or data
-    dtype = ranked[0].dtype
-    for v in ranked[1:]:
-        dtype = torch.promote_types(dtype, v.dtype)
+    dtype = result_dtype([v.dtype for v in data if getattr(v, "ndim", 0) > 0],
+                         [v.dtype for v in data if getattr(v, "ndim", 0) == 0])
     for name in ("self", "other"):  # a Scalar operand raises the category only (bool % 1 computes in int64)
         value = bound.get(name)
         if isinstance(value, int | float | complex) and not isinstance(value, bool):
             dtype = _with_scalar(dtype, value)
     # a string argument picks the kernel (div's rounding_mode, scatter_reduce's reduce): part of the key
     return "|".join([_name(dtype), *(f"{k}={v}" for k, v in bound.items() if isinstance(v, str))])
+
+
+def _category(dtype: torch.dtype) -> int:
+    return 3 if dtype.is_complex else 2 if dtype.is_floating_point else 0 if dtype == torch.bool else 1
+
+
+_COMPLEX_OF = {torch.float16: torch.complex32, torch.bfloat16: torch.complex64, torch.float32: torch.complex64,
+               torch.float64: torch.complex128}
+
+
+def result_dtype(dimensioned: list[torch.dtype], zero_dim: list[torch.dtype]) -> torch.dtype:
+    """ATen's result type of tensors: the dimensioned ones' promoted dtype, unless the 0-d ones are of a higher
+    category (float32[] with int64[3] computes in float32; complex128[] with float32[3] in complex64)."""
+    promote = lambda dtypes: functools.reduce(torch.promote_types, dtypes)  # noqa: E731
+    if not dimensioned or not zero_dim:
+        return promote(dimensioned or zero_dim)
+    dims, zeros = promote(dimensioned), promote(zero_dim)
+    if _category(zeros) <= _category(dims):
+        return dims
+    if zeros.is_complex and dims.is_floating_point:
+        return _COMPLEX_OF[dims]
+    return zeros
 
 
 def _with_scalar(dtype: torch.dtype, value: complex) -> torch.dtype:
@@ -253,7 +277,9 @@ def _raise_earlier_check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Non
     except NotImplementedError:
         return  # no meta kernel, or the meta kernel's own dtype refusal: CPU's words follow
     except RuntimeError as exc:  # ATen's checks; a Python meta kernel's own slips (ValueError) are not CPU's
-        if not DTYPE_WORDS.search(str(exc)):  # the meta kernel's own dtype check: CPU's words follow
+        # the meta kernel's own dtype check, or a Python reference's Scalar cast (ATen converts a Scalar inside
+        # the kernel, after its dtype dispatch): CPU's words follow
+        if not DTYPE_WORDS.search(str(exc)) and not _REF_SCALAR_CAST.search(str(exc)):
             raise exc from None
     except Exception:  # noqa: BLE001
         return

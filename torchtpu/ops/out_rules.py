@@ -27,7 +27,8 @@ from torchtpu.ops.tracing import aten_type_name
 LENIENT: frozenset[str] = frozenset({
     "_efficientzerotensor.out", "all.out", "any.dims_out", "any.out", "cat.out", "cumprod.out", "cumsum.out",
     "empty_like.out", "mean.out", "new_empty.out", "new_full.out", "new_ones.out", "new_zeros.out",
-    "ones_like.out", "pow.Scalar_out", "prod.int_out", "sum.IntList_out", "triu_indices.out", "zeros_like.out",
+    "ones_like.out", "pow.Scalar_out", "prod.int_out", "sum.IntList_out", "tril_indices.out", "triu_indices.out",
+    "zeros_like.out",
 })
 
 # Not structured-non-TensorIterator in the yaml, but CPU refuses a castable out dtype (TensorIterator configured

@@ -31,7 +31,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import determinism, eager, fast_launch, meta_checks, out_layout, overlap
-from torchtpu.ops import dtype_refusals, out_checks, out_rules
+from torchtpu.ops import arg_order_checks, dtype_refusals, out_checks, out_rules
 from torchtpu.ops.out_rules import check_out_count, check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
@@ -272,6 +272,7 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
     arguments). Else eager: traced and launched by eager.run (or recorded into the deferred region);
     `write_into`: the in-place targets; `out`: the out= targets (resized to the result as ATen does)."""
     if graph is not None:
+        arg_order_checks.check(record.op, args, kwargs)
         dtype_refusals.check(record.op, args, kwargs)
         if record.prepare is not None:
             kwargs = {**kwargs, **graph.static_kwargs(record.prepare)}
@@ -387,8 +388,8 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
 
 def make_kernel(record: Lowering) -> Callable[..., Any]:
     """The dispatcher kernel of an eager record, behind the dtype refusals CPU and CUDA make for its op
-    (ops/dtype_refusals.py)."""
-    return dtype_refusals.guard(record.op, _schema_kernel(record))
+    (ops/dtype_refusals.py), behind the checks CPU makes before those (ops/arg_order_checks.py)."""
+    return arg_order_checks.guard(record.op, dtype_refusals.guard(record.op, _schema_kernel(record)))
 
 
 def _schema_kernel(record: Lowering) -> Callable[..., Any]:

@@ -69,13 +69,13 @@ def _select(values: Sym, indices: Sym, d: int, pos: Sym | int, keepdim: bool) ->
 
 @lower(aten.kthvalue.default)
 def kthvalue(self: Sym, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Sym, Sym]:
+    d = P.canon_dim(dim, self.ndim)  # kthvalue_out_impl_cpu: the dim, an empty reduction, then k (RuntimeError)
+    if self.ndim and self.shape[d] == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    if not 1 <= k <= (self.shape[d] if self.ndim else 1):
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if self.ndim == 0:
-        if k != 1:
-            raise IndexError("kthvalue(): selected number k out of range")
         return self, P.full(0, (), torch.int64)
-    d = P.canon_dim(dim, self.ndim)
-    if not 1 <= k <= self.shape[d]:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
     values, indices = sort_dim(self, d)
     return _select(values, indices, d, k - 1, keepdim)
 

@@ -1,0 +1,371 @@
+"""ATen's checks that CPU makes before an op's dtype refusal, its out= dtype check or the lowering's own shape
+rules, made first on "tpu" too so that bad input raises CPU's exception class and words (issue 17, the schema
+fuzzer's error_class findings).
+
+Each check is keyed by the op's packet name (`glu` covers glu.default and glu.out; the in-place form has its own
+name) and reads the call's arguments by schema name. `guard` wraps an eager kernel (outside the dtype refusal
+guard, ops/registry.py `make_kernel`); `check` runs the same checks for a compiled graph's node (Syms: only
+`shape`, `ndim` and `dtype` are read). A check follows ATen's order for its op and raises at the first failure;
+what it does not cover is left to the refusal table and the lowering.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from torchtpu.ops import dtype_refusals
+from torchtpu.ops.arg_checks import legacy_type_name
+from torchtpu.ops.tracing import aten_meta_name, aten_type_name
+
+Bound = dict[str, Any]
+_FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _bind(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Bound:
+    """The call's arguments by schema name, defaults filled in."""
+    bound: Bound = {}
+    for i, a in enumerate(op._schema.arguments):
+        if i < len(args):
+            bound[a.name] = args[i]
+        elif a.name in kwargs:
+            bound[a.name] = kwargs[a.name]
+        elif a.has_default_value():
+            bound[a.name] = a.default_value
+    return bound
+
+
+def _sizes(shape: Sequence[int]) -> str:
+    return f"[{', '.join(str(int(s)) for s in shape)}]"
+
+
+def _wrap(dim: int, ndim: int) -> int:
+    """maybe_wrap_dim (a 0-d tensor takes dims -1 and 0)."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _size(shape: Sequence[int], dim: int) -> int:
+    """`tensor.size(dim)` (IndexError on a 0-d tensor or a dim out of range)."""
+    n = len(shape)
+    if n == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return int(shape[dim])
+
+
+def _g(value: float) -> str:
+    """A double as C++'s ostream prints it (6 significant digits, "nan", "inf")."""
+    return f"{value:g}"
+
+
+def _refuse(packet: str, dtype: torch.dtype) -> None:
+    """Raises the refusal table's entry of `packet` for `dtype`, where it has one."""
+    refusal = dtype_refusals.table().get(packet, {}).get(str(dtype).removeprefix("torch."))
+    if refusal is not None:
+        raise refusal[0](refusal[1])
+
+
+def _not_implemented(kernel: str, dtype: torch.dtype) -> NotImplementedError:
+    return NotImplementedError(f'"{kernel}" not implemented for \'{aten_type_name(dtype)}\'')
+
+
+# --- the checks, by op ------------------------------------------------------------------------------------------------
+
+def _glu(a: Bound) -> None:  # glu_meta / glu_backward_cpu_out
+    x, dim = a["self"], a["dim"]
+    if len(x.shape) == 0:
+        raise RuntimeError("glu does not support 0-dimensional tensors")
+    d = _wrap(dim, len(x.shape))
+    if x.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {int(x.shape[d])}")
+
+
+def _clamp(a: Bound) -> None:  # clamp_meta: before the complex refusal
+    if a.get("min") is None and a.get("max") is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+
+
+def _log_normal(a: Bound) -> None:  # log_normal_impl_: the std check before the dtype dispatch
+    std = a["std"]
+    if not std > 0.0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(float(std))}")
+
+
+def _select_scatter(a: Bound) -> None:  # self.clone().select(dim, index), then the src size check
+    x, src, dim, index = a["self"], a["src"], a["dim"], a["index"]
+    ndim = len(x.shape)
+    if ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap(dim, ndim)
+    size = int(x.shape[d])
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {_sizes(x.shape)} at dimension {d}")
+    slice_shape = [int(s) for i, s in enumerate(x.shape) if i != d]
+    if [int(s) for s in src.shape] != slice_shape:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {_sizes(src.shape)}, "
+                           f"slice size = {_sizes(slice_shape)}")
+
+
+def _histogram_bins(a: Bound) -> None:  # histogramdd_check_inputs on self.reshape({numel, 1}) and {bins}
+    x, bins, weight = a["self"], a["bins"], a.get("weight")
+    if not isinstance(bins, torch.Tensor):
+        return
+    if x.dtype != bins.dtype:
+        raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
+                           f"input with dtype {aten_meta_name(x.dtype)} and bins for dimension 0 with dtype "
+                           f"{aten_meta_name(bins.dtype)}")
+    if len(bins.shape) != 1:
+        raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, but got "
+                           f"{len(bins.shape)} dimensions in the bins tensor for dimension 0")
+    if bins.shape[0] == 0:
+        raise RuntimeError("torch.histogramdd: bins tensor should have at least 1 element, but got 0 elements in "
+                           "the bins tensor for dimension 0")
+    if weight is not None and weight.dtype != x.dtype:
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided, it should have the same dtype as the "
+                           f"input tensor, but got weight with dtype {aten_meta_name(weight.dtype)} and input with "
+                           f"dtype {aten_meta_name(x.dtype)}")
+
+
+def _cum_extremum_out(a: Bound) -> None:  # cummax/cummin_out: the out tensors' types before the dim
+    x, values, indices = a["self"], a.get("values"), a.get("indices")
+    if values is None or indices is None:
+        return
+    if values.dtype != x.dtype:
+        raise RuntimeError(f"expected scalar_type {aten_type_name(x.dtype)} but found {aten_type_name(values.dtype)}")
+    if indices.dtype != torch.int64:
+        raise RuntimeError(f"expected scalar_type Long but found {aten_type_name(indices.dtype)}")
+
+
+def _int_mm(a: Bound) -> None:  # _int_mm_cpu: at::empty({self.size(0), mat2.size(1)}) before the out= checks
+    if "out" not in a:
+        _size(a["self"].shape, 0)
+        _size(a["mat2"].shape, 1)
+
+
+def _softmax(a: Bound) -> None:  # softmax meta (the dim, then the out= dtype), then softmax_cpu_out's refusal
+    x, half_to_float, out = a["self"], a["half_to_float"], a.get("out")
+    _wrap(a["dim"], len(x.shape))
+    if out is not None:
+        expected = torch.float32 if half_to_float else x.dtype
+        if out.dtype != expected:
+            raise RuntimeError(f"Expected out tensor to have dtype {aten_meta_name(expected)}, but got "
+                               f"{aten_meta_name(out.dtype)} instead")
+    if half_to_float and x.dtype != torch.float16:  # CUDA converts Half only: both refuse any other dtype
+        raise RuntimeError("softmax with half to float conversion is not supported on CPU")
+
+
+def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad before reading output's data
+    grad, dim = a["grad_output"], a["dim"]
+    if grad.dtype not in _FLOATING and list(grad.shape) == list(a["output"].shape):
+        d = _wrap(dim, len(grad.shape))
+        last = d == max(len(grad.shape), 1) - 1
+        raise _not_implemented("softmax_backward_lastdim_kernel_impl" if last else "softmax_backward_kernel_impl",
+                               grad.dtype)
+
+
+def _bce_with_logits(a: Bound) -> None:  # at::log_sigmoid(input) is its first step
+    _refuse("log_sigmoid_forward", a["self"].dtype)
+
+
+def _cumulative_(kernel: str) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # an in-place cumsum_/cumprod_ of bools dispatches on the result's Bool
+        x, dtype = a["self"], a.get("dtype")
+        _wrap(a["dim"], len(x.shape))
+        if x.dtype == torch.bool and dtype in (None, torch.bool):
+            raise _not_implemented(kernel, torch.bool)
+    return check
+
+
+def _hardswish_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_same_dtype
+    out = a.get("out")
+    if out is not None and out.dtype != a["self"].dtype:
+        raise RuntimeError(f"Found dtype {aten_type_name(out.dtype)} but expected {aten_type_name(a['self'].dtype)}")
+
+
+def _median_dim(a: Bound) -> None:  # median_with_indices_impl: dim, empty reduction, then the out types
+    x = a["self"]
+    d = _wrap(a["dim"], len(x.shape))
+    if len(x.shape) and x.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    values, indices = a.get("values"), a.get("indices")
+    if values is None or indices is None:
+        return
+    if indices.dtype != torch.int64:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have scalar type Long; but got "
+                           f"{legacy_type_name(indices.dtype)} instead (while checking arguments for median)")
+    if values.dtype != x.dtype:
+        raise RuntimeError("Expected tensor for 'values' to have the same type as tensor for argument #2 'self'; but "
+                           f"type {legacy_type_name(values.dtype)} does not equal {legacy_type_name(x.dtype)} "
+                           "(while checking arguments for median)")
+
+
+def _refusal_before_out(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """An out= overload that computes its functional result first (median.out) or dispatches on the inputs'
+    common dtype without a float promotion (igamma.out): the dtype refusal before the out= dtype check."""
+    dtype_refusals.check(op, args, kwargs)
+
+
+def _index_reduce(a: Bound) -> None:  # index_reduce's meta: reduce, then index_func_meta_impl
+    from torchtpu.ops import index_checks
+
+    reduce = a["reduce"]
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    index_checks.check_index_func("index_reduce", a["self"], a["dim"], a["index"], a["source"])
+
+
+def _group_norm_backward(a: Bound) -> None:
+    """native_group_norm_backward: X and dY's types, then GroupNormBackwardKernelImpl's dispatch (a mixed-type
+    check only applies to a floating X; the kernel's size checks come after the dispatch)."""
+    x = a["input"]
+    if x.dtype != a["grad_out"].dtype:
+        raise RuntimeError("Expected scalar types of X and dY are same.")
+    mask = a["output_mask"]
+    if a.get("weight") is None and (mask[1] or mask[2]):  # at::empty_like(gamma) for dgamma/dbeta
+        raise RuntimeError("tensor does not have a device")
+    if x.dtype not in _FLOATING:
+        raise _not_implemented("GroupNormBackwardKernelImpl", x.dtype)
+
+
+def _nll_loss_forward(a: Bound) -> None:  # nll_loss_forward's meta before the kernel's dispatch
+    from torchtpu.ops.nn import _check_nll_loss
+
+    _check_nll_loss(a["self"], a["target"], a.get("weight"))
+
+
+def _rrelu_with_noise(a: Bound) -> None:  # rrelu_with_noise_out_cpu: the noise shape before the dispatch
+    x, noise = a["self"], a["noise"]
+    if list(x.shape) != list(noise.shape):
+        raise RuntimeError("noise tensor shape must match self tensor shape. Got self.shape = "
+                           f"{_sizes(x.shape)} noise.shape = {_sizes(noise.shape)}")
+
+
+def _broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
+    """infer_size: the broadcast shape, or TensorIterator's RuntimeError."""
+    n = max(len(a_shape), len(b_shape))
+    out = []
+    for i in range(n):
+        da = int(a_shape[i - n + len(a_shape)]) if i - n + len(a_shape) >= 0 else 1
+        db = int(b_shape[i - n + len(b_shape)]) if i - n + len(b_shape) >= 0 else 1
+        if da != db and 1 not in (da, db):
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton "
+                               f"dimension {i}")
+        out.append(db if da == 1 else da)
+    return out
+
+
+def _binary_inplace(a: Bound) -> None:  # TensorIterator: an in-place result must have the broadcast shape
+    x, other = a["self"], a["other"]
+    if not isinstance(other, torch.Tensor):
+        return
+    shape = _broadcast(x.shape, other.shape)
+    if shape != [int(s) for s in x.shape]:
+        raise RuntimeError(f"output with shape {_sizes(x.shape)} doesn't match the broadcast shape {_sizes(shape)}")
+
+
+def _softplus_backward(a: Bound) -> None:  # beta.to<opmath_t>() in the kernel: a complex Scalar overflows
+    grad, x = a["grad_output"], a["self"]
+    _broadcast(grad.shape, x.shape)
+    dtype = torch.promote_types(grad.dtype, x.dtype)
+    if dtype not in _FLOATING:
+        return
+    for name in ("beta", "threshold"):
+        value = a.get(name)
+        if isinstance(value, complex) and value.imag != 0:
+            kind = "double" if dtype == torch.float64 else "float"
+            raise RuntimeError(f"value cannot be converted to type {kind} without overflow")
+
+
+def _norm(a: Bound) -> None:  # linalg_vector_norm's dtype check (norm with dtype= calls it)
+    x, dtype = a["self"], a.get("dtype")
+    if dtype is None:
+        return
+    if x.dtype.is_complex and not dtype.is_complex:
+        raise RuntimeError("linalg.vector_norm: dtype should be complex for complex inputs, but got "
+                           f"{aten_type_name(dtype)}")
+    if not x.dtype.is_complex and dtype.is_complex:
+        raise RuntimeError(f"linalg.vector_norm: dtype should be real for real inputs, but got {aten_type_name(dtype)}")
+
+
+def _tri_indices(kernel: str) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # tril/triu_indices_cpu: check_args, then the dispatch on the out's index type
+        for name in ("row", "col"):
+            if a[name] < 0:
+                raise RuntimeError(f"{name} must be non-negative, got{a[name]}")
+        out = a.get("out")
+        if out is not None and out.dtype not in (torch.int32, torch.int64):
+            raise _not_implemented(kernel, out.dtype)
+    return check
+
+
+def _cdist_backward(a: Bound) -> None:  # the sizes it reads, then cdist_backward's floating dispatch on x1
+    x1, x2 = a["x1"], a["x2"]
+    for t in (x1, x2):
+        _size(t.shape, -1)
+    for t in (x1, x2):
+        _size(t.shape, -2)
+    if x1.dtype not in (torch.float32, torch.float64):
+        raise _not_implemented("cdist_backward", x1.dtype)
+
+
+_BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "glu": _glu, "glu_backward": _glu, "clamp": _clamp, "clamp_": _clamp, "log_normal_": _log_normal,
+    "log_normal": _log_normal, "select_scatter": _select_scatter, "histogram": _histogram_bins,
+    "cummin": _cum_extremum_out, "cummax": _cum_extremum_out, "_int_mm": _int_mm, "_softmax": _softmax,
+    "_log_softmax": _softmax, "_softmax_backward_data": _softmax_backward,
+    "binary_cross_entropy_with_logits": _bce_with_logits, "cumsum_": _cumulative_("cumsum_out_cpu"),
+    "cumprod_": _cumulative_("cumprod_out_cpu"), "hardswish": _hardswish_out, "median": _median_dim,
+    "nanmedian": _median_dim, "index_reduce": _index_reduce, "index_reduce_": _index_reduce,
+    "native_group_norm_backward": _group_norm_backward, "nll_loss_forward": _nll_loss_forward,
+    "rrelu_with_noise": _rrelu_with_noise, "softplus_backward": _softplus_backward, "norm": _norm,
+    "tril_indices": _tri_indices("tril_indices"), "triu_indices": _tri_indices("triu_indices"),
+    "_cdist_backward": _cdist_backward, "hypot_": _binary_inplace,
+}
+# overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
+_REFUSAL_BEFORE_OUT = frozenset({"median.out", "nanmedian.out", "igamma.out", "igammac.out"})
+# the median checks that read a dim
+_MEDIAN_DIM = frozenset({"dim", "dim_values"})
+
+
+def _checks_for(op: Any) -> list[Callable[[Any, tuple, Mapping[str, Any]], None]]:
+    name = op._schema.name.split("::")[1]
+    overload = op._overloadname
+    checks: list[Callable[[Any, tuple, Mapping[str, Any]], None]] = []
+    if f"{name}.{overload}" in _REFUSAL_BEFORE_OUT:
+        checks.append(_refusal_before_out)
+    bound = _BOUND_CHECKS.get(name)
+    if bound is not None and not (name in ("median", "nanmedian") and overload not in _MEDIAN_DIM):
+        checks.append(lambda op, args, kwargs, fn=bound: fn(_bind(op, args, kwargs)))
+    return checks
+
+
+@functools.cache
+def _cached_checks(op: Any) -> tuple[Callable[[Any, tuple, Mapping[str, Any]], None], ...]:
+    return tuple(_checks_for(op))
+
+
+def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """Raises CPU's error where one of `op`'s early checks fails for these arguments."""
+    for fn in _cached_checks(op):
+        fn(op, args, kwargs)
+
+
+def guard(op: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """`kernel` itself where `op` has no early checks; else the kernel behind `check`."""
+    if not _cached_checks(op):
+        return kernel
+
+    @functools.wraps(kernel)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        check(op, args, kwargs)
+        return kernel(*args, **kwargs)
+
+    return checked
+
