@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.execution import out_layout
 from torchtpu.ops import prims as P
 from torchtpu.ops.linalg_checks import check_matrix, check_qr_mode, raise_from_info
 from torchtpu.ops.registry import lower
@@ -531,3 +532,23 @@ def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None =
     if vector:
         x = P.reshape(x, (*batch, n))
     return x, residuals, rank, sv
+
+
+# --- layouts: LAPACK's column-major results, as ATen's meta functions allocate them (execution/out_layout.py) -------
+
+def _geqrf_meta(args: tuple, kwargs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """geqrf has no meta kernel: the reflectors column-major (ATen's geqrf_out resizes them so), tau contiguous."""
+    a = args[0]
+    m, n = a.shape[-2:]
+    reflectors = torch.empty_strided(a.shape, out_layout.column_major_strides(a.shape), dtype=a.dtype, device="meta")
+    return reflectors, torch.empty((*a.shape[:-2], min(m, n)), dtype=a.dtype, device="meta")
+
+
+for _op in (aten._cholesky_solve_helper.default, aten._linalg_eigh.default, aten._linalg_slogdet.default,
+            aten._linalg_det.default, aten._linalg_solve_ex.default, aten._linalg_svd.default, aten.cholesky.default,
+            aten.cholesky_inverse.default, aten.linalg_cholesky_ex.default, aten.linalg_eig.default,
+            aten.linalg_householder_product.default, aten.linalg_inv_ex.default, aten.linalg_lu.default,
+            aten.linalg_lu_factor_ex.default, aten.linalg_lu_solve.default, aten.linalg_qr.default,
+            aten.linalg_solve_triangular.default, aten.ormqr.default, aten.triangular_solve.default):
+    out_layout.always_ask(_op)
+out_layout.always_ask(aten.geqrf.default, _geqrf_meta)

@@ -310,7 +310,7 @@ def _meta_of(record: Lowering) -> out_layout.MetaFn:
     """The record's op on meta tensors (out_layout.py): what lays its fresh outputs out."""
     meta = _metas.get(record.op)
     if meta is None:
-        meta = _metas[record.op] = out_layout.op_meta(record.op)
+        meta = _metas[record.op] = out_layout.marked(record.op, out_layout.op_meta(record.op))
     return meta
 
 
@@ -323,7 +323,7 @@ def _out_meta(record: Lowering) -> out_layout.MetaFn | None:
     for name in packet.overloads() if packet is not None and op._schema.name.startswith("aten::") else ():
         other = getattr(packet, name)
         if not _out_args(other) and [(a.name, str(a.type)) for a in other._schema.arguments] == inputs:
-            return out_layout.op_meta(other)
+            return out_layout.marked(other, out_layout.op_meta(other))
     return None
 
 
