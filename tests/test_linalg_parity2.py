@@ -86,3 +86,126 @@ def test_ormqr_of_geqrf_reflectors_as_pytorchs_test() -> None:
     q = torch.linalg.qr(a, mode="complete").Q
     c = torch.randn(2, 5, 2, dtype=torch.float64).to("tpu")
     torch.testing.assert_close(torch.ormqr(reflectors, tau, c).cpu(), (q.cpu() @ c.cpu()))
+
+
+def _raised(fn: Callable[[], Any]) -> tuple[type, str]:
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the class and words are what is compared
+        return type(exc), str(exc)
+    return type(None), ""
+
+
+T = torch.ones
+BAD: dict[str, Callable[[str], Any]] = {  # each raises on CPU; the fuzzer's findings and ATen's checks
+    "geqrf 1-d": lambda d: torch.geqrf(T(3, device=d)),
+    "cross dtypes": lambda d: torch.linalg.cross(T(3, dtype=torch.uint8, device=d),
+                                                 T(3, dtype=torch.bfloat16, device=d)),
+    "cross float/double": lambda d: torch.linalg.cross(T(3, device=d), T(3, dtype=torch.float64, device=d)),
+    "cross length": lambda d: torch.linalg.cross(T(4, device=d), T(4, device=d)),
+    "eig bool": lambda d: torch.linalg.eig(T(1, 1, 1, dtype=torch.bool, device=d)),
+    "eig long": lambda d: torch.linalg.eig(T(2, 2, dtype=torch.int64, device=d)),
+    "lstsq dtypes": lambda d: torch.linalg.lstsq(T(4, 4, device=d), T(4, 4, dtype=torch.bfloat16, device=d)),
+    "lstsq 1-d": lambda d: torch.linalg.lstsq(T(1, dtype=torch.int8, device=d), T(3, dtype=torch.int8, device=d)),
+    "lstsq rows": lambda d: torch.linalg.lstsq(T(3, 3, device=d), T(4, device=d)),
+    "lstsq rows 2-d": lambda d: torch.linalg.lstsq(T(3, 3, device=d), T(4, 3, device=d)),
+    "lstsq ranks": lambda d: torch.linalg.lstsq(T(3, 3, device=d), T(3, 3, 3, 3, device=d)),
+    "lstsq int": lambda d: torch.linalg.lstsq(T(3, 3, dtype=torch.int32, device=d),
+                                              T(3, 3, dtype=torch.int32, device=d)),
+    "lstsq driver": lambda d: torch.linalg.lstsq(T(3, 3, device=d), T(3, 3, device=d), driver="foo"),
+    "solve_triangular 3x5": lambda d: torch.linalg.solve_triangular(T(0, 3, 5, device=d), T(0, 3, 5, device=d),
+                                                                     upper=False),
+    "solve_triangular A 1-d": lambda d: torch.linalg.solve_triangular(T(3, device=d), T(3, 3, device=d), upper=False),
+    "solve_triangular B 1-d": lambda d: torch.linalg.solve_triangular(T(3, 3, device=d), T(3, device=d), upper=False),
+    "solve_triangular AX=B": lambda d: torch.linalg.solve_triangular(T(3, 3, device=d), T(4, 3, device=d), upper=False),
+    "solve_triangular XA=B": lambda d: torch.linalg.solve_triangular(T(3, 3, device=d), T(3, 4, device=d), upper=False,
+                                                                      left=False),
+    "triangular_solve square": lambda d: torch.triangular_solve(T(3, 3, device=d), T(3, 4, device=d)),
+    "triangular_solve dtypes": lambda d: torch.triangular_solve(T(3, 2, device=d), T(3, 3, dtype=torch.float64,
+                                                                                      device=d)),
+    "triangular_solve b 1-d": lambda d: torch.triangular_solve(T(3, device=d), T(3, 3, device=d)),
+    "slogdet half": lambda d: torch.linalg.slogdet(T(3, 3, dtype=torch.half, device=d)),
+    "householder_product 1-d": lambda d: torch.linalg.householder_product(T(3, device=d), T(1, device=d)),
+    "householder_product tau": lambda d: torch.linalg.householder_product(T(3, 3, device=d), T(4, device=d)),
+    "householder_product wide": lambda d: torch.linalg.householder_product(T(2, 3, device=d), T(1, device=d)),
+    "householder_product dtypes": lambda d: torch.linalg.householder_product(T(3, 2, device=d),
+                                                                             T(2, dtype=torch.float64, device=d)),
+    "householder_product batch": lambda d: torch.linalg.householder_product(T(2, 3, 2, device=d), T(3, 1, device=d)),
+    "ormqr 1-d": lambda d: torch.ormqr(T(10, device=d), T(2, device=d), T(2, device=d)),
+    "ormqr other 1-d": lambda d: torch.ormqr(T(2, 2, device=d), T(2, device=d), T(2, device=d)),
+    "ormqr tau": lambda d: torch.ormqr(T(10, 6, device=d), T(20, device=d), T(10, 6, device=d)),
+    "ormqr rows": lambda d: torch.ormqr(T(6, 6, device=d), T(5, device=d), T(5, 5, device=d)),
+    "ormqr tau batch": lambda d: torch.ormqr(T(1, 2, 2, device=d), T(2, 2, device=d), T(1, 2, 2, device=d)),
+    "ormqr other batch": lambda d: torch.ormqr(T(1, 2, 2, device=d), T(1, 2, device=d), T(2, 2, 2, device=d)),
+    "ormqr dtypes": lambda d: torch.ormqr(T(6, 4, device=d), T(4, dtype=torch.float64, device=d),
+                                          T(6, 3, dtype=torch.float64, device=d)),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(BAD))
+def test_aten_checks_as_cpu(mode: str, name: str) -> None:
+    want = _raised(lambda: BAD[name]("cpu"))
+    assert want[0] is not type(None)
+    with torch.tpu.eager_mode(mode):
+        got = _raised(lambda: BAD[name]("tpu"))
+    assert got == want
+
+
+def _spd() -> torch.Tensor:
+    a = torch.randn(3, 3, dtype=torch.float64)
+    return a @ a.T + 3 * torch.eye(3, dtype=torch.float64)
+
+
+OUT_CALLS: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
+    "linalg.cholesky": lambda a, o: torch.linalg.cholesky(a, out=o),
+    "cholesky_inverse": lambda a, o: torch.cholesky_inverse(a, out=o),
+    "linalg.inv": lambda a, o: torch.linalg.inv(a, out=o),
+    "linalg.eigh": lambda a, o: torch.linalg.eigh(a, out=(o, torch.empty_like(o))),
+    "linalg.slogdet": lambda a, o: torch.linalg.slogdet(a, out=(o, torch.empty_like(o))),
+    "add": lambda a, o: torch.add(a, 1, out=o),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(OUT_CALLS))
+def test_out_resize_warning_as_cpu(mode: str, name: str) -> None:
+    """ATen's resize_output warns once per out= tensor with elements and another shape; never for an empty one."""
+    import warnings
+
+    a = _spd()
+    counts = {}
+    for device in ("cpu", "tpu"):
+        with torch.tpu.eager_mode(mode), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            x = a.to(device)
+            OUT_CALLS[name](x, torch.empty(2, dtype=a.dtype, device=device))  # resized: warns
+            OUT_CALLS[name](x, torch.empty(0, dtype=a.dtype, device=device))  # empty: no warning
+        counts[device] = [str(w.message).split(" (Triggered internally")[0] for w in caught  # CPU names its file
+                          if "was resized" in str(w.message)]
+    assert sorted(counts["tpu"]) == sorted(counts["cpu"])  # (eigh: CPU resizes the eigenvectors first)
+    assert counts["cpu"]
+
+
+OUT_DTYPE: dict[str, Callable[[str], Any]] = {  # ATen's words for an out= tensor of a dtype it refuses
+    "cholesky_inverse": lambda d: torch.cholesky_inverse(T(3, 3, device=d), out=T(0, dtype=torch.int32, device=d)),
+    "eig values": lambda d: torch.linalg.eig(T(3, 3, device=d), out=(T(0, dtype=torch.float32, device=d),
+                                                                     T(0, dtype=torch.complex64, device=d))),
+    "householder_product": lambda d: torch.linalg.householder_product(T(3, 3, device=d), T(3, device=d),
+                                                                       out=T(0, dtype=torch.int32, device=d)),
+    "inv": lambda d: torch.linalg.inv(T(3, 3, device=d), out=T(0, dtype=torch.int32, device=d)),
+    "cholesky": lambda d: torch.linalg.cholesky(torch.eye(3, device=d), out=T(0, dtype=torch.int32, device=d)),
+    "triangular_solve": lambda d: torch.triangular_solve(T(3, 3, device=d), T(3, 3, device=d),
+                                                         out=(T(0, dtype=torch.int32, device=d), T(0, device=d))),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(OUT_DTYPE))
+def test_out_dtype_words_as_cpu(mode: str, name: str) -> None:
+    want = _raised(lambda: OUT_DTYPE[name]("cpu"))
+    with torch.tpu.eager_mode(mode):
+        got = _raised(lambda: OUT_DTYPE[name]("tpu"))
+    assert got[0] is want[0] is RuntimeError
+    assert got[1].startswith(want[1]), (got, want)  # (the exact-dtype refusal adds which overload, in brackets)

@@ -32,7 +32,14 @@ from torch._ops import OpOverload
 
 from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
 from torchtpu.ops import dtype_refusals
-from torchtpu.ops.out_rules import check_out_count, check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
+from torchtpu.ops.out_rules import (
+    check_out_count,
+    check_out_devices,
+    check_out_dtype,
+    fills_out_dtype,
+    resize_out,
+    takes_out_dtype,
+)
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
@@ -346,18 +353,17 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         check_out_count(len(flat), len(targets), name)
-        for target, r in zip(targets, flat):
-            check_out_dtype(record.op, r.dtype, target.dtype, name, dtype_given)
-            if tuple(target.shape) != tuple(r.shape):
-                target.resize_(r.shape)
+        for i, (target, r) in enumerate(zip(targets, flat)):
+            check_out_dtype(record.op, r.dtype, target.dtype, name, dtype_given, i)
+            resize_out(target, r.shape)
             target.copy_(r)
         return
-    for target, (_, dtype) in zip(targets, types):  # written in place: one launch
-        check_out_dtype(record.op, dtype, target.dtype, name, dtype_given)
+    for i, (target, (_, dtype)) in enumerate(zip(targets, types)):  # written in place: one launch
+        check_out_dtype(record.op, dtype, target.dtype, name, dtype_given, i)
     resized = False
     for target, (shape, _) in zip(targets, types):
         if tuple(target.shape) != shape:
-            target.resize_(shape)
+            resize_out(target, shape)
             fast = resized = None  # the C++ cache serves out= tensors written as they are, never resized
     if resized is None and (meta := _out_meta(record)) is not None:  # a resized out= tensor: ATen's layout
         out_layout.restride(targets, meta, args, kwargs, types)
