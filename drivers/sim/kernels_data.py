@@ -364,6 +364,8 @@ def _partial_cholesky(a: np.ndarray) -> np.ndarray:
 @kernel("cholesky")
 def _cholesky(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x = _wide_linalg(args[0])
+    if not op.attr("lower"):  # potrf 'U' reads the upper triangle: U = L^H for L the factor of A^H's lower one
+        x = np.conj(np.swapaxes(x, -1, -2))
     try:
         low = np.linalg.cholesky(x)
     except np.linalg.LinAlgError:

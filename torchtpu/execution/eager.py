@@ -383,7 +383,8 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
         program.aliases = aliases
         out_types = [(s.shape, s.dtype) for s in outs]
         strides = None
-        if write_into is None and meta is not None and not all(map(out_layout.default_strided, tensors)):
+        if write_into is None and meta is not None and (out_layout.asks_always(meta) or
+                                                        not all(map(out_layout.default_strided, tensors))):
             strides = out_layout.output_strides(meta, args, kwargs, out_types)
         traced = Traced(program, out_types, structure, bindings, strides)
         if len(_cache) >= _MAX_CACHE:  # a workload of ever-new shapes stays bounded

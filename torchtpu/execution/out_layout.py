@@ -74,6 +74,43 @@ def op_meta(op: torch._ops.OpOverload) -> MetaFn:
     return call
 
 
+# Ops whose ATen kernels lay fresh outputs out other than contiguously even from contiguous inputs (LAPACK's
+# column-major matrices: cholesky, qr, svd, eigh, geqrf, ...): their meta is asked for every traced signature, not
+# only when an input has non-default strides. The value: a meta for an op that has none (None: the op's own).
+ALWAYS: dict[torch._ops.OpOverload, MetaFn | None] = {}
+
+
+def always_ask(op: torch._ops.OpOverload, meta: MetaFn | None = None) -> None:
+    """Marks `op`'s fresh outputs as laid out by its meta (or `meta`) whatever its inputs' strides."""
+    ALWAYS[op] = meta
+
+
+def marked(op: torch._ops.OpOverload, meta: MetaFn) -> MetaFn:
+    """`meta` (or ALWAYS's own meta for `op`), marked for asks_always when `op` is in ALWAYS."""
+    if op not in ALWAYS:
+        return meta
+    inner = ALWAYS[op] or meta
+
+    def call(args: tuple, kwargs: dict[str, Any]) -> Any:
+        return inner(args, kwargs)
+
+    call.always = True  # type: ignore[attr-defined]
+    return call
+
+
+def asks_always(meta: MetaFn | None) -> bool:
+    """Whether `meta` lays fresh outputs out even from default-contiguous inputs (marked)."""
+    return getattr(meta, "always", False)
+
+
+def column_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """A batch of column-major (Fortran-contiguous) matrices: ATen's batched_matrix_contiguous_strides(f_contig)."""
+    strides = list(contiguous_strides(shape))
+    if len(shape) >= 2:
+        strides[-2], strides[-1] = 1, max(shape[-2], 1)
+    return tuple(strides)
+
+
 def suggested_like(input: torch.Tensor, n: int) -> MetaFn:  # noqa: A002
     """The meta of a kernel whose eager.run computes `n` results of which the first is laid out as `input`'s
     suggested memory format (CPU's batch norm: `empty_like(input, input.suggest_memory_format())`) and the others
@@ -137,8 +174,8 @@ def allocate(out_types: Sequence[tuple[tuple[int, ...], torch.dtype]], strides: 
 def restride(targets: Sequence[torch.Tensor], meta: MetaFn, args: Sequence[Any], kwargs: dict[str, Any],
              out_types: Sequence[tuple[tuple[int, ...], torch.dtype]]) -> None:
     """Resized out= tensors laid out as ATen lays them (TensorIterator's `as_strided_` of a resized output), when
-    an input has non-default strides."""
-    if all(default_strided(t) for t in _tensors(args, kwargs)):
+    an input has non-default strides (or the op is in ALWAYS)."""
+    if not asks_always(meta) and all(default_strided(t) for t in _tensors(args, kwargs)):
         return
     strides = output_strides(meta, args, kwargs, out_types)
     for t, s in zip(targets, strides or ()):

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch._decomp import get_decompositions
 
-from torchtpu.ops import activation_checks, backward_checks, loss_checks, norm_checks, out_checks
+from torchtpu.ops import activation_checks, backward_checks, linalg_checks, loss_checks, norm_checks, out_checks
 
 aten = torch.ops.aten
 
@@ -85,6 +85,8 @@ def define_all(define: Callable[..., Any]) -> None:
             fn = backward_checks.wrap(op, fn)
         if op.overloadpacket in out_checks.WRAPPED:
             fn = out_checks.wrap(op, fn)
+        if op.overloadpacket in linalg_checks.CROSS_WRAPPED:
+            fn = linalg_checks.wrap_cross(op, fn)
         record = TABLE.get(op)
         if record is not None and record.fn is not None:
             continue

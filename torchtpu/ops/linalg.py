@@ -13,8 +13,20 @@ from typing import Any
 
 import torch
 
+from torchtpu.execution import out_layout
 from torchtpu.ops import prims as P
-from torchtpu.ops.linalg_checks import check_matrix, check_qr_mode, raise_from_info
+from torchtpu.ops.linalg_checks import (
+    check_eig,
+    check_geqrf,
+    check_householder_product,
+    check_lstsq,
+    check_matrix,
+    check_ormqr,
+    check_qr_mode,
+    check_solve_triangular,
+    check_triangular_solve,
+    raise_from_info,
+)
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -106,12 +118,14 @@ def cholesky_solve(self: Sym, A: Sym, upper: bool) -> Sym:  # noqa: N803 - ATen'
 @lower(aten.linalg_solve_triangular.default)
 def solve_triangular(self: Sym, B: Sym, *, upper: bool, left: bool = True,  # noqa: N803
                      unitriangular: bool = False) -> Sym:
+    check_solve_triangular(self, B, left)
     return tri_solve(self, B, lower=not upper, left=left, unit=unitriangular)
 
 
 @lower(aten.triangular_solve.default)
 def triangular_solve(self: Sym, A: Sym, upper: bool = True, transpose: bool = False,  # noqa: N803
                      unitriangular: bool = False) -> tuple[Sym, Sym]:
+    check_triangular_solve(self, A)
     a, b = _batch(_float(A), _float(self))
     x = tri_solve(a, b, lower=not upper, unit=unitriangular, trans="TRANSPOSE" if transpose else "NO_TRANSPOSE")
     return x, a
@@ -271,7 +285,7 @@ def det(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym]:  # noqa: N803
 
 @lower(aten._linalg_slogdet.default, prepare=_use_a_t)
 def slogdet(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym, Sym]:  # noqa: N803
-    check_matrix(A, "linalg.slogdet")
+    check_matrix(A, "linalg.slogdet", low_precision=False)
     lu, piv, _ = lu_factor(_t(A) if _a_t else A)
     diag = _diag(lu)
     if lu.dtype.is_complex:
@@ -323,6 +337,7 @@ def eigh(A: Sym, UPLO: str = "L", compute_v: bool = True) -> tuple[Sym, Sym]:  #
 @lower(aten.linalg_eig.default)
 def eig(self: Sym) -> tuple[Sym, Sym]:
     check_matrix(self, "linalg.eig", floating=False)
+    check_eig(self)
     return tuple(P.emit("eig", [_float(self)]))  # type: ignore[return-value]
 
 
@@ -402,6 +417,7 @@ def _apply_right(c: Sym, v: Sym, t: Sym) -> Sym:
 
 @lower(aten.linalg_householder_product.default)
 def householder_product(input: Sym, tau: Sym) -> Sym:  # noqa: A002 - ATen's name
+    check_householder_product(input, tau)
     a, t = _float(input), _float(tau)
     m, n = a.shape[-2:]
     q = P.broadcast_to(P.slice_dim(_eye(m, (), a.dtype), 1, 0, n), a.shape)
@@ -414,6 +430,7 @@ def householder_product(input: Sym, tau: Sym) -> Sym:  # noqa: A002 - ATen's nam
 
 @lower(aten.ormqr.default)
 def ormqr(self: Sym, input2: Sym, input3: Sym, left: bool = True, transpose: bool = False) -> Sym:
+    check_ormqr(self, input2, input3, left)
     a, t = _float(self), _float(input2)
     c = P.convert(input3, a.dtype)
     k = t.shape[-1]
@@ -434,6 +451,7 @@ def ormqr(self: Sym, input2: Sym, input3: Sym, left: bool = True, transpose: boo
 def geqrf(self: Sym) -> tuple[Sym, Sym]:
     """Householder QR as LAPACK's geqr2 / larfg: per column, beta = -sign(Re alpha) ||(alpha, x)||,
     tau = (beta - alpha) / beta, v = x / (alpha - beta) (tau = 0 when x = 0 and alpha is real)."""
+    check_geqrf(self)
     a = _float(self)
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -499,6 +517,7 @@ def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None =
     """The minimum-norm least-squares solution from the SVD (LAPACK's gelsy / gelsd / gelss give it; gels for
     full-rank A): x = V diag(1/s for s > rcond * s_max) U^H b. Rank (gelsy, gelsd, gelss) counts those singular
     values; residuals ||A x - b||^2 are returned for m > n except with gelsy, as on CPU."""
+    check_lstsq(self, b, driver)
     driver = driver or "gelsy"
     a = _float(self)
     vector = b.ndim == a.ndim - 1
@@ -531,3 +550,23 @@ def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None =
     if vector:
         x = P.reshape(x, (*batch, n))
     return x, residuals, rank, sv
+
+
+# --- layouts: LAPACK's column-major results, as ATen's meta functions allocate them (execution/out_layout.py) -------
+
+def _geqrf_meta(args: tuple, kwargs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """geqrf has no meta kernel: the reflectors column-major (ATen's geqrf_out resizes them so), tau contiguous."""
+    a = args[0]
+    m, n = a.shape[-2:]
+    reflectors = torch.empty_strided(a.shape, out_layout.column_major_strides(a.shape), dtype=a.dtype, device="meta")
+    return reflectors, torch.empty((*a.shape[:-2], min(m, n)), dtype=a.dtype, device="meta")
+
+
+for _op in (aten._cholesky_solve_helper.default, aten._linalg_eigh.default, aten._linalg_slogdet.default,
+            aten._linalg_det.default, aten._linalg_solve_ex.default, aten._linalg_svd.default, aten.cholesky.default,
+            aten.cholesky_inverse.default, aten.linalg_cholesky_ex.default, aten.linalg_eig.default,
+            aten.linalg_householder_product.default, aten.linalg_inv_ex.default, aten.linalg_lu.default,
+            aten.linalg_lu_factor_ex.default, aten.linalg_lu_solve.default, aten.linalg_qr.default,
+            aten.linalg_solve_triangular.default, aten.ormqr.default, aten.triangular_solve.default):
+    out_layout.always_ask(_op)
+out_layout.always_ask(aten.geqrf.default, _geqrf_meta)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from functools import lru_cache
 from typing import Any
 
@@ -62,6 +63,14 @@ TAKES_OUT_DTYPE: frozenset[str] = frozenset({"linspace.out", "linspace.Tensor_Te
                                             "linspace.Scalar_Tensor_out", "logspace.out",
                                             "logspace.Tensor_Tensor_out", "logspace.Tensor_Scalar_out",
                                             "logspace.Scalar_Tensor_out"})
+
+# Non-structured linalg out= kernels that check castability with checkLinalgCompatibleDtype's words: the
+# overload -> (the name ATen prints, each out= argument's name).
+LINALG_CASTABLE: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cholesky_inverse.out": ("cholesky_inverse", ("result",)),
+    "linalg_eig.out": ("torch.linalg.eig", ("eigenvalues", "eigenvectors")),
+    "linalg_householder_product.out": ("torch.linalg.householder_product", ("result",)),
+}
 
 _FUNC = re.compile(r"^- func: ([A-Za-z0-9_]+)(?:\.([A-Za-z0-9_]+))?\(")
 
@@ -152,21 +161,28 @@ def out_dtype_as_result(op: torch._ops.OpOverload, result: torch.dtype, targets:
 
 
 def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torch.dtype, name: str,
-                    dtype_given: bool = False) -> None:
+                    dtype_given: bool = False, index: int = 0) -> None:
     """Raises CPU's error where `result` cannot be written into an out= tensor of dtype `target` (`dtype_given`:
-    the call passed `dtype=`, see requires_exact)."""
+    the call passed `dtype=`, see requires_exact; `index`: which out= tensor)."""
     if result == target:
         return
+    linalg = LINALG_CASTABLE.get(_local(op))
+    if linalg is not None and not torch.can_cast(result, target):
+        api, outs = linalg
+        out = outs[min(index, len(outs) - 1)]
+        raise RuntimeError(f"{api}: Expected {out} to be safely castable from {aten_type_name(result)} dtype, but "
+                           f"got {out} with dtype {aten_type_name(target)}")
     if _local(op) in ("complex.out", "polar.out"):  # complex_check_dtype: the parts' complex dtype exactly
         from torchtpu.ops.complex_checks import check_out
 
         check_out(result, target)
     if fills_out_dtype(op, dtype_given) and not (result.is_complex and not target.is_complex):
         return
-    if not torch.can_cast(result, target):
+    exact = requires_exact(op, dtype_given)
+    if not torch.can_cast(result, target) and not (exact and _local(op) in yaml_exact()):
         raise RuntimeError(f"{name}: result type {aten_type_name(result)} can't be cast to the desired output "
                            f"type {aten_type_name(target)}")
-    if requires_exact(op, dtype_given):
+    if exact:  # a structured kernel's set_output checks the dtype exactly, with no castability step before
         raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES.get(result, str(result))}, but got "
                            f"{_CPP_NAMES.get(target, str(target))} instead ({name}: this out= overload requires "
                            "the result dtype exactly)")
@@ -204,3 +220,17 @@ def check_out_count(results: int, targets: int, name: str) -> None:
     if results != targets:
         raise RuntimeError(f"{name}: out= holds {targets} tensors but the op returns {results} (one per input "
                            f"tensor; dst.size() == src.size() in ATen); pass an out= list of {results} tensors")
+
+
+def resize_out(target: torch.Tensor, shape: tuple[int, ...] | torch.Size) -> None:
+    """Resizes an out= tensor to the result's shape as ATen's resize_output does: with _resize_output_check's
+    warning (in ATen's words) when the tensor held elements; a tensor of that shape is left as it is."""
+    if tuple(target.shape) == tuple(shape):
+        return
+    if target.numel() != 0:
+        warnings.warn(f"An output with one or more elements was resized since it had shape {list(target.shape)}, "
+                      f"which does not match the required output shape {list(shape)}. This behavior is deprecated, "
+                      "and in a future PyTorch release outputs will not be resized unless they have zero elements. "
+                      "You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
+                      "t.resize_(0).", UserWarning, stacklevel=4)
+    target.resize_(shape)

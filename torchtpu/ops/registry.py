@@ -32,7 +32,14 @@ from torch._ops import OpOverload
 
 from torchtpu.execution import determinism, eager, fast_launch, meta_checks, out_layout, overlap
 from torchtpu.ops import arg_order_checks, dtype_refusals, out_checks, out_rules
-from torchtpu.ops.out_rules import check_out_count, check_out_devices, check_out_dtype, fills_out_dtype, takes_out_dtype
+from torchtpu.ops.out_rules import (
+    check_out_count,
+    check_out_devices,
+    check_out_dtype,
+    fills_out_dtype,
+    resize_out,
+    takes_out_dtype,
+)
 
 Prepare = Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]
 HOWS = ("lowering", "inplace", "out", "kernel", "decomposition", "graph")
@@ -313,7 +320,7 @@ def _meta_of(record: Lowering) -> out_layout.MetaFn:
     """The record's op on meta tensors (out_layout.py): what lays its fresh outputs out."""
     meta = _metas.get(record.op)
     if meta is None:
-        meta = _metas[record.op] = out_layout.op_meta(record.op)
+        meta = _metas[record.op] = out_layout.marked(record.op, out_layout.op_meta(record.op))
     return meta
 
 
@@ -334,7 +341,7 @@ def _functional_meta(op: OpOverload) -> out_layout.MetaFn | None:
     for name in packet.overloads() if packet is not None and op._schema.name.startswith("aten::") else ():
         other = getattr(packet, name)
         if not _out_args(other) and [(a.name, str(a.type)) for a in other._schema.arguments] == inputs:
-            return out_layout.op_meta(other)
+            return out_layout.marked(other, out_layout.op_meta(other))
     return None
 
 
@@ -364,18 +371,17 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec, checks=checks)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         check_out_count(len(flat), len(targets), name)
-        for target, r in zip(targets, flat):
-            check_out_dtype(record.op, r.dtype, target.dtype, name, dtype_given)
-            if tuple(target.shape) != tuple(r.shape):
-                target.resize_(r.shape)
+        for i, (target, r) in enumerate(zip(targets, flat)):
+            check_out_dtype(record.op, r.dtype, target.dtype, name, dtype_given, i)
+            resize_out(target, r.shape)
             target.copy_(r)
         return
-    for target, (_, dtype) in zip(targets, types):  # written in place: one launch
-        check_out_dtype(record.op, dtype, target.dtype, name, dtype_given)
+    for i, (target, (_, dtype)) in enumerate(zip(targets, types)):  # written in place: one launch
+        check_out_dtype(record.op, dtype, target.dtype, name, dtype_given, i)
     resized = False
     for target, (shape, _) in zip(targets, types):
         if tuple(target.shape) != shape:
-            target.resize_(shape)
+            resize_out(target, shape)
             fast = resized = None  # the C++ cache serves out= tensors written as they are, never resized
     if resized is None and (meta := _out_meta(record)) is not None:  # a resized out= tensor: ATen's layout
         out_layout.restride(targets, meta, args, kwargs, types)
