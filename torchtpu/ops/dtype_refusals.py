@@ -224,6 +224,7 @@ def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     if rules:
         refusal = _refusal(rules, op, args, kwargs)
         if refusal is not None:
+            _earlier(op, args, kwargs)
             raise refusal[0](refusal[1])
 
 
@@ -270,7 +271,32 @@ def _functional_foreach(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> tupl
     return functional, args, {k: v for k, v in kwargs.items() if k not in out}
 
 
+# packet name prefix -> the shape checks CPU's meta function makes first, where torch's meta kernel lacks them
+# (upsampling's meta is a Python decomposition without ATen's checks: ops/spatial_checks.py)
+def _upsample_checks(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    from torchtpu.ops import out_rules, spatial_checks
+
+    spatial_checks.upsample_args(op, args, dict(kwargs))
+    first = args[0] if args else None
+    for a in op._schema.arguments:  # then the out= tensor's dtype (the structured kernel's set_output)
+        out = kwargs.get(a.name) if a.is_out else None
+        if isinstance(out, torch.Tensor) and isinstance(first, torch.Tensor):
+            out_rules.check_out_dtype(op, first.dtype, out.dtype, str(op), False)
+
+
+EARLIER_CHECKS: dict[str, Callable[[Any, tuple, Mapping[str, Any]], None]] = {
+    "upsample_": _upsample_checks, "_upsample_": _upsample_checks}
+
+
+def _earlier(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    packet = packet_name(op)
+    for prefix, earlier in EARLIER_CHECKS.items():
+        if packet.startswith(prefix):
+            earlier(op, args, kwargs)
+
+
 def _raise_earlier_check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    _earlier(op, args, kwargs)
     op, args, kwargs = _functional_foreach(op, args, kwargs)
     try:
         op(*_on_meta(args), **{k: _on_meta(v) for k, v in kwargs.items()})

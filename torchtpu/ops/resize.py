@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchtpu.ops import pool_checks
+from torchtpu.ops import pool_checks, spatial_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -236,6 +236,7 @@ def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
     def forward(self: Sym, output_size: Sequence[int], *rest: object) -> Sym:
         align = bool(rest[0]) if takes_align else False
         scales = list(rest[1:] if takes_align else rest) + [None] * nd
+        spatial_checks.upsample(nd, self.shape, output_size)
         m = mats(self.shape[2:], output_size, align, scales[:nd])
         if takes_align and not (self.dtype.is_floating_point or self.dtype.is_complex):
             return _fixed_point_dims(self, m, 2)
@@ -244,6 +245,7 @@ def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
     def backward_fn(grad_output: Sym, output_size: Sequence[int], input_size: Sequence[int], *rest: object) -> Sym:
         align = bool(rest[0]) if takes_align else False
         scales = list(rest[1:] if takes_align else rest) + [None] * nd
+        spatial_checks.upsample_backward(nd, grad_output.shape, output_size, input_size)
         m = mats(input_size[2:], output_size, align, scales[:nd])
         return apply_dims(grad_output, _transposed(m), 2)
 
@@ -310,18 +312,9 @@ def _pad_mats(shape: Sequence[int], padding: Sequence[int], nd: int, mode: str) 
     return mats
 
 
-def _check_valid_pad_input(x: Sym, nd: int) -> None:
-    """ATen's padding::check_valid_input: only the batch dim of a batched input may be 0."""
-    batched = x.ndim == nd + 2
-    sizes = x.shape[1:] if batched else x.shape
-    if any(s == 0 for s in sizes):
-        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with possibly 0 batch size and other "
-                           f"non-zero dimensions for input, but got: {list(x.shape)}")
-
-
 def _pad(mode: str, nd: int, backward: bool) -> Callable[..., Sym]:
     def forward(self: Sym, padding: Sequence[int]) -> Sym:
-        _check_valid_pad_input(self, nd)
+        spatial_checks.pad_input(nd, self.shape, padding, mode)
         return apply_dims(self, _pad_mats(self.shape, padding, nd, mode), self.ndim - nd)
 
     def backward_fn(grad_output: Sym, self: Sym, padding: Sequence[int]) -> Sym:
