@@ -31,7 +31,7 @@ def _double(shape: tuple[int, ...], seed: int = 0) -> torch.Tensor:
 
 
 # (scale factor, mode, align_corners, antialias): float64 resampling; the weights were float32 (bicubic of ones was
-# 1.5e-6 off 1, where CPU's double weights give 1 within 4 ulps)
+# 1.5e-6 off 1, where CPU's double weights give 1 within 3e-15)
 DOUBLE_RESIZE = [(1.5, "bicubic", False, False), (0.5, "bicubic", True, False), (2.0, "bicubic", False, False),
                  (1.5, "bilinear", False, False), (1.5, "bilinear", True, False), (0.5, "bilinear", False, True)]
 
