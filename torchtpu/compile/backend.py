@@ -19,7 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import dtypes, runtime
-from torchtpu.compile import fake_rules, views  # noqa: F401 - views: the graph roles of view ops' records
+from torchtpu.compile import fake_rules, native_autograd, views  # noqa: F401 - views: the graph roles of view ops' records
 from torchtpu.compile import padded as _padded
 from torchtpu.compile.buckets import order_products, pad_args, spec_of, upper_bound
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
@@ -567,7 +567,8 @@ _rules_registered = False
 
 
 def register() -> None:
-    """Registers the backend's fake-tensor rules and Dynamo skips, and the name "tpu" unless Dynamo's entry-point
+    """Registers the backend's fake-tensor rules, the upsample family's tpu autograd kernels (native_autograd.py)
+    and Dynamo skips, and the name "tpu" unless Dynamo's entry-point
     discovery already holds it (then `lookup_backend` registers `tpu_backend` as it loads this module).
     Idempotent; runs when this module is imported."""
     global _rules_registered
@@ -576,6 +577,7 @@ def register() -> None:
 
     if not _rules_registered:
         fake_rules.register()
+        native_autograd.register()
         for name in _DYNAMO_SKIP:
             trace_rules.add(name)
         _rules_registered = True

@@ -5,7 +5,8 @@ pooling, and all their backward ops.
 Each of these maps every spatial dimension independently by a fixed (out, in) matrix, so the op is one
 contraction per spatial dimension (`dot_general` at HIGHEST: the weights are not bf16 values) and its backward
 is the same with the transposed matrices. The matrices depend only on static sizes and arguments: they are
-computed once at trace time, with ATen's index formulas in float32, and enter the program as dense constants.
+computed once at trace time, with ATen's index formulas in ATen's opmath (float64 for a float64 input, else
+float32), and enter the program as dense constants.
 """
 
 from __future__ import annotations
@@ -88,12 +89,12 @@ def _transposed(mats: Sequence[np.ndarray | None]) -> list[np.ndarray | None]:
     return [None if m is None else np.ascontiguousarray(m.T) for m in mats]
 
 
-# --- per-dimension matrices (ATen's UpSample.h formulas, float32 arithmetic) -------------------------------------
+# --- per-dimension matrices (ATen's UpSample.h formulas; float32 arithmetic unless `dt` says) ---------------------
 
-def _scale(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.float32:
+def _scale(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32) -> np.floating:
     if align_corners:
-        return F32((in_size - 1) / (out_size - 1)) if out_size > 1 else F32(0)
-    return F32(1.0 / scale) if scale is not None and scale > 0 else F32(in_size) / F32(out_size)
+        return dt((in_size - 1) / (out_size - 1)) if out_size > 1 else dt(0)
+    return dt(1.0 / scale) if scale is not None and scale > 0 else dt(in_size) / dt(out_size)
 
 
 def nearest(in_size: int, out_size: int, scale: float | None, exact: bool = False) -> np.ndarray:
@@ -113,27 +114,29 @@ def nearest(in_size: int, out_size: int, scale: float | None, exact: bool = Fals
     return m
 
 
-def linear(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.ndarray:
-    s = _scale(in_size, out_size, align_corners, scale)
-    dst = np.arange(out_size, dtype=F32)
-    src = s * dst if align_corners else np.maximum(s * (dst + F32(0.5)) - F32(0.5), F32(0))
+def linear(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32) -> np.ndarray:
+    """`dt`: the weights' arithmetic (ATen's opmath: float64 for a float64 input, else float32)."""
+    s = _scale(in_size, out_size, align_corners, scale, dt)
+    dst = np.arange(out_size, dtype=dt)
+    src = s * dst if align_corners else np.maximum(s * (dst + dt(0.5)) - dt(0.5), dt(0))
     i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
     i1 = i0 + (i0 < in_size - 1)
-    l1 = np.clip(src - i0.astype(F32), F32(0), F32(1)).astype(F32)
-    l0 = F32(1) - l1
-    m = np.zeros((out_size, in_size), F32)
+    l1 = np.clip(src - i0.astype(dt), dt(0), dt(1)).astype(dt)
+    l0 = dt(1) - l1
+    m = np.zeros((out_size, in_size), dt)
     np.add.at(m, (np.arange(out_size), i0), l0)
     np.add.at(m, (np.arange(out_size), i1), l1)
     return m
 
 
-def cubic(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.ndarray:
-    s = _scale(in_size, out_size, align_corners, scale)
-    dst = np.arange(out_size, dtype=F32)
-    src = s * dst if align_corners else s * (dst + F32(0.5)) - F32(0.5)
+def cubic(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32) -> np.ndarray:
+    """`dt`: the weights' arithmetic (ATen's opmath: float64 for a float64 input, else float32)."""
+    s = _scale(in_size, out_size, align_corners, scale, dt)
+    dst = np.arange(out_size, dtype=dt)
+    src = s * dst if align_corners else s * (dst + dt(0.5)) - dt(0.5)
     i = np.floor(src).astype(np.int64)
-    t = (src - i.astype(F32)).astype(F32)
-    a = F32(-0.75)
+    t = (src - i.astype(dt)).astype(dt)
+    a = dt(-0.75)
 
     def near(x: np.ndarray) -> np.ndarray:  # |x| <= 1
         return ((a + 2) * x - (a + 3)) * x * x + 1
@@ -142,18 +145,18 @@ def cubic(in_size: int, out_size: int, align_corners: bool, scale: float | None)
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
     weights = [far(t + 1), near(t), near(1 - t), far(2 - t)]
-    m = np.zeros((out_size, in_size), F32)
+    m = np.zeros((out_size, in_size), dt)
     for k, w in enumerate(weights):
-        np.add.at(m, (np.arange(out_size), np.clip(i - 1 + k, 0, in_size - 1)), w.astype(F32))
+        np.add.at(m, (np.arange(out_size), np.clip(i - 1 + k, 0, in_size - 1)), w.astype(dt))
     return m
 
 
-def antialias(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.ndarray:
+def antialias(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32) -> np.ndarray:
     """The antialiased (triangle filter, support widened by the downscale factor) bilinear weights."""
-    s = float(_scale(in_size, out_size, align_corners, scale))
+    s = float(_scale(in_size, out_size, align_corners, scale, dt))
     support = 1.0 * s if s >= 1.0 else 1.0
     inv = 1.0 / s if s >= 1.0 else 1.0
-    m = np.zeros((out_size, in_size), F32)
+    m = np.zeros((out_size, in_size), dt)
     for o in range(out_size):
         center = s * (o + 0.5)
         lo = max(int(center - support + 0.5), 0)
@@ -161,7 +164,7 @@ def antialias(in_size: int, out_size: int, align_corners: bool, scale: float | N
         w = np.array([max(0.0, 1.0 - abs((j - center + lo + 0.5) * inv)) for j in range(hi - lo)])
         total = w.sum()
         if total:
-            m[o, lo:hi] = (w / total).astype(F32)
+            m[o, lo:hi] = (w / total).astype(dt)
     return m
 
 
@@ -217,18 +220,19 @@ def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int
 # --- upsampling ---------------------------------------------------------------------------------------------------
 
 def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
-    def mats(in_sizes: Sequence[int], out_sizes: Sequence[int], align: bool, scales: Sequence[float | None]
-             ) -> list[np.ndarray]:
+    def mats(in_sizes: Sequence[int], out_sizes: Sequence[int], align: bool, scales: Sequence[float | None],
+             dtype: torch.dtype) -> list[np.ndarray]:
+        dt = np.float64 if dtype == torch.float64 else F32  # ATen's opmath (nearest's index: float always)
         out = []
         for i, o, sc in zip(in_sizes, out_sizes, scales):
             if kind in ("nearest", "nearest_exact"):
                 out.append(nearest(i, o, sc, exact=kind == "nearest_exact"))
             elif kind == "linear":
-                out.append(linear(i, o, align, sc))
+                out.append(linear(i, o, align, sc, dt))
             elif kind == "cubic":
-                out.append(cubic(i, o, align, sc))
+                out.append(cubic(i, o, align, sc, dt))
             else:
-                out.append(antialias(i, o, align, sc))
+                out.append(antialias(i, o, align, sc, dt))
         return out
 
     takes_align = kind not in ("nearest", "nearest_exact")
@@ -237,7 +241,7 @@ def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
         align = bool(rest[0]) if takes_align else False
         scales = list(rest[1:] if takes_align else rest) + [None] * nd
         spatial_checks.upsample(nd, self.shape, output_size)
-        m = mats(self.shape[2:], output_size, align, scales[:nd])
+        m = mats(self.shape[2:], output_size, align, scales[:nd], self.dtype)
         if takes_align and not (self.dtype.is_floating_point or self.dtype.is_complex):
             return _fixed_point_dims(self, m, 2)
         return apply_dims(self, m, 2)
@@ -246,7 +250,7 @@ def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
         align = bool(rest[0]) if takes_align else False
         scales = list(rest[1:] if takes_align else rest) + [None] * nd
         spatial_checks.upsample_backward(nd, grad_output.shape, output_size, input_size)
-        m = mats(input_size[2:], output_size, align, scales[:nd])
+        m = mats(input_size[2:], output_size, align, scales[:nd], grad_output.dtype)
         return apply_dims(grad_output, _transposed(m), 2)
 
     return backward_fn if backward else forward
