@@ -18,7 +18,7 @@ import torch
 
 from torchtpu import dtypes, runtime
 from torchtpu.drivers.ir import Builder
-from torchtpu.execution import deferred, fast_launch, launch, meta_checks, modes, out_layout
+from torchtpu.execution import deferred, fast_launch, launch, modes, out_layout
 from torchtpu.ops import scalar_args
 from torchtpu.ops.prims import const, convert
 from torchtpu.ops.scalar_args import StaticRead
@@ -307,11 +307,9 @@ _OVERLAP_WRITES = frozenset({"fill", "zero", "masked_fill", "index_put", "_index
 
 
 def result_types(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any],
-                 static: Static = None, checks: out_layout.MetaFn | None = None
-                 ) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
+                 static: Static = None) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
     """(shape, dtype) of each result `run` would return, without running it; None if the arguments are not
-    ones `run` takes as they are (a lazy conjugate/negative bit; it then resolves them itself). `checks`: as
-    `run`'s."""
+    ones `run` takes as they are (a lazy conjugate/negative bit; it then resolves them itself)."""
     if undeclared_reads and op_name in undeclared_reads:
         static = _by_value(static)
     key, tensors, _ = signature(op_name, args, kwargs, (), [], static)
@@ -320,10 +318,9 @@ def result_types(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs
     traced = _cache.get(key)
     if traced is None:
         try:
-            with meta_checks.checked(checks, args, kwargs):
-                _, _, outs, _ = trace(lowering, tensors, tuple(args), kwargs, name=op_name, static=static)
+            _, _, outs, _ = trace(lowering, tensors, tuple(args), kwargs, name=op_name, static=static)
         except StaticRead as exc:
-            return result_types(op_name, lowering, args, kwargs, _fall_back(op_name, static, exc), checks)
+            return result_types(op_name, lowering, args, kwargs, _fall_back(op_name, static, exc))
         return [(tuple(s.shape), s.dtype) for s in outs]
     return list(traced.out_types)
 
@@ -347,15 +344,14 @@ def _aliases(write_into: Sequence[torch.Tensor], tensors: list[torch.Tensor]) ->
 def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any],
         write_into: Sequence[torch.Tensor] | None = None, device: int | None = None,
         fast_kind: int | None = fast_launch.INFER, static: Static = None, in_place: bool = False,
-        meta: out_layout.MetaFn | None = None, checks: out_layout.MetaFn | None = None) -> Any:
+        meta: out_layout.MetaFn | None = None) -> Any:
     """Runs `lowering` on the active driver. With `write_into`, results land in those tensors (in-place/out=).
     `fast_kind`: how the C++ launch cache may serve this call again (fast_launch kinds; None: it may not);
     `static`: the schema's argument names and those whose value the lowering branches on; `in_place`: the call is
     an in-place op's (`write_into` is its first argument), so each result the program writes into the very input
     tensor it read is marked an alias of it (Program.aliases: what a cost may price as the elements written);
     `meta`: the op on meta tensors, which lays fresh outputs out as ATen does when an input is not
-    default-contiguous (out_layout.py; None: contiguous); `checks`: the op on meta tensors whose refusal (ATen's
-    argument checks) is raised when a new signature is traced (meta_checks.py; None: the lowering's own only)."""
+    default-contiguous (out_layout.py; None: contiguous)."""
     if undeclared_reads and op_name in undeclared_reads:
         static, fast_kind = _by_value(static), None
     # the targets' shapes too: copy_'s target is no argument, and a broadcasting copy's program is the target's
@@ -373,13 +369,12 @@ def run(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[st
     traced = _cache.get(key)
     if traced is None:
         try:
-            with meta_checks.checked(checks, args, kwargs):
-                program, structure, outs, bindings = trace(lowering, tensors, tuple(args), kwargs,
-                                                           out_dtypes if write_into is not None else None, op_name,
-                                                           static, [shape for _, shape in out_types])
+            program, structure, outs, bindings = trace(lowering, tensors, tuple(args), kwargs,
+                                                       out_dtypes if write_into is not None else None, op_name,
+                                                       static, [shape for _, shape in out_types])
         except StaticRead as exc:
             return run(op_name, lowering, args, kwargs, write_into, device, None, _fall_back(op_name, static, exc),
-                       in_place, meta, checks)
+                       in_place, meta)
         program.aliases = aliases
         out_types = [(s.shape, s.dtype) for s in outs]
         strides = None

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import torch
 from torch._ops import OpOverload
 
-from torchtpu.execution import determinism, eager, fast_launch, meta_checks, out_layout, overlap
+from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
 from torchtpu.ops import arg_order_checks, dtype_refusals, out_checks, out_rules
 from torchtpu.ops.out_rules import (
     check_out_count,
@@ -306,11 +306,9 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
         device = torch.device(kwargs["device"]).index
     if out is not None:
         return _write_out(record, args, kwargs, out, device, fast)
-    meta = _meta_of(record)
     return eager.run(record.name, record.fn, args, kwargs, write_into=write_into, device=device, fast_kind=fast,
                      static=record.static_spec, in_place=write_into is not None,
-                     meta=None if write_into is not None else meta,
-                     checks=meta_checks.for_op(record.op, meta))
+                     meta=None if write_into is not None else _meta_of(record))
 
 
 _metas: dict[OpOverload, out_layout.MetaFn] = {}
@@ -357,9 +355,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
             target.resize_(result.shape)
         target.copy_(result.view(target.shape))
         return
-    checks = _out_meta(record)
-    checks = None if checks is None else meta_checks.for_op(record.op, checks)
-    types = eager.result_types(name, fn, args, kwargs, record.static_spec, checks)
+    types = eager.result_types(name, fn, args, kwargs, record.static_spec)
     dtype_given = kwargs.get("dtype") is not None
     if types and (dtype := out_rules.out_dtype_as_result(record.op, types[0][1], targets, dtype_given)) is not None:
         kwargs = {**kwargs, "dtype": dtype}  # sum(bool, out=<bool>): ATen's meta computes in the out's dtype
@@ -368,7 +364,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         fast = None  # the C++ launch key holds the call as made (dtype=None): never served from it
     # results computed first, then copied out (a factory filling its out tensor's dtype: a copy casts any)
     if types is None or len(types) != len(targets) or fills_out_dtype(record.op, dtype_given):
-        result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec, checks=checks)
+        result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
         flat = list(result) if isinstance(result, tuple | list) else [result]
         check_out_count(len(flat), len(targets), name)
         for i, (target, r) in enumerate(zip(targets, flat)):
@@ -387,7 +383,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
         out_layout.restride(targets, meta, args, kwargs, types)
     eager.run(name, fn, args, kwargs, write_into=targets, device=device,
               fast_kind=fast_launch.OUT if fast is not None and record.fast_kind is not None else None,
-              static=record.static_spec, checks=checks)
+              static=record.static_spec)
 
 
 # --- the kernel factory --------------------------------------------------------------------------------------------
