@@ -530,8 +530,7 @@ def _decompositions() -> dict:
     for op in list(table):
         if op in TABLE and TABLE[op].graph is not None:
             del table[op]
-            continue
-        for checks in (loss_checks, backward_checks, out_checks):  # ATen's argument handling, as in eager mode
+        for checks in (loss_checks, backward_checks, out_checks) if op in table else ():  # ATen's argument checks
             if op.overloadpacket in checks.WRAPPED:
                 table[op] = checks.wrap(op, table[op])
     return table
@@ -567,10 +566,9 @@ _rules_registered = False
 
 
 def register() -> None:
-    """Registers the backend's fake-tensor rules, the upsample family's tpu autograd kernels (native_autograd.py)
-    and Dynamo skips, and the name "tpu" unless Dynamo's entry-point
-    discovery already holds it (then `lookup_backend` registers `tpu_backend` as it loads this module).
-    Idempotent; runs when this module is imported."""
+    """Registers the backend's fake-tensor rules, the upsample family's tpu autograd kernels (native_autograd.py),
+    Dynamo skips, and the name "tpu" unless Dynamo's entry-point discovery already holds it (then `lookup_backend`
+    registers `tpu_backend` as it loads this module). Idempotent; runs when this module is imported."""
     global _rules_registered
     from torch._dynamo import trace_rules
     from torch._dynamo.backends.registry import _BACKENDS
