@@ -18,6 +18,22 @@ _SCALAR = {torch.bfloat16: "BFloat16", torch.bool: "Bool", torch.complex64: "Com
            torch.complex128: "ComplexDouble"}
 
 
+def sizes_text(shape: Sequence[int]) -> str:
+    """A shape as ATen prints an IntArrayRef in a message: `[2, 3]`."""
+    return f"[{', '.join(str(int(s)) for s in shape)}]"
+
+
+def dim_size(shape: Sequence[int], dim: int) -> int:
+    """`tensor.size(dim)` as ATen evaluates it (inside a check or its message): IndexError on a 0-d tensor or a dim
+    out of range, in ATen's words."""
+    n = len(shape)
+    if n == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return int(shape[dim])
+
+
 def legacy_type_name(dtype: torch.dtype) -> str:
     if dtype in _LEGACY:
         return f"torch.{_LEGACY[dtype]}Tensor"

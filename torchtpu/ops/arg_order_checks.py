@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from torchtpu.ops import dtype_refusals
-from torchtpu.ops.arg_checks import legacy_type_name
+from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
 Bound = dict[str, Any]
@@ -38,10 +38,6 @@ def _bind(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Bound:
     return bound
 
 
-def _sizes(shape: Sequence[int]) -> str:
-    return f"[{', '.join(str(int(s)) for s in shape)}]"
-
-
 def _wrap(dim: int, ndim: int) -> int:
     """maybe_wrap_dim (a 0-d tensor takes dims -1 and 0)."""
     n = max(ndim, 1)
@@ -50,14 +46,6 @@ def _wrap(dim: int, ndim: int) -> int:
     return dim % n
 
 
-def _size(shape: Sequence[int], dim: int) -> int:
-    """`tensor.size(dim)` (IndexError on a 0-d tensor or a dim out of range)."""
-    n = len(shape)
-    if n == 0:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return int(shape[dim])
 
 
 def _g(value: float) -> str:
@@ -106,11 +94,12 @@ def _select_scatter(a: Bound) -> None:  # self.clone().select(dim, index), then 
     d = _wrap(dim, ndim)
     size = int(x.shape[d])
     if not -size <= index < size:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {_sizes(x.shape)} at dimension {d}")
+        raise IndexError(f"select(): index {index} out of range for tensor of size {sizes_text(x.shape)} "
+                         f"at dimension {d}")
     slice_shape = [int(s) for i, s in enumerate(x.shape) if i != d]
     if [int(s) for s in src.shape] != slice_shape:
-        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {_sizes(src.shape)}, "
-                           f"slice size = {_sizes(slice_shape)}")
+        raise RuntimeError("expected src to have a size equal to the slice of self. "
+                           f"src size = {sizes_text(src.shape)}, slice size = {sizes_text(slice_shape)}")
 
 
 def _histogram_bins(a: Bound) -> None:  # histogramdd_check_inputs on self.reshape({numel, 1}) and {bins}
@@ -145,8 +134,8 @@ def _cum_extremum_out(a: Bound) -> None:  # cummax/cummin_out: the out tensors' 
 
 def _int_mm(a: Bound) -> None:  # _int_mm_cpu: at::empty({self.size(0), mat2.size(1)}) before the out= checks
     if "out" not in a:
-        _size(a["self"].shape, 0)
-        _size(a["mat2"].shape, 1)
+        dim_size(a["self"].shape, 0)
+        dim_size(a["mat2"].shape, 1)
 
 
 def _softmax(a: Bound) -> None:  # softmax meta (the dim, then the out= dtype), then softmax_cpu_out's refusal
@@ -244,7 +233,7 @@ def _rrelu_with_noise(a: Bound) -> None:  # rrelu_with_noise_out_cpu: the noise 
     x, noise = a["self"], a["noise"]
     if list(x.shape) != list(noise.shape):
         raise RuntimeError("noise tensor shape must match self tensor shape. Got self.shape = "
-                           f"{_sizes(x.shape)} noise.shape = {_sizes(noise.shape)}")
+                           f"{sizes_text(x.shape)} noise.shape = {sizes_text(noise.shape)}")
 
 
 def _broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
@@ -267,7 +256,8 @@ def _binary_inplace(a: Bound) -> None:  # TensorIterator: an in-place result mus
         return
     shape = _broadcast(x.shape, other.shape)
     if shape != [int(s) for s in x.shape]:
-        raise RuntimeError(f"output with shape {_sizes(x.shape)} doesn't match the broadcast shape {_sizes(shape)}")
+        raise RuntimeError(f"output with shape {sizes_text(x.shape)} doesn't match the broadcast shape "
+                           f"{sizes_text(shape)}")
 
 
 def _softplus_backward(a: Bound) -> None:  # beta.to<opmath_t>() in the kernel: a complex Scalar overflows
@@ -308,9 +298,9 @@ def _tri_indices(kernel: str) -> Callable[[Bound], None]:
 def _cdist_backward(a: Bound) -> None:  # the sizes it reads, then cdist_backward's floating dispatch on x1
     x1, x2 = a["x1"], a["x2"]
     for t in (x1, x2):
-        _size(t.shape, -1)
+        dim_size(t.shape, -1)
     for t in (x1, x2):
-        _size(t.shape, -2)
+        dim_size(t.shape, -2)
     if x1.dtype not in (torch.float32, torch.float64):
         raise _not_implemented("cdist_backward", x1.dtype)
 

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution.deferred import PACKAGE_DIRS  # torchtpu's and torch's own files: not the user's line
+from torchtpu.ops.arg_checks import dim_size, sizes_text
 from torchtpu.ops.tracing import aten_type_name
 
 _INDEX_DTYPES = (torch.int64, torch.int32, torch.uint8, torch.bool)
@@ -104,18 +105,6 @@ def dispatches_to_masked_fill(indices: Sequence[Any], value: Any) -> bool:
             and isinstance(given[0], torch.Tensor) and given[0].dtype in (torch.bool, torch.uint8))
 
 
-def _sizes(shape: Sequence[int]) -> str:
-    return f"[{', '.join(map(str, shape))}]"
-
-
-def _size(shape: Sequence[int], dim: int) -> int:
-    """`tensor.size(dim)` as ATen evaluates it inside a failing check's message (IndexError on a bad dim)."""
-    n = len(shape)
-    if n == 0:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return shape[dim]
 
 
 def _wrap(dim: int, ndim: int) -> int:
@@ -131,7 +120,7 @@ def check_index_func(func: str, self: Any, dim: int, index: Any, source: Any) ->
     d = _wrap(dim, self.ndim)
     if index.ndim > 1:
         raise IndexError(f"{func}_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
-                         f"{aten_type_name(index.dtype)} and size: {_sizes(index.shape)}")
+                         f"{aten_type_name(index.dtype)} and size: {sizes_text(index.shape)}")
     if index.dtype not in (torch.int64, torch.int32):
         raise RuntimeError(f"{func}_(): Expected dtype int32/int64 for index but got: {aten_type_name(index.dtype)}")
     if self.dtype != source.dtype:
@@ -141,15 +130,15 @@ def check_index_func(func: str, self: Any, dim: int, index: Any, source: Any) ->
         raise RuntimeError(f"index_reduce_(): Indexing dim {d} is out of bounds of the source tensor with dim "
                            f"{source.ndim}")
     numel = index.numel()
-    if numel != (1 if source.ndim == 0 else _size(source.shape, d)):
+    if numel != (1 if source.ndim == 0 else dim_size(source.shape, d)):
         raise RuntimeError(f"{func}_(): Number of indices ({numel}) should be equal to source.size(dim): "
-                           f"({_size(source.shape, d)}), for dim: {d}")
+                           f"({dim_size(source.shape, d)}), for dim: {d}")
     self_sizes, source_sizes = list(self.shape), list(source.shape)
     if self.ndim and source.ndim:
         del self_sizes[d], source_sizes[d]  # source.size(d) exists: the count check read it
     if self_sizes != source_sizes:
         raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. Got "
-                           f"self.shape = {_sizes(self.shape)} source.shape = {_sizes(source.shape)}")
+                           f"self.shape = {sizes_text(self.shape)} source.shape = {sizes_text(source.shape)}")
     return d
 
 
@@ -201,7 +190,7 @@ def check_index_fill(self: Any, dim: int, index: Any, value: Any) -> int:
 
 def _nonempty_size(shape: Sequence[int], dim: int) -> int:
     """ATen's ensure_nonempty_size: 1 for a 0-d tensor, else size(dim) (IndexError on a bad dim)."""
-    return 1 if len(shape) == 0 else _size(shape, dim)
+    return 1 if len(shape) == 0 else dim_size(shape, dim)
 
 
 def check_gather(self: Any, dim: int, index: Any) -> None:
@@ -215,8 +204,8 @@ def check_gather(self: Any, dim: int, index: Any) -> None:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for i in range(dims):
         if i != dim and _nonempty_size(index.shape, i) > _nonempty_size(self.shape, i):
-            raise RuntimeError(f"Size does not match at dimension {i} expected index {_sizes(index.shape)} to be no "
-                               f"larger than self {_sizes(self.shape)} apart from dimension {dim}")
+            raise RuntimeError(f"Size does not match at dimension {i} expected index {sizes_text(index.shape)} "
+                               f"to be no larger than self {sizes_text(self.shape)} apart from dimension {dim}")
 
 
 def check_scatter(self: Any, dim: int, index: Any, src: Any) -> None:
@@ -236,9 +225,9 @@ def check_scatter(self: Any, dim: int, index: Any, src: Any) -> None:
     if not wrong and src is not None:
         wrong = any(_nonempty_size(index.shape, i) > _nonempty_size(src.shape, i) for i in range(dims))
     if wrong:
-        tail = f" and to be no larger size than src {_sizes(src.shape)}" if src is not None else ""
-        raise RuntimeError(f"Expected index {_sizes(index.shape)} to be no larger than self {_sizes(self.shape)} "
-                           f"apart from dimension {dim}{tail}")
+        tail = f" and to be no larger size than src {sizes_text(src.shape)}" if src is not None else ""
+        raise RuntimeError(f"Expected index {sizes_text(index.shape)} to be no larger than self "
+                           f"{sizes_text(self.shape)} apart from dimension {dim}{tail}")
     if src is not None and max(src.ndim, 1) != max(index.ndim, 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
 

@@ -16,21 +16,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from torchtpu.ops.arg_checks import dim_size, sizes_text
+
 _LETTERS = {1: ("W",), 2: ("H", "W"), 3: ("D", "H", "W")}
 
 
-def _sizes(shape: Sequence[int]) -> str:
-    return f"[{', '.join(str(int(s)) for s in shape)}]"
-
-
-def _size(shape: Sequence[int], d: int) -> int:
-    """`tensor.size(d)` with ATen's IndexError for a dim out of range."""
-    n = len(shape)
-    if n == 0:
-        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
-    if not -n <= d < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return int(shape[d])
 
 
 def upsample_common(nd: int, input_size: Sequence[int], output_size: Sequence[int]) -> list[int]:
@@ -64,7 +54,7 @@ def upsample(nd: int, shape: Sequence[int], output_size: Sequence[int]) -> None:
             rest *= int(s)
         ok = rest != 0
     if not ok:
-        raise RuntimeError(f"Non-empty {nd + 2}D data tensor expected but got a tensor with sizes {_sizes(shape)}")
+        raise RuntimeError(f"Non-empty {nd + 2}D data tensor expected but got a tensor with sizes {sizes_text(shape)}")
 
 
 def upsample_backward(nd: int, grad_shape: Sequence[int], output_size: Sequence[int],
@@ -77,7 +67,7 @@ def upsample_backward(nd: int, grad_shape: Sequence[int], output_size: Sequence[
         for i, want in enumerate(full):
             if len(grad_shape) != dim or grad_shape[i] != want:
                 raise RuntimeError(f"Expected a tensor of dimension {dim} and tensor.size[{i}] == {want} but got: "
-                                   f"dimension {len(grad_shape)} and tensor.size[{i}] = {_size(grad_shape, i)}")
+                                   f"dimension {len(grad_shape)} and tensor.size[{i}] = {dim_size(grad_shape, i)}")
         return
     if len(grad_shape) != dim:
         raise RuntimeError(f"Expected grad_output to be a tensor of dimension {dim} but got: dimension "
@@ -119,7 +109,7 @@ def pad_input(nd: int, shape: Sequence[int], padding: Sequence[int], mode: str) 
         valid = ndim == nd + 1 and all(s != 0 for s in shape)
     if not valid:
         raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with possibly 0 batch size and other "
-                           f"non-zero dimensions for input, but got: {_sizes(shape)}")
+                           f"non-zero dimensions for input, but got: {sizes_text(shape)}")
     spatial = [int(s) for s in shape[ndim - nd:]]
     pads = [(int(padding[2 * (nd - 1 - i)]), int(padding[2 * (nd - 1 - i) + 1])) for i in range(nd)]  # D, H, W
     if mode == "reflect":
@@ -128,7 +118,7 @@ def pad_input(nd: int, shape: Sequence[int], padding: Sequence[int], mode: str) 
             if not (lo < spatial[i] and hi < spatial[i]):
                 raise RuntimeError(f"Argument #{4 + 2 * k}: Padding size should be less than the corresponding input "
                                    f"dimension, but got: padding ({lo}, {hi}) at dimension {ndim - nd + i} of input "
-                                   f"{_sizes(shape)}")
+                                   f"{sizes_text(shape)}")
     outs = [s + lo + hi for s, (lo, hi) in zip(spatial, pads)]
     if all(o < 1 for o in outs):  # CPU's quirk: only when every output dim is below 1 (else see below)
         letters = _LETTERS[nd]
@@ -148,7 +138,7 @@ def pad_input(nd: int, shape: Sequence[int], padding: Sequence[int], mode: str) 
         raise RuntimeError("numel: integer multiplication overflow")
     for v in result:  # then the output's allocation refuses a negative size
         if v < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {v}: {_sizes(result)}")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {v}: {sizes_text(result)}")
 
 
 _REFLECT_ORDER = {1: (0,), 2: (1, 0), 3: (2, 1, 0)}  # the dims whose padding reflection checks, in CPU's order
