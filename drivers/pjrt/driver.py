@@ -265,6 +265,13 @@ class PjrtDriver(Driver):
                 self.client.block(inflight)
                 inflight.clear()
 
+    def one_op_runner(self, exe: Executable, input_slots: Sequence[int], output_slots: Sequence[int],
+                      slot_types: Sequence[tuple[int, str]], device: int) -> Any:
+        """`execute` of a cached one-op region prepared once (one_op.py), or None."""
+        from torchtpu.drivers.pjrt.one_op import runner
+
+        return runner(self, exe, input_slots, output_slots, slot_types, device)
+
     # -- storages --
     def storage_buffer(self, key: int, nbytes: int, dtype: str, device: int) -> StorageRef:
         s = self._storages.get(key)

@@ -44,7 +44,7 @@ import torch
 from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
-from torchtpu.execution import fast_launch, modes, poison, record_plan
+from torchtpu.execution import fast_launch, modes, one_op_fast, poison, record_plan
 from torchtpu.execution.one_op_cache import _by_layout, _one_ops, remember, run_one  # noqa: F401 - tests read _one_ops
 from torchtpu.execution.one_op_cache import one_key as _one_key
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
@@ -270,14 +270,16 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
 
 def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], device: int, layout: bytes,
                 addresses: tuple) -> tuple | bool | None:
-    """Runs a cached op as the one-op region `flush` would replay, without making the region: its key and slots
-    straight from the tensors (which the call holds alive), its Built from `_one_ops`. None when it ran; else
-    the region's replay key (False when there is none) for the caller to record and flush the op the long way
-    (a miss, or a launch that raised: a failed launch writes nothing, and the long way raises its error)."""
+    """Runs a cached op as the one-op region `flush` would replay, without making the region (its Built from
+    `_one_ops`). None when it ran; else the region's replay key (False: none) for the caller to record and flush
+    the op the long way (a miss, or a launch that raised: it wrote nothing, and the long way raises its error)."""
+    if (built := one_op_fast.run(token, operands[token[3]:], layout, addresses, device)) is not None:
+        return _replayed(built)  # a (token, layout) that ran before: its prepared launch (one_op_fast.py)
     found = _one_key(token, operands, outputs, layout, addresses)
-    if not found:
-        return found
-    return None if _run_one(found, operands[token[3]:], device) else found[0]
+    if not found or not _run_one(found, operands[token[3]:], device):
+        return found and found[0]
+    one_op_fast.learn(token, layout, found, device)
+    return None
 
 
 # DEFER_AND_FUSE's pending op while it is the region's only one: (token, operands, outputs, device, user line,
@@ -288,11 +290,13 @@ _single: list[tuple] = []
 
 def _run_one(found: tuple, scalars: Sequence[Any], device: int, direct: tuple | None = None) -> bool:
     """one_op_cache.run_one on `one_key`'s answer, counted as a replayed region; False when it did not run."""
-    if (built := run_one(*found, scalars, device, direct)) is None:
-        return False
+    built = run_one(*found, scalars, device, direct)
+    return built is not None and _replayed(built) is None
+
+
+def _replayed(built: Built) -> None:
     stats.replays += 1
     _count(built.program, miss=False)
-    return True
 
 
 def _record_single() -> None:
