@@ -45,7 +45,7 @@ def runner(drv: Any, exe: Any, input_slots: Sequence[int], output_slots: Sequenc
     n_results = compiled.n_outputs + bool(checks)
     storages, client, input_buffer, inflight = drv._storages, drv.client, drv._input_buffer, drv._inflight[device]
     handlers = [_first_shard] * n_results  # each result's one shard as it is (client.execute)
-    many = len(outs) > 1
+    many, n_scalars = len(outs) > 1, len(scalar_metas)
 
     def run(addresses: tuple, scalars: Sequence[Any]) -> bool:
         buffers = []
@@ -57,7 +57,7 @@ def runner(drv: Any, exe: Any, input_slots: Sequence[int], output_slots: Sequenc
             if array is None or array.dtype != np_dtype:
                 return False
             buffers.append(array)
-        if len(scalars) != len(scalar_metas):
+        if len(scalars) != n_scalars:
             return False
         for (meta, value), x in zip(scalar_metas, scalars):
             buffers.append(input_buffer(meta, x, device, value))

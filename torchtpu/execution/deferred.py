@@ -274,7 +274,7 @@ def _launch_one(token: tuple, operands: list, outputs: list[torch.Tensor], devic
     `_one_ops`). None when it ran; else the region's replay key (False: none) for the caller to record and flush
     the op the long way (a miss, or a launch that raised: it wrote nothing, and the long way raises its error)."""
     if (built := one_op_fast.run(token, operands[token[3]:], layout, addresses, device)) is not None:
-        return _replayed(built)  # a (token, layout) that ran before: its prepared launch (one_op_fast.py)
+        return _replayed(built)  # a (token, layout) that ran before: its prepared launch
     found = _one_key(token, operands, outputs, layout, addresses)
     if not found or not _run_one(found, operands[token[3]:], device):
         return found and found[0]
@@ -290,8 +290,7 @@ _single: list[tuple] = []
 
 def _run_one(found: tuple, scalars: Sequence[Any], device: int, direct: tuple | None = None) -> bool:
     """one_op_cache.run_one on `one_key`'s answer, counted as a replayed region; False when it did not run."""
-    built = run_one(*found, scalars, device, direct)
-    return built is not None and _replayed(built) is None
+    return (built := run_one(*found, scalars, device, direct)) is not None and _replayed(built) is None
 
 
 def _replayed(built: Built) -> None:

@@ -24,6 +24,7 @@ _plans: dict[tuple, tuple] = {}
 _MAX = 1 << 14
 _drain: Any = None  # the native drain of freed storages (bound on first use)
 launches = 0  # ops this module launched (tests read it)
+enabled = True  # False: `learn` prepares nothing (benchmarks compare the long way in the same process)
 
 
 def clear() -> None:
@@ -37,7 +38,7 @@ def learn(token: tuple, layout: bytes, found: tuple, device: int) -> None:
     built = _one_ops.get(key)
     drv = runtime._driver
     make = getattr(drv, "one_op_runner", None)
-    if built is None or make is None or built.exe is None or not built.output_set.issuperset(written):
+    if not enabled or built is None or make is None or built.exe is None or not built.output_set.issuperset(written):
         return
     go = make(built.exe, built.input_slots, built.output_slots, slot_types, device)
     if go is not None:
