@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from torchtpu.drivers.pjrt.client import _first_shard
 from torchtpu.drivers.pjrt.driver import _MAX_INFLIGHT, _Storage
 
 
@@ -44,7 +43,6 @@ def runner(drv: Any, exe: Any, input_slots: Sequence[int], output_slots: Sequenc
     checks = compiled.checks
     n_results = compiled.n_outputs + bool(checks)
     storages, client, input_buffer, inflight = drv._storages, drv.client, drv._input_buffer, drv._inflight[device]
-    handlers = [_first_shard] * n_results  # each result's one shard as it is (client.execute)
     many, n_scalars = len(outs) > 1, len(scalar_metas)
 
     def run(addresses: tuple, scalars: Sequence[Any]) -> bool:
@@ -62,7 +60,7 @@ def runner(drv: Any, exe: Any, input_slots: Sequence[int], output_slots: Sequenc
         for (meta, value), x in zip(scalar_metas, scalars):
             buffers.append(input_buffer(meta, x, device, value))
         try:
-            results = loaded.execute_sharded(buffers).consume_with_handlers(handlers)
+            results = client.execute(loaded, buffers, n_results)
             if checks:
                 drv._raise_failed_check(checks, results.pop())
         except Exception:  # noqa: BLE001 - nothing was written: the long way runs it again and raises its error
