@@ -9,6 +9,8 @@ parent prints the table. Also checks that pjrt(cpu) and the sim train to the sam
 
     python benchmarks/pjrt.py            # about 2-3 minutes on two cores
     python benchmarks/pjrt.py --steps 10 --iters 200
+    TORCHTPU_DRIVER=pjrt TORCHTPU_PJRT_PLATFORM=cpu python benchmarks/pjrt.py --prepared --iters 200
+                                         # per op: the prepared one-op launch off/on (ABBA, one process), JAX's
 
 Measured (issue #22, loaded 2-core machine), main 552930a -> the speed branch (a cached DEFER_NEVER op runs as
 its one-op region from C++ without making the region; replays skip gc.collect), pjrt / JAX eager per op: add
@@ -16,6 +18,14 @@ its one-op region from C++ without making the region; replays skip gc.collect), 
 6.2x; tiny GPT training step pjrt(cpu) / CPU eager 6.4x -> 5.0x (losses equal to the sim's).
 The pjrtfast branch (driver.execute binds inputs straight from storages, results by consume_with_handlers):
 driver.execute alone 13.4 -> 12.2 us (ABBA, one process); per op within the machine's noise, see docs/pjrt.md.
+The pjrtop branch (a repeated one-op region launches by a prepared launch, execution/one_op_fast.py and
+drivers/pjrt/one_op.py; `--prepared`: off -> on in one process, three runs, load 1-10): pjrt / JAX eager per op
+add 2.54x -> 2.04x, 2.54x -> 1.87x, 2.72x -> 1.84x; mul_ 2.04x -> 1.63x, 1.70x -> 1.37x, 3.08x -> 2.45x; mm 1.97x
+-> 1.79x, 1.80x -> 1.52x, 2.70x -> 2.30x; relu 1.88x -> 1.46x, 1.66x -> 1.18x, 1.85x -> 1.65x; sum 3.52x -> 2.87x,
+1.51x -> 1.35x, 2.85x -> 2.18x; index_select (waits for its index check) 4.36x -> 3.71x, 2.54x -> 2.25x, 4.48x ->
+3.93x; softmax and view_add_ 0.2-0.5x; tiny GPT step 23.0 -> 21.0 ms (ABBA), pjrt(cpu) / CPU eager 3.6x -> 3.3x
+(this script the same hour: 2.7x). The launch column times the pjrt client's execute (a prepared launch does not
+go through the driver's execute).
 """
 
 from __future__ import annotations
@@ -168,6 +178,51 @@ def _train(device: str, steps: int, sync) -> dict:
     return {"losses": losses, "first_step": times[0], "step": statistics.median(warm)}
 
 
+def prepared_abba(iters: int, repeats: int) -> None:
+    """pjrt only (run with TORCHTPU_DRIVER=pjrt): each op with the prepared one-op launch
+    (execution/one_op_fast.py) off and on, and JAX's own eager op, interleaved (ABC CBA) in this process; medians."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+
+    import torchtpu
+    from torchtpu.execution import one_op_fast
+
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(64, 64, generator=gen).to("tpu") for _ in range(2))
+    index = torch.randint(0, 64, (64,), generator=gen).to("tpu")
+    rng = np.random.default_rng(0)
+    ja, jb = (jnp.asarray(rng.standard_normal((64, 64), dtype=np.float32)) for _ in range(2))
+    jindex = jnp.asarray(rng.integers(0, 64, 64))
+    times: dict = {}
+    with torchtpu.precision("HIGHEST"):
+        for name, fn in OPS.items():
+            times[name] = {"off": [], "on": [], "jax": []}
+            last: list = [None]
+
+            def jax_call(jfn=JAX_OPS[name], last=last):
+                last[0] = jfn(jnp, ja, jb, jindex)
+
+            def jax_sync(last=last):
+                jax.block_until_ready(last[0])
+
+            for r in range(2 * repeats):
+                for kind in (("on", "off", "jax") if r % 2 == 0 else ("jax", "off", "on")):
+                    if kind == "jax":
+                        times[name][kind].append(_per_op(jax_call, iters, 1, jax_sync))
+                        continue
+                    one_op_fast.enabled = kind == "on"
+                    if kind == "off":
+                        one_op_fast.clear()
+                    times[name][kind].append(_per_op(lambda fn=fn: fn(a, b, index), iters, 1, torch.tpu.synchronize))
+    print(f"{'op':14} {'off us':>8} {'on us':>8} {'jax us':>8} {'off/jax':>8} {'on/jax':>8}")
+    for name, t in times.items():
+        off, on, j = (statistics.median(t[k]) for k in ("off", "on", "jax"))
+        print(f"{name:14} {off * 1e6:8.1f} {on * 1e6:8.1f} {j * 1e6:8.1f} {off / j:7.2f}x {on / j:7.2f}x")
+
+
 def _run_child(label: str, env: dict, args: argparse.Namespace) -> dict:
     device = "cpu" if label == "cpu" else "tpu"
     cmd = [sys.executable, __file__, "--child", device, "--iters", str(args.iters), "--repeats", str(args.repeats),
@@ -186,7 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--child", choices=["cpu", "tpu"], help=argparse.SUPPRESS)
+    parser.add_argument("--prepared", action="store_true",
+                        help="pjrt only: per op with the prepared one-op launch off and on (ABBA), and JAX's")
     args = parser.parse_args(argv)
+    if args.prepared:
+        prepared_abba(args.iters, args.repeats)
+        return 0
     if args.child:
         print(json.dumps(child(args.child, args.iters, args.repeats, args.steps)))
         return 0
