@@ -28,6 +28,7 @@ from torchtpu.drivers.sim.fusion import fuse_steps
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
 from torchtpu.drivers.sim.launcher import launcher
+from torchtpu.drivers.sim.rank_limit import check_program, check_rank
 from torchtpu.drivers.sim.straight_line import compile_steps, failed_step
 from torchtpu.drivers.sim.streams import StreamTimeline
 from torchtpu.sim import mxu
@@ -460,6 +461,7 @@ class SimDriver(Driver):
         self._storage_views.pop(key, None)
 
     def view(self, buffer: np.ndarray, shape: Sequence[int], strides: Sequence[int], offset: int) -> np.ndarray:
+        check_rank(len(shape))  # numpy's as_strided would raise its own ValueError
         item = buffer.itemsize
         if buffer.dtype in _FP8:  # numpy's as_strided cannot spell ml_dtypes' fp8 types ('<f1'): stride the bytes
             view = np.lib.stride_tricks.as_strided(buffer[offset:].view(np.uint8), tuple(shape), tuple(strides))
@@ -467,6 +469,7 @@ class SimDriver(Driver):
         return np.lib.stride_tricks.as_strided(buffer[offset:], tuple(shape), tuple(s * item for s in strides))
 
     def _compile(self, program: Program, device: int) -> Executable:
+        check_program(program)
         chip = self.chips[device]
         array = chip.spec.mxu_array  # the tiling travels in the executable's steps, never in a module global
         steps, padding, outputs = build_steps(program, array)
