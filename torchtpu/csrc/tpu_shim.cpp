@@ -7,6 +7,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
 #include <ATen/ops/set_cpu_dispatch.h>
+#include <ATen/ops/is_set_to_native.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/native/TensorShape.h>
@@ -486,6 +487,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
   m.impl("set_", set_empty);
+  m.impl("is_set_to", TORCH_FN(at::native::is_set_to));  // same storage, offset, sizes, strides
 }
 
 // ---- helpers for the Python side ----

@@ -17,6 +17,7 @@ import torch
 
 from torchtpu import dtypes, runtime
 from torchtpu.execution import deferred, eager, fast_launch, overlap
+from torchtpu.ops.arg_checks import sizes_text
 from torchtpu.ops.prims import broadcast_to, convert
 from torchtpu.ops.tracing import Sym
 
@@ -51,9 +52,26 @@ def _bytes_view(t: torch.Tensor) -> torch.Tensor:
     return t if signed is None else t.view(signed)
 
 
+def check_copy_shapes(dst_shape: Sequence[int], src_shape: Sequence[int]) -> None:
+    """ATen's TensorIterator checks of `dst.copy_(src)`: src broadcasts to dst's shape, in its class and words."""
+    n = max(len(dst_shape), len(src_shape))
+    out = []
+    for i in range(n):
+        a = dst_shape[i - n + len(dst_shape)] if i >= n - len(dst_shape) else 1
+        b = src_shape[i - n + len(src_shape)] if i >= n - len(src_shape) else 1
+        if a != b and a != 1 and b != 1:
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
+                               f"dimension {i}")
+        out.append(b if a == 1 else a)
+    if tuple(out) != tuple(dst_shape):
+        raise RuntimeError(f"output with shape {sizes_text(dst_shape)} doesn't match the broadcast shape "
+                           f"{sizes_text(out)}")
+
+
 def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     if dst.device.type == "tpu":
         dtypes.check_storage(dst.dtype, f"copy to {dst.device}")
+    check_copy_shapes(tuple(dst.shape), tuple(src.shape))
     if dst.numel() == 0:
         return dst
     if src.is_conj() or src.is_neg() or dst.is_conj() or dst.is_neg():

@@ -14,6 +14,7 @@ import itertools
 import torch
 
 from torchtpu.ops import prims as P
+from torchtpu.ops.grid_checks import check_grid_sampler
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -196,15 +197,36 @@ def grid_sample_backward(grad_output: Sym, input: Sym, grid: Sym, mode: int, pad
     return grad_input, grad_grid
 
 
-@lower(aten.grid_sampler_2d.default, aten.grid_sampler_3d.default)
-def grid_sampler(input: Sym, grid: Sym, interpolation_mode: int, padding_mode: int,  # noqa: A002
-                 align_corners: bool) -> Sym:
+@lower(aten.grid_sampler_2d.default)
+def grid_sampler_2d(input: Sym, grid: Sym, interpolation_mode: int, padding_mode: int,  # noqa: A002
+                    align_corners: bool) -> Sym:
+    check_grid_sampler(input.shape, grid.shape, 2, interpolation_mode)
     return grid_sample(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
-@lower(aten.grid_sampler_2d_backward.default, aten.grid_sampler_3d_backward.default)
-def grid_sampler_backward(grad_output: Sym, input: Sym, grid: Sym, interpolation_mode: int,  # noqa: A002
-                          padding_mode: int, align_corners: bool, output_mask: list[bool]
-                          ) -> tuple[Sym | None, Sym | None]:
+@lower(aten.grid_sampler_3d.default)
+def grid_sampler_3d(input: Sym, grid: Sym, interpolation_mode: int, padding_mode: int,  # noqa: A002
+                    align_corners: bool) -> Sym:
+    check_grid_sampler(input.shape, grid.shape, 3, interpolation_mode)
+    return grid_sample(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def _backward(nd: int, grad_output: Sym, input: Sym, grid: Sym, interpolation_mode: int,  # noqa: A002
+              padding_mode: int, align_corners: bool, output_mask: list[bool]) -> tuple[Sym | None, Sym | None]:
+    check_grid_sampler(input.shape, grid.shape, nd, interpolation_mode)
     return grid_sample_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners,
                                 output_mask)
+
+
+@lower(aten.grid_sampler_2d_backward.default)
+def grid_sampler_2d_backward(grad_output: Sym, input: Sym, grid: Sym, interpolation_mode: int,  # noqa: A002
+                             padding_mode: int, align_corners: bool, output_mask: list[bool]
+                             ) -> tuple[Sym | None, Sym | None]:
+    return _backward(2, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
+
+
+@lower(aten.grid_sampler_3d_backward.default)
+def grid_sampler_3d_backward(grad_output: Sym, input: Sym, grid: Sym, interpolation_mode: int,  # noqa: A002
+                             padding_mode: int, align_corners: bool, output_mask: list[bool]
+                             ) -> tuple[Sym | None, Sym | None]:
+    return _backward(3, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
