@@ -1,7 +1,13 @@
-"""ATen's refusal of an in-place activation's backward with a negative slope: elu_ / celu_ / leaky_relu_ / rrelu_
-save their result, and with a negative slope the result's sign no longer tells the input's, so CPU raises
-instead of returning a wrong gradient. leaky_relu_backward's lowering checks it itself (ops/elementwise.py);
-elu_backward (an accepted upstream decomposition, which has no such check) runs behind `wrap`."""
+"""ATen's checks on the activations torchtpu runs by an accepted upstream decomposition, which has none of them:
+
+- elu_backward: the refusal of an in-place activation's backward with a negative slope (elu_ / celu_ /
+  leaky_relu_ / rrelu_ save their result, and with a negative slope the result's sign no longer tells the input's,
+  so CPU raises instead of returning a wrong gradient; leaky_relu_backward's lowering checks it itself in
+  ops/elementwise.py), and its kernel's `alpha/scale/input_scale.to<opmath_t>()`: a complex Scalar with an
+  imaginary part overflows.
+- threshold: its kernel's `threshold/value.to<scalar_t>()`, c10's checked conversion to self's dtype.
+
+Eager mode (ops/decompositions.py) and torch.compile (compile/backend.py) wrap the decomposition with `wrap`."""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+
+from torchtpu.dtypes import _C_NAMES, scalar_overflows
 
 aten = torch.ops.aten
 
@@ -21,17 +29,46 @@ ELU_NEGATIVE_SLOPE = (
     "In-place elu backward calculation is triggered with a negative slope which is not supported. This is caused "
     "by calling in-place forward function with a negative slope, please call out-of-place version instead.")
 
-WRAPPED = frozenset({aten.elu_backward})
+WRAPPED = frozenset({aten.elu_backward, aten.threshold})
+
+
+def _overflow(dtype: torch.dtype) -> RuntimeError:
+    return RuntimeError(f"value cannot be converted to type {_C_NAMES.get(dtype, str(dtype))} without overflow")
+
+
+def _imaginary(value: Any) -> bool:
+    return isinstance(value, complex) and value.imag != 0
+
+
+def _elu_backward(b: dict[str, Any]) -> None:
+    alpha = b.get("alpha", 1)
+    if b.get("is_result"):
+        if _imaginary(alpha):  # the meta function's alpha.to<double>()
+            raise _overflow(torch.float64)
+        if float(alpha) < 0:
+            raise RuntimeError(ELU_NEGATIVE_SLOPE)
+    grad, x = b["grad_output"], b["self_or_result"]
+    dtype = torch.promote_types(grad.dtype, x.dtype)
+    if dtype.is_floating_point and any(_imaginary(b.get(n, 1)) for n in ("alpha", "scale", "input_scale")):
+        raise _overflow(torch.float64 if dtype == torch.float64 else torch.float32)  # opmath_t
+
+
+def _threshold(b: dict[str, Any]) -> None:
+    dtype = b["self"].dtype
+    if any(scalar_overflows(b[n], dtype) for n in ("threshold", "value")):
+        raise _overflow(dtype)
+
+
+_CHECKS: dict[Any, Callable[[dict[str, Any]], None]] = {aten.elu_backward: _elu_backward, aten.threshold: _threshold}
 
 
 def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """elu_backward's decomposition `fn` behind ATen's meta check (alpha >= 0 when is_result)."""
+    """`fn` (op's upstream decomposition) behind ATen's checks for op."""
     names = [a.name for a in op._schema.arguments]
+    found = _CHECKS[op.overloadpacket]
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        bound = {**dict(zip(names, args)), **kwargs}
-        if bound.get("is_result") and float(bound["alpha"]) < 0:
-            raise RuntimeError(ELU_NEGATIVE_SLOPE)
+        found({**dict(zip(names, args)), **kwargs})
         return fn(*args, **kwargs)
 
     return kernel

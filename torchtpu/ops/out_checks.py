@@ -10,6 +10,9 @@ skipped (issue 17, fuzzer seed 2): each was a castable out= dtype written silent
   dtype exactly (decompositions.OUT_VIA_FUNCTIONAL writes them).
 - nan_to_num.out (UnaryOps.cpp nan_to_num_out): out of self's dtype.
 - slice_scatter (TensorShape.cpp): src of the slice's size.
+- signbit.out (UnaryOps.cpp meta): a real self, a bool out. nonzero_static.out (TensorAdvancedIndexing.cpp): a
+  non-negative size, an int64 out. take / take.out (TensorAdvancedIndexing.cpp take_out): an int64 index, out of
+  self's dtype.
 
 `check` is called by the out= kernel of every eager record (ops/registry.py) with the out= tensors by name;
 `wrap` guards the decompositions (decompositions.define_all).
@@ -93,9 +96,34 @@ def _slice_scatter(b: dict[str, Any]) -> None:
     check_slice_scatter(b["self"], b["src"], b["dim"], b.get("start"), b.get("end"), b.get("step", 1))
 
 
+def _signbit(b: dict[str, Any]) -> None:
+    if b["self"].dtype.is_complex:
+        raise NotImplementedError("signbit is not implemented for complex tensors.")
+    if b["out"].dtype != torch.bool:
+        raise RuntimeError("signbit does not support non-boolean outputs.")
+
+
+def _nonzero_static(b: dict[str, Any]) -> None:
+    if b["size"] < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    if b["out"].dtype != torch.int64:
+        raise RuntimeError(f"nonzero_static: Expected out tensor to have scalar type Long but got scalar type"
+                           f"{aten_type_name(b['out'].dtype)}")
+
+
+def _take(b: dict[str, Any]) -> None:
+    self, index, out = b["self"], b["index"], b.get("out")
+    if index.dtype != torch.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {aten_type_name(index.dtype)}")
+    if out is not None and out.dtype != self.dtype:
+        raise RuntimeError(f"take(): self and out expected to have the same dtype, but got self.dtype = "
+                           f"{aten_type_name(self.dtype)} and out.dtype = {aten_type_name(out.dtype)}")
+
+
 _OUT_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "mode.values": _mode, "median.dim_values": _median, "nanmedian.dim_values": _median,
     "searchsorted.Tensor_out": _searchsorted, "searchsorted.Scalar_out": _searchsorted,
+    "signbit.out": _signbit, "nonzero_static.out": _nonzero_static, "take.out": _take,
 }
 
 
@@ -118,7 +146,7 @@ def check_copy_out(result: torch.Tensor, out: torch.Tensor) -> None:
 
 
 _WRAPPED_CHECKS: dict[Any, Callable[[dict[str, Any]], None]] = {
-    aten.nan_to_num: _nan_to_num, aten.slice_scatter: _slice_scatter,
+    aten.nan_to_num: _nan_to_num, aten.slice_scatter: _slice_scatter, aten.take: _take,
 }
 WRAPPED = frozenset(_WRAPPED_CHECKS)
 

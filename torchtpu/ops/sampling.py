@@ -90,8 +90,17 @@ def isin(elements: Sym, test_elements: Sym, *, assume_unique: bool = False, inve
     return _isin(elements, test_elements, invert)
 
 
+def _check_isin_scalar(value: Any) -> None:
+    """ATen's check_for_unsupported_isin_dtype on a Scalar's type (the tensor's dtype is refused by
+    dtype_refusals): a bool or complex Scalar is refused (Bool / ComplexDouble)."""
+    if isinstance(value, (bool, complex)):
+        name = "Bool" if isinstance(value, bool) else "ComplexDouble"
+        raise RuntimeError(f"Unsupported input type encountered for isin(): {name}")
+
+
 @lower(aten.isin.Tensor_Scalar)
 def isin_scalar(elements: Sym, test_element: Any, *, assume_unique: bool = False, invert: bool = False) -> Sym:
+    _check_isin_scalar(test_element)
     _, dtype = P.result_dtype(elements, test_element)
     return _isin(elements, P.full(test_element, (1,), dtype), invert)
 
@@ -99,6 +108,7 @@ def isin_scalar(elements: Sym, test_element: Any, *, assume_unique: bool = False
 @lower(aten.isin.Scalar_Tensor)
 def isin_scalar_tensor(element: Any, test_elements: Sym, *, assume_unique: bool = False, invert: bool = False
                        ) -> Sym:
+    _check_isin_scalar(element)
     _, dtype = P.result_dtype(test_elements, element)
     return _isin(P.full(element, (), dtype), test_elements, invert)
 

@@ -1,0 +1,59 @@
+"""CPU's checks that tpu skipped and computed a result instead (issue 17, fuzzer known.json entries "a value check
+CPU makes and tpu skips" / "an index/range check"): out= dtypes of signbit / nonzero_static / take, take's index
+dtype, isin's bool / complex Scalar, and the checked Scalar conversions of threshold and elu_backward. Each call
+must raise on tpu as on CPU (class and words) in every eager mode and, where the op reaches a graph, compiled."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torchtpu  # noqa: F401
+from tests.refusal_cases import MODES, assert_refused_as_cpu, ones
+
+aten = torch.ops.aten
+i32, i64, bf16, f16 = torch.int32, torch.int64, torch.bfloat16, torch.float16
+
+CASES = {
+    "signbit_out_float": lambda d: aten.signbit.out(ones(2, 3, d=d), out=ones(0, d=d)),
+    "nonzero_static_size": lambda d: aten.nonzero_static.out(ones(3, d=d), size=-1, out=ones(0, dtype=i64, d=d)),
+    "nonzero_static_out": lambda d: aten.nonzero_static.out(ones(1, 5, dtype=i64, d=d), size=3, out=ones(0, d=d)),
+    "take_index_int": lambda d: aten.take(ones(1, 4, 3, dtype=torch.uint8, d=d), ones(2, dtype=i32, d=d) * 0),
+    "take_out_index_int": lambda d: aten.take.out(ones(3, d=d), ones(2, dtype=i32, d=d) * 0, out=ones(0, d=d)),
+    "take_out_dtype": lambda d: aten.take.out(ones(2, 4, dtype=torch.bool, d=d), ones(4, 5, dtype=i64, d=d) * 0,
+                                             out=ones(4, 5, dtype=i32, d=d)),
+    "isin_bool_scalar": lambda d: aten.isin.Tensor_Scalar(ones(3, 1, d=d), False, invert=True),
+    "isin_complex_scalar": lambda d: aten.isin.Tensor_Scalar(ones(3, d=d), 1 + 1j),
+    "isin_scalar_tensor_bool": lambda d: aten.isin.Scalar_Tensor(True, ones(3, d=d)),
+    "threshold_complex": lambda d: aten.threshold(ones(4, 1, dtype=bf16, d=d), False, 0.55 + 1j),
+    "threshold_int_range": lambda d: aten.threshold(ones(4, dtype=torch.int8, d=d), 300, 1),
+    "threshold_half_range": lambda d: aten.threshold(ones(4, dtype=f16, d=d), 0.5, 1e6),
+    "elu_backward_scale": lambda d: aten.elu_backward(ones(4, d=d), 0, -0.09 + 1j, 1, False, ones(4, dtype=f16, d=d)),
+    "elu_backward_alpha_result": lambda d: aten.elu_backward(ones(4, dtype=torch.float64, d=d), 1j, 1, 1, True,
+                                                             ones(4, d=d)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_refused_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(CASES[name], mode)
+
+
+@pytest.mark.parametrize("name", ["threshold_complex", "threshold_half_range", "elu_backward_scale"])
+def test_refused_as_cpu_compiled(name: str) -> None:
+    torch._dynamo.reset()
+    assert_refused_as_cpu(torch.compile(CASES[name], backend="tpu"), "DEFER_NEVER")
+
+
+def test_accepted_calls_unchanged() -> None:
+    """The checks refuse only what CPU refuses: in-range Scalars and matching dtypes still compute CPU's values."""
+    x = torch.tensor([-1.0, 0.5, 2.0])
+    calls = [lambda d: aten.threshold(x.to(d), 0.5, 2), lambda d: aten.isin.Tensor_Scalar(x.to(d), 2),
+             lambda d: aten.take(x.to(d), torch.tensor([2, 0], device=d)),
+             lambda d: aten.elu_backward(x.to(d), 1.0, 1 + 0j, 1, False, x.abs().to(d)),
+             lambda d: aten.signbit.out(x.to(d), out=torch.empty(3, dtype=torch.bool, device=d))]
+    for mode in MODES:
+        with torch.tpu.eager_mode(mode):
+            for call in calls:
+                assert torch.equal(call("tpu").cpu(), call("cpu"))
