@@ -10,6 +10,7 @@ skipped (issue 17, fuzzer seed 2): each was a castable out= dtype written silent
   dtype exactly (decompositions.OUT_VIA_FUNCTIONAL writes them).
 - nan_to_num.out (UnaryOps.cpp nan_to_num_out): out of self's dtype.
 - slice_scatter (TensorShape.cpp): src of the slice's size.
+- max_pool3d_with_indices.out: ops/pool_checks.py (the call's checks, then the kernel's typed pointers).
 
 `check` is called by the out= kernel of every eager record (ops/registry.py) with the out= tensors by name;
 `wrap` guards the decompositions (decompositions.define_all).
@@ -22,6 +23,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.ops import pool_checks
 from torchtpu.ops.out_rules import _CPP_NAMES
 from torchtpu.ops.tracing import aten_type_name
 
@@ -96,6 +98,7 @@ def _slice_scatter(b: dict[str, Any]) -> None:
 _OUT_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "mode.values": _mode, "median.dim_values": _median, "nanmedian.dim_values": _median,
     "searchsorted.Tensor_out": _searchsorted, "searchsorted.Scalar_out": _searchsorted,
+    "max_pool3d_with_indices.out": lambda b: pool_checks.max_pool3d_out(b),
 }
 
 
