@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import torch
 
+from torchtpu.ops.arg_checks import dim_size
+
 _NAMES = {2: ("height", "width"), 3: ("time", "height", "width")}
 
 
@@ -52,3 +54,16 @@ def check(nd: int, shape: Sequence[int], dtype: torch.dtype, kernel_size: Sequen
     if samples_shape[2] != nd:
         raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got {samples_shape[2]}.")
     return n
+
+
+def check_backward(nd: int, grad_shape: Sequence[int], shape: Sequence[int], output_size: Sequence[int]) -> None:
+    """The backward's first checks (FractionalMaxPool2d.cpp's meta, FractionalMaxPool3d.cpp's template): the
+    input's plane and pooled dims read by index (IndexError, ATen's words, for a rank below nd + 1), then (3-d)
+    grad_output's time, height and width against output_size (read by index too)."""
+    first = 1 if len(shape) == nd + 2 else 0
+    for dim in range(first, first + nd + 1):
+        dim_size(shape, dim)
+    if nd == 3:
+        for i, what in enumerate(_NAMES[3]):
+            if dim_size(grad_shape, first + 1 + i) != output_size[i]:
+                raise RuntimeError(f"fractional_max_pool3d_backward_out(): gradOutput {what} unexpected")

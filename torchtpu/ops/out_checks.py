@@ -13,6 +13,7 @@ skipped (issue 17, fuzzer seed 2): each was a castable out= dtype written silent
 - signbit.out (UnaryOps.cpp meta): a real self, a bool out. nonzero_static.out (TensorAdvancedIndexing.cpp): a
   non-negative size, an int64 out. take / take.out (TensorAdvancedIndexing.cpp take_out): an int64 index, out of
   self's dtype.
+- max_pool3d_with_indices.out: ops/pool_checks.py (the call's checks, then the kernel's typed pointers).
 
 `check` is called by the out= kernel of every eager record (ops/registry.py) with the out= tensors by name;
 `wrap` guards the decompositions (decompositions.define_all).
@@ -25,6 +26,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.ops import pool_checks
 from torchtpu.ops.out_rules import _CPP_NAMES
 from torchtpu.ops.tracing import aten_type_name
 
@@ -124,6 +126,7 @@ _OUT_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "mode.values": _mode, "median.dim_values": _median, "nanmedian.dim_values": _median,
     "searchsorted.Tensor_out": _searchsorted, "searchsorted.Scalar_out": _searchsorted,
     "signbit.out": _signbit, "nonzero_static.out": _nonzero_static, "take.out": _take,
+    "max_pool3d_with_indices.out": pool_checks.max_pool3d_out,
 }
 
 

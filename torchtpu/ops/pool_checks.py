@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from torchtpu.ops.tracing import aten_meta_name
+import torch
+
+from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
 _WORDS = {2: "two", 3: "three"}
 
@@ -55,10 +57,10 @@ def output_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> i
 
 def params(kind: str, nd: int, shape: Sequence[int], kernel_size: Sequence[int] | int,
            stride: Sequence[int] | int, padding: Sequence[int] | int, dilation: Sequence[int] | int = 1,
-           ceil_mode: bool = False, divisor_override: int | None = None
+           ceil_mode: bool = False, divisor_override: int | None = None, backward: bool = False
            ) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Checks one pooling call as ATen does (`kind` "max" or "avg", `nd` 2 or 3, `shape` the input's) and returns
-    (kernel, stride, padding, dilation) per pooled dimension."""
+    """Checks one pooling call as ATen does (`kind` "max" or "avg", `nd` 2 or 3, `shape` the input's, `backward`:
+    the max pooling backward's words) and returns (kernel, stride, padding, dilation) per pooled dimension."""
     msg = _messages(kind, nd)
     k = _per_dim(kernel_size, nd, msg["kernel_size"])
     s = _per_dim(stride, nd, msg["stride"], empty_ok=True) or list(k)
@@ -76,7 +78,10 @@ def params(kind: str, nd: int, shape: Sequence[int], kernel_size: Sequence[int] 
     if nd == 2:
         _check_2d(shape, k, s, d, p, outs)
     else:
-        _check_3d(kind, shape, k, s, d, p, outs)
+        where = f"{kind}_pool3d()"
+        if kind == "max":
+            where = f"max_pool3d_with_indices{'_backward' if backward else ''}_out_cpu_template()"
+        _check_3d(kind, where, shape, k, s, d, p, outs)
     return k, s, p, d
 
 
@@ -103,10 +108,13 @@ def _check_2d(shape: Sequence[int], k: list[int], s: list[int], d: list[int], p:
     if not ((ndim == 3 and shape[0] != 0 and valid) or (ndim == 4 and valid and shape[3] != 0)):
         raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:"
                            f"[{', '.join(map(str, shape))}]")
+    if not (k[1] // 2 >= p[1] and k[0] // 2 >= p[0]):  # the plain kernel's half (pooling_output_shape: dilated)
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = {p[1]}, "
+                           f"padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
     _too_small(shape, 2, outs)
 
 
-def _check_3d(kind: str, shape: Sequence[int], k: list[int], s: list[int], d: list[int], p: list[int],
+def _check_3d(kind: str, where: str, shape: Sequence[int], k: list[int], s: list[int], d: list[int], p: list[int],
               outs: list[int]) -> None:
     _positive("kernel size", k, "kT kH kW")
     _positive("stride", s, "dT dH dW")
@@ -114,13 +122,16 @@ def _check_3d(kind: str, shape: Sequence[int], k: list[int], s: list[int], d: li
     ndim = len(shape)
     for size in shape[1:] if ndim == 5 else shape:
         if size <= 0:
-            raise RuntimeError(f"{kind}_pool3d(): Expected input's non-batch dimensions to have positive length, but "
+            raise RuntimeError(f"{where}: Expected input's non-batch dimensions to have positive length, but "
                                f"input has a shape of [{', '.join(map(str, shape))}] and non-batch dimension {size} "
                                "has length zero!")
     t, h, w = shape[-3:]
     if kind == "avg" and (t < k[0] or h < k[1] or w < k[2]):
         raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
                            f"(kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+    if not (k[0] // 2 >= p[0] and k[2] // 2 >= p[2] and k[1] // 2 >= p[1]):
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got kT: {k[0]} kW: "
+                           f"{k[2]} kH: {k[1]} padT: {p[0]} padW: {p[2]} padH: {p[1]}")
     _too_small(shape, 3, outs)
 
 
@@ -189,3 +200,56 @@ def adaptive_max_backward(nd: int, grad: Any, self: Any, indices: Any) -> None:
     if tuple(indices_shape) != tuple(grad_shape):
         raise RuntimeError(f"expected sizes {_sizes(indices_shape)} for `gradOutput` but got sizes "
                            f"{_sizes(grad_shape)}")
+
+
+def max_pool3d_out(b: dict[str, Any]) -> None:
+    """max_pool3d_with_indices.out: the call's checks, then the kernel's typed pointers (data_ptr): out of the
+    input's dtype, then int64 indices."""
+    self = b["self"]
+    params("max", 3, self.shape, b["kernel_size"], b["stride"], b["padding"], b["dilation"], b["ceil_mode"])
+    if b["out"].dtype != self.dtype:
+        raise RuntimeError(f"expected scalar type {aten_type_name(self.dtype)} but found "
+                           f"{aten_type_name(b['out'].dtype)}")
+    long_indices(b["indices"])
+
+
+def long_indices(indices: Any) -> None:
+    """A CPU kernel's `indices.data_ptr<int64_t>()`."""
+    if indices.dtype != torch.int64:
+        raise RuntimeError(f"expected scalar type Long but found {aten_type_name(indices.dtype)}")
+
+
+def unpool(nd: int, shape: Sequence[int], indices: Any, output_size: Sequence[int],
+           stride: Sequence[int] = (), padding: Sequence[int] = ()) -> None:
+    """ATen's checks of max_unpool2d (max_unpooling2d_forward_out_cpu) and max_unpool3d
+    (max_unpooling3d_shape_check), in CPU's order; the kernel's index range check is the scatter's."""
+    ndim = len(shape)
+    if nd == 2:
+        if indices.dtype != torch.int64:
+            raise RuntimeError(f"elements in indices should be type int64 but got: {aten_type_name(indices.dtype)}")
+        if len(output_size) != 2:
+            raise RuntimeError(f"There should be exactly two elements (height, width) in output_size, but got "
+                               f"{len(output_size)} elements.")
+        if ndim not in (3, 4):
+            raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with {ndim} "
+                               "dimensions.")
+    else:
+        if indices.dtype != torch.int64:
+            raise RuntimeError("elements in indices should be type int64")
+        if ndim not in (4, 5):
+            raise RuntimeError(f"Input to max_unpooling3d should be a 4d or 5d Tensor, but got a tensor with {ndim} "
+                               "dimensions.")
+        for what, v in (("output_size", output_size), ("stride", stride), ("padding", padding)):
+            if len(v) != 3:
+                got = "" if what == "output_size" else ":"
+                raise RuntimeError(f"There should be exactly three elements (depth, height, width) in {what}, but "
+                                   f"got{got} {len(v)} elements.")
+    if tuple(shape) != tuple(indices.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({_sizes(shape)}) but "
+                           f"got indices tensor with shape: {_sizes(indices.shape)}")
+    for i in range(1, ndim):
+        if shape[i] <= 0:
+            raise RuntimeError(f"max_unpooling{nd}d_forward_out_cpu(): Expected input to have non-zero size for "
+                               f"non-batch dimensions, but got {_sizes(shape)} with dimension {i} being empty.")
+    if nd == 3 and any(s <= 0 for s in stride):
+        raise RuntimeError(f"strides should be greater than zero, but got stride: {_sizes(stride)}")

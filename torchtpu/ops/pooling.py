@@ -116,7 +116,8 @@ def _scatter_back(grad_output: Sym, self: Sym, indices: Sym, nd: int) -> Sym:
 def _max_pool_backward(nd: int):  # noqa: ANN202
     def backward(grad_output: Sym, self: Sym, kernel_size: Sequence[int], stride: Sequence[int],
                  padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool, indices: Sym) -> Sym:
-        pool_checks.params("max", nd, self.shape, kernel_size, stride, padding, dilation, ceil_mode)
+        pool_checks.params("max", nd, self.shape, kernel_size, stride, padding, dilation, ceil_mode, backward=True)
+        pool_checks.long_indices(indices)
         return _scatter_back(grad_output, self, indices, nd)
 
     return backward
@@ -180,12 +181,14 @@ def _unpool(self: Sym, indices: Sym, output_size: Sequence[int]) -> Sym:
 
 @lower(aten.max_unpool2d.default)
 def max_unpool2d(self: Sym, indices: Sym, output_size: Sequence[int]) -> Sym:
+    pool_checks.unpool(2, self.shape, indices, output_size)
     return _unpool(self, indices, output_size)
 
 
 @lower(aten.max_unpool3d.default)
 def max_unpool3d(self: Sym, indices: Sym, output_size: Sequence[int], stride: Sequence[int],
                  padding: Sequence[int]) -> Sym:
+    pool_checks.unpool(3, self.shape, indices, output_size, stride, padding)
     return _unpool(self, indices, output_size)
 
 
@@ -263,6 +266,7 @@ def fractional_max_pool3d(self: Sym, kernel_size: list[int], output_size: list[i
 def fractional_max_pool_backward(grad_output: Sym, self: Sym, kernel_size: list[int], output_size: list[int],
                                  indices: Sym) -> Sym:
     D = len(kernel_size)  # noqa: N806
+    fractional_checks.check_backward(D, grad_output.shape, self.shape, output_size)
     lead = self.shape[:self.ndim - D]
     m = 1
     for s in lead:

@@ -142,3 +142,21 @@ def pad_input(nd: int, shape: Sequence[int], padding: Sequence[int], mode: str) 
 
 
 _REFLECT_ORDER = {1: (0,), 2: (1, 0), 3: (2, 1, 0)}  # the dims whose padding reflection checks, in CPU's order
+
+
+def pad1d_backward(mode: str, grad_shape: Sequence[int], shape: Sequence[int], padding: Sequence[int]) -> None:
+    """The meta checks of reflection_pad1d_backward / replication_pad1d_backward: the width dim (2 for a 3-D
+    input, else 1) read by index, reflection's padding bound, then grad_output's width."""
+    if mode == "replicate" and len(padding) != 2:
+        raise RuntimeError("padding size is expected to be 2")
+    dim_w = 2 if len(shape) == 3 else 1
+    width = dim_size(shape, dim_w)
+    lo, hi = int(padding[0]), int(padding[1])
+    if mode == "reflect" and not (lo < width and hi < width):
+        raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, but "
+                           f"got: padding ({lo}, {hi}) at dimension {dim_w} of input {sizes_text(shape)}")
+    got = dim_size(grad_shape, dim_w)
+    if width + lo + hi != got:
+        grad, sep = ("grad_output", ",") if mode == "reflect" else ("gradOutput", "")
+        raise RuntimeError(f"{grad} width unexpected. Expected: {width + lo + hi}{sep} Got: {got}")
+
