@@ -524,13 +524,13 @@ def bounded(buckets: str | Sequence[int] = "max") -> Callable[..., Any]:
 def _decompositions() -> dict:
     """Core-ATen decompositions minus the ops we lower ourselves (our lowering is better than a decomposition).
     Ops outside both are decomposed node by node at lowering time (`_run_decomposed`)."""
-    from torchtpu.ops import backward_checks, loss_checks, out_checks
+    from torchtpu.ops import arg_order_checks, backward_checks, loss_checks, out_checks
 
     table = dict(core_aten_decompositions())
     for op in list(table):
         if op in TABLE and TABLE[op].graph is not None:
             del table[op]
-        for checks in (loss_checks, backward_checks, out_checks) if op in table else ():  # ATen's argument checks
+        for checks in (loss_checks, backward_checks, out_checks, arg_order_checks) if op in table else ():
             if op.overloadpacket in checks.WRAPPED:
                 table[op] = checks.wrap(op, table[op])
     return table

@@ -96,6 +96,7 @@ def _slice_scatter(b: dict[str, Any]) -> None:
 _OUT_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "mode.values": _mode, "median.dim_values": _median, "nanmedian.dim_values": _median,
     "searchsorted.Tensor_out": _searchsorted, "searchsorted.Scalar_out": _searchsorted,
+    "bucketize.Tensor_out": _searchsorted, "bucketize.Scalar_out": _searchsorted,
 }
 
 
