@@ -117,8 +117,11 @@ def _bytebool_out(name: str) -> Callable[[Bound], None]:
     return check
 
 
-def _aminmax(a: Bound) -> None:
-    x = a["self"]
+def _aminmax(a: Bound) -> None:  # the dim (maybe_wrap_dim) before the out dtypes
+    x, dim = a["self"], a.get("dim")
+    n = max(len(x.shape), 1)
+    if dim is not None and not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     for name in ("min", "max"):
         out = a.get(name)
         if out is not None and out.dtype != x.dtype:
@@ -148,7 +151,9 @@ def _multinomial(a: Bound) -> None:
 
 def _softshrink(a: Bound) -> None:
     x, lambd, out = a["self"], a.get("lambd", 0.5), a.get("out")
-    if x.dtype.is_floating_point and not isinstance(lambd, complex):
+    if not x.dtype.is_floating_point:  # the range check's own floating dispatch
+        raise NotImplementedError(f"\"softshrink_check\" not implemented for '{aten_type_name(x.dtype)}'")
+    if not isinstance(lambd, complex):
         top = torch.finfo(x.dtype).max
         if not 0 <= float(lambd) <= top:
             raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {aten_type_name(x.dtype)}, but "
@@ -180,7 +185,8 @@ def _threshold_backward(a: Bound) -> None:  # threshold.to<scalar_t>() in the ke
     if name is None or value != value:
         return
     info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
-    if not info.min <= float(value) <= info.max and abs(float(value)) != float("inf"):
+    low = -info.max if dtype == torch.uint8 else info.min  # a negative value wraps into uint8 (c10::overflows)
+    if not low <= float(value) <= info.max and abs(float(value)) != float("inf"):
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
