@@ -524,15 +524,14 @@ def bounded(buckets: str | Sequence[int] = "max") -> Callable[..., Any]:
 def _decompositions() -> dict:
     """Core-ATen decompositions minus the ops we lower ourselves (our lowering is better than a decomposition).
     Ops outside both are decomposed node by node at lowering time (`_run_decomposed`)."""
-    from torchtpu.ops import activation_checks, backward_checks, loss_checks, out_checks
+    from torchtpu.ops.checked_decompositions import COMPILE, guarded
 
     table = dict(core_aten_decompositions())
     for op in list(table):
         if op in TABLE and TABLE[op].graph is not None:
             del table[op]
-        for checks in (loss_checks, backward_checks, out_checks, activation_checks) if op in table else ():
-            if op.overloadpacket in checks.WRAPPED:
-                table[op] = checks.wrap(op, table[op])
+        if op in table:
+            table[op] = guarded(op, table[op], COMPILE)
     return table
 
 

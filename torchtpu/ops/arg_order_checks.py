@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.ops import dtype_refusals
+from torchtpu.ops import cpu_raise_checks, dtype_refusals
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
@@ -333,6 +333,9 @@ def _checks_for(op: Any) -> list[Callable[[Any, tuple, Mapping[str, Any]], None]
     bound = _BOUND_CHECKS.get(name)
     if bound is not None and not (name in ("median", "nanmedian") and overload not in _MEDIAN_DIM):
         checks.append(lambda op, args, kwargs, fn=bound: fn(_bind(op, args, kwargs)))
+    later = cpu_raise_checks.BOUND_CHECKS.get(name)  # CPU's checks after those above (ops/cpu_raise_checks.py)
+    if later is not None:
+        checks.append(lambda op, args, kwargs, fn=later: fn(_bind(op, args, kwargs)))
     return checks
 
 
@@ -359,3 +362,18 @@ def guard(op: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
 
     return checked
 
+
+class _Packets:
+    """`packet in WRAPPED`: the op packets with early checks (compile/backend.py guards their decompositions)."""
+
+    def __contains__(self, packet: Any) -> bool:
+        name = packet._qualified_op_name.split("::")[1]
+        return name in _BOUND_CHECKS or name in cpu_raise_checks.BOUND_CHECKS
+
+
+WRAPPED = _Packets()
+
+
+def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (op's upstream decomposition) behind op's early checks."""
+    return guard(op, fn)

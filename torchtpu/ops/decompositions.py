@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch._decomp import get_decompositions
 
-from torchtpu.ops import activation_checks, backward_checks, linalg_checks, loss_checks, norm_checks, out_checks
+from torchtpu.ops import checked_decompositions, linalg_checks, out_checks
 
 aten = torch.ops.aten
 
@@ -75,16 +75,7 @@ def define_all(define: Callable[..., Any]) -> None:
         if op in OUT_VIA_FUNCTIONAL:
             out_name = next(a.name for a in op._schema.arguments if a.is_out)
             fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], out_name)
-        if op.overloadpacket in loss_checks.WRAPPED:
-            fn = loss_checks.wrap(op, fn)
-        if op.overloadpacket in norm_checks.WRAPPED:
-            fn = norm_checks.wrap(op, fn)
-        if op.overloadpacket in activation_checks.WRAPPED:
-            fn = activation_checks.wrap(op, fn)
-        if op.overloadpacket in backward_checks.WRAPPED:
-            fn = backward_checks.wrap(op, fn)
-        if op.overloadpacket in out_checks.WRAPPED:
-            fn = out_checks.wrap(op, fn)
+        fn = checked_decompositions.guarded(op, fn, checked_decompositions.EAGER)
         if op.overloadpacket in linalg_checks.CROSS_WRAPPED:
             fn = linalg_checks.wrap_cross(op, fn)
         record = TABLE.get(op)

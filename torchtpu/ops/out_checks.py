@@ -127,6 +127,7 @@ _OUT_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "searchsorted.Tensor_out": _searchsorted, "searchsorted.Scalar_out": _searchsorted,
     "signbit.out": _signbit, "nonzero_static.out": _nonzero_static, "take.out": _take,
     "max_pool3d_with_indices.out": pool_checks.max_pool3d_out,
+    "bucketize.Tensor_out": _searchsorted, "bucketize.Scalar_out": _searchsorted,
 }
 
 

@@ -1,0 +1,308 @@
+"""CPU's dtype and shape checks that tpu's lowerings skipped (issue 17, the schema fuzzer's `cpu_raises` class:
+calls CPU refuses and tpu computed a silent result). Each check reads the call's arguments by schema name, in
+ATen's order and words, and runs behind the op's earlier checks (ops/arg_order_checks.py merges `BOUND_CHECKS`
+by packet name and runs them in eager mode and for a compiled graph's node: only `shape` and `dtype` are read).
+
+- all / any with out=: allany_meta's check_result_is_bytebool (a bool or uint8 result).
+- aminmax.out: the structured kernel's out dtypes (self's, for min then max).
+- frexp.Tensor_out (UnaryOps.cpp): floating self, mantissa of self's dtype, int32 exponent.
+- multinomial (Distributions.cpp multinomial_out): 1-D or 2-D, floating input, a Long out.
+- softshrink (softshrink meta): lambda in the input dtype's range, then build_unary_op's same dtype.
+- hardtanh / hardtanh_ (Activation.cpp hardtanh_out): no Bool, no negative limits for uint8.
+- threshold_backward: the threshold Scalar converted to the computation's integer/float type (checked_convert).
+- cumsum_ / cumprod_: check_inplace of a dtype= other than self's.
+- binary_cross_entropy, huber_loss_backward, soft_margin_loss.out: TensorIterator's check_all_same_dtype
+  (outputs first, then the inputs, against the first input's dtype).
+- smooth_l1_loss_backward: enforce_safe_casting_to_output to grad_input's (or self's) dtype.
+- bucketize: 1-D boundaries (before searchsorted's checks).
+- norm with dtype=: linalg_vector_norm's no-narrowing check (after the complex/real check).
+- as_strided_scatter: src of the slice's size.
+- glu_backward, soft_margin_loss_backward, binary_cross_entropy_with_logits: the shape of an in-place step's
+  result (TensorIterator's "output with shape ... doesn't match the broadcast shape ...").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from torchtpu.ops.arg_checks import sizes_text
+from torchtpu.ops.out_rules import _CPP_NAMES
+from torchtpu.ops.tracing import aten_type_name
+
+Bound = dict[str, Any]
+
+
+def _cpp(dtype: torch.dtype) -> str:
+    """A dtype as ATen prints a caffe2::TypeMeta (`long int`, `float`)."""
+    return _CPP_NAMES.get(dtype, str(dtype))
+
+
+def _is_tensor(value: Any) -> bool:
+    return isinstance(getattr(value, "dtype", None), torch.dtype) and hasattr(value, "shape")
+
+
+def broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
+    """infer_size: the broadcast shape, or TensorIterator's RuntimeError."""
+    n = max(len(a_shape), len(b_shape))
+    out = []
+    for i in range(n):
+        ia, ib = i - n + len(a_shape), i - n + len(b_shape)
+        da = int(a_shape[ia]) if ia >= 0 else 1
+        db = int(b_shape[ib]) if ib >= 0 else 1
+        if da != db and 1 not in (da, db):
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton "
+                               f"dimension {i}")
+        out.append(db if da == 1 else da)
+    return out
+
+
+def inplace_shape(out_shape: Sequence[int], other_shape: Sequence[int]) -> list[int]:
+    """An in-place TensorIterator step: the broadcast of its operands must be the output's shape."""
+    out = [int(s) for s in out_shape]
+    shape = broadcast(out, other_shape)
+    if shape != out:
+        raise RuntimeError(f"output with shape {sizes_text(out)} doesn't match the broadcast shape {sizes_text(shape)}")
+    return out
+
+
+def _same_dtype(operands: Sequence[Any], expected: torch.dtype) -> None:
+    """TensorIterator's check_all_same_dtype: the first operand (outputs first) of another dtype."""
+    for t in operands:
+        if _is_tensor(t) and t.dtype != expected:
+            raise RuntimeError(f"Found dtype {aten_type_name(t.dtype)} but expected {aten_type_name(expected)}")
+
+
+def _category(dtype: torch.dtype) -> int:
+    return 3 if dtype.is_complex else 2 if dtype.is_floating_point else 0 if dtype == torch.bool else 1
+
+
+def _combine(higher: torch.dtype | None, lower: torch.dtype | None) -> torch.dtype | None:
+    """ATen's combine_categories (ScalarType.h, result_type's tiers)."""
+    if higher is None or lower is None:
+        return lower if higher is None else higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return torch.promote_types(higher, lower) if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher == torch.bool or lower.is_floating_point:
+        return torch.promote_types(higher, lower)
+    return higher
+
+
+def result_type(tensors: Sequence[Any]) -> torch.dtype | None:
+    """torch.result_type over several tensors: dimensioned ones first, 0-dim ones only of a higher category."""
+    tiers: list[torch.dtype | None] = [None, None]
+    for t in tensors:
+        tier = 0 if len(t.shape) else 1
+        tiers[tier] = t.dtype if tiers[tier] is None else torch.promote_types(tiers[tier], t.dtype)
+    return _combine(tiers[0], tiers[1])
+
+
+def _can_cast(src: torch.dtype, dst: torch.dtype) -> bool:
+    return _category(src) <= _category(dst)
+
+
+# --- the checks, by op ------------------------------------------------------------------------------------------------
+
+def _bytebool_out(name: str) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:
+        out = a.get("out")
+        if out is not None and out.dtype not in (torch.bool, torch.uint8):
+            raise RuntimeError(f"{name} only supports bool tensor for result, got: {aten_type_name(out.dtype)}")
+    return check
+
+
+def _aminmax(a: Bound) -> None:  # the dim (maybe_wrap_dim) before the out dtypes
+    x, dim = a["self"], a.get("dim")
+    n = max(len(x.shape), 1)
+    if dim is not None and not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    for name in ("min", "max"):
+        out = a.get(name)
+        if out is not None and out.dtype != x.dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {_cpp(x.dtype)}, but got {_cpp(out.dtype)} instead")
+
+
+def _frexp(a: Bound) -> None:
+    x, mantissa, exponent = a["self"], a.get("mantissa"), a.get("exponent")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    if mantissa is not None and mantissa.dtype != x.dtype:
+        raise RuntimeError(f"torch.frexp() expects mantissa to have dtype {_cpp(x.dtype)} but got "
+                           f"{_cpp(mantissa.dtype)}")
+    if exponent is not None and exponent.dtype != torch.int32:
+        raise RuntimeError(f"torch.frexp() expects exponent to have int dtype but got {_cpp(exponent.dtype)}")
+
+
+def _multinomial(a: Bound) -> None:
+    x, out = a["self"], a.get("out")
+    if not 0 < len(x.shape) <= 2:
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {aten_type_name(x.dtype)}")
+    if out is not None and out.dtype != torch.int64:
+        raise RuntimeError(f"multinomial expects Long tensor out, got: {aten_type_name(out.dtype)}")
+
+
+def _softshrink(a: Bound) -> None:
+    x, lambd, out = a["self"], a.get("lambd", 0.5), a.get("out")
+    if not x.dtype.is_floating_point:  # the range check's own floating dispatch
+        raise NotImplementedError(f"\"softshrink_check\" not implemented for '{aten_type_name(x.dtype)}'")
+    if not isinstance(lambd, complex):
+        top = torch.finfo(x.dtype).max
+        if not 0 <= float(lambd) <= top:
+            raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {aten_type_name(x.dtype)}, but "
+                               f"found {float(lambd):g}")
+    if out is not None:
+        _same_dtype([out], x.dtype)
+
+
+def _hardtanh(a: Bound) -> None:
+    x = a["self"]
+    if x.dtype == torch.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if x.dtype == torch.uint8:
+        low, high = a.get("min_val", -1), a.get("max_val", 1)
+        if any(not isinstance(v, bool | complex) and int(v) < 0 for v in (low, high)):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+
+
+_CONVERTED_NAMES = {torch.int8: "int8_t", torch.uint8: "uint8_t", torch.int16: "int16_t", torch.int32: "int",
+                    torch.int64: "int64_t", torch.float32: "float"}
+
+
+def _threshold_backward(a: Bound) -> None:  # threshold.to<scalar_t>() in the kernel (c10::checked_convert)
+    grad, x, value = a["grad_output"], a["self"], a["threshold"]
+    if not _is_tensor(grad) or not _is_tensor(x) or isinstance(value, bool | complex):
+        return
+    dtype = result_type([grad, x])
+    name = _CONVERTED_NAMES.get(dtype)
+    if name is None or value != value:
+        return
+    info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+    low = -info.max if dtype == torch.uint8 else info.min  # a negative value wraps into uint8 (c10::overflows)
+    if not low <= float(value) <= info.max and abs(float(value)) != float("inf"):
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+def _cumulative_inplace(a: Bound) -> None:  # the structured kernel's check_inplace
+    x, dtype = a["self"], a.get("dtype")
+    if dtype is not None and dtype != x.dtype:
+        raise RuntimeError(f"Bad in-place call: input tensor dtype {_cpp(x.dtype)} and output tensor dtype "
+                           f"{_cpp(dtype)} should match")
+
+
+def _bce(a: Bound) -> None:  # binary_cross_entropy_out_cpu: loss, input, target
+    _same_dtype([a.get("out"), a["self"], a["target"]], a["self"].dtype)
+
+
+def _huber_backward(a: Bound) -> None:  # huber_loss_backward_out: grad_input, input, target, grad_output
+    _same_dtype([a.get("grad_input"), a["self"], a["target"], a["grad_output"]], a["self"].dtype)
+
+
+def _cast_to(common: torch.dtype | None, dtype: torch.dtype) -> None:
+    """An in-place TensorIterator step's enforce_safe_casting_to_output."""
+    if common is not None and not _can_cast(common, dtype):
+        raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
+                           f"{aten_type_name(dtype)}")
+
+
+_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+             "use the `~` or `logical_not()` operator instead.")
+
+
+def _soft_margin_out(a: Bound) -> None:  # at::neg_out(output, input).mul_(target).exp_().log1p_()
+    x, target, out = a["self"], a["target"], a.get("out")
+    if out is not None:
+        _same_dtype([out], x.dtype)
+    if x.dtype == torch.bool:
+        raise RuntimeError(_NEG_BOOL)
+    inplace_shape(x.shape, target.shape)
+    _cast_to(result_type([x, target]), x.dtype)
+    _cast_to(torch.float32, x.dtype)  # exp_ of an integer output
+
+
+def _float_of(dtype: torch.dtype) -> torch.dtype:
+    return dtype if dtype.is_floating_point or dtype.is_complex else torch.float32
+
+
+def _smooth_l1_backward(a: Bound) -> None:  # promote inputs, cast to grad_input safely
+    x, target, grad = a["self"], a["target"], a["grad_output"]
+    out = a.get("grad_input")
+    target_dtype = (out if out is not None else x).dtype
+    common = result_type([t for t in (x, target, grad) if _is_tensor(t)])
+    if common is not None and not _can_cast(common, target_dtype):
+        raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
+                           f"{aten_type_name(target_dtype)}")
+
+
+def _bucketize(a: Bound) -> None:
+    boundaries = a["boundaries"]
+    if len(boundaries.shape) != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({len(boundaries.shape)})")
+
+
+def _norm_narrowing(a: Bound) -> None:  # after arg_order_checks' complex/real check
+    x, dtype = a["self"], a.get("dtype")
+    if dtype is None or not (x.dtype.is_floating_point or x.dtype.is_complex):
+        return
+    if torch.promote_types(x.dtype, dtype) != dtype:
+        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({aten_type_name(x.dtype)}) should be "
+                           f"convertible without narrowing to the specified dtype ({aten_type_name(dtype)})")
+
+
+def _as_strided_scatter(a: Bound) -> None:
+    src, size = a["src"], [int(s) for s in a["size"]]
+    if [int(s) for s in src.shape] != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{sizes_text(src.shape)}, slice size = {sizes_text(size)}")
+
+
+def _glu_backward(a: Bound) -> None:  # after arg_order_checks' _glu: the halves' iterator with grad_output
+    x, grad = a["self"], a["grad_output"]
+    d = a["dim"] % len(x.shape)
+    half = [int(s) for s in x.shape]
+    half[d] //= 2
+    inplace_shape(half, grad.shape)
+
+
+def _soft_margin_backward(a: Bound) -> None:  # z = exp(-target * input); mul_out(grad_input, target, z)...
+    x, target, grad, out = a["self"], a["target"], a["grad_output"], a.get("grad_input")
+    if target.dtype == torch.bool:
+        raise RuntimeError(_NEG_BOOL)
+    z = broadcast(target.shape, x.shape)
+    z_dtype = _float_of(result_type([target, x]))
+    _cast_to(result_type([target, torch.empty(z, dtype=z_dtype, device="meta")]),
+             (out if out is not None else x).dtype)
+    inplace_shape(broadcast(target.shape, z), grad.shape)
+
+
+def _bce_with_logits(a: Bound) -> None:  # after log_sigmoid's refusal (arg_order_checks)
+    x, target, weight, pos_weight = a["self"], a["target"], a.get("weight"), a.get("pos_weight")
+    log_sigmoid = [int(s) for s in x.shape]
+    if pos_weight is not None:
+        inplace_shape(log_sigmoid, broadcast(pos_weight.shape, target.shape))
+    if target.dtype == torch.bool:  # 1 - target
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    loss = inplace_shape(target.shape, x.shape)
+    _cast_to(result_type([target, x]), target.dtype)
+    inplace_shape(loss, log_sigmoid)
+    if weight is not None:
+        inplace_shape(loss, weight.shape)
+
+
+BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "all": _bytebool_out("all"), "any": _bytebool_out("any"), "aminmax": _aminmax, "frexp": _frexp,
+    "multinomial": _multinomial, "softshrink": _softshrink, "hardtanh": _hardtanh, "hardtanh_": _hardtanh,
+    "threshold_backward": _threshold_backward, "cumsum_": _cumulative_inplace, "cumprod_": _cumulative_inplace,
+    "binary_cross_entropy": _bce, "huber_loss_backward": _huber_backward, "soft_margin_loss": _soft_margin_out,
+    "smooth_l1_loss_backward": _smooth_l1_backward, "bucketize": _bucketize, "norm": _norm_narrowing,
+    "as_strided_scatter": _as_strided_scatter, "glu_backward": _glu_backward,
+    "soft_margin_loss_backward": _soft_margin_backward, "binary_cross_entropy_with_logits": _bce_with_logits,
+}
