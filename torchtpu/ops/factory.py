@@ -27,6 +27,16 @@ def _dtype(dtype: torch.dtype | None, *values: Any) -> torch.dtype:
     return torch.int64
 
 
+def _full_dtype(fill_value: Any) -> torch.dtype:
+    """ATen's infer_full_dtype: bool, int64, the default float dtype, or its complex counterpart for a complex
+    fill value (torch.full((), 1j) is complex64)."""
+    if isinstance(fill_value, bool):
+        return torch.bool
+    if isinstance(fill_value, complex):
+        return torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64
+    return _dtype(None, fill_value)
+
+
 def _c_stream(v: Any) -> str:
     """A bound as ATen's message prints it (C++'s stream: %g for a double)."""
     return f"{v:g}" if isinstance(v, float) else str(v)
@@ -70,7 +80,7 @@ def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = N
 @lower(aten.full.default, static=("fill_value",))
 def full(size: list[int], fill_value: Any, *, dtype: torch.dtype | None = None, layout: Any = None,
          device: Any = None, pin_memory: Any = None) -> Sym:
-    out = dtype or (torch.bool if isinstance(fill_value, bool) else _dtype(None, fill_value))
+    out = dtype or _full_dtype(fill_value)
     check_scalar_fits(fill_value, out, "full()")
     return P.full(fill_value, tuple(size), out)
 

@@ -27,6 +27,7 @@ from torchtpu.ops.linalg_checks import (
     check_triangular_solve,
     raise_from_info,
 )
+from torchtpu.ops.operand_checks import data_check, tie
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -338,7 +339,16 @@ def eigh(A: Sym, UPLO: str = "L", compute_v: bool = True) -> tuple[Sym, Sym]:  #
 def eig(self: Sym) -> tuple[Sym, Sym]:
     check_matrix(self, "linalg.eig", floating=False)
     check_eig(self)
-    return tuple(P.emit("eig", [_float(self)]))  # type: ignore[return-value]
+    a = _float(self)
+    if a.numel() == 0:
+        return tuple(P.emit("eig", [a]))  # type: ignore[return-value]
+    # CPU's check that the input is finite, raised when the program runs (no host read)
+    parts = [P.emit1("real", [a]), P.emit1("imag", [a])] if a.dtype.is_complex else [a]
+    finite = P.emit1("and", [P.emit1("is_finite", [p]) for p in parts]) if len(parts) > 1 else \
+        P.emit1("is_finite", parts)
+    zero = data_check(P.emit1("not", [finite]),
+                      "torch.linalg.eig: input tensor should not contain infs or NaNs.")
+    return tuple(tie(r, zero) for r in P.emit("eig", [a]))  # type: ignore[return-value]
 
 
 # --- matrix exponential -------------------------------------------------------------------------------------------
