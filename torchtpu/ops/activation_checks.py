@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.dtypes import _C_NAMES, scalar_overflows
+from torchtpu.dtypes import _C_NAMES, check_scalar_fits
 
 aten = torch.ops.aten
 
@@ -54,9 +54,8 @@ def _elu_backward(b: dict[str, Any]) -> None:
 
 
 def _threshold(b: dict[str, Any]) -> None:
-    dtype = b["self"].dtype
-    if any(scalar_overflows(b[n], dtype) for n in ("threshold", "value")):
-        raise _overflow(dtype)
+    for name in ("threshold", "value"):  # CPU's words, then the op, the value and the dtype
+        check_scalar_fits(b[name], b["self"].dtype, "threshold()")
 
 
 _CHECKS: dict[Any, Callable[[dict[str, Any]], None]] = {aten.elu_backward: _elu_backward, aten.threshold: _threshold}
