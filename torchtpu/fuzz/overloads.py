@@ -56,6 +56,10 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         _eval_without_stats,
         "CPU segfaults (torch 2.13) on _native_batch_norm_legit.no_stats with training=False: eval mode reads the "
         "running stats this overload has none of (fuzz seed 0 call 3)"),
+    "aten::native_batch_norm.*": (
+        lambda call: len(call.args) > 5 and call.args[5] is False and call.args[3] is None and call.args[4] is None,
+        "CPU segfaults (torch 2.13) on native_batch_norm with training=False and no running stats (fuzz seed 3); "
+        "tpu raises that evaluation mode needs them"),
     "aten::_pdist_forward*": (
         lambda call: len(call.args) > 0 and hasattr(call.args[0], "base") and call.args[0].base.dim() != 2,
         "CPU's _pdist_forward kernel segfaults (torch 2.13) on an input that is not 2-D (fuzz seed 11 call 1: "
