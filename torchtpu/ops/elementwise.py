@@ -519,6 +519,10 @@ def tanh_backward(grad_output: Sym, output: Sym) -> Sym:
 @lower(aten.sigmoid_backward.default)
 def sigmoid_backward(grad_output: Sym, output: Sym) -> Sym:
     (g, y), common = opmath(grad_output, output)  # CPU: a * (1 - b) * b in the common dtype's opmath
+    if y.dtype.is_complex:  # CPU: a * conj((1 - b) * b)
+        from torchtpu.ops.complex import conj
+
+        return P.convert(g * conj((1 - y) * y), common)
     return P.convert(g * (1 - y) * y, common)
 
 
