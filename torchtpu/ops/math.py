@@ -125,9 +125,11 @@ def frexp(self: Sym) -> tuple[Sym, Sym]:
 def logit(self: Sym, eps: float | None = None) -> Sym:
     _, result = P.result_dtype(self, kind=Kind.INT_TO_FLOAT)
     x = P.convert(self, acc_dtype(result))
-    if eps is not None:
-        x = P.emit1("minimum", [P.emit1("maximum", [x, P.full(eps, x.shape, x.dtype)]),
-                                P.full(1.0 - eps, x.shape, x.dtype)])
+    if eps is not None:  # ATen's bounds in the result's dtype: lo = eps, hi = 1 - lo (1.0 for a Half eps of 1e-5)
+        lo = torch.tensor(eps, dtype=result)
+        hi = torch.tensor(1, dtype=result) - lo
+        x = P.emit1("minimum", [P.emit1("maximum", [x, P.full(lo.item(), x.shape, x.dtype)]),
+                                P.full(hi.item(), x.shape, x.dtype)])
     return P.convert(P.emit1("log", [x / (1.0 - x)]), result)
 
 
