@@ -535,7 +535,8 @@ def leaky_relu(self: Sym, negative_slope: float = 0.01) -> Sym:
 def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self_is_result: bool) -> Sym:
     if self_is_result and float(negative_slope) < 0:  # the result's sign no longer tells the input's
         raise RuntimeError(activation_checks.LEAKY_RELU_NEGATIVE_SLOPE)
-    return P.where(P.compare("GT", self, 0), grad_output, grad_output * negative_slope)
+    (g, x), common = opmath(grad_output, self)  # a binary TensorIterator op: the common dtype of grad and self
+    return P.convert(P.where(P.compare("GT", x, 0), g, g * negative_slope), common)
 
 
 @lower(aten.addcmul.default)
