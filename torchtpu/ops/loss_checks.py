@@ -118,7 +118,31 @@ def _nll_loss2d_args(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
-_WRAPPERS = {aten.smooth_l1_loss: _reduction_args, aten.huber_loss: _reduction_args,
+def _loss_in_input_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """CPU's huber_loss and binary_cross_entropy write the unreduced loss into a tensor of the input's dtype
+    (`at::empty_like(input)` as the TensorIterator's output), multiply it by the weight in place, then reduce it:
+    the result has the input's dtype where the upstream decomposition promotes with the target or weight."""
+    names = [a.name for a in op._schema.arguments]
+    get = _getter(names)
+    bce = op.overloadpacket is aten.binary_cross_entropy
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        x, target = get(args, kwargs, "self"), get(args, kwargs, "target")
+        weight = get(args, kwargs, "weight") if bce else None
+        reduction = get(args, kwargs, "reduction", 1)
+        if op._overloadname != "default" or reduction not in (0, 1, 2) or all(
+                t is None or t.dtype == x.dtype for t in (target, weight)):
+            return fn(*args, **kwargs)
+        loss = fn(x, target, None, 0) if bce else fn(x, target, 0, get(args, kwargs, "delta", 1.0))
+        loss = loss.to(x.dtype) if weight is None else (loss.to(x.dtype) * weight).to(x.dtype)
+        return loss if reduction == 0 else loss.mean() if reduction == 1 else loss.sum()
+
+    return kernel
+
+
+_WRAPPERS = {aten.smooth_l1_loss: _reduction_args,
+             aten.huber_loss: lambda op, fn: _reduction_args(op, _loss_in_input_dtype(op, fn)),
+             aten.binary_cross_entropy: _loss_in_input_dtype,
              aten.nll_loss2d_forward: _nll_loss2d_args, aten.nll_loss2d_backward: _nll_loss2d_args}
 WRAPPED = frozenset(_WRAPPERS)
 

@@ -278,7 +278,7 @@ def mse_loss(self: Sym, target: Sym, reduction: int = 1) -> Sym:
     total = P.reduce(_f32(sq), "sum", tuple(range(sq.ndim)))
     if reduction == 1:
         total = total / float(max(sq.numel(), 1))
-    return P.convert(total, self.dtype)
+    return P.convert(total, sq.dtype)  # CPU: the mean/sum of the promoted loss
 
 
 @lower(aten.mse_loss_backward.default)
