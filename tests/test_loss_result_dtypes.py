@@ -1,6 +1,7 @@
 """Losses whose operands have different dtypes take CPU's result dtype: huber_loss and binary_cross_entropy the
 input's (CPU writes the unreduced loss into a tensor like the input, multiplies the weight in place, then reduces),
-mse_loss the promoted dtype also when reduced. tpu gave float64 for the first two and float32 for a reduced
+mse_loss the promoted dtype also when reduced, smooth_l1_loss_backward the input's. tpu gave float64 for huber_loss,
+binary_cross_entropy and smooth_l1_loss_backward and float32 for a reduced
 mse_loss of a float32 input and a float64 target."""
 
 from __future__ import annotations
@@ -50,3 +51,22 @@ def test_compiled_mixed_dtype_loss_equals_eager(name: str) -> None:
     compiled = torch.compile(lambda *a: fn(*a, reduction="mean"), backend="tpu")(*args)
     assert compiled.dtype == eager.dtype
     assert torch.equal(compiled.cpu(), eager.cpu())
+
+
+BACKWARD = {
+    "float64_target": (torch.float32, torch.float32, torch.float64),
+    "float64_grad": (torch.float64, torch.float32, torch.float32),
+    "half": (torch.float16, torch.float16, torch.float16),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(BACKWARD))
+def test_smooth_l1_loss_backward_has_the_inputs_dtype(name: str, mode: str) -> None:
+    gen = torch.Generator().manual_seed(2)
+    grad, x, target = (torch.randn(4, 3, generator=gen).to(d) for d in BACKWARD[name])
+    expected = torch.ops.aten.smooth_l1_loss_backward(grad, x, target, 0, 0.5)
+    with torch.tpu.eager_mode(mode):
+        got = torch.ops.aten.smooth_l1_loss_backward(grad.to("tpu"), x.to("tpu"), target.to("tpu"), 0, 0.5).cpu()
+    assert got.dtype == expected.dtype
+    assert torch.equal(got, expected)

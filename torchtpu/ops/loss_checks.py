@@ -140,7 +140,20 @@ def _loss_in_input_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
-_WRAPPERS = {aten.smooth_l1_loss: _reduction_args,
+def _grad_in_input_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """CPU's smooth_l1_loss_backward writes into `at::zeros_like(input)`: the gradient has the input's dtype,
+    computed in the common dtype of grad, input and target, where the decomposition keeps the promoted one."""
+    get = _getter([a.name for a in op._schema.arguments])
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        x = get(args, kwargs, "self")
+        return result if op._overloadname != "default" or result.dtype == x.dtype else result.to(x.dtype)
+
+    return kernel
+
+
+_WRAPPERS = {aten.smooth_l1_loss: _reduction_args, aten.smooth_l1_loss_backward: _grad_in_input_dtype,
              aten.huber_loss: lambda op, fn: _reduction_args(op, _loss_in_input_dtype(op, fn)),
              aten.binary_cross_entropy: _loss_in_input_dtype,
              aten.nll_loss2d_forward: _nll_loss2d_args, aten.nll_loss2d_backward: _nll_loss2d_args}
