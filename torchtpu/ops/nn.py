@@ -295,10 +295,13 @@ def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) 
 
 @lower(aten.native_dropout.default, random=True, static=("p",))
 def native_dropout(input: Sym, p: float, train: bool | None, *, rng: Sym) -> tuple[Sym, Sym]:  # noqa: A002
-    if train is not False and input.numel() and not (input.dtype.is_floating_point or input.dtype.is_complex):
+    training = train is not False  # ATen: train=None trains
+    if training and input.numel() and not 0.0 <= 1.0 - p <= 1.0:  # CPU's mask.bernoulli_(1 - p)
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1.0 - p:g}")
+    if training and input.numel() and not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{aten_type_name(input.dtype)}")  # CPU's native_dropout: input * mask * scale, in place
-    if not train or p == 0:
+    if not training or p == 0:
         return input, P.full(True, input.shape, torch.bool)
     if p >= 1:
         return P.zeros_like(input), P.full(False, input.shape, torch.bool)
