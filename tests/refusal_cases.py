@@ -22,3 +22,25 @@ def assert_refused_as_cpu(case: Callable[[str], object], mode: str) -> None:
         case("tpu")
         torch.tpu.synchronize()
     assert str(cpu.value).split("\n")[0].strip() in str(tpu.value)
+
+
+def exception_chain(exc: BaseException | None) -> list[BaseException]:
+    """`exc` and the exceptions it was raised from or during, outermost first."""
+    seen: list[BaseException] = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def assert_refused_as_cpu_compiled(case: Callable[[str], object], words: bool = True) -> None:
+    """`case` under torch.compile(backend="tpu") raises CPU's class somewhere in its chain (Dynamo wraps it), with
+    CPU's first line of words unless `words` is False (PyTorch's own meta function refused first, in its words)."""
+    with pytest.raises(Exception) as cpu:
+        case("cpu")
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as tpu:
+        torch.compile(lambda: case("tpu"), backend="tpu")()
+        torch.tpu.synchronize()
+    first = str(cpu.value).split("\n")[0].strip() if words else ""
+    assert any(isinstance(e, type(cpu.value)) and first in str(e) for e in exception_chain(tpu.value)), tpu.value

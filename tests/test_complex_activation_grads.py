@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES
 
 
 def _inputs(device: str) -> tuple[torch.Tensor, torch.Tensor]:

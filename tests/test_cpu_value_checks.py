@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from refusal_cases import MODES, assert_refused_as_cpu, ones
 
 import torchtpu  # noqa: F401
-from tests.refusal_cases import MODES, assert_refused_as_cpu, ones
 
 aten = torch.ops.aten
 i32, i64, bf16, f16 = torch.int32, torch.int64, torch.bfloat16, torch.float16

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES
 
 CASES = {
     "int32_grad_float_self": (torch.int32, torch.float32, 1.0, True),

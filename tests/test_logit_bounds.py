@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 

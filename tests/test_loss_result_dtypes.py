@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES
 
 
 def _case(name: str, device: str) -> tuple:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES, assert_refused_as_cpu
+from refusal_cases import MODES, assert_refused_as_cpu
 
 REFUSED = {
     "p_minus_1_train_none": (-1.0, None),

@@ -27,13 +27,18 @@ def _dtype(dtype: torch.dtype | None, *values: Any) -> torch.dtype:
     return torch.int64
 
 
+def _default_complex() -> torch.dtype:
+    """The complex dtype of the default float dtype (ATen's default complex dtype)."""
+    return torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64
+
+
 def _full_dtype(fill_value: Any) -> torch.dtype:
     """ATen's infer_full_dtype: bool, int64, the default float dtype, or its complex counterpart for a complex
     fill value (torch.full((), 1j) is complex64)."""
     if isinstance(fill_value, bool):
         return torch.bool
     if isinstance(fill_value, complex):
-        return torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64
+        return _default_complex()
     return _dtype(None, fill_value)
 
 
@@ -121,7 +126,7 @@ def _linspace_dtype(start: Any, end: Any, dtype: torch.dtype | None, name: str) 
     """ATen's linspace_logspace_infer_options: a complex bound makes the default complex dtype, which a real
     `dtype=` cannot hold."""
     if isinstance(start, complex) or isinstance(end, complex):
-        inferred = torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64
+        inferred = _default_complex()
         if dtype is not None and not dtype.is_complex:
             raise RuntimeError(f"{name}: inferred dtype {aten_type_name(inferred)} can't be safely cast to passed "
                                f"dtype {aten_type_name(dtype)}")
