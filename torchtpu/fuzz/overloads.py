@@ -47,7 +47,25 @@ def _no_running_stats(call: Any) -> bool:
     return len(call.args) > 4 and (call.args[3] is None or call.args[4] is None)
 
 
+def _pool_indices_out_of_plane(call: Any) -> bool:
+    """Max-pool backward's `indices` (the int64 tensor argument) outside [0, input plane size)."""
+    pooled = 3 if "3d" in str(call.op) else 2
+    inputs = [a.materialize("cpu") for a in call.args if hasattr(a, "base") and a.base.is_floating_point()]
+    indices = [a.materialize("cpu") for a in call.args if hasattr(a, "base") and a.base.dtype == torch.int64]
+    if len(inputs) < 2 or not indices or indices[0].numel() == 0:
+        return False
+    plane = 1
+    for size in inputs[1].shape[-pooled:]:
+        plane *= size
+    return bool((indices[0] < 0).any() or (indices[0] >= plane).any())
+
+
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "aten::*max_pool*d*_backward*": (
+        _pool_indices_out_of_plane,
+        "CPU's max-pool backward kernels write grad_input[indices] unchecked: a negative or too-large index writes "
+        "outside the buffer and corrupts the heap (torch 2.13; fuzz seed 4, adaptive_max_pool2d_backward with "
+        "index -2: 'free(): invalid size' a few calls later), so CPU has no answer to compare with"),
     "aten::_batch_norm_no_update*": (
         _no_running_stats,
         "CPU segfaults (torch 2.13) on _batch_norm_no_update without running_mean/running_var: it normalizes with "
@@ -60,6 +78,14 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         lambda call: len(call.args) > 5 and call.args[5] is False and call.args[3] is None and call.args[4] is None,
         "CPU segfaults (torch 2.13) on native_batch_norm with training=False and no running stats (fuzz seed 3); "
         "tpu raises that evaluation mode needs them"),
+    "aten::batch_norm_backward.*": (
+        lambda call: len(call.args) > 7 and call.args[7] is False and (call.args[3] is None or call.args[4] is None),
+        "CPU segfaults (torch 2.13) on batch_norm_backward with update=False and no running stats (fuzz seed 5 call "
+        "1); tpu raises that evaluation mode needs them"),
+    "aten::_fft_c2r*": (
+        lambda call: len(call.args) > 3 and isinstance(call.args[3], int) and call.args[3] < 1,
+        "CPU's _fft_c2r kernel segfaults (torch 2.13) on last_dim_size 0 (fuzz seed 4 call 2); torch.fft.irfft refuses "
+        "n < 1 first, in the words tpu raises"),
     "aten::_pdist_forward*": (
         lambda call: len(call.args) > 0 and hasattr(call.args[0], "base") and call.args[0].base.dim() != 2,
         "CPU's _pdist_forward kernel segfaults (torch 2.13) on an input that is not 2-D (fuzz seed 11 call 1: "

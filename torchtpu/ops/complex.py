@@ -248,6 +248,8 @@ def fft_r2c(self: Sym, dim: list[int], normalization: int, onesided: bool) -> Sy
 @lower(aten._fft_c2r.default)
 def fft_c2r(self: Sym, dim: list[int], normalization: int, last_dim_size: int) -> Sym:
     _check_dtype(self, complex_input=True)
+    if last_dim_size < 1:
+        raise RuntimeError(f"Invalid number of data points ({last_dim_size}) specified")
     dims = [P.canon_dim(d, self.ndim) for d in dim]
     x = self
     if len(dims) > 1:

@@ -1,0 +1,43 @@
+"""Calls CPU PyTorch crashes on (fuzz/overloads.py: CPU_CRASHES): the fuzzer's rule names each call found so far, so
+a seeded run completes, and tpu refuses the call with the words CPU's public API uses for the same mistake."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from refusal_cases import MODES
+
+import torchtpu  # noqa: F401
+from torchtpu.fuzz.args import make_call
+from torchtpu.fuzz.overloads import cpu_crashes, registered
+from torchtpu.fuzz.runner import call_rng
+
+
+def _call(name: str, seed: int, index: int):  # noqa: ANN202 - a fuzz Call
+    op = {str(o): o for o in registered()}[name]
+    return make_call(op, call_rng(seed, name, index), seed)
+
+
+@pytest.mark.parametrize(("name", "seed", "index"), [
+    ("aten._fft_c2r.default", 4, 2),  # last_dim_size 0: segfault
+    ("aten.batch_norm_backward.default", 5, 1),  # update=False without running_var: segfault
+    ("aten.adaptive_max_pool2d_backward.default", 4, 2),  # index -2: heap corruption
+])
+def test_rule_names_the_crashing_call(name: str, seed: int, index: int) -> None:
+    assert cpu_crashes(_call(name, seed, index)) is not None
+
+
+def test_rule_leaves_valid_pool_indices_to_the_comparison() -> None:
+    assert cpu_crashes(_call("aten.adaptive_max_pool2d_backward.default", 4, 0)) is None  # index 0 of a 3x4 plane
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_c2r_without_data_points_refused_in_irfft_words(mode: str) -> None:
+    x = torch.ones(3, 1, dtype=torch.complex64)
+    with pytest.raises(RuntimeError) as cpu:
+        torch.fft.irfft(x, n=0, dim=0)
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match=re.escape(str(cpu.value).split("\n")[0])):
+        torch.ops.aten._fft_c2r.default(x.to("tpu"), [-2], 1, 0)
+        torch.tpu.synchronize()
