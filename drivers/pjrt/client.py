@@ -111,6 +111,11 @@ class Client:
         if not devices:
             raise PjrtUnavailable(f"the PJRT platform {platform!r} has no devices. Install the client for it with: "
                                   f"{install_hint(platform)}")
+        if platform == "cpu" and num_cpu_devices and len(devices) < int(num_cpu_devices):
+            raise PjrtUnavailable(
+                f"{num_cpu_devices} PJRT cpu devices were asked for, but JAX's cpu client is already open in this "
+                f"process with {len(devices)}; set TORCHTPU_NUM_DEVICES={num_cpu_devices} before torchtpu or jax "
+                f"first opens it (the device count is fixed at that point)")
         self.platform = platform
         self.platform_version = str(getattr(self.backend, "platform_version", ""))
         self.devices = devices

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from torchtpu.drivers.ir import Builder
@@ -201,8 +203,28 @@ def test_two_cpu_devices_in_a_fresh_process():
             np.testing.assert_allclose(d.read_storage(10 + dev, 16, "float32", dev), np.exp(np.arange(4)), 1e-6)
         print(d.device_count())
     ''')
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCHTPU_DRIVER", "TORCHTPU_NUM_DEVICES")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("2"), proc.stderr[-3000:]
+
+
+def test_more_cpu_devices_than_the_open_client_has_is_refused():
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent('''
+        from torchtpu.drivers.pjrt.driver import PjrtDriver, PjrtUnavailable
+        PjrtDriver("cpu", devices=1)
+        try:
+            PjrtDriver("cpu", devices=2)
+        except PjrtUnavailable as exc:
+            print(exc)
+    ''')
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCHTPU_DRIVER", "TORCHTPU_NUM_DEVICES")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "already open in this process with 1" in proc.stdout and "TORCHTPU_NUM_DEVICES=2" in proc.stdout
 
 
 def test_device_out_of_memory_is_a_memory_error():
