@@ -1,7 +1,8 @@
 """CPU's checks that tpu skipped and computed a result instead (issue 17, fuzzer known.json entries "a value check
 CPU makes and tpu skips" / "an index/range check"): out= dtypes of signbit / nonzero_static / take, take's index
-dtype, isin's bool / complex Scalar, and the checked Scalar conversions of threshold and elu_backward. Each call
-must raise on tpu as on CPU (class and words) in every eager mode and, where the op reaches a graph, compiled."""
+dtype, isin's bool / complex Scalar or tensor, and the checked Scalar conversions of threshold and elu_backward.
+Each call must raise on tpu as on CPU (class and words) in every eager mode and, where the op reaches a graph,
+compiled."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ CASES = {
     "isin_bool_scalar": lambda d: aten.isin.Tensor_Scalar(ones(3, 1, d=d), False, invert=True),
     "isin_complex_scalar": lambda d: aten.isin.Tensor_Scalar(ones(3, d=d), 1 + 1j),
     "isin_scalar_tensor_bool": lambda d: aten.isin.Scalar_Tensor(True, ones(3, d=d)),
+    "isin_tensor_bool_test": lambda d: aten.isin.Tensor_Tensor(ones(3, d=d), ones(2, dtype=torch.bool, d=d)),
+    "isin_tensor_bool_elements": lambda d: aten.isin.Tensor_Tensor(ones(3, dtype=torch.bool, d=d), ones(2, d=d)),
+    "isin_tensor_complex_test": lambda d: aten.isin.Tensor_Tensor(ones(3, d=d), ones(2, dtype=torch.complex64, d=d)),
     "threshold_complex": lambda d: aten.threshold(ones(4, 1, dtype=bf16, d=d), False, 0.55 + 1j),
     "threshold_int_range": lambda d: aten.threshold(ones(4, dtype=torch.int8, d=d), 300, 1),
     "threshold_half_range": lambda d: aten.threshold(ones(4, dtype=f16, d=d), 0.5, 1e6),
@@ -50,6 +54,7 @@ def test_accepted_calls_unchanged() -> None:
     """The checks refuse only what CPU refuses: in-range Scalars and matching dtypes still compute CPU's values."""
     x = torch.tensor([-1.0, 0.5, 2.0])
     calls = [lambda d: aten.threshold(x.to(d), 0.5, 2), lambda d: aten.isin.Tensor_Scalar(x.to(d), 2),
+             lambda d: aten.isin.Tensor_Tensor(x.to(d), torch.tensor([2, 7], device=d)),
              lambda d: aten.take(x.to(d), torch.tensor([2, 0], device=d)),
              lambda d: aten.elu_backward(x.to(d), 1.0, 1 + 0j, 1, False, x.abs().to(d)),
              lambda d: aten.signbit.out(x.to(d), out=torch.empty(3, dtype=torch.bool, device=d))]

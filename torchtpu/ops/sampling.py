@@ -87,6 +87,9 @@ def _isin(elements: Sym, test: Sym, invert: bool) -> Sym:
 
 @lower(aten.isin.Tensor_Tensor)
 def isin(elements: Sym, test_elements: Sym, *, assume_unique: bool = False, invert: bool = False) -> Sym:
+    for operand in (elements, test_elements):  # each operand's own dtype, not the common one
+        if operand.dtype == torch.bool or operand.dtype.is_complex:
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {aten_type_name(operand.dtype)}")
     return _isin(elements, test_elements, invert)
 
 
