@@ -41,3 +41,8 @@ def test_c2r_without_data_points_refused_in_irfft_words(mode: str) -> None:
     with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match=re.escape(str(cpu.value).split("\n")[0])):
         torch.ops.aten._fft_c2r.default(x.to("tpu"), [-2], 1, 0)
         torch.tpu.synchronize()
+
+
+def test_polynomial_degree_past_the_limit_is_skipped_where_cpu_loops() -> None:
+    assert cpu_crashes(_call("aten.special_legendre_polynomial_p.n_scalar", 6, 0)) is not None  # n = 2^40: hangs
+    assert cpu_crashes(_call("aten.special_legendre_polynomial_p.n_scalar", 6, 1)) is None  # n = -0.877

@@ -36,9 +36,9 @@ def _integer_tensors(call: Any) -> bool:
                if hasattr(t, "base") and isinstance(t.base, torch.Tensor) and t.base.dim() > 0)
 
 
-# Calls CPU PyTorch itself crashes on (the process aborts inside the CPU kernel, so neither the reference nor the
-# comparison can run in-process): overload pattern -> (which calls, reason). The fuzzer counts them as
-# "cpu_crash_skipped" and calls the overload's other samples as usual.
+# Calls CPU PyTorch itself crashes or hangs on (the process aborts inside the CPU kernel or never returns, so
+# neither the reference nor the comparison can run in-process): overload pattern -> (which calls, reason). The fuzzer
+# counts them as "cpu_crash_skipped" and calls the overload's other samples as usual.
 def _eval_without_stats(call: Any) -> bool:
     return len(call.args) > 3 and call.args[3] is False
 
@@ -60,7 +60,36 @@ def _pool_indices_out_of_plane(call: Any) -> bool:
     return bool((indices[0] < 0).any() or (indices[0] >= plane).any())
 
 
+def _values(arg: Any) -> torch.Tensor:
+    """A tensor or number argument's values as float64 (magnitudes of complex ones; empty for anything else)."""
+    if hasattr(arg, "base"):
+        t = arg.materialize("cpu")
+    else:
+        t = torch.tensor(arg) if isinstance(arg, int | float | complex) else torch.empty(0)
+    return (t.abs() if t.is_complex() else t).double()
+
+
+def _polynomial_loops_forever(call: Any) -> bool:
+    """ATen's orthogonal polynomials run their recurrence n times per element (Chebyshev only outside (-1, 1)):
+    a degree past POLY_LIMIT keeps CPU busy for hours."""
+    from torchtpu.drivers.ir_lowerings_polynomials import POLY_LIMIT
+
+    if len(call.args) < 2 or isinstance(call.args[0], bool) or isinstance(call.args[1], bool):
+        return False
+    x, n = _values(call.args[0]), _values(call.args[1])
+    if n.numel() == 0 or x.numel() == 0 or not bool((n.nan_to_num(0.0).abs() > POLY_LIMIT).any()):
+        return False
+    name = str(call.op)
+    if "chebyshev" not in name:
+        return True
+    return bool(((x + x - 1.0) if "shifted" in name else x).abs().ge(1.0).any())
+
+
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "aten::special_*_polynomial_*": (
+        _polynomial_loops_forever,
+        "CPU hangs: ATen's recurrence runs n steps per element, with no cutoff (fuzz seed 6: legendre_polynomial_p "
+        "with n = 2^40 ran for over 30 minutes); tpu gives NaN past POLY_LIMIT (drivers/ir_lowerings_polynomials.py)"),
     "aten::*max_pool*d*_backward*": (
         _pool_indices_out_of_plane,
         "CPU's max-pool backward kernels write grad_input[indices] unchecked: a negative or too-large index writes "
