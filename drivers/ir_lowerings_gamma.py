@@ -90,38 +90,51 @@ _ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606
 ZETA_LIMIT = 1 << 20  # direct-sum trips: 9 - q for negative q; q below -ZETA_LIMIT + 10 gives NaN (fail closed)
 
 
+_MACHEP = 1.11022302462515654042e-16
+
+
 def zeta(x: _F, q: _F) -> _F:
     """Hurwitz zeta (Cephes' Euler-Maclaurin summation, as ATen): direct terms until 9 are summed and q + i > 9
-    (a `while`), then the 12 Bernoulli tail terms (without Cephes' early exits, which only skip terms below
-    1e-16 of the sum). Negative q is allowed for integer x (polygamma at negative x)."""
-    bad = isnan(x) | isnan(q) | (x <= 1.0) | ((q <= 0.0) & (q.fn("floor").eq(q) | x.fn("floor").ne(x)))
-    bad = bad | (q < -(ZETA_LIMIT - 10.0))
+    (a `while`), then the 12 Bernoulli tail terms, each stage with Cephes' early exit (a term within MACHEP of
+    the sum ends it: what makes zeta(inf, q) finite or inf where the tail would give inf * 0). ATen's checks in
+    its order: x == 1 is inf, x < 1 NaN, an integer q <= 0 inf (a NaN x included), a fractional q <= 0 NaN
+    unless x is an integer (polygamma at negative x)."""
+    pole = x.eq(1.0) | (~(x < 1.0) & (q <= 0.0) & q.fn("floor").eq(q))
+    nan = ~pole & ((x < 1.0) | ((q <= 0.0) & x.fn("floor").ne(x)))
+    far = q < -(ZETA_LIMIT - 10.0)
+    bad = pole | nan | far | isnan(x) | isnan(q)
     sx, sq = where(bad, 2.0, x), where(bad, 1.0, q)
 
     def more(s: list[_F]) -> _F:
-        return (s[1] < 9.0) | (s[2] <= 9.0)
+        return s[5].eq(0.0) & ((s[1] < 9.0) | (s[2] <= 9.0))
 
     def step(s: list[_F]) -> list[_F]:
-        px, cnt, a, acc, _ = s
+        px, cnt, a, acc, _, _ = s
         a2 = a + 1.0
         b2 = a2 ** -px
-        return [px, cnt + 1.0, a2, acc + b2, b2]
+        acc2 = acc + b2
+        done = where((-_MACHEP * acc2 < b2) & (b2 < _MACHEP * acc2), a.like(1.0), 0.0)
+        return [px, cnt + 1.0, a2, acc2, b2, done]
 
-    _, _, a, acc, b = loop([sx, sq.like(0.0), sq, sq ** -sx, sq.like(0.0)], more, step, ZETA_LIMIT)
-    w = a
+    zero = sq.like(0.0)
+    _, _, a, acc, b, summed = loop([sx, zero, sq, sq ** -sx, zero, zero], more, step, ZETA_LIMIT)
+    direct, w = acc, a  # the direct sum's exit returns its sum as it stood (no tail)
     acc = acc + b * w / (sx - 1.0) - 0.5 * b
-    fa, k = sq.like(1.0), 0.0
+    fa, k, stop = sq.like(1.0), 0.0, summed.ne(0.0)
     for coef in _ZETA_A:
         fa = fa * (sx + k)
         b = b / w
-        acc = acc + fa * b / coef
+        t = fa * b / coef
+        acc = where(stop, acc, acc + t)
+        stop = stop | (fabs(t / acc) < _MACHEP)
         k += 1.0
         fa = fa * (sx + k)
         b = b / w
         k += 1.0
-    v = where(x.eq(1.0) | ((q <= 0.0) & q.fn("floor").eq(q) & (x > 1.0)), x.like(math.inf), acc)
-    nan = isnan(x) | isnan(q) | (x < 1.0) | ((q <= 0.0) & q.fn("floor").ne(q) & x.fn("floor").ne(x))
-    return where(nan | (q < -(ZETA_LIMIT - 10.0)), math.nan, v)
+    v = where(summed.ne(0.0), direct, acc)
+    v = where(isnan(x) | isnan(q), math.nan, v)
+    v = where(far, math.nan, v)
+    return where(pole, x.like(math.inf), where(nan, math.nan, v))
 
 
 def trigamma(x: _F) -> _F:

@@ -39,19 +39,29 @@ def _recurrence(x: _F, n: _F, used: _F, first: _F, nxt: Step) -> _F:
     return loop([x, deg, x.like(1.0), x.like(1.0), first], more, step, POLY_LIMIT)[4]
 
 
-def _chebyshev(x: _F, n: _F, kind: int) -> _F:
-    """T (0), U (1), V (2), W (3): closed forms at |x| = 1 and (n > 6 for T, > 8 otherwise) inside (-1, 1)."""
+# ATen switches from the recurrence to the trigonometric form inside (-1, 1) above these degrees
+# (Math.h: T, U, V, W; the shifted forms have their own)
+_CUTOFF = {False: (6.0, 8.0, 8.0, 8.0), True: (6.0, 6.0, 6.0, 4.0)}
+
+
+def _chebyshev(x: _F, n: _F, kind: int, shifted: bool = False) -> _F:
+    """T (0), U (1), V (2), W (3) at x (the shifted form's 2x - 1 when `shifted`): closed forms at |x| = 1 and
+    above `_CUTOFF` inside (-1, 1), with ATen's fallbacks where the trigonometric form's denominator is 0 (U)
+    or its half angle rounds to 0 (V, W); the recurrence elsewhere."""
     is_odd = odd(n)
     pos = x > 0.0
+    two_n1 = n + n + 1.0
+    parity1 = where(~is_odd, x.like(1.0), -1.0)  # (-1)^n
+    parity_2n1 = where(~is_odd, two_n1, -two_n1)  # (-1)^n (2n + 1)
     if kind == 0:
-        at1 = where(pos | ~is_odd, x.like(1.0), -1.0)
+        at1 = where(pos, 1.0, parity1)
     elif kind == 1:
         at1 = where(pos | ~is_odd, n + 1.0, -(n + 1.0))
     elif kind == 2:
-        at1 = where(pos, 1.0, where(~is_odd, n + n + 1.0, -(n + n + 1.0)))
+        at1 = where(pos, 1.0, parity_2n1)
     else:
-        at1 = where(pos, n + n + 1.0, where(~is_odd, x.like(1.0), -1.0))
-    inside = (fabs(x) < 1.0) & (n > (6.0 if kind == 0 else 8.0))
+        at1 = where(pos, two_n1, parity1)
+    inside = (fabs(x) < 1.0) & (n > _CUTOFF[shifted][kind])
     th = where(inside, x, 0.5).fn("acos")
     if kind == 0:
         trig = cos(n * th)
@@ -59,9 +69,12 @@ def _chebyshev(x: _F, n: _F, kind: int) -> _F:
         st = sin(th)
         trig = where(st.ne(0.0), sin((n + 1.0) * th) / st, (n + 1.0) * cos((n + 1.0) * th) / x)
     elif kind == 2:
-        trig = cos((n + 0.5) * th) / cos(th / 2.0)
+        half = th / 2.0
+        trig = where(sin(half).ne(1.0), cos((n + 0.5) * th) / cos(half), parity_2n1)
     else:
-        trig = sin((n + 0.5) * th) / sin(th / 2.0)
+        half = th / 2.0
+        flat = parity1 if shifted else where(pos, two_n1, parity1)
+        trig = where(cos(half).ne(1.0), sin((n + 0.5) * th) / sin(half), flat)
     first = (x, x + x, x + x - 1.0, x + x + 1.0)[kind]
     rec = _recurrence(x, n, ~inside & fabs(x).ne(1.0), first, lambda px, k, p, q: (px + px) * q - p)
     v = where(n.eq(0.0), 1.0, rec)
@@ -82,7 +95,7 @@ def polynomial(fn: str, x: _F, nf: _F) -> _F:
     n = where(valid, nf.fn("trunc"), -1.0)
     if fn.startswith("shifted_chebyshev_"):
         xs = x + x - 1.0
-        v = _chebyshev(xs, n, "tuvw".index(fn[-1]))
+        v = _chebyshev(xs, n, "tuvw".index(fn[-1]), shifted=True)
         v = where((fabs(xs) < 1.0) | fabs(xs).eq(1.0), v, _limited(n, v))
     elif fn.startswith("chebyshev_"):
         v = _chebyshev(x, n, "tuvw".index(fn[-1]))

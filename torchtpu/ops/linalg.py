@@ -297,7 +297,9 @@ def slogdet(A: Sym, *, _a_t: bool = False) -> tuple[Sym, Sym, Sym, Sym]:  # noqa
                                                                                  lu.dtype)
     else:
         mag = P.emit1("abs", [diag])
-        sign = P.reduce(P.emit1("sign", [diag]), "prod", (diag.ndim - 1,)) * _pivot_sign(piv, lu.dtype)
+        from torchtpu.ops.elementwise import sgn  # ATen's diag_U.sgn(): a NaN pivot's sign is 0, not NaN
+
+        sign = P.reduce(sgn(diag), "prod", (diag.ndim - 1,)) * _pivot_sign(piv, lu.dtype)
     logabs = P.reduce(P.emit1("log", [mag]), "sum", (diag.ndim - 1,))
     return sign, logabs, lu, piv
 

@@ -146,11 +146,28 @@ def _grad_in_input_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     get = _getter([a.name for a in op._schema.arguments])
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        result = fn(*args, **kwargs)
         x = get(args, kwargs, "self")
-        return result if op._overloadname != "default" or result.dtype == x.dtype else result.to(x.dtype)
+        if op._overloadname != "default":
+            return fn(*args, **kwargs)
+        result = _smooth_l1_grad(get(args, kwargs, "grad_output"), x, get(args, kwargs, "target"),
+                                 get(args, kwargs, "reduction"), get(args, kwargs, "beta"))
+        return result if result.dtype == x.dtype else result.to(x.dtype)
 
     return kernel
+
+
+def _smooth_l1_grad(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, reduction: int, beta: float
+                    ) -> torch.Tensor:
+    """CPU's (vectorized) smooth_l1_loss_backward kernel: norm * (|d| >= beta ? (d > 0 ? 1 : -1) : d / beta) * grad
+    for d = x - target, so a NaN d gives NaN (the upstream decomposition's sign(NaN) gave 0) and d = 0 with beta = 0
+    gives -grad; in the operands' promoted dtype (float32 for a narrower float)."""
+    promoted = torch.promote_types(torch.promote_types(grad.dtype, x.dtype), target.dtype)
+    compute = torch.float32 if promoted in (torch.float16, torch.bfloat16) else promoted
+    d = x.to(compute) - target.to(compute)
+    norm = 1.0 / x.numel() if reduction == 1 else 1.0
+    unit = torch.where(d > 0, 1.0, -1.0).to(compute)
+    out = torch.where(d.abs() >= beta, unit, d / beta)
+    return (norm * out * grad.to(compute)).to(promoted)
 
 
 _WRAPPERS = {aten.smooth_l1_loss: _reduction_args, aten.smooth_l1_loss_backward: _grad_in_input_dtype,

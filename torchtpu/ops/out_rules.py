@@ -48,8 +48,9 @@ EXACT: frozenset[str] = frozenset({
     "where.self_out",
 })
 
-# LENIENT reductions whose meta computes in the out tensor's dtype (no dtype= given) even where the default result
-# dtype cannot be cast to it (CPU probe, issue 17: sum(bool, out=<bool>) computes).
+# LENIENT reductions whose meta computes in the out tensor's dtype (no dtype= given), also where the default result
+# dtype cannot be cast to it (CPU probe, issue 17: sum(bool, out=<bool>) computes; a bfloat16 sum into a float32
+# out= is not rounded to bfloat16).
 RESULT_IN_OUT_DTYPE: frozenset[str] = frozenset({"sum.IntList_out", "prod.int_out", "cumsum.out", "cumprod.out"})
 
 # Factories whose out= kernel fills the out tensor in its own dtype (no result dtype to cast from): CPU writes
@@ -149,15 +150,16 @@ def takes_out_dtype(op: torch._ops.OpOverload) -> bool:
 
 def out_dtype_as_result(op: torch._ops.OpOverload, result: torch.dtype, targets: list[Any],
                         dtype_given: bool) -> torch.dtype | None:
-    """The out tensor's dtype where a LENIENT reduction (a `dtype` argument, none given) computes in it because
-    the default result dtype cannot be cast to it: ATen's meta takes the out's dtype as the result's
-    (infer_dtype_from_optional), so sum(bool, out=<bool>) and prod(int, out=<bool>) compute, cumsum(bool,
-    out=<bool>) meets the kernel's dtype refusal. None where the default result is written (cast) as before
-    (mean.out is not one: its kernel divides the sum in the out tensor, which refuses the cast)."""
+    """The out tensor's dtype where a LENIENT reduction (a `dtype` argument, none given) computes in it: ATen's
+    meta takes the out's dtype as the result's (infer_dtype_from_optional) whenever it differs, so a bfloat16
+    sum into a float32 out= is summed in float32 (never rounded to bfloat16 first), sum(bool, out=<bool>) and
+    prod(int, out=<bool>) compute, cumsum(bool, out=<bool>) meets the kernel's dtype refusal. None where the
+    result already has the out's dtype (mean.out is not one: its kernel divides the sum in the out tensor,
+    which refuses the cast)."""
     if dtype_given or len(targets) != 1 or _local(op) not in RESULT_IN_OUT_DTYPE:
         return None
     target = targets[0].dtype
-    return target if not torch.can_cast(result, target) else None
+    return target if target != result else None
 
 
 def check_out_dtype(op: torch._ops.OpOverload, result: torch.dtype, target: torch.dtype, name: str,

@@ -164,8 +164,9 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool) -> Sym
     mean = P.reduce(xf, "sum", dims, True) / float(max(count, 1))
     centered = xf - P.broadcast_to(mean, xf.shape)
     sq = P.reduce(centered * centered, "sum", dims, keepdim)
-    denom = max(count - correction, 0)
-    return P.convert(sq / float(denom) if denom else sq * float("nan"), x.dtype)
+    # ATen divides by max(N - correction, 0): a divisor of 0 gives inf for a nonzero sum, NaN for 0 / 0 (a complex
+    # x's parts each divided, as ATen's var(real) + var(imag))
+    return P.convert(sq / float(max(count - correction, 0)), x.dtype)
 
 
 @lower(aten.var.correction, static=("correction",))
