@@ -592,9 +592,3 @@ def hardtanh(self: Sym, min_val: float = -1.0, max_val: float = 1.0) -> Sym:
     if not self.dtype.is_floating_point:  # the bounds take the tensor's type
         min_val, max_val = int(min_val), int(max_val)
     return clamp(self, min_val, max_val)
-
-
-@lower(aten.hardtanh_backward.default)
-def hardtanh_backward(grad_output: Sym, self: Sym, min_val: float, max_val: float) -> Sym:
-    inside = P.emit1("and", [P.compare("GT", self, min_val), P.compare("LT", self, max_val)])
-    return P.where(inside, grad_output, P.zeros_like(grad_output))
