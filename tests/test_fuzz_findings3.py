@@ -1,7 +1,9 @@
 """The schema fuzzer's silent wrong results from seeds 3-5 (issue #17: shapes, dtypes, indices, complex), each fixed
 at its lowering and checked here against CPU in every eager mode and under torch.compile, every mode bit-identical
 to DEFER_NEVER: arange's size for integer dtypes from float bounds (ATen's double formula; integer arithmetic for
-int64 alone)."""
+int64 alone); reflection/replication padding and their backwards of complex inputs (the imaginary part
+was dropped); hardtanh_backward's result dtype (the promoted dtype of grad_output and self, as a binary
+TensorIterator op) and its bounds in the computation's type."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import torchtpu  # noqa: F401
 
 MODES = ["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE", "compile"]
 aten = torch.ops.aten
+C64 = torch.complex64
 Out = torch.Tensor | tuple[torch.Tensor, ...]
 
 
@@ -36,6 +39,41 @@ CASES: dict[str, tuple[Callable[..., Out], tuple[torch.Tensor, ...]]] = {
     "arange_out_uint8": (lambda o: _arange_out(o, 1.682), (_empty(torch.uint8, 3, 5, 5),)),
     "arange_int16_float_step": (lambda o: _arange_out(o, 0.5, 3.7, 1.5), (_empty(torch.int16, 1),)),
     "arange_int64_float_bounds": (lambda o: _arange_out(o, -2.289, -0.067), (_empty(torch.int64, 0),)),
+    "reflection_pad1d_complex": (lambda x: aten.reflection_pad1d(x, [1, 1]), (_rand(5, 4, 2, dtype=torch.complex64),)),
+    "reflection_pad2d_complex": (lambda x: aten.reflection_pad2d(x, [1, 2, 2, 1]), (_rand(2, 4, 4, dtype=C64),)),
+    "reflection_pad3d_complex": (lambda x: aten.reflection_pad3d(x, [1, 0, 2, 1, 1, 1]),
+                                 (_rand(1, 2, 3, 4, 3, dtype=torch.complex128),)),
+    "replication_pad1d_complex": (lambda x: aten.replication_pad1d(x, [2, 1]), (_rand(2, 3, dtype=C64),)),
+    "replication_pad2d_complex": (lambda x: aten.replication_pad2d(x, [0, 2, 1, 1]), (_rand(2, 3, 3, dtype=C64),)),
+    "replication_pad3d_complex": (lambda x: aten.replication_pad3d(x, [1, 1, 0, 2, 2, 0]),
+                                  (_rand(2, 2, 3, 2, dtype=C64),)),
+    "reflection_pad1d_backward_complex": (lambda g, x: aten.reflection_pad1d_backward(g, x, [1, 1]),
+                                          (_rand(5, 4, 4, seed=1, dtype=C64), _rand(5, 4, 2, dtype=C64))),
+    "reflection_pad2d_backward_complex": (lambda g, x: aten.reflection_pad2d_backward(g, x, [1, 1, 1, 1]),
+                                          (_rand(2, 6, 6, seed=1, dtype=C64), _rand(2, 4, 4, dtype=C64))),
+    "reflection_pad3d_backward_complex": (lambda g, x: aten.reflection_pad3d_backward(g, x, [1, 1, 1, 0, 0, 1]),
+                                          (_rand(1, 3, 4, 5, seed=1, dtype=C64), _rand(1, 2, 3, 3, dtype=C64))),
+    "replication_pad1d_backward_complex": (lambda g, x: aten.replication_pad1d_backward(g, x, [2, 1]),
+                                           (_rand(2, 6, seed=1, dtype=C64), _rand(2, 3, dtype=C64))),
+    "replication_pad2d_backward_complex": (lambda g, x: aten.replication_pad2d_backward(g, x, [1, 1, 0, 1]),
+                                           (_rand(2, 4, 5, seed=1, dtype=C64), _rand(2, 3, 3, dtype=C64))),
+    "replication_pad3d_backward_complex": (lambda g, x: aten.replication_pad3d_backward(g, x, [1, 0, 1, 0, 1, 0]),
+                                           (_rand(1, 3, 3, 3, seed=1, dtype=C64), _rand(1, 2, 2, 2, dtype=C64))),
+    "constant_pad_complex": (lambda x: torch.nn.functional.pad(x, [1, 2, 0, 1], value=0.5),
+                             (_rand(2, 3, 3, dtype=C64),)),
+    "circular_pad_complex": (lambda x: torch.nn.functional.pad(x, [1, 2, 2, 1], mode="circular"),
+                             (_rand(1, 2, 3, 3, dtype=C64),)),
+    "hardtanh_backward_bool_grad": (lambda g, x: aten.hardtanh_backward(g, x, -0.468, 2.788),
+                                    (_rand(3, 1, 5, 1) > 0, _rand(3, 1, 5, 1, seed=1) * 2)),
+    "hardtanh_backward_half_bounds": (lambda g, x: aten.hardtanh_backward(g, x, -0.468, 2.788),
+                                      (torch.ones(4, dtype=torch.half),
+                                       torch.tensor([-0.468017578125, -0.46801, 2.788, 1.0]).half())),
+    "hardtanh_backward_float_bounds": (lambda g, x: aten.hardtanh_backward(g, x, -0.468, 2.788),
+                                       (torch.ones(4), torch.tensor([-0.468017578125, -0.468, 2.788, 1.0]))),
+    "hardtanh_backward_int_grad": (lambda g, x: aten.hardtanh_backward(g, x, -1.0, 1.0),
+                                   (torch.arange(6), _rand(6, dtype=torch.float64))),
+    "hardtanh_backward_bool_self": (lambda g, x: aten.hardtanh_backward(g, x, -0.5, 2.0),
+                                    (_rand(4, dtype=torch.bfloat16), torch.tensor([True, False, True, False]))),
 }
 
 
@@ -71,3 +109,17 @@ def test_matches_cpu(name: str, mode: str) -> None:
     if mode != "DEFER_NEVER":
         ref = _run(fn, inputs, "DEFER_NEVER")
         assert all(torch.equal(_bits(g), _bits(r)) for g, r in zip(got, ref)), (name, mode)
+
+
+# name -> fn(device): each raises on CPU; tpu raises the same class with the same first line.
+ERRORS: dict[str, Callable[[str], object]] = {
+    "hardtanh_backward_int": lambda d: aten.hardtanh_backward(torch.arange(3, device=d), torch.arange(3, device=d),
+                                                              0.0, 1.0),
+}
+
+
+@pytest.mark.parametrize("mode", MODES[:3])
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_raises_as_cpu(name: str, mode: str) -> None:
+    from refusal_cases import assert_refused_as_cpu
+    assert_refused_as_cpu(ERRORS[name], mode)
