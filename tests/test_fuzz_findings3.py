@@ -3,7 +3,8 @@ at its lowering and checked here against CPU in every eager mode and under torch
 to DEFER_NEVER: arange's size for integer dtypes from float bounds (ATen's double formula; integer arithmetic for
 int64 alone); reflection/replication padding and their backwards of complex inputs (the imaginary part
 was dropped); hardtanh_backward's result dtype (the promoted dtype of grad_output and self, as a binary
-TensorIterator op) and its bounds in the computation's type."""
+TensorIterator op) and its bounds in the computation's type; unique_consecutive with dim=0 of a 1-d input
+(ATen's flat kernel: only the outputs asked for)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,13 @@ CASES: dict[str, tuple[Callable[..., Out], tuple[torch.Tensor, ...]]] = {
                                    (torch.arange(6), _rand(6, dtype=torch.float64))),
     "hardtanh_backward_bool_self": (lambda g, x: aten.hardtanh_backward(g, x, -0.5, 2.0),
                                     (_rand(4, dtype=torch.bfloat16), torch.tensor([True, False, True, False]))),
+    "unique_consecutive_dim0_1d": (lambda x: aten.unique_consecutive(x, True, False, 0), (torch.tensor([0.5]),)),
+    "unique_consecutive_dim0_1d_none": (lambda x: aten.unique_consecutive(x, False, False, 0),
+                                        (torch.tensor([1.0, 1.0, 2.0]),)),
+    "unique_consecutive_dim_neg1_1d": (lambda x: aten.unique_consecutive(x, False, True, -1),
+                                       (torch.tensor([1.0, 1.0, 2.0]),)),
+    "unique_consecutive_dim0_2d": (lambda x: aten.unique_consecutive(x, False, False, 0),
+                                   (torch.tensor([[1.0], [1.0], [2.0]]),)),
 }
 
 
