@@ -4,7 +4,8 @@ to DEFER_NEVER: arange's size for integer dtypes from float bounds (ATen's doubl
 int64 alone); reflection/replication padding and their backwards of complex inputs (the imaginary part
 was dropped); hardtanh_backward's result dtype (the promoted dtype of grad_output and self, as a binary
 TensorIterator op) and its bounds in the computation's type; unique_consecutive with dim=0 of a 1-d input
-(ATen's flat kernel: only the outputs asked for)."""
+(ATen's flat kernel: only the outputs asked for); max pooling's indices with several NaNs in a window (the last
+NaN, as ATen's `val > maxval || isnan(val)`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,14 @@ def _empty(dtype: torch.dtype, *shape: int) -> torch.Tensor:
 
 def _rand(*shape: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+
+
+def _nans(*shape: int) -> torch.Tensor:
+    """Ties, -inf windows and several NaNs in a window (ATen's argmax: the first max, the last NaN)."""
+    x = _rand(*shape).round()
+    x.view(-1)[::3] = float("nan")
+    x.view(-1)[1::7] = float("-inf")
+    return x
 
 
 def _arange_out(o: torch.Tensor, *bounds: float) -> torch.Tensor:
@@ -82,6 +91,10 @@ CASES: dict[str, tuple[Callable[..., Out], tuple[torch.Tensor, ...]]] = {
                                        (torch.tensor([1.0, 1.0, 2.0]),)),
     "unique_consecutive_dim0_2d": (lambda x: aten.unique_consecutive(x, False, False, 0),
                                    (torch.tensor([[1.0], [1.0], [2.0]]),)),
+    "adaptive_max_pool2d_nans": (lambda x: aten.adaptive_max_pool2d(x, [4, 3]), (_nans(1, 5, 5),)),
+    "adaptive_max_pool3d_nans": (lambda x: aten.adaptive_max_pool3d(x, [2, 3, 2]), (_nans(1, 3, 5, 4),)),
+    "max_pool2d_nans": (lambda x: aten.max_pool2d_with_indices(x, [2, 2], [1, 1]), (_nans(1, 5, 5),)),
+    "max_pool3d_nans": (lambda x: aten.max_pool3d_with_indices(x, [2, 2, 2], [1, 1, 1]), (_nans(1, 3, 4, 4),)),
 }
 
 
