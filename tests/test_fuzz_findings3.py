@@ -5,7 +5,8 @@ int64 alone); reflection/replication padding and their backwards of complex inpu
 was dropped); hardtanh_backward's result dtype (the promoted dtype of grad_output and self, as a binary
 TensorIterator op) and its bounds in the computation's type; unique_consecutive with dim=0 of a 1-d input
 (ATen's flat kernel: only the outputs asked for); max pooling's indices with several NaNs in a window (the last
-NaN, as ATen's `val > maxval || isnan(val)`)."""
+NaN, as ATen's `val > maxval || isnan(val)`); embedding_dense_backward of integer gradients with
+scale_grad_by_freq (ATen's 1/count in the integer type: rows seen more than once get 0)."""
 
 from __future__ import annotations
 
@@ -95,6 +96,12 @@ CASES: dict[str, tuple[Callable[..., Out], tuple[torch.Tensor, ...]]] = {
     "adaptive_max_pool3d_nans": (lambda x: aten.adaptive_max_pool3d(x, [2, 3, 2]), (_nans(1, 3, 5, 4),)),
     "max_pool2d_nans": (lambda x: aten.max_pool2d_with_indices(x, [2, 2], [1, 1]), (_nans(1, 5, 5),)),
     "max_pool3d_nans": (lambda x: aten.max_pool3d_with_indices(x, [2, 2, 2], [1, 1, 1]), (_nans(1, 3, 4, 4),)),
+    "embedding_backward_uint8_freq": (lambda g, i: aten.embedding_dense_backward(g, i, 5, -1, True),
+                                      (torch.arange(48).to(torch.uint8).reshape(4, 3, 4, 1),
+                                       torch.tensor([0, 0, 1, 2, 2, 2, 3, 4, 4, 0, 1, 3] * 4).reshape(4, 3, 4, 1))),
+    "embedding_backward_int64_freq_pad": (lambda g, i: aten.embedding_dense_backward(g, i, 4, 2, True),
+                                          (torch.tensor([[11], [21], [31], [7], [9], [250]]),
+                                           torch.tensor([0, 0, 1, 2, 2, 3]))),
 }
 
 
