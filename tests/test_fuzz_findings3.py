@@ -6,7 +6,8 @@ was dropped); hardtanh_backward's result dtype (the promoted dtype of grad_outpu
 TensorIterator op) and its bounds in the computation's type; unique_consecutive with dim=0 of a 1-d input
 (ATen's flat kernel: only the outputs asked for); max pooling's indices with several NaNs in a window (the last
 NaN, as ATen's `val > maxval || isnan(val)`); embedding_dense_backward of integer gradients with
-scale_grad_by_freq (ATen's 1/count in the integer type: rows seen more than once get 0)."""
+scale_grad_by_freq (ATen's 1/count in the integer type: rows seen more than once get 0);
+binary_cross_entropy_backward's grad_input= keeping its shape (CPU writes through a squeezed view)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,17 @@ def _nans(*shape: int) -> torch.Tensor:
     x.view(-1)[::3] = float("nan")
     x.view(-1)[1::7] = float("-inf")
     return x
+
+
+def _bce(*shape: int) -> tuple[torch.Tensor, ...]:
+    dt = torch.float32 if shape else torch.half
+    x = torch.linspace(0.2, 0.7, shape[0] if shape else 1).reshape(shape).to(dt)
+    return x, x, torch.full(shape, 0.4, dtype=dt)
+
+
+def _bce_out(g: torch.Tensor, x: torch.Tensor, t: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+    aten.binary_cross_entropy_backward.grad_input(g, x, t, None, grad_input=o)
+    return o
 
 
 def _arange_out(o: torch.Tensor, *bounds: float) -> torch.Tensor:
@@ -102,7 +114,16 @@ CASES: dict[str, tuple[Callable[..., Out], tuple[torch.Tensor, ...]]] = {
     "embedding_backward_int64_freq_pad": (lambda g, i: aten.embedding_dense_backward(g, i, 4, 2, True),
                                           (torch.tensor([[11], [21], [31], [7], [9], [250]]),
                                            torch.tensor([0, 0, 1, 2, 2, 3]))),
+    "bce_backward_out_empty": (lambda g, x, t, o: _bce_out(g, x, t, o), (*_bce(), torch.zeros(0, dtype=torch.half))),
+    "bce_backward_out_keeps_shape": (lambda g, x, t, o: _bce_out(g, x, t, o), (*_bce(3), torch.zeros(3, 1))),
+    "bce_backward_out_larger": (lambda g, x, t, o: _bce_out(g, x, t, o), (*_bce(3), torch.zeros(2, 3))),
 }
+
+
+# Not yet as CPU under torch.compile (left open in issue #17; a strict xfail, so it fails once fixed): Dynamo's
+# out= handling resizes the out tensor.
+EAGER_ONLY = {n: "compile resizes a mismatched out= (issue #17, open)" for n in
+              ("bce_backward_out_keeps_shape", "bce_backward_out_larger")}
 
 
 def _tuple(r: Out) -> tuple[torch.Tensor, ...]:
@@ -124,9 +145,11 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_matches_cpu(name: str, mode: str) -> None:
+def test_matches_cpu(name: str, mode: str, request: pytest.FixtureRequest) -> None:
     """Shapes, dtypes, integers and NaN positions exactly; float values as CPU's within float rounding; every
     mode bit-identical to DEFER_NEVER."""
+    if mode == "compile" and name in EAGER_ONLY:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=EAGER_ONLY[name]))
     fn, inputs = CASES[name]
     want = _tuple(fn(*[t.clone() for t in inputs]))
     got = _run(fn, inputs, mode)
