@@ -7,7 +7,8 @@ TensorIterator op) and its bounds in the computation's type; unique_consecutive 
 (ATen's flat kernel: only the outputs asked for); max pooling's indices with several NaNs in a window (the last
 NaN, as ATen's `val > maxval || isnan(val)`); embedding_dense_backward of integer gradients with
 scale_grad_by_freq (ATen's 1/count in the integer type: rows seen more than once get 0);
-binary_cross_entropy_backward's grad_input= keeping its shape (CPU writes through a squeezed view)."""
+binary_cross_entropy_backward's grad_input= keeping its shape (CPU writes through a squeezed view);
+addcmul of integer tensors with a float value (ATen's value.to<scalar_t>(), toward zero)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,10 @@ def _bce(*shape: int) -> tuple[torch.Tensor, ...]:
 def _bce_out(g: torch.Tensor, x: torch.Tensor, t: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
     aten.binary_cross_entropy_backward.grad_input(g, x, t, None, grad_input=o)
     return o
+
+
+def _ints(seed: int) -> torch.Tensor:
+    return torch.randint(-5, 5, (3, 4), generator=torch.Generator().manual_seed(seed))
 
 
 def _arange_out(o: torch.Tensor, *bounds: float) -> torch.Tensor:
@@ -117,6 +122,10 @@ CASES: dict[str, tuple[Callable[..., Out], tuple[torch.Tensor, ...]]] = {
     "bce_backward_out_empty": (lambda g, x, t, o: _bce_out(g, x, t, o), (*_bce(), torch.zeros(0, dtype=torch.half))),
     "bce_backward_out_keeps_shape": (lambda g, x, t, o: _bce_out(g, x, t, o), (*_bce(3), torch.zeros(3, 1))),
     "bce_backward_out_larger": (lambda g, x, t, o: _bce_out(g, x, t, o), (*_bce(3), torch.zeros(2, 3))),
+    "addcmul_int64_float_value": (lambda a, b, c: a.clone().addcmul_(b, c, value=-1.858),
+                                  (_ints(0), _ints(1), _ints(2).t().contiguous().t())),
+    "addcmul_int32_float_value": (lambda a, b, c: torch.addcmul(a, b, c, value=2.7),
+                                  (_ints(3).int(), _ints(4).int(), _ints(5).int())),
 }
 
 
@@ -124,6 +133,7 @@ CASES: dict[str, tuple[Callable[..., Out], tuple[torch.Tensor, ...]]] = {
 # out= handling resizes the out tensor.
 EAGER_ONLY = {n: "compile resizes a mismatched out= (issue #17, open)" for n in
               ("bce_backward_out_keeps_shape", "bce_backward_out_larger")}
+EAGER_ONLY["addcmul_int64_float_value"] = "Dynamo rewrites addcmul_ to mul + inductor fma (issue #17, open)"
 
 
 def _tuple(r: Out) -> tuple[torch.Tensor, ...]:
