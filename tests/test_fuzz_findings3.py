@@ -8,7 +8,8 @@ TensorIterator op) and its bounds in the computation's type; unique_consecutive 
 NaN, as ATen's `val > maxval || isnan(val)`); embedding_dense_backward of integer gradients with
 scale_grad_by_freq (ATen's 1/count in the integer type: rows seen more than once get 0);
 binary_cross_entropy_backward's grad_input= keeping its shape (CPU writes through a squeezed view);
-addcmul of integer tensors with a float value (ATen's value.to<scalar_t>(), toward zero)."""
+addcmul of integer tensors with a float value (ATen's value.to<scalar_t>(), toward zero; compiled addcmul_ is
+Dynamo's mul + inductor fma)."""
 
 from __future__ import annotations
 
@@ -133,7 +134,6 @@ CASES: dict[str, tuple[Callable[..., Out], tuple[torch.Tensor, ...]]] = {
 # out= handling resizes the out tensor.
 EAGER_ONLY = {n: "compile resizes a mismatched out= (issue #17, open)" for n in
               ("bce_backward_out_keeps_shape", "bce_backward_out_larger")}
-EAGER_ONLY["addcmul_int64_float_value"] = "Dynamo rewrites addcmul_ to mul + inductor fma (issue #17, open)"
 
 
 def _tuple(r: Out) -> tuple[torch.Tensor, ...]:
