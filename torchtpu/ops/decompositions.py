@@ -64,6 +64,29 @@ def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
 
 
 
+# out= kernels that write through a squeezed view of the out tensor (ATen's binary_cross_entropy_backward_out_cpu:
+# TensorIterator resizes the view, not grad_input): the out tensor keeps its shape and the result's elements fill
+# its first elements in order (an empty out stays empty; a larger one keeps its other elements).
+OUT_KEEPS_SHAPE = {aten.binary_cross_entropy_backward.grad_input: aten.binary_cross_entropy_backward.default}
+
+
+def _out_keeps_shape(functional: Any, out_name: str) -> Callable[..., Any]:
+    def out_kernel(*args: Any, **kwargs: Any) -> Any:
+        if out_name in kwargs:
+            out = kwargs.pop(out_name)
+        else:
+            out, args = args[-1], args[:-1]
+        result = functional(*args, **kwargs)
+        out_checks.check_copy_out(result, out)
+        n = min(result.numel(), out.numel())
+        if result.shape == out.shape:
+            out.copy_(result)
+        elif n:
+            out.view(-1)[:n].copy_(result.reshape(-1)[:n])
+        return out
+
+    return out_kernel
+
 
 def define_all(define: Callable[..., Any]) -> None:
     """Makes a "decomposition" record for each overload of an ACCEPTED packet that upstream decomposes and that
@@ -75,6 +98,9 @@ def define_all(define: Callable[..., Any]) -> None:
         if op in OUT_VIA_FUNCTIONAL:
             out_name = next(a.name for a in op._schema.arguments if a.is_out)
             fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], out_name)
+        if op in OUT_KEEPS_SHAPE:
+            out_name = next(a.name for a in op._schema.arguments if a.is_out)
+            fn = _out_keeps_shape(OUT_KEEPS_SHAPE[op], out_name)
         fn = checked_decompositions.guarded(op, fn, checked_decompositions.EAGER)
         if op.overloadpacket in linalg_checks.CROSS_WRAPPED:
             fn = linalg_checks.wrap_cross(op, fn)

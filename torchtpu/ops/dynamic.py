@@ -234,6 +234,8 @@ def unique_(self: torch.Tensor, sorted: bool = True, return_inverse: bool = Fals
 
 def unique_consecutive(self: torch.Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    if dim == 0 and self.ndim == 1:  # ATen's flat kernel (only the outputs asked for); dim=-1 takes the slices'
+        dim = None
     return tuple(_unique(self, False, return_inverse, return_counts, dim))
 
 

@@ -541,9 +541,12 @@ def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self
 
 @lower(aten.addcmul.default)
 def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
-    check_scalar_fits(value, P.result_dtype(self, tensor1, tensor2)[1], "addcmul(): value")
+    common = P.result_dtype(self, tensor1, tensor2)[1]
+    check_scalar_fits(value, common, "addcmul(): value")
     if known(value) and value == 1:
         return self + tensor1 * tensor2
+    if not (common.is_floating_point or common.is_complex):  # ATen's value.to<scalar_t>(): toward zero
+        value = P.convert(P.const(value, torch.float64), common)
     return self + value * tensor1 * tensor2  # ATen's order (value * t1 is exact for a runtime value of 1)
 
 
@@ -592,9 +595,3 @@ def hardtanh(self: Sym, min_val: float = -1.0, max_val: float = 1.0) -> Sym:
     if not self.dtype.is_floating_point:  # the bounds take the tensor's type
         min_val, max_val = int(min_val), int(max_val)
     return clamp(self, min_val, max_val)
-
-
-@lower(aten.hardtanh_backward.default)
-def hardtanh_backward(grad_output: Sym, self: Sym, min_val: float, max_val: float) -> Sym:
-    inside = P.emit1("and", [P.compare("GT", self, min_val), P.compare("LT", self, max_val)])
-    return P.where(inside, grad_output, P.zeros_like(grad_output))

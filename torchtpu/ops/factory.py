@@ -64,13 +64,18 @@ def arange(start: Any, end: Any, step: Any = 1, *, dtype: torch.dtype | None = N
     if out == torch.bool or out.is_complex:  # ATen dispatches over the real types only
         raise NotImplementedError(f'"arange_cpu" not implemented for \'{aten_type_name(out)}\'')
     _check_range(start, end, step)
-    if not out.is_floating_point:  # ATen converts the bounds to the integer type first
+    if out == torch.int64:  # ATen's size for int64 alone: integer arithmetic on the truncated bounds
         start, end, step = int(start), int(end), int(step)
         if step == 0:
             raise RuntimeError("step must be nonzero")
         sgn = (step > 0) - (step < 0)
         num = end - start + step - sgn
         n = max(0, abs(num) // abs(step) * (1 if (num >= 0) == (step > 0) else -1))
+    elif not out.is_floating_point:  # other integer types: the size from the bounds as doubles, the values from
+        n = max(0, math.ceil((float(end) - float(start)) / float(step)))  # the truncated bounds (int64 accumulator)
+        start, step = int(start), int(step)
+        if step == 0:
+            raise RuntimeError("step must be nonzero")
     else:
         size = math.ceil((end - start) / step)
         if size > 2**63 - 1:

@@ -144,3 +144,13 @@ def copy(x: Sym, src: Sym, non_blocking: bool = False) -> Sym:
 def convolution_backward(grad_output: Sym, input: Sym, weight: Sym, bias_sizes: Any,  # noqa: A002
                          *conv_args: Any) -> tuple[Sym | None, Sym | None, Sym | None]:
     return conv.convolution_backward(grad_output, input, weight, *conv_args)
+
+
+@lower(torch.ops.prims.fma.default, graph_only=True)
+def fma(a: Sym, b: Any, c: Sym) -> Sym:
+    """inductor's fma, (a * b) + c: Dynamo spells `self.addcmul_(t1, t2, value=v)` as fma(t1 * t2, v, self).
+    For an integer self ATen's kernel takes the value in self's type (value.to<scalar_t>(), toward zero)."""
+    common = P.result_dtype(a, c)[1]
+    if not isinstance(b, Sym) and not (common.is_floating_point or common.is_complex or common == torch.bool):
+        b = P.convert(P.const(b, torch.float64), common)
+    return a * b + c

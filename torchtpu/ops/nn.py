@@ -188,7 +188,11 @@ def embedding_dense_backward(grad_output: Sym, indices: Sym, num_weights: int, p
         ones = P.full(1.0, (indices.numel(),), grads.dtype)
         counts = P.emit1("index_add", [P.full(0.0, (num_weights,), grads.dtype), flat_idx, ones], dimension=0)
         per_row = P.emit1("index_select", [counts, flat_idx], dimension=0)
-        grads = grads / P.broadcast_to(P.reshape(per_row, (-1, 1)), grads.shape)
+        if grad_output.dtype.is_floating_point or grad_output.dtype.is_complex:
+            grads = grads / P.broadcast_to(P.reshape(per_row, (-1, 1)), grads.shape)
+        else:  # ATen's scale 1/count taken in the integer type: a row seen once keeps its gradient, others get 0
+            once = P.broadcast_to(P.reshape(P.compare("EQ", per_row, 1.0), (-1, 1)), grads.shape)
+            grads = P.where(once, grads, P.zeros_like(grads))
     zeros = P.full(0.0, (num_weights, dim), grads.dtype)  # float64 grads accumulate in float64
     return P.convert(P.emit1("index_add", [zeros, flat_idx, grads], dimension=0), grad_output.dtype)
 

@@ -3,8 +3,8 @@ backward, and max_unpool.
 
 A window reduction is a gather: at trace time each output position's window is listed as K flat input positions
 (a dense constant of shape (K, outputs), with a validity mask for padding and the ragged windows of adaptive
-pooling); the kernel gathers the K candidates, takes max and argmax over them (NaN wins, as in ATen), and the
-argmax picks the flat input index. Backward and unpooling scatter by those indices.
+pooling); the kernel gathers the K candidates, takes max and argmax over them (as ATen: the first max, but the
+last NaN), and the argmax picks the flat input index. Backward and unpooling scatter by those indices.
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ def _window_max(x: Sym, nd: int, grid: np.ndarray, valid: np.ndarray, outs: tupl
     values = P.reduce(cand, "max", (1,)) if x.dtype != torch.bool else P.reduce(cand, "or", (1,))
     arg = P.emit1("argreduce", [P.convert(cand, torch.float32) if x.dtype == torch.bool else cand], kind="max",
                   dimension=1)  # (b, n_out): which candidate
+    if x.dtype.is_floating_point:  # ATen's `val > maxval || isnan(val)`: the first max, but the last NaN
+        after = P.where(P.compare("NE", cand, cand), P.iota((b, k, n_out), 1, torch.int64) + 1,
+                        P.full(0, (b, k, n_out), torch.int64))
+        last_nan = P.reduce(after, "max", (1,))
+        arg = P.where(P.compare("GT", last_nan, 0), last_nan - 1, P.convert(arg, torch.int64))
     picked = P.emit1("gather_axis", [P.broadcast_to(P.reshape(P.dense(grid, torch.int64), (1, k, n_out)),
                                                     (b, k, n_out)), P.reshape(arg, (b, 1, n_out))], dimension=1)
     return P.reshape(values, (*lead, *outs)), P.reshape(picked, (*lead, *outs))

@@ -19,6 +19,7 @@ import torch
 
 from torchtpu.ops import pool_checks, spatial_checks
 from torchtpu.ops import prims as P
+from torchtpu.ops.complex import imag, make_complex, real
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -27,7 +28,10 @@ F32 = np.float32
 
 
 def apply_dims(x: Sym, mats: Sequence[np.ndarray | None], first: int) -> Sym:
-    """Contracts dims first, first+1, ... of x with (out, in) matrices (None: identity), keeping dim order."""
+    """Contracts dims first, first+1, ... of x with (out, in) matrices (None: identity), keeping dim order. A
+    complex x: the real matrices map its real and imaginary parts each."""
+    if x.dtype.is_complex:
+        return P.convert(make_complex(apply_dims(real(x), mats, first), apply_dims(imag(x), mats, first)), x.dtype)
     integral = not (x.dtype.is_floating_point or x.dtype.is_complex)
     compute = torch.int64 if integral else (torch.float64 if x.dtype == torch.float64 else torch.float32)
     y = P.convert(x, compute)
