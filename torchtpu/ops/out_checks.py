@@ -149,6 +149,58 @@ def check_copy_out(result: torch.Tensor, out: torch.Tensor) -> None:
                            f"but got {_CPP_NAMES.get(out.dtype, str(out.dtype))} instead")
 
 
+def _functional(op: Any) -> Any | None:
+    """The overload of op's packet without out= arguments that takes op's other arguments (std_mean.correction for
+    std_mean.correction_out), or None."""
+    inputs = [(a.name, str(a.type)) for a in op._schema.arguments if not a.is_out]
+    packet = op.overloadpacket
+    for name in packet.overloads():
+        other = getattr(packet, name)
+        if not any(a.is_out for a in other._schema.arguments) and \
+                [(a.name, str(a.type)) for a in other._schema.arguments] == inputs:
+            return other
+    return None
+
+
+def _to_meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+    if isinstance(value, list | tuple):
+        return type(value)(_to_meta(v) for v in value)
+    return value
+
+
+def exact_out(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (an out= overload's upstream decomposition, whose out_wrapper casts into any castable out= tensor)
+    behind CPU's exact out dtype check where ATen requires it (out_rules.requires_exact: a structured kernel's
+    set_output, torchgen's generated `copy_arg`): "Expected out tensor to have dtype float, but got double
+    instead". The result dtypes come from the functional overload's meta kernel; a call that meta refuses is left
+    to `fn` (its refusal is the op's own, in tpu's words)."""
+    from torchtpu.ops import out_rules
+
+    outs = [a.name for a in op._schema.arguments if a.is_out]
+    functional = _functional(op)
+    if functional is None or not any(out_rules.requires_exact(op, given) for given in (False, True)):
+        return fn
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        bound = _bound(op, args, kwargs)
+        dtype_given = bound.get("dtype") is not None
+        targets = [bound[n] for n in outs]
+        if out_rules.requires_exact(op, dtype_given) and all(isinstance(t, torch.Tensor) for t in targets):
+            names = [a.name for a in functional._schema.arguments]
+            try:
+                result = functional(**{n: _to_meta(bound[n]) for n in names if n in bound})
+            except Exception:  # noqa: BLE001 - the decomposition raises the op's own refusal
+                result = None
+            flat = list(result) if isinstance(result, tuple | list) else [] if result is None else [result]
+            for i, (r, t) in enumerate(zip(flat, targets)):
+                out_rules.check_out_dtype(op, r.dtype, t.dtype, str(op), dtype_given, i)
+        return fn(*args, **kwargs)
+
+    return kernel
+
+
 _WRAPPED_CHECKS: dict[Any, Callable[[dict[str, Any]], None]] = {
     aten.nan_to_num: _nan_to_num, aten.slice_scatter: _slice_scatter, aten.take: _take,
 }
