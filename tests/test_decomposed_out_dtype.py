@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_refused_as_cpu
+from refusal_cases import MODES, assert_refused_as_cpu, assert_refused_as_cpu_compiled
 
 import torchtpu  # noqa: F401
 
@@ -66,3 +66,25 @@ def test_uniform_out_dtype_refused() -> None:  # random values: the refusal alon
     out = _t(3, dtype=BF16, d="tpu")
     aten.uniform.out(_t(3, dtype=BF16, d="tpu"), out=out)
     assert out.dtype == BF16 and bool(((out >= 0) & (out <= 1)).all())
+
+
+# CPU's functional refuses before the generated out= kernel's copy_arg checks the out dtype (fuzzer seed 2), and
+# hardswish_backward's kernel dispatches floating dtypes only (tpu computed integers and bools).
+ORDER_CASES: dict[str, Callable[[str], object]] = {
+    "hardswish_backward_long_then_out": lambda d: aten.hardswish_backward.out(
+        _t(4, 3, dtype=I8, d=d), _t(4, 3, dtype=I64, d=d), out=_t(4, 3, dtype=I8, d=d)),
+    "hardswish_backward_bool": lambda d: aten.hardswish_backward.default(_t(3, dtype=torch.bool, d=d),
+                                                                         _t(3, dtype=torch.bool, d=d)),
+    "hardswish_backward_complex": lambda d: aten.hardswish_backward.default(_t(3, dtype=C64, d=d), _t(3, d=d)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(ORDER_CASES))
+def test_functional_refusal_first(name: str, mode: str) -> None:
+    assert_refused_as_cpu(ORDER_CASES[name], mode)
+
+
+def test_hardswish_backward_integer_refused_compiled() -> None:
+    assert_refused_as_cpu_compiled(lambda d: aten.hardswish_backward.default(_t(3, dtype=I64, d=d),
+                                                                             _t(3, dtype=I64, d=d)))

@@ -19,6 +19,7 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 - as_strided_scatter: src of the slice's size.
 - glu_backward, soft_margin_loss_backward, binary_cross_entropy_with_logits: the shape of an in-place step's
   result (TensorIterator's "output with shape ... doesn't match the broadcast shape ...").
+- hardswish_backward: a floating common dtype (the kernel's dispatch; tpu computed integers and bools).
 """
 
 from __future__ import annotations
@@ -297,7 +298,15 @@ def _bce_with_logits(a: Bound) -> None:  # after log_sigmoid's refusal (arg_orde
         inplace_shape(loss, weight.shape)
 
 
+def _hardswish_backward(a: Bound) -> None:  # the kernel's AT_DISPATCH_FLOATING_TYPES_AND2 on the common dtype
+    grad, x = a["grad_output"], a["self"]
+    dtype = result_type([t for t in (grad, x) if _is_tensor(t)])
+    if dtype is not None and not dtype.is_floating_point:
+        raise NotImplementedError(f"\"hardswish_backward_cpu\" not implemented for '{aten_type_name(dtype)}'")
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "hardswish_backward": _hardswish_backward,
     "all": _bytebool_out("all"), "any": _bytebool_out("any"), "aminmax": _aminmax, "frexp": _frexp,
     "multinomial": _multinomial, "softshrink": _softshrink, "hardtanh": _hardtanh, "hardtanh_": _hardtanh,
     "threshold_backward": _threshold_backward, "cumsum_": _cumulative_inplace, "cumprod_": _cumulative_inplace,

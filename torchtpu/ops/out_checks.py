@@ -172,30 +172,42 @@ def _to_meta(value: Any) -> Any:
 
 def exact_out(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` (an out= overload's upstream decomposition, whose out_wrapper casts into any castable out= tensor)
-    behind CPU's exact out dtype check where ATen requires it (out_rules.requires_exact: a structured kernel's
-    set_output, torchgen's generated `copy_arg`): "Expected out tensor to have dtype float, but got double
-    instead". The result dtypes come from the functional overload's meta kernel; a call that meta refuses is left
-    to `fn` (its refusal is the op's own, in tpu's words)."""
+    behind CPU's exact out dtype check where ATen requires it (out_rules.requires_exact): "Expected out tensor to
+    have dtype float, but got double instead". A torchgen-generated out= kernel (out_rules.yaml_autogen) runs the
+    functional first and copies its result after the check, as CPU's `copy_arg` does; a structured kernel's
+    set_output checks before computing: the result dtypes then come from the functional's meta kernel (a call
+    that meta refuses is left to `fn`, whose refusal is the op's own)."""
     from torchtpu.ops import out_rules
 
     outs = [a.name for a in op._schema.arguments if a.is_out]
     functional = _functional(op)
     if functional is None or not any(out_rules.requires_exact(op, given) for given in (False, True)):
         return fn
+    names = [a.name for a in functional._schema.arguments]
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         bound = _bound(op, args, kwargs)
         dtype_given = bound.get("dtype") is not None
         targets = [bound[n] for n in outs]
-        if out_rules.requires_exact(op, dtype_given) and all(isinstance(t, torch.Tensor) for t in targets):
-            names = [a.name for a in functional._schema.arguments]
-            try:
-                result = functional(**{n: _to_meta(bound[n]) for n in names if n in bound})
-            except Exception:  # noqa: BLE001 - the decomposition raises the op's own refusal
-                result = None
-            flat = list(result) if isinstance(result, tuple | list) else [] if result is None else [result]
+        if not out_rules.requires_exact(op, dtype_given) or not all(isinstance(t, torch.Tensor) for t in targets):
+            return fn(*args, **kwargs)
+        call = {n: bound[n] for n in names if n in bound}
+        if _local(op) in out_rules.yaml_autogen():
+            result = functional(**call)
+            flat = list(result) if isinstance(result, tuple | list) else [result]
             for i, (r, t) in enumerate(zip(flat, targets)):
                 out_rules.check_out_dtype(op, r.dtype, t.dtype, str(op), dtype_given, i)
+            for r, t in zip(flat, targets):
+                out_rules.resize_out(t, r.shape)
+                t.copy_(r)
+            return targets[0] if len(targets) == 1 else tuple(targets)
+        try:
+            result = functional(**{n: _to_meta(v) for n, v in call.items()})
+        except Exception:  # noqa: BLE001 - the decomposition raises the op's own refusal
+            result = None
+        flat = list(result) if isinstance(result, tuple | list) else [] if result is None else [result]
+        for i, (r, t) in enumerate(zip(flat, targets)):
+            out_rules.check_out_dtype(op, r.dtype, t.dtype, str(op), dtype_given, i)
         return fn(*args, **kwargs)
 
     return kernel

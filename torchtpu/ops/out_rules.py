@@ -112,6 +112,16 @@ def scan(text: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
+def yaml_autogen() -> frozenset[str]:
+    """torchgen's generated out= overloads (`autogen:`): the functional runs first, then `copy_arg` checks the
+    dtype, so the functional's own refusals come before the out dtype's."""
+    with open(yaml_path(), encoding="utf-8") as f:
+        return frozenset(n.strip() if "." in n else f"{n.strip()}.default"
+                         for line in f if line.startswith("  autogen:")
+                         for n in line.split(":", 1)[1].split(",") if n.strip())
+
+
+@lru_cache(maxsize=1)
 def yaml_exact() -> frozenset[str]:
     """The yaml rule alone (no CPU overrides): structured, non-TensorIterator overloads."""
     with open(yaml_path(), encoding="utf-8") as f:
