@@ -23,6 +23,9 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 - linalg_matrix_exp: batches of square matrices. histogram / _histogramdd_*: the bins count and a range with
   min <= max (from the call's arguments, never the data). _adaptive_avg_pool2d_backward: grad_output of self's
   dtype. log_sigmoid_backward: check_all_same_dtype. masked_scatter: source of self's dtype.
+- linspace (steps > 1) and softshrink_backward: the Scalars' checked_convert to the computation's dtype.
+  _linalg_solve_ex: a floating or complex A. cumsum: the dim in range (a 0-d self's too).
+- hash_tensor.out: a uint64 out, before the dims are read.
 """
 
 from __future__ import annotations
@@ -347,8 +350,65 @@ def _masked_scatter(a: Bound) -> None:
                            f"{aten_type_name(x.dtype)} and {aten_type_name(source.dtype)}")
 
 
+_CHECKED_NAMES = {**_CONVERTED_NAMES, torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16",
+                  torch.float64: "double"}
+
+
+def checked_convert(value: Any, dtype: torch.dtype) -> None:
+    """c10::checked_convert of a real Scalar to `dtype` (Scalar::to<scalar_t>): a finite value outside the
+    type's range overflows, and so does NaN or an infinity for an integer type."""
+    name = _CHECKED_NAMES.get(dtype)
+    if name is None or isinstance(value, bool | complex) or not isinstance(value, int | float):
+        return
+    v = float(value)
+    if dtype.is_floating_point:
+        bad = v == v and abs(v) != float("inf") and abs(v) > torch.finfo(dtype).max
+    else:
+        info = torch.iinfo(dtype)
+        bad = v != v or not info.min <= v <= info.max
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+def _linspace(a: Bound) -> None:  # the kernel's start.to<scalar_t>() and end.to<scalar_t>() (steps > 1)
+    out = a.get("out")
+    dtype = a.get("dtype") or (out.dtype if out is not None else torch.get_default_dtype())
+    if int(a.get("steps", 0)) > 1:
+        checked_convert(a["start"], dtype)
+        checked_convert(a["end"], dtype)
+
+
+def _softshrink_backward(a: Bound) -> None:  # lambd.to<scalar_t>() in the kernel, on the iterator's dtype
+    grad, x = a["grad_output"], a["self"]
+    dtype = result_type([t for t in (grad, x) if _is_tensor(t)])
+    if dtype is not None:
+        checked_convert(a["lambd"], dtype)
+
+
+def _linalg_solve(a: Bound) -> None:  # linalg_solve_ex meta: checkFloatingOrComplex(A, "linalg.solve")
+    dtype = a["A"].dtype
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"linalg.solve: Expected a floating point or complex tensor as input. Got "
+                           f"{aten_type_name(dtype)}")
+
+
+def _cumsum_dim(a: Bound) -> None:  # maybe_wrap_dim before anything else
+    n = max(len(a["self"].shape), 1)
+    if not -n <= a["dim"] < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {a['dim']})")
+
+
+def _hash_tensor(a: Bound) -> None:  # hash_tensor_out: the result dtype before the dims are read
+    out = a.get("out")
+    if out is not None and out.dtype != torch.uint64:
+        raise RuntimeError(f"Expected result to be of dtype uint64, but got {aten_type_name(out.dtype)}")
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
-    "hardswish_backward": _hardswish_backward, "linalg_matrix_exp": _matrix_exp, "histogram": _histogram_range,
+    "hash_tensor": _hash_tensor, "linspace": _linspace, "softshrink_backward": _softshrink_backward,
+    "_linalg_solve_ex": _linalg_solve,
+    "cumsum": _cumsum_dim, "hardswish_backward": _hardswish_backward, "linalg_matrix_exp": _matrix_exp,
+    "histogram": _histogram_range,
     "_histogramdd_from_bin_cts": _histogram_range, "_histogramdd_bin_edges": _histogram_range,
     "_adaptive_avg_pool2d_backward": _adaptive_avg_pool2d_backward, "log_sigmoid_backward": _log_sigmoid_backward,
     "masked_scatter": _masked_scatter, "masked_scatter_": _masked_scatter,
