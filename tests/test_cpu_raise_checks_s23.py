@@ -39,6 +39,7 @@ CASES: dict[str, Callable[[str], object]] = {
                                                                    _t(1, 1, 4, dtype=F64, d=d)),
     "linspace_half_overflow": lambda d: aten.linspace.default(0.955, 2.0 ** 40, 6, dtype=F16, device=d),
     "linspace_long_nan": lambda d: aten.linspace.default(float("nan"), 1.0, 3, dtype=torch.int64, device=d),
+    "linspace_uint8_negative_float": lambda d: aten.linspace.out(-2.0, 0, 5, out=_t(4, dtype=torch.uint8, d=d)),
     "linspace_out_half": lambda d: aten.linspace.out(0.0, 1e6, 3, out=_t(3, dtype=F16, d=d)),
     "softshrink_backward_half": lambda d: aten.softshrink_backward.grad_input(
         _t(1, 2, dtype=F16, d=d), _t(1, 2, dtype=F16, d=d), 2.0 ** 40, grad_input=_t(0, dtype=F16, d=d)),
@@ -63,6 +64,7 @@ COMPUTED: dict[str, Callable[[str], object]] = {
     "linspace_half_inf": lambda d: aten.linspace.default(float("inf"), 1.0, 3, dtype=F16, device=d),
     "softshrink_backward_in_range": lambda d: aten.softshrink_backward.default(_t(2, d=d), _t(2, d=d), 1e30),
     "cumsum_0d": lambda d: aten.cumsum.default(_t(dtype=torch.int16, d=d), -1),
+    "linspace_uint8_negative_int": lambda d: aten.linspace.out(-2, 0, 5, out=_t(4, dtype=torch.uint8, d=d)),
 }
 
 

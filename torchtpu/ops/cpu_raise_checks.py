@@ -365,7 +365,9 @@ def checked_convert(value: Any, dtype: torch.dtype) -> None:
         bad = v == v and abs(v) != float("inf") and abs(v) > torch.finfo(dtype).max
     else:
         info = torch.iinfo(dtype)
-        bad = v != v or not info.min <= v <= info.max
+        # an integer Scalar wraps into an unsigned type from -max (c10::overflows, strict_unsigned false)
+        low = -info.max if dtype == torch.uint8 and isinstance(value, int) else info.min
+        bad = v != v or not low <= v <= info.max
     if bad:
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
