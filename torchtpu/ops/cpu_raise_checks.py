@@ -20,9 +20,10 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 - glu_backward, soft_margin_loss_backward, binary_cross_entropy_with_logits: the shape of an in-place step's
   result (TensorIterator's "output with shape ... doesn't match the broadcast shape ...").
 - hardswish_backward: a floating common dtype (the kernel's dispatch; tpu computed integers and bools).
-- linalg_matrix_exp: batches of square matrices. histogram / _histogramdd_*: the bins count and a range with
-  min <= max (from the call's arguments, never the data). _adaptive_avg_pool2d_backward: grad_output of self's
-  dtype. log_sigmoid_backward: check_all_same_dtype. masked_scatter: source of self's dtype.
+- linalg_matrix_exp: batches of square matrices. histogram: a range with min <= max (from the call's
+  arguments, never the data; histogramdd's own: ops/operand_checks.py). _adaptive_avg_pool2d_backward:
+  grad_output of self's dtype. masked_scatter: source of self's dtype (log_sigmoid_backward's buffer:
+  ops/backward_checks.py).
 - linspace (steps > 1) and softshrink_backward: the Scalars' checked_convert to the computation's dtype.
   _linalg_solve_ex: a floating or complex A. cumsum: the dim in range (a 0-d self's too).
 - hash_tensor.out: a uint64 out, before the dims are read.
@@ -320,16 +321,11 @@ def _matrix_exp(a: Bound) -> None:  # squareCheckInputs(self, "linalg.matrix_exp
                            f"{shape[-1]} matrices")
 
 
-def _histogram_range(a: Bound) -> None:  # histogramdd's bins count, then select_outer_bin_edges' range
-    x, bins, bounds = a["self"], a.get("bins"), a.get("range")
-    if isinstance(bins, list | tuple) and len(x.shape) and len(bins) != int(x.shape[-1]):
-        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
-    bounds = list(bounds or ())
-    for d in range(len(bounds) // 2):
-        low, high = float(bounds[2 * d]), float(bounds[2 * d + 1])
-        if low > high:
-            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {low:g} max {high:g} for "
-                               f"dimension {d}")
+def _histogram_range(a: Bound) -> None:  # histogram (1-d): select_outer_bin_edges' range, min <= max
+    bounds = list(a.get("range") or ())
+    if len(bounds) == 2 and float(bounds[0]) > float(bounds[1]):
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {float(bounds[0]):g} max "
+                           f"{float(bounds[1]):g} for dimension 0")
 
 
 def _adaptive_avg_pool2d_backward(a: Bound) -> None:  # adaptive_avg_pool2d_backward_out_cpu_template
@@ -337,10 +333,6 @@ def _adaptive_avg_pool2d_backward(a: Bound) -> None:  # adaptive_avg_pool2d_back
     if grad.dtype != x.dtype:
         raise RuntimeError(f"adaptive_avg_pool2d_backward_out_cpu_template: Expected dtype {_cpp(x.dtype)} for "
                            f"`grad_output` but got dtype {_cpp(grad.dtype)}")
-
-
-def _log_sigmoid_backward(a: Bound) -> None:  # the iterator's operands: grad_input, input, buffer, grad_output
-    _same_dtype([a.get("grad_input"), a["self"], a["buffer"], a["grad_output"]], a["self"].dtype)
 
 
 def _masked_scatter(a: Bound) -> None:
@@ -411,8 +403,7 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_linalg_solve_ex": _linalg_solve,
     "cumsum": _cumsum_dim, "hardswish_backward": _hardswish_backward, "linalg_matrix_exp": _matrix_exp,
     "histogram": _histogram_range,
-    "_histogramdd_from_bin_cts": _histogram_range, "_histogramdd_bin_edges": _histogram_range,
-    "_adaptive_avg_pool2d_backward": _adaptive_avg_pool2d_backward, "log_sigmoid_backward": _log_sigmoid_backward,
+    "_adaptive_avg_pool2d_backward": _adaptive_avg_pool2d_backward,
     "masked_scatter": _masked_scatter, "masked_scatter_": _masked_scatter,
     "all": _bytebool_out("all"), "any": _bytebool_out("any"), "aminmax": _aminmax, "frexp": _frexp,
     "multinomial": _multinomial, "softshrink": _softshrink, "hardtanh": _hardtanh, "hardtanh_": _hardtanh,
