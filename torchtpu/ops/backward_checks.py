@@ -11,7 +11,8 @@ EmbeddingBag.cpp):
 - _prelu_kernel_backward: outputs (grad_self: self's dtype, grad_weight: weight's), inputs (self, weight, grad).
 - binary_cross_entropy_backward: output grad_input (input's dtype, or the out= tensor), inputs (grad, input,
   target); the kernel dispatches on grad_input's dtype.
-- log_sigmoid_backward: output grad_input (grad_output's dtype, or the out= tensor), inputs (input, grad_output).
+- log_sigmoid_backward: output grad_input (grad_output's dtype, or the out= tensor), inputs (input, buffer,
+  grad_output).
 - glu_backward: its rank, dim and even-size checks, then sigmoid_out(grad_input's first half, input's second
   half) (its result dtype cast to grad_input's), then output grad_input, inputs (grad_input, input, grad_output).
 - _embedding_bag_per_sample_weights_backward: mode 'sum' only, then its internal asserts on the ranks.
@@ -101,7 +102,7 @@ def _check_bce_backward(b: dict[str, Any]) -> None:
 def _check_log_sigmoid_backward(b: dict[str, Any]) -> None:
     grad_input = b["grad_input"].dtype if b.get("grad_input") is not None else b["grad_output"].dtype
     broadcast((b["self"].shape, b["grad_output"].shape))
-    same_dtype((grad_input,), (b["self"].dtype, b["grad_output"].dtype))
+    same_dtype((grad_input,), (b["self"].dtype, b["buffer"].dtype, b["grad_output"].dtype))
     floating_kernel("log_sigmoid_backward_cpu", grad_input)
 
 

@@ -19,6 +19,14 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 - as_strided_scatter: src of the slice's size.
 - glu_backward, soft_margin_loss_backward, binary_cross_entropy_with_logits: the shape of an in-place step's
   result (TensorIterator's "output with shape ... doesn't match the broadcast shape ...").
+- hardswish_backward: a floating common dtype (the kernel's dispatch; tpu computed integers and bools).
+- linalg_matrix_exp: batches of square matrices. histogram: a range with min <= max (from the call's
+  arguments, never the data; histogramdd's own: ops/operand_checks.py). _adaptive_avg_pool2d_backward:
+  grad_output of self's dtype. masked_scatter: source of self's dtype (log_sigmoid_backward's buffer:
+  ops/backward_checks.py).
+- linspace (steps > 1) and softshrink_backward: the Scalars' checked_convert to the computation's dtype.
+  _linalg_solve_ex: a floating or complex A. cumsum: the dim in range (a 0-d self's too).
+- hash_tensor.out: a uint64 out, before the dims are read.
 """
 
 from __future__ import annotations
@@ -297,7 +305,106 @@ def _bce_with_logits(a: Bound) -> None:  # after log_sigmoid's refusal (arg_orde
         inplace_shape(loss, weight.shape)
 
 
+def _hardswish_backward(a: Bound) -> None:  # the kernel's AT_DISPATCH_FLOATING_TYPES_AND2 on the common dtype
+    grad, x = a["grad_output"], a["self"]
+    dtype = result_type([t for t in (grad, x) if _is_tensor(t)])
+    if dtype is not None and not dtype.is_floating_point:
+        raise NotImplementedError(f"\"hardswish_backward_cpu\" not implemented for '{aten_type_name(dtype)}'")
+
+
+def _matrix_exp(a: Bound) -> None:  # squareCheckInputs(self, "linalg.matrix_exp")
+    shape = [int(s) for s in a["self"].shape]
+    if len(shape) < 2:
+        raise RuntimeError("linalg.matrix_exp: The input tensor A must have at least 2 dimensions.")
+    if shape[-1] != shape[-2]:
+        raise RuntimeError(f"linalg.matrix_exp: A must be batches of square matrices, but they are {shape[-2]} by "
+                           f"{shape[-1]} matrices")
+
+
+def _histogram_range(a: Bound) -> None:  # histogram (1-d): select_outer_bin_edges' range, min <= max
+    bounds = list(a.get("range") or ())
+    if len(bounds) == 2 and float(bounds[0]) > float(bounds[1]):
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {float(bounds[0]):g} max "
+                           f"{float(bounds[1]):g} for dimension 0")
+
+
+def _adaptive_avg_pool2d_backward(a: Bound) -> None:  # adaptive_avg_pool2d_backward_out_cpu_template
+    grad, x = a["grad_output"], a["self"]
+    if grad.dtype != x.dtype:
+        raise RuntimeError(f"adaptive_avg_pool2d_backward_out_cpu_template: Expected dtype {_cpp(x.dtype)} for "
+                           f"`grad_output` but got dtype {_cpp(grad.dtype)}")
+
+
+def _masked_scatter(a: Bound) -> None:
+    x, source = a["self"], a["source"]
+    if x.dtype != source.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
+                           f"{aten_type_name(x.dtype)} and {aten_type_name(source.dtype)}")
+
+
+_CHECKED_NAMES = {**_CONVERTED_NAMES, torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16",
+                  torch.float64: "double"}
+
+
+def checked_convert(value: Any, dtype: torch.dtype) -> None:
+    """c10::checked_convert of a real Scalar to `dtype` (Scalar::to<scalar_t>): a finite value outside the
+    type's range overflows, and so does NaN or an infinity for an integer type."""
+    name = _CHECKED_NAMES.get(dtype)
+    if name is None or isinstance(value, bool | complex) or not isinstance(value, int | float):
+        return
+    v = float(value)
+    if dtype.is_floating_point:
+        bad = v == v and abs(v) != float("inf") and abs(v) > torch.finfo(dtype).max
+    else:
+        info = torch.iinfo(dtype)
+        # an integer Scalar wraps into an unsigned type from -max (c10::overflows, strict_unsigned false)
+        low = -info.max if dtype == torch.uint8 and isinstance(value, int) else info.min
+        bad = v != v or not low <= v <= info.max
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+def _linspace(a: Bound) -> None:  # the kernel's start.to<scalar_t>() and end.to<scalar_t>() (steps > 1)
+    out = a.get("out")
+    dtype = a.get("dtype") or (out.dtype if out is not None else torch.get_default_dtype())
+    if int(a.get("steps", 0)) > 1:
+        checked_convert(a["start"], dtype)
+        checked_convert(a["end"], dtype)
+
+
+def _softshrink_backward(a: Bound) -> None:  # lambd.to<scalar_t>() in the kernel, on the iterator's dtype
+    grad, x = a["grad_output"], a["self"]
+    dtype = result_type([t for t in (grad, x) if _is_tensor(t)])
+    if dtype is not None:
+        checked_convert(a["lambd"], dtype)
+
+
+def _linalg_solve(a: Bound) -> None:  # linalg_solve_ex meta: checkFloatingOrComplex(A, "linalg.solve")
+    dtype = a["A"].dtype
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"linalg.solve: Expected a floating point or complex tensor as input. Got "
+                           f"{aten_type_name(dtype)}")
+
+
+def _cumsum_dim(a: Bound) -> None:  # maybe_wrap_dim before anything else
+    n = max(len(a["self"].shape), 1)
+    if not -n <= a["dim"] < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {a['dim']})")
+
+
+def _hash_tensor(a: Bound) -> None:  # hash_tensor_out: the result dtype before the dims are read
+    out = a.get("out")
+    if out is not None and out.dtype != torch.uint64:
+        raise RuntimeError(f"Expected result to be of dtype uint64, but got {aten_type_name(out.dtype)}")
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "hash_tensor": _hash_tensor, "linspace": _linspace, "softshrink_backward": _softshrink_backward,
+    "_linalg_solve_ex": _linalg_solve,
+    "cumsum": _cumsum_dim, "hardswish_backward": _hardswish_backward, "linalg_matrix_exp": _matrix_exp,
+    "histogram": _histogram_range,
+    "_adaptive_avg_pool2d_backward": _adaptive_avg_pool2d_backward,
+    "masked_scatter": _masked_scatter, "masked_scatter_": _masked_scatter,
     "all": _bytebool_out("all"), "any": _bytebool_out("any"), "aminmax": _aminmax, "frexp": _frexp,
     "multinomial": _multinomial, "softshrink": _softshrink, "hardtanh": _hardtanh, "hardtanh_": _hardtanh,
     "threshold_backward": _threshold_backward, "cumsum_": _cumulative_inplace, "cumprod_": _cumulative_inplace,

@@ -98,9 +98,11 @@ def define_all(define: Callable[..., Any]) -> None:
         if op in OUT_VIA_FUNCTIONAL:
             out_name = next(a.name for a in op._schema.arguments if a.is_out)
             fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], out_name)
-        if op in OUT_KEEPS_SHAPE:
+        elif op in OUT_KEEPS_SHAPE:
             out_name = next(a.name for a in op._schema.arguments if a.is_out)
             fn = _out_keeps_shape(OUT_KEEPS_SHAPE[op], out_name)
+        elif any(a.is_out for a in op._schema.arguments):
+            fn = out_checks.exact_out(op, fn)
         fn = checked_decompositions.guarded(op, fn, checked_decompositions.EAGER)
         if op.overloadpacket in linalg_checks.CROSS_WRAPPED:
             fn = linalg_checks.wrap_cross(op, fn)

@@ -93,6 +93,8 @@ def check_histogramdd(self: Sym, n_bins: int | None, rng: Sequence[float] | None
         if not lo <= hi:
             raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {_g(lo)} max {_g(hi)} "
                                f"for dimension {d}")
+    if bin_counts and len(bin_counts) != n:  # then the bin counts' count (histogramdd_bin_edges)
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
 
 
 def check_channel_shuffle(self: Sym, groups: int) -> None:

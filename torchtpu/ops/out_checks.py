@@ -149,6 +149,70 @@ def check_copy_out(result: torch.Tensor, out: torch.Tensor) -> None:
                            f"but got {_CPP_NAMES.get(out.dtype, str(out.dtype))} instead")
 
 
+def _functional(op: Any) -> Any | None:
+    """The overload of op's packet without out= arguments that takes op's other arguments (std_mean.correction for
+    std_mean.correction_out), or None."""
+    inputs = [(a.name, str(a.type)) for a in op._schema.arguments if not a.is_out]
+    packet = op.overloadpacket
+    for name in packet.overloads():
+        other = getattr(packet, name)
+        if not any(a.is_out for a in other._schema.arguments) and \
+                [(a.name, str(a.type)) for a in other._schema.arguments] == inputs:
+            return other
+    return None
+
+
+def _to_meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+    if isinstance(value, list | tuple):
+        return type(value)(_to_meta(v) for v in value)
+    return value
+
+
+def exact_out(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (an out= overload's upstream decomposition, whose out_wrapper casts into any castable out= tensor)
+    behind CPU's exact out dtype check where ATen requires it (out_rules.requires_exact): "Expected out tensor to
+    have dtype float, but got double instead". A torchgen-generated out= kernel (out_rules.yaml_autogen) runs the
+    functional first and copies its result after the check, as CPU's `copy_arg` does; a structured kernel's
+    set_output checks before computing: the result dtypes then come from the functional's meta kernel (a call
+    that meta refuses is left to `fn`, whose refusal is the op's own)."""
+    from torchtpu.ops import out_rules
+
+    outs = [a.name for a in op._schema.arguments if a.is_out]
+    functional = _functional(op)
+    if functional is None or not any(out_rules.requires_exact(op, given) for given in (False, True)):
+        return fn
+    names = [a.name for a in functional._schema.arguments]
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        bound = _bound(op, args, kwargs)
+        dtype_given = bound.get("dtype") is not None
+        targets = [bound[n] for n in outs]
+        if not out_rules.requires_exact(op, dtype_given) or not all(isinstance(t, torch.Tensor) for t in targets):
+            return fn(*args, **kwargs)
+        call = {n: bound[n] for n in names if n in bound}
+        if _local(op) in out_rules.yaml_autogen():
+            result = functional(**call)
+            flat = list(result) if isinstance(result, tuple | list) else [result]
+            for i, (r, t) in enumerate(zip(flat, targets)):
+                out_rules.check_out_dtype(op, r.dtype, t.dtype, str(op), dtype_given, i)
+            for r, t in zip(flat, targets):
+                out_rules.resize_out(t, r.shape)
+                t.copy_(r)
+            return targets[0] if len(targets) == 1 else tuple(targets)
+        try:
+            result = functional(**{n: _to_meta(v) for n, v in call.items()})
+        except Exception:  # noqa: BLE001 - the decomposition raises the op's own refusal
+            result = None
+        flat = list(result) if isinstance(result, tuple | list) else [] if result is None else [result]
+        for i, (r, t) in enumerate(zip(flat, targets)):
+            out_rules.check_out_dtype(op, r.dtype, t.dtype, str(op), dtype_given, i)
+        return fn(*args, **kwargs)
+
+    return kernel
+
+
 _WRAPPED_CHECKS: dict[Any, Callable[[dict[str, Any]], None]] = {
     aten.nan_to_num: _nan_to_num, aten.slice_scatter: _slice_scatter, aten.take: _take,
 }

@@ -48,6 +48,10 @@ EXACT: frozenset[str] = frozenset({
     "where.self_out",
 })
 
+# Exact only with `dtype=` given (CPU probe, issue 17 seed 3): without it nansum's out= kernel takes the out
+# tensor's dtype, as LENIENT's reductions do; with it, "Expected out tensor to have dtype long int, but got float".
+EXACT_WITH_DTYPE: frozenset[str] = frozenset({"nansum.out"})
+
 # LENIENT reductions whose meta computes in the out tensor's dtype (no dtype= given), also where the default result
 # dtype cannot be cast to it (CPU probe, issue 17: sum(bool, out=<bool>) computes; a bfloat16 sum into a float32
 # out= is not rounded to bfloat16).
@@ -109,6 +113,16 @@ def scan(text: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
+def yaml_autogen() -> frozenset[str]:
+    """torchgen's generated out= overloads (`autogen:`): the functional runs first, then `copy_arg` checks the
+    dtype, so the functional's own refusals come before the out dtype's."""
+    with open(yaml_path(), encoding="utf-8") as f:
+        return frozenset(n.strip() if "." in n else f"{n.strip()}.default"
+                         for line in f if line.startswith("  autogen:")
+                         for n in line.split(":", 1)[1].split(",") if n.strip())
+
+
+@lru_cache(maxsize=1)
 def yaml_exact() -> frozenset[str]:
     """The yaml rule alone (no CPU overrides): structured, non-TensorIterator overloads."""
     with open(yaml_path(), encoding="utf-8") as f:
@@ -126,6 +140,8 @@ def requires_exact(op: torch._ops.OpOverload, dtype_given: bool = False) -> bool
     name = _local(op)
     if name in EXACT:
         return True
+    if name in EXACT_WITH_DTYPE:
+        return dtype_given
     return name in yaml_exact() and (name not in LENIENT or dtype_given)
 
 

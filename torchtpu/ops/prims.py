@@ -44,15 +44,19 @@ def canon_dim(dim: int, ndim: int) -> int:
 
 
 def canon_dims(dims: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+    """`dims` wrapped and sorted, as ATen's dim_list_to_bitset reads a dim list: each in range (a 0-d tensor's in
+    [-1, 0]), none named twice."""
     if dims is None:
         return tuple(range(ndim))
     if isinstance(dims, int):
         dims = (dims,)
-    if ndim == 0:  # a 0-d tensor's dims are still wrapped as ATen's maybe_wrap_dim does ([-1, 0])
-        for d in dims:
-            canon_dim(d, 0)
-        return ()
-    return tuple(sorted({canon_dim(d, ndim) for d in dims}))
+    seen: set[int] = set()
+    for d in dims:
+        wrapped = canon_dim(d, ndim)
+        if wrapped in seen:
+            raise RuntimeError(f"dim {wrapped} appears multiple times in the list of dims")
+        seen.add(wrapped)
+    return tuple(sorted(seen)) if ndim else ()
 
 
 def check_index(index: Sym, size: int, message: str, *, negative: bool = False, error: str = "IndexError",
