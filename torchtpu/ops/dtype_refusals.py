@@ -59,8 +59,8 @@ def _dtype(value: Any) -> torch.dtype | None:
 
 
 # operands that are indices, targets or masks: their dtype is not the computation's
-_NOT_COMPUTED = frozenset({"index", "indices", "target", "offsets", "lengths", "mask", "boundaries", "generator",
-                           "noise"})
+# (bucketize's `boundaries` is data: searchsorted's kernel dispatches on the common dtype of it and the input)
+_NOT_COMPUTED = frozenset({"index", "indices", "target", "offsets", "lengths", "mask", "generator", "noise"})
 # losses whose target is a data operand: the kernel computes in self and target's promoted dtype
 # (smooth_l1_loss(int8, float32) computes in float32 on CPU; issue 17)
 _TARGET_IS_DATA = frozenset({"smooth_l1_loss", "mse_loss"})
