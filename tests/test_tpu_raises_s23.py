@@ -75,3 +75,25 @@ def test_matches_cpu_compiled(name: str) -> None:
 @pytest.mark.parametrize("name", list(REFUSED))
 def test_refused_as_cpu(name: str, mode: str) -> None:
     assert_refused_as_cpu(REFUSED[name], mode)
+
+
+EMPTY_SOFTMAX: dict[str, Callable[[str], object]] = {
+    "softmax_out_bool_empty": lambda d: A._softmax.out(torch.zeros(1, 0, dtype=torch.bool, device=d), -1, False,
+                                                       out=torch.zeros(1, 0, dtype=torch.bool, device=d)),
+    "softmax_int_empty": lambda d: A._softmax(torch.zeros(0, 3, dtype=torch.int32, device=d), -1, False),
+    "log_softmax_bool_empty": lambda d: A._log_softmax(torch.zeros(2, 0, dtype=torch.bool, device=d), 1, False),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(EMPTY_SOFTMAX))
+def test_empty_softmax_matches_cpu(name: str, mode: str) -> None:
+    expected = EMPTY_SOFTMAX[name]("cpu")
+    with torch.tpu.eager_mode(mode):
+        got = EMPTY_SOFTMAX[name]("tpu").cpu()
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nonempty_bool_softmax_still_refused(mode: str) -> None:
+    assert_refused_as_cpu(lambda d: A._softmax(torch.ones(1, 2, dtype=torch.bool, device=d), -1, False), mode)
