@@ -96,3 +96,23 @@ def test_unpool_refuses_as_cpu(sign: str, nd: int, mode: str) -> None:
 @pytest.mark.parametrize("sign", list(BAD))
 def test_unpool_refuses_as_cpu_compiled(sign: str, nd: int) -> None:
     assert_refused_as_cpu_compiled(_unpool(BAD[sign], nd))
+
+
+def _fractional2d(grad: list[int], self_shape: list[int], indices: list[int]) -> Callable[[str], torch.Tensor]:
+    return lambda d: A.fractional_max_pool2d_backward(
+        torch.ones(grad, dtype=torch.float64, device=d), torch.ones(self_shape, dtype=torch.float64, device=d),
+        [2, 2], [3, 2], torch.zeros(indices, dtype=torch.int64, device=d))
+
+
+FRACTIONAL_SIZES = {  # CPU's meta compares grad_output's and indices' whole shape (fuzz seed 5)
+    "grad_numel_1": _fractional2d([1, 1, 1], [1, 3, 3], [1]),
+    "grad_batch": _fractional2d([2, 3, 2], [1, 3, 3], [2, 3, 2]),
+    "grad_planes": _fractional2d([1, 3, 2], [1, 1, 3, 3], [1, 1, 3, 2]),
+    "indices": _fractional2d([1, 1, 3, 2], [1, 1, 3, 3], [1, 3, 2]),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(FRACTIONAL_SIZES))
+def test_fractional2d_backward_sizes_refused_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(FRACTIONAL_SIZES[name], mode)

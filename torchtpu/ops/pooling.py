@@ -276,7 +276,7 @@ def fractional_max_pool3d(self: Sym, kernel_size: list[int], output_size: list[i
 def fractional_max_pool_backward(grad_output: Sym, self: Sym, kernel_size: list[int], output_size: list[int],
                                  indices: Sym) -> Sym:
     D = len(kernel_size)  # noqa: N806
-    fractional_checks.check_backward(D, grad_output.shape, self.shape, output_size)
+    fractional_checks.check_backward(D, grad_output.shape, self.shape, output_size, indices.shape)
     lead = self.shape[:self.ndim - D]
     m = 1
     for s in lead:
