@@ -38,6 +38,9 @@ CASES: dict[str, Callable[[str], object]] = {
     "addcmul__int_float_value": lambda d: A.addcmul_(torch.ones(3, dtype=torch.int64, device=d),
                                                      _t([3, -4, 5], torch.int64, d), _t([5, 5, 7], torch.int64, d),
                                                      value=2.9),
+    "addcmul_out_int8_float_value": lambda d: A.addcmul.out(
+        torch.ones(3, dtype=torch.int8, device=d), _t([3, 3, -3], torch.int8, d), _t([5, 5, 5], torch.int8, d),
+        value=-1.5, out=torch.zeros(3, dtype=torch.int8, device=d)),
 }
 
 REFUSED: dict[str, Callable[[str], object]] = {
