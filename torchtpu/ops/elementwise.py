@@ -539,17 +539,6 @@ def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self
     return P.convert(P.where(P.compare("GT", x, 0), g, g * negative_slope), common)
 
 
-@lower(aten.addcmul.default)
-def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
-    common = P.result_dtype(self, tensor1, tensor2)[1]
-    check_scalar_fits(value, common, "addcmul(): value")
-    if known(value) and value == 1:
-        return self + tensor1 * tensor2
-    if not (common.is_floating_point or common.is_complex):  # ATen's value.to<scalar_t>(): toward zero
-        value = P.convert(P.const(value, torch.float64), common)
-    return self + value * tensor1 * tensor2  # ATen's order (value * t1 is exact for a runtime value of 1)
-
-
 @lower(aten.addcdiv.default)
 def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
     if not _float_like(tensor1) and not _float_like(tensor2):

@@ -56,10 +56,12 @@ def check(nd: int, shape: Sequence[int], dtype: torch.dtype, kernel_size: Sequen
     return n
 
 
-def check_backward(nd: int, grad_shape: Sequence[int], shape: Sequence[int], output_size: Sequence[int]) -> None:
+def check_backward(nd: int, grad_shape: Sequence[int], shape: Sequence[int], output_size: Sequence[int],
+                   indices_shape: Sequence[int] | None = None) -> None:
     """The backward's first checks (FractionalMaxPool2d.cpp's meta, FractionalMaxPool3d.cpp's template): the
     input's plane and pooled dims read by index (IndexError, ATen's words, for a rank below nd + 1), then (3-d)
-    grad_output's time, height and width against output_size (read by index too)."""
+    grad_output's time, height and width against output_size (read by index too), (2-d) grad_output's and indices'
+    whole shapes."""
     first = 1 if len(shape) == nd + 2 else 0
     for dim in range(first, first + nd + 1):
         dim_size(shape, dim)
@@ -67,3 +69,8 @@ def check_backward(nd: int, grad_shape: Sequence[int], shape: Sequence[int], out
         for i, what in enumerate(_NAMES[3]):
             if dim_size(grad_shape, first + 1 + i) != output_size[i]:
                 raise RuntimeError(f"fractional_max_pool3d_backward_out(): gradOutput {what} unexpected")
+    else:  # 2-d: grad_output's and indices' whole shape against the input's leading dims and output_size
+        expected = (*shape[:first + 1], *output_size)
+        for what, got in (("gradOutput", grad_shape), ("indices", indices_shape)):
+            if got is not None and tuple(got) != expected:
+                raise RuntimeError(f"fractional_max_pool2d_backward(): {what} sizes unexpected")

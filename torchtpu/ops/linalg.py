@@ -178,8 +178,8 @@ def _lu_apply(lu: Sym, perm: Sym, b: Sym, kind: str) -> Sym:
 
 @lower(aten.linalg_lu_factor_ex.default)
 def lu_factor_ex(A: Sym, *, pivot: bool = True, check_errors: bool = False) -> tuple[Sym, Sym, Sym]:  # noqa: N803
-    if not pivot:
-        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on tpu (as on CPU)")
+    if not pivot and A.numel():  # CPU's kernel refuses; an empty A never reaches it
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU (nor on tpu)")
     return lu_factor(A)
 
 
@@ -208,7 +208,7 @@ def _unpack(lu: Sym, pivots: Sym, unpack_data: bool, unpack_pivots: bool) -> tup
 @lower(aten.lu_unpack.default)
 def lu_unpack(LU_data: Sym, LU_pivots: Sym, unpack_data: bool = True, unpack_pivots: bool = True  # noqa: N803
               ) -> tuple[Sym, Sym, Sym]:
-    return _unpack(_float(LU_data), LU_pivots, unpack_data, unpack_pivots)
+    return _unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)  # in LU's own dtype, as on CPU
 
 
 @lower(aten.linalg_lu.default)

@@ -102,7 +102,14 @@ def _max_pool(nd: int):  # noqa: ANN202
     return forward
 
 
-def _scatter_back(grad_output: Sym, self: Sym, indices: Sym, nd: int) -> Sym:
+def _in_plane(indices: Sym, plane: int, what: str) -> Sym:
+    """`indices` (int64, (b, n)) checked when the program runs: 0 <= i < plane, else IndexError. CPU's backward
+    kernels write grad_input[i] unchecked (a bad index corrupts its heap); tpu refuses rather than wrap a
+    negative one Python-style into a plausible gradient."""
+    return P.check_index(indices, plane, f"{what}: index {{}} is out of bounds for an input plane of size {plane}")
+
+
+def _scatter_back(grad_output: Sym, self: Sym, indices: Sym, nd: int, what: str) -> Sym:
     lead = self.shape[:self.ndim - nd]
     b = 1
     for s in lead:
@@ -113,7 +120,7 @@ def _scatter_back(grad_output: Sym, self: Sym, indices: Sym, nd: int) -> Sym:
     if grad_output.numel() == 0:
         return P.convert(P.reshape(zeros, self.shape), grad_output.dtype)
     g = P.reshape(P.convert(grad_output, acc), (b, -1))
-    idx = P.reshape(P.convert(indices, torch.int64), (b, -1))
+    idx = _in_plane(P.reshape(P.convert(indices, torch.int64), (b, -1)), n_in, what)
     out = P.emit1("scatter_axis", [zeros, idx, g], dimension=1, reduce="add")
     return P.convert(P.reshape(out, self.shape), grad_output.dtype)
 
@@ -123,7 +130,7 @@ def _max_pool_backward(nd: int):  # noqa: ANN202
                  padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool, indices: Sym) -> Sym:
         pool_checks.params("max", nd, self.shape, kernel_size, stride, padding, dilation, ceil_mode, backward=True)
         pool_checks.long_indices(indices)
-        return _scatter_back(grad_output, self, indices, nd)
+        return _scatter_back(grad_output, self, indices, nd, f"max_pool{nd}d_with_indices_backward()")
 
     return backward
 
@@ -156,7 +163,7 @@ def _adaptive_max(nd: int):  # noqa: ANN202
 def _adaptive_max_backward(nd: int):  # noqa: ANN202
     def backward(grad_output: Sym, self: Sym, indices: Sym) -> Sym:
         pool_checks.adaptive_max_backward(nd, grad_output, self, indices)
-        return _scatter_back(grad_output, self, indices, nd)
+        return _scatter_back(grad_output, self, indices, nd, f"adaptive_max_pool{nd}d_backward()")
 
     return backward
 
@@ -179,7 +186,10 @@ def _unpool(self: Sym, indices: Sym, output_size: Sequence[int]) -> Sym:
     if self.numel() == 0:
         return P.reshape(zeros, (*lead, *output_size))
     vals = P.reshape(self, (b, -1))
-    idx = P.reshape(P.convert(indices, torch.int64), (b, -1))
+    # CPU's kernel checks 0 <= i < plane (RuntimeError, its words)
+    planes = "x".join(str(s) for s in output_size)
+    idx = P.check_index(P.reshape(P.convert(indices, torch.int64), (b, -1)), n_out,
+                        f"Found an invalid max index: {{}} (output volumes are of size {planes})", error="RuntimeError")
     return P.reshape(P.emit1("scatter_axis", [zeros, idx, vals], dimension=1, reduce="replace"),
                      (*lead, *output_size))
 
@@ -271,13 +281,15 @@ def fractional_max_pool3d(self: Sym, kernel_size: list[int], output_size: list[i
 def fractional_max_pool_backward(grad_output: Sym, self: Sym, kernel_size: list[int], output_size: list[int],
                                  indices: Sym) -> Sym:
     D = len(kernel_size)  # noqa: N806
-    fractional_checks.check_backward(D, grad_output.shape, self.shape, output_size)
+    fractional_checks.check_backward(D, grad_output.shape, self.shape, output_size, indices.shape)
     lead = self.shape[:self.ndim - D]
     m = 1
     for s in lead:
         m *= s
     g = P.reshape(P.convert(grad_output, torch.float64 if self.dtype == torch.float64 else torch.float32), (m, -1))
-    idx = P.reshape(P.convert(indices, torch.int64), (m, -1))
-    buf = P.full(0.0, (m, self.numel() // max(m, 1)), g.dtype)
+    plane = self.numel() // max(m, 1)
+    idx = _in_plane(P.reshape(P.convert(indices, torch.int64), (m, -1)), plane,
+                    f"fractional_max_pool{D}d_backward()")
+    buf = P.full(0.0, (m, plane), g.dtype)
     out = P.emit1("scatter_axis", [buf, idx, g], dimension=1, reduce="add")
     return P.convert(P.reshape(out, self.shape), self.dtype)

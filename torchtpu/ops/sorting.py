@@ -98,17 +98,25 @@ def _median(x: Sym, d: int, keepdim: bool, ignore_nan: bool) -> tuple[Sym, Sym]:
     return _select(values, indices, d, pos, keepdim)
 
 
+def _empty_median(dtype: torch.dtype) -> Sym:
+    """CPU's result for an empty input: NaN converted to the dtype (x86's conversion: the "integer indefinite"
+    INT_MIN for int32 and int64, its low bits, 0, for the narrower integer types)."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return P.full(float("nan"), (), dtype)
+    return P.full({torch.int32: -2**31, torch.int64: -2**63}.get(dtype, 0), (), dtype)
+
+
 @lower(aten.median.default)
 def median(self: Sym) -> Sym:
     if self.numel() == 0:
-        return P.full(float("nan"), (), self.dtype)
+        return _empty_median(self.dtype)
     return _median(P.reshape(self, (self.numel(),)), 0, False, False)[0]
 
 
 @lower(aten.nanmedian.default)
 def nanmedian(self: Sym) -> Sym:
     if self.numel() == 0:
-        return P.full(float("nan"), (), self.dtype)
+        return _empty_median(self.dtype)
     return _median(P.reshape(self, (self.numel(),)), 0, False, True)[0]
 
 
