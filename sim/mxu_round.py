@@ -22,7 +22,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint32
 
-from .mxu_gather import c_order
 from .numerics import round_bf16
 
 __all__ = ["round_operand"]
@@ -52,9 +51,7 @@ def round_operand(x: np.ndarray) -> np.ndarray:
     operand (float32 operands through the vectorized loop, others through `round_bf16`)."""
     if x.dtype != np.float32:
         return round_bf16(x)
-    src = c_order(x)  # (a transposed operand through a blocked copy where numpy's is slow: mxu_gather.py)
-    # a copy the gather made is rounded in place (a second array would be one more allocation and pass)
-    copied = src is not x and src.flags.writeable and not np.may_share_memory(src, x)
-    out = src if copied else np.empty(src.shape, np.float32)
+    src = np.ascontiguousarray(x)
+    out = np.empty(src.shape, np.float32)
     _round_loop(src.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint32))
     return out
