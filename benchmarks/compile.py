@@ -107,6 +107,21 @@ aliases), 15-25 ns per element for AdamW's 14 ops against numpy's SIMD ufuncs, w
 calls on 0-d arrays. What the AdamW launch spends instead is per-tensor Python: `runtime.buffer` (a cached
 view, but its key reads data_ptr/shape/stride per tensor: 224 per launch) ~1.8 ms per step under cProfile
 (which inflates such calls), the direct-write decision, `host_outputs` and the step-count copies.
+
+Session 23 (branch `compiled`, 374582c, load average 5-12; steady table at the start: hidden 128 gpt2 fwd 1.04x
+train 1.55x, llama fwd 1.19x train 1.72x). Where a GPT-2 hidden-128 compiled training step goes (~25 ms; each
+launch timed inside SimDriver.execute, thread CPU time; each plan replayed step by step from its inputs):
+the five launches ~16 ms (forward graph 4.1 ms, its dots 2.1; backward graph 7.1 ms, its 14 dots 5.4; AdamW
+3.5 ms, 649 steps: multiply 1.3, divide 0.9, add 0.8; the two loss graphs 0.5 each); inside them the
+direct-write decision 0.2-0.4 ms and the result copies under 0.4 ms per graph; the other ~9 ms outside the
+sim (Dynamo/AOT wrappers, autograd, launch Python; `model.train()` and `zero_grad` as on the CPU side). Per
+dot, sim vs torch.mm on one thread: (128, 512) @ (512, 128) 203 vs 182 us; with a transposed operand of a
+2 KiB row pitch (the backward's) 340 vs 190 us, of which numpy's C-order gather of that operand is ~150 us
+(4 KiB cache aliasing: 41 us untransposed). Tried and dropped: that gather through PyTorch's blocked copy
+(42 us in a hot-cache micro-benchmark, same bits) measured 240-470 us inside the training step (autograd's
+device thread), and the steps got slower in one ABBA run (CPU eager, old, new; median of 7): hidden 128
+gpt2 train 1.76x -> 1.89x, llama 1.64x -> 1.80x; hidden 256 x 2x256 gpt2 train 1.47x -> 1.59x, llama 1.97x ->
+2.01x (forwards within noise: 0.96-1.06 new/old).
 """
 
 from __future__ import annotations
