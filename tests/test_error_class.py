@@ -1,7 +1,8 @@
 """The schema fuzzer's error_class findings of seeds 3-5 (issue 17): calls CPU and tpu both refuse, where tpu's dtype
 refusal came before the check CPU makes first. An ATen dim check on the op's meta function (an IndexError), the
 internal-overlap check of an in-place op's written tensor and TensorIterator's same-dtype check of a unary op's
-out= tensor now come first, so an `except` clause written against CPU catches tpu's error too."""
+out= tensor now come first, and a Scalar that cannot be converted to the operand type raises c10's RuntimeError
+(not Python's TypeError or ValueError), so an `except` clause written against CPU catches tpu's error too."""
 
 from __future__ import annotations
 
@@ -36,6 +37,14 @@ CASES: dict[str, Callable[[str], object]] = {
     "gelu_out_int16_float_out": lambda d: aten.gelu.out(_f(3, dtype=I16, d=d), out=_f(3, d=d)),
     "gelu_out_int64_uint8_out": lambda d: aten.gelu.out(_f(3, dtype=I64, d=d), out=_f(3, dtype=U8, d=d)),
     "hardsigmoid_out_int8_int32_out": lambda d: aten.hardsigmoid.out(_f(3, dtype=I8, d=d), out=_f(3, dtype=I32, d=d)),
+    # a complex or NaN Scalar the kernel converts to a real or integer operand: c10's RuntimeError
+    "hardtanh_out_int32_complex_bound": lambda d: aten.hardtanh.out(
+        _f(3, 4, 1, dtype=I32, d=d), 2.259, 0.69 + 1j, out=_f(0, dtype=I32, d=d)),
+    "hardtanh__int16_complex_bound": lambda d: aten.hardtanh_.default(_f(dtype=I16, d=d), -0.38 + 1j),
+    "threshold_backward_complex_threshold": lambda d: aten.threshold_backward.default(
+        _f(2, 4, 1, d=d), _f(2, 4, 4, d=d), 0.64 + 1j),
+    "linspace_int64_nan_start": lambda d: aten.linspace.default(float("nan"), 1.611, 5, dtype=I64, device=d),
+    "linspace_int8_start_out_of_range": lambda d: aten.linspace.default(0, 300, 3, dtype=I8, device=d),
 }
 # the cases whose op reaches a compiled graph as it is -> CPU's words too (Dynamo's fake run refuses the expanded
 # view first, in FakeTensor's words)
@@ -59,3 +68,11 @@ def test_float_unary_out_of_same_dtype_computes() -> None:
         out = torch.empty(7, device="tpu")
         op(x.to("tpu"), out=out)
         torch.testing.assert_close(out.cpu(), op(x, out=torch.empty(7)))
+
+
+def test_integer_linspace_and_hardtanh_compute() -> None:
+    got = torch.linspace(-5, 120, 6, dtype=I8, device="tpu").cpu()
+    assert torch.equal(got, torch.linspace(-5, 120, 6, dtype=I8))
+    x = torch.arange(-4, 5, dtype=I32)
+    got = aten.hardtanh.default(x.to("tpu"), -2.5, 3.0 + 0j).cpu()
+    assert torch.equal(got, aten.hardtanh.default(x, -2.5, 3.0 + 0j))
