@@ -37,6 +37,10 @@ CASES: dict[str, Callable[[str], object]] = {
     "gelu_out_int16_float_out": lambda d: aten.gelu.out(_f(3, dtype=I16, d=d), out=_f(3, d=d)),
     "gelu_out_int64_uint8_out": lambda d: aten.gelu.out(_f(3, dtype=I64, d=d), out=_f(3, dtype=U8, d=d)),
     "hardsigmoid_out_int8_int32_out": lambda d: aten.hardsigmoid.out(_f(3, dtype=I8, d=d), out=_f(3, dtype=I32, d=d)),
+    # an in-place binary op: the broadcast shape must be the written tensor's, checked before the dispatch
+    "gcd__bfloat16_broadcast": lambda d: _f(1, 1, dtype=torch.bfloat16, d=d).gcd_(_f(3, 2, dtype=torch.bfloat16, d=d)),
+    "lcm__float_broadcast": lambda d: _f(d=d).lcm_(_f(4, 1, 2, d=d)),
+    "gt__complex_broadcast": lambda d: _f(dtype=C64, d=d).gt_(_f(4, dtype=C64, d=d)),
     # a complex or NaN Scalar the kernel converts to a real or integer operand: c10's RuntimeError
     "hardtanh_out_int32_complex_bound": lambda d: aten.hardtanh.out(
         _f(3, 4, 1, dtype=I32, d=d), 2.259, 0.69 + 1j, out=_f(0, dtype=I32, d=d)),

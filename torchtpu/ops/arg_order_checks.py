@@ -250,7 +250,7 @@ def _broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
     return out
 
 
-def _binary_inplace(a: Bound) -> None:  # TensorIterator: an in-place result must have the broadcast shape
+def binary_inplace(a: Bound) -> None:  # TensorIterator: an in-place result must have the broadcast shape
     x, other = a["self"], a["other"]
     if not isinstance(other, torch.Tensor):
         return
@@ -317,7 +317,7 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "native_group_norm_backward": _group_norm_backward, "nll_loss_forward": _nll_loss_forward,
     "rrelu_with_noise": _rrelu_with_noise, "softplus_backward": _softplus_backward, "norm": _norm,
     "tril_indices": _tri_indices("tril_indices"), "triu_indices": _tri_indices("triu_indices"),
-    "_cdist_backward": _cdist_backward, "hypot_": _binary_inplace,
+    "_cdist_backward": _cdist_backward, "hypot_": binary_inplace,
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
 _REFUSAL_BEFORE_OUT = frozenset({"median.out", "nanmedian.out", "igamma.out", "igammac.out"})

@@ -299,20 +299,26 @@ def _earlier(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
 _PYTHON_INDEX_SLIP = re.compile(r"^(tuple|list|string|range object|array) index out of range$|^pop from")
 
 
-def _refuse_written_overlap(op: Any, args: tuple) -> None:
-    """ATen's internal-overlap check of an in-place op's written tensor (TensorIterator's, a random op's): CPU
-    makes it before the kernel's dtype dispatch (logit_ of an expanded complex view)."""
+def _refuse_written_overlap(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """TensorIterator's checks of an in-place op's written tensor, which CPU makes before the kernel's dtype
+    dispatch: its internal overlap (logit_ of an expanded complex view; a random op's too), then a binary op's
+    broadcast shape (gcd_ of bfloat16 [1, 1] with [3, 2])."""
     from torchtpu.execution import eager
+    from torchtpu.ops import arg_order_checks
 
     name = op._schema.name.split("::")[1]
-    if (_in_place(op) and args and isinstance(args[0], torch.Tensor)
-            and name.rstrip("_") not in eager.OVERLAP_WRITES):
+    if not (_in_place(op) and args and isinstance(args[0], torch.Tensor)):
+        return
+    if name.rstrip("_") not in eager.OVERLAP_WRITES:
         eager.refuse_internal_overlap(str(op), args[0])
+    other = args[1] if len(args) > 1 else kwargs.get("other")
+    if [a.name for a in op._schema.arguments[:2]] == ["self", "other"] and isinstance(other, torch.Tensor):
+        arg_order_checks.binary_inplace({"self": args[0], "other": other})
 
 
 def _raise_earlier_check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     _earlier(op, args, kwargs)
-    _refuse_written_overlap(op, args)
+    _refuse_written_overlap(op, args, kwargs)
     op, args, kwargs = _functional_foreach(op, args, kwargs)
     try:
         op(*_on_meta(args), **{k: _on_meta(v) for k, v in kwargs.items()})
