@@ -206,6 +206,18 @@ def check_scalar_fits(value: object, dtype: torch.dtype, op: str, numel: int | N
                            f"{op} got {value!r} for a {dtype} tensor{valid}")
 
 
+def checked_scalar(value: Any, dtype: torch.dtype) -> Any:
+    """`value` as a Scalar argument converted to the operand type `dtype` a kernel reads it in (a complex with no
+    imaginary part: its real part); c10's RuntimeError where it cannot be (threshold_backward's complex threshold
+    for a float tensor, hardtanh's complex bound for an int64 one, linspace's NaN bound for int64): Python's
+    TypeError or ValueError would escape an `except RuntimeError`."""
+    if isinstance(value, scalar_args.Placeholder):
+        return value
+    if scalar_overflows(value, dtype):
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES.get(dtype, str(dtype))} without overflow")
+    return value.real if isinstance(value, complex) and not dtype.is_complex else value
+
+
 def table() -> list[tuple[str, str]]:
     """(family, supported dtypes) rows, as docs/install.md shows them."""
     return [(family, _names(dtypes)) for family, dtypes in FAMILIES.items()]

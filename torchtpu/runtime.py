@@ -190,6 +190,13 @@ def scalar_buffer(value: object, dtype: str) -> np.ndarray:
     """A host scalar as a 0-d buffer of IR dtype `dtype` (a scalar input of an eager program or a deferred region)."""
     from torchtpu.drivers.sim.kernels import NP_DTYPES, store
 
-    if dtype in ("bfloat16", "float16"):
-        return store(np.asarray(value, np.float32), dtype)
-    return np.asarray(value, NP_DTYPES[dtype])
+    try:
+        if dtype in ("bfloat16", "float16"):
+            return store(np.asarray(value, np.float32), dtype)
+        return np.asarray(value, NP_DTYPES[dtype])
+    except (TypeError, ValueError, OverflowError):  # a complex or NaN Scalar for a real or integer operand
+        from torchtpu.dtypes import checked_scalar
+        from torchtpu.ops.tracing import IR_TO_TORCH
+
+        checked_scalar(value, IR_TO_TORCH[dtype])
+        raise

@@ -303,7 +303,7 @@ def refuse_internal_overlap(op_name: str, t: torch.Tensor) -> None:
 
 
 # the in-place ops ATen lets write an expanded view (fill_, zero_, masked_fill_, index_put_, index_fill_)
-_OVERLAP_WRITES = frozenset({"fill", "zero", "masked_fill", "index_put", "_index_put_impl", "index_fill"})
+OVERLAP_WRITES = frozenset({"fill", "zero", "masked_fill", "index_put", "_index_put_impl", "index_fill"})
 
 
 def result_types(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any],
@@ -331,7 +331,7 @@ def _check_written(op_name: str, outputs: list[torch.Tensor], traced: Traced) ->
             raise RuntimeError(f"{op_name}: output with shape {list(t.shape)} doesn't match the broadcast "
                                f"shape {list(shape)}")
         parts = op_name.split(".")  # "aten.fill_.Scalar", or a bare name such as "copy"
-        if parts[min(1, len(parts) - 1)].rstrip("_") not in _OVERLAP_WRITES:
+        if parts[min(1, len(parts) - 1)].rstrip("_") not in OVERLAP_WRITES:
             refuse_internal_overlap(op_name, t)
 
 

@@ -172,7 +172,7 @@ def _cumulative_(kernel: str) -> Callable[[Bound], None]:
     return check
 
 
-def _hardswish_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_same_dtype
+def _hardswish_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_same_dtype (hardshrink, gelu too)
     out = a.get("out")
     if out is not None and out.dtype != a["self"].dtype:
         raise RuntimeError(f"Found dtype {aten_type_name(out.dtype)} but expected {aten_type_name(a['self'].dtype)}")
@@ -250,7 +250,7 @@ def _broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
     return out
 
 
-def _binary_inplace(a: Bound) -> None:  # TensorIterator: an in-place result must have the broadcast shape
+def binary_inplace(a: Bound) -> None:  # TensorIterator: an in-place result must have the broadcast shape
     x, other = a["self"], a["other"]
     if not isinstance(other, torch.Tensor):
         return
@@ -311,12 +311,13 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "cummin": _cum_extremum_out, "cummax": _cum_extremum_out, "_int_mm": _int_mm, "_softmax": _softmax,
     "_log_softmax": _softmax, "_softmax_backward_data": _softmax_backward,
     "binary_cross_entropy_with_logits": _bce_with_logits, "cumsum_": _cumulative_("cumsum_out_cpu"),
-    "cumprod_": _cumulative_("cumprod_out_cpu"), "hardswish": _hardswish_out, "median": _median_dim,
+    "cumprod_": _cumulative_("cumprod_out_cpu"), "hardswish": _hardswish_out, "hardshrink": _hardswish_out,
+    "gelu": _hardswish_out, "hardsigmoid": _hardswish_out, "median": _median_dim,
     "nanmedian": _median_dim, "index_reduce": _index_reduce, "index_reduce_": _index_reduce,
     "native_group_norm_backward": _group_norm_backward, "nll_loss_forward": _nll_loss_forward,
     "rrelu_with_noise": _rrelu_with_noise, "softplus_backward": _softplus_backward, "norm": _norm,
     "tril_indices": _tri_indices("tril_indices"), "triu_indices": _tri_indices("triu_indices"),
-    "_cdist_backward": _cdist_backward, "hypot_": _binary_inplace,
+    "_cdist_backward": _cdist_backward, "hypot_": binary_inplace,
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
 _REFUSAL_BEFORE_OUT = frozenset({"median.out", "nanmedian.out", "igamma.out", "igammac.out"})

@@ -302,13 +302,38 @@ def _earlier(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
             earlier(op, args, kwargs)
 
 
+# Python's own IndexError words (a meta function's slip), not one of ATen's c10::IndexError checks
+_PYTHON_INDEX_SLIP = re.compile(r"^(tuple|list|string|range object|array) index out of range$|^pop from")
+
+
+def _refuse_written_overlap(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """TensorIterator's checks of an in-place op's written tensor, which CPU makes before the kernel's dtype
+    dispatch: its internal overlap (logit_ of an expanded complex view; a random op's too), then a binary op's
+    broadcast shape (gcd_ of bfloat16 [1, 1] with [3, 2])."""
+    from torchtpu.execution import eager
+    from torchtpu.ops import arg_order_checks
+
+    name = op._schema.name.split("::")[1]
+    if not (_in_place(op) and args and isinstance(args[0], torch.Tensor)):
+        return
+    if name.rstrip("_") not in eager.OVERLAP_WRITES:
+        eager.refuse_internal_overlap(str(op), args[0])
+    other = args[1] if len(args) > 1 else kwargs.get("other")
+    if [a.name for a in op._schema.arguments[:2]] == ["self", "other"] and isinstance(other, torch.Tensor):
+        arg_order_checks.binary_inplace({"self": args[0], "other": other})
+
+
 def _raise_earlier_check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     _earlier(op, args, kwargs)
+    _refuse_written_overlap(op, args, kwargs)
     op, args, kwargs = _functional_foreach(op, args, kwargs)
     try:
         op(*_on_meta(args), **{k: _on_meta(v) for k, v in kwargs.items()})
     except NotImplementedError:
         return  # no meta kernel, or the meta kernel's own dtype refusal: CPU's words follow
+    except IndexError as exc:  # ATen's dim and index checks (cummin(x, 64)); Python's own slips are not CPU's
+        if not _PYTHON_INDEX_SLIP.search(str(exc)):
+            raise exc from None
     except RuntimeError as exc:  # ATen's checks; a Python meta kernel's own slips (ValueError) are not CPU's
         # the meta kernel's own dtype check, or a Python reference's Scalar cast (ATen converts a Scalar inside
         # the kernel, after its dtype dispatch): CPU's words follow

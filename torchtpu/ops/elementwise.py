@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.dtypes import check_scalar_fits
+from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops import activation_checks, host_index, operand_checks, scalar_args
 from torchtpu.ops import prims as P
 from torchtpu.ops.prims import Kind
@@ -582,5 +582,5 @@ def zero_(self: Sym) -> Sym:
 @lower(aten.hardtanh.default, static=("min_val", "max_val"))
 def hardtanh(self: Sym, min_val: float = -1.0, max_val: float = 1.0) -> Sym:
     if not self.dtype.is_floating_point:  # the bounds take the tensor's type
-        min_val, max_val = int(min_val), int(max_val)
+        min_val, max_val = int(checked_scalar(min_val, torch.int64)), int(checked_scalar(max_val, torch.int64))
     return clamp(self, min_val, max_val)

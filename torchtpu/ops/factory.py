@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchtpu.dtypes import check_scalar_fits
+from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops import prims as P
 from torchtpu.ops import sampler_checks
 from torchtpu.ops.registry import lower
@@ -156,7 +156,7 @@ def _real_linspace(start: float, end: float, steps: int, out: torch.dtype) -> Sy
         step = (e - s) / cast(steps - 1)
         return P.convert(_ramp(float(s), float(e), float(step), steps), out)
     # integer outputs: the bounds in the integer type, the step and the ramp in double, truncated
-    s, e = P._wrap_int(int(start), out), P._wrap_int(int(end), out)
+    s, e = P._wrap_int(int(checked_scalar(start, out)), out), P._wrap_int(int(checked_scalar(end, out)), out)
     return P.convert(P.emit1("trunc", [_ramp(float(s), float(e), (float(e) - float(s)) / (steps - 1), steps)]), out)
 
 
