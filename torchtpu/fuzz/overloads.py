@@ -94,7 +94,7 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         _pool_indices_out_of_plane,
         "CPU's max-pool backward kernels write grad_input[indices] unchecked: a negative or too-large index writes "
         "outside the buffer and corrupts the heap (torch 2.13; fuzz seed 4, adaptive_max_pool2d_backward with "
-        "index -2: 'free(): invalid size' a few calls later), so CPU has no answer to compare with"),
+        "index -2: 'free(): invalid size' a few calls later); tpu refuses the index (tests/test_pool_bad_indices.py)"),
     "aten::_batch_norm_no_update*": (
         _no_running_stats,
         "CPU segfaults (torch 2.13) on _batch_norm_no_update without running_mean/running_var: it normalizes with "
