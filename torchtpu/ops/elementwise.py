@@ -502,6 +502,8 @@ def gelu_backward(grad_output: Sym, self: Sym, approximate: str = "none") -> Sym
 
 @lower(aten.silu.default)
 def silu(self: Sym) -> Sym:
+    if self.dtype.is_complex:  # CPU's complex kernel: x / (1 + exp(-x))
+        return self / (P.emit1("exponential", [-self]) + 1.0)
     x = P.convert(self, _unary_opmath(self))
     return P.convert(x * P.emit1("logistic", [x]), self.dtype)
 
