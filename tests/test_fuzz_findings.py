@@ -51,6 +51,12 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]] =
                                           _i16(8, -32768, 0, -32768, 12, -7, 32767, -32768))),
     "gcd_inplace": (lambda a, b: a.clone().gcd_(b), (_i16(8, -9, -32768), _i16(-32768, 6, 8))),
     "lcm_int16_min": (torch.lcm, (_i16(8, -32768, 0, 12, 32767), _i16(-32768, 8, -32768, -18, -32768))),
+    # the product overflows: C's integer promotion takes abs() in int before narrowing (fuzz seed 6: -8, not 8)
+    "lcm_int16_overflow": (torch.lcm, (_i16(-8, 300, -255, 32767), _i16(32767, -7, 129, -3))),
+    "lcm_int8_overflow": (torch.lcm, (torch.tensor([-8, 100, -128, 7], dtype=torch.int8),
+                                      torch.tensor([127, -3, 3, -19], dtype=torch.int8))),
+    "lcm_uint8_overflow": (torch.lcm, (torch.tensor([200, 17, 255], dtype=torch.uint8),
+                                       torch.tensor([3, 19, 254], dtype=torch.uint8))),
     "searchsorted_unsorted_left": (lambda b, v: torch.searchsorted(b, v), (_unsorted(), _values())),
     "searchsorted_unsorted_right": (lambda b, v: torch.searchsorted(b, v, right=True), (_unsorted(), _values())),
     "searchsorted_bf16_int32": (lambda b, v: torch.searchsorted(b, v, out_int32=True),

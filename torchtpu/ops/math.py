@@ -205,4 +205,6 @@ def lcm(self: Sym, other: Sym) -> Sym:
     g = _gcd(a, b)
     zero = P.compare("EQ", g, 0)
     q = P.emit1("divide", [a, P.where(zero, P.full(1, g.shape, g.dtype), g)])
-    return P.convert(P.where(zero, P.zeros_like(a), P.emit1("abs", [q * b])), result)
+    if compute.itemsize < 4:  # C's integer promotion: a / g * b and its abs() in int, then narrowed
+        q, b = P.convert(q, torch.int32), P.convert(b, torch.int32)
+    return P.convert(P.where(zero, P.zeros_like(q), P.emit1("abs", [q * b])), result)
