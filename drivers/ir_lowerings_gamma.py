@@ -210,11 +210,13 @@ def igamma(a: _F, x: _F, upper: bool) -> _F:
     q = e * h
     v = where(use_series, 1.0 - p if upper else p, q if upper else 1.0 - q)
     lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
+    # ATen's chain of cases, last first: a NaN operand reaches the expansions only past every case before them
+    v = where(isnan(a) | isnan(x), math.nan, v)
     v = where(fabs(x).eq(math.inf), hi, v)
     v = where(fabs(a).eq(math.inf), where(fabs(x).eq(math.inf), a.like(math.nan), lo), v)
     v = where(x.eq(0.0), lo, v)
     v = where(a.eq(0.0), where(x > 0.0, a.like(hi), math.nan), v)
-    return where(isnan(a) | isnan(x) | (a < 0.0) | (x < 0.0), math.nan, v)
+    return where((a < 0.0) | (x < 0.0), math.nan, v)
 
 
 UNARY = {"erfcx": erfcx, "ndtri": ndtri}
