@@ -1,5 +1,6 @@
 """Shared by the refusal tests (test_fuzz_refusals*.py, test_spatial_checks.py): a call given as fn(device) that CPU
-refuses must raise on tpu too, in CPU's class with CPU's first line of words, in the given eager mode."""
+refuses must raise on tpu too, in CPU's class with CPU's first line of words, in the given eager mode; and by the
+value tests: calls given as fn(device) -> tensors must equal CPU's exactly (NaN where CPU's NaN is)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ def assert_refused_as_cpu(case: Callable[[str], object], mode: str) -> None:
         case("tpu")
         torch.tpu.synchronize()
     assert str(cpu.value).split("\n")[0].strip() in str(tpu.value)
+
+
+def assert_exactly_cpu(calls: Callable[[str], list[torch.Tensor]], mode: str) -> None:
+    with torch.tpu.eager_mode(mode):
+        got = calls("tpu")
+        torch.tpu.synchronize()
+    for g, c in zip(got, calls("cpu"), strict=True):
+        torch.testing.assert_close(g.cpu(), c, rtol=0, atol=0, equal_nan=True)
 
 
 def exception_chain(exc: BaseException | None) -> list[BaseException]:

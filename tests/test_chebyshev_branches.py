@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES
 
 S = torch.special
 ONE_LESS = 0.99999994  # 1 - 2^-24: acos/2 is so small that cos rounds to 1 in float32

@@ -9,8 +9,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES
 
 CASES: dict[str, Callable[[torch.Tensor, torch.Tensor], object]] = {
     "sum_all": lambda x, o: torch.ops.aten.sum.IntList_out(x, None, False, dtype=None, out=o[0, 0]),

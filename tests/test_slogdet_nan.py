@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES, assert_exactly_cpu
 
 NAN, INF = float("nan"), float("inf")
 ONE_BY_ONE = [[[0.0]], [[INF]], [[NAN]], [[-INF]], [[-2.0]]]
@@ -24,11 +23,7 @@ def _calls(device: str) -> list[torch.Tensor]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_matches_cpu(mode: str) -> None:
-    with torch.tpu.eager_mode(mode):
-        got = _calls("tpu")
-        torch.tpu.synchronize()
-    for g, c in zip(got, _calls("cpu")):
-        torch.testing.assert_close(g.cpu(), c, rtol=0, atol=0, equal_nan=True)
+    assert_exactly_cpu(_calls, mode)
 
 
 def test_compiled_matches_cpu() -> None:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES, assert_exactly_cpu
 
 NAN = float("nan")
 
@@ -40,11 +39,7 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_matches_cpu(mode: str) -> None:
-    with torch.tpu.eager_mode(mode):
-        got = _calls("tpu")
-        torch.tpu.synchronize()
-    for g, c in zip(got, _calls("cpu")):
-        _same(g, c)
+    assert_exactly_cpu(_calls, mode)
 
 
 def test_compiled_matches_cpu() -> None:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES
 
 A_UPPER = [[[2.0, 1.0], [0.0, 0.0]], [[0.0, 1.0], [0.0, 2.0]]]
 B = [[[1.0, 2.0], [3.0, 4.0]], [[0.0, 1.0], [2.0, 0.0]]]

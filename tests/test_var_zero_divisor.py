@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES
 
 INPUTS = {
     "real_spread": [1.0, 3.0], "real_constant": [1.0, 1.0], "complex_spread": [1 + 2j, 3 - 1j],

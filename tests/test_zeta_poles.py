@@ -10,8 +10,7 @@ import itertools
 
 import pytest
 import torch
-
-from tests.refusal_cases import MODES
+from refusal_cases import MODES
 
 INF, NAN = float("inf"), float("nan")
 VALUES = [INF, -INF, NAN, 1.0, 0.5, 2.0, 3.0, -2.0, -0.5, -2.5, 0.0, 1.5, 10.0, 0.778, 1e-3, -1e-3]

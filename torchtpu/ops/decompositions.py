@@ -47,21 +47,26 @@ OUT_VIA_FUNCTIONAL = {aten.huber_loss_backward.out: aten.huber_loss_backward.def
                       aten.count_nonzero.dim_IntList_out: aten.count_nonzero.dim_IntList}
 
 
+def _functional_and_out(functional: Any, out_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+                        ) -> tuple[Any, Any]:
+    """An out= call's functional result and its out tensor (passed by name or last)."""
+    if out_name in kwargs:
+        out = kwargs.pop(out_name)
+    else:
+        out, args = args[-1], args[:-1]
+    return functional(*args, **kwargs), out
+
+
 def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
     from torch._prims_common.wrappers import _maybe_resize_out, _safe_copy_out
 
     def out_kernel(*args: Any, **kwargs: Any) -> Any:
-        if out_name in kwargs:
-            out = kwargs.pop(out_name)
-        else:
-            out, args = args[-1], args[:-1]
-        result = functional(*args, **kwargs)
+        result, out = _functional_and_out(functional, out_name, args, kwargs)
         _maybe_resize_out(out, result.shape)
         out_checks.check_copy_out(result, out)
         return _safe_copy_out(copy_from=result, copy_to=out, exact_dtype=True)
 
     return out_kernel
-
 
 
 # out= kernels that write through a squeezed view of the out tensor (ATen's binary_cross_entropy_backward_out_cpu:
@@ -72,11 +77,7 @@ OUT_KEEPS_SHAPE = {aten.binary_cross_entropy_backward.grad_input: aten.binary_cr
 
 def _out_keeps_shape(functional: Any, out_name: str) -> Callable[..., Any]:
     def out_kernel(*args: Any, **kwargs: Any) -> Any:
-        if out_name in kwargs:
-            out = kwargs.pop(out_name)
-        else:
-            out, args = args[-1], args[:-1]
-        result = functional(*args, **kwargs)
+        result, out = _functional_and_out(functional, out_name, args, kwargs)
         out_checks.check_copy_out(result, out)
         n = min(result.numel(), out.numel())
         if result.shape == out.shape:
@@ -95,12 +96,10 @@ def define_all(define: Callable[..., Any]) -> None:
     from torchtpu.ops.registry import TABLE
 
     for op, fn in get_decompositions(ACCEPTED).items():
-        if op in OUT_VIA_FUNCTIONAL:
+        if op in OUT_VIA_FUNCTIONAL or op in OUT_KEEPS_SHAPE:
             out_name = next(a.name for a in op._schema.arguments if a.is_out)
-            fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], out_name)
-        elif op in OUT_KEEPS_SHAPE:
-            out_name = next(a.name for a in op._schema.arguments if a.is_out)
-            fn = _out_keeps_shape(OUT_KEEPS_SHAPE[op], out_name)
+            fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], out_name) if op in OUT_VIA_FUNCTIONAL \
+                else _out_keeps_shape(OUT_KEEPS_SHAPE[op], out_name)
         elif any(a.is_out for a in op._schema.arguments):
             fn = out_checks.exact_out(op, fn)
         fn = checked_decompositions.guarded(op, fn, checked_decompositions.EAGER)
