@@ -127,15 +127,16 @@ _tokens = itertools.count()  # each recording entry's token a unique id (one_op_
 def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bindings: tuple,
                  out_types: Sequence[tuple], device: int, kind: int, out_strides: tuple | None = None) -> None:
     """DEFER_AND_FUSE: stores how to record the op whose miss (recorded into the pending region) is in progress:
-    a hit calls `deferred.record_cached` with the tensors and the 0-d buffers of its scalars, no Python kernel."""
+    a hit calls `record_fast.record_cached` (its common case; else `deferred.record_cached`) with the tensors and
+    the 0-d buffers of its scalars, no Python kernel."""
     if not _active:
         return
     if not _synced:
         sync()
-    from torchtpu.execution import deferred
+    from torchtpu.execution import record_fast
 
     token = (op_name, program, structure, n_tensors, kind in (FUNCTIONAL, FUNCTIONAL_LIST), next(_tokens))
-    _native().fast_store(op_name, deferred.record_cached, token, bindings, device, n_tensors,
+    _native().fast_store(op_name, record_fast.record_cached, token, bindings, device, n_tensors,
                          _fresh(out_types, kind, out_strides), kind, True, None)
 
 
