@@ -91,3 +91,27 @@ def views(token: tuple, operands: list, outputs: list[torch.Tensor], layout: byt
             _views.clear()
         _views[key] = found
     return found
+
+
+def hit(token: tuple, outputs: list[torch.Tensor], layout: bytes, addresses: tuple, slot_of: dict,
+        slots: list[Slot]) -> tuple | None:
+    """`views` where the layout and the storages' slots were met before (its hit, in ~0.4 us less: record_fast's
+    path); None otherwise (the caller then drops any slot this made and asks `views`)."""
+    memo = (token[5], layout)
+    plan = _plans.get(memo)
+    if not plan:
+        return None
+    mapped = []
+    n = token[3]
+    for first, dtype, ir_dtype, nbytes, is_fresh in plan[0]:
+        address = addresses[len(mapped)]
+        if is_fresh:  # made by this call: its whole storage, not in the region (as record_plan.views)
+            slot_of[address] = slot = len(slots)
+            slots.append(Slot(outputs[first - n].untyped_storage(), dtype, ir_dtype, address, nbytes,
+                              nbytes // dtype.itemsize))
+        else:
+            slot = slot_of.get(address)
+            if slot is None or slots[slot].torch_dtype != dtype:
+                return None
+        mapped.append(slot)
+    return _views.get((memo, tuple(mapped)))
