@@ -58,6 +58,12 @@ direct run off, ctypes buffer misses), process CPU time, medians, two runs (5 an
     unsynced loops and models: unchanged within noise (no one-op regions there); FUSE/NEVER old -> new, 5 samples:
     gpt2 fwd 1.18x -> 1.20x and 0.76x -> 1.04x (a 9-sample rerun 1.07x -> 0.96x), gpt2 train 0.70x -> 0.63x and
     0.74x -> 0.76x, llama fwd 1.05x -> 1.06x and 1.06x -> 1.03x, llama train 0.85x -> 1.04x and 1.10x -> 1.18x
+
+session 24 fuse branch: this script on main 867654c (3 samples): FUSE/NEVER gpt2 fwd 0.89x, train 0.91x, llama fwd
+1.22x, train 1.03x; per op add 2.86x / 2.84x, mm 3.01x / 3.20x (unsynced / synced); NEVER/cpu add 2.73x / 3.02x,
+mm 2.40x / 2.76x. A recording hit into a region with events in one call (execution/record_fast.py), old and new
+interleaved in one process (9 samples, results held): FUSE add unsynced 8.06 -> 7.36 us (2.45x -> 2.23x NEVER),
+mm 8.08 -> 7.30 us (2.43x -> 2.20x); models within noise (llama fwd 1.12x -> 1.16x); synced rows untouched.
 """
 
 from __future__ import annotations
