@@ -56,7 +56,7 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
     if not region.events or _d._single or poison.active or device != region.device or _mode() is not _FUSE:
         return _d.record_cached(token, operands, outputs, device, layout, addresses)
     with _lock:
-        if region is not _d._region or not region.events or _d._single:  # another thread flushed or recorded
+        if region is not _d._region or not region.events or _d._single or poison.active:  # another thread's flush
             return _d.record_cached(token, operands, outputs, device, layout, addresses)
         slots = region.slots
         added = len(slots)
