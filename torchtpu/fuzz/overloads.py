@@ -47,6 +47,10 @@ def _no_running_stats(call: Any) -> bool:
     return len(call.args) > 4 and (call.args[3] is None or call.args[4] is None)
 
 
+def _zero_dim_input(call: Any) -> bool:
+    return bool(call.args) and hasattr(call.args[0], "base") and call.args[0].base.dim() == 0
+
+
 def _pool_indices_out_of_plane(call: Any) -> bool:
     """Max-pool backward's `indices` (the int64 tensor argument) outside [0, input plane size)."""
     pooled = 3 if "3d" in str(call.op) else 2
@@ -85,6 +89,12 @@ def _polynomial_loops_forever(call: Any) -> bool:
     return bool(((x + x - 1.0) if "shifted" in name else x).abs().ge(1.0).any())
 
 
+_BATCH_NORM_ZERO_DIM = (
+    "CPU's batch norm kernels hang or raise from a corrupted heap (torch 2.13) on a 0-d input: the channel count "
+    "input.size(1) is read from a tensor with no dims (fuzz seed 7, _native_batch_norm_legit of int32[]: "
+    "'SmallVector unable to grow', then a segfault; a float32[] input never returns); F.batch_norm refuses it first")
+
+
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "aten::special_*_polynomial_*": (
         _polynomial_loops_forever,
@@ -96,15 +106,22 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "outside the buffer and corrupts the heap (torch 2.13; fuzz seed 4, adaptive_max_pool2d_backward with "
         "index -2: 'free(): invalid size' a few calls later); tpu refuses the index (tests/test_pool_bad_indices.py)"),
     "aten::_batch_norm_no_update*": (
-        _no_running_stats,
+        lambda call: _no_running_stats(call) or _zero_dim_input(call),
         "CPU segfaults (torch 2.13) on _batch_norm_no_update without running_mean/running_var: it normalizes with "
         "the running stats it does not check for (fuzz seed 7 call 0)"),
-    "aten::_native_batch_norm_legit.no_stats": (
+    "aten::_native_batch_norm_legit.no_stats*": (
         _eval_without_stats,
         "CPU segfaults (torch 2.13) on _native_batch_norm_legit.no_stats with training=False: eval mode reads the "
         "running stats this overload has none of (fuzz seed 0 call 3)"),
+    "aten::_native_batch_norm_legit*": (
+        _zero_dim_input,
+        _BATCH_NORM_ZERO_DIM),
+    "aten::_batch_norm_with_update*": (
+        _zero_dim_input,
+        _BATCH_NORM_ZERO_DIM),
     "aten::native_batch_norm.*": (
-        lambda call: len(call.args) > 5 and call.args[5] is False and call.args[3] is None and call.args[4] is None,
+        lambda call: _zero_dim_input(call) or (
+            len(call.args) > 5 and call.args[5] is False and call.args[3] is None and call.args[4] is None),
         "CPU segfaults (torch 2.13) on native_batch_norm with training=False and no running stats (fuzz seed 3); "
         "tpu raises that evaluation mode needs them"),
     "aten::batch_norm_backward.*": (
