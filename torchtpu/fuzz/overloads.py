@@ -47,10 +47,6 @@ def _no_running_stats(call: Any) -> bool:
     return len(call.args) > 4 and (call.args[3] is None or call.args[4] is None)
 
 
-def _zero_dim_input(call: Any) -> bool:
-    return bool(call.args) and hasattr(call.args[0], "base") and call.args[0].base.dim() == 0
-
-
 def _pool_indices_out_of_plane(call: Any) -> bool:
     """Max-pool backward's `indices` (the int64 tensor argument) outside [0, input plane size)."""
     pooled = 3 if "3d" in str(call.op) else 2
@@ -89,12 +85,6 @@ def _polynomial_loops_forever(call: Any) -> bool:
     return bool(((x + x - 1.0) if "shifted" in name else x).abs().ge(1.0).any())
 
 
-_BATCH_NORM_ZERO_DIM = (
-    "CPU's batch norm kernels hang or raise from a corrupted heap (torch 2.13) on a 0-d input: the channel count "
-    "input.size(1) is read from a tensor with no dims (fuzz seed 7, _native_batch_norm_legit of int32[]: "
-    "'SmallVector unable to grow', then a segfault; a float32[] input never returns); F.batch_norm refuses it first")
-
-
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "aten::special_*_polynomial_*": (
         _polynomial_loops_forever,
@@ -106,22 +96,15 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "outside the buffer and corrupts the heap (torch 2.13; fuzz seed 4, adaptive_max_pool2d_backward with "
         "index -2: 'free(): invalid size' a few calls later); tpu refuses the index (tests/test_pool_bad_indices.py)"),
     "aten::_batch_norm_no_update*": (
-        lambda call: _no_running_stats(call) or _zero_dim_input(call),
+        _no_running_stats,
         "CPU segfaults (torch 2.13) on _batch_norm_no_update without running_mean/running_var: it normalizes with "
         "the running stats it does not check for (fuzz seed 7 call 0)"),
     "aten::_native_batch_norm_legit.no_stats*": (
         _eval_without_stats,
         "CPU segfaults (torch 2.13) on _native_batch_norm_legit.no_stats with training=False: eval mode reads the "
-        "running stats this overload has none of (fuzz seed 0 call 3)"),
-    "aten::_native_batch_norm_legit*": (
-        _zero_dim_input,
-        _BATCH_NORM_ZERO_DIM),
-    "aten::_batch_norm_with_update*": (
-        _zero_dim_input,
-        _BATCH_NORM_ZERO_DIM),
+        "running stats this overload has none of (fuzz seed 0 call 3; no_stats_out: seed 7 call 2)"),
     "aten::native_batch_norm.*": (
-        lambda call: _zero_dim_input(call) or (
-            len(call.args) > 5 and call.args[5] is False and call.args[3] is None and call.args[4] is None),
+        lambda call: len(call.args) > 5 and call.args[5] is False and call.args[3] is None and call.args[4] is None,
         "CPU segfaults (torch 2.13) on native_batch_norm with training=False and no running stats (fuzz seed 3); "
         "tpu raises that evaluation mode needs them"),
     "aten::batch_norm_backward.*": (
@@ -136,6 +119,11 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         lambda call: len(call.args) > 0 and hasattr(call.args[0], "base") and call.args[0].base.dim() != 2,
         "CPU's _pdist_forward kernel segfaults (torch 2.13) on an input that is not 2-D (fuzz seed 11 call 1: "
         "float32[4, 1, 0, 5]); torch.pdist checks the rank before calling it"),
+    "aten::_pdist_backward*": (
+        lambda call: len(call.args) > 0 and hasattr(call.args[0], "base") and call.args[0].base.dim() != 1,
+        "CPU's _pdist_backward kernel steps through grad by grad.stride(0) (torch 2.13): a grad that is not 1-D is "
+        "read outside its buffer, giving values that change with the memory around it (fuzz seed 8 call 0: grad "
+        "float32[1, 2, 3], 8.9e27 where the pairs' formula gives 0.36); pdist's own backward passes a 1-D grad"),
     "aten::smooth_l1_loss_backward*": (
         lambda call: _integer_tensors(call) and len(call.args) > 4 and abs(call.args[4]) < 1,
         "CPU's smooth_l1_loss_backward kernel divides by beta cast to the integer dtype: SIGFPE for integer tensors "
