@@ -443,7 +443,7 @@ def lu(b: Builder, x_in: Value) -> list[Value]:
     """LU with partial pivoting (as LAPACK getrf, unblocked): packed L (unit, below the diagonal) and U, 1-based
     int32 pivots (row j was swapped with row piv[j] - 1 at step j) and int32 info (the 1-based first zero pivot,
     else 0; a zero pivot's column is left unscaled). Pivots by the largest |a| (|re| + |im| for complex64, as
-    LAPACK), the first of equals."""
+    LAPACK), the first of equals; a NaN only where it is the column's first candidate."""
     x = _F(b, _wide(b, x_in))
     *batch, m, n = x.v.shape
     k, nb, dt = min(m, n), len(batch), x.v.dtype
@@ -463,10 +463,15 @@ def lu(b: Builder, x_in: Value) -> list[Value]:
             _F(bb, bb.emit("real", [a.v])[0]).fn("abs") + _F(bb, bb.emit("imag", [a.v])[0]).fn("abs"))
         cand = where(cols.eq(jj) & (rows >= jj), mag, -1.0)
         best = _colmax(cand, nb)  # |a[i, j]| for rows i >= j, else -1: (..., m)
+        i = _iota(bb, (*batch, m), nb, real)
+        jv = _bc(j, (*batch, m), ())
+        # isamax: a NaN never compares greater, so it is the pivot only where it is the first candidate
+        first = _sum(where(i.eq(jv), best, 0.0), (nb,))
+        best = where(best.ne(best), best.like(-1.0), best)
         p = _F(bb, bb.emit("convert", [bb.emit("argreduce", [best.v], kind="max", dimension=nb)[0]],
                            dtype=real)[0])
-        i = _iota(bb, (*batch, m), nb, real)
-        jv, pv = _bc(j, (*batch, m), ()), _lead(p, (*batch, m))
+        p = where(first.ne(first), _bc(j, tuple(batch), ()), p)
+        pv = _lead(p, (*batch, m))
         swap = where(i.eq(jv), pv, where(i.eq(pv), jv, i))
         index = bb.emit("broadcast_in_dim", [bb.emit("convert", [swap.v], dtype="int32")[0]], shape=shape,
                         broadcast_dimensions=tuple(range(nb + 1)))[0]

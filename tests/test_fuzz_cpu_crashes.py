@@ -24,6 +24,8 @@ def _call(name: str, seed: int, index: int):  # noqa: ANN202 - a fuzz Call
     ("aten._fft_c2r.default", 4, 2),  # last_dim_size 0: segfault
     ("aten.batch_norm_backward.default", 5, 1),  # update=False without running_var: segfault
     ("aten.adaptive_max_pool2d_backward.default", 4, 2),  # index -2: heap corruption
+    ("aten._pdist_backward.default", 8, 0),  # grad float32[1, 2, 3]: reads outside grad's buffer
+    ("aten._native_batch_norm_legit.no_stats_out", 7, 2),  # training=False without stats: segfault
 ])
 def test_rule_names_the_crashing_call(name: str, seed: int, index: int) -> None:
     assert cpu_crashes(_call(name, seed, index)) is not None

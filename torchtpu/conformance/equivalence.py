@@ -98,8 +98,9 @@ def ties_only(x: Any, actual: Any, expected: Any) -> bool:
             if not torch.equal(a_cpu, e) and not _same_values(x, a_cpu, e.detach()):
                 return False
         else:
-            try:
-                compare(a, e, "output")
+            rtol, atol = _tol(e.dtype, False)
+            try:  # values only: the fuzzer's leaves are CPU copies of tpu results (compare checks the device)
+                torch.testing.assert_close(a_cpu, e.detach(), rtol=rtol, atol=atol, equal_nan=True)
             except AssertionError:
                 if not (e.dtype in (torch.int64, torch.int32) and _same_values(x, a_cpu, e.detach())):
                     return False

@@ -28,6 +28,7 @@ from torch.utils._pytree import tree_flatten
 
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.fuzz.args import Call, TensorArg
+from torchtpu.fuzz.orderless import canonical
 from torchtpu.fuzz.overloads import is_random, undefined_values
 
 MODES = ("DEFER_NEVER", "DEFER_AND_FUSE", "LAUNCH_BLOCKING", "compile")
@@ -211,8 +212,8 @@ def classify(call: Call, cpu: Outcome, tpu: Outcome, reference: Callable[[], Out
         return Verdict("tpu_raises", f"tpu {type(tpu.error).__name__}: {_first_line(tpu.error)}")
     assert cpu.leaves is not None and tpu.leaves is not None
     assert cpu.args_after is not None and tpu.args_after is not None
-    expected = cpu.leaves + cpu.args_after
-    actual = tpu.leaves + tpu.args_after
+    expected = canonical(call, cpu.leaves + cpu.args_after, len(cpu.leaves))
+    actual = canonical(call, tpu.leaves + tpu.args_after, len(tpu.leaves))
     if len(cpu.leaves) != len(tpu.leaves) or len(expected) != len(actual):
         return Verdict("type", f"tpu returned {len(tpu.leaves)} values, cpu {len(cpu.leaves)}")
     metadata_only = is_random(call.op) or undefined_values(call.op)

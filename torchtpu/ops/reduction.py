@@ -233,10 +233,23 @@ def cumprod(self: Sym, dim: int, *, dtype: torch.dtype | None = None) -> Sym:
 
 @lower(aten.logsumexp.default)
 def logsumexp(self: Sym, dim: list[int], keepdim: bool = False) -> Sym:
-    x = P.convert(self, torch.float32) if not self.dtype.is_floating_point else self
+    """ATen's logsumexp_out_impl: the max (of the real parts, for a complex input) taken out, an infinite max
+    taken as 0."""
+    x = P.convert(self, torch.float32) if not (self.dtype.is_floating_point or self.dtype.is_complex) else self
     dims = P.canon_dims(dim if dim else None, x.ndim)
     if not dims:
         return x
+    if not dim and not keepdim and x.ndim and 0 not in x.shape:  # ATen's squeeze of no dims keeps the max 1 x .. x 1
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape {[1] * x.ndim}")
+    if x.dtype.is_complex:
+        from torchtpu.ops.complex import real
+
+        m = P.reduce(real(x), "max", dims, True)
+        m = P.where(P.compare("EQ", P.emit1("abs", [m]), P.full(float("inf"), m.shape, m.dtype)), P.zeros_like(m), m)
+        s = P.reduce(P.float_unary("exponential", x - P.convert(P.broadcast_to(m, x.shape), x.dtype)), "sum", dims,
+                     True)
+        y = P.float_unary("log", s) + P.convert(m, x.dtype)
+        return y if keepdim else P.reshape(y, tuple(d for i, d in enumerate(x.shape) if i not in dims))
     m = P.reduce(x, "max", dims, True)
     m = P.where(P.emit1("is_finite", [m]), m, P.zeros_like(m))
     s = P.reduce(P.emit1("exponential", [x - P.broadcast_to(m, x.shape)]), "sum", dims, True)

@@ -101,14 +101,17 @@ def _scale(in_size: int, out_size: int, align_corners: bool, scale: float | None
     return dt(1.0 / scale) if scale is not None and scale > 0 else dt(in_size) / dt(out_size)
 
 
-def nearest(in_size: int, out_size: int, scale: float | None, exact: bool = False) -> np.ndarray:
+def nearest(in_size: int, out_size: int, scale: float | None, exact: bool = False, shortcuts: bool = True
+            ) -> np.ndarray:
+    """`shortcuts`: ATen's nearest_idx, which copies when out == in and halves when out == 2 * in whatever the
+    given scale; without them every index is floor(dst * (1 / scale)) (its compute_indices_weights_nearest)."""
     s = F32(1.0 / scale) if scale is not None and scale > 0 else F32(in_size) / F32(out_size)
     dst = np.arange(out_size, dtype=F32)
     if exact:
         src = np.floor((dst + F32(0.5)) * s)
-    elif out_size == in_size:
+    elif shortcuts and out_size == in_size:
         src = dst
-    elif out_size == 2 * in_size:
+    elif shortcuts and out_size == 2 * in_size:
         src = np.floor(dst / 2)
     else:
         src = np.floor(dst * s)
@@ -230,7 +233,9 @@ def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
         out = []
         for i, o, sc in zip(in_sizes, out_sizes, scales):
             if kind in ("nearest", "nearest_exact"):
-                out.append(nearest(i, o, sc, exact=kind == "nearest_exact"))
+                # torch 2.13 on CPU: upsample_nearest2d and every nearest backward go through nearest_idx, the 1d
+                # and 3d forwards do not (tests/test_upsample_nearest_scales.py)
+                out.append(nearest(i, o, sc, exact=kind == "nearest_exact", shortcuts=backward or nd == 2))
             elif kind == "linear":
                 out.append(linear(i, o, align, sc, dt))
             elif kind == "cubic":
