@@ -122,6 +122,16 @@ dot, sim vs torch.mm on one thread: (128, 512) @ (512, 128) 203 vs 182 us; with 
 device thread), and the steps got slower in one ABBA run (CPU eager, old, new; median of 7): hidden 128
 gpt2 train 1.76x -> 1.89x, llama 1.64x -> 1.80x; hidden 256 x 2x256 gpt2 train 1.47x -> 1.59x, llama 1.97x ->
 2.01x (forwards within noise: 0.96-1.06 new/old).
+
+Session 24 (branch `compiled`, load average 3-9). Handing BLAS a transposed operand without the copy changes
+bits: this OpenBLAS (0.3.31, Haswell kernels on this AMD EPYC) sums differently for a transposed flag on 44 of
+309 random shapes (e.g. (72, 128) @ (128, 72)), so the C-order gather stays. It is now blocked where it aliased
+(sim/mxu_round.py `_gather`: columns >= 1 KiB apart, 16 per block; a (512, 128) operand of a 2 KiB pitch 274 ->
+52 us alone). All operand gathers of a compiled hidden-128 training step (thread CPU time inside `_gather`, ABBA
+in one process, 18 steps per side): GPT-2 1.48 -> 1.19 ms, Llama 1.95 -> 1.38 ms; torch's copy_ gained nothing
+in-step (1.66 vs 1.63 ms), blocks of 8 or 32 columns or a 512-byte threshold less. The steps themselves moved
+within noise (ABBA, median of 9, ratios to CPU eager, old gather -> new): gpt2 fwd 1.07x -> 1.12x, train 1.68x
+-> 1.70x; llama fwd 1.35x -> 1.25x, train 1.70x -> 1.67x: the gathers are ~2 ms of a ~20 ms step.
 """
 
 from __future__ import annotations

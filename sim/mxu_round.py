@@ -46,12 +46,32 @@ def round_bits(src: np.ndarray, dst: np.ndarray) -> None:
     _round_loop(src, dst)
 
 
+_BLOCK = 16  # columns per block of `_gather`'s copy
+_MIN_PITCH = 1024  # bytes: a transposed operand's column stride from which `_gather` copies in blocks
+
+
+def _gather(x: np.ndarray) -> np.ndarray:
+    """`np.ascontiguousarray(x)` (the same values, C order). A transposed operand (unit stride down its rows) whose
+    columns lie >= `_MIN_PITCH` bytes apart is copied in blocks of `_BLOCK` columns: numpy's copy walks
+    each destination row across all columns, one cache line per element at a 1-4 KiB stride (which alias
+    in L1), while a block reads only 16 lines per row. The backward's (128, 512) operands of a 2 KiB pitch
+    copy 3-5x faster; inside a compiled GPT-2 / Llama training step (hidden 128) all operand gathers took
+    1.48 -> 1.19 and 1.95 -> 1.38 ms per step (thread CPU time, ABBA in one process, 18 steps each; blocks of
+    8 or 32 columns, or a 512-byte threshold, measured slower)."""
+    if x.ndim < 2 or x.strides[-2] != x.itemsize or x.strides[-1] < _MIN_PITCH or x.flags.c_contiguous:
+        return np.ascontiguousarray(x)
+    dst = np.empty(x.shape, x.dtype)
+    for j in range(0, x.shape[-1], _BLOCK):
+        dst[..., j:j + _BLOCK] = x[..., j:j + _BLOCK]
+    return dst
+
+
 def round_operand(x: np.ndarray) -> np.ndarray:
     """`round_bf16(x)`: a new C-contiguous float32 array holding `x`'s values rounded to bf16, for an MXU
     operand (float32 operands through the vectorized loop, others through `round_bf16`)."""
     if x.dtype != np.float32:
         return round_bf16(x)
-    src = np.ascontiguousarray(x)
+    src = _gather(x)
     out = np.empty(src.shape, np.float32)
     _round_loop(src.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint32))
     return out
