@@ -3,6 +3,7 @@ all/any, cumulative sums and products, logsumexp and vector norms."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -186,7 +187,27 @@ def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = N
 def var_mean(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
              ) -> tuple[Sym, Sym]:
     dims = P.canon_dims(dim if dim else None, self.ndim)
-    return _var(self, dims, 1 if correction is None else correction, keepdim), _mean(self, dims, keepdim, None)
+    return _var(self, dims, 1 if correction is None else correction, keepdim), _welford_mean(self, dims, keepdim)
+
+
+def _welford_mean(x: Sym, dims: tuple[int, ...], keepdim: bool) -> Sym:
+    """var_mean's mean as ATen's CPU kernel (WelfordOps) leaves it: once the running mean is +-inf, the next
+    element's update is inf - inf, NaN, so a non-finite element anywhere but last in the reduction gives NaN
+    (CPU's mean(), a sum, gives inf there). The last element of any visiting order over the reduced dims is the
+    one at each dim's last index, so the rule holds for CPU's every iteration order and its threads' combine
+    steps alike. A complex x: each part on its own, as ATen's var_mean of its real and imaginary parts."""
+    if x.dtype.is_complex:
+        z = P.convert(x, P.complex_for(x.dtype))
+        re, im = (_welford_mean(P.emit1(part, [z]), dims, keepdim) for part in ("real", "imag"))
+        return P.convert(P.emit1("complex", [re, im]), x.dtype)
+    mean = _mean(x, dims, keepdim, None)
+    if not dims or any(x.shape[d] == 0 for d in dims) or not x.dtype.is_floating_point:
+        return mean
+    before_last = P.compare("LT", P.iota(x.shape, dims[0]), x.shape[dims[0]] - 1)
+    for d in dims[1:]:
+        before_last = P.emit1("or", [before_last, P.compare("LT", P.iota(x.shape, d), x.shape[d] - 1)])
+    early = P.emit1("and", [P.emit1("not", [P.emit1("is_finite", [x])]), before_last])
+    return P.where(P.reduce(early, "or", dims, keepdim), P.full(math.nan, mean.shape, mean.dtype), mean)
 
 
 def _logical(self: Sym, kind: str, dims: tuple[int, ...], keepdim: bool = False) -> Sym:
