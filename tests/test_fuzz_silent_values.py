@@ -35,11 +35,27 @@ def _var_mean_inf(d: str) -> list[torch.Tensor]:
     return out
 
 
+def _complex_mean(d: str) -> list[torch.Tensor]:
+    # fuzz seed 4, soft_margin_loss of complex64: CPU's mean divides the sum by the complex scalar n + 0i, so an
+    # inf part makes the other NaN ((inf - 0.39j) / 2 is inf + NaNj; tpu gave inf - 0.2j), and multiplies by 1 / n
+    # (5 / 3 and 5 * (1 / 3) differ in float32)
+    inf = float("inf")
+    x = torch.complex(torch.tensor([[inf, 0.5, 1.0], [1.0, 2.0, 2.0], [2.0, 2.0, 1.0]], device=d),
+                      torch.tensor([[-0.75, 0.0, 1.0], [inf, 0.0, 4.0], [1.0, 2.0, 0.0]], device=d))
+    x64 = x.to(torch.complex128)
+    loss = torch.nn.functional.soft_margin_loss(torch.complex(torch.tensor([[132.0, 72.0]], device=d),
+                                                              torch.tensor([[-2.0, -0.5]], device=d)),
+                                                torch.tensor([0, -2], device=d))
+    return [x.mean(), x.mean(0), x.mean(1, keepdim=True), x64.mean(1), x[:, :0].mean(1), loss,
+            torch.view_as_real(x[2:].mean(1))]
+
+
 CASES: dict[str, Callable[[str], list[torch.Tensor]]] = {
+    "complex_mean": _complex_mean,
     "zeta_float32_tail": _zeta_tail,
     "var_mean_inf": _var_mean_inf,
 }
-COMPILED = ["zeta_float32_tail", "var_mean_inf"]
+COMPILED = ["zeta_float32_tail", "var_mean_inf", "complex_mean"]
 
 
 @pytest.mark.parametrize("mode", MODES)

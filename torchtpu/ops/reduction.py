@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from torchtpu.ops import prims as P
@@ -49,13 +50,24 @@ def _mean(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | Non
     count = 1
     for d in dims:
         count *= x.shape[d]
-    if out.is_complex or x.dtype.is_complex:  # the real and imaginary parts averaged on their own
+    if out.is_complex or x.dtype.is_complex:
         z = P.convert(x, P.complex_for(x.dtype, out))
-        re, im = (_mean(P.emit1(part, [z]), dims, keepdim, P.COMPLEX_PART[z.dtype]) for part in ("real", "imag"))
-        return P.convert(P.emit1("complex", [re, im]), out)
+        a, b = (P.reduce(P.emit1(part, [z]), "sum", dims, keepdim) for part in ("real", "imag"))
+        return P.convert(_complex_div_real(a, b, count), out)
     acc = torch.float64 if torch.float64 in (out, x.dtype) else torch.float32
     total = P.reduce(P.convert(x, acc), "sum", dims, keepdim)
     return P.convert(total / float(count) if count else total * float("nan"), out)
+
+
+def _complex_div_real(a: Sym, b: Sym, n: int) -> Sym:
+    """(a + bi) / n as CPU's mean divides a complex sum: by the complex scalar n + 0i, c10::complex's division
+    (c >= d: rat = d / c, scl = 1 / (c + d * rat), ((a + b * rat) * scl, (b - a * rat) * scl)): a multiply by the
+    part dtype's 1 / n, and an inf part makes the other NaN (inf * 0), so (inf - 0.39j) / 2 is inf + NaNj."""
+    if n == 0:  # 0 / 0 in each part, as c10's division by zeros
+        return P.emit1("complex", [a / 0.0, b / 0.0])
+    dtype = np.float64 if a.dtype == torch.float64 else np.float32
+    scl = float(dtype(1.0) / dtype(n))
+    return P.emit1("complex", [(a + b * 0.0) * scl, (b - a * 0.0) * scl])
 
 
 @lower(aten.mean.dim)
