@@ -50,12 +50,21 @@ def _complex_mean(d: str) -> list[torch.Tensor]:
             torch.view_as_real(x[2:].mean(1))]
 
 
+def _soft_margin_other_reduction(d: str) -> list[torch.Tensor]:
+    # fuzz seed 7: a reduction other than 0-2 gave the unreduced loss; CPU's is 0-d with the first element
+    x, t = torch.tensor([[0.5, 2.0], [1.0, 3.0]], device=d), torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=d)
+    out = torch.empty(3, device=d)
+    aten.soft_margin_loss.out(x, t, 4, out=out)
+    return [aten.soft_margin_loss(x[0, :1], t[0, :1], 4), aten.soft_margin_loss(x, t, -1), out]
+
+
 CASES: dict[str, Callable[[str], list[torch.Tensor]]] = {
+    "soft_margin_other_reduction": _soft_margin_other_reduction,
     "complex_mean": _complex_mean,
     "zeta_float32_tail": _zeta_tail,
     "var_mean_inf": _var_mean_inf,
 }
-COMPILED = ["zeta_float32_tail", "var_mean_inf", "complex_mean"]
+COMPILED = ["zeta_float32_tail", "var_mean_inf", "complex_mean", "soft_margin_other_reduction"]
 
 
 @pytest.mark.parametrize("mode", MODES)
