@@ -58,13 +58,20 @@ def _soft_margin_other_reduction(d: str) -> list[torch.Tensor]:
     return [aten.soft_margin_loss(x[0, :1], t[0, :1], 4), aten.soft_margin_loss(x, t, -1), out]
 
 
+def _logspace_zero_base(d: str) -> list[torch.Tensor]:
+    # fuzz seed 7, logspace base 0: C's pow(0, negative) is inf (-inf for -0.0 and an odd power); tpu gave NaN
+    return [torch.logspace(-4.427, 3, 6, 0.0, device=d), torch.logspace(-3, 3, 7, -0.0, device=d),
+            torch.logspace(-3, 3, 7, 0.0, dtype=torch.float16, device=d)]
+
+
 CASES: dict[str, Callable[[str], list[torch.Tensor]]] = {
+    "logspace_zero_base": _logspace_zero_base,
     "soft_margin_other_reduction": _soft_margin_other_reduction,
     "complex_mean": _complex_mean,
     "zeta_float32_tail": _zeta_tail,
     "var_mean_inf": _var_mean_inf,
 }
-COMPILED = ["zeta_float32_tail", "var_mean_inf", "complex_mean", "soft_margin_other_reduction"]
+COMPILED = ["logspace_zero_base", "zeta_float32_tail", "var_mean_inf", "complex_mean", "soft_margin_other_reduction"]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -97,12 +104,20 @@ def _var_mean_out(x: torch.Tensor, o0: torch.Tensor, o1: torch.Tensor) -> list[t
     return [o0, o1]
 
 
+def _log_sigmoid_forward_out(x: torch.Tensor, output: torch.Tensor, buffer: torch.Tensor) -> list[torch.Tensor]:
+    aten.log_sigmoid_forward.output(x, output=output, buffer=buffer)
+    return [output, buffer]
+
+
 # fuzz seed 3: a multi-output out= call under torch.compile left its out tensors (graph inputs) unresized (Dynamo
 # checks only a kwarg named `out`): CPU resizes them to the results' shapes. (Dynamo itself fails building its
 # guards where the resize changes an input's rank, on any backend: those keep their rank here.)
 RESIZED_OUT = {
     "aminmax_out": (_aminmax_out, lambda d: [torch.arange(30.0, device=d).reshape(5, 2, 3).sin(),
                                              torch.empty(0, device=d), torch.empty(5, 2, 3, device=d)]),
+    # fuzz seed 7 (log_sigmoid_forward.output's outputs are named output / buffer)
+    "log_sigmoid_forward_output": (_log_sigmoid_forward_out, lambda d: [
+        torch.tensor([-100.0, -200.0, 0.0], device=d), torch.empty(1, 3, 4, device=d), torch.empty(2, 2, device=d)]),
     "var_mean_correction_out": (_var_mean_out, lambda d: [
         torch.arange(6.0, device=d).reshape(2, 3).to(torch.bfloat16),
         torch.empty(2, 3, device=d, dtype=torch.bfloat16), torch.empty(1, 5, device=d, dtype=torch.bfloat16)]),
