@@ -64,14 +64,27 @@ def _logspace_zero_base(d: str) -> list[torch.Tensor]:
             torch.logspace(-3, 3, 7, 0.0, dtype=torch.float16, device=d)]
 
 
+def _lerp_large_weight(d: str) -> list[torch.Tensor]:
+    # fuzz seed 7, lerp.Scalar: a weight >= 0.5 takes ATen's end - (end - self) * (1 - weight), -inf at self = inf
+    # (tpu's self + weight * (end - self) gave NaN)
+    inf = float("inf")
+    s = torch.tensor([inf, -inf, 1.0, 2.0, inf, 5.0], device=d)
+    e = torch.tensor([0.0625, 3.0, -inf, inf, inf, 7.0], device=d)
+    w = torch.tensor([4.5, 0.25, -0.75, 0.5, 1.0, 2.0], device=d)
+    return [torch.lerp(s.half(), e.half(), 4.5), torch.lerp(s, e, 0.25), torch.lerp(s, e, -0.75), torch.lerp(s, e, w),
+            torch.lerp(s.bfloat16(), e.bfloat16(), w.bfloat16())]
+
+
 CASES: dict[str, Callable[[str], list[torch.Tensor]]] = {
+    "lerp_large_weight": _lerp_large_weight,
     "logspace_zero_base": _logspace_zero_base,
     "soft_margin_other_reduction": _soft_margin_other_reduction,
     "complex_mean": _complex_mean,
     "zeta_float32_tail": _zeta_tail,
     "var_mean_inf": _var_mean_inf,
 }
-COMPILED = ["logspace_zero_base", "zeta_float32_tail", "var_mean_inf", "complex_mean", "soft_margin_other_reduction"]
+COMPILED = ["lerp_large_weight", "logspace_zero_base", "zeta_float32_tail", "var_mean_inf", "complex_mean",
+            "soft_margin_other_reduction"]
 
 
 @pytest.mark.parametrize("mode", MODES)
