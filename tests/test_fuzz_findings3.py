@@ -130,12 +130,6 @@ CASES: dict[str, tuple[Callable[..., Out], tuple[torch.Tensor, ...]]] = {
 }
 
 
-# Not yet as CPU under torch.compile (left open in issue #17; a strict xfail, so it fails once fixed): Dynamo's
-# out= handling resizes the out tensor.
-EAGER_ONLY = {n: "compile resizes a mismatched out= (issue #17, open)" for n in
-              ("bce_backward_out_keeps_shape", "bce_backward_out_larger")}
-
-
 def _tuple(r: Out) -> tuple[torch.Tensor, ...]:
     return tuple(r) if isinstance(r, (tuple, list)) else (r,)
 
@@ -155,11 +149,9 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_matches_cpu(name: str, mode: str, request: pytest.FixtureRequest) -> None:
+def test_matches_cpu(name: str, mode: str) -> None:
     """Shapes, dtypes, integers and NaN positions exactly; float values as CPU's within float rounding; every
-    mode bit-identical to DEFER_NEVER."""
-    if mode == "compile" and name in EAGER_ONLY:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=EAGER_ONLY[name]))
+    mode bit-identical to DEFER_NEVER (compiled, the out= cases run eagerly: compile/out_resize.py)."""
     fn, inputs = CASES[name]
     want = _tuple(fn(*[t.clone() for t in inputs]))
     got = _run(fn, inputs, mode)

@@ -555,18 +555,6 @@ def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
     return self + value * tensor1 / tensor2  # ATen's order (value * t1 is exact for a runtime value of 1)
 
 
-@lower(aten.lerp.Scalar, aten.lerp.Tensor)
-def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
-    from torchtpu.ops.tracing import aten_meta_name
-
-    for what, other in (("end", end), ("weight", weight)):  # ATen's lerp meta: no type promotion
-        if isinstance(other, Sym) and other.dtype != self.dtype:
-            raise RuntimeError(f"expected dtype {aten_meta_name(self.dtype)} for `{what}` but got dtype "
-                               f"{aten_meta_name(other.dtype)}")
-    _floats_only(self, "lerp_kernel_tensor" if isinstance(weight, Sym) else "lerp_kernel_scalar")
-    return self + (end - self) * weight
-
-
 @lower(aten.fill.Scalar, aten.fill.Tensor)
 def fill(self: Sym, value: Any) -> Sym:
     operand_checks.check_fill_value(value)

@@ -32,13 +32,17 @@ _NUMPY_INT = {torch.int64: np.int64, torch.int32: np.int32, torch.int16: np.int1
 
 def c_pow(base: float, exponent: float) -> float:
     """C's pow(base, exponent) in double (libm, as math.pow), with its IEEE results where Python raises: an
-    overflow is an infinity (negative for a negative base and an odd integer exponent), a domain error NaN."""
+    overflow is an infinity (negative for a negative base and an odd integer exponent), a zero base to a negative
+    power C's pole, +-inf (-inf for -0.0 and an odd integer exponent: Python raises, tpu gave NaN where CPU gives
+    inf, fuzz seed 7, logspace base 0), any other domain error NaN."""
+    odd = exponent.is_integer() and abs(exponent) < 2.0**53 and int(exponent) % 2 == 1
     try:
         return math.pow(base, exponent)
     except OverflowError:
-        odd = exponent.is_integer() and abs(exponent) < 2.0**53 and int(exponent) % 2 == 1
         return -math.inf if base < 0 and odd else math.inf
     except ValueError:
+        if base == 0 and exponent < 0:
+            return -math.inf if math.copysign(1.0, base) < 0 and odd else math.inf
         return math.nan
 
 

@@ -1,7 +1,7 @@
 """ATen's argument checks and handling for the losses torchtpu runs by an upstream decomposition
 (decompositions.ACCEPTED), where the decomposition differs from CPU's kernel: smooth_l1_loss's beta and reduction,
-huber_loss's reduction, nll_loss2d's ranks, sizes, weight, dtypes and (backward) grad_output / total_weight. Eager
-mode and torch.compile wrap the same decomposition with `wrap`."""
+huber_loss's and soft_margin_loss's reduction, nll_loss2d's ranks, sizes, weight, dtypes and (backward)
+grad_output / total_weight. Eager mode and torch.compile wrap the same decomposition with `wrap`."""
 
 from __future__ import annotations
 
@@ -52,6 +52,29 @@ def _reduction_args(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+
+
+def _first_element(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """soft_margin_loss with a reduction other than none/mean/sum: CPU's kernel computes the unreduced loss into
+    its output, "reduces" it with the unknown value (a no-op returning that output itself), resizes the output to
+    0-d and copies it into itself, so the result is 0-d and holds the loss's first element (the upstream
+    decomposition returned the unreduced loss: fuzz seed 7, a [1] result where CPU's is 0-d). An empty loss leaves
+    it uninitialized, as on CPU."""
+    names = [a.name for a in op._schema.arguments]
+    get = _getter(names)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        if get(args, kwargs, "reduction", 1) in (0, 1, 2):
+            return fn(*args, **kwargs)
+        loss = aten.soft_margin_loss.default(get(args, kwargs, "self"), get(args, kwargs, "target"), 0)
+        first = loss.reshape(-1)[0].clone() if loss.numel() else loss.new_empty(())
+        if "out" not in names:
+            return first
+        out = get(args, kwargs, "out")
+        out.resize_(())
+        return out.copy_(first)
+
+    return kernel
 
 
 def _getter(names: list[str]) -> Callable[[tuple, dict, str, Any], Any]:
@@ -173,6 +196,7 @@ def _smooth_l1_grad(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, r
 _WRAPPERS = {aten.smooth_l1_loss: _reduction_args, aten.smooth_l1_loss_backward: _grad_in_input_dtype,
              aten.huber_loss: lambda op, fn: _reduction_args(op, _loss_in_input_dtype(op, fn)),
              aten.binary_cross_entropy: _loss_in_input_dtype,
+             aten.soft_margin_loss: _first_element,
              aten.nll_loss2d_forward: _nll_loss2d_args, aten.nll_loss2d_backward: _nll_loss2d_args}
 WRAPPED = frozenset(_WRAPPERS)
 

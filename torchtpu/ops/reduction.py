@@ -3,8 +3,10 @@ all/any, cumulative sums and products, logsumexp and vector norms."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from torchtpu.ops import prims as P
@@ -48,13 +50,24 @@ def _mean(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | Non
     count = 1
     for d in dims:
         count *= x.shape[d]
-    if out.is_complex or x.dtype.is_complex:  # the real and imaginary parts averaged on their own
+    if out.is_complex or x.dtype.is_complex:
         z = P.convert(x, P.complex_for(x.dtype, out))
-        re, im = (_mean(P.emit1(part, [z]), dims, keepdim, P.COMPLEX_PART[z.dtype]) for part in ("real", "imag"))
-        return P.convert(P.emit1("complex", [re, im]), out)
+        a, b = (P.reduce(P.emit1(part, [z]), "sum", dims, keepdim) for part in ("real", "imag"))
+        return P.convert(_complex_div_real(a, b, count), out)
     acc = torch.float64 if torch.float64 in (out, x.dtype) else torch.float32
     total = P.reduce(P.convert(x, acc), "sum", dims, keepdim)
     return P.convert(total / float(count) if count else total * float("nan"), out)
+
+
+def _complex_div_real(a: Sym, b: Sym, n: int) -> Sym:
+    """(a + bi) / n as CPU's mean divides a complex sum: by the complex scalar n + 0i, c10::complex's division
+    (c >= d: rat = d / c, scl = 1 / (c + d * rat), ((a + b * rat) * scl, (b - a * rat) * scl)): a multiply by the
+    part dtype's 1 / n, and an inf part makes the other NaN (inf * 0), so (inf - 0.39j) / 2 is inf + NaNj."""
+    if n == 0:  # 0 / 0 in each part, as c10's division by zeros
+        return P.emit1("complex", [a / 0.0, b / 0.0])
+    dtype = np.float64 if a.dtype == torch.float64 else np.float32
+    scl = float(dtype(1.0) / dtype(n))
+    return P.emit1("complex", [(a + b * 0.0) * scl, (b - a * 0.0) * scl])
 
 
 @lower(aten.mean.dim)
@@ -186,7 +199,27 @@ def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = N
 def var_mean(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
              ) -> tuple[Sym, Sym]:
     dims = P.canon_dims(dim if dim else None, self.ndim)
-    return _var(self, dims, 1 if correction is None else correction, keepdim), _mean(self, dims, keepdim, None)
+    return _var(self, dims, 1 if correction is None else correction, keepdim), _welford_mean(self, dims, keepdim)
+
+
+def _welford_mean(x: Sym, dims: tuple[int, ...], keepdim: bool) -> Sym:
+    """var_mean's mean as ATen's CPU kernel (WelfordOps) leaves it: once the running mean is +-inf, the next
+    element's update is inf - inf, NaN, so a non-finite element anywhere but last in the reduction gives NaN
+    (CPU's mean(), a sum, gives inf there). The last element of any visiting order over the reduced dims is the
+    one at each dim's last index, so the rule holds for CPU's every iteration order and its threads' combine
+    steps alike. A complex x: each part on its own, as ATen's var_mean of its real and imaginary parts."""
+    if x.dtype.is_complex:
+        z = P.convert(x, P.complex_for(x.dtype))
+        re, im = (_welford_mean(P.emit1(part, [z]), dims, keepdim) for part in ("real", "imag"))
+        return P.convert(P.emit1("complex", [re, im]), x.dtype)
+    mean = _mean(x, dims, keepdim, None)
+    if not dims or any(x.shape[d] == 0 for d in dims) or not x.dtype.is_floating_point:
+        return mean
+    before_last = P.compare("LT", P.iota(x.shape, dims[0]), x.shape[dims[0]] - 1)
+    for d in dims[1:]:
+        before_last = P.emit1("or", [before_last, P.compare("LT", P.iota(x.shape, d), x.shape[d] - 1)])
+    early = P.emit1("and", [P.emit1("not", [P.emit1("is_finite", [x])]), before_last])
+    return P.where(P.reduce(early, "or", dims, keepdim), P.full(math.nan, mean.shape, mean.dtype), mean)
 
 
 def _logical(self: Sym, kind: str, dims: tuple[int, ...], keepdim: bool = False) -> Sym:

@@ -138,6 +138,17 @@ def linear(in_size: int, out_size: int, align_corners: bool, scale: float | None
 
 def cubic(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32) -> np.ndarray:
     """`dt`: the weights' arithmetic (ATen's opmath: float64 for a float64 input, else float32)."""
+    cols, weights = cubic_taps(in_size, out_size, align_corners, scale, dt)
+    m = np.zeros((out_size, in_size), dt)
+    for k in range(4):
+        np.add.at(m, (np.arange(out_size), cols[:, k]), weights[:, k])
+    return m
+
+
+def cubic_taps(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(column, weight) of each output row's 4 taps, the columns clamped to the input as ATen's kernel reads them
+    (a border row reads one column twice: kept as two taps, not merged into one weight)."""
     s = _scale(in_size, out_size, align_corners, scale, dt)
     dst = np.arange(out_size, dtype=dt)
     src = s * dst if align_corners else s * (dst + dt(0.5)) - dt(0.5)
@@ -151,11 +162,26 @@ def cubic(in_size: int, out_size: int, align_corners: bool, scale: float | None,
     def far(x: np.ndarray) -> np.ndarray:  # 1 < |x| < 2
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
-    weights = [far(t + 1), near(t), near(1 - t), far(2 - t)]
-    m = np.zeros((out_size, in_size), dt)
-    for k, w in enumerate(weights):
-        np.add.at(m, (np.arange(out_size), np.clip(i - 1 + k, 0, in_size - 1)), w.astype(dt))
-    return m
+    weights = np.stack([w.astype(dt) for w in (far(t + 1), near(t), near(1 - t), far(2 - t))], 1)
+    cols = np.stack([np.clip(i - 1 + k, 0, in_size - 1) for k in range(4)], 1)
+    return cols, weights
+
+
+def _cubic_forward(x: Sym, output_size: Sequence[int], align: bool, scales: Sequence[float | None]) -> Sym:
+    """upsample_bicubic2d of a float x as ATen's CPU kernel (UpSampleKernel.cpp's Interpolate) sums it: each
+    output is sum_h w_h * (sum_w w_w * x[h, w]) over 4 taps per dim, the width first, a border's repeated column
+    read twice. A merged weight (the (out, in) matrix) gave inf * (w0 + w1) where CPU computes inf * w0 + inf *
+    w1, -inf where CPU's is NaN (fuzz seed 4)."""
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    dt = np.float64 if compute == torch.float64 else F32
+    y = P.convert(x, compute)
+    for d in (3, 2):
+        cols, weights = cubic_taps(x.shape[d], output_size[d - 2], align, scales[d - 2], dt)
+        if 0 in y.shape:
+            y = P.full(0, tuple(output_size[d - 2] if i == d else n for i, n in enumerate(y.shape)), compute)
+            continue
+        y = _apply_taps(y, d, cols, weights, np.ones(cols.shape, bool))
+    return P.convert(y, x.dtype)
 
 
 def antialias(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32) -> np.ndarray:
@@ -250,6 +276,8 @@ def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
         align = bool(rest[0]) if takes_align else False
         scales = list(rest[1:] if takes_align else rest) + [None] * nd
         spatial_checks.upsample(nd, self.shape, output_size)
+        if kind == "cubic" and self.dtype.is_floating_point:
+            return _cubic_forward(self, output_size, align, scales[:nd])
         m = mats(self.shape[2:], output_size, align, scales[:nd], self.dtype)
         if takes_align and not (self.dtype.is_floating_point or self.dtype.is_complex):
             return _fixed_point_dims(self, m, 2)
