@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import gc
 import itertools
-import os
 import sys
 import threading
 import warnings
@@ -48,13 +47,13 @@ from torchtpu.execution import fast_launch, modes, one_op_fast, poison, record_p
 from torchtpu.execution.one_op_cache import _by_layout, _one_ops, remember, run_one  # noqa: F401 - tests read _one_ops
 from torchtpu.execution.one_op_cache import one_key as _one_key
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
+from torchtpu.execution.user_frames import user_line
 from torchtpu.ops.tracing import TORCH_TO_IR
 from torchtpu.profiler import events as _events
 
 MAX_REGION_OPS = config.get("TORCHTPU_MAX_REGION_OPS")
 _FUSE = modes.EagerMode.DEFER_AND_FUSE
 _mode = modes.get_eager_mode
-PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
 
 
 @dataclass
@@ -112,26 +111,8 @@ def signature_id(signature: tuple) -> int:
     return sid
 
 
-_PACKAGE_CODE: dict[Any, bool] = {}  # code object -> whether _user_line skips its frames (ours, torch's)
-
-
 def _user_line() -> str:
-    frame = sys._getframe(1)  # the recording function (ours: skipped); an autograd thread has no frame above it
-    package = _PACKAGE_CODE
-    for _ in range(40):
-        if frame is None:
-            break
-        code = frame.f_code
-        ours = package.get(code)
-        if ours is None:
-            name = code.co_filename
-            ours = package[code] = name.startswith(PACKAGE_DIRS) or "<frozen" in name
-            if len(package) > 65536:  # code objects of ever-new functions (exec, lambdas in a loop) stay bounded
-                package.clear()
-        if not ours:
-            return f"{code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "<unknown>"
+    return user_line(2)  # from the recording function (ours: skipped) up
 
 
 def can_defer(tensors: list[torch.Tensor], targets: list[torch.Tensor] | None) -> bool:

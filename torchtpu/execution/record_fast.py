@@ -10,7 +10,6 @@ less per recorded 8x8 op (8x8 add unsynced 8.06 -> 7.36 us, interleaved in one p
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import torch
@@ -18,35 +17,11 @@ import torch
 from torchtpu.execution import deferred as _d
 from torchtpu.execution import modes, poison, record_plan
 from torchtpu.execution.region_ir import Event
+from torchtpu.execution.user_frames import user_line
 
 _FUSE = modes.EagerMode.DEFER_AND_FUSE
 _mode = modes.get_eager_mode
 _lock = _d._lock
-_LINES: dict[tuple, str] = {}  # (code object, line number) -> "file:line" (formatting it cost ~0.4 us an op)
-
-
-def user_line() -> str:
-    """`deferred._user_line` for a caller one frame further from the user's code (this module's caller: the C++
-    launch path, so the first Python frame above is the user's or ours)."""
-    frame = sys._getframe(1)
-    package = _d._PACKAGE_CODE
-    for _ in range(40):
-        if frame is None:
-            break
-        code = frame.f_code
-        ours = package.get(code)
-        if ours is None:
-            return _d._user_line()  # a code object not classified yet: the long way classifies it
-        if not ours:
-            key = (code, frame.f_lineno)
-            line = _LINES.get(key)
-            if line is None:
-                if len(_LINES) > 65536:
-                    _LINES.clear()
-                line = _LINES[key] = f"{code.co_filename}:{key[1]}"
-            return line
-        frame = frame.f_back
-    return "<unknown>"
 
 
 def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], device: int, layout: bytes,

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.execution.deferred import PACKAGE_DIRS  # torchtpu's and torch's own files: not the user's line
+from torchtpu.execution.user_frames import PACKAGE_DIRS  # torchtpu's and torch's own files: not the user's line
 from torchtpu.ops.arg_checks import dim_size, sizes_text
 from torchtpu.ops.tracing import aten_type_name
 

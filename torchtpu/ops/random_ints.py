@@ -52,7 +52,7 @@ def _update_to(to: int, dtype: torch.dtype) -> int:
 
 
 def _user_warning(message: str) -> None:
-    from torchtpu.execution.deferred import PACKAGE_DIRS
+    from torchtpu.execution.user_frames import PACKAGE_DIRS
 
     frame = sys._getframe(1)
     while frame.f_back is not None and frame.f_code.co_filename.startswith(PACKAGE_DIRS):
