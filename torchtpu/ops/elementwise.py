@@ -564,7 +564,7 @@ def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
             raise RuntimeError(f"expected dtype {aten_meta_name(self.dtype)} for `{what}` but got dtype "
                                f"{aten_meta_name(other.dtype)}")
     _floats_only(self, "lerp_kernel_tensor" if isinstance(weight, Sym) else "lerp_kernel_scalar")
-    return self + (end - self) * weight
+    return self + (end - self) * (weight.real if isinstance(weight, complex) and not self.dtype.is_complex else weight)
 
 
 @lower(aten.fill.Scalar, aten.fill.Tensor)

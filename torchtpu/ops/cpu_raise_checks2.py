@@ -1,0 +1,182 @@
+"""More of CPU's argument checks that tpu's lowerings skipped (issue 17, the schema fuzzer's `cpu_raises` class
+over seeds 3-8 of session 24): calls CPU refuses from their shapes, dtypes and Scalars alone, where tpu computed a
+silent result. Merged with ops/cpu_raise_checks.py's `BOUND_CHECKS` by ops/arg_order_checks.py (they run behind
+the op's earlier checks, in eager mode and for a compiled graph's node; only `shape` and `dtype` are read).
+
+- _fft_r2c / _fft_c2r with an empty dim list: ArrayRef's back() of the empty list.
+- _fused_sgd_: the kernel's list-length checks (grads, then the momentum buffers: none without momentum),
+  unless a found_inf tensor is given (the kernel reads it first and may return before them).
+- _foreach_norm with dtype=: linalg_vector_norm's checks per tensor (floating input, the dtype's kind, no
+  narrowing).
+- lerp.Scalar, addcmul, addcdiv, hardtanh_backward: the Scalar's checked_convert to the kernel's opmath type
+  (float for Half and BFloat16); a complex Scalar with an imaginary part overflows any real type.
+- full with out= or dtype=: fill_'s checked_convert to the result's dtype.
+- _pdist_backward (p != 0): the kernel reads grad.stride(0).
+- _prelu_kernel: TensorIterator's check_all_same_dtype (weight of self's dtype).
+- cumprod and mode: maybe_wrap_dim (a 0-d self's too).
+- nansum: no complex input. std / var into a float or double out= from Half or BFloat16 with one output
+  element: std_var_all_cpu's dispatch.
+- uniform of a complex tensor: from <= to (its real view's check).
+- lu_unpack (unpack_pivots): int32 pivots.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchtpu.ops.cpu_raise_checks import _CHECKED_NAMES, _cumsum_dim, _is_tensor, checked_convert, result_type
+from torchtpu.ops.tracing import aten_type_name
+
+Bound = dict[str, Any]
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def scalar_to(value: Any, dtype: torch.dtype) -> None:
+    """c10::checked_convert of a Scalar (complex too) to a real `dtype`."""
+    if dtype.is_complex or dtype == torch.bool:
+        return
+    if isinstance(value, complex):
+        if value.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES.get(dtype, str(dtype))} without "
+                               "overflow")
+        value = value.real
+    checked_convert(value, dtype)
+
+
+def _opmath(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in _LOW_PRECISION else dtype
+
+
+def _scalar_of(names: tuple[str, ...], scalar: str, kinds: str) -> Callable[[Bound], None]:
+    """The kernel's `scalar`.to<opmath_t>() on the common dtype of the tensor arguments `names`, for the dtype
+    kinds the kernel dispatches on ("f": floating, "i": integers too); others are refused elsewhere first."""
+    def check(a: Bound) -> None:
+        dtype = result_type([a[n] for n in names if _is_tensor(a.get(n))])
+        if dtype is None or dtype == torch.bool or dtype.is_complex:
+            return
+        if dtype.is_floating_point or "i" in kinds:
+            scalar_to(a.get(scalar, 1), _opmath(dtype))
+    return check
+
+
+def _hardtanh_backward(a: Bound) -> None:
+    check = _scalar_of(("grad_output", "self"), "min_val", "f")
+    check(a)
+    _scalar_of(("grad_output", "self"), "max_val", "f")(a)
+
+
+def _full(a: Bound) -> None:
+    out = a.get("out")
+    dtype = out.dtype if out is not None else a.get("dtype")
+    if dtype is not None:
+        scalar_to(a["fill_value"], dtype)
+
+
+def _fft_dims(a: Bound) -> None:
+    if len(a["dim"]) == 0:
+        raise RuntimeError("ArrayRef: attempted to access back() of empty list")
+
+
+_TORCH_CHECK_TAIL = ("  (Could this error message be improved?  If so, please report an enhancement request to "
+                     "PyTorch.)")
+
+
+def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_
+    if a.get("found_inf") is not None:
+        return
+    n = len(a["self"])
+    if len(a["grads"]) != n:
+        raise RuntimeError(f"Expected grads.size() == n_tensors to be true, but got false.{_TORCH_CHECK_TAIL}")
+    buffers = len(a["momentum_buffer_list"])
+    if a["momentum"] == 0.0 and buffers:
+        raise RuntimeError(f"Expected momentum_buffer_list.empty() to be true, but got false.{_TORCH_CHECK_TAIL}")
+    if a["momentum"] != 0.0 and buffers != n:
+        raise RuntimeError("Expected momentum_buffer_list.size() == n_tensors to be true, but got false."
+                           f"{_TORCH_CHECK_TAIL}")
+
+
+def _foreach_norm(a: Bound) -> None:  # linalg_vector_norm on each tensor, in the list's order
+    dtype = a.get("dtype")
+    for t in a["self"]:
+        x = t.dtype
+        if not (x.is_floating_point or x.is_complex):
+            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                               f"{aten_type_name(x)}")
+        if dtype is None:
+            continue
+        if x.is_complex and not dtype.is_complex:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be complex for complex inputs, but got "
+                               f"{aten_type_name(dtype)}")
+        if not x.is_complex and dtype.is_complex:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be real for real inputs, but got "
+                               f"{aten_type_name(dtype)}")
+        if torch.promote_types(x, dtype) != dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({aten_type_name(x)}) should be "
+                               f"convertible without narrowing to the specified dtype ({aten_type_name(dtype)})")
+
+
+def _pdist_backward(a: Bound) -> None:  # run_backward_parallel_pdist: self.size(0), self.size(1), grad.stride(0)
+    if float(a["p"]) != 0.0 and len(a["self"].shape) == 2 and len(a["grad"].shape) == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+
+
+def _int_dim(a: Bound) -> None:  # a named dim is resolved (and refused) elsewhere
+    if isinstance(a.get("dim"), int):
+        _cumsum_dim(a)
+
+
+def _prelu_kernel(a: Bound) -> None:
+    x, weight = a["self"], a["weight"]
+    if weight.dtype != x.dtype:
+        raise RuntimeError(f"Found dtype {aten_type_name(weight.dtype)} but expected {aten_type_name(x.dtype)}")
+
+
+def _nansum(a: Bound) -> None:
+    if a["self"].dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+
+
+def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFloat16 into float goes to std_var_all
+    x, out = a["self"], a.get("out")
+    if out is None or x.dtype not in _LOW_PRECISION or out.dtype not in (torch.float32, torch.float64):
+        return
+    shape = [int(s) for s in x.shape]
+    dims = a.get("dim")
+    if dims and not all(isinstance(d, int) for d in dims):
+        return
+    reduced = set(range(len(shape))) if not dims else {d % max(len(shape), 1) for d in dims}
+    kept = math.prod(s for i, s in enumerate(shape) if i not in reduced)
+    if math.prod(shape) > 0 and kept <= 1:
+        raise RuntimeError(f"std_var_all: Unsupported dtype {aten_type_name(x.dtype)}")
+
+
+def _uniform(a: Bound) -> None:  # the complex tensor's real view gets uniform_impl_'s checks (factory.py: real)
+    if a["self"].dtype.is_complex:
+        from_, to = float(a.get("from", 0.0)), float(a.get("to", 1.0))
+        if from_ > to:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > "
+                               f"to={to:g}")
+
+
+def _lu_unpack(a: Bound) -> None:
+    if a.get("unpack_pivots", True) and a["LU_pivots"].dtype != torch.int32:
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.")
+
+
+BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "_fft_r2c": _fft_dims, "_fft_c2r": _fft_dims, "_fused_sgd_": _fused_sgd, "_fused_sgd": _fused_sgd,
+    "_foreach_norm": _foreach_norm,
+    "lerp": _scalar_of(("self", "end"), "weight", "f"), "lerp_": _scalar_of(("self", "end"), "weight", "f"),
+    "addcmul": _scalar_of(("self", "tensor1", "tensor2"), "value", "fi"),
+    "addcmul_": _scalar_of(("self", "tensor1", "tensor2"), "value", "fi"),
+    "addcdiv": _scalar_of(("self", "tensor1", "tensor2"), "value", "f"),
+    "addcdiv_": _scalar_of(("self", "tensor1", "tensor2"), "value", "f"),
+    "hardtanh_backward": _hardtanh_backward, "full": _full, "_pdist_backward": _pdist_backward,
+    "_prelu_kernel": _prelu_kernel, "cumprod": _int_dim, "mode": _int_dim, "nansum": _nansum,
+    "std": _std_var, "var": _std_var, "uniform": _uniform, "uniform_": _uniform, "lu_unpack": _lu_unpack,
+}
