@@ -10,7 +10,7 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
   narrowing).
 - lerp.Scalar, addcmul, addcdiv, hardtanh_backward: the Scalar's checked_convert to the kernel's opmath type
   (float for Half and BFloat16); a complex Scalar with an imaginary part overflows any real type.
-- full with out= or dtype=: fill_'s checked_convert to the result's dtype.
+- full.out: fill_'s checked_convert to the out's dtype.
 - _pdist_backward (p != 0): the kernel reads grad.stride(0).
 - _prelu_kernel: TensorIterator's check_all_same_dtype (weight of self's dtype).
 - cumprod and mode: maybe_wrap_dim (a 0-d self's too).
@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 
-from torchtpu.ops.cpu_raise_checks import _CHECKED_NAMES, _cumsum_dim, _is_tensor, checked_convert, result_type
+from torchtpu.dtypes import check_scalar_fits, checked_scalar
+from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, result_type
 from torchtpu.ops.tracing import aten_type_name
 
 Bound = dict[str, Any]
@@ -36,31 +37,21 @@ Bound = dict[str, Any]
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
-def scalar_to(value: Any, dtype: torch.dtype) -> None:
-    """c10::checked_convert of a Scalar (complex too) to a real `dtype`."""
-    if dtype.is_complex or dtype == torch.bool:
-        return
-    if isinstance(value, complex):
-        if value.imag != 0:
-            raise RuntimeError(f"value cannot be converted to type {_CHECKED_NAMES.get(dtype, str(dtype))} without "
-                               "overflow")
-        value = value.real
-    checked_convert(value, dtype)
-
-
 def _opmath(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in _LOW_PRECISION else dtype
 
 
 def _scalar_of(names: tuple[str, ...], scalar: str, kinds: str) -> Callable[[Bound], None]:
-    """The kernel's `scalar`.to<opmath_t>() on the common dtype of the tensor arguments `names`, for the dtype
-    kinds the kernel dispatches on ("f": floating, "i": integers too); others are refused elsewhere first."""
+    """The kernel's `scalar`.to<opmath_t>() (c10::checked_convert) on the common dtype of the tensor arguments
+    `names`, for the dtype kinds the kernel dispatches on ("f": floating, "i": integers too, where the lowering's
+    own check_scalar_fits answers a real value and only a complex one is left here); others are refused first."""
     def check(a: Bound) -> None:
         dtype = result_type([a[n] for n in names if _is_tensor(a.get(n))])
         if dtype is None or dtype == torch.bool or dtype.is_complex:
             return
-        if dtype.is_floating_point or "i" in kinds:
-            scalar_to(a.get(scalar, 1), _opmath(dtype))
+        value = a.get(scalar, 1)
+        if dtype.is_floating_point or ("i" in kinds and isinstance(value, complex)):
+            checked_scalar(value, _opmath(dtype))
     return check
 
 
@@ -70,11 +61,10 @@ def _hardtanh_backward(a: Bound) -> None:
     _scalar_of(("grad_output", "self"), "max_val", "f")(a)
 
 
-def _full(a: Bound) -> None:
+def _full(a: Bound) -> None:  # full.out fills the out tensor (full with dtype=: ops/factory.py)
     out = a.get("out")
-    dtype = out.dtype if out is not None else a.get("dtype")
-    if dtype is not None:
-        scalar_to(a["fill_value"], dtype)
+    if out is not None:
+        check_scalar_fits(a["fill_value"], out.dtype, "full()")
 
 
 def _fft_dims(a: Bound) -> None:
@@ -130,6 +120,11 @@ def _int_dim(a: Bound) -> None:  # a named dim is resolved (and refused) elsewhe
         _cumsum_dim(a)
 
 
+def _mode_dim(a: Bound) -> None:  # mode.values checks its outs' dtypes first (ops elsewhere)
+    if a.get("values") is None:
+        _int_dim(a)
+
+
 def _prelu_kernel(a: Bound) -> None:
     x, weight = a["self"], a["weight"]
     if weight.dtype != x.dtype:
@@ -177,6 +172,6 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "addcdiv": _scalar_of(("self", "tensor1", "tensor2"), "value", "f"),
     "addcdiv_": _scalar_of(("self", "tensor1", "tensor2"), "value", "f"),
     "hardtanh_backward": _hardtanh_backward, "full": _full, "_pdist_backward": _pdist_backward,
-    "_prelu_kernel": _prelu_kernel, "cumprod": _int_dim, "mode": _int_dim, "nansum": _nansum,
+    "_prelu_kernel": _prelu_kernel, "cumprod": _int_dim, "mode": _mode_dim, "nansum": _nansum,
     "std": _std_var, "var": _std_var, "uniform": _uniform, "uniform_": _uniform, "lu_unpack": _lu_unpack,
 }
