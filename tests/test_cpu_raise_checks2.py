@@ -29,7 +29,35 @@ def _sgd(params: int, grads: int, buffers: int, momentum: float, d: str) -> obje
                                     lr=0.1, dampening=0.0, nesterov=False, maximize=False, is_first_step=False)
 
 
+def _adam(lists: tuple[int, ...], d: str, amsgrad: bool = False, adamw: bool = False) -> object:
+    op = aten._fused_adamw_ if adamw else aten._fused_adam_
+    return op.default(*[[_f(1, d=d) for _ in range(n)] for n in lists], lr=0.1, beta1=0.9, beta2=0.99,
+                      weight_decay=0.0, eps=1e-8, amsgrad=amsgrad, maximize=False)
+
+
+def _u8(*shape: int, d: str) -> torch.Tensor:
+    return _f(*shape, dtype=U8, d=d)
+
+
 CASES: dict[str, Callable[[str], object]] = {
+    "fused_adam_exp_avg_sqs": lambda d: _adam((1, 1, 1, 2, 0, 1), d),
+    "fused_adam_max_exp_avg_sqs": lambda d: _adam((1, 1, 1, 1, 1, 1), d),
+    "fused_adam_amsgrad_max_exp_avg_sqs": lambda d: _adam((1, 1, 1, 1, 0, 1), d, amsgrad=True),
+    "fused_adamw_state_steps": lambda d: _adam((1, 1, 1, 1, 0, 2), d, adamw=True),
+    "addmm_out_uint8_beta": lambda d: aten.addmm.out(_u8(5, 5, d=d), _u8(5, 5, d=d), _u8(5, 5, d=d), beta=-9.568,
+                                                     out=_u8(0, d=d)),
+    "addmm_uint8_alpha": lambda d: aten.addmm.default(_u8(5, 5, d=d), _u8(5, 5, d=d), _u8(5, 5, d=d), beta=0,
+                                                      alpha=-1.5),
+    "addmm_float_beta": lambda d: aten.addmm.default(_f(2, 2, d=d), _f(2, 2, d=d), _f(2, 2, d=d), beta=1e300),
+    "addmv_uint8_beta": lambda d: aten.addmv.default(_u8(5, d=d), _u8(5, 5, d=d), _u8(5, d=d), beta=-9.568),
+    "baddbmm_uint8_beta": lambda d: aten.baddbmm.default(_u8(1, 5, 5, d=d), _u8(1, 5, 5, d=d), _u8(1, 5, 5, d=d),
+                                                         beta=300),
+    "replication_pad1d_backward_dtypes": lambda d: aten.replication_pad1d_backward.default(
+        _f(4, 3, dtype=F16, d=d), _f(4, 3, d=d), [0, 0]),
+    "reflection_pad1d_backward_dtypes": lambda d: aten.reflection_pad1d_backward.default(
+        _f(4, 3, d=d), _f(4, 3, dtype=F64, d=d), [0, 0]),
+    "replication_pad2d_backward_dtypes": lambda d: aten.replication_pad2d_backward.default(
+        _f(1, 4, 3, d=d), _f(1, 4, 3, dtype=F64, d=d), [0, 0, 0, 0]),
     "fft_r2c_no_dims": lambda d: aten._fft_r2c.default(_f(2, 4, 3, d=d), [], 4, False),
     "fft_r2c_0d_no_dims": lambda d: aten._fft_r2c.default(_s(d=d), [], 3, False),
     "fft_c2r_no_dims": lambda d: aten._fft_c2r.default(_f(2, 3, dtype=C64, d=d), [], 0, 3),
@@ -104,6 +132,12 @@ ACCEPTED: dict[str, Callable[[str], list[torch.Tensor]]] = {
     "std_out_half_into_half": lambda d: [aten.std.correction_out(_f(3, dtype=F16, d=d), keepdim=True,
                                                                  out=_f(0, dtype=F16, d=d))],
     "fused_sgd_no_momentum": lambda d: _sgd_params(d),
+    "addmm_uint8_wrapping_beta": lambda d: [aten.addmm.default(_u8(2, 2, d=d), _u8(2, 2, d=d), _u8(2, 2, d=d),
+                                                               beta=-9)],
+    "addmm_half_large_beta": lambda d: [aten.addmm.default(_f(2, 2, dtype=F16, d=d), _f(2, 2, dtype=F16, d=d),
+                                                           _f(2, 2, dtype=F16, d=d), beta=1e10)],
+    "addmm_empty_uint8_beta": lambda d: [aten.addmm.default(_u8(5, 0, d=d), _u8(5, 0, d=d), _u8(0, 0, d=d),
+                                                            beta=-9.568)],
     "cumprod_0d": lambda d: [aten.cumprod.default(_s(d=d) * 3, -1)],
     "lu_unpack_no_pivots": lambda d: list(aten.lu_unpack.default(_f(2, 2, d=d), _f(2, dtype=I64, d=d), True,
                                                                  False))[1:],

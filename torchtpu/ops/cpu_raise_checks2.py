@@ -6,6 +6,9 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - _fft_r2c / _fft_c2r with an empty dim list: ArrayRef's back() of the empty list.
 - _fused_sgd_: the kernel's list-length checks (grads, then the momentum buffers: none without momentum),
   unless a found_inf tensor is given (the kernel reads it first and may return before them).
+- _fused_adam_ / _fused_adamw_: the same for their lists (max_exp_avg_sqs empty without amsgrad).
+- addmm, addmv, baddbmm, addbmm: the gemm's beta and alpha to its opmath type.
+- replication/reflection_pad*d_backward: grad_output and self of one dtype.
 - _foreach_norm with dtype=: linalg_vector_norm's checks per tensor (floating input, the dtype's kind, no
   narrowing).
 - lerp.Scalar, addcmul, addcdiv, hardtanh_backward: the Scalar's checked_convert to the kernel's opmath type
@@ -90,6 +93,65 @@ def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_
                            f"{_TORCH_CHECK_TAIL}")
 
 
+def _fused_adam(a: Bound) -> None:  # _fused_adam_kernel_cpu_ (adamw's too)
+    if a.get("found_inf") is not None:
+        return
+    n = len(a["self"])
+    for name in ("grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps"):
+        size = len(a[name])
+        if name == "max_exp_avg_sqs" and not a["amsgrad"]:
+            if size:
+                raise RuntimeError(f"Expected max_exp_avg_sqs.empty() to be true, but got false.{_TORCH_CHECK_TAIL}")
+        elif size != n:
+            raise RuntimeError(f"Expected {name}.size() == n_tensors to be true, but got false.{_TORCH_CHECK_TAIL}")
+
+
+def _expands(shape: Any, target: list[int]) -> bool:
+    shape = [int(v) for v in shape]
+    return len(shape) <= len(target) and all(v in (1, t) for v, t in zip(shape[::-1], target[::-1], strict=False))
+
+
+def _product_shape(first: Any, second: Any) -> list[int] | None:
+    """The (batched) product's shape of two operands whose ranks and inner sizes fit; else None."""
+    a, b = [int(v) for v in first.shape], [int(v) for v in second.shape]
+    if len(a) == 2 and len(b) in (1, 2) and a[1] == b[0]:
+        return [a[0]] + b[1:]
+    if len(a) == 3 and len(b) == 3 and a[0] == b[0] and a[2] == b[1]:
+        return [a[0], a[1], b[2]]
+    return None
+
+
+def _blas_scalars(first: str, second: str, batch_sum: bool = False) -> Callable[[Bound], None]:
+    """addmm / addmv / baddbmm / addbmm: the gemm's beta.to<opmath_t>() and alpha's, reached where both products'
+    operands have elements, one dtype and fitting shapes (their checks come first; an empty product takes another
+    path)."""
+    def check(a: Bound) -> None:
+        x, m1, m2 = a["self"], a[first], a[second]
+        if not (x.dtype == m1.dtype == m2.dtype) or x.dtype == torch.bool or x.dtype.is_complex:
+            return
+        shape = _product_shape(m1, m2)
+        if shape is None or not _expands(x.shape, shape[1:] if batch_sum else shape):
+            return
+        if math.prod(m1.shape) and math.prod(m2.shape):
+            for name in ("beta", "alpha"):
+                checked_scalar(a.get(name, 1), _opmath(x.dtype))
+    return check
+
+
+def _pad_backward(n: int) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # after the shape checks: the kernel's dispatch on grad_output's type
+        grad, x, pad = a["grad_output"], a["self"], [int(p) for p in a["padding"]]
+        shape = [int(v) for v in x.shape]
+        if len(shape) not in (n + 1, n + 2) or len(pad) != 2 * n or not all(shape[1:]):
+            return
+        for i in range(n):
+            shape[-1 - i] += pad[2 * i] + pad[2 * i + 1]
+        if [int(v) for v in grad.shape] == shape and grad.dtype != x.dtype:
+            raise RuntimeError(f"expected scalar type {aten_type_name(grad.dtype)} but found "
+                               f"{aten_type_name(x.dtype)}")
+    return check
+
+
 def _foreach_norm(a: Bound) -> None:  # linalg_vector_norm on each tensor, in the list's order
     dtype = a.get("dtype")
     for t in a["self"]:
@@ -165,7 +227,13 @@ def _lu_unpack(a: Bound) -> None:
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_fft_r2c": _fft_dims, "_fft_c2r": _fft_dims, "_fused_sgd_": _fused_sgd, "_fused_sgd": _fused_sgd,
-    "_foreach_norm": _foreach_norm,
+    "_foreach_norm": _foreach_norm, "_fused_adam_": _fused_adam, "_fused_adamw_": _fused_adam,
+    "_fused_adam": _fused_adam, "_fused_adamw": _fused_adam,
+    "addmm": _blas_scalars("mat1", "mat2"), "addmm_": _blas_scalars("mat1", "mat2"),
+    "addmv": _blas_scalars("mat", "vec"), "addmv_": _blas_scalars("mat", "vec"),
+    "baddbmm": _blas_scalars("batch1", "batch2"), "baddbmm_": _blas_scalars("batch1", "batch2"),
+    "addbmm": _blas_scalars("batch1", "batch2", True), "addbmm_": _blas_scalars("batch1", "batch2", True),
+    **{f"{kind}_pad{n}d_backward": _pad_backward(n) for kind in ("replication", "reflection") for n in (1, 2, 3)},
     "lerp": _scalar_of(("self", "end"), "weight", "f"), "lerp_": _scalar_of(("self", "end"), "weight", "f"),
     "addcmul": _scalar_of(("self", "tensor1", "tensor2"), "value", "fi"),
     "addcmul_": _scalar_of(("self", "tensor1", "tensor2"), "value", "fi"),
