@@ -34,6 +34,8 @@ def lerp(self: Sym, end: Sym, weight: Any) -> Sym:
             raise RuntimeError(f"expected dtype {aten_meta_name(self.dtype)} for `{what}` but got dtype "
                                f"{aten_meta_name(other.dtype)}")
     _floats_only(self, "lerp_kernel_tensor" if isinstance(weight, Sym) else "lerp_kernel_scalar")
+    if isinstance(weight, complex) and not self.dtype.is_complex:  # CPU's kernel casts it to the real opmath
+        weight = weight.real
     compute = acc_dtype(self.dtype)
     s, e = P.convert(self, compute), P.convert(end, compute)
     shape = P.broadcast_shapes(s.shape, e.shape, weight.shape if isinstance(weight, Sym) else ())

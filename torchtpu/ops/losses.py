@@ -328,9 +328,13 @@ def put(self: Sym, index: Sym, source: Sym, accumulate: bool = False) -> Sym:
 @lower(aten.index_fill.int_Tensor, aten.index_fill.int_Scalar, prepare=host_index.INDEX_AT_2)
 def index_fill(self: Sym, dim: int, index: Sym, value: Any) -> Sym:
     index_checks.check_index_fill(self, dim, index, value)
-    if self.ndim == 0:
+    if self.ndim == 0:  # a 0-d self is indexed as one of size 1 (index -1 and 0)
         check_scalar_fits(value, self.dtype, "index_fill()")
-        return P.broadcast_to(P.convert(value, self.dtype), ()) if index.numel() else self
+        if not index.numel():
+            return self
+        P.check_index(P.reshape(P.convert(index, torch.int64), (-1,)), 1,
+                      "index {} is out of bounds for dimension 0 with size 1", negative=True)
+        return P.broadcast_to(P.convert(value, self.dtype), ())
     d = P.canon_dim(dim, self.ndim)
     check_scalar_fits(value, self.dtype, "index_fill()")
     n = self.shape[d]

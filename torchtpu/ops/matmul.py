@@ -109,7 +109,7 @@ def _scale_add(bias: Sym, product: Sym, beta: Any, alpha: Any) -> Sym:
     return P.convert(bias + product, product.dtype)
 
 
-@lower(aten.addmm.default)
+@lower(aten.addmm.default, static=("beta", "alpha"))  # _scale_add branches on them
 def addmm(self: Sym, mat1: Sym, mat2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
     # ATen's addmm meta function (ranks, dtypes, inner sizes), then its CPU kernel's expand of self.
     for name, m in (("mat1", mat1), ("mat2", mat2)):
@@ -125,7 +125,7 @@ def addmm(self: Sym, mat1: Sym, mat2: Sym, *, beta: Any = 1, alpha: Any = 1) -> 
     return _scale_add(self, P.matmul(mat1, mat2), beta, alpha)
 
 
-@lower(aten.baddbmm.default)
+@lower(aten.baddbmm.default, static=("beta", "alpha"))
 def baddbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
     _check_expand(self, [_size(batch1, 0), _size(batch1, 1), _size(batch2, 2)])
     _check_bmm(batch1, batch2)
@@ -137,7 +137,7 @@ def baddbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 
     return _scale_add(self, bmm(batch1, batch2), beta, alpha)
 
 
-@lower(aten.addbmm.default)
+@lower(aten.addbmm.default, static=("beta", "alpha"))
 def addbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
     _check_expand(self, [_size(batch1, 1), _size(batch2, 2)])
     _check_3d(batch1, batch2)
@@ -180,7 +180,7 @@ def mv(self: Sym, vec: Sym) -> Sym:
     return P.reshape(P.matmul(self, P.reshape(vec, (vec.shape[0], 1))), (self.shape[0],))
 
 
-@lower(aten.addmv.default)
+@lower(aten.addmv.default, static=("beta", "alpha"))
 def addmv(self: Sym, mat: Sym, vec: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
     _check_addmv(self.ndim, tuple(self.shape), self.dtype, mat, vec)
     mxu_dtypes("aten::addmv", self, mat, vec)

@@ -1,0 +1,245 @@
+"""More of CPU's argument checks that tpu's lowerings skipped (issue 17, the schema fuzzer's `cpu_raises` class
+over seeds 3-8 of session 24): calls CPU refuses from their shapes, dtypes and Scalars alone, where tpu computed a
+silent result. Merged with ops/cpu_raise_checks.py's `BOUND_CHECKS` by ops/arg_order_checks.py (they run behind
+the op's earlier checks, in eager mode and for a compiled graph's node; only `shape` and `dtype` are read).
+
+- _fft_r2c / _fft_c2r with an empty dim list: ArrayRef's back() of the empty list.
+- _fused_sgd_: the kernel's list-length checks (grads, then the momentum buffers: none without momentum),
+  unless a found_inf tensor is given (the kernel reads it first and may return before them).
+- _fused_adam_ / _fused_adamw_: the same for their lists (max_exp_avg_sqs empty without amsgrad).
+- addmm, addmv, baddbmm, addbmm: the gemm's beta and alpha to its opmath type.
+- replication/reflection_pad*d_backward: grad_output and self of one dtype.
+- _foreach_norm with dtype=: linalg_vector_norm's checks per tensor (floating input, the dtype's kind, no
+  narrowing).
+- lerp.Scalar, addcmul, addcdiv, hardtanh_backward: the Scalar's checked_convert to the kernel's opmath type
+  (float for Half and BFloat16); a complex Scalar with an imaginary part overflows any real type.
+- full.out: fill_'s checked_convert to the out's dtype.
+- _pdist_backward (p != 0): the kernel reads grad.stride(0).
+- _prelu_kernel: TensorIterator's check_all_same_dtype (weight of self's dtype).
+- cumprod and mode: maybe_wrap_dim (a 0-d self's too).
+- nansum: no complex input. std / var into a float or double out= from Half or BFloat16 with one output
+  element: std_var_all_cpu's dispatch.
+- uniform of a complex tensor: from <= to (its real view's check).
+- lu_unpack (unpack_pivots): int32 pivots.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchtpu.dtypes import check_scalar_fits, checked_scalar
+from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, result_type
+from torchtpu.ops.tracing import aten_type_name
+
+Bound = dict[str, Any]
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _opmath(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in _LOW_PRECISION else dtype
+
+
+def _scalar_of(names: tuple[str, ...], scalar: str, kinds: str) -> Callable[[Bound], None]:
+    """The kernel's `scalar`.to<opmath_t>() (c10::checked_convert) on the common dtype of the tensor arguments
+    `names`, for the dtype kinds the kernel dispatches on ("f": floating, "i": integers too, where the lowering's
+    own check_scalar_fits answers a real value and only a complex one is left here); others are refused first."""
+    def check(a: Bound) -> None:
+        dtype = result_type([a[n] for n in names if _is_tensor(a.get(n))])
+        if dtype is None or dtype == torch.bool or dtype.is_complex:
+            return
+        value = a.get(scalar, 1)
+        if dtype.is_floating_point or ("i" in kinds and isinstance(value, complex)):
+            checked_scalar(value, _opmath(dtype))
+    return check
+
+
+def _hardtanh_backward(a: Bound) -> None:
+    check = _scalar_of(("grad_output", "self"), "min_val", "f")
+    check(a)
+    _scalar_of(("grad_output", "self"), "max_val", "f")(a)
+
+
+def _full(a: Bound) -> None:  # full.out fills the out tensor (full with dtype=: ops/factory.py)
+    out = a.get("out")
+    if out is not None:
+        check_scalar_fits(a["fill_value"], out.dtype, "full()")
+
+
+def _fft_dims(a: Bound) -> None:
+    if len(a["dim"]) == 0:
+        raise RuntimeError("ArrayRef: attempted to access back() of empty list")
+
+
+_TORCH_CHECK_TAIL = ("  (Could this error message be improved?  If so, please report an enhancement request to "
+                     "PyTorch.)")
+
+
+def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_
+    if a.get("found_inf") is not None:
+        return
+    n = len(a["self"])
+    if len(a["grads"]) != n:
+        raise RuntimeError(f"Expected grads.size() == n_tensors to be true, but got false.{_TORCH_CHECK_TAIL}")
+    buffers = len(a["momentum_buffer_list"])
+    if a["momentum"] == 0.0 and buffers:
+        raise RuntimeError(f"Expected momentum_buffer_list.empty() to be true, but got false.{_TORCH_CHECK_TAIL}")
+    if a["momentum"] != 0.0 and buffers != n:
+        raise RuntimeError("Expected momentum_buffer_list.size() == n_tensors to be true, but got false."
+                           f"{_TORCH_CHECK_TAIL}")
+
+
+def _fused_adam(a: Bound) -> None:  # _fused_adam_kernel_cpu_ (adamw's too)
+    if a.get("found_inf") is not None:
+        return
+    n = len(a["self"])
+    for name in ("grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps"):
+        size = len(a[name])
+        if name == "max_exp_avg_sqs" and not a["amsgrad"]:
+            if size:
+                raise RuntimeError(f"Expected max_exp_avg_sqs.empty() to be true, but got false.{_TORCH_CHECK_TAIL}")
+        elif size != n:
+            raise RuntimeError(f"Expected {name}.size() == n_tensors to be true, but got false.{_TORCH_CHECK_TAIL}")
+
+
+def _expands(shape: Any, target: list[int]) -> bool:
+    shape = [int(v) for v in shape]
+    return len(shape) <= len(target) and all(v in (1, t) for v, t in zip(shape[::-1], target[::-1], strict=False))
+
+
+def _product_shape(first: Any, second: Any) -> list[int] | None:
+    """The (batched) product's shape of two operands whose ranks and inner sizes fit; else None."""
+    a, b = [int(v) for v in first.shape], [int(v) for v in second.shape]
+    if len(a) == 2 and len(b) in (1, 2) and a[1] == b[0]:
+        return [a[0]] + b[1:]
+    if len(a) == 3 and len(b) == 3 and a[0] == b[0] and a[2] == b[1]:
+        return [a[0], a[1], b[2]]
+    return None
+
+
+def _blas_scalars(first: str, second: str, batch_sum: bool = False) -> Callable[[Bound], None]:
+    """addmm / addmv / baddbmm / addbmm: the gemm's beta.to<opmath_t>() and alpha's, reached where both products'
+    operands have elements, one dtype and fitting shapes (their checks come first; an empty product takes another
+    path)."""
+    def check(a: Bound) -> None:
+        x, m1, m2 = a["self"], a[first], a[second]
+        if not (x.dtype == m1.dtype == m2.dtype) or x.dtype == torch.bool or x.dtype.is_complex:
+            return
+        shape = _product_shape(m1, m2)
+        if shape is None or not _expands(x.shape, shape[1:] if batch_sum else shape):
+            return
+        if math.prod(m1.shape) and math.prod(m2.shape):
+            for name in ("beta", "alpha"):
+                checked_scalar(a.get(name, 1), _opmath(x.dtype))
+    return check
+
+
+def _pad_backward(n: int) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # after the shape checks: the kernel's dispatch on grad_output's type
+        grad, x, pad = a["grad_output"], a["self"], [int(p) for p in a["padding"]]
+        shape = [int(v) for v in x.shape]
+        if len(shape) not in (n + 1, n + 2) or len(pad) != 2 * n or not all(shape[1:]):
+            return
+        for i in range(n):
+            shape[-1 - i] += pad[2 * i] + pad[2 * i + 1]
+        if [int(v) for v in grad.shape] == shape and grad.dtype != x.dtype:
+            raise RuntimeError(f"expected scalar type {aten_type_name(grad.dtype)} but found "
+                               f"{aten_type_name(x.dtype)}")
+    return check
+
+
+def _foreach_norm(a: Bound) -> None:  # linalg_vector_norm on each tensor, in the list's order
+    dtype = a.get("dtype")
+    for t in a["self"]:
+        x = t.dtype
+        if not (x.is_floating_point or x.is_complex):
+            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                               f"{aten_type_name(x)}")
+        if dtype is None:
+            continue
+        if x.is_complex and not dtype.is_complex:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be complex for complex inputs, but got "
+                               f"{aten_type_name(dtype)}")
+        if not x.is_complex and dtype.is_complex:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be real for real inputs, but got "
+                               f"{aten_type_name(dtype)}")
+        if torch.promote_types(x, dtype) != dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({aten_type_name(x)}) should be "
+                               f"convertible without narrowing to the specified dtype ({aten_type_name(dtype)})")
+
+
+def _pdist_backward(a: Bound) -> None:  # run_backward_parallel_pdist: self.size(0), self.size(1), grad.stride(0)
+    if float(a["p"]) != 0.0 and len(a["self"].shape) == 2 and len(a["grad"].shape) == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+
+
+def _int_dim(a: Bound) -> None:  # a named dim is resolved (and refused) elsewhere
+    if isinstance(a.get("dim"), int):
+        _cumsum_dim(a)
+
+
+def _mode_dim(a: Bound) -> None:  # mode.values checks its outs' dtypes first (ops elsewhere)
+    if a.get("values") is None:
+        _int_dim(a)
+
+
+def _prelu_kernel(a: Bound) -> None:
+    x, weight = a["self"], a["weight"]
+    if weight.dtype != x.dtype:
+        raise RuntimeError(f"Found dtype {aten_type_name(weight.dtype)} but expected {aten_type_name(x.dtype)}")
+
+
+def _nansum(a: Bound) -> None:
+    if a["self"].dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+
+
+def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFloat16 into float goes to std_var_all
+    x, out = a["self"], a.get("out")
+    if out is None or x.dtype not in _LOW_PRECISION or out.dtype not in (torch.float32, torch.float64):
+        return
+    shape = [int(s) for s in x.shape]
+    dims = a.get("dim")
+    if dims and not all(isinstance(d, int) for d in dims):
+        return
+    reduced = set(range(len(shape))) if not dims else {d % max(len(shape), 1) for d in dims}
+    kept = math.prod(s for i, s in enumerate(shape) if i not in reduced)
+    if math.prod(shape) > 0 and kept <= 1:
+        raise RuntimeError(f"std_var_all: Unsupported dtype {aten_type_name(x.dtype)}")
+
+
+def _uniform(a: Bound) -> None:  # the complex tensor's real view gets uniform_impl_'s checks (factory.py: real)
+    if a["self"].dtype.is_complex:
+        from_, to = float(a.get("from", 0.0)), float(a.get("to", 1.0))
+        if from_ > to:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > "
+                               f"to={to:g}")
+
+
+def _lu_unpack(a: Bound) -> None:
+    if a.get("unpack_pivots", True) and a["LU_pivots"].dtype != torch.int32:
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.")
+
+
+BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "_fft_r2c": _fft_dims, "_fft_c2r": _fft_dims, "_fused_sgd_": _fused_sgd, "_fused_sgd": _fused_sgd,
+    "_foreach_norm": _foreach_norm, "_fused_adam_": _fused_adam, "_fused_adamw_": _fused_adam,
+    "_fused_adam": _fused_adam, "_fused_adamw": _fused_adam,
+    "addmm": _blas_scalars("mat1", "mat2"), "addmm_": _blas_scalars("mat1", "mat2"),
+    "addmv": _blas_scalars("mat", "vec"), "addmv_": _blas_scalars("mat", "vec"),
+    "baddbmm": _blas_scalars("batch1", "batch2"), "baddbmm_": _blas_scalars("batch1", "batch2"),
+    "addbmm": _blas_scalars("batch1", "batch2", True), "addbmm_": _blas_scalars("batch1", "batch2", True),
+    **{f"{kind}_pad{n}d_backward": _pad_backward(n) for kind in ("replication", "reflection") for n in (1, 2, 3)},
+    "lerp": _scalar_of(("self", "end"), "weight", "f"), "lerp_": _scalar_of(("self", "end"), "weight", "f"),
+    "addcmul": _scalar_of(("self", "tensor1", "tensor2"), "value", "fi"),
+    "addcmul_": _scalar_of(("self", "tensor1", "tensor2"), "value", "fi"),
+    "addcdiv": _scalar_of(("self", "tensor1", "tensor2"), "value", "f"),
+    "addcdiv_": _scalar_of(("self", "tensor1", "tensor2"), "value", "f"),
+    "hardtanh_backward": _hardtanh_backward, "full": _full, "_pdist_backward": _pdist_backward,
+    "_prelu_kernel": _prelu_kernel, "cumprod": _int_dim, "mode": _mode_dim, "nansum": _nansum,
+    "std": _std_var, "var": _std_var, "uniform": _uniform, "uniform_": _uniform, "lu_unpack": _lu_unpack,
+}
