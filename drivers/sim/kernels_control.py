@@ -3,7 +3,9 @@
 
 The regions run through the same kernels as any program (kernels*.py), on the elements still looping: after
 each trip the elements whose condition fails are dropped, so a trip costs what its live elements cost, and an
-element's result is its state when its condition first fails (or after `limit` trips).
+element's result is its state when its condition first fails (or after `limit` trips). After
+`INTERPRETED_TRIPS` trips the live elements finish in one compiled loop where the regions allow it
+(while_compiled.py: the same arithmetic, the same bits).
 
 IR op `while_array` carries whole arrays through its regions; those run as plans compiled once (regions.py).
 """
@@ -14,6 +16,7 @@ import numpy as np
 from torchtpu.drivers.ir import Op, Program
 from torchtpu.drivers.sim.kernels import KERNELS, kernel
 from torchtpu.drivers.sim.regions import compiled_region
+from torchtpu.drivers.sim.while_compiled import INTERPRETED_TRIPS, compiled
 
 
 def run_region(program: Program, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -34,7 +37,14 @@ def _while(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     state = [np.array(np.broadcast_to(a, shape)).reshape(-1) for a in args]  # the results, written in place
     live = np.arange(state[0].size)
     cur = [s.copy() for s in state]  # never the results: a body passing a value through must not alias them
-    for _ in range(limit):
+    for trip in range(limit):
+        if trip == INTERPRETED_TRIPS and (run := compiled(cond, body)) is not None:
+            # a long loop: the elements still looping finish in one compiled call (while_compiled.py)
+            cur = [np.array(c, copy=True) for c in cur]
+            run(*cur, limit - trip)
+            for s, c in zip(state, cur):
+                s[live] = c
+            break
         go = np.broadcast_to(run_region(cond, cur)[0], live.shape)
         if not go.all():
             live = live[go]

@@ -6,7 +6,8 @@ import importlib
 
 FAMILIES = (
     "elementwise", "math", "reduction", "matmul", "nn", "indexing", "factory", "logspace", "conv", "shape",
-    "norm", "sorting", "dynamic", "resize", "pooling", "losses", "complex", "linalg", "special", "sampling",
+    "norm", "sorting", "dynamic", "resize", "pooling", "losses", "complex", "linalg", "matrix_exp", "special",
+    "sampling",
     "embedding", "grid", "segment", "quantized", "jagged", "pooled_lookup", "paged_attention", "random_ints",
     "normal_tensor", "rnn_cells", "threshold_inplace", "activation_backward", "addcmul", "lerp",
     "foreach",  # last: maps the per-tensor lowerings above over lists

@@ -353,42 +353,6 @@ def eig(self: Sym) -> tuple[Sym, Sym]:
     return tuple(tie(r, zero) for r in P.emit("eig", [a]))  # type: ignore[return-value]
 
 
-# --- matrix exponential -------------------------------------------------------------------------------------------
-
-_EXP_DEGREE = 16  # Taylor degree on the scaled matrix (1-norm <= 1: truncation error < 1 / 17!)
-_EXP_MAX_SQUARINGS = 24  # scaling factor up to 2^24 (exp of larger norms overflows float32 anyway)
-
-
-@lower(aten.linalg_matrix_exp.default)
-def matrix_exp(self: Sym) -> Sym:
-    """Scaling and squaring: s = max(0, ceil(log2 ||A||_1)) per matrix, Taylor of A / 2^s by Horner, then s
-    squarings (a fixed number of masked steps; each matrix stops at its own s)."""
-    x = _float(self) if self.dtype != torch.bfloat16 else P.convert(self, torch.float32)
-    n = x.shape[-1]
-    batch = x.shape[:-2]
-    if x.numel() == 0:
-        return P.convert(x, self.dtype)
-    nb = len(batch)
-    absx = P.emit1("abs", [x])
-    if absx.dtype.is_complex:
-        absx = P.emit1("real", [absx])
-    norm = P.reduce(P.reduce(absx, "sum", (nb,)), "max", (nb,))  # max column sum: (batch,)
-    real = norm.dtype
-    s = P.emit1("ceil", [P.emit1("log2", [norm])])
-    s = P.emit1("clamp", [P.full(0.0, s.shape, real), s, P.full(float(_EXP_MAX_SQUARINGS), s.shape, real)])
-    s = P.where(P.compare("NE", s, s), P.full(float(_EXP_MAX_SQUARINGS), s.shape, real), s)  # NaN norm
-    scale = P.emit1("exp2", [-s])
-    a = x * P.convert(P.broadcast_to(P.reshape(scale, (*batch, 1, 1)), x.shape), x.dtype)
-    eye = _eye(n, batch, x.dtype)
-    p = eye
-    for k in range(_EXP_DEGREE, 0, -1):
-        p = eye + P.matmul(a, p) * (1.0 / k)
-    s_mat = P.broadcast_to(P.reshape(s, (*batch, 1, 1)), x.shape)
-    for k in range(_EXP_MAX_SQUARINGS):
-        p = P.where(P.compare("GT", s_mat, float(k)), P.matmul(p, p), p)
-    return P.convert(p, self.dtype)
-
-
 # --- Householder reflectors (LAPACK's compact QR: geqrf, orgqr / householder_product, ormqr) -------------------------
 # H_i = I - tau_i v_i v_i^H with v_i = (0, ..., 0, 1, a[i+1:, i]). Products are unrolled over the k reflectors and
 # computed elementwise (multiply + reduce), which keeps float32 accuracy at every matmul precision.
