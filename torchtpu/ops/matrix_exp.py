@@ -68,6 +68,9 @@ def _t8_coefficients(single: bool) -> tuple[float, ...]:
     return x1, x2, x3, x4, x5, x6, x7, y2
 
 
+BROADCAST_PRODUCT_MAX = 32  # sizes whose products run as multiply + sum (CPU's bits); larger: a float64 product
+
+
 def _mm(a: Sym, b: Sym) -> Sym:
     """a @ b as multiply + sum: each product and sum rounded as CPU's small-matrix kernel does (the MXU's bf16
     passes, even six, are not float32 arithmetic, host BLAS blocks and fuses differently, and the squarings
@@ -75,6 +78,9 @@ def _mm(a: Sym, b: Sym) -> Sym:
     nd = a.ndim
     *batch, m, k = a.shape
     cols = b.shape[-1]
+    if k > BROADCAST_PRODUCT_MAX:  # m*k*cols products in memory no longer pay: a float64 product rounded once
+        wide = torch.complex128 if a.dtype.is_complex else torch.float64
+        return P.convert(P.matmul(P.convert(a, wide), P.convert(b, wide)), a.dtype)
     full = (*batch, m, k, cols)
     prod = P.broadcast_to(P.reshape(a, (*batch, m, k, 1)), full) * \
         P.broadcast_to(P.reshape(b, (*batch, 1, k, cols)), full)
