@@ -40,6 +40,16 @@ def _u8(*shape: int, d: str) -> torch.Tensor:
 
 
 CASES: dict[str, Callable[[str], object]] = {
+    "multi_margin_loss_backward_float_target": lambda d: aten.multi_margin_loss_backward.default(
+        _s(d=d), _s(d=d), _s(d=d), 2.18, False, reduction=1),
+    "multi_margin_loss_backward_int_target": lambda d: aten.multi_margin_loss_backward.default(
+        _s(d=d), _f(2, 3, d=d), _f(2, dtype=I32, d=d), 1, 1.0, reduction=1),
+    "batch_norm_no_stats_empty": lambda d: aten._native_batch_norm_legit.no_stats(_f(5, 0, dtype=BF16, d=d), None,
+                                                                                  None, True, 0.9, 1e-5),
+    "native_batch_norm_empty": lambda d: aten.native_batch_norm.default(_f(0, 3, d=d), None, None, _f(3, d=d),
+                                                                        _f(3, d=d), True, 0.9, 1e-5),
+    "embedding_bag_2d_offsets": lambda d: aten._embedding_bag.default(_f(2, 5, d=d), _f(0, dtype=I64, d=d),
+                                                                      _f(2, 5, dtype=I64, d=d), mode=0),
     "fused_adam_exp_avg_sqs": lambda d: _adam((1, 1, 1, 2, 0, 1), d),
     "fused_adam_max_exp_avg_sqs": lambda d: _adam((1, 1, 1, 1, 1, 1), d),
     "fused_adam_amsgrad_max_exp_avg_sqs": lambda d: _adam((1, 1, 1, 1, 0, 1), d, amsgrad=True),
@@ -138,6 +148,8 @@ ACCEPTED: dict[str, Callable[[str], list[torch.Tensor]]] = {
                                                            _f(2, 2, dtype=F16, d=d), beta=1e10)],
     "addmm_empty_uint8_beta": lambda d: [aten.addmm.default(_u8(5, 0, d=d), _u8(5, 0, d=d), _u8(0, 0, d=d),
                                                             beta=-9.568)],
+    "multi_margin_loss_backward_margin": lambda d: [aten.multi_margin_loss_backward.default(
+        _s(d=d), _f(2, 3, d=d), torch.tensor([0, 2], device=d), 1, 1.5, reduction=1)],
     "cumprod_0d": lambda d: [aten.cumprod.default(_s(d=d) * 3, -1)],
     "lu_unpack_no_pivots": lambda d: list(aten.lu_unpack.default(_f(2, 2, d=d), _f(2, dtype=I64, d=d), True,
                                                                  False))[1:],

@@ -9,6 +9,7 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - _fused_adam_ / _fused_adamw_: the same for their lists (max_exp_avg_sqs empty without amsgrad).
 - addmm, addmv, baddbmm, addbmm: the gemm's beta and alpha to its opmath type.
 - replication/reflection_pad*d_backward: grad_output and self of one dtype.
+- batch norm in training: an input with elements. _embedding_bag: 1-D offsets.
 - _foreach_norm with dtype=: linalg_vector_norm's checks per tensor (floating input, the dtype's kind, no
   narrowing).
 - lerp.Scalar, addcmul, addcdiv, hardtanh_backward: the Scalar's checked_convert to the kernel's opmath type
@@ -152,6 +153,22 @@ def _pad_backward(n: int) -> Callable[[Bound], None]:
     return check
 
 
+def _batch_norm_empty(training: bool | None) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # batch_norm_cpu_update_stats_template (training only)
+        x = a["input"]
+        if (a["training"] if training is None else training) and math.prod(x.shape) == 0:
+            raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = "
+                               f"{[int(v) for v in x.shape]}")
+    return check
+
+
+def _embedding_bag(a: Bound) -> None:  # _embedding_bag_cpu_impl_out's check on offsets (its dtype checked first)
+    indices, offsets = a["indices"], a["offsets"]
+    index_types = (torch.int32, torch.int64)
+    if indices.dtype in index_types and offsets.dtype in index_types and len(offsets.shape) != 1:
+        raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension {len(offsets.shape)}")
+
+
 def _foreach_norm(a: Bound) -> None:  # linalg_vector_norm on each tensor, in the list's order
     dtype = a.get("dtype")
     for t in a["self"]:
@@ -227,6 +244,9 @@ def _lu_unpack(a: Bound) -> None:
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_fft_r2c": _fft_dims, "_fft_c2r": _fft_dims, "_fused_sgd_": _fused_sgd, "_fused_sgd": _fused_sgd,
+    "_native_batch_norm_legit": _batch_norm_empty(None), "native_batch_norm": _batch_norm_empty(None),
+    "_batch_norm_with_update": _batch_norm_empty(True), "_embedding_bag": _embedding_bag,
+    "_embedding_bag_forward_only": _embedding_bag,
     "_foreach_norm": _foreach_norm, "_fused_adam_": _fused_adam, "_fused_adamw_": _fused_adam,
     "_fused_adam": _fused_adam, "_fused_adamw": _fused_adam,
     "addmm": _blas_scalars("mat1", "mat2"), "addmm_": _blas_scalars("mat1", "mat2"),

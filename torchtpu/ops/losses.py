@@ -60,7 +60,7 @@ def _margin_terms(self: Sym, target: Sym, p: Any, margin: Any, weight: Sym | Non
     return h, active, z
 
 
-@lower(aten.multi_margin_loss.default)
+@lower(aten.multi_margin_loss.default, static=("p", "margin"))  # _margin_terms reads both
 def multi_margin_loss(self: Sym, target: Sym, p: Any = 1, margin: Any = 1, weight: Sym | None = None,
                       reduction: int = 1) -> Sym:
     loss_checks.check_multi_margin(self, target, weight)
@@ -73,10 +73,12 @@ def multi_margin_loss(self: Sym, target: Sym, p: Any = 1, margin: Any = 1, weigh
     return _reduce_loss(per, reduction, self.dtype)
 
 
-@lower(aten.multi_margin_loss_backward.default, static=("p",))
+@lower(aten.multi_margin_loss_backward.default, static=("p", "margin"))
 def multi_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, p: Any, margin: Any,
                                weight: Sym | None = None, reduction: int = 1) -> Sym:
     loss_checks.check_multi_margin(self, target, weight)
+    if target.dtype != torch.int64:  # the kernel's target.data_ptr<int64_t>(), after p's check and the dispatch
+        raise RuntimeError(f"expected scalar type Long but found {aten_type_name(target.dtype)}")
     _, active, z = _margin_terms(self, target, p, margin, weight)
     n, c = z.shape
     d = P.where(active, P.full(1.0, z.shape, z.dtype) if p == 1 else z * 2.0, P.zeros_like(z)) / float(c)
