@@ -111,7 +111,10 @@ def dense(values: Any, dtype: torch.dtype) -> Sym:
     arr = np.asarray(values)
     if arr.ndim == 0:
         return const(arr.item(), dtype)
-    flat = tuple(bool(v) if dtype == torch.bool else int(v) if not (dtype.is_floating_point or dtype.is_complex)
+    if dtype.is_complex:
+        part = dtype.to_real()
+        return emit1("complex", [dense(arr.real, part), dense(arr.imag, part)])
+    flat = tuple(bool(v) if dtype == torch.bool else int(v) if not dtype.is_floating_point
                  else float(v) for v in arr.reshape(-1).tolist())
     return emit1("constant", [], value=flat, shape=tuple(arr.shape), dtype=TORCH_TO_IR[dtype])
 
