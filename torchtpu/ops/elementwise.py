@@ -38,11 +38,18 @@ def check_alpha(alpha: Any, dtype: torch.dtype) -> None:
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
 
 
+def _scales_other(alpha: Any, compute: torch.dtype) -> bool:
+    """Whether add/sub multiply `other` by alpha: ATen's kernel computes self + alpha * other, where a real alpha of
+    1 is exact but a complex one is a complex product, so an infinite part of other gives a NaN part, (1 + 0j) *
+    (inf + 0.5j) = inf + nanj (CPU and CUDA alike)."""
+    return compute.is_complex or not known(alpha) or alpha != 1
+
+
 @lower(aten.add.Tensor, aten.add.Scalar)
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
     check_alpha(alpha, result)
-    if not known(alpha) or alpha != 1:  # a runtime alpha of 1 multiplies exactly
+    if _scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "add(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
     return P.convert(P.binary("add", P.convert(self, compute), other), result)
@@ -61,7 +68,7 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     compute, result = P.result_dtype(self, other)
     check_alpha(alpha, result)
-    if not known(alpha) or alpha != 1:
+    if _scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "sub(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
     return P.convert(P.binary("subtract", P.convert(self, compute), other), result)
