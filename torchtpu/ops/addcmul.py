@@ -25,4 +25,6 @@ def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
         return self + tensor1 * tensor2
     if not (common.is_floating_point or common.is_complex):  # CPU's value.to<scalar_t>(): toward zero
         value = P.convert(P.const(value, torch.float64), common)
+        # every operand in the common dtype first: a 0-d value times a uint8 tensor1 would promote to uint8
+        self, tensor1, tensor2 = (P.convert(t, common) for t in (self, tensor1, tensor2))
     return self + value * tensor1 * tensor2  # ATen's order (value * t1 is exact for a runtime value of 1)
