@@ -1,6 +1,7 @@
 """ATen's argument checks and handling for the losses torchtpu runs by an upstream decomposition
 (decompositions.ACCEPTED), where the decomposition differs from CPU's kernel: smooth_l1_loss's beta and reduction,
-huber_loss's and soft_margin_loss's reduction, nll_loss2d's ranks, sizes, weight, dtypes and (backward)
+huber_loss's and soft_margin_loss's reduction, the result dtype of huber_loss, soft_margin_loss (and its backward) and
+binary_cross_entropy, nll_loss2d's ranks, sizes, weight, dtypes and (backward)
 grad_output / total_weight. Eager mode and torch.compile wrap the same decomposition with `wrap`."""
 
 from __future__ import annotations
@@ -142,12 +143,13 @@ def _nll_loss2d_args(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _loss_in_input_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """CPU's huber_loss and binary_cross_entropy write the unreduced loss into a tensor of the input's dtype
+    """CPU's huber_loss, soft_margin_loss and binary_cross_entropy write the unreduced loss into a tensor of the
+    input's dtype
     (`at::empty_like(input)` as the TensorIterator's output), multiply it by the weight in place, then reduce it:
     the result has the input's dtype where the upstream decomposition promotes with the target or weight."""
     names = [a.name for a in op._schema.arguments]
     get = _getter(names)
-    bce = op.overloadpacket is aten.binary_cross_entropy
+    bce, huber = op.overloadpacket is aten.binary_cross_entropy, op.overloadpacket is aten.huber_loss
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         x, target = get(args, kwargs, "self"), get(args, kwargs, "target")
@@ -156,7 +158,8 @@ def _loss_in_input_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         if op._overloadname != "default" or reduction not in (0, 1, 2) or all(
                 t is None or t.dtype == x.dtype for t in (target, weight)):
             return fn(*args, **kwargs)
-        loss = fn(x, target, None, 0) if bce else fn(x, target, 0, get(args, kwargs, "delta", 1.0))
+        loss = fn(x, target, None, 0) if bce else fn(x, target, 0, get(args, kwargs, "delta", 1.0)) if huber \
+            else fn(x, target, 0)
         loss = loss.to(x.dtype) if weight is None else (loss.to(x.dtype) * weight).to(x.dtype)
         return loss if reduction == 0 else loss.mean() if reduction == 1 else loss.sum()
 
@@ -193,10 +196,47 @@ def _smooth_l1_grad(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, r
     return (norm * out * grad.to(compute)).to(promoted)
 
 
+def _out_in_input_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """soft_margin_loss.out: CPU's kernel computes into its out tensor through a TensorIterator whose first input is
+    `input`, so the out tensor must have the input's dtype ("Found dtype Double but expected Float") and the loss is
+    in that dtype whatever the target's; the upstream out= decomposition required the promoted dtype."""
+    names = [a.name for a in op._schema.arguments]
+    get = _getter(names)
+    if "out" not in names:
+        return fn
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        x, out, reduction = get(args, kwargs, "self"), get(args, kwargs, "out"), get(args, kwargs, "reduction", 1)
+        if out.dtype != x.dtype:
+            raise RuntimeError(f"Found dtype {aten_type_name(out.dtype)} but expected {aten_type_name(x.dtype)}")
+        loss = aten.soft_margin_loss.default(x, get(args, kwargs, "target"), reduction)
+        out.resize_(loss.shape)
+        return out.copy_(loss)
+
+    return kernel
+
+
+def _result_in_input_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """soft_margin_loss_backward: CPU's kernel writes into `at::empty_like(input)`, so the gradient has the input's
+    dtype where the upstream decomposition promotes with grad_output and target."""
+    get = _getter([a.name for a in op._schema.arguments])
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        if op._overloadname != "default":
+            return result
+        dtype = get(args, kwargs, "self").dtype
+        return result if result.dtype == dtype else result.to(dtype)
+
+    return kernel
+
+
 _WRAPPERS = {aten.smooth_l1_loss: _reduction_args, aten.smooth_l1_loss_backward: _grad_in_input_dtype,
+             aten.soft_margin_loss_backward: _result_in_input_dtype,
              aten.huber_loss: lambda op, fn: _reduction_args(op, _loss_in_input_dtype(op, fn)),
              aten.binary_cross_entropy: _loss_in_input_dtype,
-             aten.soft_margin_loss: _first_element,
+             aten.soft_margin_loss: lambda op, fn: _first_element(
+                 op, _out_in_input_dtype(op, _loss_in_input_dtype(op, fn))),
              aten.nll_loss2d_forward: _nll_loss2d_args, aten.nll_loss2d_backward: _nll_loss2d_args}
 WRAPPED = frozenset(_WRAPPERS)
 
