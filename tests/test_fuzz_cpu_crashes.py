@@ -26,6 +26,7 @@ def _call(name: str, seed: int, index: int):  # noqa: ANN202 - a fuzz Call
     ("aten.adaptive_max_pool2d_backward.default", 4, 2),  # index -2: heap corruption
     ("aten._pdist_backward.default", 8, 0),  # grad float32[1, 2, 3]: reads outside grad's buffer
     ("aten._native_batch_norm_legit.no_stats_out", 7, 2),  # training=False without stats: segfault
+    ("aten._fft_r2c.default", 9, 1),  # dims [-3, -2]: segfault
 ])
 def test_rule_names_the_crashing_call(name: str, seed: int, index: int) -> None:
     assert cpu_crashes(_call(name, seed, index)) is not None
@@ -48,3 +49,13 @@ def test_c2r_without_data_points_refused_in_irfft_words(mode: str) -> None:
 def test_polynomial_degree_past_the_limit_is_skipped_where_cpu_loops() -> None:
     assert cpu_crashes(_call("aten.special_legendre_polynomial_p.n_scalar", 6, 0)) is not None  # n = 2^40: hangs
     assert cpu_crashes(_call("aten.special_legendre_polynomial_p.n_scalar", 6, 1)) is None  # n = -0.877
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fft_negative_dims_computed_as_wrapped(mode: str) -> None:
+    x = torch.randn(4, 2, 2, dtype=torch.float64)
+    with torch.tpu.eager_mode(mode):
+        r2c = torch.ops.aten._fft_r2c.default(x.to("tpu"), [-3, -2], 0, True).cpu()
+        c2c = torch.ops.aten._fft_c2c.default(x.to(torch.complex128).to("tpu"), [-3, -2], 0, True).cpu()
+    torch.testing.assert_close(r2c, torch.ops.aten._fft_r2c.default(x, [0, 1], 0, True))
+    torch.testing.assert_close(c2c, torch.ops.aten._fft_c2c.default(x.to(torch.complex128), [0, 1], 0, True))

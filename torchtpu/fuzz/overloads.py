@@ -115,6 +115,12 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         lambda call: len(call.args) > 3 and isinstance(call.args[3], int) and call.args[3] < 1,
         "CPU's _fft_c2r kernel segfaults (torch 2.13) on last_dim_size 0 (fuzz seed 4 call 2); torch.fft.irfft refuses "
         "n < 1 first, in the words tpu raises"),
+    "aten::_fft_[rc]2[rc]*": (
+        lambda call: len(call.args) > 1 and isinstance(call.args[1], (list, tuple)) and any(
+            isinstance(d, int) and d < 0 for d in call.args[1]),
+        "CPU's _fft_r2c/_fft_c2c/_fft_c2r kernels take their dims already wrapped (torch.fft wraps them first): a "
+        "negative dim segfaults (torch 2.13; fuzz seed 9 call 1: _fft_r2c of float64[4, 2, 2] over [-3, -2]) or "
+        "fails an internal assert ([-2, 0], seeds 3 and 8); tpu wraps them, as torch.fft does"),
     "aten::_pdist_forward*": (
         lambda call: len(call.args) > 0 and hasattr(call.args[0], "base") and call.args[0].base.dim() != 2,
         "CPU's _pdist_forward kernel segfaults (torch 2.13) on an input that is not 2-D (fuzz seed 11 call 1: "
