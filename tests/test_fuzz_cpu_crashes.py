@@ -27,6 +27,7 @@ def _call(name: str, seed: int, index: int):  # noqa: ANN202 - a fuzz Call
     ("aten._pdist_backward.default", 8, 0),  # grad float32[1, 2, 3]: reads outside grad's buffer
     ("aten._native_batch_norm_legit.no_stats_out", 7, 2),  # training=False without stats: segfault
     ("aten._fft_r2c.default", 9, 1),  # dims [-3, -2]: segfault
+    ("aten.smooth_l1_loss_backward.default", 9, 2),  # int16 with beta NaN: SIGFPE
 ])
 def test_rule_names_the_crashing_call(name: str, seed: int, index: int) -> None:
     assert cpu_crashes(_call(name, seed, index)) is not None
