@@ -161,6 +161,8 @@ def _emit_binary(e: Emitter, op: Op, args: list[V]) -> list[V]:
     shape, dtype = _out(op)
     if a.dtype == "bool" and op.name in _BOOL_BINARY:
         return [e.binary(_BOOL_BINARY[op.name], a, b)]
+    if op.name == "nextafter" and a.dtype == b.dtype == dtype:  # the next value of the storage dtype
+        return [_binary_math(e, op.name, a, b)]
     if a.dtype in FLOAT_DTYPES or op.name not in ("and", "or", "xor", "shift_left", "shift_right_arithmetic"):
         a, b = e.widen(a), e.widen(b)
     if e.checking and a.dtype in INT_DTYPES and numel(b.shape):

@@ -203,6 +203,8 @@ _BOOL_BINARY = {"add": np.logical_or, "multiply": np.logical_and, "maximum": np.
 @kernel(*_BINARY)
 def _binary(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     a, b = args
+    if op.name == "nextafter" and a.dtype == b.dtype:  # the next value of the storage dtype, not of float32
+        return [np.nextafter(a, b)]
     if a.dtype in _NARROW_NP:
         a = a.astype(np.float32)
     if b.dtype in _NARROW_NP:

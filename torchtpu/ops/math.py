@@ -41,7 +41,7 @@ lower(aten.fmin.default)(_nan_aware("minimum", "fmin"))
 
 @lower(aten.nextafter.default)
 def nextafter(self: Sym, other: Sym) -> Sym:
-    return P.binary("nextafter", self, other)
+    return P.binary("nextafter", self, other, Kind.NO_OPMATH)  # the next value of the result dtype, not of float32
 
 
 @lower(aten.hypot.default)
