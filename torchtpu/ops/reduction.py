@@ -309,7 +309,9 @@ def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = Fals
     x = P.convert(self, compute)
     dims = P.canon_dims(dim, x.ndim)
     a = P.emit1("abs", [x])
-    if ord == float("inf"):
+    # one element per result: CPU gives |x| itself for every ord but 0 (|x|^p summed and raised to 1/p would
+    # round, or overflow to inf for a large p: norm(tensor(7.99), 1e30) is 7.99)
+    if ord == float("inf") or (ord != 0 and all(x.shape[d] == 1 for d in dims)):
         y = P.reduce(a, "max", dims, keepdim)
     elif ord == float("-inf"):
         y = P.reduce(a, "min", dims, keepdim)
