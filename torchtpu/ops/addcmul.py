@@ -1,6 +1,8 @@
-"""Lowering of addcmul: self + value * tensor1 * tensor2 in the operands' common dtype, `value` converted to that
-dtype first as CPU's kernel does (`value.to<scalar_t>()`: a float value truncates toward zero for integer tensors,
-so addcmul_(int64, ..., value=-0.858) adds nothing rather than refusing a float result)."""
+"""Lowering of addcmul: self + value * tensor1 * tensor2 as CPU's kernel computes it: every operand in the common
+dtype (float32 for bfloat16/float16, rounded once at the end), `value` converted to that dtype first
+(`value.to<scalar_t>()`: a float value truncates toward zero for integer tensors, so addcmul_(int64, ...,
+value=-0.858) adds nothing rather than refusing a float result). CPU's compiler contracts the float32/float64
+expression into a fused multiply-add; tpu rounds the product first, so those may differ from CPU in the last bit."""
 
 from __future__ import annotations
 
@@ -21,10 +23,13 @@ aten = torch.ops.aten
 def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
     common = P.result_dtype(self, tensor1, tensor2)[1]
     check_scalar_fits(value, common, "addcmul(): value")
-    if known(value) and value == 1:
-        return self + tensor1 * tensor2
+    # CPU's kernel: every operand in the common dtype (float32 for bfloat16/float16, rounded once at the end),
+    # self + value * t1 * t2 in that order; a complex value of 1 still multiplies (an infinite part gives NaN)
+    compute = torch.float32 if common in (torch.bfloat16, torch.float16) else common
     if not (common.is_floating_point or common.is_complex):  # CPU's value.to<scalar_t>(): toward zero
         value = P.convert(P.const(value, torch.float64), common)
-        # every operand in the common dtype first: a 0-d value times a uint8 tensor1 would promote to uint8
-        self, tensor1, tensor2 = (P.convert(t, common) for t in (self, tensor1, tensor2))
-    return self + value * tensor1 * tensor2  # ATen's order (value * t1 is exact for a runtime value of 1)
+    elif known(value) and value == 1 and not common.is_complex:
+        value = None  # 1 * t1 is exact
+    s, t1, t2 = (P.convert(t, compute) for t in (self, tensor1, tensor2))
+    product = t1 * t2 if value is None else value * t1 * t2
+    return P.convert(s + product, common)
