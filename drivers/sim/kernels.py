@@ -162,8 +162,8 @@ def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind in "iu":  # truncating integer division (StableHLO divide on integers)
         if np.any(b == 0):
             raise ZeroDivisionError("integer division by zero")
-        q = np.abs(a) // np.abs(b)
-        return np.where((a < 0) != (b < 0), -q, q).astype(a.dtype)
+        q = np.floor_divide(a, b)  # toward zero from the floor: |INT_MIN| has no abs to divide
+        return (q + ((q * b != a) & ((a < 0) != (b < 0)))).astype(a.dtype)
     return np.divide(a, b)
 
 

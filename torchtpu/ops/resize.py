@@ -395,8 +395,12 @@ def _avg_parts(shape: Sequence[int], nd: int, kernel_size: Sequence[int], stride
         total = np.multiply.outer(total, dv)
     if divisor_override:
         total = np.full(total.shape, divisor_override, F32)
+    return mats, np.asarray(total)
+
+
+def _inverse(total: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
-        return mats, (F32(1) / np.asarray(total, F32)).astype(F32)
+        return (F32(1) / np.asarray(total, F32)).astype(F32)
 
 
 def _avg_pool(nd: int) -> Callable[..., Sym]:
@@ -404,10 +408,14 @@ def _avg_pool(nd: int) -> Callable[..., Sym]:
                 ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None
                 ) -> Sym:
         pool_checks.params("avg", nd, self.shape, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
-        mats, inv = _avg_parts(self.shape, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                               divisor_override)
+        mats, total = _avg_parts(self.shape, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                 divisor_override)
+        if self.dtype == torch.int64:  # CPU: the sum in int64 (wrapping), C's truncating division by the count
+            summed = apply_dims(self, mats, self.ndim - nd)
+            count = P.dense(np.maximum(np.asarray(total).round(), 1).astype(np.int64), torch.int64)
+            return P.emit1("divide", [summed, P.broadcast_to(count, summed.shape)])
         summed = apply_dims(P.convert(self, _acc(self)), mats, self.ndim - nd)
-        scale = P.broadcast_to(P.dense(inv, summed.dtype), summed.shape)
+        scale = P.broadcast_to(P.dense(_inverse(total), summed.dtype), summed.shape)
         return P.convert(summed * scale, self.dtype)
 
     return forward
@@ -418,10 +426,10 @@ def _avg_pool_backward(nd: int) -> Callable[..., Sym]:
                  padding: Sequence[int], ceil_mode: bool, count_include_pad: bool, divisor_override: int | None
                  ) -> Sym:
         pool_checks.params("avg", nd, self.shape, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
-        mats, inv = _avg_parts(self.shape, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                               divisor_override)
+        mats, total = _avg_parts(self.shape, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                 divisor_override)
         g = P.convert(grad_output, _acc(grad_output))
-        g = g * P.broadcast_to(P.dense(inv, g.dtype), g.shape)
+        g = g * P.broadcast_to(P.dense(_inverse(total), g.dtype), g.shape)
         return P.convert(apply_dims(g, _transposed(mats), self.ndim - nd), grad_output.dtype)
 
     return backward
