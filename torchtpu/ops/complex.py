@@ -220,12 +220,20 @@ def _check_dtype(x: Sym, complex_input: bool) -> None:
         raise RuntimeError(f"Only supports floating-point dtypes, but found: {aten_type_name(x.dtype)}")
 
 
+def _check_precision(x: Sym) -> None:
+    """CPU's FFT (MKL/pocketfft) has no half-precision kernel; torch.fft's functions refuse half inputs before it."""
+    if x.dtype in (torch.float16, torch.bfloat16, torch.complex32):
+        part = torch.float16 if x.dtype == torch.complex32 else x.dtype
+        raise RuntimeError(f"MKL FFT doesn't support tensors of type: {aten_type_name(part)}")
+
+
 @lower(aten._fft_c2c.default)
 def fft_c2c(self: Sym, dim: list[int], normalization: int, forward: bool) -> Sym:
     _check_dtype(self, complex_input=True)
     dims = [P.canon_dim(d, self.ndim) for d in dim]
     if not dims or self.numel() == 0:
         return self
+    _check_precision(self)
     return _scale(_c2c(self, dims, forward), _prod(self, dims), normalization, forward)
 
 
@@ -233,6 +241,7 @@ def fft_c2c(self: Sym, dim: list[int], normalization: int, forward: bool) -> Sym
 def fft_r2c(self: Sym, dim: list[int], normalization: int, onesided: bool) -> Sym:
     _check_dtype(self, complex_input=False)
     dims = [P.canon_dim(d, self.ndim) for d in dim]
+    _check_precision(self)
     x = P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32)
     n = _prod(x, dims)
     if not onesided:
@@ -251,6 +260,7 @@ def fft_c2r(self: Sym, dim: list[int], normalization: int, last_dim_size: int) -
     if last_dim_size < 1:
         raise RuntimeError(f"Invalid number of data points ({last_dim_size}) specified")
     dims = [P.canon_dim(d, self.ndim) for d in dim]
+    _check_precision(self)
     x = self
     if len(dims) > 1:
         x = _c2c(x, dims[:-1], False)

@@ -230,7 +230,7 @@ def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any =
 
 @lower(aten.normal_.default, random=True, static=("mean", "std"))
 def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
-    if std < 0.0:
+    if not std >= 0.0:  # a NaN std too
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     if not (self.dtype.is_floating_point or self.dtype.is_complex):  # ATen dispatches over floating types only
         raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{aten_type_name(self.dtype)}\'')

@@ -64,6 +64,12 @@ def _margin_terms(self: Sym, target: Sym, p: Any, margin: Any, weight: Sym | Non
 def multi_margin_loss(self: Sym, target: Sym, p: Any = 1, margin: Any = 1, weight: Sym | None = None,
                       reduction: int = 1) -> Sym:
     loss_checks.check_multi_margin(self, target, weight)
+    if self.numel():  # the kernel's dispatch over float/double, then its target.data_ptr<int64_t>()
+        if self.dtype not in (torch.float32, torch.float64):
+            raise NotImplementedError(f'"multi_margin_loss_cpu_kernel" not implemented for '
+                                      f"'{aten_type_name(self.dtype)}'")
+        if target.dtype != torch.int64:
+            raise RuntimeError(f"expected scalar type Long but found {aten_type_name(target.dtype)}")
     h, _, _ = _margin_terms(self, target, p, margin, weight)
     per = P.reduce(h, "sum", (1,)) / float(h.shape[1])
     if self.ndim < 2:

@@ -357,9 +357,9 @@ def logcumsumexp(self: Sym, dim: int) -> Sym:
     """log(cumsum(exp(x))): each prefix is shifted by its own running max (an (n, n) masked table along the
     dimension), so small early terms do not underflow against a large later maximum."""
     x = P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32)
+    d = P.canon_dim(dim, x.ndim)  # a 0-d tensor's dim is in [-1, 0] too
     if x.ndim == 0:
         return P.convert(x, self.dtype)
-    d = P.canon_dim(dim, x.ndim)
     n = x.shape[d]
     if n == 0:
         return P.convert(x, self.dtype)
