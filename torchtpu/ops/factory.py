@@ -232,6 +232,8 @@ def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any =
 def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     if not std >= 0.0:  # a NaN std too
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    if self.numel() == 0:  # no element, no kernel dispatch (CPU fills an empty uint8 tensor without refusing)
+        return self
     if not (self.dtype.is_floating_point or self.dtype.is_complex):  # ATen dispatches over floating types only
         raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{aten_type_name(self.dtype)}\'')
     if self.dtype.is_complex:  # ATen draws the real view: both parts with std / sqrt(2), each shifted by mean

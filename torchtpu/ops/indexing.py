@@ -309,7 +309,7 @@ def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, includ
     if reduce == "mean":
         count = hit + 1 if include_self else hit
         safe = P.emit1("maximum", [count, P.full(1, count.shape, torch.int64)])
-        if self.dtype.is_floating_point:
+        if self.dtype.is_floating_point or self.dtype.is_complex:
             mean = out / P.convert(safe, self.dtype)
         else:
             mean = P.emit1("floor_divide", [out, P.convert(safe, self.dtype)])
