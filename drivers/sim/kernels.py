@@ -37,6 +37,8 @@ def store(x: np.ndarray, dtype: str) -> np.ndarray:
     target = NP_DTYPES[dtype]
     if x.dtype == target:
         return x
+    if x.dtype.kind == "c" and np.dtype(target).kind != "c":  # a complex value into a real dtype: its real part
+        x = x.real
     if dtype == "bfloat16":
         if x.dtype != np.float32:
             x = x.astype(np.float32)
