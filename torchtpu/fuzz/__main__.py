@@ -4,6 +4,7 @@ fuzzes the registered overloads against CPU and prints the tally and the finding
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import signal
 import sys
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 p.error(f"unknown mode {mode!r}; valid: {', '.join(DEFAULT_RATES)}")
             rates[mode] = float(rate or 1.0)
     signal.signal(signal.SIGTERM, _stop)  # `timeout` and schedulers: stop and still report what was found
+    faulthandler.enable()  # a CPU kernel that crashes the process (CPU_CRASHES' next entry) leaves its stack
     report = run(seed=a.seed, calls_per_op=a.calls, start=a.start, minutes=a.minutes,
                  patterns=[x for x in a.ops.split(",") if x] or None, rates=rates, verbose=a.verbose,
                  timeout=a.timeout)
