@@ -548,20 +548,6 @@ def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self
     return P.convert(P.where(P.compare("GT", x, 0), g, g * negative_slope), common)
 
 
-@lower(aten.addcdiv.default)
-def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
-    if not _float_like(tensor1) and not _float_like(tensor2):
-        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
-                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
-                           "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
-                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
-                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
-                           "for all dtypes.")
-    if known(value) and value == 1:
-        return self + tensor1 / tensor2
-    return self + value * tensor1 / tensor2  # ATen's order (value * t1 is exact for a runtime value of 1)
-
-
 @lower(aten.fill.Scalar, aten.fill.Tensor)
 def fill(self: Sym, value: Any) -> Sym:
     operand_checks.check_fill_value(value)
