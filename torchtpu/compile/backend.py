@@ -30,6 +30,7 @@ from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import launch
 from torchtpu.execution.out_layout import allocate
 from torchtpu.ops import graph_forms  # noqa: F401 - the graph roles of ops graphs spell their own way
+from torchtpu.ops.checked_decompositions import COMPILE, guarded
 from torchtpu.ops.registry import HOPS, TABLE, Lowering, Prepare, apply
 from torchtpu.ops.tracing import Sym, tracing
 from torchtpu.precision import current_precision
@@ -237,8 +238,8 @@ def _run_decomposed(target: Any, args: Any, kwargs: Any, rng: _Randomness, depth
             values[i] = t
         a, k = tree_unflatten(values, spec)
         upstream = decomposition_table.get(target)
-        if upstream is not None:
-            return upstream(*a, **k)
+        if upstream is not None:  # behind the checks and corrections eager's decomposition records have
+            return guarded(target, upstream, COMPILE)(*a, **k)
         out = target.decompose(*a, **k)  # CompositeImplicitAutograd kernels
         if out is NotImplemented:
             key = torch._C.DispatchKey.CompositeExplicitAutograd
@@ -524,8 +525,6 @@ def bounded(buckets: str | Sequence[int] = "max") -> Callable[..., Any]:
 def _decompositions() -> dict:
     """Core-ATen decompositions minus the ops we lower ourselves (our lowering is better than a decomposition).
     Ops outside both are decomposed node by node at lowering time (`_run_decomposed`)."""
-    from torchtpu.ops.checked_decompositions import COMPILE, guarded
-
     table = dict(core_aten_decompositions())
     for op in list(table):
         if op in TABLE and TABLE[op].graph is not None:

@@ -15,7 +15,7 @@ from torchtpu.ops import checked_decompositions, linalg_checks, out_checks
 aten = torch.ops.aten
 
 ACCEPTED = [
-    aten.native_group_norm, aten.native_group_norm_backward, aten.elu_backward, aten.hardsigmoid,
+    aten.native_group_norm, aten.native_group_norm_backward, aten.elu, aten.elu_backward, aten.hardsigmoid,
     aten.hardsigmoid_backward, aten.hardswish, aten.hardswish_backward, aten.softplus, aten.softplus_backward,
     aten.mish, aten.glu, aten.glu_backward, aten.huber_loss, aten.huber_loss_backward, aten.smooth_l1_loss,
     aten.smooth_l1_loss_backward, aten.binary_cross_entropy, aten.binary_cross_entropy_backward,

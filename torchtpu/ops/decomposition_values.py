@@ -1,0 +1,46 @@
+"""Values where an accepted upstream decomposition and CPU's kernel disagree, corrected around the decomposition
+(eager and torch.compile wrap it alike, ops/checked_decompositions.py):
+
+- elu (and so celu, selu): CPU's kernel takes x * scale at x = 0, the decomposition negcoef * expm1(x *
+  input_scale), which is NaN at 0 when input_scale or alpha * scale is infinite or NaN (fuzz seed 11: elu of
+  bfloat16 zeros with input_scale inf gave NaN, CPU 0). Only such calls pay for the correction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+aten = torch.ops.aten
+
+WRAPPED = frozenset({aten.elu})
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, int | float) or math.isfinite(value)
+
+
+def _elu_at_zero(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    names = [a.name for a in op._schema.arguments]
+    defaults = {"alpha": 1, "scale": 1, "input_scale": 1}
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        bound = {**defaults, **dict(zip(names, args)), **kwargs}
+        alpha, scale, input_scale = bound["alpha"], bound["scale"], bound["input_scale"]
+        if _finite(input_scale) and _finite(alpha) and _finite(scale) and _finite(alpha * scale):
+            return fn(*args, **kwargs)
+        x = bound["self"]
+        zero, at_zero = x == 0, x * scale  # before the call: an out= tensor may be x itself
+        result = fn(*args, **kwargs)
+        fixed = torch.where(zero, at_zero, result)
+        return result.copy_(fixed) if "out" in bound else fixed
+
+    return kernel
+
+
+def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (op's upstream decomposition) with CPU's value where the two differ."""
+    return _elu_at_zero(op, fn)
