@@ -188,6 +188,8 @@ VARS: dict[str, Var] = {v.name: v for v in (
         "IR ops after which a DEFER_AND_FUSE region flushes"),
     Var.of("TORCHTPU_FAST_LAUNCH", "1", BOOL_VALUES, _bool,
         "cached eager ops launch from the C++ kernel (0: every op through Python)"),
+    Var.of("TORCHTPU_ONE_OP_STREAK", "1", BOOL_VALUES, _bool,
+        "DEFER_AND_FUSE launches an op at once while each region has held one op (0: always record)"),
     Var.of("TORCHTPU_CPU_FALLBACK", "1", BOOL_VALUES, _bool,
         "allow (counted) CPU fallback for ops without a lowering (0: an error naming the op)"),
     Var.of("TORCHTPU_MXU_MODE", "auto", "auto, exact, fast", _mxu_mode,

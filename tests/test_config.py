@@ -23,6 +23,7 @@ BAD = {
     "TORCHTPU_SHAPE_BUCKETS": ["-5,0", "big", "128,,256", "0"],
     "TORCHTPU_MAX_REGION_OPS": ["lots", "-1", "0", "1.5"],
     "TORCHTPU_FAST_LAUNCH": ["yes", "2"],
+    "TORCHTPU_ONE_OP_STREAK": ["on", "2"],
     "TORCHTPU_CPU_FALLBACK": ["maybe"],
     "TORCHTPU_MXU_MODE": ["bogus"],
     "TORCHTPU_NUM_DEVICES": ["0", "65", "two", "-1"],
@@ -51,6 +52,7 @@ GOOD = {
     "TORCHTPU_PJRT_DONATE": [("auto", None), ("0", False)],
     "TORCHTPU_PJRT_DISTRIBUTED": [("auto", None), ("1", True), ("0", False)],
     "TORCHTPU_FAST_LAUNCH": [("0", False), ("1", True)],
+    "TORCHTPU_ONE_OP_STREAK": [("0", False), ("1", True)],
 }
 
 

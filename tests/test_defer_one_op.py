@@ -3,10 +3,18 @@ cached one-op path, bit-identical to DEFER_NEVER; anything else that touches the
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import torchtpu
-from torchtpu.execution import deferred
+from torchtpu.execution import deferred, one_op_streak
+
+
+@pytest.fixture(autouse=True)
+def _kept_regions_only(monkeypatch):
+    """These tests are about the kept one-op region: no op launches at once (one_op_streak.py, its own tests)."""
+    monkeypatch.setattr(one_op_streak, "STREAK", 1 << 30)
+    one_op_streak.reset()
 
 
 def _spy_runs(monkeypatch) -> list[bool]:

@@ -137,44 +137,11 @@ void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors) {
   }
 }
 
-template <typename T>
-void append_raw(std::string& out, T value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-
-// A recording hit's storage layout, for deferred.record_cached to look its one-op region up by instead of
-// walking the tensors in Python: the bytes name, for each tensor (the inputs, then the outputs), its storage slot
-// (storages numbered by first use), dtype, offset, sizes and strides ('Z' for an empty tensor or one without
-// memory), then each slot's byte size; the tuple holds each slot's storage address.
-std::pair<py::bytes, py::tuple> storage_layout(const std::vector<at::Tensor>& inputs,
-                                               const std::vector<at::Tensor>& outputs) {
-  std::string layout;
+// storage_layout (fast_launch_key.h) as deferred.record_cached takes it: the bytes and each slot's address.
+std::pair<py::bytes, py::tuple> python_layout(const std::vector<at::Tensor>& inputs,
+                                              const std::vector<at::Tensor>& outputs) {
   std::vector<const void*> bases;
-  std::vector<int64_t> nbytes;
-  auto add = [&](const at::Tensor& t) {
-    if (!t.has_storage() || t.numel() == 0 || t.data_ptr() == nullptr) {
-      layout.push_back('Z');
-      return;
-    }
-    const c10::Storage& storage = t.storage();
-    const void* base = storage.data();
-    size_t slot = 0;
-    while (slot < bases.size() && bases[slot] != base) ++slot;
-    if (slot == bases.size()) {
-      bases.push_back(base);
-      nbytes.push_back(static_cast<int64_t>(storage.nbytes()));
-    }
-    layout.push_back('S');
-    append_raw(layout, static_cast<int32_t>(slot));
-    append_raw(layout, static_cast<int8_t>(t.scalar_type()));
-    append_raw(layout, static_cast<int64_t>(t.storage_offset()));
-    append_raw(layout, static_cast<int64_t>(t.dim()));
-    for (int64_t s : t.sizes()) append_raw(layout, s);
-    for (int64_t s : t.strides()) append_raw(layout, s);
-  };
-  for (const at::Tensor& t : inputs) add(t);
-  for (const at::Tensor& t : outputs) add(t);
-  for (int64_t n : nbytes) append_raw(layout, n);
+  const std::string layout = storage_layout(inputs, outputs, bases);
   py::tuple addresses(bases.size());
   for (size_t i = 0; i < bases.size(); ++i) {
     addresses[i] = py::int_(reinterpret_cast<uintptr_t>(bases[i]));
@@ -214,6 +181,9 @@ std::unordered_map<std::string, Entry>& table() {
 
 bool g_enabled = false;
 bool g_record = false;  // DEFER_AND_FUSE: a hit records into the pending region (entries stored in that mode)
+// DEFER_AND_FUSE: hits that may launch now, from an op's launching twin (store), instead of recording: granted by
+// Python while each region has held one op (execution/one_op_streak.py), taken back before anything is recorded
+int64_t g_launch_budget = 0;
 int64_t g_precision = 0;
 int64_t g_hits = 0;
 int64_t g_misses = 0;
@@ -288,6 +258,14 @@ struct FastKernel final : public c10::OperatorKernel {
     const bool keyable = g_enabled && build_key(this, g_precision, schema, *stack, n_args, modes_, key, device, scalars);
     // torch.use_deterministic_algorithms(True): the Python kernel raises the nondeterminism alerts ATen raises
     if (keyable && !at::globalContext().deterministicAlgorithms()) {
+      if (g_record && g_launch_budget > 0) {
+        auto twin = table().find(key);
+        if (twin != table().end() && !twin->second.record) {
+          --g_launch_budget;
+          if (launch_cached(schema, twin->second, device, scalars, n_args, stack)) return;
+          ++g_launch_budget;
+        }
+      }
       if (g_record) key.push_back('R');  // a recording entry never serves a launch, nor the other way round
       auto it = table().find(key);
       if (it != table().end() && launch_cached(schema, it->second, device, scalars, n_args, stack)) return;
@@ -392,7 +370,7 @@ struct FastKernel final : public c10::OperatorKernel {
     }
     if (entry.record) {
       put_tensors(out_buffers, outputs);
-      auto [layout, addresses] = storage_layout(inputs, outputs);
+      auto [layout, addresses] = python_layout(inputs, outputs);
       py::object recorded = entry.execute(entry.exe, in_buffers, out_buffers, entry.device, layout, addresses);
       if (recorded.ptr() == Py_False) return false;  // not deferrable now: the Python kernel runs the call
     } else {
@@ -498,13 +476,16 @@ void register_op(const std::string& qualified, const std::string& name, py::obje
 // `outputs` holds (sizes, torch.dtype, strides: [] for contiguous) per fresh output, in the order the op returns
 // them; none for an in-place op. `kind` (Kind) must be the one the op was registered with. `bindings`: how each 0-d input after the tensors
 // is made from the call's scalars (Entry::bindings).
-// `record`: a DEFER_AND_FUSE entry (`execute` records; Entry::record), stored only while the path records.
+// `record`: a DEFER_AND_FUSE entry (`execute` records; Entry::record), stored only while the path records; a
+// launching entry stored then is the op's twin (its key without the 'R'; an entry already there stays).
 // `native`: None, or (address, ready, m, k, n, tile) of a small exact mm's native kernel (Entry::native).
 bool store(const std::string& op_name, py::object execute, py::object exe, py::tuple bindings, int64_t device,
            int64_t n_inputs, const py::list& outputs, int64_t kind, bool record, py::object native) {
   if (t_pending.empty()) return false;
   const Pending& p = t_pending.back();
-  if (!p.keyable || *p.op_name != op_name || !g_enabled || p.kind != kind || record != g_record) return false;
+  if (!p.keyable || *p.op_name != op_name || !g_enabled || p.kind != kind || (record && !g_record)) return false;
+  const bool twin = g_record && !record;
+  if (twin && (p.key.empty() || p.key.back() != 'R')) return false;
   for (const auto& item : bindings) {
     if (!PyTuple_Check(item.ptr()) || PyTuple_GET_SIZE(item.ptr()) != 2) return false;
     auto pair = item.cast<py::tuple>();
@@ -552,7 +533,11 @@ bool store(const std::string& op_name, py::object execute, py::object exe, py::t
                                     pair.size() > 2 ? pair[2].cast<std::vector<int64_t>>() : std::vector<int64_t>()});
   }
   if (table().size() >= kMaxEntries) table().clear();
-  table().insert_or_assign(p.key, std::move(entry));
+  if (twin) {
+    table().emplace(p.key.substr(0, p.key.size() - 1), std::move(entry));
+  } else {
+    table().insert_or_assign(p.key, std::move(entry));
+  }
   return true;
 }
 
@@ -575,6 +560,7 @@ void set_state(bool enabled, int64_t precision, bool record) {
   g_enabled = enabled;
   g_record = enabled && record;
   g_precision = precision;
+  g_launch_budget = 0;
 }
 
 std::vector<int64_t> counters() { return {g_hits, g_misses, static_cast<int64_t>(table().size())}; }
@@ -593,6 +579,11 @@ void bind_fast_launch(py::module& m) {
     g_scalar_buffer = make.release().ptr();
   });
   m.def("fast_counters", &counters);
+  m.def("fast_launch_budget", [](int64_t n) {  // sets the budget, returns what was left of the last one
+    const int64_t left = g_launch_budget;
+    g_launch_budget = g_record ? n : 0;
+    return left;
+  });
 }
 
 }  // namespace torchtpu

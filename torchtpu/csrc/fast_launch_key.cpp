@@ -204,4 +204,36 @@ bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& 
   return device >= 0;
 }
 
+// A recording hit's storage layout (fast_launch_key.h).
+std::string storage_layout(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                           std::vector<const void*>& bases) {
+  std::string layout;
+  std::vector<int64_t> nbytes;
+  auto add = [&](const at::Tensor& t) {
+    if (!t.has_storage() || t.numel() == 0 || t.data_ptr() == nullptr) {
+      layout.push_back('Z');
+      return;
+    }
+    const c10::Storage& storage = t.storage();
+    const void* base = storage.data();
+    size_t slot = 0;
+    while (slot < bases.size() && bases[slot] != base) ++slot;
+    if (slot == bases.size()) {
+      bases.push_back(base);
+      nbytes.push_back(static_cast<int64_t>(storage.nbytes()));
+    }
+    layout.push_back('S');
+    put(layout, static_cast<int32_t>(slot));
+    put(layout, static_cast<int8_t>(t.scalar_type()));
+    put(layout, static_cast<int64_t>(t.storage_offset()));
+    put(layout, static_cast<int64_t>(t.dim()));
+    for (int64_t s : t.sizes()) put(layout, s);
+    for (int64_t s : t.strides()) put(layout, s);
+  };
+  for (const at::Tensor& t : inputs) add(t);
+  for (const at::Tensor& t : outputs) add(t);
+  for (int64_t n : nbytes) put(layout, n);
+  return layout;
+}
+
 }  // namespace torchtpu

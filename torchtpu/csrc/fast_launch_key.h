@@ -4,6 +4,7 @@
 
 #include <ATen/core/function_schema.h>
 #include <ATen/core/stack.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -34,5 +35,12 @@ enum ArgumentMode : uint8_t { kByValue = 0, kFloats = 1, kScalars = 2 };
 bool build_key(const void* op_id, int64_t precision, const c10::FunctionSchema& schema,
                const torch::jit::Stack& stack, size_t n_args, const std::vector<uint8_t>& modes,
                std::string& key, int64_t& device, std::vector<c10::IValue>& scalars);
+
+// A recording hit's storage layout, for deferred.record_cached to look its one-op region up by instead of
+// walking the tensors in Python: the bytes name, for each tensor (the inputs, then the outputs), its storage slot
+// (storages numbered by first use), dtype, offset, sizes and strides ('Z' for an empty tensor or one without
+// memory), then each slot's byte size; `bases` gets each slot's storage address.
+std::string storage_layout(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                           std::vector<const void*>& bases);
 
 }  // namespace torchtpu

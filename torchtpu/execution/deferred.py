@@ -43,7 +43,7 @@ import torch
 from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
-from torchtpu.execution import fast_launch, modes, one_op_fast, poison, record_plan
+from torchtpu.execution import fast_launch, modes, one_op_fast, one_op_streak, poison, record_plan
 from torchtpu.execution.one_op_cache import _by_layout, _one_ops, remember, run_one  # noqa: F401 - tests read _one_ops
 from torchtpu.execution.one_op_cache import one_key as _one_key
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
@@ -157,6 +157,8 @@ def record(op_name: str, program: Program, tensors: list[torch.Tensor], outputs:
 
     All or nothing: an error or an interrupt leaves the region as it was (at most with a slot no event uses).
     """
+    if one_op_streak._granted:
+        one_op_streak.take_back()
     _record(op_name, program, structure_of(program), tensors, outputs, device, scalars, _user_line())
 
 
@@ -168,6 +170,8 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
     `layout`, `addresses`: their storages (one_op_cache.one_key). False, with the
     region as it was, when the op cannot be deferred now (what `can_defer` refuses, or a poisoned storage: the
     Python kernel then runs the call)."""
+    if one_op_streak._granted:
+        one_op_streak.take_back()
     fusing = _mode() is _FUSE
     one = not fusing and not _region.events and not _single and not _events.ACTIVE
     if one:  # a whole-storage driver outside DEFER_AND_FUSE (pjrt): this op is a region of its own
@@ -369,6 +373,8 @@ def flush(raised_at_call: bool = False) -> None:
     region's only op just now, so its error raises at the op's own call and, as in DEFER_NEVER, needs no poison."""
     global _region
     if not (_single or _region.events or _region.slots or poison.active):  # nothing to do (an eager sync)
+        if one_op_streak._granted:
+            one_op_streak.synchronized()
         return
     with _lock:
         if poison.active:
@@ -380,6 +386,7 @@ def flush(raised_at_call: bool = False) -> None:
             else:
                 one_key = _single[0][5][0]
                 if _flush_single():
+                    one_op_streak.one_op_ran(not _events.ACTIVE)
                     return
         if not _region.events:
             if _region.slots:  # left by a record that failed or was interrupted
@@ -387,11 +394,15 @@ def flush(raised_at_call: bool = False) -> None:
             return
         region = _region
         stage = _Stage()
+        if len(region.events) > 1:
+            one_op_streak.region_ran()
         try:
             _region = _Region()
             warning = _run(region, stage)
         except BaseException as exc:  # noqa: BLE001 - every failure leaves a defined state, then re-raises
             _fail(region, stage, exc, raised_at_call)
+        if len(region.events) == 1:
+            one_op_streak.one_op_ran(not _events.ACTIVE)
     if _kept[0]:  # the C++ launch cache was off while a kept region was pending outside DEFER_AND_FUSE
         _kept[0] = False
         fast_launch.sync()

@@ -88,7 +88,7 @@ def sync() -> None:
     global _synced
     if not _active:
         return
-    from torchtpu.execution import deferred, launch, modes, poison
+    from torchtpu.execution import deferred, launch, modes, one_op_streak, poison
     from torchtpu.precision import current_precision
 
     drv = runtime._driver
@@ -101,6 +101,7 @@ def sync() -> None:
     recording = drv is not None and (mode is modes.EagerMode.DEFER_AND_FUSE or (
         not drv.strided_operands and mode is modes.EagerMode.DEFER_NEVER and not deferred.pending()))
     _native().fast_set_state((launching or recording) and not poison.active, current_precision().value, recording)
+    one_op_streak.reset()  # (the C++ side dropped its budget)
 
 
 def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Sequence[tuple],
@@ -136,8 +137,31 @@ def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bin
     from torchtpu.execution import record_fast
 
     token = (op_name, program, structure, n_tensors, kind in (FUNCTIONAL, FUNCTIONAL_LIST), next(_tokens))
-    _native().fast_store(op_name, record_fast.record_cached, token, bindings, device, n_tensors,
-                         _fresh(out_types, kind, out_strides), kind, True, None)
+    fresh = _fresh(out_types, kind, out_strides)
+    _native().fast_store(op_name, record_fast.record_cached, token, bindings, device, n_tensors, fresh, kind, True,
+                         None)
+    drv = runtime._driver
+    if drv is not None and drv.strided_operands:  # its launching twin (one_op_streak.py), compiled when first used
+        _native().fast_store(op_name, _Twin(drv, program), None, bindings, device, n_tensors, fresh, kind, False,
+                             None)
+
+
+class _Twin:
+    """A recorded op's launch, as DEFER_NEVER's entry launches it (the driver's `launcher` of its executable);
+    compiled on its first call (most recorded ops never launch so)."""
+
+    __slots__ = ("drv", "program", "exe", "launch")
+
+    def __init__(self, drv: Any, program: Any) -> None:
+        self.drv, self.program, self.exe, self.launch = drv, program, None, None
+
+    def __call__(self, _: None, inputs: list, outputs: list, device: int) -> None:
+        exe = self.exe
+        if exe is None or exe.target != self.drv.target(device):
+            self.exe = exe = self.drv.compile(self.program, device)
+            launcher = getattr(self.drv, "launcher", None)
+            self.launch = self.drv.execute if launcher is None else launcher(exe)
+        self.launch(exe, inputs, outputs, device)
 
 
 def _fresh(out_types: Sequence[tuple], kind: int, out_strides: tuple | None) -> list:
