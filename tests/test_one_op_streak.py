@@ -118,3 +118,18 @@ def test_the_variable_turns_it_off():
     assert out.returncode == 0, out.stderr
     grants, deferred_ops, value = out.stdout.split()
     assert grants == "0" and int(deferred_ops) >= 6 and value == "7.0"
+
+
+def test_a_profiler_sees_every_op_recorded():
+    a = torch.ones(8, 8, device="tpu")
+    with torchtpu.eager_mode("DEFER_AND_FUSE"):
+        _into_streak(a)
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.PrivateUse1]
+        with torch.profiler.profile(activities=activities):
+            assert not one_op_streak._granted
+            before = deferred.stats.ops_deferred
+            for _ in range(one_op_streak.STREAK + 2):
+                a.add_(1)
+                torch.tpu.synchronize()
+            assert deferred.stats.ops_deferred - before == one_op_streak.STREAK + 2
+    assert torch.equal(a.cpu(), torch.full((8, 8), 2.0 * one_op_streak.STREAK + 5))

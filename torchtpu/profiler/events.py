@@ -54,6 +54,9 @@ def start() -> None:
         if _depth == 0:
             _log.clear()
             _install_dynamo_callbacks()
+            from torchtpu.execution import one_op_streak
+
+            one_op_streak.reset()  # every op is recorded (and its flush logged) while a profiler records
         _depth += 1
         ACTIVE = True
 
