@@ -133,3 +133,16 @@ def test_a_profiler_sees_every_op_recorded():
                 torch.tpu.synchronize()
             assert deferred.stats.ops_deferred - before == one_op_streak.STREAK + 2
     assert torch.equal(a.cpu(), torch.full((8, 8), 2.0 * one_op_streak.STREAK + 5))
+
+
+def test_an_index_error_of_a_launched_op_raises_at_its_call():
+    table, good, bad = torch.randn(5, 3).to("tpu"), torch.tensor([0, 4]).to("tpu"), torch.tensor([0, 5]).to("tpu")
+    with torchtpu.eager_mode("DEFER_NEVER"), pytest.raises(Exception) as never:
+        table.index_select(0, bad)
+    with torchtpu.eager_mode("DEFER_AND_FUSE"):
+        for _ in range(one_op_streak.STREAK + 1):
+            table.index_select(0, good).cpu()
+        assert one_op_streak._granted
+        with pytest.raises(type(never.value), match="index"):
+            table.index_select(0, bad)
+        assert torch.equal(table.index_select(0, good).cpu(), table.cpu()[[0, 4]])
