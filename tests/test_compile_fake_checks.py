@@ -89,3 +89,21 @@ def test_registered_once() -> None:
     wrapped = decomposition_table[aten.nll_loss2d_backward.default]
     assert getattr(wrapped, "_torchtpu_fake_checks", False)
     assert getattr(wrapped.__wrapped__, "_torchtpu_fake_checks", False) is False  # wrapped once
+
+
+def test_checks_leave_no_nodes_in_traced_graph() -> None:
+    """What a check module computes itself (loss_checks' smooth_l1_loss_backward gradient) is not recorded by
+    make_fx (AOTAutograd's tracer): the graph is the one the unchecked decomposition gives."""
+    from torch._decomp import decomposition_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    op = aten.smooth_l1_loss_backward.default
+    checked = decomposition_table[op]
+    assert getattr(checked, "_torchtpu_fake_checks", False)
+    args = [torch.ones(2, 3, device="tpu") for _ in range(3)]
+
+    def trace(decomposition: Callable[..., object]) -> str:
+        return make_fx(lambda g, x, t: op(g, x, t, 1, 1.0), tracing_mode="fake",
+                       decomposition_table={op: decomposition})(*args).code
+
+    assert trace(checked) == trace(checked.__wrapped__)

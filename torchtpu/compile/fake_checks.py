@@ -23,7 +23,9 @@ an op one of two ways, so the checks are registered twice:
 A call is left unchecked (the meta kernel decides, as before) when an argument has symbolic sizes (the checks use
 concrete size logic) or when a check would read a fake tensor's values (DataDependentOutputException and the
 like). Arguments the op writes (out=, in-place self) are replaced by fresh fake tensors of the same metadata, so a
-check module that resizes or fills them (loss_checks' out= paths) leaves the traced tensors untouched.
+check module that resizes or fills them (loss_checks' out= paths) leaves the traced tensors untouched, and the
+checks run with make_fx's proxy mode disabled, so what a check module computes (loss_checks computes some values
+itself instead of calling the stand-in) never enters AOTAutograd's graph.
 CompositeImplicitAutograd overloads (std / var .default .dim .out) decompose before fake mode sees them: their
 checks run where the ops they decompose into have checks.
 """
@@ -138,8 +140,10 @@ def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     fake_mode = _tpu_fake(flat)
     if fake_mode is None or _symbolic(flat):
         return
-    try:
-        with fake_mode:
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+
+    try:  # under make_fx (AOTAutograd) the checks' own ops must not enter the traced graph
+        with disable_proxy_modes_tracing(), fake_mode:
             a, k = _disposable(op, args, kwargs)
             checked_decompositions.guarded(op, _stand_in, modules)(*a, **k)
     except _ChecksPassed:
