@@ -32,6 +32,9 @@ REFUSED: dict[str, Callable[[str], object]] = {
     # computed silently (cpu_raises)
     "nan_to_num_out_dtype": lambda d: aten.nan_to_num.out(ones(1, 4, dtype=i32, d=d), None, 0.5, 0.5,
                                                           out=ones(1, 4, dtype=i64, d=d)),
+    # eager-only norm_checks, made under compile too
+    "group_norm_weight_size": lambda d: aten.native_group_norm(ones(2, 4, 3, d=d), ones(5, d=d), None, 2, 4, 3, 2,
+                                                               1e-5),
     "threshold_int_range": lambda d: aten.threshold(ones(4, dtype=torch.int8, d=d), 300, 1),
     "take_index_int32": lambda d: aten.take(ones(1, 4, 3, dtype=u8, d=d), ones(2, dtype=i32, d=d) * 0),
 }
