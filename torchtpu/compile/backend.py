@@ -19,7 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import dtypes, runtime
-from torchtpu.compile import fake_rules, native_autograd, out_resize, views  # noqa: F401 - views: the graph roles of view ops' records
+from torchtpu.compile import fake_checks, fake_rules, native_autograd, out_resize, views  # noqa: F401 - views: the graph roles of view ops' records
 from torchtpu.compile import padded as _padded
 from torchtpu.compile.buckets import order_products, pad_args, spec_of, upper_bound
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
@@ -573,6 +573,7 @@ def register() -> None:
 
     if not _rules_registered:
         fake_rules.register()
+        fake_checks.register()
         native_autograd.register()
         for name in _DYNAMO_SKIP:
             trace_rules.add(name)

@@ -211,11 +211,17 @@ def _index_reduce(a: Bound) -> None:  # index_reduce's meta: reduce, then index_
 
 
 def _group_norm_backward(a: Bound) -> None:
-    """native_group_norm_backward: X and dY's types, then GroupNormBackwardKernelImpl's dispatch (a mixed-type
-    check only applies to a floating X; the kernel's size checks come after the dispatch)."""
+    """native_group_norm_backward: X and dY's types, the mixed-type check (mean's dtype not X's: float32
+    statistics, a half or bfloat16 X), then GroupNormBackwardKernelImpl's dispatch (the kernel's size checks come
+    after the dispatch)."""
     x = a["input"]
     if x.dtype != a["grad_out"].dtype:
         raise RuntimeError("Expected scalar types of X and dY are same.")
+    if a["mean"].dtype != x.dtype:  # is_mixed_type(X, mean, rstd), then check_mixed_data_type: parameters first
+        if any(p.dtype != torch.float32 for p in (a["mean"], a["rstd"])):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        if x.dtype not in (torch.float16, torch.bfloat16):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
     mask = a["output_mask"]
     if a.get("weight") is None and (mask[1] or mask[2]):  # at::empty_like(gamma) for dgamma/dbeta
         raise RuntimeError("tensor does not have a device")
