@@ -8,7 +8,7 @@ Host time is this process's CPU time (`time.process_time`): the machine is share
 not inflate it (the sim runs on the calling thread; torch is pinned to 1 thread). Each sample runs the variants in
 ABBA order (CPU, NEVER, FUSE, FUSE, NEVER, CPU) so that drift hits all alike; figures are medians.
 
-    python benchmarks/defer_and_fuse.py [--repeats 7] [--skip-models] [--skip-ops] [--skip-sim]
+    python benchmarks/defer_and_fuse.py [--repeats 7] [--skip-models] [--skip-ops] [--skip-sim] [--zoo [names]]
 
 Measured (issue #22; loaded 2-core machine, medians of 5 ABBA samples; FUSE / NEVER host time), main 552930a ->
 the speed branch (a cached op recorded from the C++ launch path, replays without gc.collect or slot lookups, the
@@ -149,25 +149,66 @@ def _model_steps(name: str, device: str):
     return forward, train
 
 
-def models(repeats: int) -> None:
+_HEADER = (f"{'step':6} {'cpu ms':>8} {'NEVER ms':>9} {'FUSE ms':>9} {'NEVER/cpu':>10} {'FUSE/cpu':>9} "
+           f"{'FUSE/NEVER':>11}")
+
+
+def _model_rows(name: str, width: int, steps: tuple, repeats: int, warmup: int) -> list[float]:
+    """Prints a model's rows (steps: (step, cpu fn, tpu fn) each; every mode warmed up first); FUSE / NEVER per step."""
     import torchtpu
 
+    ratios = []
+    for step, cpu_fn, tpu_fn in steps:
+        for mode in MODES:
+            with torchtpu.eager_mode(mode):
+                for _ in range(warmup):
+                    tpu_fn()
+        cpu_fn()
+        t = _abba({"cpu": (None, cpu_fn), "never": ("DEFER_NEVER", tpu_fn), "fuse": ("DEFER_AND_FUSE", tpu_fn)},
+                  repeats, 3)
+        ratios.append(t["fuse"] / t["never"])
+        print(f"{name:{width}} {step:6} {t['cpu'] * 1e3:8.2f} {t['never'] * 1e3:9.2f} {t['fuse'] * 1e3:9.2f} "
+              f"{t['never'] / t['cpu']:9.2f}x {t['fuse'] / t['cpu']:8.2f}x {t['fuse'] / t['never']:10.2f}x", flush=True)
+    return ratios
+
+
+def models(repeats: int) -> None:
     print("host time per step (process CPU time, median of ABBA samples); ratios to CPU eager and FUSE / NEVER")
-    print(f"{'model':8} {'step':6} {'cpu ms':>8} {'NEVER ms':>9} {'FUSE ms':>9} {'NEVER/cpu':>10} {'FUSE/cpu':>9} "
-          f"{'FUSE/NEVER':>11}")
+    print(f"{'model':8} {_HEADER}")
     for name in ("gpt2", "llama"):
         cpu_f, cpu_t = _model_steps(name, "cpu")
         tpu_f, tpu_t = _model_steps(name, "tpu")
-        for step, cpu_fn, tpu_fn in (("fwd", cpu_f, tpu_f), ("train", cpu_t, tpu_t)):
-            for mode in MODES:
-                with torchtpu.eager_mode(mode):
-                    for _ in range(3):
-                        tpu_fn()
-            cpu_fn()
-            t = _abba({"cpu": (None, cpu_fn), "never": ("DEFER_NEVER", tpu_fn), "fuse": ("DEFER_AND_FUSE", tpu_fn)},
-                      repeats, 3)
-            print(f"{name:8} {step:6} {t['cpu'] * 1e3:8.2f} {t['never'] * 1e3:9.2f} {t['fuse'] * 1e3:9.2f} "
-                  f"{t['never'] / t['cpu']:9.2f}x {t['fuse'] / t['cpu']:8.2f}x {t['fuse'] / t['never']:10.2f}x")
+        _model_rows(name, 8, (("fwd", cpu_f, tpu_f), ("train", cpu_t, tpu_t)), repeats, 3)
+
+
+def zoo(repeats: int, names: list[str]) -> None:
+    """FUSE / NEVER host time on the zoo of `benchmarks/models.py` (its tiny configs; all models when `names` is
+    empty), each model's steps in ABBA order with CPU eager; a model that fails prints its error."""
+    import copy
+
+    from models import _build, _steps  # benchmarks/models.py: the zoo's models, inputs and steps
+
+    from torchtpu import validate_models as vm
+
+    print("\nzoo (benchmarks/models.py, tiny): host time per step (process CPU time, median of ABBA samples)")
+    print(f"{'model':16} {_HEADER}")
+    ratios: dict[str, list[float]] = {"fwd": [], "train": []}
+    for name in names or list(vm.MODELS):
+        spec = vm.MODELS[name]
+        try:
+            model, inputs = _build(spec, "tiny")
+            cpu_f, cpu_t = _steps(spec, copy.deepcopy(model), "cpu", inputs=inputs)
+            tpu_f, tpu_t = _steps(spec, model, "tpu", inputs=inputs)
+            fwd, train = _model_rows(name, 16, (("fwd", cpu_f, tpu_f), ("train", cpu_t, tpu_t)), repeats, 2)
+            ratios["fwd"].append(fwd)
+            ratios["train"].append(train)
+        except Exception as exc:  # noqa: BLE001 - one model's failure is reported, the others still run
+            print(f"{name:16} error: {type(exc).__name__}: {str(exc)[:120]}", flush=True)
+    for step, values in ratios.items():
+        if values:
+            over = sum(v > 1.0 for v in values)
+            print(f"FUSE/NEVER {step}: median {statistics.median(values):.2f}x over {len(values)} models, "
+                  f"max {max(values):.2f}x, {over} above 1.0x")
 
 
 def ops(repeats: int, n: int = 2000) -> None:
@@ -273,9 +314,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-models", action="store_true")
     parser.add_argument("--skip-ops", action="store_true")
     parser.add_argument("--skip-sim", action="store_true")
+    parser.add_argument("--zoo", nargs="?", const="", default=None,
+                        help="also the zoo of benchmarks/models.py (comma-separated names; none: every model)")
     args = parser.parse_args(argv)
     import torchtpu  # noqa: F401
 
+    if args.zoo is not None:
+        zoo(args.repeats, [n for n in args.zoo.split(",") if n])
     if not args.skip_models:
         models(args.repeats)
     if not args.skip_ops:
