@@ -59,6 +59,16 @@ def launch_cache_live():
 
 
 @pytest.fixture
+def one_op_regions_kept(monkeypatch):
+    """DEFER_AND_FUSE records every op, also where each region holds one (no op launches at once: the one-op
+    streak, execution/one_op_streak.py, has its own tests)."""
+    from torchtpu.execution import one_op_streak
+
+    monkeypatch.setattr(one_op_streak, "STREAK", 1 << 30)
+    one_op_streak.reset()
+
+
+@pytest.fixture
 def tpu():
     import torch
 

@@ -10,17 +10,10 @@ import pytest
 import torch
 
 import torchtpu
-from torchtpu.execution import one_op_cache, one_op_streak, record_plan
+from torchtpu.execution import one_op_cache, record_plan
 
 # the lookups are counted: other tests' poisoned storages (which turn the C++ launch cache off) set aside
-pytestmark = pytest.mark.usefixtures("launch_cache_live")
-
-
-@pytest.fixture(autouse=True)
-def _kept_regions_only(monkeypatch):
-    """These tests are about the kept one-op region: no op launches at once (one_op_streak.py, its own tests)."""
-    monkeypatch.setattr(one_op_streak, "STREAK", 1 << 30)
-    one_op_streak.reset()
+pytestmark = pytest.mark.usefixtures("launch_cache_live", "one_op_regions_kept")
 
 
 def _operands(tpu) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -8,16 +8,10 @@ import pytest
 import torch
 
 import torchtpu
-from torchtpu.execution import deferred, one_op_direct, one_op_streak
+from torchtpu.execution import deferred, one_op_direct
 
-pytestmark = pytest.mark.sim_only("the direct run needs buffers that are host memory")
-
-
-@pytest.fixture(autouse=True)
-def _kept_regions_only(monkeypatch):
-    """These tests are about the kept one-op region: no op launches at once (one_op_streak.py, its own tests)."""
-    monkeypatch.setattr(one_op_streak, "STREAK", 1 << 30)
-    one_op_streak.reset()
+pytestmark = [pytest.mark.sim_only("the direct run needs buffers that are host memory"),
+              pytest.mark.usefixtures("one_op_regions_kept")]
 
 
 def _spy(monkeypatch) -> list:

@@ -8,16 +8,9 @@ import pytest
 import torch
 
 import torchtpu
-from torchtpu.execution import deferred, one_op_streak, record_plan
+from torchtpu.execution import deferred, record_plan
 
-pytestmark = pytest.mark.usefixtures("launch_cache_live")
-
-
-@pytest.fixture(autouse=True)
-def _kept_regions_only(monkeypatch):
-    """These tests record into regions: no op launches at once (one_op_streak.py, its own tests)."""
-    monkeypatch.setattr(one_op_streak, "STREAK", 1 << 30)
-    one_op_streak.reset()
+pytestmark = pytest.mark.usefixtures("launch_cache_live", "one_op_regions_kept")
 
 
 def _loop(tpu, mode: str, n: int = 6) -> list[torch.Tensor]:

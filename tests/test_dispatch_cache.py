@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import torchtpu
-from torchtpu.execution import deferred, fast_launch, one_op_streak
+from torchtpu.execution import deferred, fast_launch
 
 pytestmark = [pytest.mark.sim_only("the cache serves drivers whose memory is host memory (the sim)"),
               pytest.mark.usefixtures("launch_cache_live")]
@@ -146,9 +146,8 @@ def test_a_cached_record_the_region_refuses_runs_the_python_kernel(tpu):
         assert torch.equal(y.cpu(), torch.arange(8, dtype=torch.float32) * 2)
 
 
-def test_an_error_of_a_cached_record_names_the_users_line(tpu, monkeypatch):
-    monkeypatch.setattr(one_op_streak, "STREAK", 1 << 30)  # recorded, not launched at once (its own tests)
-    one_op_streak.reset()
+@pytest.mark.usefixtures("one_op_regions_kept")
+def test_an_error_of_a_cached_record_names_the_users_line(tpu):
     table, good, bad = torch.randn(5, 3).to(tpu), torch.tensor([0, 4]).to(tpu), torch.tensor([0, 5]).to(tpu)
     with torchtpu.eager_mode("DEFER_AND_FUSE"):
         table.index_select(0, good).cpu()

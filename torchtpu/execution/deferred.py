@@ -386,7 +386,7 @@ def flush(raised_at_call: bool = False) -> None:
             else:
                 one_key = _single[0][5][0]
                 if _flush_single():
-                    one_op_streak.one_op_ran(not _events.ACTIVE)
+                    one_op_streak.region_ran(1)
                     return
         if not _region.events:
             if _region.slots:  # left by a record that failed or was interrupted
@@ -394,15 +394,12 @@ def flush(raised_at_call: bool = False) -> None:
             return
         region = _region
         stage = _Stage()
-        if len(region.events) > 1:
-            one_op_streak.region_ran()
         try:
             _region = _Region()
             warning = _run(region, stage)
         except BaseException as exc:  # noqa: BLE001 - every failure leaves a defined state, then re-raises
             _fail(region, stage, exc, raised_at_call)
-        if len(region.events) == 1:
-            one_op_streak.one_op_ran(not _events.ACTIVE)
+        one_op_streak.region_ran(len(region.events))
     if _kept[0]:  # the C++ launch cache was off while a kept region was pending outside DEFER_AND_FUSE
         _kept[0] = False
         fast_launch.sync()

@@ -104,6 +104,13 @@ def sync() -> None:
     one_op_streak.reset()  # (the C++ side dropped its budget)
 
 
+def launch_of(drv: Any, exe: Any) -> Any:
+    """How a cached launch runs `exe`: the driver's `launcher` of it (the sim: a one-kernel plan's direct launch),
+    else the driver's `execute`."""
+    launcher = getattr(drv, "launcher", None)
+    return drv.execute if launcher is None else launcher(exe)
+
+
 def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Sequence[tuple],
           device: int, drv: Any, kind: int, out_strides: tuple | None = None) -> None:
     """Stores the launch of the op whose miss is in progress: `exe` on the tensors' buffers plus one 0-d buffer
@@ -114,8 +121,7 @@ def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Se
         return
     if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
         sync()
-    launcher = getattr(drv, "launcher", None)  # the sim driver's direct launch of a one-kernel plan
-    execute = drv.execute if launcher is None else launcher(exe)
+    execute = launch_of(drv, exe)
     # a small exact mm's native kernel (drivers/sim/launcher.py `_native`), which C++ calls on the tensors' memory
     native = getattr(execute, "native", None) if not bindings else None
     _native().fast_store(op_name, execute, exe, bindings, device, n_tensors, _fresh(out_types, kind, out_strides),
@@ -159,8 +165,7 @@ class _Twin:
         exe = self.exe
         if exe is None or exe.target != self.drv.target(device):
             self.exe = exe = self.drv.compile(self.program, device)
-            launcher = getattr(self.drv, "launcher", None)
-            self.launch = self.drv.execute if launcher is None else launcher(exe)
+            self.launch = launch_of(self.drv, exe)
         self.launch(exe, inputs, outputs, device)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from torchtpu import runtime
+from torchtpu.execution import fast_launch
 
 # (token id, layout) -> ((driver, device), the op's executable, its launch: `drv.launcher(exe)` or `drv.execute`,
 # number of tensor inputs, per tensor (storage number, numpy dtype, sizes, byte strides, byte offset)), or None
@@ -59,8 +60,7 @@ def _plan(drv: Any, token: tuple, operands: list, outputs: list, device: int) ->
     if any(g[0] in read for g in geometry[n:]):
         return None
     exe = drv.compile(token[1], device)
-    launcher = getattr(drv, "launcher", None)
-    return (drv, device), exe, drv.execute if launcher is None else launcher(exe), n, tuple(geometry)
+    return (drv, device), exe, fast_launch.launch_of(drv, exe), n, tuple(geometry)
 
 
 def run(drv: Any, token: tuple, operands: list, outputs: list, layout: bytes, addresses: tuple,

@@ -19,6 +19,7 @@ from typing import Any
 
 from torchtpu import config, runtime
 from torchtpu.execution import modes, poison
+from torchtpu.profiler import events
 
 STREAK = 2  # regions of one op in a row before the next op may launch at once
 _ENV = "TORCHTPU_ONE_OP_STREAK"
@@ -56,23 +57,21 @@ def take_back() -> None:
         _streak = 0
 
 
-def one_op_ran(quiet: bool) -> None:
-    """A region of one op ran (`quiet`: no profiler recording): the streak grows, and from `STREAK` on, the next op
-    may launch at once (in DEFER_AND_FUSE, on a driver whose operands are strided views: the twins' driver)."""
+def region_ran(n_ops: int) -> None:
+    """A region of `n_ops` ops ran: more than one ends the streak; one grows it, and from `STREAK` on the next op
+    may launch at once (in DEFER_AND_FUSE, on a driver whose operands are strided views: the twins' driver, with no
+    profiler recording and no storage poisoned)."""
     global _streak, _granted, grants
+    if n_ops != 1:
+        _streak = 0
+        return
     _streak += 1
     drv = runtime._driver
-    if _streak >= STREAK and quiet and drv is not None and drv.strided_operands and not poison.active \
+    if _streak >= STREAK and not events.ACTIVE and drv is not None and drv.strided_operands and not poison.active \
             and modes.get_eager_mode() is modes.EagerMode.DEFER_AND_FUSE and config.get(_ENV):
         _granted = True
         grants += 1
         _set_budget(1)
-
-
-def region_ran() -> None:
-    """A region of more than one op ran: the streak ends."""
-    global _streak
-    _streak = 0
 
 
 def synchronized() -> None:
