@@ -78,9 +78,13 @@ def _pad(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
         spread = np.full([d + max(d - 1, 0) * it for d, it in zip(x.shape, interior)], value, x.dtype)
         spread[tuple(slice(None, None, it + 1) for it in interior)] = x
         x = spread
-    x = np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)], constant_values=value)
-    crop = tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(zip(low, high)))
-    return [x[crop]]
+    # np.full and one assignment: np.pad's generic path cost ~30 us a call on the small pads of region views
+    padded = np.full([d + max(lo, 0) + max(hi, 0) for d, lo, hi in zip(x.shape, low, high)], value, x.dtype)
+    padded[tuple(slice(max(lo, 0), max(lo, 0) + d) for d, lo in zip(x.shape, low))] = x
+    if min(low, default=0) >= 0 and min(high, default=0) >= 0:
+        return [padded]
+    crop = tuple(slice(max(-lo, 0), padded.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(zip(low, high)))
+    return [padded[crop]]
 
 
 _REDUCERS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "and": np.all, "or": np.any}

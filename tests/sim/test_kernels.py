@@ -2,10 +2,12 @@
 against in tests/pjrt/test_parity_ops.py): float32 compute with bf16 rounding on store, reductions, scans,
 transcendentals, data movement, sort. Each kernel runs on a one-op Program built by the IR Builder."""
 
+import itertools
 import math
 
 import ml_dtypes
 import numpy as np
+import pytest
 from torchtpu.drivers.ir import Builder
 from torchtpu.drivers.sim import kernels_data  # noqa: F401  (registers every kernel)
 from torchtpu.drivers.sim.kernels import KERNELS
@@ -95,6 +97,21 @@ def test_movement_pad_concat_slice_transpose():
     np.testing.assert_array_equal(p[1], [0, -1, 1, -1])
     np.testing.assert_array_equal(run("concatenate", x, x, dimension=0)[0], np.concatenate([x, x]))
 
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_pad_matches_numpy_pad_then_crop_for_every_edge_sign(dtype):
+    """Each dimension padded, untouched or cropped (negative edges), as np.pad then a crop gives it."""
+    x = (np.arange(24).reshape(2, 3, 4) % 5).astype(dtype)
+    value = True if dtype is np.bool_ else -7
+    for low in itertools.product((-1, 0, 2), repeat=3):
+        for high in ((0, 0, 0), (1, -2, 0), (-1, 1, 3)):
+            (got,) = run("pad", x, value=value, low=low, high=high, interior=(0, 0, 0))
+            want = np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)], constant_values=value)
+            want = want[tuple(slice(max(-lo, 0), want.shape[i] - max(-hi, 0))
+                              for i, (lo, hi) in enumerate(zip(low, high)))]
+            assert got.dtype == want.dtype and got.shape == want.shape, (low, high)
+            np.testing.assert_array_equal(got, want)
 
 def test_sort_is_stable_in_both_directions_with_nan_largest():
     x = np.array([3, 1, 2, 1, np.nan, 3], np.float32)
