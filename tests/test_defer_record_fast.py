@@ -80,14 +80,16 @@ def test_refused_hit_runs_as_never(tpu, monkeypatch):
     never = _aliased(tpu, "DEFER_NEVER")
     _aliased(tpu, "DEFER_AND_FUSE")  # warm: the C++ entries stored, the layouts met
     refused = []
-    views = record_plan.views
 
-    def counted(*args):
-        answer = views(*args)
-        refused.append(answer is False)
-        return answer
+    def counted(planner):
+        def plan(*args):
+            answer = planner(*args)
+            refused.append(answer is False)
+            return answer
+        return plan
 
-    monkeypatch.setattr(record_plan, "views", counted)
+    for name in ("hit", "views"):  # the hit refuses a storage held under another dtype; a first layout, views
+        monkeypatch.setattr(record_plan, name, counted(getattr(record_plan, name)))
     fused = _aliased(tpu, "DEFER_AND_FUSE")
     assert any(refused)  # the int32 hit on a's storage was refused, and the Python kernel ran it
     for x, y in zip(never, fused, strict=True):

@@ -36,7 +36,7 @@ def record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], dev
         slots = region.slots
         added = len(slots)
         try:
-            planned = record_plan.hit(token, outputs, layout, addresses, region.slot_of, slots)
+            planned = record_plan.hit(token, operands, outputs, layout, addresses, region.slot_of, slots)
             if planned is None:
                 _drop(region, added)  # (a slot the hit path made before it missed)
                 planned = record_plan.views(token, operands, outputs, layout, addresses, region.slot_of, slots)
