@@ -10,7 +10,7 @@ import torch
 from refusal_cases import MODES
 
 import torchtpu  # noqa: F401
-from torchtpu.fuzz.args import make_call
+from torchtpu.fuzz.args import Call, TensorArg, make_call
 from torchtpu.fuzz.overloads import cpu_crashes, registered
 from torchtpu.fuzz.runner import call_rng
 
@@ -28,6 +28,7 @@ def _call(name: str, seed: int, index: int):  # noqa: ANN202 - a fuzz Call
     ("aten._native_batch_norm_legit.no_stats_out", 7, 2),  # training=False without stats: segfault
     ("aten._fft_r2c.default", 9, 1),  # dims [-3, -2]: segfault
     ("aten.smooth_l1_loss_backward.default", 9, 2),  # int16 with beta NaN: SIGFPE
+    ("aten._cholesky_solve_helper.out", 12, 2),  # A of 3x2 matrices: heap corruption
 ])
 def test_rule_names_the_crashing_call(name: str, seed: int, index: int) -> None:
     assert cpu_crashes(_call(name, seed, index)) is not None
@@ -35,6 +36,17 @@ def test_rule_names_the_crashing_call(name: str, seed: int, index: int) -> None:
 
 def test_rule_leaves_valid_pool_indices_to_the_comparison() -> None:
     assert cpu_crashes(_call("aten.adaptive_max_pool2d_backward.default", 4, 0)) is None  # index 0 of a 3x4 plane
+
+
+def test_rule_leaves_cholesky_solve_operands_of_matching_shapes_to_the_comparison() -> None:
+    helper = {str(o): o for o in registered()}["aten._cholesky_solve_helper.default"]
+
+    def call(b: tuple, a: tuple) -> Call:
+        return Call(helper, [TensorArg(torch.ones(b)), TensorArg(torch.ones(a)), False])
+
+    assert cpu_crashes(call((2, 3, 2), (2, 3, 3))) is None
+    for b, a in (((3, 2), (3, 2)), ((2, 2), (3, 3)), ((1, 3, 2), (2, 3, 3)), ((3,), (3, 3))):
+        assert cpu_crashes(call(b, a)) is not None, (b, a)
 
 
 @pytest.mark.parametrize("mode", MODES)

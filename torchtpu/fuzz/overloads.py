@@ -93,6 +93,17 @@ def _polynomial_loops_forever(call: Any) -> bool:
     return bool(((x + x - 1.0) if "shifted" in name else x).abs().ge(1.0).any())
 
 
+
+def _cholesky_solve_unchecked(call: Any) -> bool:
+    """Whether the operands are not what torch.cholesky_solve passes its helper: both at least 2-D, A square,
+    B's rows A's order, batch dimensions equal (it broadcasts them first)."""
+    tensors = [a.materialize("cpu") for a in call.args[:2] if hasattr(a, "base")]
+    if len(tensors) < 2:
+        return False
+    b, a = tensors
+    return (b.dim() < 2 or a.dim() < 2 or a.shape[-1] != a.shape[-2] or b.shape[-2] != a.shape[-1]
+            or b.shape[:-2] != a.shape[:-2])
+
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "aten::special_*_polynomial_*": (
         _polynomial_loops_forever,
@@ -143,6 +154,11 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "CPU's smooth_l1_loss_backward kernel divides by beta cast to the integer dtype: SIGFPE for integer tensors "
         "with a beta that casts to 0 (torch 2.13; fuzz seed 11 call 1: int64, beta 0.357; seed 9 call 2: int16, "
         "beta NaN); a backward has no integer use"),
+    "aten::_cholesky_solve_helper*": (
+        _cholesky_solve_unchecked,
+        "CPU's _cholesky_solve_helper kernel trusts its operands' shapes (torch.cholesky_solve checks and broadcasts "
+        "them first): A of 3x2 matrices and B float64[1, 1, 4] with out= corrupts the heap (torch 2.13; fuzz seed 12 "
+        "call 2: 'double free or corruption' a few calls later); tpu refuses them"),
     "aten::_segment_reduce_backward*": (
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "
