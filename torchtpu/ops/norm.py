@@ -7,6 +7,7 @@ The training forms update `running_mean` / `running_var` in place: their kernels
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -58,7 +59,8 @@ def _forward(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym
         if running_mean is not None:
             new_rm = P.convert(_wide(running_mean) * (1.0 - momentum) + mean * momentum, running_mean.dtype)
         if running_var is not None:
-            unbiased = var * (float(count) / float(max(count - 1, 1)))
+            # ATen's var_sum / (n - 1): one value per channel is 0 / 0, NaN (CPU's running_var then is NaN)
+            unbiased = var * (float(count) / float(count - 1)) if count > 1 else var * math.nan
             new_rv = P.convert(_wide(running_var) * (1.0 - momentum) + unbiased * momentum, running_var.dtype)
         save_mean, save_invstd = P.convert(mean, stats), P.convert(invstd, stats)
     else:
