@@ -279,15 +279,25 @@ def _softplus_backward(a: Bound) -> None:  # beta.to<opmath_t>() in the kernel: 
             raise RuntimeError(f"value cannot be converted to type {kind} without overflow")
 
 
-def _norm(a: Bound) -> None:  # linalg_vector_norm's dtype check (norm with dtype= calls it)
+def _norm(a: Bound) -> None:  # norm's dtype kinds and dims, then linalg_vector_norm's checks (norm calls it)
     x, dtype = a["self"], a.get("dtype")
-    if dtype is None:
+    p, dim = a.get("p"), a.get("dim")
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"norm(): the desired output dtype should be either floating point or complex. Got "
+                           f"{aten_type_name(dtype)} instead.")
+    floating = x.dtype.is_floating_point or x.dtype.is_complex
+    if not floating and dtype is None:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{aten_type_name(x.dtype)} instead.")
+    named = isinstance(dim, str) or (isinstance(dim, (list, tuple)) and not all(isinstance(d, int) for d in dim))
+    if named:
         return
-    if x.dtype.is_complex and not dtype.is_complex:
-        raise RuntimeError("linalg.vector_norm: dtype should be complex for complex inputs, but got "
-                           f"{aten_type_name(dtype)}")
-    if not x.dtype.is_complex and dtype.is_complex:
-        raise RuntimeError(f"linalg.vector_norm: dtype should be real for real inputs, but got {aten_type_name(dtype)}")
+    for d in dim if isinstance(dim, (list, tuple)) else ():  # norm wraps its dims next
+        _wrap(d, len(x.shape))
+    if not floating:
+        return  # linalg_vector_norm refuses it (the lowering)
+    cpu_raise_checks2.check_norm_identity(x.shape, 2 if p is None else p, dim)
+    cpu_raise_checks2.check_norm_dtype(x.dtype, dtype)
 
 
 def _tri_indices(kernel: str) -> Callable[[Bound], None]:

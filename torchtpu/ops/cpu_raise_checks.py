@@ -15,7 +15,6 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
   (outputs first, then the inputs, against the first input's dtype).
 - smooth_l1_loss_backward: enforce_safe_casting_to_output to grad_input's (or self's) dtype.
 - bucketize: 1-D boundaries (before searchsorted's checks).
-- norm with dtype=: linalg_vector_norm's no-narrowing check (after the complex/real check).
 - as_strided_scatter: src of the slice's size.
 - glu_backward, soft_margin_loss_backward, binary_cross_entropy_with_logits: the shape of an in-place step's
   result (TensorIterator's "output with shape ... doesn't match the broadcast shape ...").
@@ -255,15 +254,6 @@ def _bucketize(a: Bound) -> None:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({len(boundaries.shape)})")
 
 
-def _norm_narrowing(a: Bound) -> None:  # after arg_order_checks' complex/real check
-    x, dtype = a["self"], a.get("dtype")
-    if dtype is None or not (x.dtype.is_floating_point or x.dtype.is_complex):
-        return
-    if torch.promote_types(x.dtype, dtype) != dtype:
-        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({aten_type_name(x.dtype)}) should be "
-                           f"convertible without narrowing to the specified dtype ({aten_type_name(dtype)})")
-
-
 def _as_strided_scatter(a: Bound) -> None:
     src, size = a["src"], [int(s) for s in a["size"]]
     if [int(s) for s in src.shape] != size:
@@ -409,7 +399,7 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "multinomial": _multinomial, "softshrink": _softshrink, "hardtanh": _hardtanh, "hardtanh_": _hardtanh,
     "threshold_backward": _threshold_backward, "cumsum_": _cumulative_inplace, "cumprod_": _cumulative_inplace,
     "binary_cross_entropy": _bce, "huber_loss_backward": _huber_backward, "soft_margin_loss": _soft_margin_out,
-    "smooth_l1_loss_backward": _smooth_l1_backward, "bucketize": _bucketize, "norm": _norm_narrowing,
+    "smooth_l1_loss_backward": _smooth_l1_backward, "bucketize": _bucketize,
     "as_strided_scatter": _as_strided_scatter, "glu_backward": _glu_backward,
     "soft_margin_loss_backward": _soft_margin_backward, "binary_cross_entropy_with_logits": _bce_with_logits,
 }

@@ -10,10 +10,13 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - addmm, addmv, baddbmm, addbmm: the gemm's beta and alpha to its opmath type.
 - replication/reflection_pad*d_backward: grad_output and self of one dtype.
 - batch norm in training: an input with elements. _embedding_bag: 1-D offsets.
-- _foreach_norm with dtype=: linalg_vector_norm's checks per tensor (floating input, the dtype's kind, no
-  narrowing).
-- lerp.Scalar, addcmul, addcdiv, hardtanh_backward: the Scalar's checked_convert to the kernel's opmath type
-  (float for Half and BFloat16); a complex Scalar with an imaginary part overflows any real type.
+- linalg_vector_norm: no norm without an identity (ord < 0 or inf) of no elements, then its dtype='s checks (the
+  dtype's kind, no narrowing); _foreach_norm: the same per tensor (floating input first) behind its own infinity
+  check; norm (ops/arg_order_checks.py) calls check_norm_identity.
+- lerp.Scalar and _foreach_lerp (each pair in order), addcmul, addcdiv: the Scalar's checked_convert to the
+  kernel's opmath type (float for Half and BFloat16; complex too); a complex Scalar with an imaginary part
+  overflows any real type.
+- hardtanh_backward: the same checked_convert of its bounds (real dtypes).
 - full.out: fill_'s checked_convert to the out's dtype.
 - _pdist_backward (p != 0): the kernel reads grad.stride(0).
 - _prelu_kernel: TensorIterator's check_all_same_dtype (weight of self's dtype).
@@ -33,7 +36,8 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
-from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, result_type
+from torchtpu.ops.arg_checks import dim_size
+from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, broadcast, inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
 
 Bound = dict[str, Any]
@@ -48,15 +52,19 @@ def _opmath(dtype: torch.dtype) -> torch.dtype:
 def _scalar_of(names: tuple[str, ...], scalar: str, kinds: str) -> Callable[[Bound], None]:
     """The kernel's `scalar`.to<opmath_t>() (c10::checked_convert) on the common dtype of the tensor arguments
     `names`, for the dtype kinds the kernel dispatches on ("f": floating, "i": integers too, where the lowering's
-    own check_scalar_fits answers a real value and only a complex one is left here); others are refused first."""
+    own check_scalar_fits answers a real value and only a complex one is left here; "c": complex); others are
+    refused first."""
     def check(a: Bound) -> None:
         dtype = result_type([a[n] for n in names if _is_tensor(a.get(n))])
-        if dtype is None or dtype == torch.bool or dtype.is_complex:
+        if dtype is None or dtype == torch.bool or (dtype.is_complex and "c" not in kinds):
             return
         value = a.get(scalar, 1)
-        if dtype.is_floating_point or ("i" in kinds and isinstance(value, complex)):
+        if dtype.is_floating_point or dtype.is_complex or ("i" in kinds and isinstance(value, complex)):
             checked_scalar(value, _opmath(dtype))
     return check
+
+
+_LERP = _scalar_of(("self", "end"), "weight", "fc")
 
 
 def _hardtanh_backward(a: Bound) -> None:
@@ -169,24 +177,83 @@ def _embedding_bag(a: Bound) -> None:  # _embedding_bag_cpu_impl_out's check on 
         raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension {len(offsets.shape)}")
 
 
-def _foreach_norm(a: Bound) -> None:  # linalg_vector_norm on each tensor, in the list's order
-    dtype = a.get("dtype")
+def check_norm_identity(shape: Any, ord: Any, dim: Any) -> None:  # noqa: A002
+    """linalg_vector_norm's checks (after its floating-input check): a real ord; no norm without an identity
+    (ord < 0 or inf) of no elements, named by the first empty dim of `dim` as given, or by the tensor where `dim` is
+    None or empty."""
+    if isinstance(ord, complex):
+        raise RuntimeError("linalg.vector_norm: Expected a non-complex scalar as the order of norm.")
+    if not isinstance(ord, (int, float)) or math.prod(int(s) for s in shape) != 0 or not (ord < 0 or ord == math.inf):
+        return
+    dims = [dim] if isinstance(dim, int) else list(dim or ())
+    for d in dims:
+        if dim_size(shape, d) == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension {d}because this "
+                               f"dimension is empty and the operation does not have an identity")
+    if not dims:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty tensor because the "
+                           f"operation does not have an identity")
+
+
+def check_norm_dtype(x: torch.dtype, dtype: torch.dtype | None) -> None:  # linalg_vector_norm's checks of its dtype=
+    if dtype is None:
+        return
+    if x.is_complex and not dtype.is_complex:
+        raise RuntimeError(f"linalg.vector_norm: dtype should be complex for complex inputs, but got "
+                           f"{aten_type_name(dtype)}")
+    if not x.is_complex and dtype.is_complex:
+        raise RuntimeError(f"linalg.vector_norm: dtype should be real for real inputs, but got {aten_type_name(dtype)}")
+    if torch.promote_types(x, dtype) != dtype:
+        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({aten_type_name(x)}) should be "
+                           f"convertible without narrowing to the specified dtype ({aten_type_name(dtype)})")
+
+
+def _vector_norm(a: Bound) -> None:  # the lowering refuses a non-floating input first
+    x = a["self"]
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        check_norm_identity(x.shape, a.get("ord", 2), a.get("dim"))
+        check_norm_dtype(x.dtype, a.get("dtype"))
+
+
+def _foreach_norm(a: Bound) -> None:  # foreach_tensor_norm_slow: its own infinity check, then linalg_vector_norm
+    ord_ = a.get("ord", 2)
+    if isinstance(ord_, (bool, complex)):
+        raise RuntimeError("foreach_tensor_norm_slow expects ord to be integer or float")
     for t in a["self"]:
+        if ord_ == math.inf and math.prod(int(s) for s in t.shape) == 0:
+            raise RuntimeError("_foreach_norm cannot compute the infinity norm on an empty tensor because the "
+                               "operation does not have an identity")
         x = t.dtype
         if not (x.is_floating_point or x.is_complex):
             raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                                f"{aten_type_name(x)}")
-        if dtype is None:
-            continue
-        if x.is_complex and not dtype.is_complex:
-            raise RuntimeError(f"linalg.vector_norm: dtype should be complex for complex inputs, but got "
-                               f"{aten_type_name(dtype)}")
-        if not x.is_complex and dtype.is_complex:
-            raise RuntimeError(f"linalg.vector_norm: dtype should be real for real inputs, but got "
-                               f"{aten_type_name(dtype)}")
-        if torch.promote_types(x, dtype) != dtype:
-            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({aten_type_name(x)}) should be "
-                               f"convertible without narrowing to the specified dtype ({aten_type_name(dtype)})")
+        check_norm_identity(t.shape, ord_, None)
+        check_norm_dtype(x, a.get("dtype"))
+
+
+def _foreach_lerp(inplace: bool) -> Callable[[Bound], None]:
+    """lerp on each pair in order: its dtype checks (the lowering makes them; a pair of other dtypes ends this
+    check), TensorIterator's shapes (self's own for the in-place op), the kernel's dispatch, the Scalar weight."""
+    def check(a: Bound) -> None:
+        selves, ends, weight = a["self"], a["tensors1"], a.get("weight", a.get("weights"))
+        weights = list(weight) if isinstance(weight, (list, tuple)) else [weight] * len(selves)
+        if not len(selves) == len(ends) == len(weights):
+            return
+        for s, e, w in zip(selves, ends, weights):
+            tensor_weight = _is_tensor(w)
+            if s.dtype != e.dtype or (tensor_weight and w.dtype != s.dtype):
+                return
+            shape = broadcast(s.shape, e.shape)
+            if tensor_weight:
+                shape = broadcast(shape, w.shape)
+            if inplace:
+                inplace_shape(s.shape, shape)
+            if not (s.dtype.is_floating_point or s.dtype.is_complex):
+                kernel = "lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar"
+                raise NotImplementedError(f'"{kernel}" not implemented for \'{aten_type_name(s.dtype)}\'')
+            if not tensor_weight:
+                _LERP({"self": s, "end": e, "weight": w})
+    return check
 
 
 def _pdist_backward(a: Bound) -> None:  # run_backward_parallel_pdist: self.size(0), self.size(1), grad.stride(0)
@@ -254,11 +321,12 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "baddbmm": _blas_scalars("batch1", "batch2"), "baddbmm_": _blas_scalars("batch1", "batch2"),
     "addbmm": _blas_scalars("batch1", "batch2", True), "addbmm_": _blas_scalars("batch1", "batch2", True),
     **{f"{kind}_pad{n}d_backward": _pad_backward(n) for kind in ("replication", "reflection") for n in (1, 2, 3)},
-    "lerp": _scalar_of(("self", "end"), "weight", "f"), "lerp_": _scalar_of(("self", "end"), "weight", "f"),
-    "addcmul": _scalar_of(("self", "tensor1", "tensor2"), "value", "fi"),
-    "addcmul_": _scalar_of(("self", "tensor1", "tensor2"), "value", "fi"),
-    "addcdiv": _scalar_of(("self", "tensor1", "tensor2"), "value", "f"),
-    "addcdiv_": _scalar_of(("self", "tensor1", "tensor2"), "value", "f"),
+    "lerp": _LERP, "lerp_": _LERP, "_foreach_lerp": _foreach_lerp(False),
+    "_foreach_lerp_": _foreach_lerp(True),
+    "addcmul": _scalar_of(("self", "tensor1", "tensor2"), "value", "fic"),
+    "addcmul_": _scalar_of(("self", "tensor1", "tensor2"), "value", "fic"),
+    "addcdiv": _scalar_of(("self", "tensor1", "tensor2"), "value", "fc"),
+    "addcdiv_": _scalar_of(("self", "tensor1", "tensor2"), "value", "fc"), "linalg_vector_norm": _vector_norm,
     "hardtanh_backward": _hardtanh_backward, "full": _full, "_pdist_backward": _pdist_backward,
     "_prelu_kernel": _prelu_kernel, "cumprod": _int_dim, "mode": _mode_dim, "nansum": _nansum,
     "std": _std_var, "var": _std_var, "uniform": _uniform, "uniform_": _uniform, "lu_unpack": _lu_unpack,

@@ -317,7 +317,7 @@ def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = Fals
         y = P.reduce(a, "min", dims, keepdim)
     elif ord == 0:
         y = P.reduce(P.convert(P.compare("NE", a, 0), x.dtype), "sum", dims, keepdim)
-    elif ord == 1:
+    elif ord == 1 or any(x.shape[d] == 0 for d in dims):  # no elements: 0 for every ord with an identity, NaN's too
         y = P.reduce(a, "sum", dims, keepdim)
     elif ord == 2:
         y = P.emit1("sqrt", [P.reduce(a * a, "sum", dims, keepdim)])
