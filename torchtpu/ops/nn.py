@@ -179,7 +179,10 @@ def embedding_dense_backward(grad_output: Sym, indices: Sym, num_weights: int, p
                              scale_grad_by_freq: bool) -> Sym:
     arg_checks.check_embedding_backward(grad_output, indices, num_weights)
     dim = grad_output.shape[-1]
-    flat_idx = P.reshape(indices, (indices.numel(),))
+    # CPU's kernel writes row indices[i] unchecked (one out of range corrupts its heap): refused here as embedding is
+    flat_idx = P.check_index(P.reshape(indices, (indices.numel(),)), num_weights,
+                             f"embedding_dense_backward(): index {{}} is out of range for {num_weights} weight rows "
+                             "(index out of range in self)")
     grads = _f32(P.reshape(grad_output, (indices.numel(), dim)))
     if padding_idx >= 0:
         keep = P.broadcast_to(P.reshape(P.compare("NE", flat_idx, padding_idx), (-1, 1)), grads.shape)
