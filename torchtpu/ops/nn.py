@@ -283,8 +283,8 @@ def mse_loss(self: Sym, target: Sym, reduction: int = 1) -> Sym:
     if reduction == 0:
         return sq
     total = P.reduce(_f32(sq), "sum", tuple(range(sq.ndim)))
-    if reduction == 1:
-        total = total / float(max(sq.numel(), 1))
+    if reduction == 1:  # the mean of no elements is NaN, as on CPU
+        total = total / float(sq.numel()) if sq.numel() else P.full(math.nan, total.shape, total.dtype)
     return P.convert(total, sq.dtype)  # CPU: the mean/sum of the promoted loss
 
 
@@ -303,6 +303,8 @@ def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) 
 @lower(aten.native_dropout.default, random=True, static=("p",))
 def native_dropout(input: Sym, p: float, train: bool | None, *, rng: Sym) -> tuple[Sym, Sym]:  # noqa: A002
     training = train is not False  # ATen: train=None trains
+    if input.numel() == 0:  # CPU's native_dropout returns before its mode: the mask is empty_like(input)
+        return input, P.full(0, input.shape, input.dtype)
     if training and input.numel() and not 0.0 <= 1.0 - p <= 1.0:  # CPU's mask.bernoulli_(1 - p)
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1.0 - p:g}")
     if training and input.numel() and not (input.dtype.is_floating_point or input.dtype.is_complex):

@@ -179,6 +179,8 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool) -> Sym
     sq = P.reduce(centered * centered, "sum", dims, keepdim)
     # ATen divides by max(N - correction, 0): a divisor of 0 gives inf for a nonzero sum, NaN for 0 / 0 (a complex
     # x's parts each divided, as ATen's var(real) + var(imag))
+    if count == 0:  # the mean of nothing is NaN, whatever the divisor
+        return P.convert(P.full(math.nan, sq.shape, sq.dtype), x.dtype)
     return P.convert(sq / float(max(count - correction, 0)), x.dtype)
 
 
