@@ -298,8 +298,14 @@ def _upsample_checks(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
             out_rules.check_out_dtype(op, first.dtype, out.dtype, str(op), False)
 
 
+def _normal_std(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    from torchtpu.ops import normal_tensor
+
+    normal_tensor.check_std_first(op, args, dict(kwargs))
+
+
 EARLIER_CHECKS: dict[str, Callable[[Any, tuple, Mapping[str, Any]], None]] = {
-    "upsample_": _upsample_checks, "_upsample_": _upsample_checks}
+    "upsample_": _upsample_checks, "_upsample_": _upsample_checks, "normal": _normal_std}
 
 
 def _earlier(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
