@@ -20,6 +20,34 @@ CASES = {
                                                                                    _t(5, 4, dtype=torch.int64, d=d,
                                                                                       fill=-2)),
     "normal_tensor_float_int8_negative_std": lambda d: aten.normal.Tensor_float(_t(3, dtype=torch.int8, d=d), -1.0),
+    # padding: the input's rank and sizes before the kernel's dtype dispatch; the 2-D and 3-D backward's checks
+    "reflection_pad1d_bool_1d": lambda d: aten.reflection_pad1d(_t(3, dtype=torch.bool, d=d), [1, 2]),
+    "reflection_pad1d_out_bool_expanded_1d": lambda d: aten.reflection_pad1d.out(
+        _t(1, dtype=torch.bool, d=d).expand(3), [1, 2], out=_t(dtype=torch.bool, d=d)),
+    "replication_pad3d_backward_int16_3d": lambda d: aten.replication_pad3d_backward(
+        _t(2, 3, 2, dtype=torch.int16, d=d), _t(2, 3, 2, dtype=torch.int16, d=d), [2, 1, 2, 2, 1, 0]),
+    "replication_pad3d_backward_int8_2d": lambda d: aten.replication_pad3d_backward(
+        _t(2, 3, dtype=torch.int8, d=d), _t(2, 3, dtype=torch.int8, d=d), [2, 3, 0, 2, 1, 0]),
+    "replication_pad3d_backward_padding_length": lambda d: aten.replication_pad3d_backward(
+        _t(1, 2, 3, 2, d=d), _t(1, 2, 3, 2, d=d), [2, 1, 2, 2]),
+    "replication_pad3d_backward_grad_width": lambda d: aten.replication_pad3d_backward(
+        _t(1, 2, 3, 2, d=d), _t(1, 2, 3, 2, d=d), [2, 1, 2, 2, 1, 0]),
+    "replication_pad3d_backward_grad_height": lambda d: aten.replication_pad3d_backward(
+        _t(1, 2, 4, 5, d=d), _t(1, 2, 3, 2, d=d), [2, 1, 2, 2, 1, 0]),
+    "replication_pad2d_backward_grad_height": lambda d: aten.replication_pad2d_backward(
+        _t(1, 2, 6, d=d), _t(1, 2, 3, d=d), [2, 1, 2, 2]),
+    "replication_pad2d_backward_grad_rank": lambda d: aten.replication_pad2d_backward(
+        _t(2, 6, d=d), _t(1, 2, 3, d=d), [2, 1, 2, 2]),
+    "reflection_pad2d_backward_int16_1d": lambda d: aten.reflection_pad2d_backward(
+        _t(2, dtype=torch.int16, d=d), _t(2, dtype=torch.int16, d=d), [2, 1, 2, 2]),
+    "reflection_pad2d_backward_grad_width": lambda d: aten.reflection_pad2d_backward(
+        _t(1, 4, 3, dtype=torch.int16, d=d), _t(1, 4, 3, dtype=torch.int16, d=d), [2, 1, 2, 2]),
+    "reflection_pad3d_backward_rank": lambda d: aten.reflection_pad3d_backward(
+        _t(2, 2, 2, 2, d=d), _t(2, 2, 2, d=d), [0] * 6),
+    "reflection_pad3d_backward_grad_rank": lambda d: aten.reflection_pad3d_backward(
+        _t(2, 2, 2, d=d), _t(2, 2, 2, 2, d=d), [0] * 6),
+    "reflection_pad3d_backward_grad_depth": lambda d: aten.reflection_pad3d_backward(
+        _t(2, 2, 2, 2, d=d), _t(2, 2, 2, 2, d=d), [0, 0, 0, 0, 1, 0]),
 }
 
 
@@ -31,3 +59,15 @@ def test_refused_as_cpu(case: str, mode: str) -> None:
 
 def test_normal_nonnegative_int_std_still_refused_for_dtype() -> None:
     assert_refused_as_cpu(lambda d: aten.normal.float_Tensor(0.5, _t(2, dtype=torch.int16, d=d)), "DEFER_NEVER")
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+@pytest.mark.parametrize("kind", ["reflection", "replication"])
+@pytest.mark.parametrize("batch", [0, 1])
+def test_pad_backward_still_computes(kind: str, nd: int, batch: int) -> None:
+    torch.manual_seed(0)
+    x = torch.randn((2,) * batch + (2, 4, 5, 6)[: nd + 1])
+    pad = [1, 2, 0, 1, 2, 1][: 2 * nd]
+    g = torch.randn(getattr(aten, f"{kind}_pad{nd}d")(x, pad).shape)
+    backward = getattr(aten, f"{kind}_pad{nd}d_backward")
+    torch.testing.assert_close(backward(g.to("tpu"), x.to("tpu"), pad).cpu(), backward(g, x, pad))

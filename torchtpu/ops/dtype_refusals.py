@@ -304,8 +304,22 @@ def _normal_std(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     normal_tensor.check_std_first(op, args, dict(kwargs))
 
 
+def _pad_checks(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    from torchtpu.ops import spatial_checks
+
+    packet = packet_name(op)
+    mode = "reflect" if packet.startswith("reflection") else "replicate"
+    nd = int(packet.split("_pad")[1][0])
+    bound = dict(zip([a.name for a in op._schema.arguments], args)) | dict(kwargs)
+    if packet.endswith("_backward"):
+        spatial_checks.pad_backward(mode, nd, bound["grad_output"].shape, bound["self"].shape, bound["padding"])
+    else:
+        spatial_checks.pad_input(nd, bound["self"].shape, bound["padding"], mode)
+
+
 EARLIER_CHECKS: dict[str, Callable[[Any, tuple, Mapping[str, Any]], None]] = {
-    "upsample_": _upsample_checks, "_upsample_": _upsample_checks, "normal": _normal_std}
+    "upsample_": _upsample_checks, "_upsample_": _upsample_checks, "normal": _normal_std,
+    "reflection_pad": _pad_checks, "replication_pad": _pad_checks}
 
 
 def _earlier(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
