@@ -48,6 +48,21 @@ CASES = {
         _t(2, 2, 2, d=d), _t(2, 2, 2, 2, d=d), [0] * 6),
     "reflection_pad3d_backward_grad_depth": lambda d: aten.reflection_pad3d_backward(
         _t(2, 2, 2, 2, d=d), _t(2, 2, 2, 2, d=d), [0, 0, 0, 0, 1, 0]),
+    # std / var family: the input's dtype, then the correction's conversion to double, before the dims
+    "var_mean_correction_out_complex_correction": lambda d: aten.var_mean.correction_out(
+        _t(1, d=d), [-1], correction=0.3 + 1j, keepdim=False, out0=_t(1, 4, 3, d=d), out1=_t(0, d=d)),
+    "var_complex_correction": lambda d: aten.var.correction(_t(3, d=d), [-1], correction=0.3 + 1j),
+    "std_complex_correction": lambda d: aten.std.correction(_t(3, d=d), [-1], correction=0.3 + 1j),
+    "std_mean_complex_correction": lambda d: aten.std_mean.correction(_t(3, d=d), None, correction=0.3 + 1j),
+    "std_uint8_bad_dim": lambda d: aten.std.correction(_t(1, dtype=torch.uint8, d=d), [-2], keepdim=False),
+    "var_mean_uint8_complex_correction": lambda d: aten.var_mean.correction(_t(3, dtype=torch.uint8, d=d), [5],
+                                                                            correction=1 + 1j),
+    # mode.values: the outs' dtypes before the dim
+    "mode_values_complex_indices_bad_dim": lambda d: aten.mode.values(
+        _t(dtype=torch.complex64, d=d), 2, values=_t(0, dtype=torch.complex64, d=d),
+        indices=_t(5, 2, dtype=torch.complex64, d=d)),
+    "mode_values_bad_dim": lambda d: aten.mode.values(_t(3, d=d), 2, values=_t(0, d=d),
+                                                      indices=_t(0, dtype=torch.int64, d=d)),
 }
 
 
@@ -71,3 +86,11 @@ def test_pad_backward_still_computes(kind: str, nd: int, batch: int) -> None:
     g = torch.randn(getattr(aten, f"{kind}_pad{nd}d")(x, pad).shape)
     backward = getattr(aten, f"{kind}_pad{nd}d_backward")
     torch.testing.assert_close(backward(g.to("tpu"), x.to("tpu"), pad).cpu(), backward(g, x, pad))
+
+
+def test_var_real_complex_correction_still_computes() -> None:
+    x = torch.randn(4, 3)
+    for fn in (lambda v: aten.var.correction(v, [0], correction=2 + 0j),
+               lambda v: aten.var_mean.correction(v, [1], correction=0j)[0],
+               lambda v: aten.std.correction(v, None, correction=1.5 + 0j)):
+        torch.testing.assert_close(fn(x.to("tpu")).cpu(), fn(x))

@@ -18,6 +18,8 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - _pdist_backward (p != 0): the kernel reads grad.stride(0).
 - _prelu_kernel: TensorIterator's check_all_same_dtype (weight of self's dtype).
 - cumprod and mode: maybe_wrap_dim (a 0-d self's too).
+- std, var, var_mean, std_mean: a floating or complex input, then the correction's conversion to double (a
+  complex correction with an imaginary part overflows), before their dims.
 - nansum: no complex input. std / var into a float or double out= from Half or BFloat16 with one output
   element: std_var_all_cpu's dispatch.
 - uniform of a complex tensor: from <= to (its real view's check).
@@ -199,9 +201,12 @@ def _int_dim(a: Bound) -> None:  # a named dim is resolved (and refused) elsewhe
         _cumsum_dim(a)
 
 
-def _mode_dim(a: Bound) -> None:  # mode.values checks its outs' dtypes first (ops elsewhere)
-    if a.get("values") is None:
-        _int_dim(a)
+def _mode_dim(a: Bound) -> None:  # mode.values checks its outs' dtypes first (ops/out_checks.py), then the dim
+    if a.get("values") is not None:
+        from torchtpu.ops import out_checks
+
+        out_checks.check_mode_outs(a)
+    _int_dim(a)
 
 
 def _prelu_kernel(a: Bound) -> None:
@@ -215,7 +220,18 @@ def _nansum(a: Bound) -> None:
         raise RuntimeError("nansum on CPU does not support complex inputs")
 
 
+def _std_var_first(words: str) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # std_var_out / std_var_mean_out: the dtype, the correction's toDouble, then dims
+        x = a["self"]
+        if not (x.dtype.is_floating_point or x.dtype.is_complex):
+            raise RuntimeError(f"{words} only support floating point and complex dtypes")
+        if a.get("correction") is not None:
+            checked_scalar(a["correction"], torch.float64)
+    return check
+
+
 def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFloat16 into float goes to std_var_all
+    _std_var_first("std and var")(a)
     x, out = a["self"], a.get("out")
     if out is None or x.dtype not in _LOW_PRECISION or out.dtype not in (torch.float32, torch.float64):
         return
@@ -261,5 +277,6 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "addcdiv_": _scalar_of(("self", "tensor1", "tensor2"), "value", "f"),
     "hardtanh_backward": _hardtanh_backward, "full": _full, "_pdist_backward": _pdist_backward,
     "_prelu_kernel": _prelu_kernel, "cumprod": _int_dim, "mode": _mode_dim, "nansum": _nansum,
-    "std": _std_var, "var": _std_var, "uniform": _uniform, "uniform_": _uniform, "lu_unpack": _lu_unpack,
+    "std": _std_var, "var": _std_var, "var_mean": _std_var_first("var_mean"),
+    "std_mean": _std_var_first("std_mean"), "uniform": _uniform, "uniform_": _uniform, "lu_unpack": _lu_unpack,
 }
