@@ -63,6 +63,14 @@ CASES = {
         indices=_t(5, 2, dtype=torch.complex64, d=d)),
     "mode_values_bad_dim": lambda d: aten.mode.values(_t(3, d=d), 2, values=_t(0, d=d),
                                                       indices=_t(0, dtype=torch.int64, d=d)),
+    # rrelu_with_noise: lower / upper to the kernel's opmath type, after the noise shape
+    "rrelu_with_noise_bfloat16_complex_lower": lambda d: aten.rrelu_with_noise(
+        _t(2, 5, 5, dtype=torch.bfloat16, d=d), _t(2, 5, 5, dtype=torch.bfloat16, d=d), -0.15 + 1j, training=False),
+    "rrelu_with_noise_complex_upper": lambda d: aten.rrelu_with_noise(_t(2, 5, d=d), _t(2, 5, d=d), 0.1, 0.3 + 1j),
+    "rrelu_with_noise_training_complex_lower": lambda d: aten.rrelu_with_noise(_t(2, 5, d=d), _t(2, 5, d=d),
+                                                                               0.1 + 1j, training=True),
+    "rrelu_with_noise_double_complex_lower": lambda d: aten.rrelu_with_noise(
+        _t(2, dtype=torch.float64, d=d), _t(2, dtype=torch.float64, d=d), 0.1 + 1j),
 }
 
 
@@ -94,3 +102,9 @@ def test_var_real_complex_correction_still_computes() -> None:
                lambda v: aten.var_mean.correction(v, [1], correction=0j)[0],
                lambda v: aten.std.correction(v, None, correction=1.5 + 0j)):
         torch.testing.assert_close(fn(x.to("tpu")).cpu(), fn(x))
+
+
+def test_rrelu_with_noise_real_complex_bounds_still_compute() -> None:
+    x = torch.tensor([-2.0, 0.5, -1.0])
+    got = aten.rrelu_with_noise(x.to("tpu"), torch.ones(3, device="tpu"), 0.1 + 0j, 0.3 + 0j).cpu()
+    torch.testing.assert_close(got, aten.rrelu_with_noise(x, torch.ones(3), 0.1 + 0j, 0.3 + 0j))

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import checked_scalar
 from torchtpu.ops import cpu_raise_checks, cpu_raise_checks2, dtype_refusals
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
@@ -240,6 +241,10 @@ def _rrelu_with_noise(a: Bound) -> None:  # rrelu_with_noise_out_cpu: the noise 
     if list(x.shape) != list(noise.shape):
         raise RuntimeError("noise tensor shape must match self tensor shape. Got self.shape = "
                            f"{sizes_text(x.shape)} noise.shape = {sizes_text(noise.shape)}")
+    if x.dtype.is_floating_point:  # then the kernel's lower / upper to its opmath type (c10::checked_convert)
+        opmath = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+        for name in ("lower", "upper"):
+            checked_scalar(a.get(name, 0), opmath)
 
 
 def _broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
