@@ -71,6 +71,13 @@ CASES = {
                                                                                0.1 + 1j, training=True),
     "rrelu_with_noise_double_complex_lower": lambda d: aten.rrelu_with_noise(
         _t(2, dtype=torch.float64, d=d), _t(2, dtype=torch.float64, d=d), 0.1 + 1j),
+    # LU: the rank check first (the lowering's own error was a TypeError)
+    "linalg_lu_1d": lambda d: aten.linalg_lu(_t(2, dtype=torch.float64, d=d)),
+    "linalg_lu_1d_int32": lambda d: aten.linalg_lu(_t(2, dtype=torch.int32, d=d)),
+    "linalg_lu_factor_ex_1d": lambda d: aten.linalg_lu_factor_ex(_t(3, d=d), pivot=True, check_errors=False),
+    "linalg_lu_factor_ex_1d_no_pivot": lambda d: aten.linalg_lu_factor_ex(_t(3, d=d), pivot=False),
+    "linalg_lu_factor_ex_1d_int32": lambda d: aten.linalg_lu_factor_ex(_t(3, dtype=torch.int32, d=d)),
+    "linalg_lu_factor_1d": lambda d: aten.linalg_lu_factor(_t(3, d=d)),
 }
 
 

@@ -317,7 +317,16 @@ def _pad_checks(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
         spatial_checks.pad_input(nd, bound["self"].shape, bound["padding"], mode)
 
 
+def _lu_rank(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:  # the LU meta functions' first check
+    api = {"linalg_lu": "linalg.lu", "linalg_lu_factor": "torch.lu_factor", "linalg_lu_factor_ex": "torch.lu_factor"}
+    a = args[0] if args else kwargs.get("A")
+    if packet_name(op) in api and a is not None and a.ndim < 2:
+        raise RuntimeError(f"{api[packet_name(op)]}: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{list(a.shape)} instead")
+
+
 EARLIER_CHECKS: dict[str, Callable[[Any, tuple, Mapping[str, Any]], None]] = {
+    "linalg_lu": _lu_rank,
     "upsample_": _upsample_checks, "_upsample_": _upsample_checks, "normal": _normal_std,
     "reflection_pad": _pad_checks, "replication_pad": _pad_checks}
 
