@@ -78,6 +78,24 @@ CASES = {
     "linalg_lu_factor_ex_1d_no_pivot": lambda d: aten.linalg_lu_factor_ex(_t(3, d=d), pivot=False),
     "linalg_lu_factor_ex_1d_int32": lambda d: aten.linalg_lu_factor_ex(_t(3, dtype=torch.int32, d=d)),
     "linalg_lu_factor_1d": lambda d: aten.linalg_lu_factor(_t(3, d=d)),
+    # _cdist_backward: the kernel reads grad, cdist, x1, x2 as x1's type
+    "cdist_backward_out_complex_x2": lambda d: aten._cdist_backward.out(
+        _t(4, 5, dtype=torch.float64, d=d), _t(4, 5, dtype=torch.float64, d=d), _t(4, 5, dtype=torch.complex64, d=d),
+        0.728, _t(4, 5, dtype=torch.float64, d=d), out=_t(4, 5, dtype=torch.float64, d=d)),
+    "cdist_backward_float_grad": lambda d: aten._cdist_backward(
+        _t(4, 4, d=d), _t(4, 5, dtype=torch.float64, d=d), _t(4, 5, dtype=torch.float64, d=d), 2.0,
+        _t(4, 4, dtype=torch.float64, d=d)),
+    "cdist_backward_complex_cdist_before_x2": lambda d: aten._cdist_backward(
+        _t(4, 4, dtype=torch.float64, d=d), _t(4, 5, dtype=torch.float64, d=d), _t(4, 5, d=d), 2.0,
+        _t(4, 4, dtype=torch.complex64, d=d)),
+    # multi_margin_loss: p first (tpu computed with p = 3, or failed in a gather)
+    "multi_margin_loss_backward_int64_p_minus_1": lambda d: aten.multi_margin_loss_backward(
+        _t(1, 1, dtype=torch.int64, d=d), _t(1, 1, dtype=torch.int64, d=d), _t(1, dtype=torch.int64, d=d), -1, -2.448),
+    "multi_margin_loss_backward_p_3": lambda d: aten.multi_margin_loss_backward(
+        _t(1, d=d), _t(1, 3, d=d), _t(1, dtype=torch.int64, d=d), 3, 1.0),
+    "multi_margin_loss_p_3": lambda d: aten.multi_margin_loss(_t(1, 3, d=d), _t(1, dtype=torch.int64, d=d), 3),
+    "multi_margin_loss_p_3_bad_target": lambda d: aten.multi_margin_loss(_t(1, 3, d=d), _t(2, dtype=torch.int64, d=d),
+                                                                         3),
 }
 
 

@@ -314,6 +314,13 @@ def _cdist_backward(a: Bound) -> None:  # the sizes it reads, then cdist_backwar
         dim_size(t.shape, -2)
     if x1.dtype not in (torch.float32, torch.float64):
         raise _not_implemented("cdist_backward", x1.dtype)
+    batch = _broadcast(x1.shape[:-2], x2.shape[:-2])
+    empty = 0 in (x1.shape[-2], x2.shape[-2], x1.shape[-1]) or 0 in batch
+    if not empty and float(a["p"]) != 0:  # the kernel reads grad, cdist, x1, x2 as x1's scalar type (p 0: none)
+        for t in (a["grad"], a["cdist"], x1, x2):
+            if t.dtype != x1.dtype:
+                raise RuntimeError(f"expected scalar type {aten_type_name(x1.dtype)} but found "
+                                   f"{aten_type_name(t.dtype)}")
 
 
 _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
