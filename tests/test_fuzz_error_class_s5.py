@@ -96,6 +96,19 @@ CASES = {
     "multi_margin_loss_p_3": lambda d: aten.multi_margin_loss(_t(1, 3, d=d), _t(1, dtype=torch.int64, d=d), 3),
     "multi_margin_loss_p_3_bad_target": lambda d: aten.multi_margin_loss(_t(1, 3, d=d), _t(2, dtype=torch.int64, d=d),
                                                                          3),
+    # binary backward kernels: the broadcast before the dtype dispatch; bce / huber backward: the dispatch itself
+    "gelu_backward_int32_shapes": lambda d: aten.gelu_backward(_t(3, dtype=torch.int32, d=d),
+                                                               _t(4, 2, 4, dtype=torch.int32, d=d), approximate="tanh"),
+    "hardswish_backward_out_int32_shapes": lambda d: aten.hardswish_backward.out(
+        _t(3, 3, dtype=torch.int32, d=d), _t(4, 4, 1, dtype=torch.int32, d=d), out=_t(0, dtype=torch.int32, d=d)),
+    "binary_cross_entropy_bool": lambda d: aten.binary_cross_entropy(_t(2, dtype=torch.bool, d=d),
+                                                                     _t(2, dtype=torch.bool, d=d)),
+    "binary_cross_entropy_int32_empty": lambda d: aten.binary_cross_entropy(_t(0, dtype=torch.int32, d=d),
+                                                                            _t(0, dtype=torch.int32, d=d)),
+    "huber_loss_backward_bool": lambda d: aten.huber_loss_backward(
+        _t(2, dtype=torch.bool, d=d), _t(2, dtype=torch.bool, d=d), _t(2, dtype=torch.bool, d=d), 1, 1.0),
+    "huber_loss_backward_int32": lambda d: aten.huber_loss_backward(
+        _t(2, dtype=torch.int32, d=d), _t(2, dtype=torch.int32, d=d), _t(2, dtype=torch.int32, d=d), 1, 1.0),
 }
 
 
