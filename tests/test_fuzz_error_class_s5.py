@@ -109,6 +109,17 @@ CASES = {
         _t(2, dtype=torch.bool, d=d), _t(2, dtype=torch.bool, d=d), _t(2, dtype=torch.bool, d=d), 1, 1.0),
     "huber_loss_backward_int32": lambda d: aten.huber_loss_backward(
         _t(2, dtype=torch.int32, d=d), _t(2, dtype=torch.int32, d=d), _t(2, dtype=torch.int32, d=d), 1, 1.0),
+    # _foreach_max: max_all's dtype words (not max()'s), after the empty tensor check
+    "foreach_max_complex": lambda d: aten._foreach_max([_t(5, 5, 1, dtype=torch.complex64, d=d),
+                                                        _t(5, 5, 1, dtype=torch.bfloat16, d=d)]),
+    "foreach_max_complex128": lambda d: aten._foreach_max([_t(2, dtype=torch.complex128, d=d)]),
+    "foreach_max_out_complex": lambda d: aten._foreach_max.out(
+        [_t(4, dtype=torch.complex64, d=d)],
+        out=[_t(0, dtype=torch.complex64, d=d), _t(0, dtype=torch.complex64, d=d)]),
+    "foreach_max_empty_complex": lambda d: aten._foreach_max([_t(2, d=d), _t(0, dtype=torch.complex128, d=d)]),
+    # a Python reference's "doesn't support" is its own dtype check: CPU's refusal words follow
+    "logaddexp2_complex": lambda d: aten.logaddexp2(_t(2, dtype=torch.complex64, d=d),
+                                                    _t(2, dtype=torch.complex64, d=d)),
 }
 
 

@@ -29,9 +29,9 @@ _CLASSES: dict[str, type[Exception]] = {"RuntimeError": RuntimeError, "NotImplem
 # ops a PrivateUse1 device is handed for another op: ATen's convolution calls convolution_overrideable there
 _STANDS_FOR = {"convolution_overrideable": "convolution", "convolution_backward_overrideable": "convolution_backward"}
 # a dtype refusal's words (not a shape or value check)
-DTYPE_WORDS = re.compile(r"not implemented for|not supported for|not support|only supports? floating|"
-                         r"floating[ -]point or complex|Unsupported input type|non-complex|dtype must be|"
-                         r"not intended to support|inputs not supported|infer output dtype")
+DTYPE_WORDS = re.compile(r"not implemented for|not supported for|not support|doesn't support|"
+                         r"only supports? floating|floating[ -]point or complex|Unsupported input type|non-complex|"
+                         r"dtype must be|not intended to support|inputs not supported|infer output dtype")
 
 
 # a Python reference's Scalar argument check ("alpha argument of type <class 'complex'> cannot be safely cast")
@@ -149,6 +149,8 @@ def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
     rules = table().get(packet)
     if _in_place(op) and packet.removeprefix(_FOREACH) in _IN_PLACE:
         rules = {**(rules or {}), **_IN_PLACE[packet.removeprefix(_FOREACH)]}
+    if packet in _FOREACH_OWN:
+        return _FOREACH_OWN[packet]
     if not rules and packet.startswith(_FOREACH):
         base = packet.removeprefix(_FOREACH)
         base = _FOREACH_BASE.get(base, base)
@@ -161,6 +163,11 @@ def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
 
 
 _FOREACH = "_foreach_"
+# foreach ops whose CPU kernel is not their base op's (_foreach_max runs max_all's dispatch, in its words)
+_FOREACH_OWN: dict[str, dict[str, tuple[type[Exception], str]]] = {
+    "_foreach_max": {"complex64": (NotImplementedError, "\"max_all\" not implemented for 'ComplexFloat'"),
+                     "complex128": (NotImplementedError, "\"max_all\" not implemented for 'ComplexDouble'")},
+}
 # refusals of an in-place form only, which no OpInfo sample meets (ATen's abs_: the result is real)
 _IN_PLACE: dict[str, dict[str, tuple[type[Exception], str]]] = {
     "abs": {k: (RuntimeError, "In-place abs is not supported for complex tensors.")
