@@ -120,6 +120,20 @@ CASES = {
     # a Python reference's "doesn't support" is its own dtype check: CPU's refusal words follow
     "logaddexp2_complex": lambda d: aten.logaddexp2(_t(2, dtype=torch.complex64, d=d),
                                                     _t(2, dtype=torch.complex64, d=d)),
+    # trace: no bool (its dispatch before the rank check); _log_softmax_backward_data: dim, then grad's dispatch
+    "trace_bool_3d": lambda d: aten.trace(_t(1, 5, 2, dtype=torch.bool, d=d)),
+    "trace_out_bool_1d": lambda d: aten.trace.out(_t(1, dtype=torch.bool, d=d), out=_t(0, dtype=torch.bool, d=d)),
+    "trace_bool": lambda d: aten.trace(_t(2, 2, dtype=torch.bool, d=d)),
+    "log_softmax_backward_data_out_bool_shapes": lambda d: aten._log_softmax_backward_data.out(
+        _t(3, 1, dtype=torch.bool, d=d), _t(3, 5, dtype=torch.bool, d=d), 1, torch.bool,
+        out=_t(0, dtype=torch.bool, d=d)),
+    "log_softmax_backward_data_out_uint8_not_last": lambda d: aten._log_softmax_backward_data.out(
+        _t(2, 1, 4, dtype=torch.uint8, d=d), _t(1, 4, dtype=torch.uint8, d=d), -2, torch.uint8,
+        out=_t(0, dtype=torch.uint8, d=d)),
+    "log_softmax_backward_data_uint8_grad_rank": lambda d: aten._log_softmax_backward_data(
+        _t(5, dtype=torch.uint8, d=d), _t(3, 5, dtype=torch.uint8, d=d), 0, torch.uint8),
+    "log_softmax_backward_data_bad_dim": lambda d: aten._log_softmax_backward_data(
+        _t(3, 1, dtype=torch.bool, d=d), _t(3, 5, dtype=torch.bool, d=d), 2, torch.bool),
 }
 
 

@@ -160,6 +160,15 @@ def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad 
                                grad.dtype)
 
 
+def _log_softmax_backward(a: Bound) -> None:  # the dim, then the dispatch on grad (no shape check on CPU)
+    grad = a["grad_output"]
+    d = _wrap(a["dim"], len(grad.shape))
+    if grad.dtype not in _FLOATING and 0 not in grad.shape:
+        last = d == max(len(grad.shape), 1) - 1
+        raise _not_implemented("log_softmax_backward_lastdim_kernel_impl" if last else
+                               "log_softmax_backward_kernel_impl", grad.dtype)
+
+
 def _bce_with_logits(a: Bound) -> None:  # at::log_sigmoid(input) is its first step
     _refuse("log_sigmoid_forward", a["self"].dtype)
 
@@ -328,6 +337,7 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "log_normal": _log_normal, "select_scatter": _select_scatter, "histogram": _histogram_bins,
     "cummin": _cum_extremum_out, "cummax": _cum_extremum_out, "_int_mm": _int_mm, "_softmax": _softmax,
     "_log_softmax": _softmax, "_softmax_backward_data": _softmax_backward,
+    "_log_softmax_backward_data": _log_softmax_backward,
     "binary_cross_entropy_with_logits": _bce_with_logits, "cumsum_": _cumulative_("cumsum_out_cpu"),
     "cumprod_": _cumulative_("cumprod_out_cpu"), "hardswish": _hardswish_out, "hardshrink": _hardswish_out,
     "gelu": _hardswish_out, "hardsigmoid": _hardswish_out, "median": _median_dim,

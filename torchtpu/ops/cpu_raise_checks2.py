@@ -20,7 +20,7 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - cumprod and mode: maybe_wrap_dim (a 0-d self's too).
 - std, var, var_mean, std_mean: a floating or complex input, then the correction's conversion to double (a
   complex correction with an imaginary part overflows), before their dims.
-- multi_margin_loss and its backward: p of 1 or 2, their first check.
+- multi_margin_loss and its backward: p of 1 or 2, their first check. trace: no bool input (before its rank).
 - nansum: no complex input. std / var into a float or double out= from Half or BFloat16 with one output
   element: std_var_all_cpu's dispatch.
 - uniform of a complex tensor: from <= to (its real view's check).
@@ -260,6 +260,11 @@ def _margin_p(a: Bound) -> None:  # multi_margin_loss(_backward)_cpu's first che
         raise RuntimeError("only p == 1 and p == 2 supported")
 
 
+def _trace(a: Bound) -> None:  # trace_cpu's dispatch (all types and complex, no bool) before its rank check
+    if a["self"].dtype == torch.bool:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+
+
 def _lu_unpack(a: Bound) -> None:
     if a.get("unpack_pivots", True) and a["LU_pivots"].dtype != torch.int32:
         raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.")
@@ -286,5 +291,6 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_prelu_kernel": _prelu_kernel, "cumprod": _int_dim, "mode": _mode_dim, "nansum": _nansum,
     "std": _std_var, "var": _std_var, "var_mean": _std_var_first("var_mean"),
     "std_mean": _std_var_first("std_mean"), "multi_margin_loss": _margin_p,
-    "multi_margin_loss_backward": _margin_p, "uniform": _uniform, "uniform_": _uniform, "lu_unpack": _lu_unpack,
+    "multi_margin_loss_backward": _margin_p, "trace": _trace, "uniform": _uniform, "uniform_": _uniform,
+    "lu_unpack": _lu_unpack,
 }
