@@ -134,6 +134,12 @@ CASES = {
         _t(5, dtype=torch.uint8, d=d), _t(3, 5, dtype=torch.uint8, d=d), 0, torch.uint8),
     "log_softmax_backward_data_bad_dim": lambda d: aten._log_softmax_backward_data(
         _t(3, 1, dtype=torch.bool, d=d), _t(3, 5, dtype=torch.bool, d=d), 2, torch.bool),
+    # the exception class: argmin/argmax of no elements without a dim is an IndexError, put's index dtype not
+    "argmin_empty_no_dim": lambda d: aten.argmin(_t(3, 0, d=d)),
+    "argmax_empty_no_dim_keepdim": lambda d: aten.argmax(_t(0, d=d), keepdim=True),
+    "put_out_int32_index": lambda d: aten.put.out(_t(d=d), _t(dtype=torch.int32, d=d), _t(d=d), True,
+                                                  out=_t(0, d=d)),
+    "put__int32_index": lambda d: aten.put_(_t(2, d=d), _t(1, dtype=torch.int32, d=d), _t(1, d=d)),
 }
 
 

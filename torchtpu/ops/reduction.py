@@ -132,7 +132,7 @@ def _arg(x: Sym, kind: str, dim: int | None, keepdim: bool) -> Sym:
     if dim is None:
         flat = P.reshape(x, (x.numel(),))
         if x.numel() == 0:
-            raise RuntimeError(f"arg{kind}(): Expected reduction dim to be specified for input.numel() == 0.")
+            raise IndexError(f"arg{kind}(): Expected reduction dim to be specified for input.numel() == 0.")
         idx = P.emit1("argreduce", [flat], kind=kind, dimension=0)
         return P.reshape(idx, (1,) * x.ndim) if keepdim else idx
     d = P.canon_dim(dim, x.ndim)
