@@ -140,6 +140,10 @@ CASES = {
     "put_out_int32_index": lambda d: aten.put.out(_t(d=d), _t(dtype=torch.int32, d=d), _t(d=d), True,
                                                   out=_t(0, d=d)),
     "put__int32_index": lambda d: aten.put_(_t(2, d=d), _t(1, dtype=torch.int32, d=d), _t(1, d=d)),
+    # sort: the dim before the complex refusal and the out= dtypes
+    "sort_stable_complex_bad_dim": lambda d: aten.sort.stable(_t(dtype=torch.complex64, d=d), stable=False, dim=1),
+    "sort_values_stable_bad_dim_float_indices": lambda d: aten.sort.values_stable(
+        _t(d=d), stable=None, dim=-2, values=_t(3, 3, 3, d=d), indices=_t(0, d=d)),
 }
 
 

@@ -21,6 +21,7 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - std, var, var_mean, std_mean: a floating or complex input, then the correction's conversion to double (a
   complex correction with an imaginary part overflows), before their dims.
 - multi_margin_loss and its backward: p of 1 or 2, their first check. trace: no bool input (before its rank).
+- sort: the dim wrapped first (before the complex refusal and the out= dtypes).
 - nansum: no complex input. std / var into a float or double out= from Half or BFloat16 with one output
   element: std_var_all_cpu's dispatch.
 - uniform of a complex tensor: from <= to (its real view's check).
@@ -292,5 +293,5 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "std": _std_var, "var": _std_var, "var_mean": _std_var_first("var_mean"),
     "std_mean": _std_var_first("std_mean"), "multi_margin_loss": _margin_p,
     "multi_margin_loss_backward": _margin_p, "trace": _trace, "uniform": _uniform, "uniform_": _uniform,
-    "lu_unpack": _lu_unpack,
+    "lu_unpack": _lu_unpack, "sort": _int_dim,
 }
