@@ -144,6 +144,15 @@ CASES = {
     "sort_stable_complex_bad_dim": lambda d: aten.sort.stable(_t(dtype=torch.complex64, d=d), stable=False, dim=1),
     "sort_values_stable_bad_dim_float_indices": lambda d: aten.sort.values_stable(
         _t(d=d), stable=None, dim=-2, values=_t(3, 3, 3, d=d), indices=_t(0, d=d)),
+    # multilabel_margin_loss of integers: the shape check and the target's range before the kernel's dispatch
+    "multilabel_margin_loss_forward_int32_0d_target_range": lambda d: aten.multilabel_margin_loss_forward(
+        _t(dtype=torch.int32, d=d), _t(1, dtype=torch.int64, d=d), 2),
+    "multilabel_margin_loss_forward_int32_target_range": lambda d: aten.multilabel_margin_loss_forward(
+        _t(4, 4, dtype=torch.int32, d=d), _t(4, 4, dtype=torch.int32, d=d, fill=7), 2),
+    "multilabel_margin_loss_forward_int32_target_shape": lambda d: aten.multilabel_margin_loss_forward(
+        _t(2, 3, dtype=torch.int32, d=d), _t(2, 2, dtype=torch.int64, d=d), 1),
+    "multilabel_margin_loss_forward_int32": lambda d: aten.multilabel_margin_loss_forward(
+        _t(2, 3, dtype=torch.int32, d=d), _t(2, 3, dtype=torch.int64, d=d), 1),
 }
 
 

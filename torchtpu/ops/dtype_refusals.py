@@ -332,7 +332,24 @@ def _lu_rank(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:  # the LU
                            f"{list(a.shape)} instead")
 
 
+def _multilabel_target(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """multilabel_margin_loss's shape check, then (input with elements) its target's range, read before the
+    kernel's floating dispatch; a traced target (a compiled graph's node) has no values to read."""
+    from torchtpu.ops import loss_checks
+
+    if packet_name(op).endswith("_backward"):
+        return
+    bound = dict(zip([a.name for a in op._schema.arguments], args)) | dict(kwargs)
+    x, target = bound["self"], bound["target"]
+    loss_checks.check_multilabel_margin(x, target)
+    if isinstance(target, torch.Tensor) and x.numel() and target.numel():
+        dim = 1 if x.ndim == 0 else x.shape[-1]
+        if int(target.min().item()) < -1 or int(target.max().item()) >= dim:
+            raise RuntimeError("argument #2 'target' is out of range")
+
+
 EARLIER_CHECKS: dict[str, Callable[[Any, tuple, Mapping[str, Any]], None]] = {
+    "multilabel_margin_loss": _multilabel_target,
     "linalg_lu": _lu_rank,
     "upsample_": _upsample_checks, "_upsample_": _upsample_checks, "normal": _normal_std,
     "reflection_pad": _pad_checks, "replication_pad": _pad_checks}
