@@ -153,6 +153,19 @@ CASES = {
         _t(2, 3, dtype=torch.int32, d=d), _t(2, 2, dtype=torch.int64, d=d), 1),
     "multilabel_margin_loss_forward_int32": lambda d: aten.multilabel_margin_loss_forward(
         _t(2, 3, dtype=torch.int32, d=d), _t(2, 3, dtype=torch.int64, d=d), 1),
+    # histogram's bin count form: the outs' dtypes and the count before the range and the dtype dispatch
+    "histogram_bin_ct_out_half_bool_hist": lambda d: aten.histogram.bin_ct_out(
+        _t(2, 2, 3, dtype=torch.float16, d=d), 100, weight=_t(3, dtype=torch.bool, d=d),
+        hist=_t(2, 2, 3, dtype=torch.bool, d=d), bin_edges=_t(0, dtype=torch.bool, d=d)),
+    "histogram_bin_ct_out_half_negative_bins": lambda d: aten.histogram.bin_ct_out(
+        _t(2, dtype=torch.float16, d=d), -1, density=False, hist=_t(2, dtype=torch.float16, d=d),
+        bin_edges=_t(2, dtype=torch.float16, d=d)),
+    "histogram_bin_ct_out_double_bin_edges": lambda d: aten.histogram.bin_ct_out(
+        _t(2, d=d), 3, hist=_t(0, d=d), bin_edges=_t(0, dtype=torch.float64, d=d)),
+    "histogram_bin_ct_int8_negative_bins_bad_range": lambda d: aten.histogram.bin_ct_out(
+        _t(2, dtype=torch.int8, d=d), -3, range=[2.0, 1.0], hist=_t(0, dtype=torch.int8, d=d),
+        bin_edges=_t(0, dtype=torch.int8, d=d)),
+    "histogram_bin_ct_zero_bins": lambda d: aten.histogram.bin_ct(_t(2, d=d), 0),
 }
 
 

@@ -103,8 +103,23 @@ def _select_scatter(a: Bound) -> None:  # self.clone().select(dim, index), then 
                            f"src size = {sizes_text(src.shape)}, slice size = {sizes_text(slice_shape)}")
 
 
+def _histogram_prepare_out(x: Any, bins: int, hist: Any, bin_edges: Any) -> None:
+    """histogramdd_prepare_out of histogram's bin count form: the outs' dtypes, then the count."""
+    if hist is not None and hist.dtype != x.dtype:
+        raise RuntimeError("torch.histogram: input tensor and hist tensor should have the same dtype, but got input "
+                           f"{aten_meta_name(x.dtype)} and hist {aten_meta_name(hist.dtype)}")
+    if bin_edges is not None and bin_edges.dtype != x.dtype:
+        raise RuntimeError("torch.histogram: input tensor and bin_edges tensor should have the same dtype, but got "
+                           f"input {aten_meta_name(x.dtype)} and bin_edges {aten_meta_name(bin_edges.dtype)} for "
+                           "dimension 0")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+
+
 def _histogram_bins(a: Bound) -> None:  # histogramdd_check_inputs on self.reshape({numel, 1}) and {bins}
     x, bins, weight = a["self"], a["bins"], a.get("weight")
+    if isinstance(bins, int):  # the bin count form: its outs and count first (the range check follows)
+        _histogram_prepare_out(x, bins, a.get("hist"), a.get("bin_edges"))
     if not isinstance(bins, torch.Tensor):
         return
     if x.dtype != bins.dtype:
