@@ -166,6 +166,10 @@ CASES = {
         _t(2, dtype=torch.int8, d=d), -3, range=[2.0, 1.0], hist=_t(0, dtype=torch.int8, d=d),
         bin_edges=_t(0, dtype=torch.int8, d=d)),
     "histogram_bin_ct_zero_bins": lambda d: aten.histogram.bin_ct(_t(2, d=d), 0),
+    # leaky_relu.out: the unary iterator's same-dtype check before the kernel's dispatch
+    "leaky_relu_out_int16_uint8_out": lambda d: aten.leaky_relu.out(_t(2, dtype=torch.int16, d=d),
+                                                                    out=_t(2, dtype=torch.uint8, d=d)),
+    "leaky_relu_out_float_double_out": lambda d: aten.leaky_relu.out(_t(2, d=d), out=_t(2, dtype=torch.float64, d=d)),
 }
 
 

@@ -355,6 +355,7 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_log_softmax_backward_data": _log_softmax_backward,
     "binary_cross_entropy_with_logits": _bce_with_logits, "cumsum_": _cumulative_("cumsum_out_cpu"),
     "cumprod_": _cumulative_("cumprod_out_cpu"), "hardswish": _hardswish_out, "hardshrink": _hardswish_out,
+    "leaky_relu": _hardswish_out,
     "gelu": _hardswish_out, "hardsigmoid": _hardswish_out, "median": _median_dim,
     "nanmedian": _median_dim, "index_reduce": _index_reduce, "index_reduce_": _index_reduce,
     "native_group_norm_backward": _group_norm_backward, "nll_loss_forward": _nll_loss_forward,
