@@ -170,6 +170,15 @@ CASES = {
     "leaky_relu_out_int16_uint8_out": lambda d: aten.leaky_relu.out(_t(2, dtype=torch.int16, d=d),
                                                                     out=_t(2, dtype=torch.uint8, d=d)),
     "leaky_relu_out_float_double_out": lambda d: aten.leaky_relu.out(_t(2, d=d), out=_t(2, dtype=torch.float64, d=d)),
+    # ... each after the iterator's shape check, or the out= dtype check
+    "binary_cross_entropy_int32_shapes": lambda d: aten.binary_cross_entropy(_t(4, 3, dtype=torch.int32, d=d),
+                                                                             _t(4, dtype=torch.int32, d=d)),
+    "huber_loss_backward_uint8_shapes": lambda d: aten.huber_loss_backward(
+        _t(4, 3, dtype=torch.uint8, d=d), _t(1, dtype=torch.uint8, d=d), _t(2, dtype=torch.uint8, d=d), 0, 3.0),
+    "log_softmax_backward_data_out_int16_float_out": lambda d: aten._log_softmax_backward_data.out(
+        _t(3, 4, dtype=torch.int16, d=d), _t(2, d=d), -1, torch.float32, out=_t(2, d=d)),
+    "log_softmax_backward_data_out_int64_float_out": lambda d: aten._log_softmax_backward_data.out(
+        _t(2, 1, dtype=torch.int64, d=d), _t(2, 1, d=d), -1, torch.float32, out=_t(0, d=d)),
 }
 
 

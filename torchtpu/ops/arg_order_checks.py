@@ -176,8 +176,13 @@ def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad 
 
 
 def _log_softmax_backward(a: Bound) -> None:  # the dim, then the dispatch on grad (no shape check on CPU)
-    grad = a["grad_output"]
+    grad, out = a["grad_output"], a.get("out")
     d = _wrap(a["dim"], len(grad.shape))
+    half_to_float = grad.dtype == torch.float32 and a.get("input_dtype") == torch.float16
+    expected = torch.float16 if half_to_float else grad.dtype
+    if out is not None and out.dtype != expected:  # the structured kernel's out= dtype check
+        raise RuntimeError(f"Expected out tensor to have dtype {aten_meta_name(expected)}, but got "
+                           f"{aten_meta_name(out.dtype)} instead")
     if grad.dtype not in _FLOATING and 0 not in grad.shape:
         last = d == max(len(grad.shape), 1) - 1
         raise _not_implemented("log_softmax_backward_lastdim_kernel_impl" if last else

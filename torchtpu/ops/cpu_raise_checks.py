@@ -212,12 +212,14 @@ def _floating_kernel(kernel: str, dtype: torch.dtype) -> None:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(dtype)}'")
 
 
-def _bce(a: Bound) -> None:  # binary_cross_entropy_out_cpu: loss, input, target, then the dispatch
+def _bce(a: Bound) -> None:  # binary_cross_entropy_out_cpu's iterator (shape, dtypes), then the dispatch
+    broadcast(a["self"].shape, a["target"].shape)
     _same_dtype([a.get("out"), a["self"], a["target"]], a["self"].dtype)
     _floating_kernel("binary_cross_entropy", a["self"].dtype)
 
 
 def _huber_backward(a: Bound) -> None:  # huber_loss_backward_out: grad_input, input, target, grad_output
+    broadcast(broadcast(a["self"].shape, a["target"].shape), a["grad_output"].shape)  # the inputs' shape first
     _same_dtype([a.get("grad_input"), a["self"], a["target"], a["grad_output"]], a["self"].dtype)
     _floating_kernel("huber_backward_cpu_out", a["self"].dtype)
 
