@@ -179,6 +179,9 @@ CASES = {
         _t(3, 4, dtype=torch.int16, d=d), _t(2, d=d), -1, torch.float32, out=_t(2, d=d)),
     "log_softmax_backward_data_out_int64_float_out": lambda d: aten._log_softmax_backward_data.out(
         _t(2, 1, dtype=torch.int64, d=d), _t(2, 1, d=d), -1, torch.float32, out=_t(0, d=d)),
+    # hardtanh_backward.grad_input: the common type's cast into grad_input before the complex refusal
+    "hardtanh_backward_grad_input_complex_into_float": lambda d: aten.hardtanh_backward.grad_input(
+        _t(3, 2, 4, d=d), _t(3, 2, 4, dtype=torch.complex64, d=d), -0.0, -4, grad_input=_t(3, 2, 4, d=d)),
 }
 
 
@@ -216,3 +219,12 @@ def test_rrelu_with_noise_real_complex_bounds_still_compute() -> None:
     x = torch.tensor([-2.0, 0.5, -1.0])
     got = aten.rrelu_with_noise(x.to("tpu"), torch.ones(3, device="tpu"), 0.1 + 0j, 0.3 + 0j).cpu()
     torch.testing.assert_close(got, aten.rrelu_with_noise(x, torch.ones(3), 0.1 + 0j, 0.3 + 0j))
+
+
+def test_hardtanh_backward_grad_input_of_other_float_type_still_computes() -> None:
+    x = torch.tensor([0.0, 3.0, -3.0])
+    for out_dtype in (torch.float64, torch.float16):
+        got = aten.hardtanh_backward.grad_input(torch.ones(3, device="tpu"), x.to("tpu"), -1, 2,
+                                                grad_input=torch.ones(3, dtype=out_dtype, device="tpu")).cpu()
+        want = aten.hardtanh_backward.grad_input(torch.ones(3), x, -1, 2, grad_input=torch.ones(3, dtype=out_dtype))
+        torch.testing.assert_close(got, want)

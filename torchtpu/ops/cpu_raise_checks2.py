@@ -37,7 +37,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
-from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, result_type
+from torchtpu.ops.cpu_raise_checks import _cast_to, _cumsum_dim, _is_tensor, result_type
 from torchtpu.ops.tracing import aten_type_name
 
 Bound = dict[str, Any]
@@ -63,7 +63,10 @@ def _scalar_of(names: tuple[str, ...], scalar: str, kinds: str) -> Callable[[Bou
     return check
 
 
-def _hardtanh_backward(a: Bound) -> None:
+def _hardtanh_backward(a: Bound) -> None:  # the iterator's cast of the common type into grad_input comes first
+    grad_input = a.get("grad_input")
+    if grad_input is not None:
+        _cast_to(result_type([a["grad_output"], a["self"]]), grad_input.dtype)
     check = _scalar_of(("grad_output", "self"), "min_val", "f")
     check(a)
     _scalar_of(("grad_output", "self"), "max_val", "f")(a)
