@@ -182,6 +182,11 @@ CASES = {
     # hardtanh_backward.grad_input: the common type's cast into grad_input before the complex refusal
     "hardtanh_backward_grad_input_complex_into_float": lambda d: aten.hardtanh_backward.grad_input(
         _t(3, 2, 4, d=d), _t(3, 2, 4, dtype=torch.complex64, d=d), -0.0, -4, grad_input=_t(3, 2, 4, d=d)),
+    # clamp_: a non-floating self's promotion with the Scalar bounds is refused (CPU's words) before the complex check
+    "clamp__int32_complex_min": lambda d: aten.clamp_(_t(4, dtype=torch.int32, d=d), -0.26 + 1j, None),
+    "clamp__int32_float_min": lambda d: aten.clamp_(_t(4, dtype=torch.int32, d=d), 0.5),
+    "clamp__bool_int_bounds": lambda d: aten.clamp_(_t(2, dtype=torch.bool, d=d), 0, 1),
+    "clamp__float_complex_min": lambda d: aten.clamp_(_t(4, d=d), 0.5 + 1j),
 }
 
 

@@ -81,6 +81,20 @@ def _clamp(a: Bound) -> None:  # clamp_meta: before the complex refusal
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
 
 
+def _clamp_inplace(a: Bound) -> None:  # clamp_meta: a non-floating self's type promoted with the Scalar bounds
+    _clamp(a)
+    x = a["self"]
+    if x.dtype.is_floating_point or x.dtype.is_complex:  # floating: no promotion; complex: refused first
+        return
+    dtype = x.dtype
+    for bound in (a.get("min"), a.get("max")):
+        if isinstance(bound, bool | int | float | complex):
+            dtype = torch.result_type(torch.empty((1,), dtype=dtype, device="meta"), bound)
+    if dtype != x.dtype:  # an in-place clamp takes no promotion
+        raise RuntimeError(f"result type {aten_type_name(dtype)} can't be cast to the desired output type "
+                           f"{aten_meta_name(x.dtype)}")
+
+
 def _log_normal(a: Bound) -> None:  # log_normal_impl_: the std check before the dtype dispatch
     std = a["std"]
     if not std > 0.0:
@@ -353,7 +367,7 @@ def _cdist_backward(a: Bound) -> None:  # the sizes it reads, then cdist_backwar
 
 
 _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
-    "glu": _glu, "glu_backward": _glu, "clamp": _clamp, "clamp_": _clamp, "log_normal_": _log_normal,
+    "glu": _glu, "glu_backward": _glu, "clamp": _clamp, "clamp_": _clamp_inplace, "log_normal_": _log_normal,
     "log_normal": _log_normal, "select_scatter": _select_scatter, "histogram": _histogram_bins,
     "cummin": _cum_extremum_out, "cummax": _cum_extremum_out, "_int_mm": _int_mm, "_softmax": _softmax,
     "_log_softmax": _softmax, "_softmax_backward_data": _softmax_backward,
