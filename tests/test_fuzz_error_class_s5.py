@@ -151,6 +151,8 @@ CASES = {
         _t(4, 4, dtype=torch.int32, d=d), _t(4, 4, dtype=torch.int32, d=d, fill=7), 2),
     "multilabel_margin_loss_forward_int32_target_shape": lambda d: aten.multilabel_margin_loss_forward(
         _t(2, 3, dtype=torch.int32, d=d), _t(2, 2, dtype=torch.int64, d=d), 1),
+    "multilabel_margin_loss_forward_int32_0d": lambda d: aten.multilabel_margin_loss_forward(
+        _t(dtype=torch.int32, d=d), _t(1, dtype=torch.int64, d=d, fill=0), 2),
     "multilabel_margin_loss_forward_int32": lambda d: aten.multilabel_margin_loss_forward(
         _t(2, 3, dtype=torch.int32, d=d), _t(2, 3, dtype=torch.int64, d=d), 1),
     # histogram's bin count form: the outs' dtypes and the count before the range and the dtype dispatch

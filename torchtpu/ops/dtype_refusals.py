@@ -346,6 +346,9 @@ def _multilabel_target(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
         dim = 1 if x.ndim == 0 else x.shape[-1]
         if int(target.min().item()) < -1 or int(target.max().item()) >= dim:
             raise RuntimeError("argument #2 'target' is out of range")
+    refusal = _refusal(rules_for(op) or {}, op, args, kwargs)  # ATen's checks passed: no meta run (the
+    if refusal is not None:  # decomposition's shape check refuses a 0-d input that ATen takes)
+        raise refusal[0](refusal[1])
 
 
 EARLIER_CHECKS: dict[str, Callable[[Any, tuple, Mapping[str, Any]], None]] = {
