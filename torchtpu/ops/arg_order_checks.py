@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import checked_scalar
 from torchtpu.ops import cpu_raise_checks, cpu_raise_checks2, dtype_refusals
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
@@ -80,6 +81,20 @@ def _clamp(a: Bound) -> None:  # clamp_meta: before the complex refusal
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
 
 
+def _clamp_inplace(a: Bound) -> None:  # clamp_meta: a non-floating self's type promoted with the Scalar bounds
+    _clamp(a)
+    x = a["self"]
+    if x.dtype.is_floating_point or x.dtype.is_complex:  # floating: no promotion; complex: refused first
+        return
+    dtype = x.dtype
+    for bound in (a.get("min"), a.get("max")):
+        if isinstance(bound, bool | int | float | complex):
+            dtype = torch.result_type(torch.empty((1,), dtype=dtype, device="meta"), bound)
+    if dtype != x.dtype:  # an in-place clamp takes no promotion
+        raise RuntimeError(f"result type {aten_type_name(dtype)} can't be cast to the desired output type "
+                           f"{aten_meta_name(x.dtype)}")
+
+
 def _log_normal(a: Bound) -> None:  # log_normal_impl_: the std check before the dtype dispatch
     std = a["std"]
     if not std > 0.0:
@@ -102,8 +117,23 @@ def _select_scatter(a: Bound) -> None:  # self.clone().select(dim, index), then 
                            f"src size = {sizes_text(src.shape)}, slice size = {sizes_text(slice_shape)}")
 
 
+def _histogram_prepare_out(x: Any, bins: int, hist: Any, bin_edges: Any) -> None:
+    """histogramdd_prepare_out of histogram's bin count form: the outs' dtypes, then the count."""
+    if hist is not None and hist.dtype != x.dtype:
+        raise RuntimeError("torch.histogram: input tensor and hist tensor should have the same dtype, but got input "
+                           f"{aten_meta_name(x.dtype)} and hist {aten_meta_name(hist.dtype)}")
+    if bin_edges is not None and bin_edges.dtype != x.dtype:
+        raise RuntimeError("torch.histogram: input tensor and bin_edges tensor should have the same dtype, but got "
+                           f"input {aten_meta_name(x.dtype)} and bin_edges {aten_meta_name(bin_edges.dtype)} for "
+                           "dimension 0")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+
+
 def _histogram_bins(a: Bound) -> None:  # histogramdd_check_inputs on self.reshape({numel, 1}) and {bins}
     x, bins, weight = a["self"], a["bins"], a.get("weight")
+    if isinstance(bins, int):  # the bin count form: its outs and count first (the range check follows)
+        _histogram_prepare_out(x, bins, a.get("hist"), a.get("bin_edges"))
     if not isinstance(bins, torch.Tensor):
         return
     if x.dtype != bins.dtype:
@@ -157,6 +187,20 @@ def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad 
         last = d == max(len(grad.shape), 1) - 1
         raise _not_implemented("softmax_backward_lastdim_kernel_impl" if last else "softmax_backward_kernel_impl",
                                grad.dtype)
+
+
+def _log_softmax_backward(a: Bound) -> None:  # the dim, then the dispatch on grad (no shape check on CPU)
+    grad, out = a["grad_output"], a.get("out")
+    d = _wrap(a["dim"], len(grad.shape))
+    half_to_float = grad.dtype == torch.float32 and a.get("input_dtype") == torch.float16
+    expected = torch.float16 if half_to_float else grad.dtype
+    if out is not None and out.dtype != expected:  # the structured kernel's out= dtype check
+        raise RuntimeError(f"Expected out tensor to have dtype {aten_meta_name(expected)}, but got "
+                           f"{aten_meta_name(out.dtype)} instead")
+    if grad.dtype not in _FLOATING and 0 not in grad.shape:
+        last = d == max(len(grad.shape), 1) - 1
+        raise _not_implemented("log_softmax_backward_lastdim_kernel_impl" if last else
+                               "log_softmax_backward_kernel_impl", grad.dtype)
 
 
 def _bce_with_logits(a: Bound) -> None:  # at::log_sigmoid(input) is its first step
@@ -240,6 +284,10 @@ def _rrelu_with_noise(a: Bound) -> None:  # rrelu_with_noise_out_cpu: the noise 
     if list(x.shape) != list(noise.shape):
         raise RuntimeError("noise tensor shape must match self tensor shape. Got self.shape = "
                            f"{sizes_text(x.shape)} noise.shape = {sizes_text(noise.shape)}")
+    if x.dtype.is_floating_point:  # then the kernel's lower / upper to its opmath type (c10::checked_convert)
+        opmath = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+        for name in ("lower", "upper"):
+            checked_scalar(a.get(name, 0), opmath)
 
 
 def _broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
@@ -319,15 +367,24 @@ def _cdist_backward(a: Bound) -> None:  # the sizes it reads, then cdist_backwar
         dim_size(t.shape, -2)
     if x1.dtype not in (torch.float32, torch.float64):
         raise _not_implemented("cdist_backward", x1.dtype)
+    batch = _broadcast(x1.shape[:-2], x2.shape[:-2])
+    empty = 0 in (x1.shape[-2], x2.shape[-2], x1.shape[-1]) or 0 in batch
+    if not empty and float(a["p"]) != 0:  # the kernel reads grad, cdist, x1, x2 as x1's scalar type (p 0: none)
+        for t in (a["grad"], a["cdist"], x1, x2):
+            if t.dtype != x1.dtype:
+                raise RuntimeError(f"expected scalar type {aten_type_name(x1.dtype)} but found "
+                                   f"{aten_type_name(t.dtype)}")
 
 
 _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
-    "glu": _glu, "glu_backward": _glu, "clamp": _clamp, "clamp_": _clamp, "log_normal_": _log_normal,
+    "glu": _glu, "glu_backward": _glu, "clamp": _clamp, "clamp_": _clamp_inplace, "log_normal_": _log_normal,
     "log_normal": _log_normal, "select_scatter": _select_scatter, "histogram": _histogram_bins,
     "cummin": _cum_extremum_out, "cummax": _cum_extremum_out, "_int_mm": _int_mm, "_softmax": _softmax,
     "_log_softmax": _softmax, "_softmax_backward_data": _softmax_backward,
+    "_log_softmax_backward_data": _log_softmax_backward,
     "binary_cross_entropy_with_logits": _bce_with_logits, "cumsum_": _cumulative_("cumsum_out_cpu"),
     "cumprod_": _cumulative_("cumprod_out_cpu"), "hardswish": _hardswish_out, "hardshrink": _hardswish_out,
+    "leaky_relu": _hardswish_out,
     "gelu": _hardswish_out, "hardsigmoid": _hardswish_out, "median": _median_dim,
     "nanmedian": _median_dim, "index_reduce": _index_reduce, "index_reduce_": _index_reduce,
     "native_group_norm_backward": _group_norm_backward, "nll_loss_forward": _nll_loss_forward,

@@ -202,13 +202,18 @@ def _rrelu_lowering(self: Sym, noise: Sym, lower_: float, upper: float, training
     return P.convert(P.where(neg, x * slope, x), self.dtype), noise
 
 
+def _real(value: Any) -> float:
+    """A Scalar bound as the kernel reads it (a complex one: its real part; an imaginary part was refused)."""
+    return float(value.real if isinstance(value, complex) else value)
+
+
 def rrelu_with_noise(self: torch.Tensor, noise: torch.Tensor, lower: Any = 0.125, upper: Any = 1 / 3,
                      training: bool = False, generator: Any = None) -> torch.Tensor:
     from torchtpu import random as tpu_random
 
     rng = tpu_random.next_state(self.device.index or 0, self.numel())
     out, new_noise = eager.run("aten::rrelu_with_noise", _rrelu_lowering,
-                               (self, noise, float(lower), float(upper), bool(training)), {"rng": rng},
+                               (self, noise, _real(lower), _real(upper), bool(training)), {"rng": rng},
                                static=(("self", "noise", "lower", "upper"), frozenset({"lower", "upper"}), frozenset()))
     if training:
         noise.copy_(new_noise)

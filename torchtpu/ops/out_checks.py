@@ -45,7 +45,8 @@ def _legacy_type(dtype: torch.dtype) -> str:
     return f"torch.{aten_type_name(dtype)}Tensor"
 
 
-def _mode(b: dict[str, Any]) -> None:
+def check_mode_outs(b: dict[str, Any]) -> None:
+    """mode.values' out dtypes (also made by ops/cpu_raise_checks2.py before the dim and the dtype refusal)."""
     self, values, indices = b["self"], b["values"], b["indices"]
     if values.dtype != self.dtype:
         raise RuntimeError(f"expected scalar type '{aten_type_name(self.dtype)}' but got "
@@ -123,7 +124,7 @@ def _take(b: dict[str, Any]) -> None:
 
 
 _OUT_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
-    "mode.values": _mode, "median.dim_values": _median, "nanmedian.dim_values": _median,
+    "mode.values": check_mode_outs, "median.dim_values": _median, "nanmedian.dim_values": _median,
     "searchsorted.Tensor_out": _searchsorted, "searchsorted.Scalar_out": _searchsorted,
     "signbit.out": _signbit, "nonzero_static.out": _nonzero_static, "take.out": _take,
     "max_pool3d_with_indices.out": pool_checks.max_pool3d_out,
