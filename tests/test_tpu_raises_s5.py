@@ -1,0 +1,40 @@
+"""Calls CPU computes that tpu refused (fuzz seeds 5 to 7), now computed as on CPU in every eager mode: histogram
+of bfloat16 and float16 with a range or no elements."""
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu
+
+aten = torch.ops.aten
+
+
+def _histograms(d: str) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    out: list[torch.Tensor] = []
+    for dtype in (torch.bfloat16, torch.float16):
+        x = torch.rand(3, 3, generator=gen).mul(3).to(dtype).to(d)
+        out += aten.histogram.bin_ct(x, 4, range=[1.0, 2.0])
+        out += aten.histogram.bin_ct(x, 3, range=[0.0, 3.0], density=True)
+        out += aten.histogram.bin_ct(x[:0], 3)
+        y = torch.rand(60, generator=gen).mul(4).sub(0.5).round(decimals=1).to(dtype).to(d)
+        out += aten.histogram.bin_ct(y, 7, range=[0.0, 3.0], density=True)
+        out += aten.histogram.bin_ct(y, 5, range=[-0.2, 2.9])
+        out += aten.histogram.bins_tensor(x, torch.tensor([0.0, 1.0, 2.5], dtype=dtype, device=d))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_histogram_half_precision_with_range(mode: str) -> None:
+    assert_exactly_cpu(_histograms, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int32, torch.bool])
+@pytest.mark.parametrize("n", [0, 4])
+def test_histogram_refusals_keep_cpu_words(dtype: torch.dtype, n: int, mode: str) -> None:
+    if dtype == torch.bfloat16 and n == 0:
+        return
+    x = lambda d: torch.arange(n, device=d).to(dtype)  # noqa: E731
+    assert_refused_as_cpu(lambda d: aten.histogram.bin_ct(x(d), 4), mode)
+    if dtype != torch.bfloat16:
+        assert_refused_as_cpu(lambda d: aten.histogram.bin_ct(x(d), 4, range=[0.0, 2.0]), mode)
