@@ -1,5 +1,6 @@
 """Calls CPU computes that tpu refused (fuzz seeds 5 to 7), now computed as on CPU in every eager mode: histogram
-of bfloat16 and float16 with a range or no elements."""
+of bfloat16 and float16 with a range or no elements; max/min of all elements of an empty
+input into out= (the identity)."""
 
 import pytest
 import torch
@@ -38,3 +39,18 @@ def test_histogram_refusals_keep_cpu_words(dtype: torch.dtype, n: int, mode: str
     assert_refused_as_cpu(lambda d: aten.histogram.bin_ct(x(d), 4), mode)
     if dtype != torch.bfloat16:
         assert_refused_as_cpu(lambda d: aten.histogram.bin_ct(x(d), 4, range=[0.0, 2.0]), mode)
+
+
+def _extremes_into_out(d: str) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8, torch.int64, torch.bool):
+        for x in (torch.ones(4, 4, 0, dtype=dtype, device=d), torch.arange(6, device=d).reshape(2, 3).to(dtype)):
+            for op in (aten.min.unary_out, aten.max.unary_out):
+                out.append(op(x, out=torch.empty(0, dtype=dtype, device=d)))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_min_max_of_all_into_out(mode: str) -> None:
+    assert_exactly_cpu(_extremes_into_out, mode)
+    assert_refused_as_cpu(lambda d: aten.min.default(torch.ones(4, 0, device=d)), mode)
