@@ -1,6 +1,6 @@
 """Calls CPU computes that tpu refused (fuzz seeds 5 to 7), now computed as on CPU in every eager mode: histogram
 of bfloat16 and float16 with a range or no elements; max/min of all elements of an empty
-input into out= (the identity)."""
+input into out= (the identity); multi_margin_loss of a 0-d input or weight (output shape as ATen)."""
 
 import pytest
 import torch
@@ -54,3 +54,23 @@ def _extremes_into_out(d: str) -> list[torch.Tensor]:
 def test_min_max_of_all_into_out(mode: str) -> None:
     assert_exactly_cpu(_extremes_into_out, mode)
     assert_refused_as_cpu(lambda d: aten.min.default(torch.ones(4, 0, device=d)), mode)
+
+
+def _margin_losses(d: str) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    shapes = [((), (1,), ()), ((), (), None), ((), (1,), (1,)), ((1,), (), ()), ((3,), (1,), (3,)), ((2, 3), (2,), (3,))]
+    for x_shape, t_shape, w_shape in shapes:
+        x = torch.linspace(-1, 1, torch.Size(x_shape).numel()).reshape(x_shape).to(d)
+        target = torch.zeros(t_shape, dtype=torch.int64, device=d)
+        weight = None if w_shape is None else torch.full(w_shape, 2.0, device=d)
+        for reduction in (0, 1, 2, 6):
+            loss = aten.multi_margin_loss(x, target, margin=1.0, weight=weight, reduction=reduction)
+            grad = aten.multi_margin_loss_backward(torch.ones_like(loss), x, target, 1, 1.0, weight, reduction)
+            out += [loss, grad]
+    out.append(aten.multi_margin_loss(x[0, 0], target[:1], margin=float("nan"), weight=weight[0], reduction=6))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_multi_margin_loss_of_0d_input_and_weight(mode: str) -> None:
+    assert_exactly_cpu(_margin_losses, mode)
