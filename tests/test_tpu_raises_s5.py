@@ -58,7 +58,14 @@ def test_min_max_of_all_into_out(mode: str) -> None:
 
 def _margin_losses(d: str) -> list[torch.Tensor]:
     out: list[torch.Tensor] = []
-    shapes = [((), (1,), ()), ((), (), None), ((), (1,), (1,)), ((1,), (), ()), ((3,), (1,), (3,)), ((2, 3), (2,), (3,))]
+    shapes = [
+        ((), (1,), ()),
+        ((), (), None),
+        ((), (1,), (1,)),
+        ((1,), (), ()),
+        ((3,), (1,), (3,)),
+        ((2, 3), (2,), (3,)),
+    ]
     for x_shape, t_shape, w_shape in shapes:
         x = torch.linspace(-1, 1, torch.Size(x_shape).numel()).reshape(x_shape).to(d)
         target = torch.zeros(t_shape, dtype=torch.int64, device=d)
