@@ -1,6 +1,7 @@
 """Calls CPU computes that tpu refused (fuzz seeds 5 to 7), now computed as on CPU in every eager mode: histogram
-of bfloat16 and float16 with a range or no elements; max/min of all elements of an empty
-input into out= (the identity); multi_margin_loss of a 0-d input or weight (output shape as ATen)."""
+of bfloat16 and float16 with a range or no elements; max/min of all elements of an empty input into out= (the
+identity); multi_margin_loss of a 0-d input or weight (output shape as ATen); _foreach_zero_ of an expanded view,
+and conj_physical_ of one that is not complex (a no-op)."""
 
 import pytest
 import torch
@@ -81,3 +82,23 @@ def _margin_losses(d: str) -> list[torch.Tensor]:
 @pytest.mark.parametrize("mode", MODES)
 def test_multi_margin_loss_of_0d_input_and_weight(mode: str) -> None:
     assert_exactly_cpu(_margin_losses, mode)
+
+
+def _expanded(dtype: torch.dtype, d: str) -> torch.Tensor:
+    return torch.arange(1, 4, device=d).to(dtype).reshape(1, 3).expand(4, 3)
+
+
+def _writes_into_expanded(d: str) -> list[torch.Tensor]:
+    written = [_expanded(torch.uint8, d), torch.ones(2, 4, dtype=torch.uint8, device=d)]
+    aten._foreach_zero_(written)
+    real = [_expanded(dtype, d) for dtype in (torch.bool, torch.float32, torch.int64)]
+    for t in real:
+        aten.conj_physical_(t)
+    return [*written, *real]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_writes_ATen_makes_into_an_expanded_view(mode: str) -> None:
+    assert_exactly_cpu(_writes_into_expanded, mode)
+    assert_refused_as_cpu(lambda d: aten.conj_physical_(_expanded(torch.complex64, d)), mode)
+    assert_refused_as_cpu(lambda d: aten._foreach_neg_([_expanded(torch.float32, d)]), mode)

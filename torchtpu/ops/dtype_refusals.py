@@ -350,7 +350,7 @@ def _refuse_written_overlap(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> 
     name = op._schema.name.split("::")[1]
     if not (_in_place(op) and args and isinstance(args[0], torch.Tensor)):
         return
-    if name.rstrip("_") not in eager.OVERLAP_WRITES:
+    if not eager.overlap_allowed(name, args[0]):
         eager.refuse_internal_overlap(str(op), args[0])
     other = args[1] if len(args) > 1 else kwargs.get("other")
     if [a.name for a in op._schema.arguments[:2]] == ["self", "other"] and isinstance(other, torch.Tensor):
