@@ -102,3 +102,25 @@ def test_writes_ATen_makes_into_an_expanded_view(mode: str) -> None:
     assert_exactly_cpu(_writes_into_expanded, mode)
     assert_refused_as_cpu(lambda d: aten.conj_physical_(_expanded(torch.complex64, d)), mode)
     assert_refused_as_cpu(lambda d: aten._foreach_neg_([_expanded(torch.float32, d)]), mode)
+
+
+def _nan_to_num_complex(d: str) -> list[torch.Tensor]:
+    inf, nan = float("inf"), float("nan")
+    values = [complex(nan, -inf), complex(1, inf), complex(-inf, nan), complex(2.5, -1)]
+    out: list[torch.Tensor] = []
+    for dtype in (torch.complex64, torch.complex128):
+        x = torch.tensor(values * 3, dtype=dtype, device=d).reshape(2, 3, 2)
+        out.append(aten.nan_to_num(x))
+        out.append(aten.nan_to_num(x, 0.001, neginf=2.0))
+        out.append(aten.nan_to_num.out(x, 0.001, neginf=2.0, out=torch.zeros(0, dtype=dtype, device=d)))
+        out.append(aten.nan_to_num.out(x[:, 0], posinf=-3.0, out=torch.zeros(2, 2, dtype=dtype, device=d)))
+        out.append(aten.nan_to_num_(x.clone(), 7.0, 8.0, 9.0))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nan_to_num_of_complex_by_parts(mode: str) -> None:
+    assert_exactly_cpu(_nan_to_num_complex, mode)
+    assert_refused_as_cpu(
+        lambda d: aten.nan_to_num.out(torch.ones(2, dtype=torch.complex64, device=d), out=torch.ones(2, device=d)), mode
+    )

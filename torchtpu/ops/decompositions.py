@@ -89,6 +89,37 @@ def _out_keeps_shape(functional: Any, out_name: str) -> Callable[..., Any]:
     return out_kernel
 
 
+# ops ATen computes for a complex tensor as its real and imaginary parts, each written through its view of the
+# result (UnaryOps.cpp nan_to_num_out), where upstream's decomposition refuses complex (its isneginf)
+BY_PARTS = frozenset({aten.nan_to_num})
+
+
+def _by_parts(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    from torch._prims_common.wrappers import _maybe_resize_out
+
+    out_name = next((a.name for a in op._schema.arguments if a.is_out), None)
+    in_place = op._schema.name.endswith("_")
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        self = args[0] if args else kwargs.get("self")
+        if not (isinstance(self, torch.Tensor) and self.is_complex()):
+            return fn(*args, **kwargs)
+        rest = args[1:]
+        if out_name is not None:
+            out = kwargs.pop(out_name)
+            _maybe_resize_out(out, self.shape)
+            for part in (torch.real, torch.imag):
+                op(part(self), *rest, **kwargs, **{out_name: part(out)})
+            return out
+        if in_place:
+            for part in (torch.real, torch.imag):
+                op(part(self), *rest, **kwargs)
+            return self
+        return torch.complex(*(op(part(self), *rest, **kwargs) for part in (torch.real, torch.imag)))
+
+    return kernel
+
+
 def define_all(define: Callable[..., Any]) -> None:
     """Makes a "decomposition" record for each overload of an ACCEPTED packet that upstream decomposes and that
     has no eager record of its own (a lowering of the overload, or its derived in-place / out= sibling, is the
@@ -102,6 +133,8 @@ def define_all(define: Callable[..., Any]) -> None:
                 else _out_keeps_shape(OUT_KEEPS_SHAPE[op], out_name)
         elif any(a.is_out for a in op._schema.arguments):
             fn = out_checks.exact_out(op, fn)
+        if op.overloadpacket in BY_PARTS:
+            fn = _by_parts(op, fn)
         fn = checked_decompositions.guarded(op, fn, checked_decompositions.EAGER)
         if op.overloadpacket in linalg_checks.CROSS_WRAPPED:
             fn = linalg_checks.wrap_cross(op, fn)
