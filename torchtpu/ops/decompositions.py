@@ -42,7 +42,6 @@ ACCEPTED = [
 # out= kernels (count_nonzero's), which the decomposition's out_wrapper wrote with a cast. These run the
 # functional and copy into the out tensor (exact dtype, as CPU's kernel checks).
 OUT_VIA_FUNCTIONAL = {aten.huber_loss_backward.out: aten.huber_loss_backward.default,
-                      aten.smooth_l1_loss_backward.grad_input: aten.smooth_l1_loss_backward.default,
                       aten.count_nonzero.out: aten.count_nonzero.default,
                       aten.count_nonzero.dim_IntList_out: aten.count_nonzero.dim_IntList}
 
@@ -65,6 +64,33 @@ def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
         _maybe_resize_out(out, result.shape)
         out_checks.check_copy_out(result, out)
         return _safe_copy_out(copy_from=result, copy_to=out, exact_dtype=True)
+
+    return out_kernel
+
+
+# out= kernels that are a TensorIterator promoting its inputs to their common dtype and casting the result into
+# any out= tensor that dtype safely casts to (smooth_l1_loss_backward_out: bfloat16 grad_output, float16 input,
+# bfloat16 grad_input computes in float32, fuzz seed 7): the functional of the inputs in that dtype, copied in
+OUT_IN_COMMON_DTYPE = {aten.smooth_l1_loss_backward.grad_input: aten.smooth_l1_loss_backward.default}
+
+
+def _out_in_common_dtype(functional: Any, out_name: str) -> Callable[..., Any]:
+    from torch._prims_common.wrappers import _maybe_resize_out
+
+    from torchtpu.ops.dtype_refusals import result_dtype
+    from torchtpu.ops.tracing import aten_type_name
+
+    def out_kernel(*args: Any, **kwargs: Any) -> Any:
+        out = kwargs.pop(out_name)  # keyword-only in the schema
+        tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
+        common = result_dtype([t.dtype for t in tensors if t.ndim], [t.dtype for t in tensors if not t.ndim])
+        if not torch.can_cast(common, out.dtype):
+            raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
+                               f"{aten_type_name(out.dtype)}")
+        as_common = lambda v: v.to(common) if isinstance(v, torch.Tensor) else v  # noqa: E731
+        result = functional(*map(as_common, args), **{k: as_common(v) for k, v in kwargs.items()})
+        _maybe_resize_out(out, result.shape)
+        return out.copy_(result)
 
     return out_kernel
 
@@ -127,7 +153,9 @@ def define_all(define: Callable[..., Any]) -> None:
     from torchtpu.ops.registry import TABLE
 
     for op, fn in get_decompositions(ACCEPTED).items():
-        if op in OUT_VIA_FUNCTIONAL or op in OUT_KEEPS_SHAPE:
+        if op in OUT_IN_COMMON_DTYPE:
+            fn = _out_in_common_dtype(OUT_IN_COMMON_DTYPE[op], next(a.name for a in op._schema.arguments if a.is_out))
+        elif op in OUT_VIA_FUNCTIONAL or op in OUT_KEEPS_SHAPE:
             out_name = next(a.name for a in op._schema.arguments if a.is_out)
             fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], out_name) if op in OUT_VIA_FUNCTIONAL \
                 else _out_keeps_shape(OUT_KEEPS_SHAPE[op], out_name)
