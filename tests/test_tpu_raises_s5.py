@@ -2,7 +2,7 @@
 of bfloat16 and float16 with a range or no elements; max/min of all elements of an empty input into out= (the
 identity); multi_margin_loss of a 0-d input or weight (output shape as ATen); _foreach_zero_ of an expanded view,
 and conj_physical_ of one that is not complex (a no-op); nan_to_num of complex; smooth_l1_loss_backward's out=
-cast from the inputs' common dtype."""
+cast from the inputs' common dtype; adaptive_max_pool2d_backward with grad_output's planes, not the input's."""
 
 import pytest
 import torch
@@ -159,3 +159,21 @@ def test_smooth_l1_loss_backward_casts_into_its_out(mode: str) -> None:
         ),
         mode,
     )
+
+
+def _adaptive_max_backwards(d: str) -> list[torch.Tensor]:
+    grad = torch.arange(10.0, device=d).reshape(2, 5, 1)
+    self = torch.ones(3, 2, 3, device=d).transpose(1, 2)
+    indices = torch.tensor([0, 1, 2, 3, 4, 5, 0, 1, 2, 5], device=d).reshape(2, 5, 1)
+    grad4 = torch.arange(8.0, device=d).reshape(1, 2, 2, 2)
+    indices4 = torch.tensor([0, 3, 3, 1, 2, 0, 1, 1], device=d).reshape(1, 2, 2, 2)
+    return [
+        aten.adaptive_max_pool2d_backward(grad, self, indices),
+        aten.adaptive_max_pool2d_backward(grad, self, torch.zeros_like(indices)),
+        aten.adaptive_max_pool2d_backward(grad4, torch.ones(1, 3, 2, 2, device=d), indices4),
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_adaptive_max_pool2d_backward_counts_grads_planes(mode: str) -> None:
+    assert_exactly_cpu(_adaptive_max_backwards, mode)
