@@ -19,6 +19,7 @@ def _histograms(d: str) -> list[torch.Tensor]:
         out += aten.histogram.bin_ct(x, 4, range=[1.0, 2.0])
         out += aten.histogram.bin_ct(x, 3, range=[0.0, 3.0], density=True)
         out += aten.histogram.bin_ct(x[:0], 3)
+        out += aten.histogram.bin_ct(x.reshape(9, 1), 2, range=[0.5, 0.5], density=True)  # widened to [0, 1]
         y = torch.rand(60, generator=gen).mul(4).sub(0.5).round(decimals=1).to(dtype).to(d)
         out += aten.histogram.bin_ct(y, 7, range=[0.0, 3.0], density=True)
         out += aten.histogram.bin_ct(y, 5, range=[-0.2, 2.9])

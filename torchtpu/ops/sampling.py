@@ -157,7 +157,9 @@ def histogram(self: Sym, bins: int = 100, *, range: list[float] | None = None,  
               weight: Sym | None = None, density: bool = False) -> tuple[Sym, Sym]:
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
     bounds = (0.0, 1.0) if range is None and x.shape[0] == 0 else range
-    if self.dtype in (torch.bfloat16, torch.float16) and bounds is not None and bounds[0] != bounds[1]:
+    if bounds is not None and float(bounds[0]) == float(bounds[1]):  # an empty range: widened by 0.5 each side
+        bounds = (float(bounds[0]) - 0.5, float(bounds[1]) + 0.5)
+    if self.dtype in (torch.bfloat16, torch.float16) and bounds is not None:
         # ATen's edges are linspace in the input's type; each value's bin is found among those edges
         edges = factory._real_linspace(float(bounds[0]), float(bounds[1]), bins + 1, self.dtype)
         hist = P.convert(_dd_hist(P.reshape(x, (x.shape[0], 1)), [edges], weight, False, torch.float32),
