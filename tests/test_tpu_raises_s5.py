@@ -178,3 +178,17 @@ def _adaptive_max_backwards(d: str) -> list[torch.Tensor]:
 @pytest.mark.parametrize("mode", MODES)
 def test_adaptive_max_pool2d_backward_counts_grads_planes(mode: str) -> None:
     assert_exactly_cpu(_adaptive_max_backwards, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nonzero_static_of_negative_size_refused_at_the_call(mode: str) -> None:
+    """Refused when called, in DEFER_AND_FUSE too: a deferred failure took the tensors of its region with it (an
+    empty int64 tensor made after it read as "no value" in special_modified_bessel_i0, fuzz seed 5)."""
+    flags = lambda d: torch.ones(2, dtype=torch.bool, device=d)  # noqa: E731
+    assert_refused_as_cpu(lambda d: aten.nonzero_static(flags(d), size=-2, fill_value=-1), mode)
+    assert_refused_as_cpu(
+        lambda d: aten.nonzero_static.out(flags(d), size=-2, out=torch.ones(0, dtype=torch.uint8, device=d)), mode
+    )
+    assert_exactly_cpu(
+        lambda d: [aten.special_modified_bessel_i0(torch.zeros(2, 0, 4, dtype=torch.int64, device=d))], mode
+    )
