@@ -376,6 +376,11 @@ def _cdist_backward(a: Bound) -> None:  # the sizes it reads, then cdist_backwar
                                    f"{aten_type_name(t.dtype)}")
 
 
+def _nonzero_static(a: Bound) -> None:  # its first check, before the out= dtype's (a lowering's shape rule
+    if a["size"] < 0:                     # would fail only when a deferred region ran, poisoning the region)
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+
+
 _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "glu": _glu, "glu_backward": _glu, "clamp": _clamp, "clamp_": _clamp_inplace, "log_normal_": _log_normal,
     "log_normal": _log_normal, "select_scatter": _select_scatter, "histogram": _histogram_bins,
@@ -390,7 +395,7 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "native_group_norm_backward": _group_norm_backward, "nll_loss_forward": _nll_loss_forward,
     "rrelu_with_noise": _rrelu_with_noise, "softplus_backward": _softplus_backward, "norm": _norm,
     "tril_indices": _tri_indices("tril_indices"), "triu_indices": _tri_indices("triu_indices"),
-    "_cdist_backward": _cdist_backward, "hypot_": binary_inplace,
+    "_cdist_backward": _cdist_backward, "hypot_": binary_inplace, "nonzero_static": _nonzero_static,
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
 _REFUSAL_BEFORE_OUT = frozenset({"median.out", "nanmedian.out", "igamma.out", "igammac.out"})

@@ -228,6 +228,32 @@ def _all_empty(args: tuple, kwargs: Mapping[str, Any]) -> bool:
     return bool(tensors) and all(t.numel() == 0 for t in tensors)
 
 
+_HISTOGRAM_KERNEL = {"bool": "linspace_cpu"}  # the bin_ct edges' linspace refuses bool before histogram_cpu
+
+
+def _histogram_refusal(refusal: tuple[type[Exception], str], op: Any, args: tuple,
+                       kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
+    """histogram's "histogramdd" words are its aminmax of the input, made only for bin_ct without a range on an
+    input with elements; else the edges' linspace (bin_ct) and the histogram_cpu kernel decide, and that kernel
+    computes bfloat16 and float16 (histogram(bfloat16[3, 3], range=[1.0, 2.0]) on CPU, fuzz seeds 5 to 7)."""
+    cls, words = refusal
+    bound = dict(zip([a.name for a in op._schema.arguments], args))
+    bound.update(kwargs)
+    if '"histogramdd"' not in words or (
+            op._overloadname.startswith("bin_ct") and bound.get("range") is None and bound["self"].numel() > 0):
+        return refusal
+    dtype = _name(bound["self"].dtype)
+    if dtype in ("bfloat16", "float16"):
+        return None
+    kernel = _HISTOGRAM_KERNEL.get(dtype, "histogram_cpu") if op._overloadname.startswith("bin_ct") else (
+        "histogram_cpu")
+    return cls, words.replace('"histogramdd"', f'"{kernel}"')
+
+
+# packet name -> the call's own refusal, where the table's words hold for some calls only
+_BY_CALL = {"histogram": _histogram_refusal}
+
+
 def _refusal(rules: Mapping[str, tuple[type[Exception], str]], op: Any, args: tuple,
              kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
     if packet_name(op) in _EMPTY_NOT_DISPATCHED and _all_empty(args, kwargs):
@@ -235,7 +261,8 @@ def _refusal(rules: Mapping[str, tuple[type[Exception], str]], op: Any, args: tu
     for key in checked_keys(op, args, kwargs):
         refusal = rules.get(key)
         if refusal is not None:
-            return refusal
+            by_call = _BY_CALL.get(packet_name(op))
+            return by_call(refusal, op, args, kwargs) if by_call else refusal
     return None
 
 
@@ -379,7 +406,7 @@ def _refuse_written_overlap(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> 
     name = op._schema.name.split("::")[1]
     if not (_in_place(op) and args and isinstance(args[0], torch.Tensor)):
         return
-    if name.rstrip("_") not in eager.OVERLAP_WRITES:
+    if not eager.overlap_allowed(name, args[0]):
         eager.refuse_internal_overlap(str(op), args[0])
     other = args[1] if len(args) > 1 else kwargs.get("other")
     if [a.name for a in op._schema.arguments[:2]] == ["self", "other"] and isinstance(other, torch.Tensor):

@@ -128,6 +128,29 @@ def min_all(self: Sym) -> Sym:
     return _extreme(self, "min", tuple(range(self.ndim)), False)
 
 
+def _extreme_all_out(x: Sym, kind: str) -> Sym:
+    """max()/min() of all elements into out=: CPU makes no empty-input check there, and an empty input's result
+    is the reduction's identity (the dtype's lowest value for max, highest for min; fuzz seed 5)."""
+    if x.numel() > 0:
+        return _extreme(x, kind, tuple(range(x.ndim)), False)
+    if x.dtype == torch.bool:
+        return P.full(kind == "min", (), torch.bool)
+    if x.dtype.is_floating_point:
+        return P.full(float("inf") if kind == "min" else float("-inf"), (), x.dtype)
+    info = torch.iinfo(x.dtype)
+    return P.full(info.max if kind == "min" else info.min, (), x.dtype)
+
+
+@lower(aten.max.unary_out)
+def max_all_out(self: Sym) -> Sym:
+    return _extreme_all_out(self, "max")
+
+
+@lower(aten.min.unary_out)
+def min_all_out(self: Sym) -> Sym:
+    return _extreme_all_out(self, "min")
+
+
 def _arg(x: Sym, kind: str, dim: int | None, keepdim: bool) -> Sym:
     if dim is None:
         flat = P.reshape(x, (x.numel(),))
