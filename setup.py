@@ -16,7 +16,7 @@ ROOTS = {
     "torchtpu.perfmodel": "perfmodel",
 }
 SHIM_SOURCES = ["torchtpu/csrc/tpu_shim.cpp", "torchtpu/csrc/fast_launch.cpp", "torchtpu/csrc/fast_launch_key.cpp",
-                "torchtpu/csrc/pinned_memory.cpp"]
+                "torchtpu/csrc/pinned_memory.cpp", "torchtpu/csrc/realloc_settle.cpp"]
 
 
 def _packages() -> tuple[list[str], dict[str, str]]:

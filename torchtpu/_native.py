@@ -19,7 +19,8 @@ from types import ModuleType
 from torchtpu import config
 
 _SOURCES = [Path(__file__).parent / "csrc" / name
-            for name in ("tpu_shim.cpp", "fast_launch.cpp", "fast_launch_key.cpp", "pinned_memory.cpp")]
+            for name in ("tpu_shim.cpp", "fast_launch.cpp", "fast_launch_key.cpp", "pinned_memory.cpp",
+                         "realloc_settle.cpp")]
 
 
 PREBUILT = "torchtpu._shim"  # the extension setup.py builds into a wheel

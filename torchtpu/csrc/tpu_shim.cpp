@@ -19,6 +19,7 @@
 #include <torch/library.h>
 
 #include "pinned_memory.h"
+#include "realloc_settle.h"
 
 #include <algorithm>
 #include <atomic>
@@ -53,22 +54,6 @@ static thread_local c10::DeviceIndex t_current_device = 0;
 static std::atomic<bool> g_history{false};
 static PyObject* g_alloc_cb = nullptr;  // (ptr, size, device, is_alloc) -> None
 static PyObject* g_oom_cb = nullptr;    // (device, nbytes) -> str
-
-// A storage's block is about to be replaced (resize_ that grows it, storage.resize_): work queued for the old block
-// (a deferred region's pending writes) must land first, or it writes freed memory and the new block misses it.
-static PyObject* g_settle_cb = nullptr;  // () -> None (torchtpu/execution/deferred.py: settle_before_realloc)
-
-static void settle_before_realloc() {
-  if (g_settle_cb == nullptr || !Py_IsInitialized() || _Py_IsFinalizing()) {
-    return;
-  }
-  py::gil_scoped_acquire gil;
-  PyObject* r = PyObject_CallFunction(g_settle_cb, nullptr);
-  if (r == nullptr) {
-    throw py::error_already_set();
-  }
-  Py_DECREF(r);
-}
 
 static void notify_alloc(void* ptr, int64_t size, int device, bool is_alloc) {
   if (!g_history.load(std::memory_order_relaxed) || g_alloc_cb == nullptr || !Py_IsInitialized() ||
@@ -390,7 +375,7 @@ struct TpuHooks final : at::PrivateUse1HooksInterface {
                 "it does not own)");
     const c10::Device device = impl->data_ptr().device();
     TORCH_CHECK(device.is_privateuseone(), "resizePrivateUse1Bytes got a storage on ", device);
-    settle_before_realloc();
+    settle_before_realloc(impl->data());
     const c10::DeviceGuard guard(device);
     c10::DataPtr fresh = g_allocator.allocate(newsize);
     const size_t keep = std::min(newsize, impl->nbytes());
@@ -469,7 +454,7 @@ static const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef siz
   const size_t needed = at::detail::computeStorageNbytesContiguous(sizes, self.dtype().itemsize(),
                                                                    self.storage_offset());
   if (self.storage() && needed > self.storage().nbytes()) {  // the storage gets a new, larger block
-    settle_before_realloc();
+    settle_before_realloc(self.storage().data());
   }
   return at::native::resize_(self, sizes, memory_format);
 }
@@ -569,11 +554,6 @@ static void set_memory_hooks(py::object alloc_cb, py::object oom_cb, bool histor
   g_history = history && g_alloc_cb != nullptr;
 }
 
-static void set_settle_callback(py::object cb) {
-  Py_XDECREF(g_settle_cb);
-  g_settle_cb = cb.is_none() ? nullptr : cb.inc_ref().ptr();
-}
-
 static void set_stream_callback(py::object cb) {
   Py_XDECREF(g_stream_cb);
   g_stream_cb = cb.is_none() ? nullptr : cb.inc_ref().ptr();
@@ -588,12 +568,14 @@ static int64_t storage_ptr(const at::Tensor& t) {
   return reinterpret_cast<int64_t>(t.storage().data());
 }
 
-void bind_fast_launch(py::module& m);  // fast_launch.cpp
+void bind_fast_launch(py::module& m);      // fast_launch.cpp
+void bind_realloc_settle(py::module& m);  // realloc_settle.cpp
 
 }  // namespace torchtpu
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   torchtpu::bind_fast_launch(m);
+  torchtpu::bind_realloc_settle(m);
   m.def("cpu_alias", &torchtpu::cpu_alias);
   m.def("memory_counters", &torchtpu::memory_counters);
   m.def("reset_peak", &torchtpu::reset_peak);
@@ -603,7 +585,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_storage_dtypes", &torchtpu::set_storage_dtypes);
   m.def("storage_ptr", &torchtpu::storage_ptr);
   m.def("set_stream_callback", &torchtpu::set_stream_callback);
-  m.def("set_settle_callback", &torchtpu::set_settle_callback);
   m.def("current_stream", &torchtpu::current_stream);
   m.def("stream_priority", &torchtpu::stream_priority);
   m.def("set_track_frees", &torchtpu::set_track_frees);
