@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.ops import cpu_raise_checks, cpu_raise_checks2, dtype_refusals
+from torchtpu.ops import cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, dtype_refusals
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
@@ -350,7 +350,7 @@ def _checks_for(op: Any) -> list[Callable[[Any, tuple, Mapping[str, Any]], None]
     bound = _BOUND_CHECKS.get(name)
     if bound is not None and not (name in ("median", "nanmedian") and overload not in _MEDIAN_DIM):
         checks.append(lambda op, args, kwargs, fn=bound: fn(_bind(op, args, kwargs)))
-    for module in (cpu_raise_checks, cpu_raise_checks2):  # CPU's checks after those above (ops/cpu_raise_checks*.py)
+    for module in (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3):  # CPU's checks after those above
         later = module.BOUND_CHECKS.get(name)
         if later is not None:
             checks.append(lambda op, args, kwargs, fn=later: fn(_bind(op, args, kwargs)))
@@ -386,7 +386,8 @@ class _Packets:
 
     def __contains__(self, packet: Any) -> bool:
         name = packet._qualified_op_name.split("::")[1]
-        return name in _BOUND_CHECKS or name in cpu_raise_checks.BOUND_CHECKS or name in cpu_raise_checks2.BOUND_CHECKS
+        return name in _BOUND_CHECKS or any(name in module.BOUND_CHECKS
+                                            for module in (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3))
 
 
 WRAPPED = _Packets()

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from torchtpu.dtypes import checked_scalar
 from torchtpu.ops import prims as P
 from torchtpu.ops.factory import _linspace_dtype, _scalars, linspace
 from torchtpu.ops.registry import OP_TABLE, lower
@@ -141,6 +142,9 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: tor
         raise NotImplementedError(f'"logspace_cpu" not implemented for \'{str(out).removeprefix("torch.").title()}\'')
     if steps == 0:
         return P.full(0, (0,), out)
+    if steps > 1:  # the kernel's start.to<scalar_t>() and end's (c10's checked_convert; steps 1 fills instead)
+        checked_scalar(start, out)
+        checked_scalar(end, out)
     if out.is_complex:
         ramp = linspace(start, end, steps, dtype=out)
         return P.convert(OP_TABLE[aten.pow.Scalar](float(base), ramp), out)
