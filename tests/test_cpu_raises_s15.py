@@ -90,6 +90,8 @@ REFUSED = {
     "as_strided_scatter_storage_overflow": lambda d: _scatter(d, [3, 3], [2**62, 1]),
     "as_strided_scatter_negative_size": lambda d: _scatter(d, [-1, 3], [3, 1], src=[3, 3]),
     "as_strided_scatter_numel_overflow": lambda d: _scatter(d, [-1, 3], [0, 1], src=[3, 3]),
+    "as_strided_scatter_out_out_of_bounds": lambda d: aten.as_strided_scatter.out(
+        t([3, 3], F, d), t([3, 3], F, d), [3, 3], [3, 2], out=t([3, 3], F, d)),
     # seed 18: binary_cross_entropy_backward's grad_input.mul_(weight)
     "bce_backward_empty_out_weight": lambda d: _bce(d, [0], [5]),
     "bce_backward_one_element_out_weight": lambda d: _bce(d, [1], [5]),
@@ -105,6 +107,17 @@ REFUSED = {
     "histogram_out_weight": lambda d: aten.histogram.bin_ct_out(t([4, 4], F, d), 3, weight=t([3], F, d),
                                                                 hist=torch.empty(0, device=d),
                                                                 bin_edges=torch.empty(0, device=d)),
+    # histogram's histogramdd_prepare_out: first for a bin count, after the bins tensor's and weight's checks
+    "histogram_bins_tensor_one_edge": lambda d: aten.histogram.bins_tensor(t([4], F, d), t([1], F, d)),
+    "histogram_bins_tensor_one_edge_out": lambda d: aten.histogram.bins_tensor_out(
+        t([4], F, d), t([1], F, d), hist=t([0], F, d), bin_edges=t([0], F, d)),
+    "histogram_bins_tensor_weight_first": lambda d: aten.histogram.bins_tensor(t([4, 4], F, d), t([1], F, d),
+                                                                              weight=t([3], F, d)),
+    "histogram_bins_tensor_hist_dtype": lambda d: aten.histogram.bins_tensor_out(
+        t([4], F, d), t([1], F, d), hist=t([0], D, d), bin_edges=t([0], F, d)),
+    "histogram_bin_count_zero_weight": lambda d: aten.histogram.bin_ct(t([4], F, d), 0, weight=t([3], F, d)),
+    "histogram_bin_count_edges_dtype": lambda d: aten.histogram.bin_ct_out(t([4, 4], F, d), 3, weight=t([3], F, d),
+                                                                          hist=t([0], F, d), bin_edges=t([0], D, d)),
     # seed 15: leaky_relu_backward's negative_slope to the kernel's type, the kernel's dispatch
     "leaky_relu_backward_complex_slope_double": lambda d: aten.leaky_relu_backward(
         t([0, 1], torch.int32, d).transpose(-1, -2), t([0, 1], D, d).transpose(-1, -2), 0.69 + 1j, False),
@@ -146,6 +159,9 @@ REFUSED = {
     "nll_backward_none_batch_grad": lambda d: _nll(d, grad=H, total=D, reduction=0, x=(2, 3), gshape=(2,)),
     "nll_backward_none_batch_grad_shape": lambda d: _nll(d, reduction=0, x=(2, 3), gshape=(2, 1)),
     "nll_backward_none_batch_0d_grad": lambda d: _nll(d, reduction=0, x=(2, 3)),
+    "nll_backward_int_input": lambda d: aten.nll_loss_backward(t([], torch.int8, d), t([3], torch.int8, d),
+                                                               z([], torch.int32, d), None, 1, -100,
+                                                               t([], torch.int8, d)),
     "nll_backward_total_weight_size": lambda d: aten.nll_loss_backward(
         t([], F, d), t([2, 3], F, d), z([2], L, d), None, 1, -100, t([2], F, d)),
 }

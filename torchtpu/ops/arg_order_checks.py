@@ -105,6 +105,7 @@ def _select_scatter(a: Bound) -> None:  # self.clone().select(dim, index), then 
 def _histogram_bins(a: Bound) -> None:  # histogramdd_check_inputs on self.reshape({numel, 1}) and {bins}
     x, bins, weight = a["self"], a["bins"], a.get("weight")
     if not isinstance(bins, torch.Tensor):
+        cpu_raise_checks3.histogram_prepare_out(a)  # the bin-count form prepares its outs first
         return
     if x.dtype != bins.dtype:
         raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "

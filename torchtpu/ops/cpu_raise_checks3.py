@@ -8,13 +8,13 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
   kernel's (also _embedding_bag_dense_backward): grad's floating type, then max mode's index_add_ of
   maximum_indices, or sum / mean mode's data_ptr<scalar_t / index_t> of per_sample_weights, offset2bag, bag_size.
 - _linalg_solve_ex: A and B of one dtype (its meta, behind the floating A of ops/cpu_raise_checks.py).
-- nll_loss_backward: the meta's shape checks, then the kernel's reads (a Long target unless Byte; weight,
-  total_weight and grad_output in self's dtype, in the kernel's order).
+- nll_loss_backward: the meta's shape checks, then the kernel's dispatch (floating types) and its reads (a Long
+  target unless Byte; weight, total_weight and grad_output in self's dtype, in the kernel's order).
 - multilabel_margin_loss_backward: the shape check (ops/loss_checks.py), target and is_target of one size, then,
   for an input with elements, the kernel's dispatch (float and double) and its reads (a Long target, is_target,
   grad_input, grad_output in self's dtype).
 - histogram: a weight of self's dtype and of self's element count (histogramdd_check_inputs on the reshaped
-  input and weight, after the bin count and range checks).
+  input and weight), and histogramdd_prepare_out's out dtypes and bin count (first of all for a bin count).
 - leaky_relu_backward: the meta's negval.to<double>() (self_is_result), the iterator's shapes and (out=) cast,
   the kernel's dispatch (floating types) and its negval.to<opmath_t>() (a complex slope with an imaginary part,
   a float32 overflow).
@@ -142,8 +142,10 @@ def _nll_loss_backward(a: Bound) -> None:
     if not batch_grad and not (len(gshape) <= 1 and _numel(gshape) == 1):
         raise RuntimeError(f"Expected a single element grad_output tensor, but got: {sizes_text(gshape)}")
     out = a.get("grad_input")
-    if (out is not None and out.dtype != x.dtype) or x.dtype not in _FLOATING:
-        return  # the out= dtype check, then the kernel's dispatch (elsewhere)
+    if out is not None and out.dtype != x.dtype:
+        return  # the out= dtype check (elsewhere)
+    if x.dtype not in _FLOATING:
+        raise NotImplementedError(f"\"nll_loss_backward_out_frame\" not implemented for '{aten_type_name(x.dtype)}'")
     if target.dtype != torch.uint8:
         _scalar_type(torch.int64, target.dtype)
     if weight is not None:
@@ -175,12 +177,31 @@ def _multilabel_margin_loss_backward(a: Bound) -> None:
         _scalar_type(x.dtype, grad.dtype)
 
 
+def histogram_prepare_out(a: Bound) -> None:
+    """histogram's histogramdd_prepare_out: the out tensors' dtypes, then the bin count (a bins tensor's element
+    count less one). The bin-count form makes it first (ops/arg_order_checks.py), the bins tensor form after
+    histogramdd_check_inputs."""
+    x, bins = a["self"], a["bins"]
+    for name in ("hist", "bin_edges"):
+        out = a.get(name)
+        if out is not None and out.dtype != x.dtype:
+            suffix = " for dimension 0" if name == "bin_edges" else ""
+            raise RuntimeError(f"torch.histogram: input tensor and {name} tensor should have the same dtype, but got "
+                               f"input {aten_meta_name(x.dtype)} and {name} {aten_meta_name(out.dtype)}{suffix}")
+    count = _numel(bins.shape) - 1 if hasattr(bins, "shape") else int(bins)
+    if count <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {count} for dimension 0")
+
+
 def _histogram(a: Bound) -> None:  # after the bins tensor's checks and the range's (arg_order_checks, cpu_raise_checks)
     x, bins, weight = a["self"], a["bins"], a.get("weight")
-    if weight is None or (isinstance(bins, int) and bins <= 0) or x.dtype not in (torch.float32, torch.float64):
-        return  # the bin count's check, or the refusal of other dtypes, comes first
-    if any(a.get(name) is not None and a[name].dtype != x.dtype for name in ("hist", "bin_edges")):
-        return  # histogramdd_prepare_out's dtype checks come first
+    if weight is not None and (not isinstance(bins, int) or x.dtype in (torch.float32, torch.float64)):
+        _histogram_weight(x, weight)  # the bin-count form refuses other dtypes first
+    if not isinstance(bins, int):
+        histogram_prepare_out(a)
+
+
+def _histogram_weight(x: Any, weight: Any) -> None:  # histogramdd_check_inputs on the reshaped input and weight
     if weight.dtype != x.dtype:
         raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should "
                            f"have the same dtype, but got input({aten_meta_name(x.dtype)}), and "
