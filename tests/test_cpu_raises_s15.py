@@ -60,6 +60,13 @@ def _leaky(d: str, slope: complex | float, dtype: torch.dtype = F, is_result: bo
     return aten.leaky_relu_backward(t(shapes[0], dtype, d), t(shapes[1], dtype, d), slope, is_result)
 
 
+INF, NAN = float("inf"), float("nan")
+
+
+def _data(values: list[float], d: str, shape: tuple[int, ...] = (-1,)) -> torch.Tensor:
+    return torch.tensor(values, device=d).reshape(shape)
+
+
 REFUSED = {
     # seed 18: _embedding_bag_backward's checkScalarTypes / checkContiguous and its dense kernel's reads
     "embedding_bag_backward_short_offset2bag": lambda d: aten._embedding_bag_backward(
@@ -118,6 +125,16 @@ REFUSED = {
     "histogram_bin_count_zero_weight": lambda d: aten.histogram.bin_ct(t([4], F, d), 0, weight=t([3], F, d)),
     "histogram_bin_count_edges_dtype": lambda d: aten.histogram.bin_ct_out(t([4, 4], F, d), 3, weight=t([3], F, d),
                                                                           hist=t([0], F, d), bin_edges=t([0], D, d)),
+    # seed 18: with no range, the data's own range must be finite (select_outer_bin_edges)
+    "histogramdd_inf_data": lambda d: aten._histogramdd_from_bin_cts(
+        torch.full((1, 1, 1), float("inf"), device=d).transpose(-1, -2), [2], range=None, density=False),
+    "histogramdd_nan_column": lambda d: aten._histogramdd_from_bin_cts(_data([1.0, NAN, 2.0, 3.0], d, (2, 2)), [2, 2]),
+    "histogramdd_inf_before_bin_count": lambda d: aten._histogramdd_from_bin_cts(_data([1.0, INF], d, (2, 1)), [0]),
+    "histogramdd_bin_edges_inf": lambda d: aten._histogramdd_bin_edges(_data([1.0, INF, 2.0, 3.0], d, (2, 2)), [2, 2]),
+    "histogram_inf_data": lambda d: aten.histogram.bin_ct(_data([1.0, -INF, 2.0], d), 3),
+    "histogram_nan_data_out": lambda d: aten.histogram.bin_ct_out(_data([1.0, NAN], d).double(), 3,
+                                                                  hist=torch.empty(0, dtype=D, device=d),
+                                                                  bin_edges=torch.empty(0, dtype=D, device=d)),
     # seed 15: leaky_relu_backward's negative_slope to the kernel's type, the kernel's dispatch
     "leaky_relu_backward_complex_slope_double": lambda d: aten.leaky_relu_backward(
         t([0, 1], torch.int32, d).transpose(-1, -2), t([0, 1], D, d).transpose(-1, -2), 0.69 + 1j, False),
@@ -180,6 +197,13 @@ VALID = {
                                                              [3, 3], [3, 1])],
     "bce_backward": lambda d: [_bce(d, [5], [5]), _bce(d, None, [1]), _bce(d, None, [], F)],
     "histogram": lambda d: list(aten.histogram.bin_ct(t([4, 4], F, d), 4, range=[0.0, 4.0], weight=t([2, 8], F, d))),
+    "histogram_data": lambda d: [
+        aten._histogramdd_from_bin_cts(_data([1.0, INF, 2.0, 3.0], d, (2, 2)), [2, 2], range=[0.0, 4.0, 0.0, 4.0]),
+        aten._histogramdd_from_bin_cts(_data([1.0, 2.0, 3.0, 4.0], d, (2, 2)), [2, 2]),
+        aten._histogramdd_from_bin_cts(torch.zeros(0, 2, device=d), [2, 2]),
+        *aten.histogram.bin_ct(_data([1.0, INF, 2.0], d), 3, range=[0.0, 3.0]),
+        *aten.histogram.bin_ct(_data([1.0, 3.0, 2.0], d), 2),
+    ],
     "leaky_relu_backward": lambda d: [_leaky(d, 1 + 0j), _leaky(d, 1e6, H), _leaky(d, 0.5, D, True)],
     "logspace": lambda d: [aten.logspace(32767, 3, 4, 3.0, dtype=I16, device=d),
                            aten.logspace(-1, 3, 4, 3.0, dtype=torch.uint8, device=d),

@@ -14,7 +14,8 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
   for an input with elements, the kernel's dispatch (float and double) and its reads (a Long target, is_target,
   grad_input, grad_output in self's dtype).
 - histogram: a weight of self's dtype and of self's element count (histogramdd_check_inputs on the reshaped
-  input and weight), and histogramdd_prepare_out's out dtypes and bin count (first of all for a bin count).
+  input and weight), and histogramdd_prepare_out's out dtypes and bin count (first of all for a bin count);
+  with no range, the data's own range must be finite (a `prepare` step of the lowerings: it reads data back).
 - leaky_relu_backward: the meta's negval.to<double>() (self_is_result), the iterator's shapes and (out=) cast,
   the kernel's dispatch (floating types) and its negval.to<opmath_t>() (a complex slope with an imaginary part,
   a float32 overflow).
@@ -225,6 +226,31 @@ def _leaky_relu_backward(a: Bound) -> None:
     if not common.is_floating_point:
         raise NotImplementedError(f"\"leaky_relu_backward_cpu\" not implemented for '{aten_type_name(common)}'")
     checked_scalar(slope, torch.float32 if common in (torch.float16, torch.bfloat16) else common)
+
+
+def histogram_data_range(columns: bool) -> Callable[[tuple, dict[str, Any]], tuple[tuple, dict[str, Any]]]:
+    """A `prepare` step (eager: it reads data back) of histogram.bin_ct (`columns` False: the input as one column)
+    and histogramdd's bin-count forms (after their rank check, before the bin counts'): with no range,
+    select_outer_bin_edges takes each column's min and max, which must be finite."""
+
+    def prepare(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+        x = args[0]
+        if kwargs.get("range") is not None or x.dtype not in (torch.float32, torch.float64):
+            return args, kwargs
+        if columns and x.ndim < 2:
+            return args, kwargs  # the lowering's rank check
+        cols = x.reshape(-1, x.shape[-1] if columns else 1)
+        if cols.shape[0] == 0:
+            return args, kwargs
+        lo, hi = cols.amin(0), cols.amax(0)
+        bad = ~(torch.isfinite(lo) & torch.isfinite(hi))
+        if bool(bad.any()):
+            d = int(bad.cpu().nonzero()[0, 0])
+            low, high = float(lo[d]), float(hi[d])
+            raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{low:g}, {high:g}] is not finite")
+        return args, kwargs
+
+    return prepare
 
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
