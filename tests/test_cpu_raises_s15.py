@@ -156,6 +156,8 @@ REFUSED = {
     "logspace_float_overflow": lambda d: aten.logspace(1e39, 3, 4, 3.0, dtype=F, device=d),
     "logspace_half_overflow": lambda d: aten.logspace(1e5, 3, 4, 3.0, dtype=H, device=d),
     "logspace_complex64_overflow": lambda d: aten.logspace(1e39, 3, 4, 3.0, dtype=torch.complex64, device=d),
+    "logspace_one_step_nan_int8_out": lambda d: aten.logspace.out(0.429, False, 1, NAN, out=t([1], torch.int8, d)),
+    "logspace_one_step_nan_int64": lambda d: aten.logspace(NAN, 0, 1, 2.0, dtype=L, device=d),
     "logspace_out": lambda d: aten.logspace.out(2.0**40, 3, 4, 3.0, out=torch.empty(4, dtype=I16, device=d)),
     # seed 15: multilabel_margin_loss_backward's shape check, sizes, dispatch and reads
     "multilabel_backward_4d": lambda d: aten.multilabel_margin_loss_backward.grad_input(
@@ -208,7 +210,8 @@ VALID = {
     "logspace": lambda d: [aten.logspace(32767, 3, 4, 3.0, dtype=I16, device=d),
                            aten.logspace(-1, 3, 4, 3.0, dtype=torch.uint8, device=d),
                            aten.logspace(2.0**40, 3, 0, 3.0, dtype=I16, device=d),
-                           aten.logspace(float("inf"), 3, 4, 3.0, dtype=F, device=d)],
+                           aten.logspace(float("inf"), 3, 4, 3.0, dtype=F, device=d),
+                           aten.logspace(0.5, 0, 1, NAN, dtype=F, device=d)],
     "multilabel_backward": lambda d: [_multilabel(d, shape=(0, 3)), _multilabel(d, x=H, shape=(0, 3))],
     "nll_backward": lambda d: [_nll(d), _nll(d, weight=F, x=(2, 3)), _nll(d, reduction=0, x=(2, 3), gshape=(2,)),
                                _nll(d, gshape=(1,))],

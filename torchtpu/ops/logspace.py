@@ -113,7 +113,7 @@ def _fill_value(value: float, dtype: torch.dtype) -> np.ndarray:
     bfloat16 take an infinity, float64 anything)."""
     if dtype in _NUMPY_INT:
         info = torch.iinfo(dtype)
-        overflows = not math.isnan(value) and not info.min <= value <= info.max
+        overflows = not info.min <= value <= info.max  # NaN too (c10's overflows<int>)
     else:
         overflows = dtype == torch.float32 and math.isfinite(value) and abs(value) > torch.finfo(dtype).max
     if overflows:
