@@ -67,6 +67,14 @@ def _data(values: list[float], d: str, shape: tuple[int, ...] = (-1,)) -> torch.
     return torch.tensor(values, device=d).reshape(shape)
 
 
+def _grid(d: str, shape: tuple[int, ...] = (4, 2)) -> torch.Tensor:
+    return torch.arange(float(torch.Size(shape).numel()), device=d).reshape(shape)
+
+
+def _edges(d: str, dtype: torch.dtype = F, n: int = 3) -> torch.Tensor:
+    return torch.arange(float(n), device=d).to(dtype)
+
+
 REFUSED = {
     # seed 18: _embedding_bag_backward's checkScalarTypes / checkContiguous and its dense kernel's reads
     "embedding_bag_backward_short_offset2bag": lambda d: aten._embedding_bag_backward(
@@ -131,6 +139,30 @@ REFUSED = {
     "histogramdd_nan_column": lambda d: aten._histogramdd_from_bin_cts(_data([1.0, NAN, 2.0, 3.0], d, (2, 2)), [2, 2]),
     "histogramdd_inf_before_bin_count": lambda d: aten._histogramdd_from_bin_cts(_data([1.0, INF], d, (2, 1)), [0]),
     "histogramdd_bin_edges_inf": lambda d: aten._histogramdd_bin_edges(_data([1.0, INF, 2.0, 3.0], d, (2, 2)), [2, 2]),
+    # histogramdd's bin-count and bin-tensor forms: CPU's checks in its order (bin edges, inputs, bin counts)
+    "histogramdd_bin_count_count": lambda d: aten._histogramdd_from_bin_cts(_grid(d), [2, 2, 2]),
+    "histogramdd_bin_count_count_out": lambda d: aten._histogramdd_from_bin_cts.out(_grid(d), [2, 2, 2],
+                                                                                  out=torch.empty(0, device=d)),
+    "histogramdd_bin_edges_count": lambda d: aten._histogramdd_bin_edges(_grid(d), [2]),
+    "histogramdd_range_before_bin_count": lambda d: aten._histogramdd_from_bin_cts(_grid(d), [0, 2],
+                                                                                  range=[1.0, 0.0, 0.0, 1.0]),
+    "histogramdd_steps": lambda d: aten._histogramdd_from_bin_cts(_grid(d), [-2, 2]),
+    "histogramdd_no_edges": lambda d: aten._histogramdd_from_bin_cts(_grid(d), [-1, 2]),
+    "histogramdd_weight_before_bin_count": lambda d: aten._histogramdd_from_bin_cts(_grid(d), [0, 2],
+                                                                                   weight=t([3], F, d)),
+    "histogramdd_bin_count_zero": lambda d: aten._histogramdd_from_bin_cts(_grid(d), [0, 2]),
+    "histogramdd_0d_weight": lambda d: aten._histogramdd_from_bin_cts(_grid(d, (1, 1, 1)), [2], weight=t([], F, d)),
+    "histogramdd_double_weight": lambda d: aten._histogramdd_from_bin_cts(_grid(d), [2, 2], weight=t([4], D, d)),
+    "histogramdd_tensors_dtype": lambda d: aten._histogramdd_from_bin_tensors(_grid(d), [_edges(d), _edges(d, H)]),
+    "histogramdd_tensors_one_edge": lambda d: aten._histogramdd_from_bin_tensors(_grid(d), [_edges(d), _edges(d, n=1)]),
+    "histogramdd_tensors_one_edge_out": lambda d: aten._histogramdd_from_bin_tensors.out(
+        _grid(d), [_edges(d), _edges(d, n=1)], out=torch.empty(0, device=d)),
+    "histogramdd_tensors_no_edge": lambda d: aten._histogramdd_from_bin_tensors(_grid(d), [_edges(d), _edges(d, n=0)]),
+    "histogramdd_tensors_2d": lambda d: aten._histogramdd_from_bin_tensors(_grid(d), [_edges(d), _edges(d)[None]]),
+    "histogramdd_tensors_count": lambda d: aten._histogramdd_from_bin_tensors(_grid(d), [_edges(d)]),
+    "histogramdd_tensors_weight": lambda d: aten._histogramdd_from_bin_tensors(_grid(d), [_edges(d), _edges(d)],
+                                                                              weight=t([4], D, d)),
+    "histogramdd_tensors_1d_input": lambda d: aten._histogramdd_from_bin_tensors(t([3], F, d), [_edges(d)]),
     "histogram_inf_data": lambda d: aten.histogram.bin_ct(_data([1.0, -INF, 2.0], d), 3),
     "histogram_nan_data_out": lambda d: aten.histogram.bin_ct_out(_data([1.0, NAN], d).double(), 3,
                                                                   hist=torch.empty(0, dtype=D, device=d),
@@ -205,6 +237,12 @@ VALID = {
         aten._histogramdd_from_bin_cts(torch.zeros(0, 2, device=d), [2, 2]),
         *aten.histogram.bin_ct(_data([1.0, INF, 2.0], d), 3, range=[0.0, 3.0]),
         *aten.histogram.bin_ct(_data([1.0, 3.0, 2.0], d), 2),
+    ],
+    "histogramdd": lambda d: [
+        *aten._histogramdd_bin_edges(_grid(d), [0, 2]),
+        *aten._histogramdd_bin_edges(_grid(d), [-1, 2]),
+        aten._histogramdd_from_bin_cts(_grid(d), [2, 2], weight=torch.arange(4.0, device=d)),
+        aten._histogramdd_from_bin_tensors(_grid(d), [_edges(d), _edges(d)], weight=torch.arange(4.0, device=d)),
     ],
     "leaky_relu_backward": lambda d: [_leaky(d, 1 + 0j), _leaky(d, 1e6, H), _leaky(d, 0.5, D, True)],
     "logspace": lambda d: [aten.logspace(32767, 3, 4, 3.0, dtype=I16, device=d),

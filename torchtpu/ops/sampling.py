@@ -274,7 +274,7 @@ def _dd_hist(x: Sym, edges: list[Sym], weight: Sym | None, density: bool, acc: t
 @lower(aten._histogramdd_bin_edges.default, static=("range",), prepare=cpu_raise_checks3.histogram_data_range(True))
 def histogramdd_bin_edges(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
                           weight: Sym | None = None, density: bool = False) -> list[Sym]:
-    operand_checks.check_histogramdd(self, None, range, bins)
+    operand_checks.check_histogramdd_bin_edges(self, list(bins), range)
     x, _ = _dd_input(self)
     return _dd_edges(x, list(bins), range, self.dtype)
 
@@ -283,7 +283,7 @@ def histogramdd_bin_edges(self: Sym, bins: list[int], *, range: list[float] | No
        prepare=cpu_raise_checks3.histogram_data_range(True))
 def histogramdd_from_bin_cts(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
                              weight: Sym | None = None, density: bool = False) -> Sym:
-    operand_checks.check_histogramdd(self, None, range, bins)
+    operand_checks.check_histogramdd_bin_cts(self, list(bins), range, weight)
     x, acc = _dd_input(self)
     edges = _dd_edges(x, list(bins), range, self.dtype)
     return P.convert(_dd_hist(x, edges, weight, density, acc), self.dtype)
@@ -292,7 +292,7 @@ def histogramdd_from_bin_cts(self: Sym, bins: list[int], *, range: list[float] |
 @lower(aten._histogramdd_from_bin_tensors.default)
 def histogramdd_from_bin_tensors(self: Sym, bins: list[Sym], *, weight: Sym | None = None,
                                  density: bool = False) -> Sym:
-    operand_checks.check_histogramdd(self, len(bins), None)
+    operand_checks.check_histogramdd_bin_tensors(self, list(bins), weight)
     x, acc = _dd_input(self)
     return P.convert(_dd_hist(x, list(bins), weight, density, acc), self.dtype)
 
