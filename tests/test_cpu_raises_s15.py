@@ -67,6 +67,11 @@ def _data(values: list[float], d: str, shape: tuple[int, ...] = (-1,)) -> torch.
     return torch.tensor(values, device=d).reshape(shape)
 
 
+def _square(d: str, batch: int | None = None) -> torch.Tensor:
+    eye = torch.eye(3, dtype=D, device=d) + 1
+    return eye if batch is None else eye.expand(batch, 3, 3)
+
+
 def _grid(d: str, shape: tuple[int, ...] = (4, 2)) -> torch.Tensor:
     return torch.arange(float(torch.Size(shape).numel()), device=d).reshape(shape)
 
@@ -93,6 +98,12 @@ REFUSED = {
     "linalg_solve_ex_long_b": lambda d: aten._linalg_solve_ex(t([5, 1, 1], F, d), t([5, 1, 1], L, d)),
     "linalg_solve_ex_double_b": lambda d: aten._linalg_solve_ex(t([2, 2], F, d) + torch.eye(2, device=d),
                                                                 t([2], D, d)),
+    "linalg_solve_ex_empty_not_square": lambda d: aten._linalg_solve_ex(t([0, 5], D, d), t([1, 5], D, d), left=False),
+    "linalg_solve_ex_vector_a": lambda d: aten._linalg_solve_ex(t([3], D, d), t([3], D, d)),
+    "linalg_solve_ex_0d_b": lambda d: aten._linalg_solve_ex(_square(d), t([], D, d)),
+    "linalg_solve_ex_vector_size": lambda d: aten._linalg_solve_ex(_square(d), t([2], D, d)),
+    "linalg_solve_ex_right_size": lambda d: aten._linalg_solve_ex(_square(d), t([4, 2], D, d), left=False),
+    "linalg_solve_ex_batch": lambda d: aten._linalg_solve_ex(_square(d, 2), t([4, 3, 1], D, d)),
     # seed 18: as_strided's checks on as_strided_scatter's clone of self
     "as_strided_scatter_short_stride": lambda d: aten.as_strided_scatter(
         t([3, 1], F, d).expand(3, 3), t([3, 3], F, d).transpose(-1, -2), [3, 3], [2], None),
@@ -173,6 +184,7 @@ REFUSED = {
     "leaky_relu_backward_complex_slope_half": lambda d: _leaky(d, 1 + 1j, H),
     "leaky_relu_backward_float_overflow": lambda d: _leaky(d, 1e39),
     "leaky_relu_backward_is_result_complex": lambda d: _leaky(d, 1 + 1j, torch.int32, True),
+    "leaky_relu_backward_is_result_nan": lambda d: _leaky(d, NAN, is_result=True, shapes=([2, 2], [2])),
     "leaky_relu_backward_int": lambda d: _leaky(d, 0.5, torch.int32),
     "leaky_relu_backward_complex_dtype": lambda d: _leaky(d, 0.5, torch.complex64),
     "leaky_relu_backward_shapes_first": lambda d: _leaky(d, 1 + 1j, shapes=([2], [3])),
@@ -223,6 +235,11 @@ VALID = {
                                                                               offset2bag=z([4], torch.int32, d),
                                                                               bag_size=torch.int32),
                                          _bag(d, mode=2, n=3, offset2bag=z([3], L, d))],
+    "linalg_solve_ex_shapes": lambda d: [
+        aten._linalg_solve_ex(_square(d, 2), t([2, 3], D, d))[0],
+        aten._linalg_solve_ex(_square(d), t([2, 3], D, d), left=False)[0],
+        aten._linalg_solve_ex(t([0, 0], D, d), t([0, 2], D, d))[0],
+    ],
     "linalg_solve_ex": lambda d: list(aten._linalg_solve_ex(t([2, 2], D, d) + torch.eye(2, dtype=D, device=d),
                                                             t([2], D, d))[:1]),
     "as_strided_scatter": lambda d: [_scatter(d, [2, 3], [3, 1], 3), _scatter(d, [0, 3], [3, 1], 100),

@@ -7,7 +7,9 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
   of indices and offset2bag (unless indices has elements and offset2bag none: then the op makes its own); the dense
   kernel's (also _embedding_bag_dense_backward): grad's floating type, then max mode's index_add_ of
   maximum_indices, or sum / mean mode's data_ptr<scalar_t / index_t> of per_sample_weights, offset2bag, bag_size.
-- _linalg_solve_ex: A and B of one dtype (its meta, behind the floating A of ops/cpu_raise_checks.py).
+- _linalg_solve_ex: its meta, behind the floating A of ops/cpu_raise_checks.py: A and B of one dtype, then
+  checkInputsSolver (square A, a matrix B after the vector case's unsqueeze, the equation's sizes) and the
+  batch dims' broadcast.
 - nll_loss_backward: the meta's shape checks, then the kernel's dispatch (floating types) and its reads (a Long
   target unless Byte; weight, total_weight and grad_output in self's dtype, in the kernel's order).
 - multilabel_margin_loss_backward: the shape check (ops/loss_checks.py), target and is_target of one size, then,
@@ -16,9 +18,9 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
 - histogram: a weight of self's dtype and of self's element count (histogramdd_check_inputs on the reshaped
   input and weight), and histogramdd_prepare_out's out dtypes and bin count (first of all for a bin count);
   with no range, the data's own range must be finite (a `prepare` step of the lowerings: it reads data back).
-- leaky_relu_backward: the meta's negval.to<double>() (self_is_result), the iterator's shapes and (out=) cast,
-  the kernel's dispatch (floating types) and its negval.to<opmath_t>() (a complex slope with an imaginary part,
-  a float32 overflow).
+- leaky_relu_backward: the meta's negval.to<double>() >= 0 (self_is_result; NaN fails it), the iterator's
+  shapes and (out=) cast, the kernel's dispatch (floating types) and its negval.to<opmath_t>() (a complex slope
+  with an imaginary part, a float32 overflow).
 """
 
 from __future__ import annotations
@@ -114,6 +116,20 @@ def _linalg_solve(a: Bound) -> None:  # _linalg_solve_ex's meta, after checkFloa
     if x != b:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{aten_type_name(x)} and B of type {aten_type_name(b)} instead")
+    shape, rhs, left = [int(s) for s in a["A"].shape], [int(s) for s in a["B"].shape], a.get("left", True)
+    if len(rhs) == 1 or (len(shape) - 1 == len(rhs) and rhs == shape[:-1]):  # linalg_solve_is_vector_rhs
+        rhs = [*rhs, 1]
+    if len(shape) < 2:  # checkInputsSolver: squareCheckInputs(A), checkIsMatrix(B), the equation's sizes
+        raise RuntimeError("linalg.solve: The input tensor A must have at least 2 dimensions.")
+    if shape[-1] != shape[-2]:
+        raise RuntimeError(f"linalg.solve: A must be batches of square matrices, but they are {shape[-2]} by "
+                           f"{shape[-1]} matrices")
+    if len(rhs) < 2:
+        raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
+    if (shape[-2] != rhs[-2]) if left else (shape[-1] != rhs[-1]):
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({shape[-2]}x{shape[-1]} and {rhs[-2]}x{rhs[-1]})")
+    broadcast(rhs[:-2], shape[:-2])  # _linalg_broadcast_batch_dims(B, A)
 
 
 def _nll_loss_backward(a: Bound) -> None:
@@ -216,8 +232,8 @@ def _histogram_weight(x: Any, weight: Any) -> None:  # histogramdd_check_inputs 
 
 def _leaky_relu_backward(a: Bound) -> None:
     grad, x, slope = a["grad_output"], a["self"], a["negative_slope"]
-    if a["self_is_result"] and checked_scalar(slope, torch.float64) < 0:  # the meta's negval.to<double>()
-        raise RuntimeError(LEAKY_RELU_NEGATIVE_SLOPE)
+    if a["self_is_result"] and not checked_scalar(slope, torch.float64) >= 0:  # the meta's negval.to<double>()
+        raise RuntimeError(LEAKY_RELU_NEGATIVE_SLOPE)  # (NaN too)
     broadcast(x.shape, grad.shape)  # the iterator's inputs: self, then grad_output
     common = result_type([grad, x])
     out = a.get("grad_input")
