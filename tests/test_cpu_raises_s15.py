@@ -91,6 +91,9 @@ REFUSED = {
     "embedding_bag_backward_int_grad": lambda d: _bag(d, grad=I16),
     "embedding_bag_backward_int_grad_max": lambda d: _bag(d, grad=I16, mode=2),
     "embedding_bag_backward_short_max_indices": lambda d: _bag(d, max_indices=I16, mode=2),
+    "embedding_bag_backward_sparse_3d_offset2bag": lambda d: aten._embedding_bag_backward(
+        t([2, 3], torch.int32, d), z([0], L, d), t([3], L, d), t([4, 2, 4], torch.int32, d), t([2], L, d),
+        t([2, 3], L, d), 4, False, 0, True, None, -1),
     "embedding_bag_backward_short_bag_size": lambda d: _bag(d, bag_size=I16),
     "embedding_bag_backward_int_indices_long_offset2bag": lambda d: _bag(d, indices=torch.int32,
                                                                          offsets=torch.int32),
@@ -144,6 +147,15 @@ REFUSED = {
     "histogram_bin_count_zero_weight": lambda d: aten.histogram.bin_ct(t([4], F, d), 0, weight=t([3], F, d)),
     "histogram_bin_count_edges_dtype": lambda d: aten.histogram.bin_ct_out(t([4, 4], F, d), 3, weight=t([3], F, d),
                                                                           hist=t([0], F, d), bin_edges=t([0], D, d)),
+    "histogram_complex_data": lambda d: aten.histogram.bin_ct(t([4], torch.complex64, d), 3),
+    "histogram_complex_range": lambda d: aten.histogram.bin_ct(t([4], torch.complex64, d), 3, range=[0.0, 2.0]),
+    "histogram_complex_bins_tensor": lambda d: aten.histogram.bins_tensor(t([4], torch.complex64, d),
+                                                                         t([3], torch.complex64, d)),
+    "histogram_complex_empty_weight": lambda d: aten.histogram.bin_ct_out(
+        t([0, 2], torch.complex64, d), weight=t([5], torch.complex64, d), hist=t([0], torch.complex64, d),
+        bin_edges=t([5], torch.complex64, d)),
+    "histogram_int_range_weight": lambda d: aten.histogram.bin_ct(t([4], L, d), 3, range=[0.0, 1.0],
+                                                                  weight=t([3], L, d)),
     # seed 18: with no range, the data's own range must be finite (select_outer_bin_edges)
     "histogramdd_inf_data": lambda d: aten._histogramdd_from_bin_cts(
         torch.full((1, 1, 1), float("inf"), device=d).transpose(-1, -2), [2], range=None, density=False),

@@ -6,7 +6,8 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
 - _embedding_bag_backward: indices and offsets promoted to one type, then its checkScalarTypes / checkContiguous
   of indices and offset2bag (unless indices has elements and offset2bag none: then the op makes its own); the dense
   kernel's (also _embedding_bag_dense_backward): grad's floating type, then max mode's index_add_ of
-  maximum_indices, or sum / mean mode's data_ptr<scalar_t / index_t> of per_sample_weights, offset2bag, bag_size.
+  maximum_indices, or sum / mean mode's data_ptr<scalar_t / index_t> of per_sample_weights, offset2bag, bag_size;
+  the sparse kernel's index_select by offset2bag (a vector).
 - _linalg_solve_ex: its meta, behind the floating A of ops/cpu_raise_checks.py: A and B of one dtype, then
   checkInputsSolver (square A, a matrix B after the vector case's unsqueeze, the equation's sizes) and the
   batch dims' broadcast.
@@ -17,7 +18,8 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
   grad_input, grad_output in self's dtype).
 - histogram: a weight of self's dtype and of self's element count (histogramdd_check_inputs on the reshaped
   input and weight), and histogramdd_prepare_out's out dtypes and bin count (first of all for a bin count);
-  with no range, the data's own range must be finite (a `prepare` step of the lowerings: it reads data back).
+  with no range, the data's own range must be finite (a `prepare` step of the lowerings: it reads data back);
+  no complex input (the data range's dispatch, else the kernel's).
 - leaky_relu_backward: the meta's negval.to<double>() >= 0 (self_is_result; NaN fails it), the iterator's
   shapes and (out=) cast, the kernel's dispatch (floating types) and its negval.to<opmath_t>() (a complex slope
   with an imaginary part, a float32 overflow).
@@ -105,6 +107,8 @@ def _embedding_bag_backward(a: Bound) -> None:
         _check_contiguous(offset2bag, "offset2bag")
     if not a["sparse"]:
         _embedding_bag_dense(a, index, index if made else offset2bag.dtype)
+    elif not made and len(offset2bag.shape) > 1:  # the sparse kernel's grad.index_select(0, offset2bag)
+        raise IndexError("index_select(): Index is supposed to be a vector")
 
 
 def _embedding_bag_dense_backward(a: Bound) -> None:
@@ -212,10 +216,15 @@ def histogram_prepare_out(a: Bound) -> None:
 
 def _histogram(a: Bound) -> None:  # after the bins tensor's checks and the range's (arg_order_checks, cpu_raise_checks)
     x, bins, weight = a["self"], a["bins"], a.get("weight")
-    if weight is not None and (not isinstance(bins, int) or x.dtype in (torch.float32, torch.float64)):
-        _histogram_weight(x, weight)  # the bin-count form refuses other dtypes first
+    data_range = isinstance(bins, int) and a.get("range") is None and _numel(x.shape) > 0
+    if data_range and x.dtype.is_complex:  # select_outer_bin_edges' dispatch where it reads the data
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{aten_type_name(x.dtype)}'")
+    if weight is not None and (not data_range or x.dtype in (torch.float32, torch.float64)):
+        _histogram_weight(x, weight)  # (that dispatch refuses other dtypes first too: the refusal table)
     if not isinstance(bins, int):
         histogram_prepare_out(a)
+    if x.dtype.is_complex:  # histogramdd_stub's dispatch
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{aten_type_name(x.dtype)}'")
 
 
 def _histogram_weight(x: Any, weight: Any) -> None:  # histogramdd_check_inputs on the reshaped input and weight
