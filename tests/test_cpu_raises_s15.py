@@ -225,6 +225,11 @@ REFUSED = {
     "multilabel_backward_int_target": lambda d: _multilabel(d, target=torch.int32),
     "multilabel_backward_double_is_target": lambda d: _multilabel(d, is_target=D),
     "multilabel_backward_double_out": lambda d: _multilabel(d, out=D),
+    "multilabel_backward_is_target_values": lambda d: aten.multilabel_margin_loss_backward(
+        t([], F, d), t([3], F, d), torch.tensor([0, 1, -1], device=d), 1, torch.tensor([1.0, NAN, 0.0], device=d)),
+    "multilabel_backward_target_values_first": lambda d: aten.multilabel_margin_loss_backward.grad_input(
+        t([], F, d), t([3], F, d), torch.tensor([0, 3, -1], device=d), 1, torch.tensor([1.0, 5.0, 0.0], device=d),
+        grad_input=t([0], F, d)),
     # seed 18: nll_loss_backward's meta, then the kernel's reads in self's dtype
     "nll_backward_half_grad_out": lambda d: aten.nll_loss_backward.grad_input(
         t([], H, d), t([3], F, d), z([], L, d), None, 5, -1, t([], F, d), grad_input=t([], F, d)),
@@ -279,6 +284,10 @@ VALID = {
                            aten.logspace(2.0**40, 3, 0, 3.0, dtype=I16, device=d),
                            aten.logspace(float("inf"), 3, 4, 3.0, dtype=F, device=d),
                            aten.logspace(0.5, 0, 1, NAN, dtype=F, device=d)],
+    "multilabel_backward_values": lambda d: [aten.multilabel_margin_loss_backward(
+        t([], F, d), t([2, 3], F, d) * torch.arange(6.0, device=d).reshape(2, 3),
+        torch.tensor([[0, 2, -1], [1, -1, 0]], device=d), 1,
+        torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]], device=d))],
     "multilabel_backward": lambda d: [_multilabel(d, shape=(0, 3)), _multilabel(d, x=H, shape=(0, 3))],
     "nll_backward": lambda d: [_nll(d), _nll(d, weight=F, x=(2, 3)), _nll(d, reduction=0, x=(2, 3), gshape=(2,)),
                                _nll(d, gshape=(1,))],
