@@ -8,7 +8,7 @@ import torch
 
 from torchtpu import runtime
 from torchtpu._native import native
-from torchtpu.execution import deferred
+from torchtpu.execution import deferred, realloc_settle
 from torchtpu.execution.modes import EagerMode, eager_mode, get_eager_mode, set_eager_mode
 from torchtpu.precision import Precision, get_precision, precision, set_precision
 from torchtpu.random import (
@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 _current = [0]
+realloc_settle.install()
 
 
 class InvalidDeviceError(RuntimeError, ValueError):

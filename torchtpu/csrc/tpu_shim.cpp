@@ -54,6 +54,22 @@ static std::atomic<bool> g_history{false};
 static PyObject* g_alloc_cb = nullptr;  // (ptr, size, device, is_alloc) -> None
 static PyObject* g_oom_cb = nullptr;    // (device, nbytes) -> str
 
+// A storage's block is about to be replaced (resize_ that grows it, storage.resize_): work queued for the old block
+// (a deferred region's pending writes) must land first, or it writes freed memory and the new block misses it.
+static PyObject* g_settle_cb = nullptr;  // () -> None (torchtpu/execution/deferred.py: settle_before_realloc)
+
+static void settle_before_realloc() {
+  if (g_settle_cb == nullptr || !Py_IsInitialized() || _Py_IsFinalizing()) {
+    return;
+  }
+  py::gil_scoped_acquire gil;
+  PyObject* r = PyObject_CallFunction(g_settle_cb, nullptr);
+  if (r == nullptr) {
+    throw py::error_already_set();
+  }
+  Py_DECREF(r);
+}
+
 static void notify_alloc(void* ptr, int64_t size, int device, bool is_alloc) {
   if (!g_history.load(std::memory_order_relaxed) || g_alloc_cb == nullptr || !Py_IsInitialized() ||
       _Py_IsFinalizing()) {
@@ -374,6 +390,7 @@ struct TpuHooks final : at::PrivateUse1HooksInterface {
                 "it does not own)");
     const c10::Device device = impl->data_ptr().device();
     TORCH_CHECK(device.is_privateuseone(), "resizePrivateUse1Bytes got a storage on ", device);
+    settle_before_realloc();
     const c10::DeviceGuard guard(device);
     c10::DataPtr fresh = g_allocator.allocate(newsize);
     const size_t keep = std::min(newsize, impl->nbytes());
@@ -448,7 +465,13 @@ static at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size, c
 static const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
                                  std::optional<at::MemoryFormat> memory_format) {
   const c10::DeviceGuard guard(self.device());
-  return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), memory_format);
+  const at::IntArrayRef sizes = C10_AS_INTARRAYREF_SLOW(size);
+  const size_t needed = at::detail::computeStorageNbytesContiguous(sizes, self.dtype().itemsize(),
+                                                                   self.storage_offset());
+  if (self.storage() && needed > self.storage().nbytes()) {  // the storage gets a new, larger block
+    settle_before_realloc();
+  }
+  return at::native::resize_(self, sizes, memory_format);
 }
 
 static at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
@@ -546,6 +569,11 @@ static void set_memory_hooks(py::object alloc_cb, py::object oom_cb, bool histor
   g_history = history && g_alloc_cb != nullptr;
 }
 
+static void set_settle_callback(py::object cb) {
+  Py_XDECREF(g_settle_cb);
+  g_settle_cb = cb.is_none() ? nullptr : cb.inc_ref().ptr();
+}
+
 static void set_stream_callback(py::object cb) {
   Py_XDECREF(g_stream_cb);
   g_stream_cb = cb.is_none() ? nullptr : cb.inc_ref().ptr();
@@ -575,6 +603,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_storage_dtypes", &torchtpu::set_storage_dtypes);
   m.def("storage_ptr", &torchtpu::storage_ptr);
   m.def("set_stream_callback", &torchtpu::set_stream_callback);
+  m.def("set_settle_callback", &torchtpu::set_settle_callback);
   m.def("current_stream", &torchtpu::current_stream);
   m.def("stream_priority", &torchtpu::stream_priority);
   m.def("set_track_frees", &torchtpu::set_track_frees);

@@ -304,6 +304,16 @@ def refuse_internal_overlap(op_name: str, t: torch.Tensor) -> None:
 
 # the in-place ops ATen lets write an expanded view (fill_, zero_, masked_fill_, index_put_, index_fill_)
 OVERLAP_WRITES = frozenset({"fill", "zero", "masked_fill", "index_put", "_index_put_impl", "index_fill"})
+# in-place ops ATen returns from untouched for a tensor that is not complex (conj_physical_ of an expanded bool)
+_NO_OP_UNLESS_COMPLEX = frozenset({"conj_physical"})
+
+
+def overlap_allowed(name: str, t: torch.Tensor) -> bool:
+    """Whether in-place op `name` ("aten.fill_.Scalar", "fill_", "_foreach_zero_") may write `t` where `t`
+    overlaps itself: ATen's fill_ and its kin (their _foreach_ forms too), and the ops that do not write `t`."""
+    parts = name.split(".")
+    base = parts[min(1, len(parts) - 1)].removeprefix("_foreach_").rstrip("_")
+    return base in OVERLAP_WRITES or (base in _NO_OP_UNLESS_COMPLEX and not t.is_complex())
 
 
 def result_types(op_name: str, lowering: LoweringFn, args: Sequence[Any], kwargs: dict[str, Any],
@@ -330,8 +340,7 @@ def _check_written(op_name: str, outputs: list[torch.Tensor], traced: Traced) ->
         if tuple(t.shape) != shape:
             raise RuntimeError(f"{op_name}: output with shape {list(t.shape)} doesn't match the broadcast "
                                f"shape {list(shape)}")
-        parts = op_name.split(".")  # "aten.fill_.Scalar", or a bare name such as "copy"
-        if parts[min(1, len(parts) - 1)].rstrip("_") not in OVERLAP_WRITES:
+        if not overlap_allowed(op_name, t):
             refuse_internal_overlap(op_name, t)
 
 

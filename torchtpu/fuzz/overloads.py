@@ -104,6 +104,25 @@ def _cholesky_solve_unchecked(call: Any) -> bool:
     return (b.dim() < 2 or a.dim() < 2 or a.shape[-1] != a.shape[-2] or b.shape[-2] != a.shape[-1]
             or b.shape[:-2] != a.shape[:-2])
 
+def _embedding_rows_out_of_range(call: Any) -> bool:
+    """Whether embedding_dense_backward's indices hold a row outside [0, num_weights)."""
+    if len(call.args) < 3 or not hasattr(call.args[1], "base") or not isinstance(call.args[2], int):
+        return False
+    indices = call.args[1].materialize("cpu")
+    return indices.numel() > 0 and bool(((indices < 0) | (indices >= call.args[2])).any())
+
+
+def _weight_norm_g_mismatch(call: Any) -> bool:
+    """Whether _weight_norm_interface's g has other than one element per slice of v along dim."""
+    if len(call.args) < 2 or not all(hasattr(a, "base") for a in call.args[:2]):
+        return False
+    v, g = (a.materialize("cpu") for a in call.args[:2])
+    dim = call.args[2] if len(call.args) > 2 and isinstance(call.args[2], int) else 0
+    if dim == -1:
+        return g.numel() != 1
+    return not -v.dim() <= dim < max(v.dim(), 1) or g.numel() != (v.shape[dim] if v.dim() else 1)
+
+
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "aten::special_*_polynomial_*": (
         _polynomial_loops_forever,
@@ -159,6 +178,14 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "CPU's _cholesky_solve_helper kernel trusts its operands' shapes (torch.cholesky_solve checks and broadcasts "
         "them first): A of 3x2 matrices and B float64[1, 1, 4] with out= corrupts the heap (torch 2.13; fuzz seed 12 "
         "call 2: 'double free or corruption' a few calls later); tpu refuses them"),
+    "aten::embedding_dense_backward*": (
+        _embedding_rows_out_of_range,
+        "CPU's embedding_dense_backward kernel adds into row indices[i] unchecked: index -1 with 2 rows corrupts the "
+        "heap (torch 2.13; fuzz seed 16 call 1: 'free(): invalid pointer' a few calls later); tpu raises IndexError"),
+    "aten::_weight_norm_interface*": (
+        _weight_norm_g_mismatch,
+        "CPU's weight-norm kernels read g by v's slice index unchecked: g with no elements segfaults (torch 2.13; fuzz "
+        "seed 14 call 2: v float32[1], g float32[0]), more elements are ignored; tpu refuses g of another count"),
     "aten::_segment_reduce_backward*": (
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "

@@ -13,6 +13,7 @@ import torch
 
 from torchtpu.ops import backward_checks
 from torchtpu.ops import prims as P
+from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
 
@@ -22,7 +23,7 @@ aten = torch.ops.aten
 @lower(aten.hardtanh_backward.default)
 def hardtanh_backward(grad_output: Sym, self: Sym, min_val: float, max_val: float) -> Sym:
     backward_checks.broadcast([grad_output.shape, self.shape])  # TensorIterator's shapes before its dtype
-    common = torch.promote_types(grad_output.dtype, self.dtype)
+    _, common = P.result_dtype(grad_output, self, kind=Kind.NO_OPMATH)  # a 0-d grad does not promote self
     if not common.is_floating_point:
         raise NotImplementedError(f'"hardshrink_backward_cpu" not implemented for \'{aten_type_name(common)}\'')
     compute = torch.float32 if common in (torch.float16, torch.bfloat16) else common

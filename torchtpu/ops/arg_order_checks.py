@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import checked_scalar
 from torchtpu.ops import cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, dtype_refusals
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
@@ -78,6 +79,20 @@ def _glu(a: Bound) -> None:  # glu_meta / glu_backward_cpu_out
 def _clamp(a: Bound) -> None:  # clamp_meta: before the complex refusal
     if a.get("min") is None and a.get("max") is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+
+
+def _clamp_inplace(a: Bound) -> None:  # clamp_meta: a non-floating self's type promoted with the Scalar bounds
+    _clamp(a)
+    x = a["self"]
+    if x.dtype.is_floating_point or x.dtype.is_complex:  # floating: no promotion; complex: refused first
+        return
+    dtype = x.dtype
+    for bound in (a.get("min"), a.get("max")):
+        if isinstance(bound, bool | int | float | complex):
+            dtype = torch.result_type(torch.empty((1,), dtype=dtype, device="meta"), bound)
+    if dtype != x.dtype:  # an in-place clamp takes no promotion
+        raise RuntimeError(f"result type {aten_type_name(dtype)} can't be cast to the desired output type "
+                           f"{aten_meta_name(x.dtype)}")
 
 
 def _log_normal(a: Bound) -> None:  # log_normal_impl_: the std check before the dtype dispatch
@@ -158,6 +173,20 @@ def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad 
         last = d == max(len(grad.shape), 1) - 1
         raise _not_implemented("softmax_backward_lastdim_kernel_impl" if last else "softmax_backward_kernel_impl",
                                grad.dtype)
+
+
+def _log_softmax_backward(a: Bound) -> None:  # the dim, then the dispatch on grad (no shape check on CPU)
+    grad, out = a["grad_output"], a.get("out")
+    d = _wrap(a["dim"], len(grad.shape))
+    half_to_float = grad.dtype == torch.float32 and a.get("input_dtype") == torch.float16
+    expected = torch.float16 if half_to_float else grad.dtype
+    if out is not None and out.dtype != expected:  # the structured kernel's out= dtype check
+        raise RuntimeError(f"Expected out tensor to have dtype {aten_meta_name(expected)}, but got "
+                           f"{aten_meta_name(out.dtype)} instead")
+    if grad.dtype not in _FLOATING and 0 not in grad.shape:
+        last = d == max(len(grad.shape), 1) - 1
+        raise _not_implemented("log_softmax_backward_lastdim_kernel_impl" if last else
+                               "log_softmax_backward_kernel_impl", grad.dtype)
 
 
 def _bce_with_logits(a: Bound) -> None:  # at::log_sigmoid(input) is its first step
@@ -241,6 +270,10 @@ def _rrelu_with_noise(a: Bound) -> None:  # rrelu_with_noise_out_cpu: the noise 
     if list(x.shape) != list(noise.shape):
         raise RuntimeError("noise tensor shape must match self tensor shape. Got self.shape = "
                            f"{sizes_text(x.shape)} noise.shape = {sizes_text(noise.shape)}")
+    if x.dtype.is_floating_point:  # then the kernel's lower / upper to its opmath type (c10::checked_convert)
+        opmath = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+        for name in ("lower", "upper"):
+            checked_scalar(a.get(name, 0), opmath)
 
 
 def _broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
@@ -320,21 +353,35 @@ def _cdist_backward(a: Bound) -> None:  # the sizes it reads, then cdist_backwar
         dim_size(t.shape, -2)
     if x1.dtype not in (torch.float32, torch.float64):
         raise _not_implemented("cdist_backward", x1.dtype)
+    batch = _broadcast(x1.shape[:-2], x2.shape[:-2])
+    empty = 0 in (x1.shape[-2], x2.shape[-2], x1.shape[-1]) or 0 in batch
+    if not empty and float(a["p"]) != 0:  # the kernel reads grad, cdist, x1, x2 as x1's scalar type (p 0: none)
+        for t in (a["grad"], a["cdist"], x1, x2):
+            if t.dtype != x1.dtype:
+                raise RuntimeError(f"expected scalar type {aten_type_name(x1.dtype)} but found "
+                                   f"{aten_type_name(t.dtype)}")
+
+
+def _nonzero_static(a: Bound) -> None:  # its first check, before the out= dtype's (a lowering's shape rule
+    if a["size"] < 0:                     # would fail only when a deferred region ran, poisoning the region)
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
 
 
 _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
-    "glu": _glu, "glu_backward": _glu, "clamp": _clamp, "clamp_": _clamp, "log_normal_": _log_normal,
+    "glu": _glu, "glu_backward": _glu, "clamp": _clamp, "clamp_": _clamp_inplace, "log_normal_": _log_normal,
     "log_normal": _log_normal, "select_scatter": _select_scatter, "histogram": _histogram_bins,
     "cummin": _cum_extremum_out, "cummax": _cum_extremum_out, "_int_mm": _int_mm, "_softmax": _softmax,
     "_log_softmax": _softmax, "_softmax_backward_data": _softmax_backward,
+    "_log_softmax_backward_data": _log_softmax_backward,
     "binary_cross_entropy_with_logits": _bce_with_logits, "cumsum_": _cumulative_("cumsum_out_cpu"),
     "cumprod_": _cumulative_("cumprod_out_cpu"), "hardswish": _hardswish_out, "hardshrink": _hardswish_out,
+    "leaky_relu": _hardswish_out,
     "gelu": _hardswish_out, "hardsigmoid": _hardswish_out, "median": _median_dim,
     "nanmedian": _median_dim, "index_reduce": _index_reduce, "index_reduce_": _index_reduce,
     "native_group_norm_backward": _group_norm_backward, "nll_loss_forward": _nll_loss_forward,
     "rrelu_with_noise": _rrelu_with_noise, "softplus_backward": _softplus_backward, "norm": _norm,
     "tril_indices": _tri_indices("tril_indices"), "triu_indices": _tri_indices("triu_indices"),
-    "_cdist_backward": _cdist_backward, "hypot_": binary_inplace,
+    "_cdist_backward": _cdist_backward, "hypot_": binary_inplace, "nonzero_static": _nonzero_static,
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
 _REFUSAL_BEFORE_OUT = frozenset({"median.out", "nanmedian.out", "igamma.out", "igammac.out"})

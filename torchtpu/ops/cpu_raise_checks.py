@@ -19,6 +19,7 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
   of the slice's size.
 - glu_backward, soft_margin_loss_backward, binary_cross_entropy_with_logits: the shape of an in-place step's
   result (TensorIterator's "output with shape ... doesn't match the broadcast shape ...").
+- gelu_backward, hardswish_backward: grad_output and self broadcast (TensorIterator), before the dispatch.
 - hardswish_backward: a floating common dtype (the kernel's dispatch; tpu computed integers and bools).
 - linalg_matrix_exp: batches of square matrices. histogram: a range with min <= max (from the call's
   arguments, never the data; histogramdd's own: ops/operand_checks.py). _adaptive_avg_pool2d_backward:
@@ -206,12 +207,22 @@ def _cumulative_inplace(a: Bound) -> None:  # the structured kernel's check_inpl
                            f"{_cpp(dtype)} should match")
 
 
-def _bce(a: Bound) -> None:  # binary_cross_entropy_out_cpu: loss, input, target
+def _floating_kernel(kernel: str, dtype: torch.dtype) -> None:
+    """A kernel's AT_DISPATCH_FLOATING_TYPES_AND2(Half, BFloat16), for every number of elements."""
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(dtype)}'")
+
+
+def _bce(a: Bound) -> None:  # binary_cross_entropy_out_cpu's iterator (shape, dtypes), then the dispatch
+    broadcast(a["self"].shape, a["target"].shape)
     _same_dtype([a.get("out"), a["self"], a["target"]], a["self"].dtype)
+    _floating_kernel("binary_cross_entropy", a["self"].dtype)
 
 
 def _huber_backward(a: Bound) -> None:  # huber_loss_backward_out: grad_input, input, target, grad_output
+    broadcast(broadcast(a["self"].shape, a["target"].shape), a["grad_output"].shape)  # the inputs' shape first
     _same_dtype([a.get("grad_input"), a["self"], a["target"], a["grad_output"]], a["self"].dtype)
+    _floating_kernel("huber_backward_cpu_out", a["self"].dtype)
 
 
 def _cast_to(common: torch.dtype | None, dtype: torch.dtype) -> None:
@@ -339,7 +350,14 @@ def _bce_with_logits(a: Bound) -> None:  # after log_sigmoid's refusal (arg_orde
         inplace_shape(loss, weight.shape)
 
 
+def _binary_shapes(a: Bound) -> None:  # a binary backward's TensorIterator: the broadcast before the dispatch
+    grad, x = a["grad_output"], a["self"]
+    if _is_tensor(grad) and _is_tensor(x):
+        broadcast(grad.shape, x.shape)
+
+
 def _hardswish_backward(a: Bound) -> None:  # the kernel's AT_DISPATCH_FLOATING_TYPES_AND2 on the common dtype
+    _binary_shapes(a)
     grad, x = a["grad_output"], a["self"]
     dtype = result_type([t for t in (grad, x) if _is_tensor(t)])
     if dtype is not None and not dtype.is_floating_point:
@@ -435,7 +453,8 @@ def _hash_tensor(a: Bound) -> None:  # hash_tensor_out: the result dtype before 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "hash_tensor": _hash_tensor, "linspace": _linspace, "softshrink_backward": _softshrink_backward,
     "_linalg_solve_ex": _linalg_solve,
-    "cumsum": _cumsum_dim, "hardswish_backward": _hardswish_backward, "linalg_matrix_exp": _matrix_exp,
+    "cumsum": _cumsum_dim, "hardswish_backward": _hardswish_backward, "gelu_backward": _binary_shapes,
+    "linalg_matrix_exp": _matrix_exp,
     "histogram": _histogram_range,
     "_adaptive_avg_pool2d_backward": _adaptive_avg_pool2d_backward,
     "masked_scatter": _masked_scatter, "masked_scatter_": _masked_scatter,

@@ -21,6 +21,10 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - _pdist_backward (p != 0): the kernel reads grad.stride(0).
 - _prelu_kernel: TensorIterator's check_all_same_dtype (weight of self's dtype).
 - cumprod and mode: maybe_wrap_dim (a 0-d self's too).
+- std, var, var_mean, std_mean: a floating or complex input, then the correction's conversion to double (a
+  complex correction with an imaginary part overflows), before their dims.
+- multi_margin_loss and its backward: p of 1 or 2, their first check. trace: no bool input (before its rank).
+- sort: the dim wrapped first (before the complex refusal and the out= dtypes).
 - nansum: no complex input. std / var into a float or double out= from Half or BFloat16 with one output
   element: std_var_all_cpu's dispatch.
 - uniform of a complex tensor: from <= to (its real view's check).
@@ -37,7 +41,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops.arg_checks import dim_size
-from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, broadcast, inplace_shape, result_type
+from torchtpu.ops.cpu_raise_checks import _cast_to, _cumsum_dim, _is_tensor, broadcast, inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
 
 Bound = dict[str, Any]
@@ -67,7 +71,10 @@ def _scalar_of(names: tuple[str, ...], scalar: str, kinds: str) -> Callable[[Bou
 _LERP = _scalar_of(("self", "end"), "weight", "fc")
 
 
-def _hardtanh_backward(a: Bound) -> None:
+def _hardtanh_backward(a: Bound) -> None:  # the iterator's cast of the common type into grad_input comes first
+    grad_input = a.get("grad_input")
+    if grad_input is not None:
+        _cast_to(result_type([a["grad_output"], a["self"]]), grad_input.dtype)
     check = _scalar_of(("grad_output", "self"), "min_val", "f")
     check(a)
     _scalar_of(("grad_output", "self"), "max_val", "f")(a)
@@ -266,9 +273,12 @@ def _int_dim(a: Bound) -> None:  # a named dim is resolved (and refused) elsewhe
         _cumsum_dim(a)
 
 
-def _mode_dim(a: Bound) -> None:  # mode.values checks its outs' dtypes first (ops elsewhere)
-    if a.get("values") is None:
-        _int_dim(a)
+def _mode_dim(a: Bound) -> None:  # mode.values checks its outs' dtypes first (ops/out_checks.py), then the dim
+    if a.get("values") is not None:
+        from torchtpu.ops import out_checks
+
+        out_checks.check_mode_outs(a)
+    _int_dim(a)
 
 
 def _prelu_kernel(a: Bound) -> None:
@@ -282,7 +292,18 @@ def _nansum(a: Bound) -> None:
         raise RuntimeError("nansum on CPU does not support complex inputs")
 
 
+def _std_var_first(words: str) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # std_var_out / std_var_mean_out: the dtype, the correction's toDouble, then dims
+        x = a["self"]
+        if not (x.dtype.is_floating_point or x.dtype.is_complex):
+            raise RuntimeError(f"{words} only support floating point and complex dtypes")
+        if a.get("correction") is not None:
+            checked_scalar(a["correction"], torch.float64)
+    return check
+
+
 def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFloat16 into float goes to std_var_all
+    _std_var_first("std and var")(a)
     x, out = a["self"], a.get("out")
     if out is None or x.dtype not in _LOW_PRECISION or out.dtype not in (torch.float32, torch.float64):
         return
@@ -302,6 +323,17 @@ def _uniform(a: Bound) -> None:  # the complex tensor's real view gets uniform_i
         if from_ > to:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > "
                                f"to={to:g}")
+
+
+def _margin_p(a: Bound) -> None:  # multi_margin_loss(_backward)_cpu's first check, before the shapes and dtypes
+    p = a.get("p", 1)
+    if isinstance(p, int | float) and int(p) not in (1, 2):  # p.toInt(): 2.18 passes as 2
+        raise RuntimeError("only p == 1 and p == 2 supported")
+
+
+def _trace(a: Bound) -> None:  # trace_cpu's dispatch (all types and complex, no bool) before its rank check
+    if a["self"].dtype == torch.bool:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
 
 
 def _lu_unpack(a: Bound) -> None:
@@ -329,5 +361,8 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "addcdiv_": _scalar_of(("self", "tensor1", "tensor2"), "value", "fc"), "linalg_vector_norm": _vector_norm,
     "hardtanh_backward": _hardtanh_backward, "full": _full, "_pdist_backward": _pdist_backward,
     "_prelu_kernel": _prelu_kernel, "cumprod": _int_dim, "mode": _mode_dim, "nansum": _nansum,
-    "std": _std_var, "var": _std_var, "uniform": _uniform, "uniform_": _uniform, "lu_unpack": _lu_unpack,
+    "std": _std_var, "var": _std_var, "var_mean": _std_var_first("var_mean"),
+    "std_mean": _std_var_first("std_mean"), "multi_margin_loss": _margin_p,
+    "multi_margin_loss_backward": _margin_p, "trace": _trace, "uniform": _uniform, "uniform_": _uniform,
+    "lu_unpack": _lu_unpack, "sort": _int_dim,
 }

@@ -4,6 +4,8 @@
 - elu (and so celu, selu): CPU's kernel takes x * scale at x = 0, the decomposition negcoef * expm1(x *
   input_scale), which is NaN at 0 when input_scale or alpha * scale is infinite or NaN (fuzz seed 11: elu of
   bfloat16 zeros with input_scale inf gave NaN, CPU 0). Only such calls pay for the correction.
+- slice_scatter: a slice over the whole dim returns src.clone() upstream, in src's dtype; CPU's result has self's
+  (fuzz seed 15: bfloat16 self, float64 src gave float64). src is converted to self's dtype first.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch
 
 aten = torch.ops.aten
 
-WRAPPED = frozenset({aten.elu})
+WRAPPED = frozenset({aten.elu, aten.slice_scatter})
 
 
 def _finite(value: Any) -> bool:
@@ -41,6 +43,15 @@ def _elu_at_zero(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+def _src_in_self_dtype(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def kernel(self: torch.Tensor, src: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, src.to(self.dtype), *args, **kwargs)
+
+    return kernel
+
+
 def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` (op's upstream decomposition) with CPU's value where the two differ."""
+    if op.overloadpacket is aten.slice_scatter:
+        return _src_in_self_dtype(fn)
     return _elu_at_zero(op, fn)

@@ -42,7 +42,6 @@ ACCEPTED = [
 # out= kernels (count_nonzero's), which the decomposition's out_wrapper wrote with a cast. These run the
 # functional and copy into the out tensor (exact dtype, as CPU's kernel checks).
 OUT_VIA_FUNCTIONAL = {aten.huber_loss_backward.out: aten.huber_loss_backward.default,
-                      aten.smooth_l1_loss_backward.grad_input: aten.smooth_l1_loss_backward.default,
                       aten.count_nonzero.out: aten.count_nonzero.default,
                       aten.count_nonzero.dim_IntList_out: aten.count_nonzero.dim_IntList}
 
@@ -69,6 +68,33 @@ def _out_via_functional(functional: Any, out_name: str) -> Callable[..., Any]:
     return out_kernel
 
 
+# out= kernels that are a TensorIterator promoting its inputs to their common dtype and casting the result into
+# any out= tensor that dtype safely casts to (smooth_l1_loss_backward_out: bfloat16 grad_output, float16 input,
+# bfloat16 grad_input computes in float32, fuzz seed 7): the functional of the inputs in that dtype, copied in
+OUT_IN_COMMON_DTYPE = {aten.smooth_l1_loss_backward.grad_input: aten.smooth_l1_loss_backward.default}
+
+
+def _out_in_common_dtype(functional: Any, out_name: str) -> Callable[..., Any]:
+    from torch._prims_common.wrappers import _maybe_resize_out
+
+    from torchtpu.ops.dtype_refusals import result_dtype
+    from torchtpu.ops.tracing import aten_type_name
+
+    def out_kernel(*args: Any, **kwargs: Any) -> Any:
+        out = kwargs.pop(out_name)  # keyword-only in the schema
+        tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
+        common = result_dtype([t.dtype for t in tensors if t.ndim], [t.dtype for t in tensors if not t.ndim])
+        if not torch.can_cast(common, out.dtype):
+            raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
+                               f"{aten_type_name(out.dtype)}")
+        as_common = lambda v: v.to(common) if isinstance(v, torch.Tensor) else v  # noqa: E731
+        result = functional(*map(as_common, args), **{k: as_common(v) for k, v in kwargs.items()})
+        _maybe_resize_out(out, result.shape)
+        return out.copy_(result)
+
+    return out_kernel
+
+
 # out= kernels that write through a squeezed view of the out tensor (ATen's binary_cross_entropy_backward_out_cpu:
 # TensorIterator resizes the view, not grad_input): the out tensor keeps its shape and the result's elements fill
 # its first elements in order (an empty out stays empty; a larger one keeps its other elements).
@@ -89,6 +115,37 @@ def _out_keeps_shape(functional: Any, out_name: str) -> Callable[..., Any]:
     return out_kernel
 
 
+# ops ATen computes for a complex tensor as its real and imaginary parts, each written through its view of the
+# result (UnaryOps.cpp nan_to_num_out), where upstream's decomposition refuses complex (its isneginf)
+BY_PARTS = frozenset({aten.nan_to_num})
+
+
+def _by_parts(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    from torch._prims_common.wrappers import _maybe_resize_out
+
+    out_name = next((a.name for a in op._schema.arguments if a.is_out), None)
+    in_place = op._schema.name.endswith("_")
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        self = args[0] if args else kwargs.get("self")
+        if not (isinstance(self, torch.Tensor) and self.is_complex()):
+            return fn(*args, **kwargs)
+        rest = args[1:]
+        if out_name is not None:
+            out = kwargs.pop(out_name)
+            _maybe_resize_out(out, self.shape)
+            for part in (torch.real, torch.imag):
+                op(part(self), *rest, **kwargs, **{out_name: part(out)})
+            return out
+        if in_place:
+            for part in (torch.real, torch.imag):
+                op(part(self), *rest, **kwargs)
+            return self
+        return torch.complex(*(op(part(self), *rest, **kwargs) for part in (torch.real, torch.imag)))
+
+    return kernel
+
+
 def define_all(define: Callable[..., Any]) -> None:
     """Makes a "decomposition" record for each overload of an ACCEPTED packet that upstream decomposes and that
     has no eager record of its own (a lowering of the overload, or its derived in-place / out= sibling, is the
@@ -96,12 +153,16 @@ def define_all(define: Callable[..., Any]) -> None:
     from torchtpu.ops.registry import TABLE
 
     for op, fn in get_decompositions(ACCEPTED).items():
-        if op in OUT_VIA_FUNCTIONAL or op in OUT_KEEPS_SHAPE:
+        if op in OUT_IN_COMMON_DTYPE:
+            fn = _out_in_common_dtype(OUT_IN_COMMON_DTYPE[op], next(a.name for a in op._schema.arguments if a.is_out))
+        elif op in OUT_VIA_FUNCTIONAL or op in OUT_KEEPS_SHAPE:
             out_name = next(a.name for a in op._schema.arguments if a.is_out)
             fn = _out_via_functional(OUT_VIA_FUNCTIONAL[op], out_name) if op in OUT_VIA_FUNCTIONAL \
                 else _out_keeps_shape(OUT_KEEPS_SHAPE[op], out_name)
         elif any(a.is_out for a in op._schema.arguments):
             fn = out_checks.exact_out(op, fn)
+        if op.overloadpacket in BY_PARTS:
+            fn = _by_parts(op, fn)
         fn = checked_decompositions.guarded(op, fn, checked_decompositions.EAGER)
         if op.overloadpacket in linalg_checks.CROSS_WRAPPED:
             fn = linalg_checks.wrap_cross(op, fn)

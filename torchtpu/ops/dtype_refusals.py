@@ -29,9 +29,9 @@ _CLASSES: dict[str, type[Exception]] = {"RuntimeError": RuntimeError, "NotImplem
 # ops a PrivateUse1 device is handed for another op: ATen's convolution calls convolution_overrideable there
 _STANDS_FOR = {"convolution_overrideable": "convolution", "convolution_backward_overrideable": "convolution_backward"}
 # a dtype refusal's words (not a shape or value check)
-DTYPE_WORDS = re.compile(r"not implemented for|not supported for|not support|only supports? floating|"
-                         r"floating[ -]point or complex|Unsupported input type|non-complex|dtype must be|"
-                         r"not intended to support|inputs not supported|infer output dtype")
+DTYPE_WORDS = re.compile(r"not implemented for|not supported for|not support|doesn't support|"
+                         r"only supports? floating|floating[ -]point or complex|Unsupported input type|non-complex|"
+                         r"dtype must be|not intended to support|inputs not supported|infer output dtype")
 
 
 # a Python reference's Scalar argument check ("alpha argument of type <class 'complex'> cannot be safely cast")
@@ -149,6 +149,8 @@ def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
     rules = table().get(packet)
     if _in_place(op) and packet.removeprefix(_FOREACH) in _IN_PLACE:
         rules = {**(rules or {}), **_IN_PLACE[packet.removeprefix(_FOREACH)]}
+    if packet in _FOREACH_OWN:
+        return _FOREACH_OWN[packet]
     if not rules and packet.startswith(_FOREACH):
         base = packet.removeprefix(_FOREACH)
         base = _FOREACH_BASE.get(base, base)
@@ -161,6 +163,11 @@ def rules_for(op: Any) -> dict[str, tuple[type[Exception], str]] | None:
 
 
 _FOREACH = "_foreach_"
+# foreach ops whose CPU kernel is not their base op's (_foreach_max runs max_all's dispatch, in its words)
+_FOREACH_OWN: dict[str, dict[str, tuple[type[Exception], str]]] = {
+    "_foreach_max": {"complex64": (NotImplementedError, "\"max_all\" not implemented for 'ComplexFloat'"),
+                     "complex128": (NotImplementedError, "\"max_all\" not implemented for 'ComplexDouble'")},
+}
 # refusals of an in-place form only, which no OpInfo sample meets (ATen's abs_: the result is real)
 _IN_PLACE: dict[str, dict[str, tuple[type[Exception], str]]] = {
     "abs": {k: (RuntimeError, "In-place abs is not supported for complex tensors.")
@@ -221,6 +228,32 @@ def _all_empty(args: tuple, kwargs: Mapping[str, Any]) -> bool:
     return bool(tensors) and all(t.numel() == 0 for t in tensors)
 
 
+_HISTOGRAM_KERNEL = {"bool": "linspace_cpu"}  # the bin_ct edges' linspace refuses bool before histogram_cpu
+
+
+def _histogram_refusal(refusal: tuple[type[Exception], str], op: Any, args: tuple,
+                       kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
+    """histogram's "histogramdd" words are its aminmax of the input, made only for bin_ct without a range on an
+    input with elements; else the edges' linspace (bin_ct) and the histogram_cpu kernel decide, and that kernel
+    computes bfloat16 and float16 (histogram(bfloat16[3, 3], range=[1.0, 2.0]) on CPU, fuzz seeds 5 to 7)."""
+    cls, words = refusal
+    bound = dict(zip([a.name for a in op._schema.arguments], args))
+    bound.update(kwargs)
+    if '"histogramdd"' not in words or (
+            op._overloadname.startswith("bin_ct") and bound.get("range") is None and bound["self"].numel() > 0):
+        return refusal
+    dtype = _name(bound["self"].dtype)
+    if dtype in ("bfloat16", "float16"):
+        return None
+    kernel = _HISTOGRAM_KERNEL.get(dtype, "histogram_cpu") if op._overloadname.startswith("bin_ct") else (
+        "histogram_cpu")
+    return cls, words.replace('"histogramdd"', f'"{kernel}"')
+
+
+# packet name -> the call's own refusal, where the table's words hold for some calls only
+_BY_CALL = {"histogram": _histogram_refusal}
+
+
 def _refusal(rules: Mapping[str, tuple[type[Exception], str]], op: Any, args: tuple,
              kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
     if packet_name(op) in _EMPTY_NOT_DISPATCHED and _all_empty(args, kwargs):
@@ -228,7 +261,8 @@ def _refusal(rules: Mapping[str, tuple[type[Exception], str]], op: Any, args: tu
     for key in checked_keys(op, args, kwargs):
         refusal = rules.get(key)
         if refusal is not None:
-            return refusal
+            by_call = _BY_CALL.get(packet_name(op))
+            return by_call(refusal, op, args, kwargs) if by_call else refusal
     return None
 
 
@@ -298,8 +332,57 @@ def _upsample_checks(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
             out_rules.check_out_dtype(op, first.dtype, out.dtype, str(op), False)
 
 
+def _normal_std(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    from torchtpu.ops import normal_tensor
+
+    normal_tensor.check_std_first(op, args, dict(kwargs))
+
+
+def _pad_checks(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    from torchtpu.ops import spatial_checks
+
+    packet = packet_name(op)
+    mode = "reflect" if packet.startswith("reflection") else "replicate"
+    nd = int(packet.split("_pad")[1][0])
+    bound = dict(zip([a.name for a in op._schema.arguments], args)) | dict(kwargs)
+    if packet.endswith("_backward"):
+        spatial_checks.pad_backward(mode, nd, bound["grad_output"].shape, bound["self"].shape, bound["padding"])
+    else:
+        spatial_checks.pad_input(nd, bound["self"].shape, bound["padding"], mode)
+
+
+def _lu_rank(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:  # the LU meta functions' first check
+    api = {"linalg_lu": "linalg.lu", "linalg_lu_factor": "torch.lu_factor", "linalg_lu_factor_ex": "torch.lu_factor"}
+    a = args[0] if args else kwargs.get("A")
+    if packet_name(op) in api and a is not None and a.ndim < 2:
+        raise RuntimeError(f"{api[packet_name(op)]}: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{list(a.shape)} instead")
+
+
+def _multilabel_target(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """multilabel_margin_loss's shape check, then (input with elements) its target's range, read before the
+    kernel's floating dispatch; a traced target (a compiled graph's node) has no values to read."""
+    from torchtpu.ops import loss_checks
+
+    if packet_name(op).endswith("_backward"):
+        return
+    bound = dict(zip([a.name for a in op._schema.arguments], args)) | dict(kwargs)
+    x, target = bound["self"], bound["target"]
+    loss_checks.check_multilabel_margin(x, target)
+    if isinstance(target, torch.Tensor) and x.numel() and target.numel():
+        dim = 1 if x.ndim == 0 else x.shape[-1]
+        if int(target.min().item()) < -1 or int(target.max().item()) >= dim:
+            raise RuntimeError("argument #2 'target' is out of range")
+    refusal = _refusal(rules_for(op) or {}, op, args, kwargs)  # ATen's checks passed: no meta run (the
+    if refusal is not None:  # decomposition's shape check refuses a 0-d input that ATen takes)
+        raise refusal[0](refusal[1])
+
+
 EARLIER_CHECKS: dict[str, Callable[[Any, tuple, Mapping[str, Any]], None]] = {
-    "upsample_": _upsample_checks, "_upsample_": _upsample_checks}
+    "multilabel_margin_loss": _multilabel_target,
+    "linalg_lu": _lu_rank,
+    "upsample_": _upsample_checks, "_upsample_": _upsample_checks, "normal": _normal_std,
+    "reflection_pad": _pad_checks, "replication_pad": _pad_checks}
 
 
 def _earlier(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
@@ -323,7 +406,7 @@ def _refuse_written_overlap(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> 
     name = op._schema.name.split("::")[1]
     if not (_in_place(op) and args and isinstance(args[0], torch.Tensor)):
         return
-    if name.rstrip("_") not in eager.OVERLAP_WRITES:
+    if not eager.overlap_allowed(name, args[0]):
         eager.refuse_internal_overlap(str(op), args[0])
     other = args[1] if len(args) > 1 else kwargs.get("other")
     if [a.name for a in op._schema.arguments[:2]] == ["self", "other"] and isinstance(other, torch.Tensor):

@@ -308,7 +308,8 @@ def round_decimals(self: Sym, decimals: int = 0) -> Sym:
     if self.dtype.is_complex:
         raise NotImplementedError(f'"round_cpu" not implemented for \'{aten_type_name(self.dtype)}\'')
     scale = 10.0 ** decimals
-    return P.emit1("round_nearest_even", [self * scale]) / scale
+    x = P.convert(self, torch.float32) if self.dtype in (torch.float16, torch.bfloat16) else self  # CPU's opmath
+    return P.convert(P.emit1("round_nearest_even", [x * scale]) / scale, self.dtype)
 
 
 _COMPARE = {aten.eq: "EQ", aten.ne: "NE", aten.lt: "LT", aten.le: "LE", aten.gt: "GT", aten.ge: "GE"}

@@ -177,7 +177,10 @@ def _lu_apply(lu: Sym, perm: Sym, b: Sym, kind: str) -> Sym:
 
 
 @lower(aten.linalg_lu_factor_ex.default)
-def lu_factor_ex(A: Sym, *, pivot: bool = True, check_errors: bool = False) -> tuple[Sym, Sym, Sym]:  # noqa: N803
+def lu_factor_ex(A: Sym, *, pivot: bool = True, check_errors: bool = False, api: str = "torch.lu_factor"  # noqa: N803
+                 ) -> tuple[Sym, Sym, Sym]:
+    if A.ndim < 2:  # the meta function's first check
+        raise RuntimeError(f"{api}: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} instead")
     if not pivot and A.numel():  # CPU's kernel refuses; an empty A never reaches it
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU (nor on tpu)")
     return lu_factor(A)
@@ -213,7 +216,7 @@ def lu_unpack(LU_data: Sym, LU_pivots: Sym, unpack_data: bool = True, unpack_piv
 
 @lower(aten.linalg_lu.default)
 def linalg_lu(A: Sym, *, pivot: bool = True) -> tuple[Sym, Sym, Sym]:  # noqa: N803
-    lu, piv, _ = lu_factor_ex(A, pivot=pivot)
+    lu, piv, _ = lu_factor_ex(A, pivot=pivot, api="linalg.lu")
     return _unpack(lu, piv, True, True)
 
 

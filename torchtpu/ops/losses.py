@@ -55,7 +55,7 @@ def _margin_terms(self: Sym, target: Sym, p: Any, margin: Any, weight: Sym | Non
     active = P.emit1("and", [P.compare("GT", z, 0.0), P.emit1("not", [hit])])
     h = P.where(active, z if p == 1 else z * z, P.zeros_like(z))
     if weight is not None:
-        w = P.emit1("index_select", [_wide(weight), P.reshape(tgt, (n,))], dimension=0)
+        w = P.emit1("index_select", [_wide(P.reshape(weight, (-1,))), P.reshape(tgt, (n,))], dimension=0)
         h = h * P.broadcast_to(P.reshape(w, (n, 1)), h.shape)
     return h, active, z
 
@@ -72,8 +72,8 @@ def multi_margin_loss(self: Sym, target: Sym, p: Any = 1, margin: Any = 1, weigh
             raise RuntimeError(f"expected scalar type Long but found {aten_type_name(target.dtype)}")
     h, _, _ = _margin_terms(self, target, p, margin, weight)
     per = P.reduce(h, "sum", (1,)) / float(h.shape[1])
-    if self.ndim < 2:
-        per = P.reshape(per, () if self.ndim == 0 or reduction == 0 and self.ndim == 1 else per.shape)
+    if self.ndim < 2:  # ATen's output: (nframe,) for no reduction of a target with dims, else 0-d
+        per = P.reshape(per, per.shape if reduction == 0 and target.ndim > 0 else ())
         if reduction == 0:
             return P.convert(per, self.dtype)
     return _reduce_loss(per, reduction, self.dtype)
@@ -90,7 +90,7 @@ def multi_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, p: Any,
     d = P.where(active, P.full(1.0, z.shape, z.dtype) if p == 1 else z * 2.0, P.zeros_like(z)) / float(c)
     if weight is not None:
         tgt = P.reshape(P.convert(target, torch.int64), (n,))
-        w = P.emit1("index_select", [_wide(weight), tgt], dimension=0)
+        w = P.emit1("index_select", [_wide(P.reshape(weight, (-1,))), tgt], dimension=0)
         d = d * P.broadcast_to(P.reshape(w, (n, 1)), d.shape)
     # d loss_i / d x_ij = d_ij for j != y_i, and -sum_j d_ij for j == y_i
     hit = P.compare("EQ", P.iota((n, c), 1), P.broadcast_to(P.reshape(P.convert(target, torch.int64), (n, 1)),
@@ -213,13 +213,18 @@ def _rrelu_lowering(self: Sym, noise: Sym, lower_: float, upper: float, training
     return P.convert(P.where(neg, x * slope, x), self.dtype), noise
 
 
+def _real(value: Any) -> float:
+    """A Scalar bound as the kernel reads it (a complex one: its real part; an imaginary part was refused)."""
+    return float(value.real if isinstance(value, complex) else value)
+
+
 def rrelu_with_noise(self: torch.Tensor, noise: torch.Tensor, lower: Any = 0.125, upper: Any = 1 / 3,
                      training: bool = False, generator: Any = None) -> torch.Tensor:
     from torchtpu import random as tpu_random
 
     rng = tpu_random.next_state(self.device.index or 0, self.numel())
     out, new_noise = eager.run("aten::rrelu_with_noise", _rrelu_lowering,
-                               (self, noise, float(lower), float(upper), bool(training)), {"rng": rng},
+                               (self, noise, _real(lower), _real(upper), bool(training)), {"rng": rng},
                                static=(("self", "noise", "lower", "upper"), frozenset({"lower", "upper"}), frozenset()))
     if training:
         noise.copy_(new_noise)

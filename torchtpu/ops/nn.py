@@ -179,7 +179,10 @@ def embedding_dense_backward(grad_output: Sym, indices: Sym, num_weights: int, p
                              scale_grad_by_freq: bool) -> Sym:
     arg_checks.check_embedding_backward(grad_output, indices, num_weights)
     dim = grad_output.shape[-1]
-    flat_idx = P.reshape(indices, (indices.numel(),))
+    # CPU's kernel writes row indices[i] unchecked (one out of range corrupts its heap): refused here as embedding is
+    flat_idx = P.check_index(P.reshape(indices, (indices.numel(),)), num_weights,
+                             f"embedding_dense_backward(): index {{}} is out of range for {num_weights} weight rows "
+                             "(index out of range in self)")
     grads = _f32(P.reshape(grad_output, (indices.numel(), dim)))
     if padding_idx >= 0:
         keep = P.broadcast_to(P.reshape(P.compare("NE", flat_idx, padding_idx), (-1, 1)), grads.shape)
@@ -280,8 +283,8 @@ def mse_loss(self: Sym, target: Sym, reduction: int = 1) -> Sym:
     if reduction == 0:
         return sq
     total = P.reduce(_f32(sq), "sum", tuple(range(sq.ndim)))
-    if reduction == 1:
-        total = total / float(max(sq.numel(), 1))
+    if reduction == 1:  # the mean of no elements is NaN, as on CPU
+        total = total / float(sq.numel()) if sq.numel() else P.full(math.nan, total.shape, total.dtype)
     return P.convert(total, sq.dtype)  # CPU: the mean/sum of the promoted loss
 
 
@@ -300,6 +303,8 @@ def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) 
 @lower(aten.native_dropout.default, random=True, static=("p",))
 def native_dropout(input: Sym, p: float, train: bool | None, *, rng: Sym) -> tuple[Sym, Sym]:  # noqa: A002
     training = train is not False  # ATen: train=None trains
+    if input.numel() == 0:  # CPU's native_dropout returns before its mode: the mask is empty_like(input)
+        return input, P.full(0, input.shape, input.dtype)
     if training and input.numel() and not 0.0 <= 1.0 - p <= 1.0:  # CPU's mask.bernoulli_(1 - p)
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1.0 - p:g}")
     if training and input.numel() and not (input.dtype.is_floating_point or input.dtype.is_complex):

@@ -207,6 +207,14 @@ def _other_dims(v: Sym, dim: int) -> tuple[int, ...]:
     return tuple(i for i in range(v.ndim) if i != dim)
 
 
+def _check_one_per_slice(name: str, t: Sym, slices: int, dim: int) -> None:
+    """CPU's fused kernels read g and the norms by slice index unchecked (fewer elements: a read outside the buffer,
+    a segfault for none); refused unless there is one per slice of v along `dim`, as weight_norm makes them."""
+    if t.numel() != slices:
+        raise RuntimeError(f"_weight_norm_interface: {name} must have one element per slice of v along dim {dim} "
+                           f"({slices}), but got {name} of shape {list(t.shape)}")
+
+
 @lower(aten._weight_norm_interface.default)
 def weight_norm_interface(v: Sym, g: Sym, dim: int = 0) -> tuple[Sym, Sym]:
     """w = v * g / ||v|| (the norm over every dim but `dim`); the norms are kept (shape of g) in float32 for
@@ -214,6 +222,7 @@ def weight_norm_interface(v: Sym, g: Sym, dim: int = 0) -> tuple[Sym, Sym]:
     vw = _wide(v)
     dims = _other_dims(v, dim)
     norms = P.emit1("sqrt", [P.reduce(vw * vw, "sum", dims, keepdim=True)])
+    _check_one_per_slice("g", g, norms.numel(), dim)
     gk = P.reshape(_wide(g), norms.shape)
     w = P.convert(vw * P.broadcast_to(gk / norms, v.shape), v.dtype)
     return w, P.reshape(norms, g.shape)
@@ -225,6 +234,8 @@ def weight_norm_interface_backward(grad_w: Sym, saved_v: Sym, saved_g: Sym, save
     v, gw = _wide(saved_v), _wide(grad_w)
     dims = _other_dims(saved_v, dim)
     kept = tuple(1 if i in dims else d for i, d in enumerate(v.shape))
+    for name, t in (("saved_g", saved_g), ("saved_norms", saved_norms)):
+        _check_one_per_slice(name, t, math.prod(kept), dim)
     norms = P.reshape(_wide(saved_norms), kept)
     g = P.reshape(_wide(saved_g), kept)
     sums = P.reduce(gw * v, "sum", dims, keepdim=True)

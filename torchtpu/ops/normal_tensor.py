@@ -51,6 +51,20 @@ def _check_std(std: float) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
 
+def check_std_first(op: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+    """normal's std check, which CPU makes before its kernel's dtype dispatch (an int16 std with a negative element
+    is refused for its sign, not its dtype); a traced std (a compiled graph's node) has no values to read."""
+    names = [a.name for a in op._schema.arguments]
+    if "std" not in names:
+        return
+    i = names.index("std")
+    std = args[i] if i < len(args) else kwargs.get("std", 1.0)
+    if isinstance(std, torch.Tensor):
+        _check_std_tensor(std)
+    elif isinstance(std, int | float):
+        _check_std(std)
+
+
 def _resize_output(out: torch.Tensor, shape: torch.Size) -> None:
     from torch._prims_common.wrappers import _maybe_resize_out
 

@@ -49,7 +49,7 @@ def check_masked_fill_value(value: Any) -> None:
 def check_put(self: Sym, index: Sym, source: Sym) -> None:
     """put_: a long index, source of self's dtype, as many source elements as indices."""
     if index.dtype != torch.int64:
-        raise IndexError(f"put_(): Expected a long tensor for index, but got {aten_type_name(index.dtype)}")
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {aten_type_name(index.dtype)}")
     if self.dtype != source.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
                            f"{aten_type_name(self.dtype)} and source.dtype = {aten_type_name(source.dtype)}")

@@ -10,9 +10,9 @@ skipped (issue 17, fuzzer seed 2): each was a castable out= dtype written silent
   dtype exactly (decompositions.OUT_VIA_FUNCTIONAL writes them).
 - nan_to_num.out (UnaryOps.cpp nan_to_num_out): out of self's dtype.
 - slice_scatter (TensorShape.cpp): src of the slice's size.
-- signbit.out (UnaryOps.cpp meta): a real self, a bool out. nonzero_static.out (TensorAdvancedIndexing.cpp): a
-  non-negative size, an int64 out. take / take.out (TensorAdvancedIndexing.cpp take_out): an int64 index, out of
-  self's dtype.
+- signbit.out (UnaryOps.cpp meta): a real self, a bool out. nonzero_static.out (TensorAdvancedIndexing.cpp): an
+  int64 out (after its size check, ops/arg_order_checks.py). take / take.out (TensorAdvancedIndexing.cpp
+  take_out): an int64 index, out of self's dtype.
 - max_pool3d_with_indices.out: ops/pool_checks.py (the call's checks, then the kernel's typed pointers).
 
 `check` is called by the out= kernel of every eager record (ops/registry.py) with the out= tensors by name;
@@ -45,7 +45,8 @@ def _legacy_type(dtype: torch.dtype) -> str:
     return f"torch.{aten_type_name(dtype)}Tensor"
 
 
-def _mode(b: dict[str, Any]) -> None:
+def check_mode_outs(b: dict[str, Any]) -> None:
+    """mode.values' out dtypes (also made by ops/cpu_raise_checks2.py before the dim and the dtype refusal)."""
     self, values, indices = b["self"], b["values"], b["indices"]
     if values.dtype != self.dtype:
         raise RuntimeError(f"expected scalar type '{aten_type_name(self.dtype)}' but got "
@@ -105,9 +106,7 @@ def _signbit(b: dict[str, Any]) -> None:
         raise RuntimeError("signbit does not support non-boolean outputs.")
 
 
-def _nonzero_static(b: dict[str, Any]) -> None:
-    if b["size"] < 0:
-        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+def _nonzero_static(b: dict[str, Any]) -> None:  # after its size check (ops/arg_order_checks.py)
     if b["out"].dtype != torch.int64:
         raise RuntimeError(f"nonzero_static: Expected out tensor to have scalar type Long but got scalar type"
                            f"{aten_type_name(b['out'].dtype)}")
@@ -123,7 +122,7 @@ def _take(b: dict[str, Any]) -> None:
 
 
 _OUT_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
-    "mode.values": _mode, "median.dim_values": _median, "nanmedian.dim_values": _median,
+    "mode.values": check_mode_outs, "median.dim_values": _median, "nanmedian.dim_values": _median,
     "searchsorted.Tensor_out": _searchsorted, "searchsorted.Scalar_out": _searchsorted,
     "signbit.out": _signbit, "nonzero_static.out": _nonzero_static, "take.out": _take,
     "max_pool3d_with_indices.out": pool_checks.max_pool3d_out,

@@ -10,6 +10,7 @@ last NaN), and the argmax picks the flat input index. Backward and unpooling sca
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -163,7 +164,18 @@ def _adaptive_max(nd: int):  # noqa: ANN202
 def _adaptive_max_backward(nd: int):  # noqa: ANN202
     def backward(grad_output: Sym, self: Sym, indices: Sym) -> Sym:
         pool_checks.adaptive_max_backward(nd, grad_output, self, indices)
-        return _scatter_back(grad_output, self, indices, nd, f"adaptive_max_pool{nd}d_backward()")
+        what = f"adaptive_max_pool{nd}d_backward()"
+        planes = math.prod(grad_output.shape[:grad_output.ndim - nd])
+        n_in = math.prod(self.shape[self.ndim - nd:])
+        if planes != math.prod(self.shape[:self.ndim - nd]) and 0 < planes * n_in <= self.numel():
+            # ATen's kernel counts the planes of grad_output (grad_input's are taken as that many images of the
+            # input's last nd sizes, its later elements left 0): grad (2, 5, 1) into an input (3, 3, 2)
+            image = P.reshape(P.full(0, (planes * n_in,), self.dtype), (planes, *self.shape[self.ndim - nd:]))
+            flat = P.reshape(_scatter_back(grad_output, image, indices, nd, what), (planes * n_in,))
+            if planes * n_in < self.numel():
+                flat = P.concat([flat, P.full(0, (self.numel() - planes * n_in,), flat.dtype)], 0)
+            return P.reshape(flat, self.shape)
+        return _scatter_back(grad_output, self, indices, nd, what)
 
     return backward
 

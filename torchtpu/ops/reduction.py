@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from torchtpu.dtypes import checked_scalar
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
@@ -127,11 +128,34 @@ def min_all(self: Sym) -> Sym:
     return _extreme(self, "min", tuple(range(self.ndim)), False)
 
 
+def _extreme_all_out(x: Sym, kind: str) -> Sym:
+    """max()/min() of all elements into out=: CPU makes no empty-input check there, and an empty input's result
+    is the reduction's identity (the dtype's lowest value for max, highest for min; fuzz seed 5)."""
+    if x.numel() > 0:
+        return _extreme(x, kind, tuple(range(x.ndim)), False)
+    if x.dtype == torch.bool:
+        return P.full(kind == "min", (), torch.bool)
+    if x.dtype.is_floating_point:
+        return P.full(float("inf") if kind == "min" else float("-inf"), (), x.dtype)
+    info = torch.iinfo(x.dtype)
+    return P.full(info.max if kind == "min" else info.min, (), x.dtype)
+
+
+@lower(aten.max.unary_out)
+def max_all_out(self: Sym) -> Sym:
+    return _extreme_all_out(self, "max")
+
+
+@lower(aten.min.unary_out)
+def min_all_out(self: Sym) -> Sym:
+    return _extreme_all_out(self, "min")
+
+
 def _arg(x: Sym, kind: str, dim: int | None, keepdim: bool) -> Sym:
     if dim is None:
         flat = P.reshape(x, (x.numel(),))
         if x.numel() == 0:
-            raise RuntimeError(f"arg{kind}(): Expected reduction dim to be specified for input.numel() == 0.")
+            raise IndexError(f"arg{kind}(): Expected reduction dim to be specified for input.numel() == 0.")
         idx = P.emit1("argreduce", [flat], kind=kind, dimension=0)
         return P.reshape(idx, (1,) * x.ndim) if keepdim else idx
     d = P.canon_dim(dim, x.ndim)
@@ -179,14 +203,21 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool) -> Sym
     sq = P.reduce(centered * centered, "sum", dims, keepdim)
     # ATen divides by max(N - correction, 0): a divisor of 0 gives inf for a nonzero sum, NaN for 0 / 0 (a complex
     # x's parts each divided, as ATen's var(real) + var(imag))
+    if count == 0:  # the mean of nothing is NaN, whatever the divisor
+        return P.convert(P.full(math.nan, sq.shape, sq.dtype), x.dtype)
     return P.convert(sq / float(max(count - correction, 0)), x.dtype)
+
+
+def _correction(correction: Any) -> float:
+    """ATen's correction.value_or(1).toDouble(): a complex one's real part (ops/cpu_raise_checks2.py refused one
+    with an imaginary part)."""
+    return 1 if correction is None else checked_scalar(correction, torch.float64)
 
 
 @lower(aten.var.correction, static=("correction",))
 def var(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
         ) -> Sym:
-    return _var(self, P.canon_dims(dim if dim else None, self.ndim), 1 if correction is None else correction,
-                keepdim)
+    return _var(self, P.canon_dims(dim if dim else None, self.ndim), _correction(correction), keepdim)
 
 
 @lower(aten.std.correction, static=("correction",))
@@ -199,7 +230,7 @@ def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = N
 def var_mean(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
              ) -> tuple[Sym, Sym]:
     dims = P.canon_dims(dim if dim else None, self.ndim)
-    return _var(self, dims, 1 if correction is None else correction, keepdim), _welford_mean(self, dims, keepdim)
+    return _var(self, dims, _correction(correction), keepdim), _welford_mean(self, dims, keepdim)
 
 
 def _welford_mean(x: Sym, dims: tuple[int, ...], keepdim: bool) -> Sym:

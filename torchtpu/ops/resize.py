@@ -359,8 +359,7 @@ def _pad(mode: str, nd: int, backward: bool) -> Callable[..., Sym]:
         return apply_dims(self, _pad_mats(self.shape, padding, nd, mode), self.ndim - nd)
 
     def backward_fn(grad_output: Sym, self: Sym, padding: Sequence[int]) -> Sym:
-        if nd == 1:
-            spatial_checks.pad1d_backward(mode, grad_output.shape, self.shape, padding)
+        spatial_checks.pad_backward(mode, nd, grad_output.shape, self.shape, padding)
         return apply_dims(grad_output, _transposed(_pad_mats(self.shape, padding, nd, mode)), self.ndim - nd)
 
     return backward_fn if backward else forward

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution import eager
-from torchtpu.ops import cpu_raise_checks3, operand_checks, sampler_checks
+from torchtpu.ops import cpu_raise_checks3, factory, operand_checks, sampler_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.sorting import sort_dim
@@ -156,6 +156,22 @@ def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noq
 def histogram(self: Sym, bins: int = 100, *, range: list[float] | None = None,  # noqa: A002
               weight: Sym | None = None, density: bool = False) -> tuple[Sym, Sym]:
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
+    bounds = (0.0, 1.0) if range is None and x.shape[0] == 0 else range
+    if bounds is not None and float(bounds[0]) == float(bounds[1]):  # an empty range: widened by 0.5 each side
+        bounds = (float(bounds[0]) - 0.5, float(bounds[1]) + 0.5)
+    if self.dtype in (torch.bfloat16, torch.float16) and bounds is not None:
+        # ATen's edges are linspace in the input's type; each value's bin is found among those edges
+        edges = factory._real_linspace(float(bounds[0]), float(bounds[1]), bins + 1, self.dtype)
+        hist = P.convert(_dd_hist(P.reshape(x, (x.shape[0], 1)), [edges], weight, False, torch.float32),
+                         self.dtype)
+        if density:  # ATen's hist.div_(hist.sum().item()) then hist.div_(edges.diff()), in the input's type
+            f32 = lambda v: P.convert(v, torch.float32)  # noqa: E731
+            total = P.convert(P.reduce(f32(hist), "sum", (0,)), self.dtype)
+            hist = P.convert(f32(hist) / P.broadcast_to(f32(total), (bins,)), self.dtype)
+            widths = P.convert(f32(P.slice_dim(edges, 0, 1, bins + 1)) - f32(P.slice_dim(edges, 0, 0, bins)),
+                               self.dtype)
+            hist = P.convert(f32(hist) / f32(widths), self.dtype)
+        return hist, edges
     lo, hi = _range(x, *(range if range is not None else (0.0, 0.0)), widen=0.5)
     hist = _bins(x, bins, lo, hi, weight)
     steps = P.convert(P.iota((bins + 1,), 0), x.dtype)

@@ -160,3 +160,35 @@ def pad1d_backward(mode: str, grad_shape: Sequence[int], shape: Sequence[int], p
         grad, sep = ("grad_output", ",") if mode == "reflect" else ("gradOutput", "")
         raise RuntimeError(f"{grad} width unexpected. Expected: {width + lo + hi}{sep} Got: {got}")
 
+
+_CHECK_TAIL = "  (Could this error message be improved?  If so, please report an enhancement request to PyTorch.)"
+
+
+def pad_backward(mode: str, nd: int, grad_shape: Sequence[int], shape: Sequence[int],
+                 padding: Sequence[int]) -> None:
+    """The checks of the padding backward ops before their kernel: pad1d_backward's, else (2-D and 3-D) the
+    padding's length (reflection_pad2d_backward reads four values unchecked), reflection_pad3d_backward's rank
+    checks, the input's D, H, W read by index (the batch dim shifts them), then grad_output's W, H, D sizes."""
+    if nd == 1:
+        pad1d_backward(mode, grad_shape, shape, padding)
+        return
+    reflect = mode == "reflect"
+    if len(padding) != 2 * nd and not (reflect and nd == 2):
+        more = f", but got: {len(padding)}" if reflect else ""
+        raise RuntimeError(f"padding size is expected to be {2 * nd}{more}")
+    if reflect and nd == 3:
+        if not len(shape) > 3:
+            raise RuntimeError(f"Expected input.dim() > 3 to be true, but got false.{_CHECK_TAIL}")
+        if len(grad_shape) != len(shape):
+            raise RuntimeError(f"Expected grad_output.dim() == input.dim() to be true, but got false.{_CHECK_TAIL}")
+    if len(padding) < 2 * nd:
+        return  # ATen reads past the list (undefined); the lowering refuses it
+    dims = [i + (2 if len(shape) == nd + 2 else 1) for i in range(nd)]  # D, H, W (or H, W)
+    sizes = [dim_size(shape, d) for d in dims]
+    grad = "grad_output" if reflect and nd == 3 else "gradOutput"
+    for k, name in enumerate(("width", "height", "depth")[:nd]):  # W first
+        i = nd - 1 - k
+        expected = sizes[i] + int(padding[2 * k]) + int(padding[2 * k + 1])
+        got = dim_size(grad_shape, dims[i])
+        if expected != got:
+            raise RuntimeError(f"{grad} {name} unexpected. Expected: {expected}, Got: {got}")

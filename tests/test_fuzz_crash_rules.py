@@ -1,0 +1,57 @@
+"""Calls that crash CPU PyTorch (fuzz seeds 14 and 16) are skipped by the fuzzer's CPU_CRASHES rules, and tpu
+refuses them with a clear error: embedding_dense_backward with a row index out of range, _weight_norm_interface
+with a g that has not one element per slice of v."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from refusal_cases import MODES
+
+from torchtpu.fuzz.args import make_call
+from torchtpu.fuzz.overloads import cpu_crashes, registered, select
+from torchtpu.fuzz.runner import call_rng
+
+
+@pytest.mark.parametrize(("seed", "name", "index"), [(16, "aten.embedding_dense_backward.default", 1),
+                                                     (14, "aten._weight_norm_interface.default", 2)])
+def test_the_crashing_calls_are_skipped(seed: int, name: str, index: int) -> None:
+    op = next(o for o in select(registered(), None) if str(o) == name)
+    assert cpu_crashes(make_call(op, call_rng(seed, name, index), seed))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", [-1, 2, 7])
+def test_embedding_dense_backward_refuses_a_row_out_of_range(row: int, mode: str) -> None:
+    grad = torch.ones(3, 4, device="tpu")
+    with torch.tpu.eager_mode(mode), pytest.raises(IndexError, match=f"index {row} is out of range for 2 weight rows"):
+        torch.ops.aten.embedding_dense_backward(grad, torch.tensor([0, row, 1], device="tpu"), 2, -1, True)
+        torch.tpu.synchronize()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_embedding_dense_backward_in_range_matches_cpu(mode: str) -> None:
+    grad, idx = torch.randn(5, 3), torch.tensor([0, 1, 1, 3, 0])
+    want = torch.ops.aten.embedding_dense_backward(grad, idx, 4, 1, True)
+    with torch.tpu.eager_mode(mode):
+        got = torch.ops.aten.embedding_dense_backward(grad.to("tpu"), idx.to("tpu"), 4, 1, True).cpu()
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("v", "g", "dim"), [((1,), (0,), 0), ((2, 3), (5,), 0), ((2, 3), (2,), 1), ((2, 3), (2,), -1)])
+def test_weight_norm_refuses_g_of_another_count(v: tuple, g: tuple, dim: int, mode: str) -> None:
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="g must have one element per slice of v"):
+        torch.ops.aten._weight_norm_interface(torch.ones(v, device="tpu"), torch.ones(g, device="tpu"), dim)
+        torch.tpu.synchronize()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("g", "dim"), [((2, 1), 0), ((2,), 0), ((1, 3), 1), ((3,), 1)])
+def test_weight_norm_with_one_g_per_slice_matches_cpu(g: tuple, dim: int, mode: str) -> None:
+    v, gv = torch.randn(2, 3), torch.rand(g) + 0.5
+    want = torch.ops.aten._weight_norm_interface(v, gv, dim)
+    with torch.tpu.eager_mode(mode):
+        got = torch.ops.aten._weight_norm_interface(v.to("tpu"), gv.to("tpu"), dim)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a.cpu(), b)
