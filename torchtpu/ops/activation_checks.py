@@ -2,8 +2,8 @@
 
 - elu_backward: the refusal of an in-place activation's backward with a negative slope (elu_ / celu_ /
   leaky_relu_ / rrelu_ save their result, and with a negative slope the result's sign no longer tells the input's,
-  so CPU raises instead of returning a wrong gradient; leaky_relu_backward's lowering checks it itself in
-  ops/elementwise.py), and its kernel's `alpha/scale/input_scale.to<opmath_t>()`: a complex Scalar with an
+  so CPU raises instead of returning a wrong gradient; leaky_relu_backward's check is in
+  ops/cpu_raise_checks3.py), and its kernel's `alpha/scale/input_scale.to<opmath_t>()`: a complex Scalar with an
   imaginary part overflows.
 - threshold: its kernel's `threshold/value.to<scalar_t>()`, c10's checked conversion to self's dtype.
 

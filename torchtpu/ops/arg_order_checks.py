@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import checked_scalar
-from torchtpu.ops import cpu_raise_checks, cpu_raise_checks2, dtype_refusals
+from torchtpu.ops import cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, dtype_refusals
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
@@ -117,24 +117,10 @@ def _select_scatter(a: Bound) -> None:  # self.clone().select(dim, index), then 
                            f"src size = {sizes_text(src.shape)}, slice size = {sizes_text(slice_shape)}")
 
 
-def _histogram_prepare_out(x: Any, bins: int, hist: Any, bin_edges: Any) -> None:
-    """histogramdd_prepare_out of histogram's bin count form: the outs' dtypes, then the count."""
-    if hist is not None and hist.dtype != x.dtype:
-        raise RuntimeError("torch.histogram: input tensor and hist tensor should have the same dtype, but got input "
-                           f"{aten_meta_name(x.dtype)} and hist {aten_meta_name(hist.dtype)}")
-    if bin_edges is not None and bin_edges.dtype != x.dtype:
-        raise RuntimeError("torch.histogram: input tensor and bin_edges tensor should have the same dtype, but got "
-                           f"input {aten_meta_name(x.dtype)} and bin_edges {aten_meta_name(bin_edges.dtype)} for "
-                           "dimension 0")
-    if bins <= 0:
-        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-
-
 def _histogram_bins(a: Bound) -> None:  # histogramdd_check_inputs on self.reshape({numel, 1}) and {bins}
     x, bins, weight = a["self"], a["bins"], a.get("weight")
-    if isinstance(bins, int):  # the bin count form: its outs and count first (the range check follows)
-        _histogram_prepare_out(x, bins, a.get("hist"), a.get("bin_edges"))
     if not isinstance(bins, torch.Tensor):
+        cpu_raise_checks3.histogram_prepare_out(a)  # the bin-count form prepares its outs first
         return
     if x.dtype != bins.dtype:
         raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
@@ -412,7 +398,7 @@ def _checks_for(op: Any) -> list[Callable[[Any, tuple, Mapping[str, Any]], None]
     bound = _BOUND_CHECKS.get(name)
     if bound is not None and not (name in ("median", "nanmedian") and overload not in _MEDIAN_DIM):
         checks.append(lambda op, args, kwargs, fn=bound: fn(_bind(op, args, kwargs)))
-    for module in (cpu_raise_checks, cpu_raise_checks2):  # CPU's checks after those above (ops/cpu_raise_checks*.py)
+    for module in (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3):  # CPU's checks after those above
         later = module.BOUND_CHECKS.get(name)
         if later is not None:
             checks.append(lambda op, args, kwargs, fn=later: fn(_bind(op, args, kwargs)))
@@ -448,7 +434,8 @@ class _Packets:
 
     def __contains__(self, packet: Any) -> bool:
         name = packet._qualified_op_name.split("::")[1]
-        return name in _BOUND_CHECKS or name in cpu_raise_checks.BOUND_CHECKS or name in cpu_raise_checks2.BOUND_CHECKS
+        return name in _BOUND_CHECKS or any(name in module.BOUND_CHECKS
+                                            for module in (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3))
 
 
 WRAPPED = _Packets()

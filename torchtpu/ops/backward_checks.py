@@ -10,7 +10,7 @@ EmbeddingBag.cpp):
 
 - _prelu_kernel_backward: outputs (grad_self: self's dtype, grad_weight: weight's), inputs (self, weight, grad).
 - binary_cross_entropy_backward: output grad_input (input's dtype, or the out= tensor), inputs (grad, input,
-  target); the kernel dispatches on grad_input's dtype.
+  target); the kernel dispatches on grad_input's dtype; then grad_input.mul_(weight) (in-place shape and cast).
 - log_sigmoid_backward: output grad_input (grad_output's dtype, or the out= tensor), inputs (input, buffer,
   grad_output).
 - glu_backward: its rank, dim and even-size checks, then sigmoid_out(grad_input's first half, input's second
@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.ops.cpu_raise_checks import inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
 
 aten = torch.ops.aten
@@ -93,10 +94,18 @@ def _bound(op: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_bce_backward(b: dict[str, Any]) -> None:
-    grad_input = b["grad_input"].dtype if b.get("grad_input") is not None else b["self"].dtype
+    out = b["grad_input"] if b.get("grad_input") is not None else b["self"]
+    grad_input = out.dtype
     broadcast([[s for s in b[k].shape if s != 1] for k in ("grad_output", "self", "target")])  # squeezed
     same_dtype((grad_input,), (b["grad_output"].dtype, b["self"].dtype, b["target"].dtype))
     floating_kernel("binary_cross_entropy_backward", grad_input)
+    weight = b.get("weight")
+    if weight is not None:  # grad_input.mul_(weight): the iterator filled a squeezed view, grad_input kept its shape
+        inplace_shape(out.shape, weight.shape)
+        result = result_type([out, weight])
+        if result is not None and not torch.can_cast(result, grad_input):
+            raise RuntimeError(f"result type {aten_type_name(result)} can't be cast to the desired output type "
+                               f"{aten_type_name(grad_input)}")
 
 
 def _check_log_sigmoid_backward(b: dict[str, Any]) -> None:

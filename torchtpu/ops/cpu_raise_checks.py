@@ -15,7 +15,8 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
   (outputs first, then the inputs, against the first input's dtype).
 - smooth_l1_loss_backward: enforce_safe_casting_to_output to grad_input's (or self's) dtype.
 - bucketize: 1-D boundaries (before searchsorted's checks).
-- as_strided_scatter: src of the slice's size.
+- as_strided_scatter: as_strided's checks on self's clone (strides, offset, storage size and bounds), then src
+  of the slice's size.
 - glu_backward, soft_margin_loss_backward, binary_cross_entropy_with_logits: the shape of an in-place step's
   result (TensorIterator's "output with shape ... doesn't match the broadcast shape ...").
 - gelu_backward, hardswish_backward: grad_output and self broadcast (TensorIterator), before the dispatch.
@@ -31,6 +32,7 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -265,8 +267,50 @@ def _bucketize(a: Bound) -> None:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({len(boundaries.shape)})")
 
 
+def _as_strided(shape: Sequence[int], dtype: torch.dtype, size: list[int], stride: list[int], offset: int) -> None:
+    """as_strided's setStrided on a storage of `shape`'s elements of `dtype` (as_strided_scatter's clone of self):
+    the strides' count and signs, the offset's sign, computeStorageNbytes' overflow, then the storage bounds."""
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{sizes_text(stride)}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    wrap, overflow, need = 2**64, False, 1  # c10's unsigned 64-bit arithmetic
+    for sz, st in zip(size, stride, strict=True):
+        if sz == 0:
+            need = 0
+            break
+        term = (st % wrap) * ((sz - 1) % wrap)
+        overflow |= term >= wrap
+        need += term % wrap
+        overflow |= need >= wrap
+        need %= wrap
+    else:
+        need *= dtype.itemsize
+        if overflow or need >= 2**63:
+            raise RuntimeError(f"Storage size calculation overflowed with sizes={sizes_text(size)} and "
+                               f"strides={sizes_text(stride)}")
+    storage = math.prod(int(s) for s in shape) * dtype.itemsize
+    if need and need + offset * dtype.itemsize > storage:
+        raise RuntimeError(f"setStorage: sizes {sizes_text(size)}, strides {sizes_text(stride)}, storage offset "
+                           f"{offset}, and itemsize {dtype.itemsize} requiring a storage size of "
+                           f"{need + offset * dtype.itemsize} are out of bounds for storage of size {storage}")
+    numel, overflow = 1, False
+    for sz in size:
+        numel *= sz % wrap
+        overflow |= numel >= wrap
+        numel %= wrap
+    if overflow or numel >= 2**63:
+        raise RuntimeError("numel: integer multiplication overflow")
+
+
 def _as_strided_scatter(a: Bound) -> None:
     src, size = a["src"], [int(s) for s in a["size"]]
+    offset = a.get("storage_offset")
+    _as_strided(a["self"].shape, a["self"].dtype, size, [int(s) for s in a["stride"]], 0 if offset is None else
+                int(offset))
     if [int(s) for s in src.shape] != size:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{sizes_text(src.shape)}, slice size = {sizes_text(size)}")

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
-from torchtpu.ops import activation_checks, host_index, operand_checks, scalar_args
+from torchtpu.ops import host_index, operand_checks, scalar_args
 from torchtpu.ops import prims as P
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
@@ -543,8 +543,6 @@ def leaky_relu(self: Sym, negative_slope: float = 0.01) -> Sym:
 
 @lower(aten.leaky_relu_backward.default, static=("negative_slope",))
 def leaky_relu_backward(grad_output: Sym, self: Sym, negative_slope: float, self_is_result: bool) -> Sym:
-    if self_is_result and float(negative_slope) < 0:  # the result's sign no longer tells the input's
-        raise RuntimeError(activation_checks.LEAKY_RELU_NEGATIVE_SLOPE)
     (g, x), common = opmath(grad_output, self)  # a binary TensorIterator op: the common dtype of grad and self
     return P.convert(P.where(P.compare("GT", x, 0), g, g * negative_slope), common)
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from torchtpu.dtypes import checked_scalar
 from torchtpu.ops import prims as P
 from torchtpu.ops.factory import _linspace_dtype, _scalars, linspace
 from torchtpu.ops.registry import OP_TABLE, lower
@@ -112,7 +113,7 @@ def _fill_value(value: float, dtype: torch.dtype) -> np.ndarray:
     bfloat16 take an infinity, float64 anything)."""
     if dtype in _NUMPY_INT:
         info = torch.iinfo(dtype)
-        overflows = not math.isnan(value) and not info.min <= value <= info.max
+        overflows = not info.min <= value <= info.max  # NaN too (c10's overflows<int>)
     else:
         overflows = dtype == torch.float32 and math.isfinite(value) and abs(value) > torch.finfo(dtype).max
     if overflows:
@@ -141,6 +142,9 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: tor
         raise NotImplementedError(f'"logspace_cpu" not implemented for \'{str(out).removeprefix("torch.").title()}\'')
     if steps == 0:
         return P.full(0, (0,), out)
+    if steps > 1:  # the kernel's start.to<scalar_t>() and end's (c10's checked_convert; steps 1 fills instead)
+        checked_scalar(start, out)
+        checked_scalar(end, out)
     if out.is_complex:
         ramp = linspace(start, end, steps, dtype=out)
         return P.convert(OP_TABLE[aten.pow.Scalar](float(base), ramp), out)

@@ -137,7 +137,18 @@ def multilabel_margin_loss_forward(self: Sym, target: Sym, reduction: int) -> tu
 @lower(aten.multilabel_margin_loss_backward.default)
 def multilabel_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int, is_target: Sym
                                     ) -> Sym:
-    _, _, mask, safe = _multilabel(self, target)
+    # the CPU template's checks on values (after those on shapes and dtypes: ops/cpu_raise_checks3.py), made
+    # before the target indexes anything
+    t = P.convert(target, torch.int64)
+    if self.numel():  # an empty input returns first
+        classes = self.shape[-1] if self.ndim else 1
+        zero = operand_checks.data_check(P.emit1("or", [P.compare("LT", t, -1), P.compare("GE", t, classes)]),
+                                         "argument #3 'target' is out of range")
+        outside = P.emit1("or", [P.emit1("not", [P.compare("GE", is_target, 0)]),
+                                 P.emit1("not", [P.compare("LE", is_target, 1)])])  # NaN too
+        zero = zero + operand_checks.data_check(outside, "argument #5 'is_target' is out of range")
+        t = operand_checks.tie(t, zero)
+    _, _, mask, safe = _multilabel(self, t)
     n, c, _ = mask.shape
     m = P.convert(mask, torch.float64 if self.dtype == torch.float64 else torch.float32) / float(c)
     plus = P.reduce(m, "sum", (1,))  # per class k: active pairs where k is the non-target

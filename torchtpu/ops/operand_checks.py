@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from torchtpu.ops import prims as P
-from torchtpu.ops.tracing import Sym, aten_type_name
+from torchtpu.ops.tracing import Sym, aten_meta_name, aten_type_name
 
 
 def _g(value: float) -> str:
@@ -68,33 +68,88 @@ def check_histc_range(lo: float, hi: float) -> None:
         raise RuntimeError("torch.histc: max must be larger than min")
 
 
-def check_histogramdd(self: Sym, n_bins: int | None, rng: Sequence[float] | None,
-                      bin_counts: Sequence[int] = ()) -> None:
-    """histogramdd_check_inputs' input rank and (bin edge tensors, `n_bins`) their count, then the bin counts and
-    the range per dimension (the bin-count form checks the range before the count of bin counts)."""
+def _histogramdd_rank(self: Sym) -> None:
     if self.ndim < 2:
-        raise RuntimeError(f"torch.histogramdd: input tensor should have at least 2 dimensions, but got {self.ndim}")
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+
+
+def _histogramdd_outer_edges(self: Sym, rng: Sequence[float] | None, bin_counts: Sequence[int]) -> None:
+    """histogramdd_bin_edges_out: select_outer_bin_edges' given range (the data's own range is checked by a
+    `prepare` step: it needs the values), then the bin counts' count, then linspace's steps (a count + 1)."""
     n = self.shape[-1]
-    if n_bins is not None and n_bins != n:
-        raise RuntimeError(f"torch.histogramdd: expected {n} sequences of bin edges for each of the {n} input "
-                           f"dimensions, but got {n_bins} bin edge tensors")
-    for d, ct in enumerate(bin_counts):
-        if ct <= 0:
-            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {ct} for dimension {d}")
-    if rng is None:
-        return
-    if len(rng) != 2 * n:
-        raise RuntimeError(f"torch.histogramdd: for a {n}-dimensional histogram range should have {2 * n} "
-                           f"elements, but got {len(rng)}")
-    for d in range(n):
-        lo, hi = float(rng[2 * d]), float(rng[2 * d + 1])
-        if any(v != v or v in (float("inf"), float("-inf")) for v in (lo, hi)):
-            raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{_g(lo)}, {_g(hi)}] is not finite")
-        if not lo <= hi:
-            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {_g(lo)} max {_g(hi)} "
-                               f"for dimension {d}")
-    if bin_counts and len(bin_counts) != n:  # then the bin counts' count (histogramdd_bin_edges)
+    if rng is not None:
+        if len(rng) != 2 * n:
+            raise RuntimeError(f"torch.histogramdd: for a {n}-dimensional histogram range should have {2 * n} "
+                               f"elements, but got {len(rng)}")
+        for d in range(n):
+            lo, hi = float(rng[2 * d]), float(rng[2 * d + 1])
+            if any(v != v or v in (float("inf"), float("-inf")) for v in (lo, hi)):
+                raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{_g(lo)}, {_g(hi)}] is not finite")
+            if not lo <= hi:
+                raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {_g(lo)} max {_g(hi)} "
+                                   f"for dimension {d}")
+    if len(bin_counts) != n:
         raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+    if any(ct + 1 < 0 for ct in bin_counts):
+        raise RuntimeError("number of steps must be non-negative")
+
+
+def _histogramdd_inputs(self: Sym, edges: Sequence[tuple[torch.dtype, int, int]], weight: Sym | None) -> None:
+    """histogramdd_check_inputs after the rank: the bin edge tensors (dtype, rank, element count; `edges` as
+    such triples), then the weight's dtype and shape."""
+    n = self.shape[-1]
+    if len(edges) != n:
+        raise RuntimeError(f"torch.histogramdd: expected {n} sequences of bin edges for a {n}-dimensional histogram "
+                           f"but got {len(edges)}")
+    for d, (dtype, ndim, numel) in enumerate(edges):
+        if dtype != self.dtype:
+            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
+                               f"input with dtype {aten_meta_name(self.dtype)} and bins for dimension {d} with dtype "
+                               f"{aten_meta_name(dtype)}")
+        if ndim != 1:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got {ndim} dimensions "
+                               f"in the bins tensor for dimension {d}")
+        if numel <= 0:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have at least 1 element, but got {numel} "
+                               f"elements in the bins tensor for dimension {d}")
+    if weight is None:
+        return
+    if weight.dtype != self.dtype:
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should "
+                           f"have the same dtype, but got input({aten_meta_name(self.dtype)}), and "
+                           f"weight({aten_meta_name(weight.dtype)})")
+    if list(weight.shape) != list(self.shape[:-1]):
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the same shape as the "
+                           f"input tensor excluding its innermost dimension, but got input with shape "
+                           f"{list(self.shape)} and weight with shape {list(weight.shape)}")
+
+
+def _histogramdd_bin_counts(counts: Sequence[int]) -> None:  # histogramdd_prepare_out
+    for d, ct in enumerate(counts):
+        if ct <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {ct} for dimension {d}")
+
+
+def check_histogramdd_bin_edges(self: Sym, bin_counts: Sequence[int], rng: Sequence[float] | None) -> None:
+    """_histogramdd_bin_edges: the rank, then histogramdd_bin_edges_out's checks (no weight, any bin count >= -1)."""
+    _histogramdd_rank(self)
+    _histogramdd_outer_edges(self, rng, bin_counts)
+
+
+def check_histogramdd_bin_cts(self: Sym, bin_counts: Sequence[int], rng: Sequence[float] | None,
+                              weight: Sym | None) -> None:
+    """_histogramdd_from_bin_cts: the bin edges' checks, then histogramdd_check_inputs on the edges it made
+    (count + 1 elements each) and the weight, then the bin counts."""
+    check_histogramdd_bin_edges(self, bin_counts, rng)
+    _histogramdd_inputs(self, [(self.dtype, 1, ct + 1) for ct in bin_counts], weight)
+    _histogramdd_bin_counts(bin_counts)
+
+
+def check_histogramdd_bin_tensors(self: Sym, bins: Sequence[Sym], weight: Sym | None) -> None:
+    """_histogramdd_from_bin_tensors: the rank, histogramdd_check_inputs, then the bin counts."""
+    _histogramdd_rank(self)
+    _histogramdd_inputs(self, [(b.dtype, b.ndim, b.numel()) for b in bins], weight)
+    _histogramdd_bin_counts([b.numel() - 1 for b in bins])
 
 
 def check_channel_shuffle(self: Sym, groups: int) -> None:

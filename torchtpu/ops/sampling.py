@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution import eager
-from torchtpu.ops import factory, operand_checks, sampler_checks
+from torchtpu.ops import cpu_raise_checks3, factory, operand_checks, sampler_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.sorting import sort_dim
@@ -152,7 +152,7 @@ def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noq
     return P.convert(_bins(x, bins, lo, hi, None), self.dtype)
 
 
-@lower(aten.histogram.bin_ct, static=("range",))
+@lower(aten.histogram.bin_ct, static=("range",), prepare=cpu_raise_checks3.histogram_data_range(False))
 def histogram(self: Sym, bins: int = 100, *, range: list[float] | None = None,  # noqa: A002
               weight: Sym | None = None, density: bool = False) -> tuple[Sym, Sym]:
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
@@ -287,18 +287,19 @@ def _dd_hist(x: Sym, edges: list[Sym], weight: Sym | None, density: bool, acc: t
     return hist
 
 
-@lower(aten._histogramdd_bin_edges.default, static=("range",))
+@lower(aten._histogramdd_bin_edges.default, static=("range",), prepare=cpu_raise_checks3.histogram_data_range(True))
 def histogramdd_bin_edges(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
                           weight: Sym | None = None, density: bool = False) -> list[Sym]:
-    operand_checks.check_histogramdd(self, None, range, bins)
+    operand_checks.check_histogramdd_bin_edges(self, list(bins), range)
     x, _ = _dd_input(self)
     return _dd_edges(x, list(bins), range, self.dtype)
 
 
-@lower(aten._histogramdd_from_bin_cts.default, static=("range",))
+@lower(aten._histogramdd_from_bin_cts.default, static=("range",),
+       prepare=cpu_raise_checks3.histogram_data_range(True))
 def histogramdd_from_bin_cts(self: Sym, bins: list[int], *, range: list[float] | None = None,  # noqa: A002
                              weight: Sym | None = None, density: bool = False) -> Sym:
-    operand_checks.check_histogramdd(self, None, range, bins)
+    operand_checks.check_histogramdd_bin_cts(self, list(bins), range, weight)
     x, acc = _dd_input(self)
     edges = _dd_edges(x, list(bins), range, self.dtype)
     return P.convert(_dd_hist(x, edges, weight, density, acc), self.dtype)
@@ -307,7 +308,7 @@ def histogramdd_from_bin_cts(self: Sym, bins: list[int], *, range: list[float] |
 @lower(aten._histogramdd_from_bin_tensors.default)
 def histogramdd_from_bin_tensors(self: Sym, bins: list[Sym], *, weight: Sym | None = None,
                                  density: bool = False) -> Sym:
-    operand_checks.check_histogramdd(self, len(bins), None)
+    operand_checks.check_histogramdd_bin_tensors(self, list(bins), weight)
     x, acc = _dd_input(self)
     return P.convert(_dd_hist(x, list(bins), weight, density, acc), self.dtype)
 
