@@ -569,10 +569,15 @@ def is_materialized(t: torch.Tensor) -> bool:
 
 
 def touches(t: torch.Tensor) -> bool:
+    return touches_storage(_key(t))
+
+
+def touches_storage(key: int | tuple) -> bool:
+    """Whether the pending region reads or writes the storage with this key (poison.storage_key: its address)."""
     if _single:
         with _lock:
             _record_single()
-    return _key(t) in _region.slot_of
+    return key in _region.slot_of
 
 
 def pending_ir() -> str:

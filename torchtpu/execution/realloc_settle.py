@@ -6,26 +6,14 @@ Only a region that touches that storage runs: an out= result resized from empty 
 
 from __future__ import annotations
 
-import torch
-
 from torchtpu._native import native
-from torchtpu.execution import deferred, poison
-
-
-def _held_by_region(block: int) -> bool:
-    if block in deferred._region.slot_of:
-        return True
-    for entry in deferred._single:  # the kept one-op region: (token, operands, outputs, ...)
-        for t in (*entry[1], *entry[2]):
-            if isinstance(t, torch.Tensor) and t.device.type != "cpu" and poison.storage_key(t) == block:
-                return True
-    return False
+from torchtpu.execution import deferred
 
 
 def settle(block: int) -> None:
     """Runs the pending region if it reads or writes the storage at `block` (its error raises at the resize, the
     region's outputs poisoned)."""
-    if block and deferred.pending() and _held_by_region(block):
+    if block and deferred.pending() and deferred.touches_storage(block):
         deferred.flush()
 
 
