@@ -16,7 +16,8 @@ from torchtpu.execution import deferred, one_op_streak
 
 
 @pytest.fixture(autouse=True)
-def _fresh_streak():
+def _fresh_streak(launch_cache_live):
+    """No streak, and no storage an earlier test poisoned (while one is, no op launches at once)."""
     one_op_streak.reset()
     yield
     one_op_streak.reset()
