@@ -50,3 +50,43 @@ def test_a_failing_region_raises_at_the_resize_and_poisons_its_outputs() -> None
                 pending.cpu()
         assert g.shape == (2,)
         assert x.cpu().tolist() == [1.0] * 3
+
+
+def _poisoned(n: int) -> torch.Tensor:
+    """A tensor of `n` floats that a failed DEFER_AND_FUSE region was to write (it has no value)."""
+    x = torch.ones(3, device="tpu")
+    with torch.tpu.eager_mode("DEFER_AND_FUSE"):
+        x.index_select(0, torch.tensor([5], device="tpu"))
+        w = torch.ones(n, device="tpu")
+        w.mul_(3)
+        with pytest.raises(IndexError):
+            torch.tpu.synchronize()
+    return w
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("grow", ["tensor", "storage"])
+def test_a_poisoned_tensor_stays_poisoned_in_its_new_block(grow: str, mode: str) -> None:
+    w = _poisoned(4)
+    with torch.tpu.eager_mode(mode):
+        if grow == "tensor":
+            w.resize_(100)
+        else:
+            w.untyped_storage().resize_(400)
+        for read in (lambda: w[:4].cpu(), lambda: (w[:4] + 1).cpu(), lambda: w.sum().item()):
+            with pytest.raises(RuntimeError, match="has no value.*out of range"):
+                read()
+        torch.empty(0, device="tpu").set_(w.untyped_storage()).fill_(2.0)  # the whole storage written: valid
+        assert w[:4].cpu().tolist() == [2.0] * 4
+
+
+def test_a_poisoned_storage_resized_to_nothing_is_valid_and_others_are_unaffected() -> None:
+    w = _poisoned(4)
+    kept = _poisoned(2)
+    w.untyped_storage().resize_(0)
+    assert torch.empty(0, device="tpu").cpu().numel() == 0  # no poisoned "empty" storage
+    w.untyped_storage().resize_(16)  # as FSDP2 brings a parameter back: fresh bytes, then written
+    w.copy_(torch.arange(4.0))
+    assert w.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(RuntimeError, match="has no value"):
+        kept.cpu()

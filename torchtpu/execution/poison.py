@@ -8,8 +8,9 @@ Writing a poisoned storage whole (`copy_`, `zero_`, `fill_`, a host copy into al
 partial write leaves it poisoned. An op's argument that its program never reads (`zero_`'s) may be poisoned.
 
 Each entry holds its storage alive until nothing else references it (`sweep`), so that an unrelated tensor
-cannot be allocated at a poisoned address meanwhile. While any storage is poisoned the C++ launch cache is off:
-it reads buffers without asking Python.
+cannot be allocated at a poisoned address meanwhile. A poisoned storage that gets a new block (`resize_` growing it,
+`storage.resize_`) stays poisoned at its new address (`moving`); one resized to no bytes is valid (nothing in it).
+While any storage is poisoned the C++ launch cache is off: it reads buffers without asking Python.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torchtpu.drivers.ir import Program
 _entries: dict[Any, tuple[torch.Tensor, str]] = {}  # storage key -> (flat view holding the storage, message)
 active = False  # any storage poisoned (read without a call on every op)
 _checks = 0
+_moving: list[int] = []  # addresses of poisoned storages about to get a new block: re-keyed at the next lookup
 _SWEEP_EVERY = 64  # op-input checks between sweeps for storages nobody references any more
 
 
@@ -32,6 +34,21 @@ def storage_key(t: torch.Tensor) -> int | tuple:
     """What identifies `t`'s storage while it lives: its address (every zero-byte storage has address 0)."""
     ptr = t.data_ptr() - t.storage_offset() * t.element_size()  # without making a storage object
     return ptr if t.data_ptr() else ("empty", t.dtype)
+
+
+def moving(block: int) -> None:
+    """The storage at address `block` is about to get a new block (realloc_settle.py, before the shim reallocates):
+    if it is poisoned, its entry follows it to the new address at the next lookup."""
+    if block in _entries:
+        _moving.append(block)
+
+
+def _follow() -> None:
+    while _moving:
+        entry = _entries.pop(_moving.pop(), None)
+        if entry is not None and entry[0].untyped_storage().nbytes():
+            _entries[storage_key(entry[0])] = entry
+    _set_active()
 
 
 def _set_active() -> None:
@@ -47,6 +64,8 @@ def _set_active() -> None:
 def mark(holders: Iterable[torch.Tensor], message: str) -> list[Any]:
     """Poisons the storage of each holder (a flat view of a whole storage) that is not poisoned already; the keys
     it poisoned."""
+    if _moving:
+        _follow()
     added = []
     for holder in holders:
         key = storage_key(holder)
@@ -70,6 +89,8 @@ def referenced_elsewhere(holder: torch.Tensor) -> bool:
 
 def error(t: torch.Tensor, use: str) -> RuntimeError:
     """The error for using poisoned `t` (`use`: what tried, e.g. "aten.add.Tensor read")."""
+    if _moving:
+        _follow()
     message = _entries[storage_key(t)][1]
     return RuntimeError(
         f"{use} a tensor (shape {list(t.shape)}, {t.dtype}) that has no value: {message}. Recompute it, or "
@@ -81,6 +102,8 @@ def check_inputs(op_name: str, tensors: Sequence[torch.Tensor], program: Program
     """Raises if `op_name` reads a poisoned tensor (`program`'s first inputs are `tensors`; an in-place `zero_` or
     `fill_` takes its target but never reads it) unless `valid(tensor)`. Call only while `active`."""
     global _checks
+    if _moving:
+        _follow()
     _checks += 1
     if _checks % _SWEEP_EVERY == 0:
         sweep()
@@ -94,6 +117,8 @@ def check_inputs(op_name: str, tensors: Sequence[torch.Tensor], program: Program
 
 def check_tensors(use: str, tensors: Iterable[torch.Tensor]) -> None:
     """Raises if any of `tensors` is poisoned (`use`: who reads them, e.g. "kernel mylib::rmsnorm")."""
+    if _moving:
+        _follow()
     for t in tensors:
         if storage_key(t) in _entries:
             raise error(t, f"{use} read")
@@ -101,6 +126,8 @@ def check_tensors(use: str, tensors: Iterable[torch.Tensor]) -> None:
 
 def overwritten(tensors: Iterable[torch.Tensor]) -> None:
     """`tensors` were just written: a poisoned storage that one of them covers whole is valid again."""
+    if _moving:
+        _follow()
     done = [storage_key(t) for t in tensors if storage_key(t) in _entries and t.storage_offset() == 0
             and t.is_contiguous() and t.numel() == t.untyped_storage().nbytes() // t.element_size()]
     if done:
@@ -109,6 +136,8 @@ def overwritten(tensors: Iterable[torch.Tensor]) -> None:
 
 def sweep() -> None:
     """Forgets poisoned storages that nothing but this table references any more."""
+    if _moving:
+        _follow()
     dead = [k for k, (holder, _) in _entries.items() if not referenced_elsewhere(holder)]
     if dead:
         discard(dead)
@@ -117,6 +146,8 @@ def sweep() -> None:
 def _host_access(t: torch.Tensor, write: bool) -> None:
     if not active:
         return
+    if _moving:
+        _follow()
     if write:
         overwritten([t])
     elif storage_key(t) in _entries:
@@ -126,6 +157,7 @@ def _host_access(t: torch.Tensor, write: bool) -> None:
 def clear() -> None:
     """Forgets every poisoned storage (tests)."""
     _entries.clear()
+    _moving.clear()
     _set_active()
 
 
