@@ -12,7 +12,7 @@ what it does not cover is left to the refusal table and the lowering.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -276,25 +276,11 @@ def _rrelu_with_noise(a: Bound) -> None:  # rrelu_with_noise_out_cpu: the noise 
             checked_scalar(a.get(name, 0), opmath)
 
 
-def _broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
-    """infer_size: the broadcast shape, or TensorIterator's RuntimeError."""
-    n = max(len(a_shape), len(b_shape))
-    out = []
-    for i in range(n):
-        da = int(a_shape[i - n + len(a_shape)]) if i - n + len(a_shape) >= 0 else 1
-        db = int(b_shape[i - n + len(b_shape)]) if i - n + len(b_shape) >= 0 else 1
-        if da != db and 1 not in (da, db):
-            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton "
-                               f"dimension {i}")
-        out.append(db if da == 1 else da)
-    return out
-
-
 def binary_inplace(a: Bound) -> None:  # TensorIterator: an in-place result must have the broadcast shape
     x, other = a["self"], a["other"]
     if not isinstance(other, torch.Tensor):
         return
-    shape = _broadcast(x.shape, other.shape)
+    shape = cpu_raise_checks.broadcast(x.shape, other.shape)
     if shape != [int(s) for s in x.shape]:
         raise RuntimeError(f"output with shape {sizes_text(x.shape)} doesn't match the broadcast shape "
                            f"{sizes_text(shape)}")
@@ -302,7 +288,7 @@ def binary_inplace(a: Bound) -> None:  # TensorIterator: an in-place result must
 
 def _softplus_backward(a: Bound) -> None:  # beta.to<opmath_t>() in the kernel: a complex Scalar overflows
     grad, x = a["grad_output"], a["self"]
-    _broadcast(grad.shape, x.shape)
+    cpu_raise_checks.broadcast(grad.shape, x.shape)
     dtype = torch.promote_types(grad.dtype, x.dtype)
     if dtype not in _FLOATING:
         return
@@ -353,7 +339,7 @@ def _cdist_backward(a: Bound) -> None:  # the sizes it reads, then cdist_backwar
         dim_size(t.shape, -2)
     if x1.dtype not in (torch.float32, torch.float64):
         raise _not_implemented("cdist_backward", x1.dtype)
-    batch = _broadcast(x1.shape[:-2], x2.shape[:-2])
+    batch = cpu_raise_checks.broadcast(x1.shape[:-2], x2.shape[:-2])
     empty = 0 in (x1.shape[-2], x2.shape[-2], x1.shape[-1]) or 0 in batch
     if not empty and float(a["p"]) != 0:  # the kernel reads grad, cdist, x1, x2 as x1's scalar type (p 0: none)
         for t in (a["grad"], a["cdist"], x1, x2):

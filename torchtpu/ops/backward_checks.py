@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.ops.cpu_raise_checks import broadcast as infer_size
 from torchtpu.ops.cpu_raise_checks import inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
 
@@ -39,15 +40,9 @@ _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 def broadcast(shapes: Sequence[Sequence[int]]) -> None:
     """TensorIterator's compute_shape, before its dtype checks: the inputs' shapes broadcast in order (infer_size's
     words; the outputs are resized to the result)."""
-    acc: list[int] = []
+    acc: Sequence[int] = []
     for shape in shapes:
-        n = max(len(acc), len(shape))
-        a, b = [1] * (n - len(acc)) + list(acc), [1] * (n - len(shape)) + list(shape)
-        for i in range(n):
-            if a[i] != b[i] and a[i] != 1 and b[i] != 1:
-                raise RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
-                                   f"non-singleton dimension {i}")
-        acc = [y if x == 1 else x for x, y in zip(a, b)]
+        acc = infer_size(acc, shape)
 
 
 def same_dtype(outputs: Sequence[torch.dtype], inputs: Sequence[torch.dtype]) -> None:

@@ -18,6 +18,7 @@ from torchtpu import dtypes
 from torchtpu.execution import eager
 from torchtpu.ops import prims as P
 from torchtpu.ops.complex_checks import check_parts
+from torchtpu.ops.copy import check_copy_shapes
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
 
@@ -121,19 +122,6 @@ def _apply_bits(x: Sym, conj_bit: bool, neg_bit: bool, dtype: torch.dtype, shape
     return P.broadcast_to(P.convert(x, dtype), shape)  # copy_ broadcasts the source to the target
 
 
-def _check_copy_shapes(dst: tuple[int, ...], src: tuple[int, ...]) -> None:
-    """copy_'s TensorIterator checks, in CPU's words: the shapes broadcast, to the target's shape."""
-    rank = max(len(dst), len(src))
-    a, b = (1,) * (rank - len(dst)) + dst, (1,) * (rank - len(src)) + src
-    for i in reversed(range(rank)):
-        if a[i] != b[i] and 1 not in (a[i], b[i]):
-            raise RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
-                               f"non-singleton dimension {i}")
-    full = [max(x, y) for x, y in zip(a, b)]
-    if tuple(full) != dst:
-        raise RuntimeError(f"output with shape {list(dst)} doesn't match the broadcast shape {full}")
-
-
 def copy_from_with_bits(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     """`_copy_from` when the source or the destination carries a conjugate or negative bit (see the module
     docstring). A destination's bits: its memory must hold their inverse of src (CPU's copy_impl fixes the bits
@@ -152,7 +140,7 @@ def copy_from_with_bits(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool
             copy_from(plain_src, plain_dst, non_blocking)
         return dst
     conj_bit, neg_bit = src.is_conj(), src.is_neg()
-    _check_copy_shapes(tuple(dst.shape), tuple(src.shape))
+    check_copy_shapes(tuple(dst.shape), tuple(src.shape))
     plain = src
     if conj_bit:
         plain = plain.conj()  # toggles the bit off: a plain view of the same memory

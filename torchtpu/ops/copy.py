@@ -18,6 +18,7 @@ import torch
 from torchtpu import dtypes, runtime
 from torchtpu.execution import deferred, eager, fast_launch, overlap
 from torchtpu.ops.arg_checks import sizes_text
+from torchtpu.ops.cpu_raise_checks import broadcast
 from torchtpu.ops.prims import broadcast_to, convert
 from torchtpu.ops.tracing import Sym
 
@@ -54,15 +55,7 @@ def _bytes_view(t: torch.Tensor) -> torch.Tensor:
 
 def check_copy_shapes(dst_shape: Sequence[int], src_shape: Sequence[int]) -> None:
     """ATen's TensorIterator checks of `dst.copy_(src)`: src broadcasts to dst's shape, in its class and words."""
-    n = max(len(dst_shape), len(src_shape))
-    out = []
-    for i in range(n):
-        a = dst_shape[i - n + len(dst_shape)] if i >= n - len(dst_shape) else 1
-        b = src_shape[i - n + len(src_shape)] if i >= n - len(src_shape) else 1
-        if a != b and a != 1 and b != 1:
-            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
-                               f"dimension {i}")
-        out.append(b if a == 1 else a)
+    out = broadcast(dst_shape, src_shape)
     if tuple(out) != tuple(dst_shape):
         raise RuntimeError(f"output with shape {sizes_text(dst_shape)} doesn't match the broadcast shape "
                            f"{sizes_text(out)}")

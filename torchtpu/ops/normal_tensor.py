@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from torchtpu.ops.cpu_raise_checks import broadcast
+
 aten = torch.ops.aten
 
 
@@ -29,20 +31,6 @@ def _check_std_tensor(std: torch.Tensor) -> None:
         raise RuntimeError("normal expects standard deviation to be non-complex")
     if std.numel() and not bool(std.min().ge(0).item()):
         raise RuntimeError("normal expects all elements of std >= 0.0")
-
-
-def _infer_size(a: torch.Size, b: torch.Size) -> torch.Size:
-    """ATen's infer_size: the broadcast shape, or its error."""
-    n = max(len(a), len(b))
-    sizes = []
-    for i in range(n - 1, -1, -1):
-        da, db = len(a) - n + i, len(b) - n + i
-        x, y = (a[da] if da >= 0 else 1), (b[db] if db >= 0 else 1)
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
-                               f"dimension {i}")
-        sizes.append(y if x == 1 else x)
-    return torch.Size(reversed(sizes))
 
 
 def _check_std(std: float) -> None:
@@ -98,7 +86,7 @@ def normal_tensor_float(mean: torch.Tensor, std: float = 1.0, *, generator: Any 
 def normal_tensor_float_out(mean: torch.Tensor, std: float = 1.0, *, generator: Any = None,
                             out: torch.Tensor) -> torch.Tensor:
     _check_std(std)
-    _resize_output(out, _infer_size(mean.shape, out.shape))
+    _resize_output(out, torch.Size(broadcast(mean.shape, out.shape)))
     return _fill_mean_float(out, mean, std, generator)
 
 
@@ -117,7 +105,7 @@ def normal_float_tensor_out(mean: float, std: torch.Tensor, *, generator: Any = 
 
 def normal_tensor_tensor(mean: torch.Tensor, std: torch.Tensor, *, generator: Any = None) -> torch.Tensor:
     _check_std_tensor(std)
-    shape = _infer_size(mean.shape, std.shape)
+    shape = torch.Size(broadcast(mean.shape, std.shape))
     output = torch.empty(shape, dtype=mean.dtype, device=mean.device)
     return _fill_tensors(output, mean, std, generator)
 
@@ -125,7 +113,7 @@ def normal_tensor_tensor(mean: torch.Tensor, std: torch.Tensor, *, generator: An
 def normal_tensor_tensor_out(mean: torch.Tensor, std: torch.Tensor, *, generator: Any = None,
                              out: torch.Tensor) -> torch.Tensor:
     _check_std_tensor(std)
-    _resize_output(out, _infer_size(mean.shape, std.shape))
+    _resize_output(out, torch.Size(broadcast(mean.shape, std.shape)))
     return _fill_tensors(out, mean, std, generator)
 
 
