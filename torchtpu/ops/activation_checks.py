@@ -5,7 +5,9 @@
   so CPU raises instead of returning a wrong gradient; leaky_relu_backward's check is in
   ops/cpu_raise_checks3.py), and its kernel's `alpha/scale/input_scale.to<opmath_t>()`: a complex Scalar with an
   imaginary part overflows.
-- threshold: its kernel's `threshold/value.to<scalar_t>()`, c10's checked conversion to self's dtype.
+- threshold: its kernel's `threshold/value.to<scalar_t>()`, c10's checked conversion to self's dtype, and the
+  comparison with the converted threshold (an integer self compares with the truncated threshold: -4 <= -4.4 is
+  false, but CPU's -4 <= -4 is true; the decomposition compared in float).
 
 Eager mode (ops/decompositions.py) and torch.compile (compile/backend.py) wrap the decomposition with `wrap`."""
 
@@ -53,21 +55,31 @@ def _elu_backward(b: dict[str, Any]) -> None:
         raise _overflow(torch.float64 if dtype == torch.float64 else torch.float32)  # opmath_t
 
 
-def _threshold(b: dict[str, Any]) -> None:
+def _threshold(b: dict[str, Any]) -> dict[str, Any]:
+    dtype = b["self"].dtype
     for name in ("threshold", "value"):  # CPU's words, then the op, the value and the dtype
-        check_scalar_fits(b[name], b["self"].dtype, "threshold()")
+        check_scalar_fits(b[name], dtype, "threshold()")
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:  # bool: refused by the dtype table
+        return {}
+    return {name: int(b[name].real if isinstance(b[name], complex) else b[name])  # static_cast: toward zero
+            for name in ("threshold", "value")}
 
 
-_CHECKS: dict[Any, Callable[[dict[str, Any]], None]] = {aten.elu_backward: _elu_backward, aten.threshold: _threshold}
+_CHECKS: dict[Any, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
+    aten.elu_backward: _elu_backward, aten.threshold: _threshold}
 
 
 def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` (op's upstream decomposition) behind ATen's checks for op."""
+    """`fn` (op's upstream decomposition) behind ATen's checks for op (a check may return the arguments as the
+    kernel converts them)."""
     names = [a.name for a in op._schema.arguments]
     found = _CHECKS[op.overloadpacket]
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        found({**dict(zip(names, args)), **kwargs})
+        converted = found({**dict(zip(names, args)), **kwargs})
+        if converted:
+            args = tuple(converted.get(name, a) for name, a in zip(names, args))
+            kwargs = {k: converted.get(k, v) for k, v in kwargs.items()}
         return fn(*args, **kwargs)
 
     return kernel

@@ -282,7 +282,12 @@ def _cumulative(x: Sym, kind: str, dim: int, dtype: torch.dtype | None) -> Sym:
     out = _acc_dtype(x, dtype)
     if x.ndim == 0:
         return P.convert(x, out)
-    return P.emit1("cumulative", [P.convert(x, out)], kind=kind, dimension=P.canon_dim(dim, x.ndim))
+    d = P.canon_dim(dim, x.ndim)
+    x = P.convert(x, out)
+    if kind == "prod" and out.is_complex and x.shape[d]:  # ATen's scan starts from 1: its first element is 1 * x[0]
+        head = P.slice_dim(x, d, 0, 1)                   # (c10::complex's product: an infinite part times 0 is NaN)
+        x = P.concat([P.full(1, head.shape, out) * head, P.slice_dim(x, d, 1, x.shape[d])], d)
+    return P.emit1("cumulative", [x], kind=kind, dimension=d)
 
 
 @lower(aten.cumsum.default)

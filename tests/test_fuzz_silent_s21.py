@@ -1,0 +1,50 @@
+"""Silent results of fuzzer seed 21, now CPU's in every eager mode and compiled:
+
+- threshold / threshold_ of an integer tensor with a float threshold: ATen's kernel converts the threshold to
+  self's dtype (toward zero) and compares with that (-4 <= -4.4 was false on tpu; CPU's -4 <= -4 is true).
+- cumprod of a complex tensor: ATen's scan starts from 1, so its first element is 1 * x[0] in c10::complex's
+  product (an infinite part times 0 is NaN: inf+1j gives inf+nanj), not x[0] copied."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_exactly_cpu
+
+INF = float("inf")
+
+
+def _ints(d: str, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    return torch.tensor([[-4, -5, 3], [0, -1, 7]], dtype=dtype, device=d)
+
+
+def _complexes(d: str) -> torch.Tensor:
+    return torch.tensor([[complex(INF, 1), 2 + 3j, 0.5 - 1j], [complex(1, INF), 1 + 0j, -2j]], device=d)
+
+
+CASES = {
+    "threshold_int_float_threshold": lambda d: [torch.threshold(_ints(d), -4.4, -2),
+                                                torch.threshold(_ints(d), 2.9, 5.7),
+                                                torch.threshold(_ints(d, torch.int8), -0.5, 1)],
+    "threshold_inplace_int8": lambda d: [torch.threshold_(_ints(d, torch.int8), -1.25, 1)],
+    "threshold_out_uint8": lambda d: [torch.ops.aten.threshold.out(_ints(d, torch.uint8).abs(), 3.99, 9,
+                                                                   out=torch.empty(2, 3, dtype=torch.uint8, device=d))],
+    "threshold_float_unchanged": lambda d: [torch.threshold(_ints(d).float() / 3, -1.3, 0.25)],
+    "cumprod_complex_infinite": lambda d: [torch.cumprod(_complexes(d), 1), torch.cumprod(_complexes(d), 0),
+                                           torch.cumprod(_complexes(d)[:, :1], 1),
+                                           torch.cumprod(_complexes(d)[0, 0], 0)],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", CASES)
+def test_as_cpu(case: str, mode: str) -> None:
+    assert_exactly_cpu(CASES[case], mode)
+
+
+@pytest.mark.parametrize("case", ["threshold_int_float_threshold", "cumprod_complex_infinite"])
+def test_as_cpu_compiled(case: str) -> None:
+    torch._dynamo.reset()
+    got = torch.compile(lambda: CASES[case]("tpu"), backend="tpu")()
+    for g, c in zip(got, CASES[case]("cpu"), strict=True):
+        torch.testing.assert_close(g.cpu(), c, rtol=0, atol=0, equal_nan=True)
