@@ -3,19 +3,27 @@
 - threshold / threshold_ of an integer tensor with a float threshold: ATen's kernel converts the threshold to
   self's dtype (toward zero) and compares with that (-4 <= -4.4 was false on tpu; CPU's -4 <= -4 is true).
 - cumprod of a complex tensor: ATen's scan starts from 1, so its first element is 1 * x[0] in c10::complex's
-  product (an infinite part times 0 is NaN: inf+1j gives inf+nanj), not x[0] copied."""
+  product (an infinite part times 0 is NaN: inf+1j gives inf+nanj), not x[0] copied.
+
+And refused in CPU's class and words where tpu computed: hardshrink / hardshrink_backward with a lambd that
+overflows the tensor's dtype (the kernel's checked conversion; tpu gave 0), mean.dtype_out with dtype= given and
+an out= of another dtype (exact, as mean.out's)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_exactly_cpu
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu
 
 INF = float("inf")
 
 
 def _ints(d: str, dtype: torch.dtype = torch.int64) -> torch.Tensor:
     return torch.tensor([[-4, -5, 3], [0, -1, 7]], dtype=dtype, device=d)
+
+
+def _half(d: str) -> torch.Tensor:
+    return torch.ones(2, dtype=torch.float16, device=d)
 
 
 def _complexes(d: str) -> torch.Tensor:
@@ -48,3 +56,19 @@ def test_as_cpu_compiled(case: str) -> None:
     got = torch.compile(lambda: CASES[case]("tpu"), backend="tpu")()
     for g, c in zip(got, CASES[case]("cpu"), strict=True):
         torch.testing.assert_close(g.cpu(), c, rtol=0, atol=0, equal_nan=True)
+
+
+REFUSED = {
+    "hardshrink_half_lambd": lambda d: torch.ops.aten.hardshrink.out(_half(d), 1e30, out=torch.empty_like(_half(d))),
+    "hardshrink_float_lambd": lambda d: torch.nn.functional.hardshrink(_half(d).float(), 1e300),
+    "hardshrink_complex_lambd": lambda d: torch.nn.functional.hardshrink(_half(d).bfloat16(), 1 + 1j),
+    "hardshrink_backward_half_lambd": lambda d: torch.ops.aten.hardshrink_backward(_half(d), _half(d), 1e30),
+    "mean_dtype_out_given": lambda d: torch.ops.aten.mean.dtype_out(_half(d).float(), dtype=torch.float16,
+                                                                    out=torch.empty((), device=d)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", REFUSED)
+def test_refused_as_cpu(case: str, mode: str) -> None:
+    assert_refused_as_cpu(REFUSED[case], mode)

@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import checked_scalar
 from torchtpu.ops.arg_checks import sizes_text
 from torchtpu.ops.out_rules import _CPP_NAMES
 from torchtpu.ops.tracing import aten_type_name
@@ -431,6 +432,12 @@ def _softshrink_backward(a: Bound) -> None:  # lambd.to<scalar_t>() in the kerne
         checked_convert(a["lambd"], dtype)
 
 
+def _hardshrink(a: Bound) -> None:  # the kernel's lambd.to<scalar_t>() on the iterator's dtype (seed 21)
+    dtype = result_type([t for t in (a.get("grad_out"), a["self"]) if _is_tensor(t)])
+    if dtype is not None and dtype.is_floating_point:  # others: the kernel's dispatch refuses first
+        checked_scalar(a.get("lambd", 0.5), dtype)
+
+
 def _linalg_solve(a: Bound) -> None:  # linalg_solve_ex meta: checkFloatingOrComplex(A, "linalg.solve")
     dtype = a["A"].dtype
     if not (dtype.is_floating_point or dtype.is_complex):
@@ -452,6 +459,7 @@ def _hash_tensor(a: Bound) -> None:  # hash_tensor_out: the result dtype before 
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "hash_tensor": _hash_tensor, "linspace": _linspace, "softshrink_backward": _softshrink_backward,
+    "hardshrink": _hardshrink, "hardshrink_backward": _hardshrink,
     "_linalg_solve_ex": _linalg_solve,
     "cumsum": _cumsum_dim, "hardswish_backward": _hardswish_backward, "gelu_backward": _binary_shapes,
     "linalg_matrix_exp": _matrix_exp,
