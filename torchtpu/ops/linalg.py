@@ -9,12 +9,14 @@ reach these lowerings and the matmul family.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from torchtpu.execution import out_layout
 from torchtpu.ops import prims as P
+from torchtpu.ops.cpu_raise_checks import broadcast
 from torchtpu.ops.linalg_checks import (
     check_eig,
     check_geqrf,
@@ -45,8 +47,10 @@ def _h(x: Sym) -> Sym:
 
 
 def _batch(*xs: Sym) -> list[Sym]:
-    """Broadcasts the batch dims (all but the last two) of matrices."""
-    batch = P.broadcast_shapes(*[x.shape[:-2] for x in xs])
+    """Broadcasts the batch dims (all but the last two) of matrices (ATen's infer_size and its words)."""
+    batch: Sequence[int] = ()
+    for x in xs:
+        batch = broadcast(batch, x.shape[:-2])
     return [P.broadcast_to(x, (*batch, *x.shape[-2:])) for x in xs]
 
 
@@ -490,6 +494,16 @@ def _contract(a: Sym, b: Sym) -> Sym:
     return P.reduce(prod, "sum", (a.ndim - 1,))
 
 
+def _own_batch(x: Sym, own: Sequence[int]) -> Sym:
+    """x (*batch, r) computed on A broadcast to b's batch: the entries of A's own batch `own` (CPU's rank and
+    singular values keep A's batch shape; the broadcast copies are equal)."""
+    lead = len(x.shape) - 1 - len(own)
+    for i, size in enumerate((1,) * lead + tuple(own)):
+        if size == 1 and x.shape[i] != 1:
+            x = P.slice_dim(x, i, 0, 1)
+    return P.reshape(x, (*own, x.shape[-1])) if lead else x
+
+
 @lower(aten.linalg_lstsq.default, static=("rcond",))
 def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None = None
           ) -> tuple[Sym, Sym, Sym, Sym]:
@@ -517,9 +531,10 @@ def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None =
     uhb = _contract(_h(u), bb)  # (..., r, k)
     scaled = uhb * P.convert(P.broadcast_to(P.reshape(inv, (*inv.shape, 1)), uhb.shape), a.dtype)
     x = _contract(_h(vh), scaled)  # (..., n, k)
-    rank = P.reduce(P.convert(keep, torch.int64), "sum", (s.ndim - 1,)) if driver != "gels" else \
+    own_keep, own_s = _own_batch(keep, self.shape[:-2]), _own_batch(s, self.shape[:-2])  # rank: A's own batch
+    rank = P.reduce(P.convert(own_keep, torch.int64), "sum", (own_s.ndim - 1,)) if driver != "gels" else \
         P.full(0, (0,), torch.int64)
-    sv = s if driver in ("gelsd", "gelss") else P.full(0, (0,), real)
+    sv = own_s if driver in ("gelsd", "gelss") else P.full(0, (0,), real)
     if m > n and driver != "gelsy":
         resid = _contract(a, x) - bb
         sq = P.emit1("real", [resid * _cj(resid)]) if resid.dtype.is_complex else resid * resid

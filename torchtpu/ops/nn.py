@@ -289,15 +289,18 @@ def mse_loss(self: Sym, target: Sym, reduction: int = 1) -> Sym:
 
 
 @lower(aten.mse_loss_backward.default)
-def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int) -> Sym:
+def mse_loss_backward(grad_output: Sym, self: Sym, target: Sym, reduction: int, *,
+                      dtype: torch.dtype | None = None) -> Sym:
     # ATen: one TensorIterator over (self, target, grad_output) in their common dtype, norm read as that dtype:
-    # norm * (self - target) * grad_output, cast to grad_input = zeros_like(self)'s dtype
+    # norm * (self - target) * grad_output, cast to grad_input's dtype: zeros_like(self)'s, or the grad_input=
+    # tensor's (`dtype`, out_rules.RESULT_IN_OUT_DTYPE)
     norm = 2.0 / self.numel() if reduction == 1 and self.numel() else (math.inf if reduction == 1 else 2.0)
     (x, t, g), common = promoted(self, target, grad_output)
-    if not torch.can_cast(common, self.dtype):  # the TensorIterator's output is zeros_like(self)
+    out = dtype or self.dtype
+    if not torch.can_cast(common, out):
         raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
-                           f"{aten_type_name(self.dtype)}")
-    return P.convert(P.convert(norm, common) * (x - t) * g, self.dtype)
+                           f"{aten_type_name(out)}")
+    return P.convert(P.convert(norm, common) * (x - t) * g, out)
 
 
 @lower(aten.native_dropout.default, random=True, static=("p",))

@@ -58,6 +58,12 @@ EXACT_WITH_DTYPE: frozenset[str] = frozenset({"nansum.out", "mean.dtype_out"})
 # out= is not rounded to bfloat16).
 RESULT_IN_OUT_DTYPE: frozenset[str] = frozenset({"sum.IntList_out", "prod.int_out", "cumsum.out", "cumprod.out"})
 
+# out= kernels whose TensorIterator writes the out= tensor itself: computed in the inputs' common dtype, cast to
+# the out's, refused only where that cast is unsafe (the functional's output is zeros_like(self), whose dtype the
+# lowering takes otherwise; fuzz seeds 21-22: a float64 grad_input got float16's inf). The lowering takes the
+# out's dtype as `dtype`.
+ITERATOR_WRITES_OUT: frozenset[str] = frozenset({"mse_loss_backward.grad_input"})
+
 # Factories whose out= kernel fills the out tensor in its own dtype (no result dtype to cast from): CPU writes
 # eye/full/_efficientzerotensor into a bool or uint8 out= where a float/int64 result "can't be cast" by the
 # promotion rule (found by the fuzzer, issue 17). A complex fill value into a real out still fails.
@@ -162,6 +168,11 @@ _CPP_NAMES = {
 def fills_out_dtype(op: torch._ops.OpOverload, dtype_given: bool = False) -> bool:
     """Whether `op`'s out= kernel fills the out tensor in its own dtype (FILLS_OUT_DTYPE, no dtype= given)."""
     return not dtype_given and _local(op) in FILLS_OUT_DTYPE
+
+
+def iterator_writes_out(op: torch._ops.OpOverload) -> bool:
+    """Whether `op`'s out= kernel computes into the out tensor's dtype (ITERATOR_WRITES_OUT)."""
+    return _local(op) in ITERATOR_WRITES_OUT
 
 
 def takes_out_dtype(op: torch._ops.OpOverload) -> bool:

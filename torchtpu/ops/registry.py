@@ -355,6 +355,8 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
             target.resize_(result.shape)
         target.copy_(result.view(target.shape))
         return
+    if out_rules.iterator_writes_out(record.op) and len(targets) == 1:
+        kwargs, fast = {**kwargs, "dtype": targets[0].dtype}, None  # mse_loss_backward.grad_input
     types = eager.result_types(name, fn, args, kwargs, record.static_spec)
     dtype_given = kwargs.get("dtype") is not None
     if types and (dtype := out_rules.out_dtype_as_result(record.op, types[0][1], targets, dtype_given)) is not None:
