@@ -10,7 +10,8 @@
 
 And refused in CPU's class and words where tpu computed: hardshrink / hardshrink_backward with a lambd that
 overflows the tensor's dtype (the kernel's checked conversion; tpu gave 0), mean.dtype_out with dtype= given and
-an out= of another dtype (exact, as mean.out's)."""
+an out= of another dtype (exact, as mean.out's), multilabel_margin_loss with a target value below -1 or past the
+first -1 out of range (tpu took every negative value for the terminator)."""
 
 from __future__ import annotations
 
@@ -87,6 +88,11 @@ REFUSED = {
     "lstsq_batches_that_do_not_broadcast": lambda d: torch.linalg.lstsq(torch.ones(2, 1, 5, 2, device=d),
                                                                         torch.ones(5, 2, 5, 2, device=d)),
     "mse_backward_grad_input_int_out": lambda d: _mse_backward(d, torch.int32),
+    "multilabel_target_below_minus_one": lambda d: torch.nn.functional.multilabel_margin_loss(
+        torch.ones(3, 5, device=d), torch.tensor([[-4, 3, 3, 4, 2]] * 3, device=d)),
+    "multilabel_target_past_the_terminator": lambda d: torch.ops.aten.multilabel_margin_loss_forward.output(
+        torch.ones(3, 5, dtype=torch.float16, device=d), torch.tensor([[3, -1, 9, 0, 0]] * 3, device=d), 0,
+        output=torch.empty(0, dtype=torch.float16, device=d), is_target=torch.empty(0, dtype=torch.float16, device=d)),
     "hardshrink_half_lambd": lambda d: torch.ops.aten.hardshrink.out(_half(d), 1e30, out=torch.empty_like(_half(d))),
     "hardshrink_float_lambd": lambda d: torch.nn.functional.hardshrink(_half(d).float(), 1e300),
     "hardshrink_complex_lambd": lambda d: torch.nn.functional.hardshrink(_half(d).bfloat16(), 1 + 1j),
