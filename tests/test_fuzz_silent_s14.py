@@ -3,7 +3,8 @@ finding was there): masked_fill with a value tensor that overflows self's dtype 
 program runs), smooth_l1_loss with a NaN beta, std/var out= of a real input into a complex out, the fused weight
 norm kernels' dim/dtype checks, an FFT's normalization of an infinite element (inf+0j, was inf+nanj),
 segment_reduce given both offsets and lengths (the offsets), `_foreach_add_` of a complex scalar into an integer
-tensor under compile; and the fuzzer's comparison of a complex element with an infinite part (by parts)."""
+tensor under compile, _embedding_bag's 2-D weight check; and the fuzzer's comparison of a complex element with an
+infinite part (by parts)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,10 @@ REFUSED = {
                                                               torch.float32), 1, (2, 3), (1, 3)),
     "weight_norm_forward_g_dtype": lambda d: A._weight_norm_interface(torch.ones(2, 3, device=d),
                                                                       torch.ones(2, 1, dtype=F64, device=d), 0),
+    "embedding_bag_3d_weight": lambda d: A._embedding_bag(torch.ones(3, 2, 1, device=d), torch.tensor([0, 0], device=d),
+                                                          torch.tensor([0], device=d)),
+    "embedding_bag_1d_weight_int8_indices": lambda d: A._embedding_bag_forward_only(
+        torch.ones(3, device=d), torch.tensor([0, 1], dtype=torch.int8, device=d), torch.tensor([0], device=d)),
     "segment_reduce_offsets_over_lengths": _segments([0, 2, 1, 3], []),
     "segment_reduce_out_offsets_over_lengths": _segments([0, 2, 1, 3], [], out=True),
 }

@@ -182,6 +182,9 @@ def _embedding_bag(a: Bound) -> None:  # _embedding_bag_cpu_impl_out's check on 
     index_types = (torch.int32, torch.int64)
     if indices.dtype in index_types and offsets.dtype in index_types and len(offsets.shape) != 1:
         raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension {len(offsets.shape)}")
+    weight = a["weight"]
+    if len(offsets.shape) == 1 and len(weight.shape) != 2:  # then the weight's (before the indices' dtype)
+        raise RuntimeError(f"weight has to be a 2D Tensor, but got Tensor of dimension {len(weight.shape)}")
 
 
 def check_norm_identity(shape: Any, ord: Any, dim: Any) -> None:  # noqa: A002
