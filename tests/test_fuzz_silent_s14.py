@@ -3,8 +3,8 @@ finding was there): masked_fill with a value tensor that overflows self's dtype 
 program runs), smooth_l1_loss with a NaN beta, std/var out= of a real input into a complex out, the fused weight
 norm kernels' dim/dtype checks, an FFT's normalization of an infinite element (inf+0j, was inf+nanj),
 segment_reduce given both offsets and lengths (the offsets), `_foreach_add_` of a complex scalar into an integer
-tensor under compile, _embedding_bag's 2-D weight check; and the fuzzer's comparison of a complex element with an
-infinite part (by parts)."""
+tensor under compile, _embedding_bag's 2-D weight check, gelu_backward's oneDNN refusals; and the fuzzer's
+comparison of a complex element with an infinite part (by parts)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,12 @@ REFUSED = {
                                                           torch.tensor([0], device=d)),
     "embedding_bag_1d_weight_int8_indices": lambda d: A._embedding_bag_forward_only(
         torch.ones(3, device=d), torch.tensor([0, 1], dtype=torch.int8, device=d), torch.tensor([0], device=d)),
+    "gelu_backward_0d_grad_onednn": lambda d: A.gelu_backward(torch.ones((), device=d),
+                                                              torch.ones(3, 3, dtype=torch.float16, device=d)),
+    "gelu_backward_double_grad_onednn": lambda d: A.gelu_backward(torch.ones(4, dtype=F64, device=d)[::2],
+                                                                  torch.ones(2, device=d)),
+    "gelu_backward_double_out_onednn": lambda d: A.gelu_backward.grad_input(
+        torch.ones(5, device=d), torch.ones(5, device=d), grad_input=torch.empty(0, dtype=F64, device=d)),
     "segment_reduce_offsets_over_lengths": _segments([0, 2, 1, 3], []),
     "segment_reduce_out_offsets_over_lengths": _segments([0, 2, 1, 3], [], out=True),
 }
@@ -109,6 +115,12 @@ VALUES = {
                                        _masked(torch.tensor(3 + 0j), torch.int8)(d),
                                        _masked(torch.tensor(float("inf")), torch.float16)(d)],
     "std_f32_all_into_complex": lambda d: [_std_out(torch.float32, torch.complex64, [0, 1])(d)],
+    "gelu_backward_off_onednn": lambda d: [A.gelu_backward(torch.ones((), device=d),
+                                                           torch.ones(3, 3, device=d).t()),
+                                           A.gelu_backward(torch.ones((), device=d), torch.ones(3, 3, device=d),
+                                                           approximate="tanh"),
+                                           A.gelu_backward(torch.ones((), dtype=F64, device=d),
+                                                           torch.ones(1, 1, device=d))],
     "segment_reduce_offsets_over_lengths": lambda d: [_segments([0, 1, 1, 3], [4])(d)],
 }
 
@@ -174,6 +186,10 @@ def test_foreach_complex_scalar_into_int_compiled() -> None:
 
 def test_masked_fill_overflow_compiled() -> None:
     assert_refused_as_cpu_compiled(_masked(torch.tensor(300.5)))
+
+
+def test_gelu_backward_onednn_compiled() -> None:
+    assert_refused_as_cpu_compiled(REFUSED["gelu_backward_double_out_onednn"])
 
 
 def test_weight_norm_backward_compiled() -> None:
