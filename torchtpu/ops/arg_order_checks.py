@@ -18,11 +18,20 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import checked_scalar
-from torchtpu.ops import cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, dtype_refusals
+from torchtpu.ops import (
+    cpu_raise_checks,
+    cpu_raise_checks2,
+    cpu_raise_checks3,
+    dtype_refusals,
+    inplace_scalar_checks,
+    onednn_checks,
+)
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
 Bound = dict[str, Any]
+# the modules whose BOUND_CHECKS run behind this module's own (CPU's checks after those above)
+_LATER = (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, inplace_scalar_checks, onednn_checks)
 _FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
@@ -384,7 +393,7 @@ def _checks_for(op: Any) -> list[Callable[[Any, tuple, Mapping[str, Any]], None]
     bound = _BOUND_CHECKS.get(name)
     if bound is not None and not (name in ("median", "nanmedian") and overload not in _MEDIAN_DIM):
         checks.append(lambda op, args, kwargs, fn=bound: fn(_bind(op, args, kwargs)))
-    for module in (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3):  # CPU's checks after those above
+    for module in _LATER:  # CPU's checks after those above
         later = module.BOUND_CHECKS.get(name)
         if later is not None:
             checks.append(lambda op, args, kwargs, fn=later: fn(_bind(op, args, kwargs)))
@@ -421,7 +430,7 @@ class _Packets:
     def __contains__(self, packet: Any) -> bool:
         name = packet._qualified_op_name.split("::")[1]
         return name in _BOUND_CHECKS or any(name in module.BOUND_CHECKS
-                                            for module in (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3))
+                                            for module in _LATER)
 
 
 WRAPPED = _Packets()

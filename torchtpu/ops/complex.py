@@ -184,7 +184,11 @@ def _scale(y: Sym, n: int, normalization: int, forward: bool) -> Sym:
     factor = {0: 1.0, 1: 1.0 / math.sqrt(n)}.get(normalization, 1.0 / n)
     if not forward:
         factor *= n
-    return y if factor == 1.0 else y * factor
+    if factor == 1.0:
+        return y
+    if y.dtype.is_complex:  # each part scaled by the real factor (a complex product gives inf * 0 = NaN parts)
+        return make_complex(real(y) * factor, imag(y) * factor)
+    return y * factor
 
 
 def _c2c(x: Sym, dims: list[int], forward: bool) -> Sym:

@@ -182,6 +182,9 @@ def _embedding_bag(a: Bound) -> None:  # _embedding_bag_cpu_impl_out's check on 
     index_types = (torch.int32, torch.int64)
     if indices.dtype in index_types and offsets.dtype in index_types and len(offsets.shape) != 1:
         raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension {len(offsets.shape)}")
+    weight = a["weight"]
+    if len(offsets.shape) == 1 and len(weight.shape) != 2:  # then the weight's (before the indices' dtype)
+        raise RuntimeError(f"weight has to be a 2D Tensor, but got Tensor of dimension {len(weight.shape)}")
 
 
 def check_norm_identity(shape: Any, ord: Any, dim: Any) -> None:  # noqa: A002
@@ -303,9 +306,12 @@ def _std_var_first(words: str) -> Callable[[Bound], None]:
 
 
 def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFloat16 into float goes to std_var_all
+    # (float/double only); more than one from a real input into a complex out goes to std_cpu (no complex kernel)
     _std_var_first("std and var")(a)
     x, out = a["self"], a.get("out")
-    if out is None or x.dtype not in _LOW_PRECISION or out.dtype not in (torch.float32, torch.float64):
+    wide = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+    if out is None or x.dtype.is_complex or out.dtype not in wide or (x.dtype not in _LOW_PRECISION
+                                                                      and not out.dtype.is_complex):
         return
     shape = [int(s) for s in x.shape]
     dims = a.get("dim")
@@ -313,8 +319,10 @@ def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFl
         return
     reduced = set(range(len(shape))) if not dims else {d % max(len(shape), 1) for d in dims}
     kept = math.prod(s for i, s in enumerate(shape) if i not in reduced)
-    if math.prod(shape) > 0 and kept <= 1:
+    if math.prod(shape) > 0 and kept <= 1 and x.dtype in _LOW_PRECISION:
         raise RuntimeError(f"std_var_all: Unsupported dtype {aten_type_name(x.dtype)}")
+    if math.prod(shape) > 0 and kept > 1 and out.dtype.is_complex:  # a real input into a complex out: the stub
+        raise NotImplementedError(f'"std_cpu" not implemented for \'{aten_type_name(out.dtype)}\'')
 
 
 def _uniform(a: Bound) -> None:  # the complex tensor's real view gets uniform_impl_'s checks (factory.py: real)

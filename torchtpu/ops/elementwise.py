@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
-from torchtpu.ops import host_index, operand_checks, scalar_args
+from torchtpu.ops import host_index, operand_checks, scalar_args, value_fits
 from torchtpu.ops import prims as P
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
@@ -384,7 +384,7 @@ def where(condition: Sym, self: Any, other: Any) -> Sym:
 def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
     operand_checks.check_masked_fill_value(value)
     if isinstance(value, Sym):
-        value = P.convert(value, self.dtype)
+        value = value_fits.check_fits(value, self.dtype, P.convert(value, self.dtype))
     else:
         check_scalar_fits(value, self.dtype, "masked_fill()")
         value = P.const(value, self.dtype)

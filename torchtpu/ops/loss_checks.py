@@ -28,7 +28,7 @@ def _reduction_args(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     def kernel(*args: Any, **kwargs: Any) -> Any:
         reduction = get(args, kwargs, "reduction", 1)
         if op.overloadpacket is aten.smooth_l1_loss:
-            if get(args, kwargs, "beta", 1.0) < 0:
+            if not get(args, kwargs, "beta", 1.0) >= 0:  # NaN too, as ATen's TORCH_CHECK(beta >= 0)
                 raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
             if reduction not in (0, 1, 2):
                 raise RuntimeError(f"smooth_l1_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction} "

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution import eager, out_layout
-from torchtpu.ops import norm_checks
+from torchtpu.ops import norm_checks, weight_norm_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -219,6 +219,7 @@ def _check_one_per_slice(name: str, t: Sym, slices: int, dim: int) -> None:
 def weight_norm_interface(v: Sym, g: Sym, dim: int = 0) -> tuple[Sym, Sym]:
     """w = v * g / ||v|| (the norm over every dim but `dim`); the norms are kept (shape of g) in float32 for
     reduced-precision inputs, as on CPU."""
+    weight_norm_checks.check_forward(v, g, dim)
     vw = _wide(v)
     dims = _other_dims(v, dim)
     norms = P.emit1("sqrt", [P.reduce(vw * vw, "sum", dims, keepdim=True)])
@@ -231,6 +232,7 @@ def weight_norm_interface(v: Sym, g: Sym, dim: int = 0) -> tuple[Sym, Sym]:
 @lower(aten._weight_norm_interface_backward.default)
 def weight_norm_interface_backward(grad_w: Sym, saved_v: Sym, saved_g: Sym, saved_norms: Sym, dim: int
                                    ) -> tuple[Sym, Sym]:
+    weight_norm_checks.check_backward(grad_w, saved_v, saved_g, saved_norms, dim)
     v, gw = _wide(saved_v), _wide(grad_w)
     dims = _other_dims(saved_v, dim)
     kept = tuple(1 if i in dims else d for i, d in enumerate(v.shape))

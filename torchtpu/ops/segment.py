@@ -30,6 +30,8 @@ def _wide(x: Sym) -> Sym:
 class _Segments:
     def __init__(self, data: Sym, lengths: Sym | None, offsets: Sym | None, axis: int) -> None:
         axis = P.canon_dim(axis, data.ndim)
+        if offsets is not None:  # ATen's kernels take the offsets where both are given
+            lengths = None
         if lengths is not None:
             lens = P.convert(lengths, torch.int64)
             ends = P.emit1("cumulative", [lens], kind="sum", dimension=lens.ndim - 1)
@@ -82,7 +84,8 @@ class _Segments:
 def segment_reduce(data: Sym, reduce: str, *, lengths: Sym | None = None, indices: Sym | None = None,
                    offsets: Sym | None = None, axis: int = 0, unsafe: bool = False, initial: Any = None) -> Sym:
     seg = _Segments(data, lengths, offsets, axis)
-    checked = operand_checks.segment_lengths_check(seg.lens, lengths is not None, unsafe, data.shape[seg.axis])
+    checked = operand_checks.segment_lengths_check(seg.lens, lengths is not None and offsets is None, unsafe,
+                                                   data.shape[seg.axis])
     x = _wide(data)
     init = _IDENTITY[reduce] if initial is None else float(initial)
     out = seg.cut(seg.scatter(x, _SCATTER[reduce], init))
