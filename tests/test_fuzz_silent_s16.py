@@ -61,3 +61,62 @@ def test_histogram_edges_and_counts(calls, mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_histogram_weighted_density(mode: str) -> None:
     assert_close_to_cpu(_hist_weighted, mode)
+
+
+def _mlml_backward(d: str) -> list[torch.Tensor]:
+    """multilabel_margin_loss_backward reads the is_target it is given (the kernel's !is_target[d]), not one it
+    makes from the target: an is_target of other zeros moved the gradient to other classes."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 4, generator=g)
+    target = torch.tensor([[3, 0, -1, 1], [0, 1, 2, 3], [1, -1, 0, 0]])
+    is_target = torch.tensor([[0.0, 1, 1, 0], [1, 0, 0, 1], [0, 1, 0, 1]])
+    out = []
+    for reduction, grad in ((0, torch.randn(3, generator=g)), (1, torch.tensor(0.7)), (2, torch.tensor(-1.3))):
+        out.append(aten.multilabel_margin_loss_backward(grad.to(d), x.to(d), target.to(d), reduction,
+                                                        is_target.to(d)))
+    return out
+
+
+def _bce_backward_weight(d: str) -> list[torch.Tensor]:
+    """binary_cross_entropy_backward with a float64 weight: grad_input in self's dtype (float32), as CPU's
+    grad_input.mul_(weight); was float64."""
+    g = torch.Generator().manual_seed(4)
+    grad, x, t = torch.randn(3, 2, generator=g), torch.rand(3, 2, generator=g), torch.rand(3, 2, generator=g)
+    w = torch.rand(3, 2, generator=g, dtype=torch.float64)
+    out = [aten.binary_cross_entropy_backward(grad.to(d), x.to(d), t.to(d), w.to(d), 0)]
+    for reduction in (1, 2):
+        out.append(aten.binary_cross_entropy_backward(grad.sum().to(d), x.to(d), t.to(d), w.to(d), reduction))
+    into = torch.empty(3, 2, device=d)
+    aten.binary_cross_entropy_backward.grad_input(grad.sum().to(d), x.to(d), t.to(d), w.to(d), 1, grad_input=into)
+    return [*out, into]
+
+
+def _xlogy_numbers(d: str) -> list[torch.Tensor]:
+    """xlogy / special_xlogy / special_xlog1py with a Python number: the number cast to the result dtype first, as
+    CPU's TensorIterator (1e6 is inf in float16, 1e39 in float32). (Finite float16 results may differ in the last
+    bit: CPU rounds log / log1p to float16 before the product; within the fuzzer's tolerance.)"""
+    x = torch.tensor([0.0, float("nan"), -2.5, 3.0, 0.75, -0.1])
+    out = []
+    for dtype, number in ((torch.float16, 1e6), (torch.bfloat16, 1e39), (torch.float32, 1e39),
+                          (torch.int32, 1e39), (torch.float16, 70000)):
+        t = (x * 3).to(dtype).to(d)
+        out += [aten.xlogy.Scalar_Other(t, number), aten.xlogy.Scalar_Self(number, t),
+                aten.special_xlog1py.other_scalar(t, number), aten.special_xlog1py.self_scalar(number, t),
+                aten.special_xlogy.other_scalar(t, number)]
+        if dtype.is_floating_point:
+            out.append(t.clone().xlogy_(number))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("calls", [_mlml_backward, _bce_backward_weight, _xlogy_numbers])
+def test_losses_and_xlogy(calls, mode: str) -> None:
+    assert_exactly_cpu(calls, mode)
+
+
+@pytest.mark.parametrize("calls", [_bce_backward_weight, _xlogy_numbers])
+def test_losses_and_xlogy_compiled(calls) -> None:
+    torch._dynamo.reset()
+    got = torch.compile(lambda: calls("tpu"), backend="tpu")()
+    for g, c in zip(got, calls("cpu"), strict=True):
+        torch.testing.assert_close(g.cpu(), c, rtol=0, atol=0, equal_nan=True)
