@@ -120,3 +120,44 @@ def test_losses_and_xlogy_compiled(calls) -> None:
     got = torch.compile(lambda: calls("tpu"), backend="tpu")()
     for g, c in zip(got, calls("cpu"), strict=True):
         torch.testing.assert_close(g.cpu(), c, rtol=0, atol=0, equal_nan=True)
+
+
+def _upsample_same_size(d: str) -> list[torch.Tensor]:
+    """A dim whose size does not change is copied whatever the scale (linear modes, the antialiased forward,
+    bicubic's backward), as ATen: upsample_linear1d(x, [7], False, 1.7) of a length-7 x interpolated it."""
+    g = torch.Generator().manual_seed(5)
+    x1, x2 = torch.randn(2, 3, 7, generator=g), torch.randn(1, 2, 7, 7, generator=g)
+    x3 = torch.randn(1, 2, 3, 7, 5, generator=g)
+    return [aten.upsample_linear1d(x1.to(d), [7], False, 1.7),
+            aten.upsample_linear1d_backward(x1.to(d), [7], [2, 3, 7], False, 1.7),
+            aten.upsample_bilinear2d(x2.to(d), [7, 7], False, 1.7, 0.6),
+            aten.upsample_bilinear2d_backward(x2.to(d), [7, 7], [1, 2, 7, 7], False, 1.7, 0.6),
+            aten.upsample_trilinear3d(x3.to(d), [3, 7, 5], False, 2.0, 1.7, 0.6),
+            aten._upsample_bilinear2d_aa(x2.to(d), [7, 7], False, 1.7, 0.6),
+            aten.upsample_bicubic2d_backward(x2.to(d), [7, 7], [1, 2, 7, 7], False, 1.7, 0.6)]
+
+
+def _upsample_linear_half(d: str) -> list[torch.Tensor]:
+    """float16 / bfloat16 linear1d and trilinear3d: the lambdas rounded to the input's type (lambda0 = 1 - lambda1,
+    rounded), the interpolation in float32: values were an ulp off."""
+    g = torch.Generator().manual_seed(6)
+    out = []
+    for dtype in (torch.float16, torch.bfloat16):
+        x1, x3 = torch.randn(3, 4, 7, generator=g).to(dtype), torch.randn(1, 2, 3, 7, 6, generator=g).to(dtype)
+        for size, align, scale in ((11, False, None), (11, True, None), (13, False, 1.7), (4, False, None)):
+            out.append(aten.upsample_linear1d(x1.to(d), [size], align, scale))
+            out.append(aten.upsample_trilinear3d(x3.to(d), [4, size, 5], align, None, scale, None))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("calls", [_upsample_same_size, _upsample_linear_half])
+def test_upsample_linear(calls, mode: str) -> None:
+    assert_exactly_cpu(calls, mode)
+
+
+def test_upsample_linear_compiled() -> None:
+    torch._dynamo.reset()
+    got = torch.compile(lambda: _upsample_same_size("tpu") + _upsample_linear_half("tpu"), backend="tpu")()
+    for g, c in zip(got, _upsample_same_size("cpu") + _upsample_linear_half("cpu"), strict=True):
+        torch.testing.assert_close(g.cpu(), c, rtol=0, atol=0)
