@@ -11,7 +11,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.refusal_cases import MODES, assert_close_to_cpu, assert_exactly_cpu
+from tests.refusal_cases import (
+    MODES,
+    assert_close_to_cpu,
+    assert_exactly_cpu,
+    assert_refused_as_cpu,
+    assert_refused_as_cpu_compiled,
+)
 
 aten = torch.ops.aten
 
@@ -161,3 +167,43 @@ def test_upsample_linear_compiled() -> None:
     got = torch.compile(lambda: _upsample_same_size("tpu") + _upsample_linear_half("tpu"), backend="tpu")()
     for g, c in zip(got, _upsample_same_size("cpu") + _upsample_linear_half("cpu"), strict=True):
         torch.testing.assert_close(g.cpu(), c, rtol=0, atol=0)
+
+
+_L = torch.int64
+_W = torch.ones(3, 2)
+_EMBEDDING_BAG_REFUSED = {  # (weight, indices, offsets, *rest) CPU refuses; tpu computed each
+    "weight_3d_seed16": (torch.ones(3, 1, 1, dtype=torch.bool), torch.zeros(0, dtype=torch.int32),
+                         torch.zeros(0, dtype=torch.int32), False, -1, True, None, True, -1),
+    "weight_1d": (torch.ones(3), torch.zeros(2, dtype=_L), torch.zeros(1, dtype=_L)),
+    "offsets_2d_float_indices": (_W, torch.zeros(2), torch.zeros(1, 1, dtype=_L)),
+    "float_indices": (_W, torch.zeros(2), torch.zeros(1, dtype=_L)),
+    "float_offsets": (_W, torch.zeros(2, dtype=_L), torch.zeros(1)),
+    "int16_both": (_W, torch.zeros(2, dtype=torch.int16), torch.zeros(1, dtype=torch.int16)),
+    "bool_weight": (_W.bool(), torch.zeros(2, dtype=_L), torch.zeros(1, dtype=_L)),
+    "mode_3": (_W, torch.zeros(2, dtype=_L), torch.zeros(1, dtype=_L), False, 3),
+    "psw_mean": (_W, torch.zeros(2, dtype=_L), torch.zeros(1, dtype=_L), False, 1, False, torch.ones(2)),
+    "psw_float64": (_W, torch.zeros(2, dtype=_L), torch.zeros(1, dtype=_L), False, 0, False,
+                    torch.ones(2, dtype=torch.float64)),
+    "psw_2d": (_W, torch.zeros(2, dtype=_L), torch.zeros(1, dtype=_L), False, 0, False, torch.ones(2, 1)),
+    "psw_numel": (_W, torch.zeros(2, dtype=_L), torch.zeros(1, dtype=_L), False, 0, False, torch.ones(3)),
+    "last_offset_none": (_W, torch.zeros(2, dtype=_L), torch.zeros(0, dtype=_L), False, 0, False, None, True),
+    "offsets_0_not_0": (_W, torch.zeros(2, dtype=_L), torch.ones(1, dtype=_L)),
+    "offsets_last_past_end": (_W, torch.zeros(2, dtype=_L), torch.tensor([0, 3])),
+}
+
+
+def _embedding_bag_case(args: tuple) -> object:
+    return lambda d: aten._embedding_bag(*[a.to(d) if isinstance(a, torch.Tensor) else a for a in args])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(_EMBEDDING_BAG_REFUSED))
+def test_embedding_bag_refused(name: str, mode: str) -> None:
+    """_embedding_bag_cpu_impl's checks in its order (ranks, promoted index types, weight type, offsets' data,
+    per_sample_weights, include_last_offset, mode)."""
+    assert_refused_as_cpu(_embedding_bag_case(_EMBEDDING_BAG_REFUSED[name]), mode)
+
+
+@pytest.mark.parametrize("name", ["weight_3d_seed16", "psw_float64", "offsets_0_not_0"])
+def test_embedding_bag_refused_compiled(name: str) -> None:
+    assert_refused_as_cpu_compiled(_embedding_bag_case(_EMBEDDING_BAG_REFUSED[name]))

@@ -9,7 +9,7 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - _fused_adam_ / _fused_adamw_: the same for their lists (max_exp_avg_sqs empty without amsgrad).
 - addmm, addmv, baddbmm, addbmm: the gemm's beta and alpha to its opmath type.
 - replication/reflection_pad*d_backward: grad_output and self of one dtype.
-- batch norm in training: an input with elements. _embedding_bag: 1-D offsets.
+- batch norm in training: an input with elements. (_embedding_bag: ops/cpu_raise_checks3.py.)
 - linalg_vector_norm: no norm without an identity (ord < 0 or inf) of no elements, then its dtype='s checks (the
   dtype's kind, no narrowing); _foreach_norm: the same per tensor (floating input first) behind its own infinity
   check; norm (ops/arg_order_checks.py) calls check_norm_identity.
@@ -177,13 +177,6 @@ def _batch_norm_empty(training: bool | None) -> Callable[[Bound], None]:
     return check
 
 
-def _embedding_bag(a: Bound) -> None:  # _embedding_bag_cpu_impl_out's check on offsets (its dtype checked first)
-    indices, offsets = a["indices"], a["offsets"]
-    index_types = (torch.int32, torch.int64)
-    if indices.dtype in index_types and offsets.dtype in index_types and len(offsets.shape) != 1:
-        raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension {len(offsets.shape)}")
-
-
 def check_norm_identity(shape: Any, ord: Any, dim: Any) -> None:  # noqa: A002
     """linalg_vector_norm's checks (after its floating-input check): a real ord; no norm without an identity
     (ord < 0 or inf) of no elements, named by the first empty dim of `dim` as given, or by the tensor where `dim` is
@@ -344,8 +337,7 @@ def _lu_unpack(a: Bound) -> None:
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_fft_r2c": _fft_dims, "_fft_c2r": _fft_dims, "_fused_sgd_": _fused_sgd, "_fused_sgd": _fused_sgd,
     "_native_batch_norm_legit": _batch_norm_empty(None), "native_batch_norm": _batch_norm_empty(None),
-    "_batch_norm_with_update": _batch_norm_empty(True), "_embedding_bag": _embedding_bag,
-    "_embedding_bag_forward_only": _embedding_bag,
+    "_batch_norm_with_update": _batch_norm_empty(True),
     "_foreach_norm": _foreach_norm, "_fused_adam_": _fused_adam, "_fused_adamw_": _fused_adam,
     "_fused_adam": _fused_adam, "_fused_adamw": _fused_adam,
     "addmm": _blas_scalars("mat1", "mat2"), "addmm_": _blas_scalars("mat1", "mat2"),

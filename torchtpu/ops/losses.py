@@ -155,7 +155,7 @@ def multilabel_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, re
     n, c, _ = mask.shape
     # each active pair moves the kernel's g = 1 / dim (mean: 1 / (nframe * dim)), then grad_output multiplies
     acc = torch.float64 if self.dtype == torch.float64 else torch.float32
-    g = P.const(1.0 / (n * c) if reduction == 1 else 1.0 / c, acc)
+    g = P.const(1.0 / max(n * c if reduction == 1 else c, 1), acc)  # no pairs where n or c is 0
     m = P.convert(mask, acc) * P.broadcast_to(g, mask.shape)
     plus = P.reduce(m, "sum", (1,))  # per class k: active pairs where k is the non-target
     minus = P.reduce(m, "sum", (2,))  # per slot s: active pairs of target t_s
