@@ -207,3 +207,51 @@ def test_embedding_bag_refused(name: str, mode: str) -> None:
 @pytest.mark.parametrize("name", ["weight_3d_seed16", "psw_float64", "offsets_0_not_0"])
 def test_embedding_bag_refused_compiled(name: str) -> None:
     assert_refused_as_cpu_compiled(_embedding_bag_case(_EMBEDDING_BAG_REFUSED[name]))
+
+
+def _t(shape: list[int], dtype: torch.dtype, d: str) -> torch.Tensor:
+    return torch.ones(*shape, dtype=dtype, device=d)
+
+
+_H, _F, _D, _C64 = torch.float16, torch.float32, torch.float64, torch.complex64
+_REFUSED = {  # seed 16's cpu_raises and their neighbours: CPU refuses, tpu computed
+    "topk_0d_k_minus_1": lambda d: aten.topk.values(torch.tensor(3, device=d), -1, 0,
+                                                    values=_t([1], _L, d), indices=_t([0], _L, d)),
+    "norm_complex_dtype": lambda d: aten.norm.ScalarOpt_dtype(_t([2], _C64, d), 1.611, dtype=_C64),
+    "norm_complex128_dtype": lambda d: aten.norm.ScalarOpt_dim_dtype(_t([2], _C64, d), 2, [0], False,
+                                                                     dtype=torch.complex128),
+    "std_bf16_complex_out": lambda d: aten.std.correction_out(_t([4, 4], torch.bfloat16, d), None,
+                                                              out=_t([4, 4], _C64, d)),
+    "var_float_complex_out_dims": lambda d: aten.var.correction_out(_t([4, 4], _F, d), [0], out=_t([0], _C64, d)),
+    "weight_norm_backward_bool_g": lambda d: aten._weight_norm_interface_backward(
+        _t([4], _H, d), _t([4], _H, d), _t([4], torch.bool, d), _t([4], _H, d), 0),
+    "weight_norm_backward_half_norms": lambda d: aten._weight_norm_interface_backward(
+        _t([4], _H, d), _t([4], _H, d), _t([4], _H, d), _t([4], _H, d), 0),
+    "weight_norm_backward_double_g": lambda d: aten._weight_norm_interface_backward(
+        _t([3, 4], _F, d), _t([3, 4], _F, d), _t([3, 1], _D, d), _t([3, 1], _F, d), 0),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(_REFUSED))
+def test_refused_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(_REFUSED[name], mode)
+
+
+@pytest.mark.parametrize("name", ["norm_complex_dtype", "std_bf16_complex_out", "weight_norm_backward_bool_g"])
+def test_refused_as_cpu_compiled(name: str) -> None:
+    assert_refused_as_cpu_compiled(_REFUSED[name])
+
+
+def _still_computed(d: str) -> list[torch.Tensor]:
+    """Neighbours CPU computes: a real input's std into a complex out= of one element, topk of a 0-d with k 1,
+    weight norm's backward with float32 norms of a float16 v."""
+    x = torch.arange(16.0).reshape(4, 4).to(d)
+    return [aten.var.correction_out(x, None, out=torch.empty(0, dtype=_C64, device=d)),
+            aten.topk(torch.tensor(3, device=d), 1, 0)[0],
+            *aten._weight_norm_interface_backward(_t([4], _H, d), _t([4], _H, d), _t([4], _H, d), _t([4], _F, d), 0)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_neighbours_still_computed(mode: str) -> None:
+    assert_exactly_cpu(_still_computed, mode)

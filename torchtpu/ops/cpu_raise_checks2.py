@@ -26,7 +26,8 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - multi_margin_loss and its backward: p of 1 or 2, their first check. trace: no bool input (before its rank).
 - sort: the dim wrapped first (before the complex refusal and the out= dtypes).
 - nansum: no complex input. std / var into a float or double out= from Half or BFloat16 with one output
-  element: std_var_all_cpu's dispatch.
+  element: std_var_all_cpu's dispatch; of a real input into a complex out=: the same for one element, else
+  std_var_stub's dispatch (no complex loop).
 - uniform of a complex tensor: from <= to (its real view's check).
 - lu_unpack (unpack_pivots): int32 pivots.
 """
@@ -295,10 +296,15 @@ def _std_var_first(words: str) -> Callable[[Bound], None]:
     return check
 
 
-def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFloat16 into float goes to std_var_all
+def _std_var(a: Bound) -> None:
+    """std_var_out of a real input: one output element in a float, double or complex result goes to std_var_all
+    (no Half or BFloat16 input); more go to std_var_stub, which has no complex loop."""
     _std_var_first("std and var")(a)
     x, out = a["self"], a.get("out")
-    if out is None or x.dtype not in _LOW_PRECISION or out.dtype not in (torch.float32, torch.float64):
+    if out is None or not x.dtype.is_floating_point:
+        return
+    if not out.dtype.is_complex and (x.dtype not in _LOW_PRECISION or out.dtype not in (torch.float32,
+                                                                                       torch.float64)):
         return
     shape = [int(s) for s in x.shape]
     dims = a.get("dim")
@@ -306,8 +312,10 @@ def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFl
         return
     reduced = set(range(len(shape))) if not dims else {d % max(len(shape), 1) for d in dims}
     kept = math.prod(s for i, s in enumerate(shape) if i not in reduced)
-    if math.prod(shape) > 0 and kept <= 1:
+    if math.prod(shape) > 0 and kept <= 1 and x.dtype in _LOW_PRECISION:
         raise RuntimeError(f"std_var_all: Unsupported dtype {aten_type_name(x.dtype)}")
+    if math.prod(shape) > 0 and kept > 1 and out.dtype.is_complex:
+        raise NotImplementedError(f"\"std_cpu\" not implemented for '{aten_type_name(out.dtype)}'")
 
 
 def _uniform(a: Bound) -> None:  # the complex tensor's real view gets uniform_impl_'s checks (factory.py: real)

@@ -16,7 +16,7 @@ from torchtpu.execution import eager, out_layout
 from torchtpu.ops import norm_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -231,6 +231,11 @@ def weight_norm_interface(v: Sym, g: Sym, dim: int = 0) -> tuple[Sym, Sym]:
 @lower(aten._weight_norm_interface_backward.default)
 def weight_norm_interface_backward(grad_w: Sym, saved_v: Sym, saved_g: Sym, saved_norms: Sym, dim: int
                                    ) -> tuple[Sym, Sym]:
+    if saved_v.dtype.is_floating_point:  # the kernel's data_ptr<scalar_t> (saved_v's type) of grad_w, saved_v and
+        acc = torch.float64 if saved_v.dtype == torch.float64 else torch.float32  # saved_g, <opmath> of the norms
+        for t, want in ((grad_w, saved_v.dtype), (saved_g, saved_v.dtype), (saved_norms, acc)):
+            if t.dtype != want:
+                raise RuntimeError(f"expected scalar type {aten_type_name(want)} but found {aten_type_name(t.dtype)}")
     v, gw = _wide(saved_v), _wide(grad_w)
     dims = _other_dims(saved_v, dim)
     kept = tuple(1 if i in dims else d for i, d in enumerate(v.shape))
