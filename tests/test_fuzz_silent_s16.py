@@ -255,3 +255,23 @@ def _still_computed(d: str) -> list[torch.Tensor]:
 @pytest.mark.parametrize("mode", MODES)
 def test_neighbours_still_computed(mode: str) -> None:
     assert_exactly_cpu(_still_computed, mode)
+
+
+def _all_any_byte_bool_out(d: str) -> list[torch.Tensor]:
+    """all / any into a uint8 or bool out= whatever the input's dtype, as CPU's allany_meta (tpu refused a uint8
+    out= of a non-uint8 input, and a bool out= of a uint8 input)."""
+    b = torch.tensor([[1, 0], [3, 4]])
+    out = []
+    for op in (aten.all, aten.any):
+        for x_dtype, out_dtype in ((torch.int64, torch.uint8), (torch.uint8, torch.bool), (torch.float32, torch.uint8),
+                                   (torch.bool, torch.uint8)):
+            x = b.to(x_dtype).to(d)
+            out += [op.out(x, 1, out=torch.empty(0, dtype=out_dtype, device=d)),
+                    op.dims_out(x, [1], out=torch.empty(0, dtype=out_dtype, device=d)),
+                    op.all_out(x, out=torch.empty(0, dtype=out_dtype, device=d))]
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_all_any_out(mode: str) -> None:
+    assert_exactly_cpu(_all_any_byte_bool_out, mode)
