@@ -4,6 +4,14 @@ refusal in every eager mode (and under torch.compile where noted).
 - histogram.bin_ct / histogramdd: the bin edges are ATen's linspace between the outer edges (each a fused
   multiply-add from the nearer end, rounded once) and each value's bin is found among those edges: the edges of
   [-1e30, 2.07] in one bin were [-1e30, 0.0] (the ramp lo + (hi - lo) cancelled), and edges were often an ulp off.
+- multilabel_margin_loss_backward reads the is_target it is given; binary_cross_entropy_backward with a float64
+  weight keeps self's dtype; xlogy / special_xlogy / special_xlog1py round a Python number through the result dtype
+  (1e6 is inf in float16).
+- upsample: a dim of unchanged size is copied whatever the scale (linear modes, antialiased forward, bicubic
+  backward); float16 / bfloat16 linear1d and trilinear3d round their lambdas to the input's type.
+- _embedding_bag: _embedding_bag_cpu_impl's checks (a 3-d weight was computed); topk of a 0-d with k < 0, norm
+  into a complex dtype=, std / var of a real input into a complex out=, _weight_norm_interface_backward's types.
+- all / any into a uint8 or bool out= whatever the input (tpu refused them).
 """
 
 from __future__ import annotations
