@@ -327,6 +327,10 @@ def _norm(a: Bound) -> None:  # norm's dtype kinds and dims, then linalg_vector_
         return  # linalg_vector_norm refuses it (the lowering)
     cpu_raise_checks2.check_norm_identity(x.shape, 2 if p is None else p, dim)
     cpu_raise_checks2.check_norm_dtype(x.dtype, dtype)
+    if dtype is not None and dtype.is_complex and a.get("out") is None:  # norm's result is made in dtype=, a
+        real = torch.float64 if dtype == torch.complex128 else torch.float32  # complex one vector_norm refuses
+        raise RuntimeError(f"Expected out tensor to have dtype {aten_meta_name(real)}, but got "
+                           f"{aten_meta_name(dtype)} instead")
 
 
 def _tri_indices(kernel: str) -> Callable[[Bound], None]:

@@ -9,7 +9,7 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - _fused_adam_ / _fused_adamw_: the same for their lists (max_exp_avg_sqs empty without amsgrad).
 - addmm, addmv, baddbmm, addbmm: the gemm's beta and alpha to its opmath type.
 - replication/reflection_pad*d_backward: grad_output and self of one dtype.
-- batch norm in training: an input with elements. _embedding_bag: 1-D offsets.
+- batch norm in training: an input with elements. (_embedding_bag: ops/cpu_raise_checks3.py.)
 - linalg_vector_norm: no norm without an identity (ord < 0 or inf) of no elements, then its dtype='s checks (the
   dtype's kind, no narrowing); _foreach_norm: the same per tensor (floating input first) behind its own infinity
   check; norm (ops/arg_order_checks.py) calls check_norm_identity.
@@ -26,7 +26,8 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
 - multi_margin_loss and its backward: p of 1 or 2, their first check. trace: no bool input (before its rank).
 - sort: the dim wrapped first (before the complex refusal and the out= dtypes).
 - nansum: no complex input. std / var into a float or double out= from Half or BFloat16 with one output
-  element: std_var_all_cpu's dispatch.
+  element: std_var_all_cpu's dispatch; of a real input into a complex out=: the same for one element, else
+  std_var_stub's dispatch (no complex loop).
 - uniform of a complex tensor: from <= to (its real view's check).
 - lu_unpack (unpack_pivots): int32 pivots.
 """
@@ -177,16 +178,6 @@ def _batch_norm_empty(training: bool | None) -> Callable[[Bound], None]:
     return check
 
 
-def _embedding_bag(a: Bound) -> None:  # _embedding_bag_cpu_impl_out's check on offsets (its dtype checked first)
-    indices, offsets = a["indices"], a["offsets"]
-    index_types = (torch.int32, torch.int64)
-    if indices.dtype in index_types and offsets.dtype in index_types and len(offsets.shape) != 1:
-        raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension {len(offsets.shape)}")
-    weight = a["weight"]
-    if len(offsets.shape) == 1 and len(weight.shape) != 2:  # then the weight's (before the indices' dtype)
-        raise RuntimeError(f"weight has to be a 2D Tensor, but got Tensor of dimension {len(weight.shape)}")
-
-
 def check_norm_identity(shape: Any, ord: Any, dim: Any) -> None:  # noqa: A002
     """linalg_vector_norm's checks (after its floating-input check): a real ord; no norm without an identity
     (ord < 0 or inf) of no elements, named by the first empty dim of `dim` as given, or by the tensor where `dim` is
@@ -305,13 +296,15 @@ def _std_var_first(words: str) -> Callable[[Bound], None]:
     return check
 
 
-def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFloat16 into float goes to std_var_all
-    # (float/double only); more than one from a real input into a complex out goes to std_cpu (no complex kernel)
+def _std_var(a: Bound) -> None:
+    """std_var_out of a real input: one output element in a float, double or complex result goes to std_var_all
+    (no Half or BFloat16 input); more go to std_var_stub, which has no complex loop."""
     _std_var_first("std and var")(a)
     x, out = a["self"], a.get("out")
-    wide = (torch.float32, torch.float64, torch.complex64, torch.complex128)
-    if out is None or x.dtype.is_complex or out.dtype not in wide or (x.dtype not in _LOW_PRECISION
-                                                                      and not out.dtype.is_complex):
+    if out is None or not x.dtype.is_floating_point:
+        return
+    if not out.dtype.is_complex and (x.dtype not in _LOW_PRECISION or out.dtype not in (torch.float32,
+                                                                                       torch.float64)):
         return
     shape = [int(s) for s in x.shape]
     dims = a.get("dim")
@@ -321,8 +314,8 @@ def _std_var(a: Bound) -> None:  # std_var_out: one output element from Half/BFl
     kept = math.prod(s for i, s in enumerate(shape) if i not in reduced)
     if math.prod(shape) > 0 and kept <= 1 and x.dtype in _LOW_PRECISION:
         raise RuntimeError(f"std_var_all: Unsupported dtype {aten_type_name(x.dtype)}")
-    if math.prod(shape) > 0 and kept > 1 and out.dtype.is_complex:  # a real input into a complex out: the stub
-        raise NotImplementedError(f'"std_cpu" not implemented for \'{aten_type_name(out.dtype)}\'')
+    if math.prod(shape) > 0 and kept > 1 and out.dtype.is_complex:
+        raise NotImplementedError(f"\"std_cpu\" not implemented for '{aten_type_name(out.dtype)}'")
 
 
 def _uniform(a: Bound) -> None:  # the complex tensor's real view gets uniform_impl_'s checks (factory.py: real)
@@ -352,8 +345,7 @@ def _lu_unpack(a: Bound) -> None:
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_fft_r2c": _fft_dims, "_fft_c2r": _fft_dims, "_fused_sgd_": _fused_sgd, "_fused_sgd": _fused_sgd,
     "_native_batch_norm_legit": _batch_norm_empty(None), "native_batch_norm": _batch_norm_empty(None),
-    "_batch_norm_with_update": _batch_norm_empty(True), "_embedding_bag": _embedding_bag,
-    "_embedding_bag_forward_only": _embedding_bag,
+    "_batch_norm_with_update": _batch_norm_empty(True),
     "_foreach_norm": _foreach_norm, "_fused_adam_": _fused_adam, "_fused_adamw_": _fused_adam,
     "_fused_adam": _fused_adam, "_fused_adamw": _fused_adam,
     "addmm": _blas_scalars("mat1", "mat2"), "addmm_": _blas_scalars("mat1", "mat2"),

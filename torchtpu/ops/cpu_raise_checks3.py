@@ -72,6 +72,40 @@ def _check_contiguous(t: Any, name: str) -> None:
                            f"(while checking arguments for embedding_bag)")
 
 
+def _embedding_bag(a: Bound) -> None:
+    """_embedding_bag_cpu_impl's checks, in its order, before it reads data: the ranks of indices, offsets (with 1-D
+    indices) and weight; check_arguments on indices and offsets promoted to one type, the weight's type, (the data
+    checks of offsets[0] and offsets[-1] are left to the kernel), per_sample_weights with mode 'sum' of the weight's
+    type, 1-D and one per index, include_last_offset's offset; then the mode."""
+    weight, indices, offsets = a["weight"], a["indices"], a["offsets"]
+    if indices.ndim not in (1, 2):
+        raise RuntimeError(f"input has to be a 1D or 2D Tensor, but got Tensor of dimension {indices.ndim}")
+    if indices.ndim == 1 and offsets.ndim != 1:
+        raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension {offsets.ndim}")
+    if weight.ndim != 2:
+        raise RuntimeError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    _check_types(indices, "indices", _INDEX, torch.promote_types(offsets.dtype, indices.dtype))
+    _check_types(weight, "weight", _FLOATING)
+    mode, psw = a.get("mode", 0), a.get("per_sample_weights")
+    if psw is not None:
+        if mode != 0:
+            raise RuntimeError("embedding_bag: per_sample_weights only supported with mode='sum'")
+        if psw.dtype != weight.dtype:
+            raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument "
+                               f"#1 'per_sample_weights'; but type {legacy_type_name(weight.dtype)} does not equal "
+                               f"{legacy_type_name(psw.dtype)} (while checking arguments for embedding_bag)")
+        for what, ok in (("dim() == 1", psw.ndim == 1), ("numel() == indices.numel()",
+                                                          _numel(psw.shape) == _numel(indices.shape))):
+            if not ok:
+                raise RuntimeError(f"Expected per_sample_weights.value().{what} to be true, but got false.  (Could "
+                                   f"this error message be improved?  If so, please report an enhancement request "
+                                   f"to PyTorch.)")
+    if a.get("include_last_offset", False) and offsets.shape[0] < 1:
+        raise RuntimeError("include_last_offset: number of offset should be at least 1")
+    if mode not in (0, 1, 2):
+        raise RuntimeError("`mode` must be sum, mean, or max.")
+
+
 def _embedding_bag_dense(a: Bound, index: torch.dtype, offset2bag: torch.dtype) -> None:
     """_embedding_bag_dense_backward_cpu on indices of type `index` and an offset2bag of type `offset2bag`."""
     grad = a["grad"]
@@ -279,6 +313,7 @@ def histogram_data_range(columns: bool) -> Callable[[tuple, dict[str, Any]], tup
 
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
     "_embedding_bag_backward": _embedding_bag_backward, "_embedding_bag_dense_backward": _embedding_bag_dense_backward,
     "_linalg_solve_ex": _linalg_solve, "nll_loss_backward": _nll_loss_backward,
     "multilabel_margin_loss_backward": _multilabel_margin_loss_backward, "histogram": _histogram,

@@ -6,6 +6,14 @@
   bfloat16 zeros with input_scale inf gave NaN, CPU 0). Only such calls pay for the correction.
 - slice_scatter: a slice over the whole dim returns src.clone() upstream, in src's dtype; CPU's result has self's
   (fuzz seed 15: bfloat16 self, float64 src gave float64). src is converted to self's dtype first.
+- binary_cross_entropy_backward with a weight of another dtype: CPU's kernel writes grad_input in self's dtype,
+  then grad_input.mul_(weight) (computed in the common dtype, cast back) and div_(numel) for a mean; upstream
+  multiplies out of place (a float64 weight gave a float64 result, CPU float32). Done in CPU's order around the
+  unweighted, unreduced decomposition.
+- xlogy, special_xlogy, special_xlog1py with a Python number: CPU's TensorIterator casts the wrapped number to the
+  common dtype (no overflow check) and the kernel computes from that value; upstream computes with the number in
+  the op-math type (fuzz seed 16/18: xlog1py of float16 with 1e6, CPU +-inf, tpu finite; 0.1 an ulp off). The
+  number is rounded through the result dtype first.
 """
 
 from __future__ import annotations
@@ -14,11 +22,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 aten = torch.ops.aten
 
-WRAPPED = frozenset({aten.elu, aten.slice_scatter})
+_SCALAR_THROUGH_RESULT = frozenset({aten.xlogy, aten.special_xlogy, aten.special_xlog1py})
+WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward}) | _SCALAR_THROUGH_RESULT
 
 
 def _finite(value: Any) -> bool:
@@ -50,8 +60,72 @@ def _src_in_self_dtype(fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+def _bce_backward_weight(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    names = [a.name for a in op._schema.arguments]
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        bound = {"weight": None, "reduction": 1, **dict(zip(names, args)), **kwargs}
+        x, weight, out = bound["self"], bound["weight"], bound.get("grad_input")
+        if weight is None or weight.dtype == x.dtype:
+            return fn(*args, **kwargs)
+        plain = aten.binary_cross_entropy_backward.default(bound["grad_output"], x, bound["target"], None, 0)
+        result = (plain * weight).to(plain.dtype)
+        if bound["reduction"] == 1:
+            result = result / x.numel()
+        if out is None:
+            return result
+        if out.shape != result.shape:
+            out.resize_(result.shape)
+        return out.copy_(result)
+
+    return kernel
+
+
+def _rounded(value: float, dtype: torch.dtype) -> float:
+    """`value` (a double) cast to `dtype` as C++ does (to float first for the 16-bit types), in plain Python: a
+    decomposition under torch.compile may not make a tensor."""
+    if dtype == torch.float64 or math.isnan(value):
+        return value
+    with np.errstate(over="ignore"):  # an overflow is inf, as the C++ cast
+        single = float(np.float32(value))
+        if dtype == torch.float16:
+            return float(np.float16(single))
+    if dtype == torch.bfloat16:  # round to nearest even on the upper 16 bits of the float
+        bits = int(np.array(single, dtype=np.float32).view(np.uint32))
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return float(np.array(bits & 0xFFFFFFFF, dtype=np.uint32).view(np.float32))
+    return single
+
+
+def _number_in_result_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    names = [a.name for a in op._schema.arguments]
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        bound = {**dict(zip(names, args)), **kwargs}
+        x, y = bound.get("self"), bound.get("other")
+        number, tensor = ("self", y) if isinstance(x, int | float) else ("other", x)
+        value = bound.get(number)
+        if not isinstance(value, int | float) or isinstance(value, bool) or not isinstance(tensor, torch.Tensor):
+            return fn(*args, **kwargs)
+        result = torch.result_type(tensor, value)
+        if not result.is_floating_point:  # INT_TO_FLOAT promotion
+            result = torch.get_default_dtype()
+        rounded = _rounded(float(value), result)
+        if number in kwargs:
+            kwargs = {**kwargs, number: rounded}
+        else:
+            args = tuple(rounded if i == names.index(number) else a for i, a in enumerate(args))
+        return fn(*args, **kwargs)
+
+    return kernel
+
+
 def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` (op's upstream decomposition) with CPU's value where the two differ."""
     if op.overloadpacket is aten.slice_scatter:
         return _src_in_self_dtype(fn)
+    if op.overloadpacket is aten.binary_cross_entropy_backward:
+        return _bce_backward_weight(op, fn)
+    if op.overloadpacket in _SCALAR_THROUGH_RESULT:
+        return _number_in_result_dtype(op, fn)
     return _elu_at_zero(op, fn)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from torchtpu.ops import backward_checks
+from torchtpu.ops import backward_checks, operand_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -34,9 +34,34 @@ def _acc(x: Sym) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
+def _offsets_checked(offsets: Sym, n: int) -> Sym:
+    """check_arguments' data checks (its shape and type checks: ops/cpu_raise_checks3.py): offsets[0] is 0 and
+    offsets[-1] at most the number of indices; a 0-d int64 zero to tie the results to."""
+    k = offsets.shape[0]
+    if k == 0:
+        return P.const(0, torch.int64)
+    off = P.convert(offsets, torch.int64)
+    first = P.check_index(P.slice_dim(off, 0, 0, 1), 1, "offsets[0] has to be 0, i.e., the first sequence in the "
+                          "mini-batch has to start from position 0. However, got {}", error="RuntimeError")
+    last = P.emit1("maximum", [P.slice_dim(off, 0, k - 1, k), P.full(0, (1,), torch.int64)])  # only > n fails
+    last = P.check_index(last, n + 1, f"offsets[-1] can not be greater than input's length {n} but got "
+                         f"offsets[-1] of {{}}", error="RuntimeError")
+    return P.reshape((first + last) * 0, ())
+
+
 def _embedding_bag(weight: Sym, indices: Sym, offsets: Sym, scale_grad_by_freq: bool = False, mode: int = 0,
                    sparse: bool = False, per_sample_weights: Sym | None = None, include_last_offset: bool = False,
                    padding_idx: int = -1) -> tuple[Sym, Sym, Sym, Sym]:
+    zero = _offsets_checked(offsets, indices.shape[0])
+    out, bag, count, max_idx = _embedding_bag_unchecked(weight, indices, offsets, mode, per_sample_weights,
+                                                        include_last_offset, padding_idx)
+    ok = P.broadcast_to(P.compare("EQ", zero, 0), out.shape)
+    return (P.where(ok, out, out), operand_checks.tie(bag, zero), operand_checks.tie(count, zero),
+            operand_checks.tie(max_idx, zero))
+
+
+def _embedding_bag_unchecked(weight: Sym, indices: Sym, offsets: Sym, mode: int, per_sample_weights: Sym | None,
+                             include_last_offset: bool, padding_idx: int) -> tuple[Sym, Sym, Sym, Sym]:
     rows_in = weight.shape[0]
     idx = P.check_index(P.convert(indices, torch.int64), rows_in,
                         f"embedding_bag(): index {{}} is not in the valid range [0, {rows_in})", error="RuntimeError")

@@ -100,10 +100,11 @@ def multi_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, p: Any,
     return _times_grad_output(grad, grad_output, n, reduction, self)
 
 
-def _multilabel(self: Sym, target: Sym) -> tuple[Sym, Sym, Sym, Sym]:
+def _multilabel(self: Sym, target: Sym, given: Sym | None = None) -> tuple[Sym, Sym, Sym, Sym]:
     """multilabel_margin_loss terms over (target slot s, class k): 1 - x[t_s] + x[k] for every valid slot (up
-    to the first -1; duplicates count twice, as ATen) and non-target class k. Returns (terms (n, c, c),
-    is_target (n, c), active mask (n, c, c), slot targets (n, c))."""
+    to the first -1; duplicates count twice, as ATen) and non-target class k (the backward's: where the `given`
+    is_target is 0, as its kernel reads it). Returns (terms (n, c, c), is_target (n, c), active mask (n, c, c),
+    slot targets (n, c))."""
     x = _wide(self if self.ndim == 2 else P.reshape(self, (1, -1)))
     n, c = x.shape
     t = P.convert(target if target.ndim == 2 else P.reshape(target, (1, -1)), torch.int64)
@@ -113,6 +114,8 @@ def _multilabel(self: Sym, target: Sym) -> tuple[Sym, Sym, Sym, Sym]:
     onehot = P.compare("EQ", P.broadcast_to(P.reshape(safe, (n, c, 1)), (n, c, c)), P.iota((n, c, c), 2))
     onehot = P.emit1("and", [onehot, P.broadcast_to(P.reshape(valid, (n, c, 1)), (n, c, c))])
     is_target = P.reduce(onehot, "or", (1,))  # (n, classes)
+    if given is not None:
+        is_target = P.compare("NE", P.reshape(given, (n, c)), P.zeros_like(P.reshape(given, (n, c))))
     xt = P.emit1("gather_axis", [x, safe], dimension=1)  # (n, slots)
     z = 1.0 - P.broadcast_to(P.reshape(xt, (n, c, 1)), (n, c, c)) + P.broadcast_to(P.reshape(x, (n, 1, c)),
                                                                                    (n, c, c))
@@ -155,13 +158,16 @@ def multilabel_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, re
                                  P.emit1("not", [P.compare("LE", is_target, 1)])])  # NaN too
         zero = zero + operand_checks.data_check(outside, "argument #5 'is_target' is out of range")
         t = operand_checks.tie(t, zero)
-    _, _, mask, safe = _multilabel(self, t)
+    _, _, mask, safe = _multilabel(self, t, is_target)
     n, c, _ = mask.shape
-    m = P.convert(mask, torch.float64 if self.dtype == torch.float64 else torch.float32) / float(c)
+    # each active pair moves the kernel's g = 1 / dim (mean: 1 / (nframe * dim)), then grad_output multiplies
+    acc = torch.float64 if self.dtype == torch.float64 else torch.float32
+    g = P.const(1.0 / max(n * c if reduction == 1 else c, 1), acc)  # no pairs where n or c is 0
+    m = P.convert(mask, acc) * P.broadcast_to(g, mask.shape)
     plus = P.reduce(m, "sum", (1,))  # per class k: active pairs where k is the non-target
     minus = P.reduce(m, "sum", (2,))  # per slot s: active pairs of target t_s
     grad = P.emit1("scatter_axis", [plus, safe, -minus], dimension=1, reduce="add")
-    return _times_grad_output(grad, grad_output, n, reduction, self)
+    return _times_grad_output(grad, grad_output, n, 2 if reduction == 1 else reduction, self)
 
 
 @lower(aten.hardshrink_backward.default)

@@ -71,7 +71,9 @@ FILLS_OUT_DTYPE: frozenset[str] = frozenset({"_efficientzerotensor.out", "eye.m_
 
 # out= kernels that compute into a new tensor and `out.copy_(result)`: any out dtype, a complex result into a real
 # out keeps the real part (the FFTs' _fft_*_mkl_out; fuzz seed 9: _fft_r2c.out into a float32 out).
-COPIES_INTO_OUT: frozenset[str] = frozenset({"_fft_r2c.out", "_fft_c2c.out", "_fft_c2r.out"})
+COPIES_INTO_OUT: frozenset[str] = frozenset({"_fft_r2c.out", "_fft_c2c.out", "_fft_c2r.out"}) | frozenset(
+    # all / any (allany_meta): a bool or uint8 out= whatever the input (others refused first, cpu_raise_checks)
+    f"{op}.{overload}" for op in ("all", "any") for overload in ("out", "dims_out", "all_out"))
 
 # Factories whose out= kernel computes in the out tensor's dtype (ATen's linspace_out and logspace_out: the dtype
 # of `result`).

@@ -121,8 +121,12 @@ def nearest(in_size: int, out_size: int, scale: float | None, exact: bool = Fals
     return m
 
 
-def linear(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32) -> np.ndarray:
-    """`dt`: the weights' arithmetic (ATen's opmath: float64 for a float64 input, else float32)."""
+def linear(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32,
+           stored: torch.dtype | None = None) -> np.ndarray:
+    """`dt`: the weights' arithmetic (ATen's opmath: float64 for a float64 input, else float32). `stored`: the
+    float16 / bfloat16 input of a linear1d / trilinear3d forward, whose kernel (HelperInterpLinear) keeps lambda1
+    in the input's type and lambda0 = 1 - lambda1 rounded to it, then interpolates in float32 (bilinear2d's
+    kernel keeps float lambdas)."""
     s = _scale(in_size, out_size, align_corners, scale, dt)
     dst = np.arange(out_size, dtype=dt)
     src = s * dst if align_corners else np.maximum(s * (dst + dt(0.5)) - dt(0.5), dt(0))
@@ -130,6 +134,9 @@ def linear(in_size: int, out_size: int, align_corners: bool, scale: float | None
     i1 = i0 + (i0 < in_size - 1)
     l1 = np.clip(src - i0.astype(dt), dt(0), dt(1)).astype(dt)
     l0 = dt(1) - l1
+    if stored is not None:
+        l1 = torch.from_numpy(l1).to(stored).to(torch.float32).numpy()
+        l0 = (1 - torch.from_numpy(l1)).to(stored).to(torch.float32).numpy()
     m = np.zeros((out_size, in_size), dt)
     np.add.at(m, (np.arange(out_size), i0), l0)
     np.add.at(m, (np.arange(out_size), i1), l1)
@@ -258,12 +265,18 @@ def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
         dt = np.float64 if dtype == torch.float64 else F32  # ATen's opmath (nearest's index: float always)
         out = []
         for i, o, sc in zip(in_sizes, out_sizes, scales):
-            if kind in ("nearest", "nearest_exact"):
+            if i == o and (kind == "linear" or (kind, backward) in (("aa", False), ("cubic", True))):
+                # ATen copies a dim of unchanged size whatever the scale: linear (compute_source_index_and_lambda),
+                # the antialiased forward (its separable kernel skips the dim), bicubic's backward; bicubic's
+                # forward and the antialiased backward interpolate it
+                out.append(np.eye(i, dtype=dt))
+            elif kind in ("nearest", "nearest_exact"):
                 # torch 2.13 on CPU: upsample_nearest2d and every nearest backward go through nearest_idx, the 1d
                 # and 3d forwards do not (tests/test_upsample_nearest_scales.py)
                 out.append(nearest(i, o, sc, exact=kind == "nearest_exact", shortcuts=backward or nd == 2))
             elif kind == "linear":
-                out.append(linear(i, o, align, sc, dt))
+                low = dtype in (torch.float16, torch.bfloat16) and not backward and nd != 2
+                out.append(linear(i, o, align, sc, dt, dtype if low else None))
             elif kind == "cubic":
                 out.append(cubic(i, o, align, sc, dt))
             else:

@@ -172,13 +172,9 @@ def histogram(self: Sym, bins: int = 100, *, range: list[float] | None = None,  
                                self.dtype)
             hist = P.convert(f32(hist) / f32(widths), self.dtype)
         return hist, edges
-    lo, hi = _range(x, *(range if range is not None else (0.0, 0.0)), widen=0.5)
-    hist = _bins(x, bins, lo, hi, weight)
-    steps = P.convert(P.iota((bins + 1,), 0), x.dtype)
-    edges = P.broadcast_to(lo, (bins + 1,)) + steps * P.broadcast_to((hi - lo) / float(bins), (bins + 1,))
-    if density:
-        total = P.reduce(hist, "sum", (0,))
-        hist = hist / P.broadcast_to(total * ((hi - lo) / float(bins)), (bins,))
+    # histogramdd of one column: the edges a linspace as CPU computes it, each value's bin found among them
+    edges = _dd_edges(P.reshape(x, (x.shape[0], 1)), [bins], None if range is None else list(range), x.dtype)[0]
+    hist = _dd_hist(P.reshape(x, (x.shape[0], 1)), [edges], weight, density, x.dtype)
     return P.convert(hist, self.dtype), P.convert(edges, self.dtype)
 
 
@@ -223,31 +219,61 @@ def _dd_input(self: Sym) -> tuple[Sym, torch.dtype]:
     return P.reshape(P.convert(self, acc), (-1, self.shape[-1])), acc
 
 
+def _fma(c: Sym, a: Sym, k: Sym) -> Sym:
+    """c + a * k rounded once in float64 (all (n,) float64; k: integers below 2**26): factory._fma64 with tensor
+    bounds and step (Veltkamp's split of a, Dekker's exact product, Knuth's TwoSum)."""
+    big = a * 134217729.0
+    a_hi = big - (big - a)
+    p = k * a
+    err = (k * a_hi - p) + k * (a - a_hi)
+    s = p + c
+    bb = s - c
+    exact = s + (((c - (s - bb)) + (p - bb)) + err)
+    return P.where(P.emit1("is_finite", [exact]), exact, s)
+
+
+def _linspace(lo: Sym, hi: Sym, steps: int, dtype: torch.dtype) -> Sym:
+    """ATen's linspace kernel (steps >= 2) between 0-d bounds of `dtype`: the step (end - start) / (steps - 1) in
+    the type, then start + step * i below steps // 2 and end - step * (steps - 1 - i) from there, each a fused
+    multiply-add rounded once (float32: exact in float64 and rounded to float32; the other types: each operation
+    rounded in the type)."""
+    step = (hi - lo) / float(steps - 1)
+    i = P.iota((steps,), 0)
+    rev = P.full(steps - 1, (steps,), torch.int64) - i
+    b = lambda v: P.broadcast_to(P.convert(v, acc), (steps,))  # noqa: E731
+    if dtype in (torch.float32, torch.float64):
+        acc = torch.float64
+        f = P.convert(i, acc), P.convert(rev, acc)
+        if dtype == torch.float32:  # a float32 step times an integer below 2**29 is exact in float64
+            up, down = b(lo) + b(step) * f[0], b(hi) - b(step) * f[1]
+        else:
+            up, down = _fma(b(lo), b(step), f[0]), _fma(b(hi), P.emit1("negate", [b(step)]), f[1])
+    else:
+        acc = dtype
+        up, down = b(lo) + b(step) * P.convert(i, acc), b(hi) - b(step) * P.convert(rev, acc)
+    return P.convert(P.where(P.compare("LT", i, P.full(steps // 2, (steps,), torch.int64)), up, down), dtype)
+
+
 def _dd_edges(x: Sym, bins: list[int], rng: list[float] | None, dtype: torch.dtype) -> list[Sym]:
-    """ATen's outer edges (the range, or the data's min and max; an empty range widened by 0.5 each side) and a
-    linspace in the input's dtype per dim (start + step * i below halfway, end - step * (steps - 1 - i) above)."""
+    """ATen's outer edges (select_outer_bin_edges: the range, or the data's min and max; an empty range widened by
+    0.5 each side, in double) and a linspace in the input's dtype per dim."""
     m, n = x.shape
     out = []
     for d in range(n):
         if rng is not None:
-            lo, hi = P.const(float(rng[2 * d]), dtype), P.const(float(rng[2 * d + 1]), dtype)
-        elif m > 0:
+            left, right = float(rng[2 * d]), float(rng[2 * d + 1])
+            if left == right:
+                left, right = left - 0.5, right + 0.5
+            lo, hi = P.const(left, dtype), P.const(right, dtype)
+        elif m > 0:  # the data's own bounds; widened exactly (a float32 bound minus 0.5 rounds once either way)
             col = P.reshape(P.slice_dim(x, 1, d, d + 1), (m,))
             lo, hi = P.convert(P.reduce(col, "min", (0,)), dtype), P.convert(P.reduce(col, "max", (0,)), dtype)
+            same = P.compare("EQ", lo, hi)
+            lo, hi = P.where(same, lo - 0.5, lo), P.where(same, hi + 0.5, hi)
         else:
             lo, hi = P.const(0.0, dtype), P.const(1.0, dtype)
-        same = P.compare("EQ", lo, hi)
-        lo, hi = P.where(same, lo - 0.5, lo), P.where(same, hi + 0.5, hi)
         steps = bins[d] + 1
-        if steps == 1:
-            out.append(P.reshape(lo, (1,)))
-            continue
-        step = (hi - lo) / float(steps - 1)
-        i = P.convert(P.iota((steps,), 0), dtype)
-        b = lambda v, s=steps: P.broadcast_to(v, (s,))  # noqa: E731
-        rev = P.convert(P.full(steps - 1, (steps,), torch.int64) - P.iota((steps,), 0), dtype)
-        out.append(P.where(P.compare("LT", P.iota((steps,), 0), steps // 2), b(lo) + b(step) * i,
-                           b(hi) - b(step) * rev))
+        out.append(P.reshape(lo, (1,)) if steps == 1 else _linspace(lo, hi, steps, dtype))
     return out
 
 

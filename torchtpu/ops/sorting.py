@@ -43,7 +43,7 @@ def _take(x: Sym, d: int, start: int, stop: int) -> Sym:
 @lower(aten.topk.default)
 def topk(self: Sym, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Sym, Sym]:  # noqa: A002
     if self.ndim == 0:
-        if k > 1:
+        if not 0 <= k <= 1:
             raise RuntimeError("selected index k out of range")
         return self, P.full(0, (), torch.int64)
     d = P.canon_dim(dim, self.ndim)
