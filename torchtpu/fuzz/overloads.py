@@ -123,6 +123,17 @@ def _weight_norm_g_mismatch(call: Any) -> bool:
     return not -v.dim() <= dim < max(v.dim(), 1) or g.numel() != (v.shape[dim] if v.dim() else 1)
 
 
+def _adaptive_avg_grad_planes_overflow(call: Any) -> bool:
+    """Whether _adaptive_avg_pool{2,3}d_backward's grad_output has more planes (leading dims flattened) than self."""
+    if len(call.args) < 2 or not all(hasattr(a, "base") for a in call.args[:2]):
+        return False
+    nd = 3 if "pool3d" in call.op._schema.name else 2
+    grad, self = (a.materialize("cpu") for a in call.args[:2])
+    if grad.dim() != self.dim() or self.dim() <= nd:
+        return False
+    return math.prod(grad.shape[:-nd]) > math.prod(self.shape[:-nd])
+
+
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "aten::special_*_polynomial_*": (
         _polynomial_loops_forever,
@@ -186,6 +197,11 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         _weight_norm_g_mismatch,
         "CPU's weight-norm kernels read g by v's slice index unchecked: g with no elements segfaults (torch 2.13; fuzz "
         "seed 14 call 2: v float32[1], g float32[0]), more elements are ignored; tpu refuses g of another count"),
+    "aten::_adaptive_avg_pool[23]d_backward*": (
+        _adaptive_avg_grad_planes_overflow,
+        "CPU's adaptive avg-pool backward kernels take the plane count from grad_output and write that many planes "
+        "into a result of self's shape unchecked: more planes than self has write past it (torch 2.13: a bus error "
+        "for grad float32[3, 2, 2] with self float32[2, 2, 3]); tpu refuses them"),
     "aten::_segment_reduce_backward*": (
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "

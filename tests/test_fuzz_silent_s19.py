@@ -1,0 +1,95 @@
+"""Silent wrong values, shapes and NaNs of fuzz seeds 15, 19 and 20, each now CPU's in every eager mode (and under
+torch.compile where the op reaches the backend): _adaptive_avg_pool2d_backward with a grad of fewer planes than self
+(self's shape, the rest 0; more planes, or any other count in 3d, are undefined on CPU and refused), linear
+upsampling's unchanged sizes (a copy whatever the scale) and its zero-weight taps (0 * inf is NaN on CPU)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_exactly_cpu
+
+from torchtpu.fuzz.args import Call, TensorArg
+from torchtpu.fuzz.overloads import cpu_crashes
+
+A = torch.ops.aten
+INF = float("inf")
+F16, F64 = torch.float16, torch.float64
+
+
+def _t(values: list, dtype: torch.dtype, d: str) -> torch.Tensor:
+    return torch.tensor(values, dtype=dtype, device=d)
+
+
+def _ramp(*shape: int) -> torch.Tensor:
+    n = 1
+    for s in shape:
+        n *= s
+    return (torch.arange(n, dtype=torch.float32) - 3).reshape(shape)  # sums exact in any order
+
+
+CASES = {
+    "adaptive_avg2d_backward_fewer_planes": lambda d: [A._adaptive_avg_pool2d_backward(
+        _ramp(2, 2, 4).to(d), torch.ones(4, 1, 1, device=d))],
+    "adaptive_avg2d_backward_fewer_planes_4d": lambda d: [A._adaptive_avg_pool2d_backward(
+        _ramp(1, 2, 2, 2).to(d), torch.ones(1, 3, 2, 2, device=d))],
+    "adaptive_avg2d_backward_out_fewer_planes": lambda d: [A._adaptive_avg_pool2d_backward.out(
+        _ramp(3, 4, 4).to(d)[..., ::2], torch.ones(5, 2, 3, device=d), out=torch.ones(5, 2, 3, device=d))],
+    "upsample_linear1d_same_size_scale": lambda d: [A.upsample_linear1d(_t([[[1.0, 2.0, 4.0]]], torch.float32, d),
+                                                                        [3], False, 3.0)],
+    "upsample_linear1d_same_size_inf_f16": lambda d: [A.upsample_linear1d(
+        _t([[[-INF, 2.0], [0.5, INF]]], F16, d), [2], False, 3.0)],
+    "upsample_linear1d_zero_weight_tap": lambda d: [A.upsample_linear1d(_t([[[1.0, -INF, 4.0]]], torch.float32, d),
+                                                                        [6], False, None)],
+    "upsample_linear1d_fused_index": lambda d: [A.upsample_linear1d(_t([[[INF]]], torch.float32, d), [5], False, 3.0),
+                                                A.upsample_linear1d(_t([[[INF]]], F64, d), [5], False, 3.0),
+                                                A.upsample_linear1d(_t([[[-INF, 2.0, 4.0]]], F64, d), [8], False,
+                                                                    3.0)],
+    "upsample_linear1d_align_last": lambda d: [A.upsample_linear1d(_t([[[1.0, 2.0, INF]]], torch.float32, d), [6],
+                                                                   True, None)],
+    "upsample_bilinear2d_inf": lambda d: [A.upsample_bilinear2d(
+        _t([[[[1.0, -INF, 4.0], [2.0, 3.0, INF]]]], torch.float32, d), [3, 5], False, 3.0, 3.0)],
+    "upsample_bilinear2d_same_size_u8": lambda d: [A.upsample_bilinear2d(
+        torch.arange(6, dtype=torch.uint8).reshape(1, 1, 2, 3).to(d) * 40, [2, 3], False, 3.0, 3.0)],
+    "upsample_linear1d_backward_same_size": lambda d: [A.upsample_linear1d_backward(
+        _ramp(1, 1, 3).to(d), [3], [1, 1, 3], False, 0.5)],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_value_shape_and_nan_as_cpu(name: str, mode: str) -> None:
+    def shapes_too(d: str) -> list[torch.Tensor]:
+        got = CASES[name](d)
+        assert [(t.dtype, t.shape) for t in got] == [(t.dtype, t.shape) for t in CASES[name]("cpu")]
+        return got
+
+    assert_exactly_cpu(shapes_too, mode)
+
+
+def test_upsample_linear_compiled_as_cpu() -> None:
+    x = torch.tensor([[[1.0, -INF, 4.0, 2.0]]])
+    want = [A.upsample_linear1d(x, [4], False, 3.0), A.upsample_linear1d(x, [7], False, None)]
+    torch._dynamo.reset()
+    got = torch.compile(lambda t: [A.upsample_linear1d(t, [4], False, 3.0), A.upsample_linear1d(t, [7], False, None)],
+                        backend="tpu")(x.to("tpu"))
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g.cpu(), w, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("op", "grad", "self"), [(A._adaptive_avg_pool2d_backward, (3, 2, 2), (2, 2, 3)),
+                                                  (A._adaptive_avg_pool3d_backward, (2, 1, 2, 2), (3, 1, 2, 2)),
+                                                  (A._adaptive_avg_pool3d_backward, (3, 1, 2, 2), (2, 1, 2, 2))])
+def test_adaptive_avg_backward_refuses_undefined_plane_counts(op: object, grad: tuple, self: tuple,
+                                                              mode: str) -> None:
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="planes but self has"):
+        op(torch.ones(grad, device="tpu"), torch.ones(self, device="tpu"))
+        torch.tpu.synchronize()
+
+
+def test_adaptive_avg_backward_more_planes_is_a_cpu_crash_rule() -> None:
+    op = A._adaptive_avg_pool2d_backward.default
+    assert cpu_crashes(Call(op, [TensorArg(torch.ones(3, 2, 2)), TensorArg(torch.ones(2, 2, 3))]))
+    fewer = Call(op, [TensorArg(torch.ones(2, 2, 2)), TensorArg(torch.ones(3, 2, 2))])
+    assert not cpu_crashes(fewer)
