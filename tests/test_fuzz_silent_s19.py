@@ -1,7 +1,8 @@
 """Silent wrong values, shapes and NaNs of fuzz seeds 15, 19 and 20, each now CPU's in every eager mode (and under
 torch.compile where the op reaches the backend): _adaptive_avg_pool2d_backward with a grad of fewer planes than self
 (self's shape, the rest 0; more planes, or any other count in 3d, are undefined on CPU and refused), linear
-upsampling's unchanged sizes (a copy whatever the scale) and its zero-weight taps (0 * inf is NaN on CPU)."""
+upsampling's unchanged sizes (a copy whatever the scale) and its zero-weight taps (0 * inf is NaN on CPU),
+special_xlog1py's Python scalar rounded to a float16/bfloat16 tensor's dtype (2**40 is inf there)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,13 @@ CASES = {
         _t([[[[1.0, -INF, 4.0], [2.0, 3.0, INF]]]], torch.float32, d), [3, 5], False, 3.0, 3.0)],
     "upsample_bilinear2d_same_size_u8": lambda d: [A.upsample_bilinear2d(
         torch.arange(6, dtype=torch.uint8).reshape(1, 1, 2, 3).to(d) * 40, [2, 3], False, 3.0, 3.0)],
+    "xlog1py_scalar_overflows_f16": lambda d: [A.special_xlog1py.other_scalar(
+        _t([-0.5, 0.0, 2.0, float("nan")], F16, d), 2.0 ** 40), A.special_xlog1py.other_scalar(
+        _t([-0.5, 0.0, 2.0], torch.bfloat16, d), 1e39),
+        A.special_xlog1py.self_scalar(2.0 ** 40, _t([0.0, 1.0], F16, d)),
+        A.special_xlog1py.other_scalar(_t([-0.5, 2.0], F16, d), 1e-8)],
+    "xlog1py_scalar_out_f16": lambda d: [A.special_xlog1py.other_scalar_out(
+        _t([-0.5, 0.0, 2.0], F16, d), 1e5, out=torch.empty(3, dtype=F16, device=d))],
     "upsample_linear1d_backward_same_size": lambda d: [A.upsample_linear1d_backward(
         _ramp(1, 1, 3).to(d), [3], [1, 1, 3], False, 0.5)],
 }
@@ -65,6 +73,13 @@ def test_value_shape_and_nan_as_cpu(name: str, mode: str) -> None:
         return got
 
     assert_exactly_cpu(shapes_too, mode)
+
+
+def test_xlog1py_scalar_compiled_as_cpu() -> None:
+    x = torch.tensor([-0.5, 0.0, 2.0], dtype=F16)
+    torch._dynamo.reset()
+    got = torch.compile(lambda t: torch.special.xlog1py(t, 2.0 ** 40), backend="tpu")(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), torch.special.xlog1py(x, 2.0 ** 40), rtol=0, atol=0, equal_nan=True)
 
 
 def test_upsample_linear_compiled_as_cpu() -> None:
