@@ -2,16 +2,19 @@
 torch.compile where the op reaches the backend): _adaptive_avg_pool2d_backward with a grad of fewer planes than self
 (self's shape, the rest 0; more planes, or any other count in 3d, are undefined on CPU and refused), linear
 upsampling's unchanged sizes (a copy whatever the scale) and its zero-weight taps (0 * inf is NaN on CPU),
-special_xlog1py's Python scalar rounded to a float16/bfloat16 tensor's dtype (2**40 is inf there)."""
+special_xlog1py's Python scalar rounded to a float16/bfloat16 tensor's dtype (2**40 is inf there); _fft_c2r of an
+input whose last transformed dim CPU reads with the wrong size (garbage or heap corruption there) refused, and
+skipped by the fuzzer's CPU_CRASHES."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_exactly_cpu
+from refusal_cases import MODES, assert_close_to_cpu, assert_exactly_cpu
 
-from torchtpu.fuzz.args import Call, TensorArg
+from torchtpu.fuzz.args import Call, TensorArg, make_call
 from torchtpu.fuzz.overloads import cpu_crashes
+from torchtpu.fuzz.runner import call_rng
 
 A = torch.ops.aten
 INF = float("inf")
@@ -108,3 +111,27 @@ def test_adaptive_avg_backward_more_planes_is_a_cpu_crash_rule() -> None:
     assert cpu_crashes(Call(op, [TensorArg(torch.ones(3, 2, 2)), TensorArg(torch.ones(2, 2, 3))]))
     fewer = Call(op, [TensorArg(torch.ones(2, 2, 2)), TensorArg(torch.ones(3, 2, 2))])
     assert not cpu_crashes(fewer)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("shape", "dims", "size"), [((4, 3, 1), [0, 2, 1], 2), ((3,), [0], 2), ((4,), [0], 3)])
+def test_fft_c2r_refuses_an_input_size_cpu_reads_wrongly(shape: tuple, dims: list, size: int, mode: str) -> None:
+    x = torch.ones(shape, dtype=torch.complex64, device="tpu")
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="last transformed dim has"):
+        A._fft_c2r(x, dims, 2, size)
+        torch.tpu.synchronize()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fft_c2r_sizes_cpu_defines_and_irfft_as_cpu(mode: str) -> None:
+    x = torch.linspace(-1, 2, 24).reshape(4, 6).to(torch.complex64) * (1 + 0.5j)
+    assert_close_to_cpu(lambda d: [A._fft_c2r(x.to(d)[:, :3], [0, 1], 2, 4), A._fft_c2r(x.to(d)[:, :3], [1], 0, 3),
+                                   A._fft_c2r(x.to(d)[:3, :3], [1, 0], 1, 3),
+                                   torch.fft.irfft(x.to(d), 3), torch.fft.hfft(x.to(d), 9)], mode)
+
+
+def test_fft_c2r_seed19_call_is_a_cpu_crash_rule() -> None:
+    op = A._fft_c2r.default
+    name = str(op)
+    assert cpu_crashes(make_call(op, call_rng(19, name, 1), 19))
+    assert not cpu_crashes(Call(op, [TensorArg(torch.ones(4, 2, dtype=torch.complex64)), [0, 1], 2, 2]))
