@@ -4,13 +4,14 @@ torch.compile where the op reaches the backend): _adaptive_avg_pool2d_backward w
 upsampling's unchanged sizes (a copy whatever the scale) and its zero-weight taps (0 * inf is NaN on CPU),
 special_xlog1py's Python scalar rounded to a float16/bfloat16 tensor's dtype (2**40 is inf there); _fft_c2r of an
 input whose last transformed dim CPU reads with the wrong size (garbage or heap corruption there) refused, and
-skipped by the fuzzer's CPU_CRASHES."""
+skipped by the fuzzer's CPU_CRASHES. Refusals CPU makes and tpu skipped: _embedding_bag's index and weight dtypes,
+_weight_norm_interface_backward's dim (first or last only, as given)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_close_to_cpu, assert_exactly_cpu
+from refusal_cases import MODES, assert_close_to_cpu, assert_exactly_cpu, assert_refused_as_cpu
 
 from torchtpu.fuzz.args import Call, TensorArg, make_call
 from torchtpu.fuzz.overloads import cpu_crashes
@@ -135,3 +136,28 @@ def test_fft_c2r_seed19_call_is_a_cpu_crash_rule() -> None:
     name = str(op)
     assert cpu_crashes(make_call(op, call_rng(19, name, 1), 19))
     assert not cpu_crashes(Call(op, [TensorArg(torch.ones(4, 2, dtype=torch.complex64)), [0, 1], 2, 2]))
+
+
+REFUSALS = {
+    "embedding_bag_int8_weight": lambda d: A._embedding_bag(torch.ones(3, 2, dtype=torch.int8, device=d),
+                                                            torch.tensor([0, 1], device=d),
+                                                            torch.tensor([0], device=d), False, 0),
+    "embedding_bag_forward_only_u8_weight": lambda d: A._embedding_bag_forward_only(
+        torch.ones(2, 2, dtype=torch.uint8, device=d), torch.tensor([1], device=d), torch.tensor([0], device=d)),
+    "embedding_bag_float_indices": lambda d: A._embedding_bag(torch.ones(3, 2, dtype=torch.int8, device=d),
+                                                              torch.tensor([0.0, 1.0], device=d),
+                                                              torch.tensor([0], device=d), False, 0),
+    "embedding_bag_float_offsets": lambda d: A._embedding_bag(torch.ones(3, 2, device=d),
+                                                              torch.tensor([0, 1], device=d),
+                                                              torch.tensor([0.0], device=d), False, 0),
+    "weight_norm_backward_dim_minus_1": lambda d: A._weight_norm_interface_backward(*[torch.ones(1, device=d)] * 4, -1),
+    "weight_norm_backward_middle_dim": lambda d: A._weight_norm_interface_backward(
+        torch.ones(2, 3, 4, device=d), torch.ones(2, 3, 4, device=d), torch.ones(3, device=d),
+        torch.ones(3, device=d), 1),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+def test_refused_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(REFUSALS[name], mode)

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
-from torchtpu.ops.arg_checks import dim_size
+from torchtpu.ops.arg_checks import dim_size, legacy_type_name
 from torchtpu.ops.cpu_raise_checks import _cast_to, _cumsum_dim, _is_tensor, broadcast, inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
 
@@ -180,6 +180,16 @@ def _batch_norm_empty(training: bool | None) -> Callable[[Bound], None]:
 def _embedding_bag(a: Bound) -> None:  # _embedding_bag_cpu_impl_out's check on offsets (its dtype checked first)
     indices, offsets = a["indices"], a["offsets"]
     index_types = (torch.int32, torch.int64)
+    for t in (indices, offsets):  # check_arguments (EmbeddingBag.cpp): both named 'indices' there (fuzz seed 20)
+        if t.dtype not in index_types:
+            raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar "
+                               f"types: Long, Int; but got {legacy_type_name(t.dtype)} instead (while checking "
+                               f"arguments for embedding_bag)")
+    weight = a["weight"]
+    if weight.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following scalar types: "
+                           f"Half, BFloat16, Float, Double; but got {legacy_type_name(weight.dtype)} instead (while "
+                           f"checking arguments for embedding_bag)")
     if indices.dtype in index_types and offsets.dtype in index_types and len(offsets.shape) != 1:
         raise RuntimeError(f"offsets has to be a 1D Tensor, but got Tensor of dimension {len(offsets.shape)}")
 

@@ -231,6 +231,10 @@ def weight_norm_interface(v: Sym, g: Sym, dim: int = 0) -> tuple[Sym, Sym]:
 @lower(aten._weight_norm_interface_backward.default)
 def weight_norm_interface_backward(grad_w: Sym, saved_v: Sym, saved_g: Sym, saved_norms: Sym, dim: int
                                    ) -> tuple[Sym, Sym]:
+    if dim not in (0, saved_v.ndim - 1):  # the CPU kernel's assert, on dim as given (-1 too: fuzz seed 19)
+        raise RuntimeError('dim == 0 || dim == saved_v.dim() - 1 INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/aten/'
+                           'src/ATen/native/cpu/WeightNormKernel.cpp":433, please report a bug to PyTorch. fused '
+                           'kernels can only be applied for first or last dim')
     v, gw = _wide(saved_v), _wide(grad_w)
     dims = _other_dims(saved_v, dim)
     kept = tuple(1 if i in dims else d for i, d in enumerate(v.shape))
