@@ -161,3 +161,9 @@ REFUSALS = {
 @pytest.mark.parametrize("name", sorted(REFUSALS))
 def test_refused_as_cpu(name: str, mode: str) -> None:
     assert_refused_as_cpu(REFUSALS[name], mode)
+
+
+def test_adaptive_avg3d_backward_fewer_planes_is_skipped_as_undefined() -> None:
+    op = A._adaptive_avg_pool3d_backward.default
+    assert cpu_crashes(Call(op, [TensorArg(torch.ones(2, 1, 2, 2)), TensorArg(torch.ones(3, 1, 2, 2))]))
+    assert not cpu_crashes(Call(op, [TensorArg(torch.ones(3, 1, 2, 2)), TensorArg(torch.ones(3, 1, 2, 2))]))

@@ -124,14 +124,16 @@ def _weight_norm_g_mismatch(call: Any) -> bool:
 
 
 def _adaptive_avg_grad_planes_overflow(call: Any) -> bool:
-    """Whether _adaptive_avg_pool{2,3}d_backward's grad_output has more planes (leading dims flattened) than self."""
+    """Whether _adaptive_avg_pool{2,3}d_backward's grad_output has more planes (leading dims flattened) than self,
+    or (3d, whose result is not zeroed first) fewer."""
     if len(call.args) < 2 or not all(hasattr(a, "base") for a in call.args[:2]):
         return False
     nd = 3 if "pool3d" in call.op._schema.name else 2
     grad, self = (a.materialize("cpu") for a in call.args[:2])
     if grad.dim() != self.dim() or self.dim() <= nd:
         return False
-    return math.prod(grad.shape[:-nd]) > math.prod(self.shape[:-nd])
+    have, want = math.prod(grad.shape[:-nd]), math.prod(self.shape[:-nd])
+    return have > want or (nd == 3 and have < want)
 
 
 def _c2r_size_off(call: Any) -> bool:
@@ -215,7 +217,8 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         _adaptive_avg_grad_planes_overflow,
         "CPU's adaptive avg-pool backward kernels take the plane count from grad_output and write that many planes "
         "into a result of self's shape unchecked: more planes than self has write past it (torch 2.13: a bus error "
-        "for grad float32[3, 2, 2] with self float32[2, 2, 3]); tpu refuses them"),
+        "for grad float32[3, 2, 2] with self float32[2, 2, 3]); 3d leaves the planes past grad's uninitialized "
+        "(its result is not zeroed); tpu refuses both"),
     "aten::_segment_reduce_backward*": (
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "
