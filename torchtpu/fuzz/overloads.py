@@ -123,6 +123,30 @@ def _weight_norm_g_mismatch(call: Any) -> bool:
     return not -v.dim() <= dim < max(v.dim(), 1) or g.numel() != (v.shape[dim] if v.dim() else 1)
 
 
+def _adaptive_avg_grad_planes_overflow(call: Any) -> bool:
+    """Whether _adaptive_avg_pool{2,3}d_backward's grad_output has more planes (leading dims flattened) than self,
+    or (3d, whose result is not zeroed first) fewer."""
+    if len(call.args) < 2 or not all(hasattr(a, "base") for a in call.args[:2]):
+        return False
+    nd = 3 if "pool3d" in call.op._schema.name else 2
+    grad, self = (a.materialize("cpu") for a in call.args[:2])
+    if grad.dim() != self.dim() or self.dim() <= nd:
+        return False
+    have, want = math.prod(grad.shape[:-nd]), math.prod(self.shape[:-nd])
+    return have > want or (nd == 3 and have < want)
+
+
+def _c2r_size_off(call: Any) -> bool:
+    """Whether _fft_c2r's input has a last transformed dim other than last_dim_size // 2 + 1 or last_dim_size."""
+    x, dims, size = call.args[0], call.args[1], call.args[3]
+    if not hasattr(x, "base") or not isinstance(dims, list | tuple) or not dims or not isinstance(dims[-1], int):
+        return False
+    t = x.materialize("cpu")
+    if t.numel() == 0 or not -t.dim() <= dims[-1] < max(t.dim(), 1):
+        return False
+    return t.shape[dims[-1]] not in (size // 2 + 1, size) if t.dim() else False
+
+
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "aten::special_*_polynomial_*": (
         _polynomial_loops_forever,
@@ -150,9 +174,12 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "CPU segfaults (torch 2.13) on batch_norm_backward with update=False and no running stats (fuzz seed 5 call "
         "1); tpu raises that evaluation mode needs them"),
     "aten::_fft_c2r*": (
-        lambda call: len(call.args) > 3 and isinstance(call.args[3], int) and call.args[3] < 1,
+        lambda call: len(call.args) > 3 and isinstance(call.args[3], int) and (call.args[3] < 1 or _c2r_size_off(call)),
         "CPU's _fft_c2r kernel segfaults (torch 2.13) on last_dim_size 0 (fuzz seed 4 call 2); torch.fft.irfft refuses "
-        "n < 1 first, in the words tpu raises"),
+        "n < 1 first, in the words tpu raises. An input whose last transformed dim is neither last_dim_size // 2 + 1 "
+        "nor last_dim_size is read with the wrong size: garbage (fuzz seed 19 call 1: complex64[4, 3, 1] over "
+        "[0, 2, 1] with last_dim_size 2), an internal assert or 'double free or corruption' (4 elements, size 3); "
+        "torch.fft resizes it first, tpu refuses it"),
     "aten::_fft_[rc]2[rc]*": (
         lambda call: len(call.args) > 1 and isinstance(call.args[1], (list, tuple)) and any(
             isinstance(d, int) and d < 0 for d in call.args[1]),
@@ -186,6 +213,12 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         _weight_norm_g_mismatch,
         "CPU's weight-norm kernels read g by v's slice index unchecked: g with no elements segfaults (torch 2.13; fuzz "
         "seed 14 call 2: v float32[1], g float32[0]), more elements are ignored; tpu refuses g of another count"),
+    "aten::_adaptive_avg_pool[23]d_backward*": (
+        _adaptive_avg_grad_planes_overflow,
+        "CPU's adaptive avg-pool backward kernels take the plane count from grad_output and write that many planes "
+        "into a result of self's shape unchecked: more planes than self has write past it (torch 2.13: a bus error "
+        "for grad float32[3, 2, 2] with self float32[2, 2, 3]); 3d leaves the planes past grad's uninitialized "
+        "(its result is not zeroed); tpu refuses both"),
     "aten::_segment_reduce_backward*": (
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "

@@ -253,6 +253,12 @@ def fft_c2r(self: Sym, dim: list[int], normalization: int, last_dim_size: int) -
         raise RuntimeError(f"Invalid number of data points ({last_dim_size}) specified")
     dims = [P.canon_dim(d, self.ndim) for d in dim]
     _check_precision(self)
+    given = self.shape[dims[-1]] if dims else 0
+    if self.numel() and given not in (last_dim_size // 2 + 1, last_dim_size):
+        # torch.fft.irfft/hfft resize the input to last_dim_size // 2 + 1 first; CPU's kernel reads any other size
+        # with that size's strides (garbage, an internal assert, or heap corruption: fuzz seed 19)
+        raise RuntimeError(f"_fft_c2r: the last transformed dim has {given} elements, but last_dim_size "
+                           f"{last_dim_size} takes {last_dim_size // 2 + 1} (CPU's result is undefined otherwise)")
     x = self
     if len(dims) > 1:
         x = _c2c(x, dims[:-1], False)

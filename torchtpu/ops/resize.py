@@ -11,7 +11,9 @@ float32), and enter the program as dense constants.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -121,26 +123,66 @@ def nearest(in_size: int, out_size: int, scale: float | None, exact: bool = Fals
     return m
 
 
-def linear(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32,
-           stored: torch.dtype | None = None) -> np.ndarray:
-    """`dt`: the weights' arithmetic (ATen's opmath: float64 for a float64 input, else float32). `stored`: the
-    float16 / bfloat16 input of a linear1d / trilinear3d forward, whose kernel (HelperInterpLinear) keeps lambda1
-    in the input's type and lambda0 = 1 - lambda1 rounded to it, then interpolates in float32 (bilinear2d's
-    kernel keeps float lambdas)."""
+def _linear_parts(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32,
+                  fused: bool = False, stored: torch.dtype | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(i0, i1, l0, l1) per output index, as compute_source_index_and_lambda: i1 = i0 + 1 but at the last input; an
+    unchanged size copies whatever the given scale ("scale_factor = 1, simply copy": i1 = i0, l0 = 1, l1 = 0).
+    `fused`: the source index as CPU's float32/float64 forward kernels compute it (`_fma_half`); i0 is
+    guard_index_and_lambda's floorf, of the index rounded to float32. `stored`: the float16 / bfloat16 input of a
+    linear1d / trilinear3d forward, whose kernel (HelperInterpLinear) keeps lambda1 in the input's type and
+    lambda0 = 1 - lambda1 rounded to it, then interpolates in float32 (bilinear2d's kernel keeps float lambdas)."""
+    if in_size == out_size:
+        i = np.arange(out_size)
+        return i, i, np.ones(out_size, dt), np.zeros(out_size, dt)
     s = _scale(in_size, out_size, align_corners, scale, dt)
     dst = np.arange(out_size, dtype=dt)
-    src = s * dst if align_corners else np.maximum(s * (dst + dt(0.5)) - dt(0.5), dt(0))
-    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    if align_corners:
+        src = s * dst
+    else:
+        src = np.maximum(_fma_half(s, dst, dt) if fused else s * (dst + dt(0.5)) - dt(0.5), dt(0))
+    i0 = np.minimum(np.floor(src.astype(F32)).astype(np.int64), in_size - 1)
     i1 = i0 + (i0 < in_size - 1)
     l1 = np.clip(src - i0.astype(dt), dt(0), dt(1)).astype(dt)
-    l0 = dt(1) - l1
     if stored is not None:
         l1 = torch.from_numpy(l1).to(stored).to(torch.float32).numpy()
-        l0 = (1 - torch.from_numpy(l1)).to(stored).to(torch.float32).numpy()
+        return i0, i1, (1 - torch.from_numpy(l1)).to(stored).to(torch.float32).numpy(), l1
+    return i0, i1, (dt(1) - l1).astype(dt), l1
+
+
+def _fma_half(s: np.floating, dst: np.ndarray, dt: type) -> np.ndarray:
+    """s * (dst + 0.5) - 0.5 rounded once, as CPU's compiled area_pixel_compute_source_index (a fused multiply-add:
+    0.33333334f * 1.5f - 0.5f is 1.5e-8 there, 0 rounded twice; that decides whether a zero weight meets an inf)."""
+    exact = [Fraction(float(s)) * Fraction(float(d) + 0.5) - Fraction(1, 2) for d in dst]
+    return np.array([float(v) for v in exact], np.float64).astype(dt)
+
+
+def linear(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32,
+           stored: torch.dtype | None = None) -> np.ndarray:
+    """`dt`: the weights' arithmetic (ATen's opmath: float64 for a float64 input, else float32); `stored`: as
+    `_linear_parts`."""
+    i0, i1, l0, l1 = _linear_parts(in_size, out_size, align_corners, scale, dt, stored=stored)
     m = np.zeros((out_size, in_size), dt)
     np.add.at(m, (np.arange(out_size), i0), l0)
     np.add.at(m, (np.arange(out_size), i1), l1)
     return m
+
+
+def _linear_forward(x: Sym, out_sizes: Sequence[int], align: bool, scales: Sequence[float | None]) -> Sym:
+    """A float input's linear interpolation, dim by dim, each output l0 * x[i0] + l1 * x[i1] with both taps always
+    read, as CPU's kernel (a zero weight times an inf is NaN there; fuzz seed 15: a matrix of the nonzero taps
+    only gave the inf)."""
+    dt = np.float64 if x.dtype == torch.float64 else F32
+    stored = x.dtype if x.dtype in (torch.float16, torch.bfloat16) and len(out_sizes) != 2 else None
+    mats = [linear(i, o, align, sc, dt, stored) for i, o, sc in zip(x.shape[2:], out_sizes, scales)]
+    if 0 in x.shape or x.dtype.is_complex:
+        return apply_dims(x, mats, 2)
+    y = P.convert(x, torch.float64 if dt is np.float64 else torch.float32)
+    for d, (i, o, sc) in enumerate(zip(x.shape[2:], out_sizes, scales)):
+        i0, i1, l0, l1 = _linear_parts(i, o, align, sc, dt, fused=x.dtype in (torch.float32, torch.float64),
+                                       stored=stored)
+        y = _apply_taps(y, 2 + d, np.stack([i0, i1], 1), np.stack([l0, l1], 1), np.ones((o, 2), bool))
+    return P.convert(y, x.dtype)
 
 
 def cubic(in_size: int, out_size: int, align_corners: bool, scale: float | None, dt: type = F32) -> np.ndarray:
@@ -294,6 +336,8 @@ def _upsample(kind: str, nd: int, backward: bool) -> Callable[..., Sym]:
         m = mats(self.shape[2:], output_size, align, scales[:nd], self.dtype)
         if takes_align and not (self.dtype.is_floating_point or self.dtype.is_complex):
             return _fixed_point_dims(self, m, 2)
+        if kind == "linear":
+            return _linear_forward(self, output_size, align, scales[:nd])
         return apply_dims(self, m, 2)
 
     def backward_fn(grad_output: Sym, output_size: Sequence[int], input_size: Sequence[int], *rest: object) -> Sym:
@@ -471,9 +515,28 @@ def _adaptive_avg_backward(nd: int) -> Callable[..., Sym]:
         sizes = self.shape[self.ndim - nd:]
         outs = grad_output.shape[grad_output.ndim - nd:]
         mats = [adaptive(i, o).T.copy() for i, o in zip(sizes, outs)]
-        return apply_dims(grad_output, mats, grad_output.ndim - nd)
+        grad = apply_dims(grad_output, mats, grad_output.ndim - nd)
+        return _planes_as_self(grad, self.shape, nd)
 
     return backward
+
+
+def _planes_as_self(grad: Sym, self_shape: Sequence[int], nd: int) -> Sym:
+    """CPU's kernel (cpu_adaptive_avg_pool_backward) writes grad_output's planes (its leading dims flattened) into
+    the first of a result of self's shape: 2d zeroes that result first, so a grad with fewer planes leaves the
+    rest 0 (fuzz seeds 15, 19: a result of grad's shape was returned); 3d does not (the rest is uninitialized) and
+    one with more planes writes past CPU's result (a bus error here): both undefined, refused."""
+    lead = len(self_shape) - nd
+    have, want = math.prod(grad.shape[:lead]), math.prod(self_shape[:lead])
+    if tuple(grad.shape) == tuple(self_shape):
+        return grad
+    if have > want or (have < want and nd == 3):
+        raise RuntimeError(f"adaptive_avg_pool{nd}d_backward: grad_output has {have} planes but self has {want} "
+                           f"(CPU's result is undefined there)")
+    planes = P.reshape(grad, (have, *self_shape[lead:]))
+    if have < want:
+        planes = P.concat([planes, P.full(0, (want - have, *self_shape[lead:]), grad.dtype)], 0)
+    return P.reshape(planes, self_shape)
 
 
 for _nd in (2, 3):
