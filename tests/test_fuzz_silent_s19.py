@@ -4,8 +4,8 @@ torch.compile where the op reaches the backend): _adaptive_avg_pool2d_backward w
 upsampling's unchanged sizes (a copy whatever the scale) and its zero-weight taps (0 * inf is NaN on CPU),
 special_xlog1py's Python scalar rounded to a float16/bfloat16 tensor's dtype (2**40 is inf there); _fft_c2r of an
 input whose last transformed dim CPU reads with the wrong size (garbage or heap corruption there) refused, and
-skipped by the fuzzer's CPU_CRASHES. Refusals CPU makes and tpu skipped: _embedding_bag's index and weight dtypes,
-_weight_norm_interface_backward's dim (first or last only, as given)."""
+skipped by the fuzzer's CPU_CRASHES. Refusals CPU makes and tpu skipped: _embedding_bag's index and weight dtypes
+(_weight_norm_interface_backward's dim: tests/test_fuzz_silent_s14.py)."""
 
 from __future__ import annotations
 
@@ -150,10 +150,6 @@ REFUSALS = {
     "embedding_bag_float_offsets": lambda d: A._embedding_bag(torch.ones(3, 2, device=d),
                                                               torch.tensor([0, 1], device=d),
                                                               torch.tensor([0.0], device=d), False, 0),
-    "weight_norm_backward_dim_minus_1": lambda d: A._weight_norm_interface_backward(*[torch.ones(1, device=d)] * 4, -1),
-    "weight_norm_backward_middle_dim": lambda d: A._weight_norm_interface_backward(
-        torch.ones(2, 3, 4, device=d), torch.ones(2, 3, 4, device=d), torch.ones(3, device=d),
-        torch.ones(3, device=d), 1),
 }
 
 
