@@ -11,7 +11,9 @@ from typing import Any
 
 import torch
 
-from torchtpu.ops.tracing import aten_type_name
+from torchtpu.ops import operand_checks
+from torchtpu.ops import prims as P
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -270,6 +272,13 @@ def check_multi_margin(x: Any, target: Any, weight: Any | None) -> None:
                            f"Input has shape {shape}.")
     if weight is not None and (len(weight.shape) > 1 or _numel(weight.shape) != dim):
         raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
+
+
+def multilabel_target_in_range(t: Sym, x: Sym, message: str) -> Sym:
+    """The data check (a zero to tie in) that every multilabel target value is in [-1, classes), as ATen's
+    min/max check (also the values after the first -1)."""
+    classes = x.shape[-1] if x.ndim else 1
+    return operand_checks.data_check(P.emit1("or", [P.compare("LT", t, -1), P.compare("GE", t, classes)]), message)
 
 
 def check_multilabel_margin(x: Any, target: Any) -> None:

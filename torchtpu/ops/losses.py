@@ -125,18 +125,13 @@ def _multilabel(self: Sym, target: Sym, given: Sym | None = None) -> tuple[Sym, 
     return P.where(mask, z, P.zeros_like(z)), is_target, mask, safe
 
 
-def _target_out_of_range(t: Sym, self: Sym, message: str) -> Sym:
-    """The data check (a zero to tie in) that every multilabel target is in [-1, classes)."""
-    classes = self.shape[-1] if self.ndim else 1
-    return operand_checks.data_check(P.emit1("or", [P.compare("LT", t, -1), P.compare("GE", t, classes)]), message)
-
-
 @lower(aten.multilabel_margin_loss_forward.default)
 def multilabel_margin_loss_forward(self: Sym, target: Sym, reduction: int) -> tuple[Sym, Sym]:
     loss_checks.check_multilabel_margin(self, target)
     t = P.convert(target, torch.int64)
     if self.numel():  # ATen's range check of every target value (also those after the first -1)
-        t = operand_checks.tie(t, _target_out_of_range(t, self, "argument #2 'target' is out of range"))
+        zero = loss_checks.multilabel_target_in_range(t, self, "argument #2 'target' is out of range")
+        t = operand_checks.tie(t, zero)
     terms, is_target, _, _ = _multilabel(self, t)
     c = terms.shape[1]
     per = P.reduce(terms, "sum", (1, 2)) / float(c)
@@ -153,7 +148,7 @@ def multilabel_margin_loss_backward(grad_output: Sym, self: Sym, target: Sym, re
     # before the target indexes anything
     t = P.convert(target, torch.int64)
     if self.numel():  # an empty input returns first
-        zero = _target_out_of_range(t, self, "argument #3 'target' is out of range")
+        zero = loss_checks.multilabel_target_in_range(t, self, "argument #3 'target' is out of range")
         outside = P.emit1("or", [P.emit1("not", [P.compare("GE", is_target, 0)]),
                                  P.emit1("not", [P.compare("LE", is_target, 1)])])  # NaN too
         zero = zero + operand_checks.data_check(outside, "argument #5 'is_target' is out of range")
