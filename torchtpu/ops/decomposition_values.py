@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import torch
 
@@ -90,10 +91,8 @@ def _rounded(value: float, dtype: torch.dtype) -> float:
         single = float(np.float32(value))
         if dtype == torch.float16:
             return float(np.float16(single))
-    if dtype == torch.bfloat16:  # round to nearest even on the upper 16 bits of the float
-        bits = int(np.array(single, dtype=np.float32).view(np.uint32))
-        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-        return float(np.array(bits & 0xFFFFFFFF, dtype=np.uint32).view(np.float32))
+    if dtype == torch.bfloat16:  # c10's round to nearest even, as ml_dtypes casts
+        return float(np.float32(single).astype(ml_dtypes.bfloat16))
     return single
 
 
