@@ -165,9 +165,23 @@ def view_of(flat: Sym, offset: int, sizes: tuple[int, ...], strides: tuple[int, 
 
 
 def covers(view: View, numel: int) -> bool:
+    """Whether writing the view writes all of its storage."""
+    return dense_order(view, numel) is not None
+
+
+def dense_order(view: View, numel: int) -> list[int] | None:
+    """The dims of size > 1 from the largest stride to the smallest where the view is all of its storage, each
+    element once, in some order of its dims (row-major: in order); else None."""
     _, offset, sizes, strides = view
-    contiguous, strides = _normalized(sizes, strides)
-    return offset == 0 and strides == contiguous and math.prod(sizes) == numel
+    if offset or math.prod(sizes) != numel:
+        return None
+    order = sorted((d for d in range(len(sizes)) if sizes[d] != 1), key=lambda d: -strides[d])
+    expected = 1
+    for d in reversed(order):
+        if strides[d] != expected:
+            return None
+        expected *= sizes[d]
+    return order
 
 
 def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
@@ -222,8 +236,13 @@ def _replay(builder: Builder, slots: list[Slot], event: Event, value: Callable[[
         if sizes and 0 in sizes:
             value(slot)  # nothing written: a live slot passes through unchanged (never a None output)
             continue
-        if covers(view, numel):
-            values[slot] = P.reshape(Sym(result), (numel,)).value
+        order = dense_order(view, numel)
+        if order is not None:  # the whole storage, dims in some order (a fresh output laid out as its inputs)
+            dims = [d for d in range(len(sizes)) if sizes[d] != 1]
+            x = P.reshape(Sym(result), [sizes[d] for d in dims])
+            if order != dims:
+                x = P.transpose(x, [dims.index(d) for d in order])
+            values[slot] = P.reshape(x, (numel,)).value
         else:
             index = _linear_index(offset, sizes, strides)
             values[slot] = P.emit1("scatter_axis", [Sym(value(slot)), index, P.reshape(Sym(result), (-1,))],
