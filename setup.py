@@ -15,8 +15,7 @@ ROOTS = {
     "torchtpu.sim": "sim",
     "torchtpu.perfmodel": "perfmodel",
 }
-SHIM_SOURCES = ["torchtpu/csrc/tpu_shim.cpp", "torchtpu/csrc/fast_launch.cpp", "torchtpu/csrc/fast_launch_key.cpp",
-                "torchtpu/csrc/pinned_memory.cpp", "torchtpu/csrc/realloc_settle.cpp"]
+SHIM_SOURCES = sorted(str(p) for p in Path("torchtpu/csrc").glob("*.cpp"))  # as torchtpu/_native.py's JIT build
 
 
 def _packages() -> tuple[list[str], dict[str, str]]:

@@ -18,9 +18,7 @@ from types import ModuleType
 
 from torchtpu import config
 
-_SOURCES = [Path(__file__).parent / "csrc" / name
-            for name in ("tpu_shim.cpp", "fast_launch.cpp", "fast_launch_key.cpp", "pinned_memory.cpp",
-                         "realloc_settle.cpp")]
+_SOURCES = sorted((Path(__file__).parent / "csrc").glob("*.cpp"))  # every C++ file of the shim (setup.py's too)
 
 
 PREBUILT = "torchtpu._shim"  # the extension setup.py builds into a wheel

@@ -28,6 +28,7 @@ from torchtpu.drivers.sim.fusion import fuse_steps
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
 from torchtpu.drivers.sim.launcher import launcher
+from torchtpu.drivers.sim.output_overlap import unshared
 from torchtpu.drivers.sim.rank_limit import check_program, check_rank
 from torchtpu.drivers.sim.straight_line import compile_steps, failed_step
 from torchtpu.drivers.sim.streams import StreamTimeline
@@ -177,15 +178,6 @@ class _Step:
         self.kernel, self.op, self.inputs, self.outputs, self.index = kernel, op, inputs, outputs, index
         self.fast = specialize(op, mxu_array)  # a direct numpy call with the generic kernel's value, or None (fast.py)
         self.out = outputs[0] if outputs else -1
-
-
-def _external(value: np.ndarray) -> bool:
-    """Whether `value` may be memory the caller passed in (an input buffer or a view of one): arrays a kernel
-    made during the launch, and views of them, own their root memory and cannot overlap an output."""
-    root = value
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    return not root.flags.owndata
 
 
 def _interpret(plan: _Plan, env: list[Any]) -> None:
@@ -512,10 +504,7 @@ class SimDriver(Driver):
                     raise ExecutionError(last.index, last.op.name, exc) from exc
         finally:
             _IGNORE_ERRORS.exit(token)
-        results = [env[i] for i in plan.outputs]
-        if len(outputs) > 1:  # a result that views an input may view memory an earlier output write overwrites
-            results = [r.copy() if _external(r) and any(np.may_share_memory(r, o) for o in outputs) else r
-                       for r in results]
+        results = unshared([env[i] for i in plan.outputs], outputs)
         for result, out in zip(results, outputs):
             if result.dtype != out.dtype:
                 result = result.astype(out.dtype)
@@ -545,10 +534,7 @@ class SimDriver(Driver):
         finally:
             _IGNORE_ERRORS.exit(token)
         copies = plan.direct.copies
-        results = [env[slot] for slot, _ in copies]
-        if len(outputs) > 1:  # a result that views an input may view memory an earlier output write overwrites
-            results = [r.copy() if _external(r) and any(np.may_share_memory(r, o) for o in outputs) else r
-                       for r in results]
+        results = unshared([env[slot] for slot, _ in copies], outputs)
         for result, (_, k) in zip(results, copies):
             out = outputs[k]
             if result.dtype != out.dtype:

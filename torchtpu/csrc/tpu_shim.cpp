@@ -570,12 +570,14 @@ static int64_t storage_ptr(const at::Tensor& t) {
 
 void bind_fast_launch(py::module& m);      // fast_launch.cpp
 void bind_realloc_settle(py::module& m);  // realloc_settle.cpp
+void bind_array_overlap(py::module& m);   // array_overlap.cpp
 
 }  // namespace torchtpu
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   torchtpu::bind_fast_launch(m);
   torchtpu::bind_realloc_settle(m);
+  torchtpu::bind_array_overlap(m);
   m.def("cpu_alias", &torchtpu::cpu_alias);
   m.def("memory_counters", &torchtpu::memory_counters);
   m.def("reset_peak", &torchtpu::reset_peak);
