@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from torchtpu.drivers.ir import Builder, Program, Value
-from torchtpu.execution import region_dce
+from torchtpu.execution import region_dce, region_fold
 from torchtpu.ops import prims as P
 from torchtpu.ops.tracing import Sym, tracing
 
@@ -210,7 +210,7 @@ def build(slots: list[Slot], events: list[Event], live: list[int]) -> Built:
     input_slots = [s for s in range(len(slots)) if inputs[s] is not None]
     program = builder.finish(outputs, name="deferred_region")
     program.inputs = [inputs[s] for s in input_slots] + scalars
-    program, op_starts = region_dce.prune(program, op_starts)
+    program, op_starts = region_dce.prune(*region_fold.fold_reshapes(program, op_starts))
     return Built(program, input_slots, list(live), op_starts)
 
 
