@@ -50,7 +50,8 @@ Bound = dict[str, Any]
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
-def _opmath(dtype: torch.dtype) -> torch.dtype:
+def opmath(dtype: torch.dtype) -> torch.dtype:
+    """The type a kernel computes `dtype` in (float for float16 and bfloat16)."""
     return torch.float32 if dtype in _LOW_PRECISION else dtype
 
 
@@ -65,7 +66,7 @@ def _scalar_of(names: tuple[str, ...], scalar: str, kinds: str) -> Callable[[Bou
             return
         value = a.get(scalar, 1)
         if dtype.is_floating_point or dtype.is_complex or ("i" in kinds and isinstance(value, complex)):
-            checked_scalar(value, _opmath(dtype))
+            checked_scalar(value, opmath(dtype))
     return check
 
 
@@ -151,7 +152,7 @@ def _blas_scalars(first: str, second: str, batch_sum: bool = False) -> Callable[
             return
         if math.prod(m1.shape) and math.prod(m2.shape):
             for name in ("beta", "alpha"):
-                checked_scalar(a.get(name, 1), _opmath(x.dtype))
+                checked_scalar(a.get(name, 1), opmath(x.dtype))
     return check
 
 

@@ -15,11 +15,12 @@ from typing import Any
 
 import torch
 
-from torchtpu.dtypes import check_scalar_fits
+from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops import conv, out_checks
 from torchtpu.ops import prims as P
+from torchtpu.ops.cpu_raise_checks2 import opmath
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -148,9 +149,18 @@ def convolution_backward(grad_output: Sym, input: Sym, weight: Sym, bias_sizes: 
 
 @lower(torch.ops.prims.fma.default, graph_only=True)
 def fma(a: Sym, b: Any, c: Sym) -> Sym:
-    """inductor's fma, (a * b) + c: Dynamo spells `self.addcmul_(t1, t2, value=v)` as fma(t1 * t2, v, self).
-    For an integer self ATen's kernel takes the value in self's type (value.to<scalar_t>(), toward zero)."""
+    """inductor's fma, (a * b) + c: Dynamo spells `self.addcmul_(t1, t2, value=v)` as fma(t1 * t2, v, self), and
+    addcdiv_ and add_ with a tensor alpha alike, each copied into self (`c`) after. For an integer self ATen's
+    kernel takes the value in self's type (value.to<scalar_t>(), toward zero). The in-place op's checks that the
+    spelling drops are made here: its result type must cast to self's (`t1 * t2` of floats, or addcdiv's quotient,
+    into an integer self), and a number value is converted to the kernel's type with c10's overflow check (a
+    complex value for a real self)."""
     common = P.result_dtype(a, c)[1]
+    if not torch.can_cast(common, c.dtype):
+        raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
+                           f"{aten_type_name(c.dtype)}")
+    if not isinstance(b, Sym) and (common.is_floating_point or common.is_complex or isinstance(b, complex)):
+        checked_scalar(b, opmath(common))
     if not isinstance(b, Sym) and not (common.is_floating_point or common.is_complex or common == torch.bool):
         b = P.convert(P.const(b, torch.float64), common)
     return a * b + c

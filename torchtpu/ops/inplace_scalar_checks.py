@@ -1,9 +1,11 @@
-"""CPU's in-place cast check for the `_foreach_*_` arithmetic ops with Python scalars (TensorIterator's "result type
-ComplexFloat can't be cast to the desired output type Short"), made from the call's dtypes and scalars. Eager tpu
-made it already; under torch.compile the fake tensors' meta kernels skip it for a complex scalar and the graph's
-functional form then casts the complex result into the integer tensor (fuzz seed 14: `_foreach_add_` of 1.5+1j
-into int16 gave 2). Merged with ops/cpu_raise_checks*.py's `BOUND_CHECKS` by ops/arg_order_checks.py, so it runs
-in eager mode, for a compiled graph's node and while fake tensors trace (compile/fake_checks.py).
+"""CPU's in-place cast check for add_/sub_/mul_/div_ and the `_foreach_*_` arithmetic ops with Python scalars
+(TensorIterator's "result type ComplexFloat can't be cast to the desired output type Short"), made from the call's
+dtypes and scalars. Eager tpu made it already; under torch.compile the fake tensors' meta kernels skip it for a
+complex operand and the graph's functional form then casts the complex result into the integer tensor (fuzz seed
+14: `_foreach_add_` of 1.5+1j into int16 gave 2; `int64.add_(1.5+1j)` gave 2). Merged with
+ops/cpu_raise_checks*.py's `BOUND_CHECKS` by ops/arg_order_checks.py, so it runs in eager mode, for a compiled
+graph's node and while fake tensors trace (compile/fake_checks.py). Dynamo's spelling of addcmul_/addcdiv_ as
+inductor's fma is checked by that op's graph lowering (ops/graph_forms.py).
 """
 
 from __future__ import annotations
@@ -71,7 +73,28 @@ def _inplace(true_divide: bool, subtract: bool = False) -> Callable[[Bound], Non
     return check
 
 
+def _binary_inplace(divide: bool = False, subtract: bool = False) -> Callable[[Bound], None]:
+    """TensorIterator's cast of the common dtype into self for `self.op_(other)` (a tensor or a number): under
+    torch.compile the meta kernels check integer and float results only, and the functional graph then cast a
+    complex result into a real self (`int64.add_(1.5+1j)` gave 2). div_ without a rounding mode divides truly."""
+    def check(a: Bound) -> None:
+        self, other = a.get("self"), a.get("other")
+        if not isinstance(self, torch.Tensor) or not (isinstance(other, torch.Tensor) or _scalar_dtype(other)):
+            return
+        other_dtype = other.dtype if isinstance(other, torch.Tensor) else _scalar_dtype(other)
+        if subtract and torch.bool in (self.dtype, other_dtype):
+            return  # sub's own bool check comes first (left to the op)
+        result = torch.result_type(self, other)
+        if divide and a.get("rounding_mode") is None and _category(result) < 2:
+            result = torch.get_default_dtype()
+        if _category(result) > _category(self.dtype):
+            raise RuntimeError(f"result type {aten_type_name(result)} can't be cast to the desired output type "
+                               f"{aten_type_name(self.dtype)}")
+    return check
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_foreach_add_": _inplace(False), "_foreach_sub_": _inplace(False, subtract=True), "_foreach_mul_": _inplace(False),
-    "_foreach_div_": _inplace(True),
+    "_foreach_div_": _inplace(True), "add_": _binary_inplace(), "sub_": _binary_inplace(subtract=True),
+    "mul_": _binary_inplace(), "div_": _binary_inplace(divide=True),
 }

@@ -1,0 +1,74 @@
+"""In-place arithmetic under torch.compile refuses a result self cannot hold, as CPU eager does.
+
+The functional graph computes `self.op_(other)` as a new tensor copied into self, and copy_ casts anything; CPU's
+TensorIterator first refuses a common dtype self cannot hold ("result type ComplexFloat can't be cast to the
+desired output type Long"). The meta kernels make that check for integer and float results only, so a complex
+operand into a real self computed silently under compile (`int64.add_(1.5+1j)` gave 2); Dynamo spells addcmul_
+and addcdiv_ with a value as inductor's fma, which also dropped their value's overflow check (a complex value for
+a float self) and the cast (float products into an integer self). Eager modes refused all of these already; they
+are checked here too so that no mode regresses. Valid in-place calls still compile and match eager exactly."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_refused_as_cpu, assert_refused_as_cpu_compiled
+
+
+def _t(d: str, dtype: torch.dtype) -> torch.Tensor:
+    return torch.arange(1, 5, device=d).to(dtype)
+
+
+REFUSED = {
+    "int add_ complex": lambda d: _t(d, torch.int64).add_(1.5 + 1j),
+    "float add_ complex": lambda d: _t(d, torch.float32).add_(1j),
+    "float mul_ complex": lambda d: _t(d, torch.float32).mul_(2j),
+    "int mul_ complex 0-d tensor": lambda d: _t(d, torch.int64).mul_(torch.tensor(1j, device=d)),
+    "int sub_ complex": lambda d: _t(d, torch.int64).sub_(1j),
+    "float add_ complex tensor": lambda d: _t(d, torch.float32).add_(_t(d, torch.complex64)),
+    "int div_ floor complex": lambda d: _t(d, torch.int64).div_(1j, rounding_mode="floor"),
+    "int div_ true": lambda d: _t(d, torch.int64).div_(2),
+    "float addcmul_ complex value": lambda d: _t(d, torch.float32).addcmul_(_t(d, torch.float32),
+                                                                            _t(d, torch.float32), value=1j),
+    "float addcdiv_ complex value": lambda d: _t(d, torch.float32).addcdiv_(_t(d, torch.float32),
+                                                                            _t(d, torch.float32), value=1j),
+    "int addcmul_ float tensors": lambda d: _t(d, torch.int64).addcmul_(_t(d, torch.float32),
+                                                                        _t(d, torch.float32), value=2),
+    "float16 addcmul_ overflowing value": lambda d: _t(d, torch.float16).addcmul_(_t(d, torch.float16),
+                                                                                  _t(d, torch.float16), value=1e300),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_refused_under_compile_as_cpu(name):
+    assert_refused_as_cpu_compiled(REFUSED[name])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_refused_in_eager_as_cpu(name, mode):
+    assert_refused_as_cpu(REFUSED[name], mode)
+
+
+def _steps(x: torch.Tensor, t: torch.Tensor, i: torch.Tensor) -> list[torch.Tensor]:
+    x.addcmul_(t, t, value=0.5)
+    x.addcdiv_(t, t + 1, value=-0.25)
+    x.add_(t, alpha=2.0)
+    x.mul_(1.5)
+    x.div_(t + 3)
+    i.addcmul_(i, i, value=1.7)  # an integer self takes the value toward zero: 1
+    i.add_(3).mul_(2).sub_(5)
+    return [x, i]
+
+
+def test_valid_inplace_arithmetic_compiles_as_eager():
+    def run(d: str, compiled: bool) -> list[torch.Tensor]:
+        x, t, i = _t(d, torch.float32) / 3, _t(d, torch.float32), _t(d, torch.int64)
+        fn = torch.compile(_steps, backend="tpu") if compiled else _steps
+        return [r.cpu() for r in fn(x, t, i)]
+
+    torch._dynamo.reset()
+    want = run("cpu", False)
+    for got in (run("tpu", True), run("tpu", False)):
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
