@@ -72,3 +72,42 @@ def test_valid_inplace_arithmetic_compiles_as_eager():
     for got in (run("tpu", True), run("tpu", False)):
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def _b(d: str) -> torch.Tensor:
+    return torch.tensor([True, False, True], device=d)
+
+
+MORE_REFUSED = {
+    "int ldexp_": lambda d: _t(d, torch.int64).ldexp_(_t(d, torch.int64)),
+    "bool ldexp_ float": lambda d: _t(d, torch.bool).ldexp_(_t(d, torch.float32)),
+    "float ldexp_ complex": lambda d: _t(d, torch.float32).ldexp_(_t(d, torch.complex64)),
+    "int ldexp_ float64 0-d": lambda d: _t(d, torch.int64).ldexp_(torch.tensor(2.0, dtype=torch.float64, device=d)),
+    "bool clamp_min True": lambda d: torch.clamp_min(_b(d), True),
+    "bool clamp_max_ False": lambda d: _b(d).clamp_max_(False),
+    "bool clamp both": lambda d: torch.clamp(_b(d), True, True),
+    "bool clamp_ min only": lambda d: _b(d).clamp_(True),
+}
+
+
+@pytest.mark.parametrize("name", list(MORE_REFUSED))
+def test_more_refused_under_compile_as_cpu(name):
+    assert_refused_as_cpu_compiled(MORE_REFUSED[name])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(MORE_REFUSED))
+def test_more_refused_in_eager_as_cpu(name, mode):
+    assert_refused_as_cpu(MORE_REFUSED[name], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bool_clamps_that_cpu_computes_still_compute(mode):
+    def calls(d: str) -> list[torch.Tensor]:
+        return [torch.clamp_min(_b(d), 1), torch.clamp(_b(d), torch.tensor(True, device=d)), torch.clamp(_b(d), 0.5),
+                _t(d, torch.float16).ldexp_(_t(d, torch.float64)), torch.ldexp(_t(d, torch.int64), _t(d, torch.int64))]
+
+    with torch.tpu.eager_mode(mode):
+        got = [g.cpu() for g in calls("tpu")]
+    for g, w in zip(got, calls("cpu"), strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)

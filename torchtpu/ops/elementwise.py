@@ -406,6 +406,9 @@ def clamp(self: Sym, min: Any = None, max: Any = None) -> Sym:  # noqa: A002 - A
     if result.is_complex:  # after the shapes, as ATen's TensorIterator
         P.broadcast_shapes(self.shape, *(b.shape for b in (min, max) if isinstance(b, Sym)))
         raise NotImplementedError("clamp is not supported for complex types")
+    if result == torch.bool and not any(isinstance(b, Sym) for b in (min, max)):  # ATen's Scalar kernels' dtypes
+        kernel = "clamp" if min is not None and max is not None else "clamp_min" if min is not None else "clamp_max"
+        raise NotImplementedError(f'"{kernel}_scalar_cpu" not implemented for \'Bool\'')
     check_scalar_fits(min, result, "clamp(): min")
     check_scalar_fits(max, result, "clamp(): max")
     x = P.convert(self, compute)

@@ -93,8 +93,25 @@ def _binary_inplace(divide: bool = False, subtract: bool = False) -> Callable[[B
     return check
 
 
+def _ldexp_inplace(a: Bound) -> None:
+    """ldexp_ is self * 2**other written into self: a float or complex product self cannot hold is refused (in
+    mul's words for a complex one, else ldexp's own); Dynamo's fake tensors skipped it and the compiled graph
+    cast the float result into an integer self."""
+    self, other = a.get("self"), a.get("other")
+    if not isinstance(self, torch.Tensor) or not isinstance(other, torch.Tensor) or other.dtype == torch.bool:
+        return  # a bool exponent: the op's own refusal
+    power = other.dtype if other.dtype.is_floating_point or other.dtype.is_complex else torch.get_default_dtype()
+    result = torch.promote_types(self.dtype, power) if _category(power) >= _category(self.dtype) else self.dtype
+    if _category(result) <= _category(self.dtype):
+        return
+    if result.is_complex:
+        raise RuntimeError(f"result type {aten_type_name(result)} can't be cast to the desired output type "
+                           f"{aten_type_name(self.dtype)}")
+    raise RuntimeError(f"ldexp can't be cast to the desired output type {aten_type_name(self.dtype)}")
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_foreach_add_": _inplace(False), "_foreach_sub_": _inplace(False, subtract=True), "_foreach_mul_": _inplace(False),
     "_foreach_div_": _inplace(True), "add_": _binary_inplace(), "sub_": _binary_inplace(subtract=True),
-    "mul_": _binary_inplace(), "div_": _binary_inplace(divide=True),
+    "mul_": _binary_inplace(), "div_": _binary_inplace(divide=True), "ldexp_": _ldexp_inplace,
 }
