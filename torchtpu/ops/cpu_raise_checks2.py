@@ -30,6 +30,7 @@ the op's earlier checks, in eager mode and for a compiled graph's node; only `sh
   std_var_stub's dispatch (no complex loop).
 - uniform of a complex tensor: from <= to (its real view's check).
 - lu_unpack (unpack_pivots): int32 pivots.
+- logsumexp.out: a floating or complex out= tensor.
 """
 
 from __future__ import annotations
@@ -287,6 +288,13 @@ def _nansum(a: Bound) -> None:
         raise RuntimeError("nansum on CPU does not support complex inputs")
 
 
+def _logsumexp(a: Bound) -> None:  # logsumexp_out's first check, of the out= tensor
+    out = a.get("out")
+    if _is_tensor(out) and not (out.dtype.is_floating_point or out.dtype.is_complex):
+        raise RuntimeError(f"logsumexp(): Expected floating point type for result tensor, but got: "
+                           f"{aten_type_name(out.dtype)}")
+
+
 def _std_var_first(words: str) -> Callable[[Bound], None]:
     def check(a: Bound) -> None:  # std_var_out / std_var_mean_out: the dtype, the correction's toDouble, then dims
         x = a["self"]
@@ -365,5 +373,5 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "std": _std_var, "var": _std_var, "var_mean": _std_var_first("var_mean"),
     "std_mean": _std_var_first("std_mean"), "multi_margin_loss": _margin_p,
     "multi_margin_loss_backward": _margin_p, "trace": _trace, "uniform": _uniform, "uniform_": _uniform,
-    "lu_unpack": _lu_unpack, "sort": _int_dim,
+    "lu_unpack": _lu_unpack, "sort": _int_dim, "logsumexp": _logsumexp,
 }

@@ -64,6 +64,12 @@ RESULT_IN_OUT_DTYPE: frozenset[str] = frozenset({"sum.IntList_out", "prod.int_ou
 # out's dtype as `dtype`.
 ITERATOR_WRITES_OUT: frozenset[str] = frozenset({"mse_loss_backward.grad_input"})
 
+# Reductions whose out= kernel reads the input in the out tensor's dtype (fuzz seed 22), behind the cast check of
+# the functional's result dtype into it: a float16 input into a float32 out= is not rounded to float16 first (with
+# no dtype= given). The lowering takes the out's dtype as `dtype`, as ITERATOR_WRITES_OUT's.
+READS_IN_OUT_DTYPE: frozenset[str] = frozenset({"logsumexp.out", "mean.out", "std.correction_out",
+                                                "var.correction_out"})
+
 # Factories whose out= kernel fills the out tensor in its own dtype (no result dtype to cast from): CPU writes
 # eye/full/_efficientzerotensor into a bool or uint8 out= where a float/int64 result "can't be cast" by the
 # promotion rule (found by the fuzzer, issue 17). A complex fill value into a real out still fails.
@@ -173,8 +179,13 @@ def fills_out_dtype(op: torch._ops.OpOverload, dtype_given: bool = False) -> boo
 
 
 def iterator_writes_out(op: torch._ops.OpOverload) -> bool:
-    """Whether `op`'s out= kernel computes into the out tensor's dtype (ITERATOR_WRITES_OUT)."""
-    return _local(op) in ITERATOR_WRITES_OUT
+    """Whether `op`'s out= kernel computes into the out tensor's dtype (ITERATOR_WRITES_OUT, READS_IN_OUT_DTYPE)."""
+    return _local(op) in ITERATOR_WRITES_OUT or _local(op) in READS_IN_OUT_DTYPE
+
+
+def reads_in_out_dtype(op: torch._ops.OpOverload) -> bool:
+    """Whether `op` is a READS_IN_OUT_DTYPE reduction (the functional's result dtype cast-checked first)."""
+    return _local(op) in READS_IN_OUT_DTYPE
 
 
 def takes_out_dtype(op: torch._ops.OpOverload) -> bool:

@@ -189,11 +189,15 @@ def min_dim(self: Sym, dim: int, keepdim: bool = False) -> tuple[Sym, Sym]:
     return _extreme(self, "min", d, keepdim), _arg(self, "min", dim, keepdim)
 
 
-def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool) -> Sym:
+def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype: torch.dtype | None = None) -> Sym:
+    """`dtype`: an out= tensor's (out_rules.ITERATOR_WRITES_OUT): ATen's reduction reads the input in it."""
     if x.dtype.is_complex:  # E|x - mean|^2 = var(re) + var(im), a real result as on CPU
         z = P.convert(x, P.complex_for(x.dtype))
-        return _var(P.emit1("real", [z]), dims, correction, keepdim) + \
-            _var(P.emit1("imag", [z]), dims, correction, keepdim)
+        part = None if dtype is None else P.COMPLEX_PART.get(dtype, dtype)
+        return _var(P.emit1("real", [z]), dims, correction, keepdim, part) + \
+            _var(P.emit1("imag", [z]), dims, correction, keepdim, part)
+    if dtype is not None and not dtype.is_complex:
+        x = P.convert(x, dtype)
     xf = P.convert(x, torch.float64 if x.dtype == torch.float64 else torch.float32)
     count = 1
     for d in dims:
@@ -203,9 +207,10 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool) -> Sym
     sq = P.reduce(centered * centered, "sum", dims, keepdim)
     # ATen divides by max(N - correction, 0): a divisor of 0 gives inf for a nonzero sum, NaN for 0 / 0 (a complex
     # x's parts each divided, as ATen's var(real) + var(imag))
+    out = x.dtype if dtype is None else dtype
     if count == 0:  # the mean of nothing is NaN, whatever the divisor
-        return P.convert(P.full(math.nan, sq.shape, sq.dtype), x.dtype)
-    return P.convert(sq / float(max(count - correction, 0)), x.dtype)
+        return P.convert(P.full(math.nan, sq.shape, sq.dtype), out)
+    return P.convert(sq / float(max(count - correction, 0)), out)
 
 
 def _correction(correction: Any) -> float:
@@ -215,15 +220,15 @@ def _correction(correction: Any) -> float:
 
 
 @lower(aten.var.correction, static=("correction",))
-def var(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
-        ) -> Sym:
-    return _var(self, P.canon_dims(dim if dim else None, self.ndim), _correction(correction), keepdim)
+def var(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False,
+        dtype: torch.dtype | None = None) -> Sym:
+    return _var(self, P.canon_dims(dim if dim else None, self.ndim), _correction(correction), keepdim, dtype)
 
 
 @lower(aten.std.correction, static=("correction",))
-def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
-        ) -> Sym:
-    return P.emit1("sqrt", [var(self, dim, correction=correction, keepdim=keepdim)])
+def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False,
+        dtype: torch.dtype | None = None) -> Sym:
+    return P.emit1("sqrt", [var(self, dim, correction=correction, keepdim=keepdim, dtype=dtype)])
 
 
 @lower(aten.var_mean.correction, static=("correction",))
@@ -301,9 +306,10 @@ def cumprod(self: Sym, dim: int, *, dtype: torch.dtype | None = None) -> Sym:
 
 
 @lower(aten.logsumexp.default)
-def logsumexp(self: Sym, dim: list[int], keepdim: bool = False) -> Sym:
+def logsumexp(self: Sym, dim: list[int], keepdim: bool = False, dtype: torch.dtype | None = None) -> Sym:
     """ATen's logsumexp_out_impl: the max (of the real parts, for a complex input) taken out, an infinite max
-    taken as 0."""
+    taken as 0. `dtype`, an out= tensor's (out_rules.ITERATOR_WRITES_OUT): the exponentials are summed into it and
+    the log taken there, the max added in the common type of the two."""
     x = P.convert(self, torch.float32) if not (self.dtype.is_floating_point or self.dtype.is_complex) else self
     dims = P.canon_dims(dim if dim else None, x.ndim)
     if not dims:
@@ -321,8 +327,13 @@ def logsumexp(self: Sym, dim: list[int], keepdim: bool = False) -> Sym:
         return y if keepdim else P.reshape(y, tuple(d for i, d in enumerate(x.shape) if i not in dims))
     m = P.reduce(x, "max", dims, True)
     m = P.where(P.emit1("is_finite", [m]), m, P.zeros_like(m))
-    s = P.reduce(P.emit1("exponential", [x - P.broadcast_to(m, x.shape)]), "sum", dims, True)
-    y = P.emit1("log", [s]) + m
+    e = P.emit1("exponential", [x - P.broadcast_to(m, x.shape)])
+    if dtype is None or dtype == x.dtype:
+        y = P.emit1("log", [P.reduce(e, "sum", dims, True)]) + m
+    else:
+        common = torch.promote_types(dtype, x.dtype)
+        logs = P.float_unary("log", _sum(P.convert(e, dtype), dims, True, dtype))
+        y = P.convert(P.convert(logs, common) + P.convert(m, common), dtype)
     return y if keepdim else P.reshape(y, tuple(d for i, d in enumerate(x.shape) if i not in dims))
 
 

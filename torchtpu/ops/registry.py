@@ -355,8 +355,11 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
             target.resize_(result.shape)
         target.copy_(result.view(target.shape))
         return
-    if out_rules.iterator_writes_out(record.op) and len(targets) == 1:
-        kwargs, fast = {**kwargs, "dtype": targets[0].dtype}, None  # mse_loss_backward.grad_input
+    if out_rules.iterator_writes_out(record.op) and len(targets) == 1 and kwargs.get("dtype") is None:
+        if out_rules.reads_in_out_dtype(record.op) and (functional := eager.result_types(
+                name, fn, args, kwargs, record.static_spec)):
+            check_out_dtype(record.op, functional[0][1], targets[0].dtype, name)  # the reduction's cast first
+        kwargs, fast = {**kwargs, "dtype": targets[0].dtype}, None  # mse_loss_backward.grad_input, logsumexp.out, ...
     types = eager.result_types(name, fn, args, kwargs, record.static_spec)
     dtype_given = kwargs.get("dtype") is not None
     if types and (dtype := out_rules.out_dtype_as_result(record.op, types[0][1], targets, dtype_given)) is not None:
