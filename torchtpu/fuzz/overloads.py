@@ -55,6 +55,24 @@ def _no_running_stats(call: Any) -> bool:
     return len(call.args) > 4 and (call.args[3] is None or call.args[4] is None)
 
 
+_BATCH_NORM_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def _batch_norm_backward_stats_missing(call: Any) -> bool:
+    """batch_norm_backward without the stats its mode reads: running ones for update=False (evaluation), saved ones
+    for update=True (training); CPU's kernel dereferences them unchecked."""
+    if len(call.args) <= 7 or not isinstance(call.args[7], bool) or not hasattr(call.args[1], "base"):
+        return False
+    dtype = call.args[1].base.dtype
+    if call.args[1].base.dim() < 2 or dtype not in _BATCH_NORM_DTYPES:
+        return False  # CPU raises first: IndexError for dim 1, NotImplementedError for the dtype
+    given = [a.base for a in (call.args[0], *call.args[2:7]) if hasattr(a, "base")]
+    if any(t.dtype != dtype for t in given):
+        return False  # CPU's mixed-dtype path raises first
+    first = 5 if call.args[7] else 3
+    return call.args[first] is None or call.args[first + 1] is None
+
+
 def _pool_indices_out_of_plane(call: Any) -> bool:
     """Max-pool backward's `indices` (the int64 tensor argument) outside [0, input plane size)."""
     pooled = 3 if "3d" in str(call.op) else 2
@@ -170,9 +188,10 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "CPU segfaults (torch 2.13) on native_batch_norm with training=False and no running stats (fuzz seed 3); "
         "tpu raises that evaluation mode needs them"),
     "aten::batch_norm_backward.*": (
-        lambda call: len(call.args) > 7 and call.args[7] is False and (call.args[3] is None or call.args[4] is None),
+        _batch_norm_backward_stats_missing,
         "CPU segfaults (torch 2.13) on batch_norm_backward with update=False and no running stats (fuzz seed 5 call "
-        "1); tpu raises that evaluation mode needs them"),
+        "1), and with update=True and no save_mean or save_var (seed 24 call 0: save_mean None; both None hangs); "
+        "tpu raises that the mode needs them"),
     "aten::_fft_c2r*": (
         lambda call: len(call.args) > 3 and isinstance(call.args[3], int) and (call.args[3] < 1 or _c2r_size_off(call)),
         "CPU's _fft_c2r kernel segfaults (torch 2.13) on last_dim_size 0 (fuzz seed 4 call 2); torch.fft.irfft refuses "
