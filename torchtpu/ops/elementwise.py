@@ -10,6 +10,7 @@ import torch
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops import host_index, operand_checks, scalar_args, value_fits
 from torchtpu.ops import prims as P
+from torchtpu.ops.complex_pow import complex_pow
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
@@ -126,7 +127,7 @@ def pow_(self: Sym, exponent: Any) -> Sym:
     if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 and \
             not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    complex_result = _complex_pow(self, exponent)
+    complex_result = complex_pow(self, exponent)
     if complex_result is not None:
         return complex_result
     if not isinstance(exponent, Sym):
@@ -144,38 +145,6 @@ def pow_(self: Sym, exponent: Any) -> Sym:
         if cube_or_inverse_square is not None:
             return cube_or_inverse_square
     return P.binary("power", self, exponent)
-
-
-def _complex_pow(self: Sym, exponent: Any) -> Sym | None:
-    """A complex power as ATen's CPU kernel computes it (PowKernel.cpp): exponent 0 gives 1 and 1 a copy (pow_out),
-    0.5, -0.5 and -1 are sqrt, 1 / sqrt and 1 / x, 2, 3 and -2 products (x * x, x * x * x, 1 / (x * x)), anything
-    else std::pow, glibc's cpow: exp(y * log(x)), y times log(x) as complex numbers (0 ** -4 is inf+nanj, (1e30 +
-    0.3j) ** -4 underflows to 0). The IR's power takes integer exponents as repeated products (fuzz seed 24:
-    _foreach_pow.Scalar of 1e30+0.34j ** -4 gave nan+nanj, CPU -0j)."""
-    if isinstance(exponent, bool):
-        return None
-    dtype = P.result_dtype(self, exponent)[1]
-    if not dtype.is_complex:
-        return None
-    x = P.convert(self, dtype)
-    if isinstance(exponent, Sym):
-        y = P.convert(exponent, dtype)
-    else:
-        if exponent == 0 or exponent == 1:
-            return None  # ones and a copy: the general path's
-        one = P.full(1, self.shape, dtype)
-        if exponent == 0.5:
-            return P.emit1("sqrt", [x])
-        if exponent == -0.5:
-            return P.binary("divide", one, P.emit1("sqrt", [x]))
-        if exponent == -1:
-            return P.binary("divide", one, x)
-        if exponent in (2, 3, -2):
-            square = P.binary("multiply", x, x)
-            return P.binary("multiply", square, x) if exponent == 3 else \
-                square if exponent == 2 else P.binary("divide", one, square)
-        y = P.full(complex(exponent), self.shape, dtype)
-    return P.emit1("exponential", [P.binary("multiply", y, P.emit1("log", [x]))])
 
 
 def _as_products(self: Sym, exponent: Any) -> Sym | None:
