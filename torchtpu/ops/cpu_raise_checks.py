@@ -333,7 +333,10 @@ def _soft_margin_backward(a: Bound) -> None:  # z = exp(-target * input); mul_ou
     z_dtype = _float_of(result_type([target, x]))
     _cast_to(result_type([target, torch.empty(z, dtype=z_dtype, device="meta")]),
              (out if out is not None else x).dtype)
-    inplace_shape(broadcast(target.shape, z), grad.shape)
+    grad_input = broadcast(target.shape, z)
+    inplace_shape(grad_input, grad.shape)  # grad_input.div_(z).mul_(grad_output): its shape, then its cast
+    out_dtype = (out if out is not None else x).dtype
+    _cast_to(result_type([torch.empty(grad_input, dtype=out_dtype, device="meta"), grad]), out_dtype)
 
 
 def _bce_with_logits(a: Bound) -> None:  # after log_sigmoid's refusal (arg_order_checks)

@@ -10,6 +10,11 @@
   then grad_input.mul_(weight) (computed in the common dtype, cast back) and div_(numel) for a mean; upstream
   multiplies out of place (a float64 weight gave a float64 result, CPU float32). Done in CPU's order around the
   unweighted, unreduced decomposition.
+- binary_cross_entropy_backward with grad_output or target of a shape other than self's: CPU's kernel
+  (Loss.cpp) iterates over squeezed views (grad.squeeze(), ...) into a squeezed view of grad_input = empty_like(self);
+  the iterator resizes that view to the broadcast shape, so grad_input keeps self's shape and holds the broadcast
+  result's first elements (fuzz seed 23: grad float32[4, 1], self [1, 1] gave [4, 1], CPU [1, 1]); upstream
+  broadcasts the unsqueezed shapes. Computed on squeezed operands, cut to self's count and shape.
 - xlogy, special_xlogy, special_xlog1py with a Python number: CPU's TensorIterator casts the wrapped number to the
   common dtype (no overflow check) and the kernel computes from that value; upstream computes with the number in
   the op-math type (fuzz seed 16/18: xlog1py of float16 with 1e6, CPU +-inf, tpu finite; 0.1 an ulp off). The
@@ -61,16 +66,28 @@ def _src_in_self_dtype(fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+def _squeezed(t: torch.Tensor) -> torch.Tensor:
+    """`t` without its size-1 dims (Tensor.squeeze(); spelled as a reshape, which a compiled graph traces alike)."""
+    return t.reshape([s for s in t.shape if s != 1])
+
+
 def _bce_backward_weight(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     names = [a.name for a in op._schema.arguments]
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         bound = {"weight": None, "reduction": 1, **dict(zip(names, args)), **kwargs}
         x, weight, out = bound["self"], bound["weight"], bound.get("grad_input")
-        if weight is None or weight.dtype == x.dtype:
+        grad, target = bound["grad_output"], bound["target"]
+        same_shapes = grad.shape == x.shape and target.shape == x.shape
+        if same_shapes and (weight is None or weight.dtype == x.dtype):
             return fn(*args, **kwargs)
-        plain = aten.binary_cross_entropy_backward.default(bound["grad_output"], x, bound["target"], None, 0)
-        result = (plain * weight).to(plain.dtype)
+        if same_shapes:
+            plain = aten.binary_cross_entropy_backward.default(grad, x, target, None, 0)
+        else:  # CPU's iterator over squeezed views: grad_input (self's shape) holds its first elements
+            operands = torch.broadcast_tensors(_squeezed(grad), _squeezed(x), _squeezed(target))
+            plain = aten.binary_cross_entropy_backward.default(*operands, None, 0)
+            plain = plain.reshape(-1)[:x.numel()].reshape(x.shape)
+        result = plain if weight is None else (plain * weight).to(plain.dtype)
         if bound["reduction"] == 1:
             result = result / x.numel()
         if out is None:

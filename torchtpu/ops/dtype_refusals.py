@@ -64,6 +64,9 @@ _NOT_COMPUTED = frozenset({"index", "indices", "target", "offsets", "lengths", "
 # losses whose target is a data operand: the kernel computes in self and target's promoted dtype
 # (smooth_l1_loss(int8, float32) computes in float32 on CPU; issue 17)
 _TARGET_IS_DATA = frozenset({"smooth_l1_loss", "mse_loss"})
+# an op's operands that are not what its kernel dispatches on (bincount's: self's integral type; float weights are
+# summed in float32, any other in float64)
+_NOT_DISPATCHED = {"bincount": frozenset({"weights"})}
 # out= kernels that compute in the out tensor's dtype (normal's: their std check, then normal_ of out, whose own
 # refusal is the out's dtype's; an empty out is never dispatched on): not guarded by the inputs' dtype
 _OUT_DTYPE_DECIDES = frozenset({"normal.Tensor_float_out", "normal.float_Tensor_out", "normal.Tensor_Tensor_out"})
@@ -85,6 +88,7 @@ def checked_dtype(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> str | None
     if isinstance(bound.get("dtype"), torch.dtype):
         return f"dtype={_name(bound['dtype'])}"
     skipped = _NOT_COMPUTED - {"target"} if packet_name(op) in _TARGET_IS_DATA else _NOT_COMPUTED
+    skipped |= _NOT_DISPATCHED.get(packet_name(op), frozenset())
     data = [v for k, v in bound.items() if k not in skipped and _dtype(v) is not None]
     if not data:
         return None

@@ -10,6 +10,7 @@ import torch
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops import host_index, operand_checks, scalar_args, value_fits
 from torchtpu.ops import prims as P
+from torchtpu.ops.complex_pow import complex_pow
 from torchtpu.ops.prims import Kind
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
@@ -126,6 +127,9 @@ def pow_(self: Sym, exponent: Any) -> Sym:
     if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 and \
             not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    complex_result = complex_pow(self, exponent)
+    if complex_result is not None:
+        return complex_result
     if not isinstance(exponent, Sym):
         if exponent == 2:
             return P.convert(P.binary("multiply", self, self), P.result_dtype(self, exponent)[1])

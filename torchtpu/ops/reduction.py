@@ -376,6 +376,8 @@ def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = Fals
 def _cumextreme(x: Sym, dim: int, kind: str) -> tuple[Sym, Sym]:
     """cummax / cummin: the running extreme and the index of its latest occurrence (NaN sticks, as ATen)."""
     if x.ndim == 0:
+        if dim not in (-1, 0):  # ATen's cummax_helper/cummin_helper check, in its words (fuzz seed 24)
+            raise IndexError(f"cum{kind}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
         return x, P.full(0, (), torch.int64)
     d = P.canon_dim(dim, x.ndim)
     if x.shape[d] == 0:

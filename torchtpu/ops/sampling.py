@@ -355,8 +355,17 @@ def _bincount(self: Sym, weights: Sym | None, *, size: int) -> Sym:
 
 
 def bincount(self: torch.Tensor, weights: torch.Tensor | None = None, minlength: int = 0) -> torch.Tensor:
-    if self.ndim != 1 or self.dtype.is_floating_point:
+    # ATen's _bincount_cpu: dispatched over the integral types of self, then _bincount_cpu_template's checks in order
+    if self.dtype.is_floating_point or self.dtype.is_complex or self.dtype == torch.bool:
+        raise NotImplementedError(f'"bincount_cpu" not implemented for \'{aten_type_name(self.dtype)}\'')
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if self.ndim == 1 and self.numel() == 0:
+        return torch.zeros(int(minlength), dtype=torch.int64, device=self.device)
+    if self.ndim != 1 or bool((self < 0).any()):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights.ndim != 1 or weights.shape[0] != self.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
     size = int(eager.run("aten::bincount.size", _bincount_size, (self,), {"minlength": int(minlength)}).item())
     return eager.run("aten::bincount", _bincount, (self, weights), {"size": size})
 
