@@ -12,9 +12,14 @@ from hypothesis import strategies as st
 from torchtpu.drivers.sim import output_overlap
 
 import torchtpu
-from torchtpu._native import native
 
 _N = 64
+
+
+def native_shared(results: list, outputs: list) -> list[int]:
+    torch.zeros(1, device="tpu")  # the driver exists: the runtime handed the shim's check over
+    assert output_overlap._shared is not output_overlap._pairwise
+    return output_overlap._shared(results, outputs)
 
 
 def _caller_memory() -> np.ndarray:
@@ -40,7 +45,7 @@ def test_the_shim_answers_as_numpy_pair_by_pair(data):
     owned = data.draw(st.lists(st.integers(0, 4), max_size=3))
     results += [np.arange(float(n)) for n in owned] + [np.float32(1.0)]
     outputs = data.draw(st.lists(_view(space), min_size=1, max_size=6))
-    assert native().shared_with_outputs(results, outputs) == output_overlap._pairwise(results, outputs)
+    assert native_shared(results, outputs) == output_overlap._pairwise(results, outputs)
 
 
 def test_a_result_viewing_an_earlier_output_is_copied_first():

@@ -41,7 +41,14 @@ def make_driver(name: str) -> Driver:
         raise
 
 
-on_driver: list = []  # callables run once the driver exists (the C++ launch cache may serve it from then on)
+def _native_overlap() -> None:
+    """The sim driver's output overlap check answered by the shim (drivers/sim/output_overlap.py)."""
+    from torchtpu.drivers.sim import output_overlap
+
+    output_overlap.use(native().shared_with_outputs)
+
+
+on_driver: list = [_native_overlap]  # run once the driver exists (the C++ launch cache may serve it from then on)
 
 
 def driver() -> Driver:

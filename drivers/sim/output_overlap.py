@@ -1,12 +1,11 @@
 """A launch's results before they are written to its outputs: a result that views memory the caller passed in may
 view memory an earlier output write overwrites, so each such result that may share memory with an output is
-copied first. The C++ shim answers for all results at once (csrc/array_overlap.cpp); without it, numpy's
-may_share_memory pair by pair gives the same answer."""
+copied first. The C++ shim answers for all results at once (csrc/array_overlap.cpp, handed over by
+torchtpu.runtime); without it, numpy's may_share_memory pair by pair gives the same answer."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -26,14 +25,14 @@ def _pairwise(results: Sequence[Any], outputs: Sequence[np.ndarray]) -> list[int
             if isinstance(r, np.ndarray) and _external(r) and any(np.may_share_memory(r, o) for o in outputs)]
 
 
-@lru_cache(maxsize=1)
-def _native() -> Callable[[list, list], list[int]]:
-    try:
-        from torchtpu._native import native
+_shared: Callable[[list, list], list[int]] = _pairwise  # the shim's, once torchtpu's runtime hands it over
 
-        return native().shared_with_outputs
-    except Exception:  # noqa: BLE001 - no shim (a driver used on its own): numpy answers the same, slower
-        return _pairwise
+
+def use(shared_with_outputs: Callable[[list, list], list[int]]) -> None:
+    """Answers with `shared_with_outputs` (csrc/array_overlap.cpp) from now on: torchtpu.runtime, when it makes
+    a driver (this layer does not import torch)."""
+    global _shared
+    _shared = shared_with_outputs
 
 
 def unshared(results: list[Any], outputs: Sequence[np.ndarray]) -> list[Any]:
@@ -41,7 +40,7 @@ def unshared(results: list[Any], outputs: Sequence[np.ndarray]) -> list[Any]:
     a single result written to a single output is copied by numpy's overlap handling)."""
     if len(outputs) < 2:
         return results
-    shared = _native()(results, list(outputs))
+    shared = _shared(results, list(outputs))
     if shared:
         results = list(results)
         for i in shared:
