@@ -333,6 +333,9 @@ def isnan(self: Sym) -> Sym:
 
 @lower(aten.isinf.default)
 def isinf(self: Sym) -> Sym:
+    if self.dtype.is_complex:  # ATen: isinf(real) | isinf(imag)
+        parts = [P.compare("EQ", P.emit1("abs", [P.emit1(n, [self])]), math.inf) for n in ("real", "imag")]
+        return P.emit1("or", parts)
     if not self.dtype.is_floating_point:
         return P.full(False, self.shape, torch.bool)
     return P.compare("EQ", P.emit1("abs", [self]), math.inf)

@@ -1,0 +1,121 @@
+"""Silent results of fuzzer seeds 25 and 26, now CPU's in every eager mode (and compiled where the op reaches
+the backend):
+
+- isinf of a complex tensor: ATen's isinf(real) | isinf(imag) (tpu gave False for every complex element); and
+  isinf.out into a non-bool out= under torch.compile is refused as in eager ("Expected out tensor to have dtype
+  bool, but got float instead"): the meta kernel of the reference casts into any castable out dtype.
+- polygamma(n >= 2) of float32: ATen's calc_polygamma<float>, (+-1) * expf(lgammaf(n + 1)) in float times a zeta
+  summed in double whose first term is powf's float (6.493946 for CPU's 6.493939 at polygamma(3, 1)).
+- avg_pool2d/3d_backward: grad_output's rank, planes and pooled sizes checked as ATen's check_dim_size (a grad of
+  another shape broadcast or gave a result of its own shape).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu, assert_refused_as_cpu_compiled
+
+aten = torch.ops.aten
+NAN, INF = float("nan"), float("inf")
+
+
+def _complexes(d: str) -> torch.Tensor:
+    parts = [complex(INF, 0), complex(0, -INF), complex(NAN, INF), complex(1, NAN), complex(-INF, INF), 2 - 1j]
+    return torch.tensor(parts, device=d)
+
+
+def _polygamma(d: str) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(25)
+    x = torch.cat([torch.arange(-3, 40).float(), torch.randn(200, generator=g) * 10, torch.rand(100, generator=g) * 3,
+                   torch.tensor([NAN, INF, -INF, 0.5, -0.5, 1e-3, 1e-20, 1e30])]).to(d)
+    ints = torch.arange(-2, 14, device=d).reshape(4, 4)
+    return [torch.polygamma(n, x) for n in (2, 3, 4, 6, 11)] + [
+        aten.polygamma.out(3, ints, out=torch.empty(0, dtype=torch.float64, device=d))]
+
+
+CASES = {
+    "isinf_complex": lambda d: [torch.isinf(_complexes(d)), torch.isinf(_complexes(d).to(torch.complex128)),
+                                torch.isinf(_complexes(d).reshape(2, 3).t())],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", CASES)
+def test_as_cpu(case: str, mode: str) -> None:
+    assert_exactly_cpu(CASES[case], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_polygamma_float_within_an_ulp(mode: str) -> None:
+    """Exactly CPU's value but for a last-bit tie of the double sum's order (2 of 9,000 values: 1 ulp)."""
+    with torch.tpu.eager_mode(mode):
+        got = _polygamma("tpu")
+        torch.tpu.synchronize()
+    for g, c in zip(got, _polygamma("cpu"), strict=True):
+        torch.testing.assert_close(g.cpu(), c, rtol=2.5e-7, atol=0, equal_nan=True)
+
+
+def test_isinf_complex_compiled() -> None:
+    torch._dynamo.reset()
+    got = torch.compile(lambda x: torch.isinf(x), backend="tpu")(_complexes("tpu"))
+    torch.testing.assert_close(got.cpu(), torch.isinf(_complexes("cpu")), rtol=0, atol=0)
+
+
+def _avg2(grad: tuple[int, ...], x: tuple[int, ...], kernel: list[int], stride: list[int], ceil: bool = False):
+    return lambda d: aten.avg_pool2d_backward(torch.ones(grad, device=d), torch.ones(x, device=d), kernel, stride,
+                                              [0, 0], ceil, True, None)
+
+
+def _avg3(grad: tuple[int, ...], x: tuple[int, ...]):
+    return lambda d: aten.avg_pool3d_backward(torch.ones(grad, device=d), torch.ones(x, device=d), [2, 2, 2],
+                                              [2, 2, 2], [0, 0, 0], False, True, None)
+
+
+REFUSED = {
+    "avg_pool2d_backward_planes": _avg2((1, 1, 1), (3, 1, 1), [1, 2], [2, 4], True),
+    "avg_pool2d_backward_height": _avg2((2, 3, 4), (2, 4, 4), [2, 2], [2, 2]),
+    "avg_pool2d_backward_width": _avg2((2, 2, 3), (2, 4, 4), [2, 2], [2, 2]),
+    "avg_pool2d_backward_rank": _avg2((2, 2), (2, 4, 4), [2, 2], [2, 2]),
+    "avg_pool2d_backward_rank4": _avg2((1, 2, 2, 2), (2, 4, 4), [2, 2], [2, 2]),
+    "avg_pool2d_backward_0d": _avg2((), (2, 4, 4), [2, 2], [2, 2]),
+    "avg_pool2d_backward_grad_input": lambda d: aten.avg_pool2d_backward.grad_input(
+        torch.ones(1, 1, 1, device=d), torch.ones(3, 1, 1, device=d), [1, 2], [2, 4], [0, 0], True, True, None,
+        grad_input=torch.ones(3, 1, 1, device=d)),
+    "avg_pool3d_backward_planes": _avg3((1, 2, 2, 2), (3, 4, 4, 4)),
+    "avg_pool3d_backward_width": _avg3((3, 2, 2, 1), (3, 4, 4, 4)),
+    "avg_pool3d_backward_rank": _avg3((3, 2, 2), (3, 4, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", REFUSED)
+def test_refused_as_cpu(case: str, mode: str) -> None:
+    assert_refused_as_cpu(REFUSED[case], mode)
+
+
+def test_avg_pool_backward_batch_refused() -> None:
+    """CPU reads past a grad_output with a smaller batch (heap corruption): refused, never computed."""
+    with pytest.raises(RuntimeError, match="batch size"):
+        aten.avg_pool2d_backward(torch.ones(3, 2, 2, 2, device="tpu"), torch.ones(1, 2, 4, 4, device="tpu"), [2, 2],
+                                 [2, 2], [0, 0], False, True, None)
+        torch.tpu.synchronize()
+
+
+COMPILED_REFUSED = {
+    "isinf_out_float": lambda d: aten.isinf.out(torch.ones((), device=d), out=torch.ones((), device=d)),
+    "isinf_out_int": lambda d: aten.isinf.out(torch.ones(3, device=d), out=torch.ones(3, dtype=torch.int32, device=d)),
+}
+
+
+@pytest.mark.parametrize("case", COMPILED_REFUSED)
+def test_refused_as_cpu_compiled(case: str) -> None:
+    assert_refused_as_cpu_compiled(COMPILED_REFUSED[case])
+
+
+def test_isinf_out_bool_compiled_computes() -> None:
+    torch._dynamo.reset()
+    x = torch.tensor([1.0, INF, -INF, NAN])
+    out = torch.empty(4, dtype=torch.bool, device="tpu")
+    got = torch.compile(lambda a, o: aten.isinf.out(a, out=o), backend="tpu")(x.to("tpu"), out)
+    torch.testing.assert_close(got.cpu(), torch.isinf(x), rtol=0, atol=0)
