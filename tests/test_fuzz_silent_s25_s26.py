@@ -6,6 +6,7 @@ the backend):
   bool, but got float instead"): the meta kernel of the reference casts into any castable out dtype.
 - polygamma(n >= 2) of float32: ATen's calc_polygamma<float>, (+-1) * expf(lgammaf(n + 1)) in float times a zeta
   summed in double whose first term is powf's float (6.493946 for CPU's 6.493939 at polygamma(3, 1)).
+- _logcumsumexp of a complex tensor: ATen's sequential scan in complex128 (tpu dropped the imaginary part).
 - avg_pool2d/3d_backward: grad_output's rank, planes and pooled sizes checked as ATen's check_dim_size (a grad of
   another shape broadcast or gave a result of its own shape).
 """
@@ -34,6 +35,22 @@ def _polygamma(d: str) -> list[torch.Tensor]:
         aten.polygamma.out(3, ints, out=torch.empty(0, dtype=torch.float64, device=d))]
 
 
+def _logcumsumexp(d: str) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(26)
+    specials = torch.tensor([complex(-INF, 3), 1 + 2j, complex(INF, 1), complex(INF, -2), 3 + 0j, complex(NAN, 1),
+                             2 + 2j, complex(1, NAN), complex(-INF, -1), complex(INF, INF), 1 + 0j], device=d)
+    x = (torch.randn(1, 3, 5, 5, dtype=torch.complex64, generator=g) * 3).to(d)
+    y = (torch.randn(4, 7, dtype=torch.complex128, generator=g) * 10).to(d)
+    return [aten._logcumsumexp(x, -4), aten._logcumsumexp(x, 2), aten._logcumsumexp(y, 1), aten._logcumsumexp(y, 0),
+            aten._logcumsumexp(specials, 0), aten._logcumsumexp(specials[2:5], 0),
+            aten._logcumsumexp(torch.tensor(complex(-INF, 2), device=d), 0),
+            torch.logcumsumexp(x.transpose(1, 3), 1)]
+
+
+def _view_real(calls):
+    return lambda d: [torch.view_as_real(t) for t in calls(d)]
+
+
 CASES = {
     "isinf_complex": lambda d: [torch.isinf(_complexes(d)), torch.isinf(_complexes(d).to(torch.complex128)),
                                 torch.isinf(_complexes(d).reshape(2, 3).t())],
@@ -44,6 +61,25 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_as_cpu(case: str, mode: str) -> None:
     assert_exactly_cpu(CASES[case], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_logcumsumexp_complex(mode: str) -> None:
+    """CPU's scan in complex128: the imaginary part kept (tpu gave the real part only), NaN in both parts where
+    either part of an element is NaN; the last bits of exp/log1p may differ, so within 1e-6."""
+    with torch.tpu.eager_mode(mode):
+        got = _view_real(_logcumsumexp)("tpu")
+        torch.tpu.synchronize()
+    for g, c in zip(got, _view_real(_logcumsumexp)("cpu"), strict=True):
+        torch.testing.assert_close(g.cpu(), c, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+def test_logcumsumexp_complex_compiled() -> None:
+    torch._dynamo.reset()
+    x = torch.randn(6, 3, dtype=torch.complex64, generator=torch.Generator().manual_seed(1)) * 4
+    got = torch.compile(lambda a: torch.logcumsumexp(a, 0), backend="tpu")(x.to("tpu"))
+    torch.testing.assert_close(torch.view_as_real(got.cpu()), torch.view_as_real(torch.logcumsumexp(x, 0)),
+                               rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("mode", MODES)
