@@ -6,12 +6,18 @@ the backend):
   bool, but got float instead"): the meta kernel of the reference casts into any castable out dtype.
 - polygamma(n >= 2) of float32: ATen's calc_polygamma<float>, (+-1) * expf(lgammaf(n + 1)) in float times a zeta
   summed in double whose first term is powf's float (6.493946 for CPU's 6.493939 at polygamma(3, 1)).
+- add / add_ of bool tensors with an alpha other than 1: ATen converts alpha to bool first (-1 is true) and
+  computes self | (alpha & other); tpu multiplied other by -1 in bool.
+- huber_loss_backward with delta <= 0: CPU's scalar path's order of tests (x <= -delta first): the sign flipped
+  at x == -delta (upstream's decomposition tests x < -delta).
 - _logcumsumexp of a complex tensor: ATen's sequential scan in complex128 (tpu dropped the imaginary part).
 - avg_pool2d/3d_backward: grad_output's rank, planes and pooled sizes checked as ATen's check_dim_size (a grad of
   another shape broadcast or gave a result of its own shape).
 """
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 import torch
@@ -51,7 +57,15 @@ def _view_real(calls):
     return lambda d: [torch.view_as_real(t) for t in calls(d)]
 
 
+def _add_bool(d: str) -> list[torch.Tensor]:
+    a = torch.tensor([[True, False, True, False, True]], device=d)
+    b = torch.tensor([[True, True, False, False, True]], device=d)
+    out = [torch.add(a, b, alpha=alpha) for alpha in (-1, 2, 256, -2**63, 0, True, False)]
+    return out + [a.clone().add_(b, alpha=-1), a.clone().add_(b[0, 1], alpha=-3), torch.add(a, True, alpha=-1)]
+
+
 CASES = {
+    "add_bool_alpha": _add_bool,
     "isinf_complex": lambda d: [torch.isinf(_complexes(d)), torch.isinf(_complexes(d).to(torch.complex128)),
                                 torch.isinf(_complexes(d).reshape(2, 3).t())],
 }
@@ -90,6 +104,43 @@ def test_polygamma_float_within_an_ulp(mode: str) -> None:
         torch.tpu.synchronize()
     for g, c in zip(got, _polygamma("cpu"), strict=True):
         torch.testing.assert_close(g.cpu(), c, rtol=2.5e-7, atol=0, equal_nan=True)
+
+
+def test_add_bool_alpha_compiled() -> None:
+    torch._dynamo.reset()
+    a, b = torch.tensor([True, False, True, False]), torch.tensor([True, True, False, False])
+    got = torch.compile(lambda x, y: x.add(y, alpha=-1), backend="tpu")(a.to("tpu"), b.to("tpu"))
+    torch.testing.assert_close(got.cpu(), a.add(b, alpha=-1), rtol=0, atol=0)
+
+
+def _huber_backward_scalar_path(d: str, delta: float, reduction: int, dtype: torch.dtype) -> torch.Tensor:
+    """CPU's scalar path, element by element (its vectorized path gives sign(x) * delta for |x| < -delta: a CPU
+    inconsistency that depends on an element's position and the SIMD width)."""
+    g = torch.tensor([3.0, -2.0, 5.0, -7.0, 1.5, 4.0, -1.0, 2.0, 6.0], dtype=dtype)
+    x = torch.tensor([1.0, -1.0, 0.5, -0.5, 0.0, NAN, 2.0, -3.0, 0.25], dtype=dtype)
+    t = torch.zeros(9, dtype=dtype)
+    if d == "cpu":
+        parts = [aten.huber_loss_backward(g[i:i + 1], x[i:i + 1], t[i:i + 1], 0, delta) for i in range(9)]
+        whole = torch.cat(parts)
+        return whole / 9 if reduction == 1 else whole
+    return aten.huber_loss_backward(g.to(d), x.to(d), t.to(d), reduction, delta)
+
+
+@pytest.mark.parametrize("mode", [*MODES, "compile"])
+def test_huber_loss_backward_nonpositive_delta(mode: str) -> None:
+    for dtype in (torch.float32, torch.float64):
+        for delta in (-1.0, -0.5, -3.0, 1.0):
+            for reduction in (0, 1, 2):
+                want = _huber_backward_scalar_path("cpu", delta, reduction, dtype)
+                if mode == "compile":
+                    torch._dynamo.reset()
+                    call = functools.partial(_huber_backward_scalar_path, "tpu", delta, reduction, dtype)
+                    got = torch.compile(call, backend="tpu")()
+                else:
+                    with torch.tpu.eager_mode(mode):
+                        got = _huber_backward_scalar_path("tpu", delta, reduction, dtype)
+                        torch.tpu.synchronize()
+                torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=0, equal_nan=True)
 
 
 def test_isinf_complex_compiled() -> None:

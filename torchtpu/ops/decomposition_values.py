@@ -14,6 +14,11 @@
   common dtype (no overflow check) and the kernel computes from that value; upstream computes with the number in
   the op-math type (fuzz seed 16/18: xlog1py of float16 with 1e6, CPU +-inf, tpu finite; 0.1 an ulp off). The
   number is rounded through the result dtype first.
+- huber_loss_backward with delta <= 0 (the forward refuses it, the backward does not): CPU's scalar path tests
+  x <= -delta before x >= delta; upstream tests x < -delta before x > delta, which flips the sign at x == -delta
+  (fuzz seed 26). CPU's vectorized path gives sign(x) * delta there, for |x| < -delta too (a CPU inconsistency:
+  it depends on the element's position and the SIMD width); tpu follows the scalar path, as CPU's one-element
+  and float64 results.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ import torch
 aten = torch.ops.aten
 
 _SCALAR_THROUGH_RESULT = frozenset({aten.xlogy, aten.special_xlogy, aten.special_xlog1py})
-WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward}) | _SCALAR_THROUGH_RESULT
+WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward,
+                     aten.huber_loss_backward}) | _SCALAR_THROUGH_RESULT
 
 
 def _finite(value: Any) -> bool:
@@ -119,8 +125,27 @@ def _number_in_result_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., An
     return kernel
 
 
+def _huber_backward_nonpositive_delta(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    if op is not aten.huber_loss_backward.default:  # .out runs the functional (ops/decompositions.py)
+        return fn
+
+    def kernel(grad_output: Any, self: Any, target: Any, reduction: int, delta: float) -> Any:
+        if not isinstance(delta, int | float) or delta > 0:
+            return fn(grad_output, self, target, reduction, delta)
+        dtype = torch.promote_types(torch.promote_types(grad_output.dtype, self.dtype), target.dtype)
+        wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+        g, x = grad_output.to(wide), (self.to(wide) - target.to(wide))
+        norm = 1.0 / self.numel() if reduction == 1 else 1.0
+        result = torch.where(x <= -delta, -norm * g * delta, torch.where(x >= delta, norm * g * delta, norm * x * g))
+        return result.to(dtype)
+
+    return kernel
+
+
 def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` (op's upstream decomposition) with CPU's value where the two differ."""
+    if op.overloadpacket is aten.huber_loss_backward:
+        return _huber_backward_nonpositive_delta(op, fn)
     if op.overloadpacket is aten.slice_scatter:
         return _src_in_self_dtype(fn)
     if op.overloadpacket is aten.binary_cross_entropy_backward:

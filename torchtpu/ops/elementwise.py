@@ -49,6 +49,10 @@ def _scales_other(alpha: Any, compute: torch.dtype) -> bool:
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
     check_alpha(alpha, result)
+    if compute == torch.bool and _scales_other(alpha, compute):
+        # ATen's bool kernel: alpha converted to bool first (-1 is true), self + alpha * other nonzero
+        scaled = P.compare("NE", P.binary("multiply", P.convert(other, torch.int64), alpha), 0)
+        return P.binary("or", P.convert(self, torch.bool), scaled)
     if _scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "add(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
