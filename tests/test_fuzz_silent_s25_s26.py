@@ -10,6 +10,8 @@ the backend):
   computes self | (alpha & other); tpu multiplied other by -1 in bool.
 - huber_loss_backward with delta <= 0: CPU's scalar path's order of tests (x <= -delta first): the sign flipped
   at x == -delta (upstream's decomposition tests x < -delta).
+- nansum.out without dtype=: an integral self is sum.out's (a bool out= computes), a floating self is summed in the
+  out tensor's dtype (a float32 self into a float64 out= in float64; float16 into float32 without overflow).
 - _logcumsumexp of a complex tensor: ATen's sequential scan in complex128 (tpu dropped the imaginary part).
 - avg_pool2d/3d_backward: grad_output's rank, planes and pooled sizes checked as ATen's check_dim_size (a grad of
   another shape broadcast or gave a result of its own shape).
@@ -64,8 +66,25 @@ def _add_bool(d: str) -> list[torch.Tensor]:
     return out + [a.clone().add_(b, alpha=-1), a.clone().add_(b[0, 1], alpha=-3), torch.add(a, True, alpha=-1)]
 
 
+def _nansum_out(d: str) -> list[torch.Tensor]:
+    bools = torch.tensor([[True, False], [True, True]], device=d)
+    floats = torch.tensor([[0.1, NAN], [0.2, 0.3]], device=d)
+    halves = torch.tensor([[60000.0, NAN], [60000.0, 0.3]], dtype=torch.float16, device=d)
+
+    def out(dtype: torch.dtype) -> torch.Tensor:
+        return torch.empty(0, dtype=dtype, device=d)
+
+    return [aten.nansum.out(bools, out=out(torch.bool)), aten.nansum.out(bools, [1], out=out(torch.bool)),
+            aten.nansum.out(torch.tensor([[2, 0], [1, -1]], device=d), out=out(torch.bool)),
+            aten.nansum.out(torch.tensor([200, 100], device=d), out=out(torch.int8)),
+            aten.nansum.out(floats, out=out(torch.float64)), aten.nansum.out(floats, [0], True, out=out(torch.float64)),
+            aten.nansum.out(halves, out=out(torch.float32)), aten.nansum.out(floats, out=out(torch.bfloat16)),
+            aten.nansum.out(floats, dtype=torch.float64, out=out(torch.float64))]
+
+
 CASES = {
     "add_bool_alpha": _add_bool,
+    "nansum_out_dtype": _nansum_out,
     "isinf_complex": lambda d: [torch.isinf(_complexes(d)), torch.isinf(_complexes(d).to(torch.complex128)),
                                 torch.isinf(_complexes(d).reshape(2, 3).t())],
 }
@@ -160,6 +179,12 @@ def _avg3(grad: tuple[int, ...], x: tuple[int, ...]):
 
 
 REFUSED = {
+    "nansum_out_float_into_bool": lambda d: aten.nansum.out(torch.ones(2, device=d),
+                                                            out=torch.empty(0, dtype=torch.bool, device=d)),
+    "nansum_out_float_into_long": lambda d: aten.nansum.out(torch.ones(2, device=d),
+                                                            out=torch.empty(0, dtype=torch.int64, device=d)),
+    "nansum_out_bool_dtype_long_into_bool": lambda d: aten.nansum.out(
+        torch.ones(2, dtype=torch.bool, device=d), dtype=torch.int64, out=torch.empty(0, dtype=torch.bool, device=d)),
     "avg_pool2d_backward_planes": _avg2((1, 1, 1), (3, 1, 1), [1, 2], [2, 4], True),
     "avg_pool2d_backward_height": _avg2((2, 3, 4), (2, 4, 4), [2, 2], [2, 2]),
     "avg_pool2d_backward_width": _avg2((2, 2, 3), (2, 4, 4), [2, 2], [2, 2]),

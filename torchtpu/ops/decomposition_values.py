@@ -19,6 +19,10 @@
   (fuzz seed 26). CPU's vectorized path gives sign(x) * delta there, for |x| < -delta too (a CPU inconsistency:
   it depends on the element's position and the SIMD width); tpu follows the scalar path, as CPU's one-element
   and float64 results.
+- nansum.out without dtype=: ATen's nansum_out computes an integral self as sum_out (sum(bool, out=<bool>)
+  computes) and a floating one in the out tensor's dtype (a float32 self into a float64 out= is summed in float64,
+  a float16 one into a float32 out= does not overflow); upstream sums in the self's dtype and casts (fuzz seeds 25,
+  26: refused a bool out=).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ aten = torch.ops.aten
 
 _SCALAR_THROUGH_RESULT = frozenset({aten.xlogy, aten.special_xlogy, aten.special_xlog1py})
 WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward,
-                     aten.huber_loss_backward}) | _SCALAR_THROUGH_RESULT
+                     aten.huber_loss_backward, aten.nansum}) | _SCALAR_THROUGH_RESULT
 
 
 def _finite(value: Any) -> bool:
@@ -142,8 +146,33 @@ def _huber_backward_nonpositive_delta(op: Any, fn: Callable[..., Any]) -> Callab
     return kernel
 
 
+def _nansum_out_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    if op is not aten.nansum.out:
+        return fn
+    names = [a.name for a in op._schema.arguments]
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        bound = {"dim": None, "keepdim": False, "dtype": None, **dict(zip(names, args)), **kwargs}
+        x, out = bound["self"], bound["out"]
+        if not isinstance(out, torch.Tensor) or not isinstance(x, torch.Tensor) or x.dtype.is_complex:
+            return fn(*args, **kwargs)
+        if not x.dtype.is_floating_point:  # ATen's nansum_out: an integral self is sum_out's
+            return aten.sum.IntList_out(x, bound["dim"], bound["keepdim"], dtype=bound["dtype"], out=out)
+        if bound["dtype"] is not None:
+            return fn(*args, **kwargs)
+        if not out.dtype.is_floating_point:  # the reduction runs in the out's dtype (get_dtype_from_result)
+            from torchtpu.ops.tracing import aten_type_name
+
+            raise NotImplementedError(f'"nansum_cpu" not implemented for {aten_type_name(out.dtype)!r}')
+        return fn(x, bound["dim"], bound["keepdim"], dtype=out.dtype, out=out)
+
+    return kernel
+
+
 def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` (op's upstream decomposition) with CPU's value where the two differ."""
+    if op.overloadpacket is aten.nansum:
+        return _nansum_out_dtype(op, fn)
     if op.overloadpacket is aten.huber_loss_backward:
         return _huber_backward_nonpositive_delta(op, fn)
     if op.overloadpacket is aten.slice_scatter:
