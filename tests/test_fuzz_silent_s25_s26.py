@@ -12,6 +12,9 @@ the backend):
   at x == -delta (upstream's decomposition tests x < -delta).
 - nansum.out without dtype=: an integral self is sum.out's (a bool out= computes), a floating self is summed in the
   out tensor's dtype (a float32 self into a float64 out= in float64; float16 into float32 without overflow).
+- abs.out / angle.out of a complex self (ATen's unary_op_impl_with_complex_to_float_out): a complex out= of
+  self's dtype (abs; any complex dtype for angle) takes the real result (it was refused), a real out= any dtype
+  the real result casts to.
 - _logcumsumexp of a complex tensor: ATen's sequential scan in complex128 (tpu dropped the imaginary part).
 - avg_pool2d/3d_backward: grad_output's rank, planes and pooled sizes checked as ATen's check_dim_size (a grad of
   another shape broadcast or gave a result of its own shape).
@@ -82,8 +85,25 @@ def _nansum_out(d: str) -> list[torch.Tensor]:
             aten.nansum.out(floats, dtype=torch.float64, out=out(torch.float64))]
 
 
+_Z = [3 + 4j, -1j, complex(INF, 1), complex(NAN, 0), -2.5 + 0j]
+
+
+def _complex_to_float_out(d: str) -> list[torch.Tensor]:
+    out = []
+    for op, self_dtype, out_dtype in ((aten.abs.out, torch.complex64, torch.complex64),
+                                      (aten.abs.out, torch.complex128, torch.complex128),
+                                      (aten.abs.out, torch.complex64, torch.float64),
+                                      (aten.abs.out, torch.complex128, torch.float16),
+                                      (aten.angle.out, torch.complex64, torch.complex128),
+                                      (aten.angle.out, torch.complex128, torch.complex64)):
+        z = torch.tensor(_Z, dtype=self_dtype, device=d)
+        out.append(op(z.reshape(1, 5, 1), out=torch.empty(0, dtype=out_dtype, device=d)))
+    return out
+
+
 CASES = {
     "add_bool_alpha": _add_bool,
+    "abs_angle_out_complex_self": _complex_to_float_out,
     "nansum_out_dtype": _nansum_out,
     "isinf_complex": lambda d: [torch.isinf(_complexes(d)), torch.isinf(_complexes(d).to(torch.complex128)),
                                 torch.isinf(_complexes(d).reshape(2, 3).t())],
@@ -179,6 +199,8 @@ def _avg3(grad: tuple[int, ...], x: tuple[int, ...]):
 
 
 REFUSED = {
+    "abs_out_complex64_into_complex128": lambda d: aten.abs.out(
+        torch.tensor(_Z, device=d), out=torch.empty(0, dtype=torch.complex128, device=d)),
     "nansum_out_float_into_bool": lambda d: aten.nansum.out(torch.ones(2, device=d),
                                                             out=torch.empty(0, dtype=torch.bool, device=d)),
     "nansum_out_float_into_long": lambda d: aten.nansum.out(torch.ones(2, device=d),
