@@ -15,6 +15,10 @@ the backend):
 - abs.out / angle.out of a complex self (ATen's unary_op_impl_with_complex_to_float_out): a complex out= of
   self's dtype (abs; any complex dtype for angle) takes the real result (it was refused), a real out= any dtype
   the real result casts to.
+- threshold_backward: the threshold read as the common dtype by c10's checked conversion (a complex threshold
+  with no imaginary part is its real part, one with an imaginary part or out of range is CPU's overflow error; tpu
+  raised a TypeError), a float16/bfloat16 x compared in float with a float threshold (it was rounded to the
+  tensor's type), bool and complex tensors refused as CPU's kernel (a bool gave a result).
 - _logcumsumexp of a complex tensor: ATen's sequential scan in complex128 (tpu dropped the imaginary part).
 - avg_pool2d/3d_backward: grad_output's rank, planes and pooled sizes checked as ATen's check_dim_size (a grad of
   another shape broadcast or gave a result of its own shape).
@@ -101,8 +105,25 @@ def _complex_to_float_out(d: str) -> list[torch.Tensor]:
     return out
 
 
+def _threshold_backward(d: str) -> list[torch.Tensor]:
+    out = []
+    for dtype in (torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32):
+        g = torch.arange(1, 6, device=d).to(dtype)
+        x = torch.tensor([0, 1, 2, 3, 1], device=d).to(dtype)
+        out.append(aten.threshold_backward(g, x, 2 + 0j))
+        if dtype not in (torch.uint8, torch.int32):
+            out.append(aten.threshold_backward(g, x, 1e10 + 0j))
+    half = torch.tensor([1.0, 0.99951171875, 2.0], dtype=torch.float16, device=d)
+    bf16 = half.bfloat16()
+    out += [aten.threshold_backward(half, half, 0.99995), aten.threshold_backward(bf16, bf16, 0.9999),
+            aten.threshold_backward.grad_input(half, half, 0.99995,
+                                               grad_input=torch.empty(0, dtype=torch.float16, device=d))]
+    return out
+
+
 CASES = {
     "add_bool_alpha": _add_bool,
+    "threshold_backward_threshold_read": _threshold_backward,
     "abs_angle_out_complex_self": _complex_to_float_out,
     "nansum_out_dtype": _nansum_out,
     "isinf_complex": lambda d: [torch.isinf(_complexes(d)), torch.isinf(_complexes(d).to(torch.complex128)),
@@ -199,6 +220,19 @@ def _avg3(grad: tuple[int, ...], x: tuple[int, ...]):
 
 
 REFUSED = {
+    "threshold_backward_complex_uint8": lambda d: aten.threshold_backward(
+        torch.ones(1, dtype=torch.uint8, device=d), torch.ones(4, 3, dtype=torch.uint8, device=d), -2.18 + 1j),
+    "threshold_backward_complex_int32_grad_input": lambda d: aten.threshold_backward.grad_input(
+        torch.ones(1, dtype=torch.int32, device=d), torch.ones(5, 1, dtype=torch.int32, device=d), -0.66 + 1j,
+        grad_input=torch.empty(0, dtype=torch.int32, device=d)),
+    "threshold_backward_complex_half": lambda d: aten.threshold_backward(
+        torch.ones(3, dtype=torch.float16, device=d), torch.ones(3, dtype=torch.float16, device=d), 1 + 1j),
+    "threshold_backward_uint8_overflow": lambda d: aten.threshold_backward(
+        torch.ones(3, dtype=torch.uint8, device=d), torch.ones(3, dtype=torch.uint8, device=d), 1e10 + 0j),
+    "threshold_backward_bool": lambda d: aten.threshold_backward(
+        torch.ones(3, dtype=torch.bool, device=d), torch.ones(3, dtype=torch.bool, device=d), 0.5),
+    "threshold_backward_complex_grad": lambda d: aten.threshold_backward(
+        torch.ones(3, dtype=torch.complex64, device=d), torch.ones(3, device=d), 0.5),
     "abs_out_complex64_into_complex128": lambda d: aten.abs.out(
         torch.tensor(_Z, device=d), out=torch.empty(0, dtype=torch.complex128, device=d)),
     "nansum_out_float_into_bool": lambda d: aten.nansum.out(torch.ones(2, device=d),

@@ -475,8 +475,14 @@ def opmath(*xs: Sym) -> tuple[list[Sym], torch.dtype]:
 def threshold_backward(grad_output: Sym, self: Sym, threshold: Any) -> Sym:
     # ATen: threshold(self, threshold, 0, other=grad) as a binary TensorIterator op, so the result has the
     # common dtype of grad and self, and the threshold is read as that dtype
+    # (AT_DISPATCH_ALL_TYPES: no bool or complex kernel); a float16/bfloat16 x is compared in float with the
+    # threshold read as float, not rounded to the tensor's type (threshold_kernel's reduced-float path)
     (g, x), common = promoted(grad_output, self)
-    return P.where(P.compare("LE", x, P.convert(threshold, common)), P.zeros_like(g), g)
+    if common == torch.bool or common.is_complex:
+        raise NotImplementedError(f'"threshold_cpu" not implemented for {aten_type_name(common)!r}')
+    read = torch.float32 if common in (torch.float16, torch.bfloat16) else common
+    value = checked_scalar(threshold, read)
+    return P.where(P.compare("LE", P.convert(x, read), P.convert(value, read)), P.zeros_like(g), g)
 
 
 def _unary_opmath(x: Sym) -> torch.dtype:
