@@ -203,6 +203,14 @@ def test_huber_loss_backward_nonpositive_delta(mode: str) -> None:
                 torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=0, equal_nan=True)
 
 
+def test_polygamma_half_keeps_its_dtype() -> None:
+    x = torch.tensor([1.5, 2.5, 3.0], dtype=torch.float16)
+    for n in (2, 5):
+        got = torch.polygamma(n, x.to("tpu")).cpu()
+        assert got.dtype == torch.float16
+        torch.testing.assert_close(got, torch.polygamma(n, x))
+
+
 def test_isinf_complex_compiled() -> None:
     torch._dynamo.reset()
     got = torch.compile(lambda x: torch.isinf(x), backend="tpu")(_complexes("tpu"))

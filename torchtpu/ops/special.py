@@ -81,7 +81,7 @@ def polygamma(n: int, self: Sym) -> Sym:
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     compute, result = P.result_dtype(self, kind=Kind.INT_TO_FLOAT)
-    if compute == torch.float32 and n >= 2:
+    if result == torch.float32 and n >= 2:
         return _polygamma_float(n, self)
     x = P.convert(self, compute)
     return P.convert(P.emit1("special_binary", [P.full(float(n), x.shape, compute), x], function="polygamma"),
