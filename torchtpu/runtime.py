@@ -205,5 +205,7 @@ def scalar_buffer(value: object, dtype: str) -> np.ndarray:
         from torchtpu.dtypes import checked_scalar
         from torchtpu.ops.tracing import IR_TO_TORCH
 
-        checked_scalar(value, IR_TO_TORCH[dtype])
-        raise
+        real = checked_scalar(value, IR_TO_TORCH[dtype])  # c10's overflow error, or a complex's real part
+        if real is value:
+            raise
+        return scalar_buffer(real, dtype)

@@ -40,7 +40,7 @@ from typing import Any, NoReturn
 import torch
 from torch.utils import _pytree as pytree
 
-from torchtpu.ops import checked_decompositions, decomposition_values, norm_checks
+from torchtpu.ops import checked_decompositions, decomposition_values, norm_checks, out_checks
 
 
 class _ChecksPassed(Exception):  # noqa: N818 - a signal, not an error
@@ -134,7 +134,8 @@ def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     op has none, where no argument is a tpu fake tensor, and where the checks cannot decide without values or with
     symbolic sizes."""
     modules = modules_for(op)
-    if not modules:
+    exact = _exact_out(op)
+    if not modules and not exact:
         return
     flat = pytree.tree_leaves((args, kwargs))
     fake_mode = _tpu_fake(flat)
@@ -145,7 +146,8 @@ def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     try:  # under make_fx (AOTAutograd) the checks' own ops must not enter the traced graph
         with disable_proxy_modes_tracing(), fake_mode:
             a, k = _disposable(op, args, kwargs)
-            checked_decompositions.guarded(op, _stand_in, modules)(*a, **k)
+            inner = out_checks.exact_out(op, _stand_in) if exact else _stand_in
+            checked_decompositions.guarded(op, inner, modules)(*a, **k)
     except _ChecksPassed:
         return
     except _skipped_errors():
@@ -189,8 +191,21 @@ def _overloads() -> list[Any]:
     return found
 
 
+@functools.cache
+def _exact_out(op: Any) -> bool:
+    """Whether `op` is an out= overload whose out dtype CPU checks exactly (out_rules.requires_exact), the check
+    eager makes in the registry: the meta kernel of a reference with out_wrapper accepts any castable out= dtype
+    (fuzz seed 25: isinf.out into a float32 out computed under compile; CPU: "Expected out tensor to have dtype
+    bool, but got float instead")."""
+    from torchtpu.ops import out_rules
+
+    if not isinstance(op, torch._ops.OpOverload) or not any(a.is_out for a in op._schema.arguments):
+        return False
+    return any(out_rules.requires_exact(op, given) for given in (False, True))
+
+
 def _is_checked(func: Any) -> bool:
-    return bool(modules_for(func))
+    return bool(modules_for(func)) or _exact_out(func)
 
 
 _registered = False

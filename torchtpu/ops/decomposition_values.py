@@ -19,6 +19,15 @@
   common dtype (no overflow check) and the kernel computes from that value; upstream computes with the number in
   the op-math type (fuzz seed 16/18: xlog1py of float16 with 1e6, CPU +-inf, tpu finite; 0.1 an ulp off). The
   number is rounded through the result dtype first.
+- huber_loss_backward with delta <= 0 (the forward refuses it, the backward does not): CPU's scalar path tests
+  x <= -delta before x >= delta; upstream tests x < -delta before x > delta, which flips the sign at x == -delta
+  (fuzz seed 26). CPU's vectorized path gives sign(x) * delta there, for |x| < -delta too (a CPU inconsistency:
+  it depends on the element's position and the SIMD width); tpu follows the scalar path, as CPU's one-element
+  and float64 results.
+- nansum.out without dtype=: ATen's nansum_out computes an integral self as sum_out (sum(bool, out=<bool>)
+  computes) and a floating one in the out tensor's dtype (a float32 self into a float64 out= is summed in float64,
+  a float16 one into a float32 out= does not overflow); upstream sums in the self's dtype and casts (fuzz seeds 25,
+  26: refused a bool out=).
 """
 
 from __future__ import annotations
@@ -34,7 +43,8 @@ import torch
 aten = torch.ops.aten
 
 _SCALAR_THROUGH_RESULT = frozenset({aten.xlogy, aten.special_xlogy, aten.special_xlog1py})
-WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward}) | _SCALAR_THROUGH_RESULT
+WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward,
+                     aten.huber_loss_backward, aten.nansum}) | _SCALAR_THROUGH_RESULT
 
 
 def _finite(value: Any) -> bool:
@@ -136,8 +146,52 @@ def _number_in_result_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., An
     return kernel
 
 
+def _huber_backward_nonpositive_delta(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    if op is not aten.huber_loss_backward.default:  # .out runs the functional (ops/decompositions.py)
+        return fn
+
+    def kernel(grad_output: Any, self: Any, target: Any, reduction: int, delta: float) -> Any:
+        if not isinstance(delta, int | float) or delta > 0:
+            return fn(grad_output, self, target, reduction, delta)
+        dtype = torch.promote_types(torch.promote_types(grad_output.dtype, self.dtype), target.dtype)
+        wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+        g, x = grad_output.to(wide), (self.to(wide) - target.to(wide))
+        norm = 1.0 / self.numel() if reduction == 1 else 1.0
+        result = torch.where(x <= -delta, -norm * g * delta, torch.where(x >= delta, norm * g * delta, norm * x * g))
+        return result.to(dtype)
+
+    return kernel
+
+
+def _nansum_out_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    if op is not aten.nansum.out:
+        return fn
+    names = [a.name for a in op._schema.arguments]
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        bound = {"dim": None, "keepdim": False, "dtype": None, **dict(zip(names, args)), **kwargs}
+        x, out = bound["self"], bound["out"]
+        if not isinstance(out, torch.Tensor) or not isinstance(x, torch.Tensor) or x.dtype.is_complex:
+            return fn(*args, **kwargs)
+        if not x.dtype.is_floating_point:  # ATen's nansum_out: an integral self is sum_out's
+            return aten.sum.IntList_out(x, bound["dim"], bound["keepdim"], dtype=bound["dtype"], out=out)
+        if bound["dtype"] is not None:
+            return fn(*args, **kwargs)
+        if not out.dtype.is_floating_point:  # the reduction runs in the out's dtype (get_dtype_from_result)
+            from torchtpu.ops.tracing import aten_type_name
+
+            raise NotImplementedError(f'"nansum_cpu" not implemented for {aten_type_name(out.dtype)!r}')
+        return fn(x, bound["dim"], bound["keepdim"], dtype=out.dtype, out=out)
+
+    return kernel
+
+
 def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` (op's upstream decomposition) with CPU's value where the two differ."""
+    if op.overloadpacket is aten.nansum:
+        return _nansum_out_dtype(op, fn)
+    if op.overloadpacket is aten.huber_loss_backward:
+        return _huber_backward_nonpositive_delta(op, fn)
     if op.overloadpacket is aten.slice_scatter:
         return _src_in_self_dtype(fn)
     if op.overloadpacket is aten.binary_cross_entropy_backward:

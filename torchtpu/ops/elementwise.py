@@ -50,6 +50,10 @@ def _scales_other(alpha: Any, compute: torch.dtype) -> bool:
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
     check_alpha(alpha, result)
+    if compute == torch.bool and _scales_other(alpha, compute):
+        # ATen's bool kernel: alpha converted to bool first (-1 is true), self + alpha * other nonzero
+        scaled = P.compare("NE", P.binary("multiply", P.convert(other, torch.int64), alpha), 0)
+        return P.binary("or", P.convert(self, torch.bool), scaled)
     if _scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "add(): alpha")
         other = P.binary("multiply", P.convert(other, compute), alpha)
@@ -337,6 +341,9 @@ def isnan(self: Sym) -> Sym:
 
 @lower(aten.isinf.default)
 def isinf(self: Sym) -> Sym:
+    if self.dtype.is_complex:  # ATen: isinf(real) | isinf(imag)
+        parts = [P.compare("EQ", P.emit1("abs", [P.emit1(n, [self])]), math.inf) for n in ("real", "imag")]
+        return P.emit1("or", parts)
     if not self.dtype.is_floating_point:
         return P.full(False, self.shape, torch.bool)
     return P.compare("EQ", P.emit1("abs", [self]), math.inf)
@@ -475,8 +482,14 @@ def opmath(*xs: Sym) -> tuple[list[Sym], torch.dtype]:
 def threshold_backward(grad_output: Sym, self: Sym, threshold: Any) -> Sym:
     # ATen: threshold(self, threshold, 0, other=grad) as a binary TensorIterator op, so the result has the
     # common dtype of grad and self, and the threshold is read as that dtype
+    # (AT_DISPATCH_ALL_TYPES: no bool or complex kernel); a float16/bfloat16 x is compared in float with the
+    # threshold read as float, not rounded to the tensor's type (threshold_kernel's reduced-float path)
     (g, x), common = promoted(grad_output, self)
-    return P.where(P.compare("LE", x, P.convert(threshold, common)), P.zeros_like(g), g)
+    if common == torch.bool or common.is_complex:
+        raise NotImplementedError(f'"threshold_cpu" not implemented for {aten_type_name(common)!r}')
+    read = torch.float32 if common in (torch.float16, torch.bfloat16) else common
+    value = checked_scalar(threshold, read)
+    return P.where(P.compare("LE", P.convert(x, read), P.convert(value, read)), P.zeros_like(g), g)
 
 
 def _unary_opmath(x: Sym) -> torch.dtype:

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from torchtpu.ops.arg_checks import dim_size
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
 _WORDS = {2: "two", 3: "three"}
@@ -160,6 +161,23 @@ def adaptive(kind: str, nd: int, shape: Sequence[int], output_size: Sequence[int
                                f"has sizes {_sizes(shape)} with dimension {i} being empty")
     if len(output_size) != nd:
         raise RuntimeError(f"{name}(): internal error: output_size.size() must be {nd}")
+
+
+def avg_backward(nd: int, grad_shape: Sequence[int], shape: Sequence[int], kernel: Sequence[int],
+                 stride: Sequence[int], padding: Sequence[int], ceil_mode: bool) -> None:
+    """ATen's avg_pool{2,3}d_backward_shape_check after `params`' checks: grad_output has the input's rank, its
+    planes and the pooled sizes (check_dim_size, one dim at a time; a tpu grad of another shape broadcast or gave
+    a result of its shape, fuzz seed 25). ATen leaves the batch unchecked and reads past a smaller grad_output
+    (heap corruption): refused here."""
+    ndim = len(shape)
+    outs = [output_size(n, k, s, p, 1, ceil_mode) for n, k, s, p in zip(shape[ndim - nd:], kernel, stride, padding)]
+    for dim, want in zip(range(ndim - nd - 1, ndim), (shape[ndim - nd - 1], *outs)):
+        if len(grad_shape) != ndim or grad_shape[dim] != want:
+            raise RuntimeError(f"Expected a tensor of dimension {ndim} and tensor.size[{dim}] == {want} but got: "
+                               f"dimension {len(grad_shape)} and tensor.size[{dim}] = {dim_size(grad_shape, dim)}")
+    if ndim == nd + 2 and grad_shape[0] != shape[0]:
+        raise RuntimeError(f"avg_pool{nd}d_backward: grad_output has batch size {grad_shape[0]} but the input "
+                           f"{shape[0]} (CPU does not check it and reads past grad_output)")
 
 
 def adaptive_avg_backward(nd: int, grad_shape: Sequence[int], self_shape: Sequence[int]) -> None:

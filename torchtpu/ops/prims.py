@@ -99,6 +99,10 @@ def _placeholder_input(p: Placeholder, dtype: torch.dtype) -> Sym:
 def _wrap_int(value: Any, dtype: torch.dtype) -> int:
     """int(value) wrapped as ATen's cast does (uint8_tensor * -1: 255)."""
     bits = _INT_BITS[dtype]
+    if isinstance(value, complex):  # a Scalar read as an integer (threshold_backward): c10's checked conversion
+        from torchtpu.dtypes import checked_scalar
+
+        value = checked_scalar(value, dtype)
     value = int(value)
     low = 0 if dtype == torch.uint8 else -(1 << (bits - 1))
     return (value - low) % (1 << bits) + low if not low <= value < low + (1 << bits) else value

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from torchtpu.dtypes import checked_scalar
+from torchtpu.ops import logcumsumexp_complex
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
@@ -404,7 +405,13 @@ def cummin(self: Sym, dim: int) -> tuple[Sym, Sym]:
 @lower(aten._logcumsumexp.default)
 def logcumsumexp(self: Sym, dim: int) -> Sym:
     """log(cumsum(exp(x))): each prefix is shifted by its own running max (an (n, n) masked table along the
-    dimension), so small early terms do not underflow against a large later maximum."""
+    dimension), so small early terms do not underflow against a large later maximum. A complex tensor: CPU's
+    scan (ops/logcumsumexp_complex.py)."""
+    if self.dtype.is_complex:
+        d = P.canon_dim(dim, max(self.ndim, 1))
+        if self.ndim == 0 or self.shape[d] == 0:  # CPU gives a 0-d tensor itself
+            return self
+        return logcumsumexp_complex.logcumsumexp(self, d)
     x = P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32)
     d = P.canon_dim(dim, x.ndim)  # a 0-d tensor's dim is in [-1, 0] too
     if x.ndim == 0:

@@ -31,7 +31,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
-from torchtpu.ops import arg_order_checks, dtype_refusals, out_checks, out_rules
+from torchtpu.ops import arg_order_checks, complex_to_float_out, dtype_refusals, out_checks, out_rules
 from torchtpu.ops.out_rules import (
     check_out_count,
     check_out_devices,
@@ -346,6 +346,12 @@ def _functional_meta(op: OpOverload) -> out_layout.MetaFn | None:
 def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: list[torch.Tensor],
                device: int | None, fast: int | None) -> None:
     name, fn = record.name, record.fn
+    if complex_to_float_out.applies(record.op, args, targets):  # abs.out of a complex self: a complex out= too
+        complex_to_float_out.check(record.op, args[0].dtype, targets[0].dtype)
+        result = eager.run(name, fn, args, kwargs, device=device, static=record.static_spec)
+        resize_out(targets[0], result.shape)
+        targets[0].copy_(result)
+        return
     if takes_out_dtype(record.op):  # linspace_out: computed in the out tensor's dtype, resized only if its numel
         target = targets[0]          # differs, written in its own shape (a (2, 2) view takes 4 steps row by row)
         eager.refuse_internal_overlap(name, target)

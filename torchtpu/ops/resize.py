@@ -481,7 +481,9 @@ def _avg_pool_backward(nd: int) -> Callable[..., Sym]:
     def backward(grad_output: Sym, self: Sym, kernel_size: Sequence[int], stride: Sequence[int],
                  padding: Sequence[int], ceil_mode: bool, count_include_pad: bool, divisor_override: int | None
                  ) -> Sym:
-        pool_checks.params("avg", nd, self.shape, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
+        k, s, p, _ = pool_checks.params("avg", nd, self.shape, kernel_size, stride, padding, 1, ceil_mode,
+                                        divisor_override)
+        pool_checks.avg_backward(nd, grad_output.shape, self.shape, k, s, p, ceil_mode)
         mats, total = _avg_parts(self.shape, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
                                  divisor_override)
         g = P.convert(grad_output, _acc(grad_output))
