@@ -57,3 +57,20 @@ def test_weight_norm_with_one_g_per_slice_matches_cpu(g: tuple, dim: int, mode: 
         got = torch.ops.aten._weight_norm_interface(v.to("tpu"), gv.to("tpu"), dim)
     for a, b in zip(got, want, strict=True):
         torch.testing.assert_close(a.cpu(), b)
+
+
+@pytest.mark.parametrize(("grad_batch", "skipped"), [(1, True), (3, True), (2, False)])
+def test_avg_pool2d_backward_with_another_batch_is_skipped(grad_batch: int, skipped: bool) -> None:
+    from types import SimpleNamespace
+
+    class Arg:  # a fuzz argument: materialize() gives its tensor
+        def __init__(self, t: torch.Tensor) -> None:
+            self.base = t
+
+        def materialize(self, device: str) -> torch.Tensor:
+            return self.base.to(device)
+
+    grad, x = torch.ones(grad_batch, 3, 2, 2), torch.ones(2, 3, 4, 4)
+    call = SimpleNamespace(op=torch.ops.aten.avg_pool2d_backward.default,
+                           args=[Arg(grad), Arg(x), [2, 2], [2, 2], [0, 0], False, True, None])
+    assert bool(cpu_crashes(call)) is skipped

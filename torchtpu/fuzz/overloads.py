@@ -159,6 +159,15 @@ def _adaptive_avg_grad_planes_overflow(call: Any) -> bool:
     return have > want or (nd == 3 and have < want)
 
 
+def _avg_grad_batch_mismatch(call: Any) -> bool:
+    """Whether avg_pool{2,3}d_backward's batched self (4-D / 5-D) and grad_output have different batch sizes."""
+    if len(call.args) < 2 or not all(hasattr(a, "base") for a in call.args[:2]):
+        return False
+    nd = 3 if "pool3d" in call.op._schema.name else 2
+    grad, self = (a.materialize("cpu") for a in call.args[:2])
+    return self.dim() == nd + 2 and grad.dim() == self.dim() and grad.shape[0] != self.shape[0]
+
+
 def _c2r_size_off(call: Any) -> bool:
     """Whether _fft_c2r's input has a last transformed dim other than last_dim_size // 2 + 1 or last_dim_size."""
     x, dims, size = call.args[0], call.args[1], call.args[3]
@@ -243,6 +252,11 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "into a result of self's shape unchecked: more planes than self has write past it (torch 2.13: a bus error "
         "for grad float32[3, 2, 2] with self float32[2, 2, 3]); 3d leaves the planes past grad's uninitialized "
         "(its result is not zeroed); tpu refuses both"),
+    "aten::avg_pool[23]d_backward*": (
+        _avg_grad_batch_mismatch,
+        "CPU's avg-pool backward kernels take the batch from self and read grad_output by it unchecked: a smaller "
+        "grad_output batch gives 'double free or corruption', a larger one garbage and a segfault at exit (torch "
+        "2.13; fuzz seed 25); tpu refuses grad_output's shape (ops/pool_checks.py)"),
     "aten::_segment_reduce_backward*": (
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "
