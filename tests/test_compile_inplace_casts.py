@@ -87,6 +87,8 @@ MORE_REFUSED = {
     "bool clamp_max_ False": lambda d: _b(d).clamp_max_(False),
     "bool clamp both": lambda d: torch.clamp(_b(d), True, True),
     "bool clamp_ min only": lambda d: _b(d).clamp_(True),
+    "int logit_": lambda d: _t(d, torch.int64).logit_(),
+    "bool logit_": lambda d: _b(d).logit_(),
 }
 
 

@@ -110,8 +110,17 @@ def _ldexp_inplace(a: Bound) -> None:
     raise RuntimeError(f"ldexp can't be cast to the desired output type {aten_type_name(self.dtype)}")
 
 
+def _float_unary_inplace(a: Bound) -> None:
+    """logit_ of an integer or bool self: its float result cannot be cast back (the meta kernel skips the check)."""
+    self = a.get("self")
+    if isinstance(self, torch.Tensor) and _category(self.dtype) < 2:
+        raise RuntimeError(f"result type {aten_type_name(torch.get_default_dtype())} can't be cast to the desired "
+                           f"output type {aten_type_name(self.dtype)}")
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_foreach_add_": _inplace(False), "_foreach_sub_": _inplace(False, subtract=True), "_foreach_mul_": _inplace(False),
     "_foreach_div_": _inplace(True), "add_": _binary_inplace(), "sub_": _binary_inplace(subtract=True),
     "mul_": _binary_inplace(), "div_": _binary_inplace(divide=True), "ldexp_": _ldexp_inplace,
+    "logit_": _float_unary_inplace,
 }
