@@ -72,6 +72,22 @@ def test_bce_backward_of_other_shapes_has_self_shape(mode: str) -> None:
     assert [tuple(t.shape) for t in _bce_backward("tpu")] == [(1, 1), (1, 4), (1, 4)]
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_bce_backward_into_a_grad_input_of_the_broadcast_shape(mode: str) -> None:
+    def calls(d: str) -> list[torch.Tensor]:  # fuzz seed 26: grad [4, 3], self [1, 3], target [4, 3]
+        g = torch.Generator().manual_seed(0)
+        grad, x, target = torch.rand(4, 3, generator=g), torch.rand(1, 3, generator=g), torch.rand(4, 3, generator=g)
+        out = torch.empty(4, 3, device=d)
+        aten.binary_cross_entropy_backward.grad_input(grad.to(d), x.to(d), target.to(d), None, 1, grad_input=out)
+        return [out]
+
+    assert_close_to_cpu(calls, mode)
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="pass a grad_input of shape"):
+        aten.binary_cross_entropy_backward.grad_input(
+            torch.ones(4, 3, device="tpu"), torch.full((1, 3), 0.5, device="tpu"), torch.ones(4, 3, device="tpu"),
+            None, 1, grad_input=torch.empty(2, 3, device="tpu"))
+
+
 def test_bce_backward_of_other_shapes_compiled() -> None:
     torch._dynamo.reset()
     got = torch.compile(lambda: _bce_backward("tpu"), backend="tpu")()
