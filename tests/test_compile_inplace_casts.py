@@ -19,6 +19,10 @@ def _t(d: str, dtype: torch.dtype) -> torch.Tensor:
     return torch.arange(1, 5, device=d).to(dtype)
 
 
+def _b(d: str) -> torch.Tensor:
+    return torch.tensor([True, False, True], device=d)
+
+
 REFUSED = {
     "int add_ complex": lambda d: _t(d, torch.int64).add_(1.5 + 1j),
     "float add_ complex": lambda d: _t(d, torch.float32).add_(1j),
@@ -36,6 +40,16 @@ REFUSED = {
                                                                         _t(d, torch.float32), value=2),
     "float16 addcmul_ overflowing value": lambda d: _t(d, torch.float16).addcmul_(_t(d, torch.float16),
                                                                                   _t(d, torch.float16), value=1e300),
+    "int ldexp_": lambda d: _t(d, torch.int64).ldexp_(_t(d, torch.int64)),
+    "bool ldexp_ float": lambda d: _t(d, torch.bool).ldexp_(_t(d, torch.float32)),
+    "float ldexp_ complex": lambda d: _t(d, torch.float32).ldexp_(_t(d, torch.complex64)),
+    "int ldexp_ float64 0-d": lambda d: _t(d, torch.int64).ldexp_(torch.tensor(2.0, dtype=torch.float64, device=d)),
+    "bool clamp_min True": lambda d: torch.clamp_min(_b(d), True),
+    "bool clamp_max_ False": lambda d: _b(d).clamp_max_(False),
+    "bool clamp both": lambda d: torch.clamp(_b(d), True, True),
+    "bool clamp_ min only": lambda d: _b(d).clamp_(True),
+    "int logit_": lambda d: _t(d, torch.int64).logit_(),
+    "bool logit_": lambda d: _b(d).logit_(),
 }
 
 
@@ -72,35 +86,6 @@ def test_valid_inplace_arithmetic_compiles_as_eager():
     for got in (run("tpu", True), run("tpu", False)):
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g, w, rtol=0, atol=0)
-
-
-def _b(d: str) -> torch.Tensor:
-    return torch.tensor([True, False, True], device=d)
-
-
-MORE_REFUSED = {
-    "int ldexp_": lambda d: _t(d, torch.int64).ldexp_(_t(d, torch.int64)),
-    "bool ldexp_ float": lambda d: _t(d, torch.bool).ldexp_(_t(d, torch.float32)),
-    "float ldexp_ complex": lambda d: _t(d, torch.float32).ldexp_(_t(d, torch.complex64)),
-    "int ldexp_ float64 0-d": lambda d: _t(d, torch.int64).ldexp_(torch.tensor(2.0, dtype=torch.float64, device=d)),
-    "bool clamp_min True": lambda d: torch.clamp_min(_b(d), True),
-    "bool clamp_max_ False": lambda d: _b(d).clamp_max_(False),
-    "bool clamp both": lambda d: torch.clamp(_b(d), True, True),
-    "bool clamp_ min only": lambda d: _b(d).clamp_(True),
-    "int logit_": lambda d: _t(d, torch.int64).logit_(),
-    "bool logit_": lambda d: _b(d).logit_(),
-}
-
-
-@pytest.mark.parametrize("name", list(MORE_REFUSED))
-def test_more_refused_under_compile_as_cpu(name):
-    assert_refused_as_cpu_compiled(MORE_REFUSED[name])
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", list(MORE_REFUSED))
-def test_more_refused_in_eager_as_cpu(name, mode):
-    assert_refused_as_cpu(MORE_REFUSED[name], mode)
 
 
 @pytest.mark.parametrize("mode", MODES)
