@@ -1,4 +1,4 @@
-"""In-place arithmetic under torch.compile refuses a result self cannot hold, as CPU eager does.
+"""In-place arithmetic under torch.compile refuses a result self cannot hold, as CPU eager does (and abs of bools).
 
 The functional graph computes `self.op_(other)` as a new tensor copied into self, and copy_ casts anything; CPU's
 TensorIterator first refuses a common dtype self cannot hold ("result type ComplexFloat can't be cast to the
@@ -98,3 +98,16 @@ def test_bool_clamps_that_cpu_computes_still_compute(mode):
         got = [g.cpu() for g in calls("tpu")]
     for g, w in zip(got, calls("cpu"), strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_abs_of_bool_refused_as_cpu_unless_empty(mode):
+    assert_refused_as_cpu(lambda d: torch.abs(_b(d)), mode)
+    assert_refused_as_cpu(lambda d: _b(d).abs_(), mode)
+    with torch.tpu.eager_mode(mode):
+        assert torch.abs(torch.ones(0, dtype=torch.bool, device="tpu")).shape == (0,)
+
+
+def test_abs_of_bool_refused_as_cpu_compiled():
+    assert_refused_as_cpu_compiled(lambda d: torch.abs(_b(d)))
+    assert_refused_as_cpu_compiled(lambda d: _b(d).abs_())

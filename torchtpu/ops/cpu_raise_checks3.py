@@ -16,6 +16,8 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
 - multilabel_margin_loss_backward: the shape check (ops/loss_checks.py), target and is_target of one size, then,
   for an input with elements, the kernel's dispatch (float and double) and its reads (a Long target, is_target,
   grad_input, grad_output in self's dtype).
+- abs / abs_ of a bool tensor with elements: the kernel's dispatch (the refusal table leaves it out: an empty one
+  computes).
 - histogram: a weight of self's dtype and of self's element count (histogramdd_check_inputs on the reshaped
   input and weight), and histogramdd_prepare_out's out dtypes and bin count (first of all for a bin count);
   with no range, the data's own range must be finite (a `prepare` step of the lowerings: it reads data back);
@@ -312,10 +314,17 @@ def histogram_data_range(columns: bool) -> Callable[[tuple, dict[str, Any]], tup
     return prepare
 
 
+def _abs(a: Bound) -> None:
+    """abs_cpu's dispatch has no bool (CUDA's neither); a tensor of no elements runs no kernel and passes."""
+    x = a.get("self")
+    if hasattr(x, "dtype") and x.dtype == torch.bool and x.numel():
+        raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
     "_embedding_bag_backward": _embedding_bag_backward, "_embedding_bag_dense_backward": _embedding_bag_dense_backward,
     "_linalg_solve_ex": _linalg_solve, "nll_loss_backward": _nll_loss_backward,
     "multilabel_margin_loss_backward": _multilabel_margin_loss_backward, "histogram": _histogram,
-    "leaky_relu_backward": _leaky_relu_backward,
+    "leaky_relu_backward": _leaky_relu_backward, "abs": _abs, "abs_": _abs,
 }
