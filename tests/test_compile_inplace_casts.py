@@ -111,3 +111,20 @@ def test_abs_of_bool_refused_as_cpu_unless_empty(mode):
 def test_abs_of_bool_refused_as_cpu_compiled():
     assert_refused_as_cpu_compiled(lambda d: torch.abs(_b(d)))
     assert_refused_as_cpu_compiled(lambda d: _b(d).abs_())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pow_of_bools_refused_as_cpu(mode):
+    assert_refused_as_cpu(lambda d: torch.pow(_b(d), _b(d)), mode)
+    assert_refused_as_cpu(lambda d: torch.pow(True, _b(d)), mode)
+    assert_refused_as_cpu(lambda d: _b(d).pow_(_b(d)), mode)
+    with torch.tpu.eager_mode(mode):  # a bool tensor to a bool Scalar computes
+        assert torch.equal(torch.pow(_b("tpu"), True).cpu(), torch.pow(_b("cpu"), True))
+
+
+@pytest.mark.parametrize(("name", "case"), [
+    ("xlogy complex", lambda d: torch.xlogy(_t(d, torch.float32), _t(d, torch.complex64))),
+    ("logaddexp int", lambda d: torch.logaddexp(_t(d, torch.int64), _t(d, torch.int64))),
+])
+def test_the_dtype_refusal_table_holds_under_compile(name, case):
+    assert_refused_as_cpu_compiled(case)  # upstream's decompositions computed them

@@ -40,7 +40,7 @@ from typing import Any, NoReturn
 import torch
 from torch.utils import _pytree as pytree
 
-from torchtpu.ops import checked_decompositions, decomposition_values, norm_checks, out_checks
+from torchtpu.ops import checked_decompositions, decomposition_values, dtype_refusals, norm_checks, out_checks
 
 
 class _ChecksPassed(Exception):  # noqa: N818 - a signal, not an error
@@ -129,13 +129,21 @@ def _disposable(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> tuple[tuple,
     return new_args, new_kwargs
 
 
+@functools.cache
+def refused_dtypes(op: Any) -> bool:
+    """Whether the dtype refusal table (ops/dtype_refusals.py) lists `op`: a decomposition or meta kernel computes
+    dtypes CPU's kernel refuses (xlogy of complex, logaddexp of integers computed under compile)."""
+    return bool(dtype_refusals.rules_for(op))
+
+
 def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
-    """Raises CPU's error where `op`'s checks refuse this call on tpu fake tensors; returns where they pass, where
-    op has none, where no argument is a tpu fake tensor, and where the checks cannot decide without values or with
-    symbolic sizes."""
+    """Raises CPU's error where `op`'s checks or dtype refusals refuse this call on tpu fake tensors; returns where
+    they pass, where op has none, where no argument is a tpu fake tensor, and where the checks cannot decide
+    without values or with symbolic sizes."""
     modules = modules_for(op)
     exact = _exact_out(op)
-    if not modules and not exact:
+    refusals = refused_dtypes(op)
+    if not modules and not exact and not refusals:
         return
     flat = pytree.tree_leaves((args, kwargs))
     fake_mode = _tpu_fake(flat)
@@ -147,9 +155,12 @@ def check(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
         with disable_proxy_modes_tracing(), fake_mode:
             a, k = _disposable(op, args, kwargs)
             inner = out_checks.exact_out(op, _stand_in) if exact else _stand_in
-            checked_decompositions.guarded(op, inner, modules)(*a, **k)
-    except _ChecksPassed:
-        return
+            try:
+                checked_decompositions.guarded(op, inner, modules)(*a, **k)
+            except _ChecksPassed:
+                pass
+            if refusals:  # behind the argument checks, as eager's registry guards the kernel
+                dtype_refusals.refuse(op, a, k)
     except _skipped_errors():
         return
 
@@ -173,7 +184,7 @@ def _wrap_decomposition(op: Any, decomposition: Callable[..., Any]) -> Callable[
 
 
 def _overloads() -> list[Any]:
-    """Every aten overload whose packet a checking module guards."""
+    """Every aten overload whose packet a checking module guards, or that the dtype refusal table lists."""
     names = sorted({n.split("::")[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names()
                     if n.startswith("aten::")})
     found = []
@@ -181,13 +192,14 @@ def _overloads() -> list[Any]:
         packet = getattr(torch.ops.aten, name, None)
         if not isinstance(packet, torch._ops.OpOverloadPacket):
             continue
-        if not any(packet in m.WRAPPED for m in _MODULES):
-            continue
+        guarded = any(packet in m.WRAPPED for m in _MODULES)
         for overload in packet.overloads():
             try:
-                found.append(getattr(packet, overload))
+                op = getattr(packet, overload)
             except (AttributeError, RuntimeError):  # an overload listed but not registered
                 continue
+            if guarded or refused_dtypes(op):
+                found.append(op)
     return found
 
 
@@ -205,7 +217,7 @@ def _exact_out(op: Any) -> bool:
 
 
 def _is_checked(func: Any) -> bool:
-    return bool(modules_for(func)) or _exact_out(func)
+    return bool(modules_for(func)) or _exact_out(func) or refused_dtypes(func)
 
 
 _registered = False

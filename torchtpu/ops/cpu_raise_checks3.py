@@ -18,6 +18,7 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
   grad_input, grad_output in self's dtype).
 - abs / abs_ of a bool tensor with elements: the kernel's dispatch (the refusal table leaves it out: an empty one
   computes).
+- pow of a bool tensor or bool Scalar to a bool tensor: the kernel's dispatch (even of no elements).
 - histogram: a weight of self's dtype and of self's element count (histogramdd_check_inputs on the reshaped
   input and weight), and histogramdd_prepare_out's out dtypes and bin count (first of all for a bin count);
   with no range, the data's own range must be finite (a `prepare` step of the lowerings: it reads data back);
@@ -321,10 +322,19 @@ def _abs(a: Bound) -> None:
         raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
 
 
+def _pow_of_bools(a: Bound) -> None:
+    """pow's Tensor-Tensor and Scalar-Tensor kernels have no bool (a bool tensor to a bool Scalar computes)."""
+    base, exponent = a.get("self"), a.get("exponent")
+    if getattr(exponent, "dtype", None) == torch.bool and (base is True or base is False
+                                                            or getattr(base, "dtype", None) == torch.bool):
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
     "_embedding_bag_backward": _embedding_bag_backward, "_embedding_bag_dense_backward": _embedding_bag_dense_backward,
     "_linalg_solve_ex": _linalg_solve, "nll_loss_backward": _nll_loss_backward,
     "multilabel_margin_loss_backward": _multilabel_margin_loss_backward, "histogram": _histogram,
     "leaky_relu_backward": _leaky_relu_backward, "abs": _abs, "abs_": _abs,
+    "pow": _pow_of_bools, "pow_": _pow_of_bools,
 }

@@ -290,14 +290,22 @@ def guard(op: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(kernel)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        refusal = _refusal(rules, op, args, kwargs)
-        if refusal is not None:
-            if refusal not in _IN_PLACE_REFUSALS:  # those are ATen's first check
-                _raise_earlier_check(op, args, kwargs)
-            raise refusal[0](refusal[1])
+        refuse(op, args, kwargs, rules)
         return kernel(*args, **kwargs)
 
     return guarded
+
+
+def refuse(op: Any, args: tuple, kwargs: Mapping[str, Any],
+           rules: Mapping[str, tuple[type[Exception], str]] | None = None) -> None:
+    """Raises CPU's refusal of this call, after ATen's checks that come first (guard's kernel; under
+    torch.compile for fake tensors, compile/fake_checks.py); returns where the table refuses nothing."""
+    rules = rules_for(op) if rules is None else rules
+    refusal = _refusal(rules, op, args, kwargs) if rules else None
+    if refusal is not None:
+        if refusal not in _IN_PLACE_REFUSALS:  # those are ATen's first check
+            _raise_earlier_check(op, args, kwargs)
+        raise refusal[0](refusal[1])
 
 
 def _on_meta(value: Any) -> Any:

@@ -73,6 +73,13 @@ def _inplace(true_divide: bool, subtract: bool = False) -> Callable[[Bound], Non
     return check
 
 
+def _broadcasts_to(shape: torch.Size, target: torch.Size) -> bool:
+    """Whether a tensor of `shape` broadcasts to `target` without changing it."""
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target)))
+
+
 def _binary_inplace(divide: bool = False, subtract: bool = False) -> Callable[[Bound], None]:
     """TensorIterator's cast of the common dtype into self for `self.op_(other)` (a tensor or a number): under
     torch.compile the meta kernels check integer and float results only, and the functional graph then cast a
@@ -84,6 +91,8 @@ def _binary_inplace(divide: bool = False, subtract: bool = False) -> Callable[[B
         other_dtype = other.dtype if isinstance(other, torch.Tensor) else _scalar_dtype(other)
         if subtract and torch.bool in (self.dtype, other_dtype):
             return  # sub's own bool check comes first (left to the op)
+        if isinstance(other, torch.Tensor) and not _broadcasts_to(other.shape, self.shape):
+            return  # the iterator's shape check comes first (left to the op)
         result = torch.result_type(self, other)
         if divide and a.get("rounding_mode") is None and _category(result) < 2:
             result = torch.get_default_dtype()
