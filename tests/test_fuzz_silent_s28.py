@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_refused_as_cpu, assert_refused_as_cpu_compiled
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu, assert_refused_as_cpu_compiled
 
 aten = torch.ops.aten
 
@@ -82,3 +82,55 @@ def test_compiled() -> None:
         torch.tpu.synchronize()
     assert "tpu refuses it" in str(tpu.value)
 
+
+
+def _index_add(d: str) -> list[torch.Tensor]:
+    """index_add's alpha as CPU reads it, alpha.to<scalar_t>(): an integer's truncated (fuzz seed 28: int32 by
+    alpha -3.522 gave -9 for CPU's -7), a 16-bit float's rounded; every path (1-D, first/middle/last dim, 0-d)."""
+    out = []
+    for dt in (torch.int32, torch.int8, torch.int64, torch.uint8, torch.float16, torch.bfloat16):
+        for shape, dim in (((3,), 0), ((3, 2), 0), ((3, 2), 1), ((2, 3, 2), 1), ((), 0)):
+            s = torch.arange(torch.Size(shape).numel(), device=d).reshape(shape).to(dt)
+            src_shape = [2 if i == dim else v for i, v in enumerate(shape)]
+            src = (torch.arange(torch.Size(src_shape).numel(), device=d).reshape(src_shape) + 3).to(dt)
+            idx = torch.tensor([0, 2] if shape and shape[dim] > 2 else [0, 1] if shape else [0], device=d)
+            for alpha in (-3.522, 2.7, 2 + 0j) if dt != torch.uint8 else (2.7, 3.99):
+                out += [aten.index_add(s, dim, idx, src, alpha=alpha),
+                        aten.index_add.out(s, dim, idx, src, alpha=alpha, out=torch.empty_like(s)),
+                        s.clone().index_add_(dim, idx, src, alpha=alpha)]
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_index_add_alpha_exactly_cpu(mode: str) -> None:
+    assert_exactly_cpu(_index_add, mode)
+
+
+INDEX_ADD_REFUSED = {  # alpha.to<scalar_t>() is checked: CPU refuses what the dtype cannot hold
+    "uint8_negative": lambda d: aten.index_add(torch.ones(3, dtype=torch.uint8, device=d), 0,
+                                               torch.tensor([0], device=d), torch.ones(1, dtype=torch.uint8, device=d),
+                                               alpha=-0.5),
+    "int8_300": lambda d: aten.index_add(torch.ones(3, 2, dtype=torch.int8, device=d), 1, torch.tensor([0], device=d),
+                                         torch.ones(3, 1, dtype=torch.int8, device=d), alpha=300.0),
+    "half_1e20": lambda d: aten.index_add(torch.ones(3, dtype=torch.float16, device=d), 0,
+                                          torch.tensor([1], device=d), torch.ones(1, dtype=torch.float16, device=d),
+                                          alpha=1e20),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", INDEX_ADD_REFUSED)
+def test_index_add_alpha_refused_as_cpu(case: str, mode: str) -> None:
+    assert_refused_as_cpu(INDEX_ADD_REFUSED[case], mode)
+
+
+def test_index_add_alpha_compiled() -> None:
+    """An integer tensor with a float alpha is refused by PyTorch's own meta under compile (CPU's too); a float16
+    one reaches the lowering, whose alpha is rounded to float16 first as CPU's."""
+    s, src, idx = torch.arange(3, dtype=torch.float16), torch.tensor([3.0, 4.0], dtype=torch.float16), \
+        torch.tensor([0, 2])
+    torch._dynamo.reset()
+    got = torch.compile(lambda a, b, c: torch.index_add(a, 0, c, b, alpha=2.7), backend="tpu")(
+        s.to("tpu"), src.to("tpu"), idx.to("tpu"))
+    assert torch.equal(got.cpu(), torch.index_add(s, 0, idx, src, alpha=2.7))
+    assert_refused_as_cpu_compiled(INDEX_ADD_REFUSED["half_1e20"])
