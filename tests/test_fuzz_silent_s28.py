@@ -134,3 +134,55 @@ def test_index_add_alpha_compiled() -> None:
         s.to("tpu"), src.to("tpu"), idx.to("tpu"))
     assert torch.equal(got.cpu(), torch.index_add(s, 0, idx, src, alpha=2.7))
     assert_refused_as_cpu_compiled(INDEX_ADD_REFUSED["half_1e20"])
+
+
+def _put(values: tuple[int, ...] = (), acc: bool = False, self_shape: tuple[int, ...] = (2, 4),
+         indices: int = 1) -> Callable[[str], object]:
+    def case(d: str) -> object:
+        return aten.index_put(torch.zeros(self_shape, device=d), [None] * indices, torch.ones(values, device=d), acc)
+    return case
+
+
+# index / index_put with no index tensor: tpu indexed everything (fuzz seed 29: _index_put_impl_ of [None] wrote
+# every element), CPU refuses
+NO_INDEX = {
+    "seed29_impl": lambda d: aten._index_put_impl_(torch.zeros(1, 4, dtype=torch.bool, device=d), [None],
+                                                   torch.tensor(True, device=d), unsafe=True),
+    "index_put_none": _put(),
+    "index_put_empty_list": _put(indices=0),
+    "index_put_out": lambda d: aten.index_put.out(torch.zeros(2, 4, device=d), [None], torch.ones((), device=d),
+                                                  out=torch.zeros(2, 4, device=d)),
+    "zero_dim_self": _put(self_shape=(), indices=0),
+    "index_empty_list": lambda d: aten.index(torch.zeros(2, 4, device=d), []),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", NO_INDEX)
+def test_no_index_tensor_refused_as_cpu(case: str, mode: str) -> None:
+    assert_refused_as_cpu(NO_INDEX[case], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_index_tensor_internal_assert(mode: str) -> None:
+    """CPU's own internal assert (its words name a build path): the same class, its first words."""
+    for case in (_put(acc=True), lambda d: aten.index(torch.zeros(2, 4, device=d), [None])):
+        with pytest.raises(RuntimeError, match="ntensor >= 3 INTERNAL ASSERT FAILED"):
+            case("cpu")
+        with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="ntensor >= 3 INTERNAL ASSERT FAILED"):
+            case("tpu")
+            torch.tpu.synchronize()
+
+
+def test_no_index_tensor_still_computes() -> None:
+    """A self of no elements, a 0-d mask (a None after the mask's expansion) and a None beside an index compute."""
+    for case in (_put(self_shape=(0, 4), values=(4,)),
+                 lambda d: torch.zeros(2, device=d).index_put_((torch.tensor(True, device=d),),
+                                                               torch.tensor(3.0, device=d)),
+                 lambda d: aten.index_put(torch.zeros(2, 4, device=d), [None, torch.tensor([1], device=d)],
+                                          torch.ones((), device=d))):
+        assert torch.equal(case("tpu").cpu(), case("cpu"))
+
+
+def test_no_index_tensor_compiled() -> None:
+    assert_refused_as_cpu_compiled(NO_INDEX["index_put_none"])

@@ -256,6 +256,7 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     self, indices, *rest = args
     index_checks.check_count(self.ndim, indices)
     index_checks.check_index_dtypes(indices)
+    index_checks.check_some_index(self, indices, rest, kwargs)
     if isinstance(self, torch.Tensor) and self.device.type == "tpu" and \
             any(isinstance(i, torch.Tensor) and i.device.type == "cpu" for i in indices):
         indices = [i.to(self.device) if isinstance(i, torch.Tensor) and i.device.type == "cpu" else i
