@@ -186,3 +186,17 @@ def test_no_index_tensor_still_computes() -> None:
 
 def test_no_index_tensor_compiled() -> None:
     assert_refused_as_cpu_compiled(NO_INDEX["index_put_none"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_index_tensor_words_by_value(mode: str) -> None:
+    """index_put_ without an index tensor fails differently by its value and indices on CPU: each as CPU."""
+    for values, self_shape, n in (((), (2, 3), 2), ((1,), (2, 3), 1), ((), (4,), 1), ((3,), (2, 3), 1),
+                                  ((2, 3), (2, 3), 0), ((3,), (3, 2), 1)):
+        with pytest.raises(RuntimeError) as cpu:
+            _put(values, self_shape=self_shape, indices=n)("cpu")
+        words = str(cpu.value).split(" at ")[0] if "INTERNAL ASSERT" in str(cpu.value) else str(cpu.value)
+        with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError) as tpu:
+            _put(values, self_shape=self_shape, indices=n)("tpu")
+            torch.tpu.synchronize()
+        assert words.split("\n")[0] in str(tpu.value)

@@ -250,8 +250,9 @@ _NO_INDEX_ASSERT = ("ntensor >= 3 INTERNAL ASSERT FAILED (ATen's CPU index kerne
 def check_some_index(self: Any, indices: Sequence[Any], rest: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
     """index / index_put_ with no index tensor (`[]` or only None, as given: a 0-d mask turns into None later) as
     CPU fails them (fuzz seed 29: _index_put_impl_ of [None] wrote every element, CPU raises): index's [] its
-    check, [None] the kernel's internal assert; index_put_'s value checks, then the masked_fill_ path's refusal of
-    a 0-d self, the accumulate kernel's assert or TensorIterator's undefined index. A self of no elements passes."""
+    check, [None] the kernel's internal assert; index_put_'s value checks, then the kernel's assert (accumulate, or a
+    value of other than one element), else the one-value path's masked_fill_ refusal (a None for every dim) or
+    TensorIterator's undefined index. A self of no elements passes."""
     if any(isinstance(i, torch.Tensor) for i in indices):
         return
     if not rest and "values" not in kwargs:  # index.Tensor
@@ -264,8 +265,8 @@ def check_some_index(self: Any, indices: Sequence[Any], rest: Sequence[Any], kwa
     check_value_dtype(self.dtype, values.dtype)
     if math.prod(self.shape) == 0 and self.ndim:
         return
-    if accumulate:
+    if accumulate or math.prod(values.shape) != 1:
         raise RuntimeError(_NO_INDEX_ASSERT)
-    if self.ndim == 0:
+    if len(indices) == self.ndim:  # index_put_'s one-value path: masked_fill_ by the (undefined) last index
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype nullptr (uninitialized)")
     raise RuntimeError("sym_strides() called on an undefined Tensor")
