@@ -78,6 +78,30 @@ def _batch_norm_backward_unchecked(call: Any) -> bool:
     return all(a.base.dtype == x.dtype for a in (call.args[0], *call.args[2:7]) if hasattr(a, "base"))
 
 
+# The batch norm forward overloads whose arguments 3 and 4 are running_mean and running_var.
+_BATCH_NORM_WITH_STATS = frozenset({"native_batch_norm", "_native_batch_norm_legit", "_batch_norm_with_update",
+                                    "_native_batch_norm_legit_no_training", "_native_batch_norm_legit_functional",
+                                    "_batch_norm_no_update"})
+
+
+def _empty_running_stats(call: Any) -> bool:
+    """A batch norm forward CPU's kernel (batch_norm_cpu) reads running stats of no elements in unchecked, training or
+    not: a floating input of 2+ dims with elements, running_mean or running_var of shape [0], and the 1-D parameters
+    of input's dtype (or all float32 for a float16/bfloat16 input: ATen's mixed type; other dtypes raise first)."""
+    if call.op._schema.name.removeprefix("aten::") not in _BATCH_NORM_WITH_STATS or len(call.args) < 5:
+        return False
+    if not all(hasattr(a, "base") for a in call.args[3:5]) or not hasattr(call.args[0], "base"):
+        return False
+    x = call.args[0].materialize("cpu")
+    if x.dim() < 2 or x.numel() == 0 or x.dtype not in _BATCH_NORM_DTYPES:
+        return False
+    params = [a.materialize("cpu") for a in call.args[1:5] if hasattr(a, "base")]
+    if any(p.dim() != 1 for p in params) or not any(p.numel() == 0 for p in params[-2:]):
+        return False
+    mixed = x.dtype in (torch.float16, torch.bfloat16) and all(p.dtype == torch.float32 for p in params)
+    return mixed or all(p.dtype == x.dtype for p in params)
+
+
 def _pool_indices_out_of_plane(call: Any) -> bool:
     """Max-pool backward's `indices` (the int64 tensor argument) outside [0, input plane size)."""
     pooled = 3 if "3d" in str(call.op) else 2
@@ -201,6 +225,12 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         lambda call: len(call.args) > 5 and call.args[5] is False and call.args[3] is None and call.args[4] is None,
         "CPU segfaults (torch 2.13) on native_batch_norm with training=False and no running stats (fuzz seed 3); "
         "tpu raises that evaluation mode needs them"),
+    "aten::*batch_norm*": (
+        _empty_running_stats,
+        "CPU segfaults (torch 2.13) on a batch norm forward with running_mean or running_var of shape [0]: "
+        "batch_norm_cpu reads one per channel unchecked, training or not (fuzz seed 28 call 1: "
+        "_native_batch_norm_legit_no_training of float32[1, 2, 3]); tpu refuses the stats' shape, as "
+        "F.batch_norm does"),
     "aten::batch_norm_backward.*": (
         _batch_norm_backward_unchecked,
         "CPU segfaults (torch 2.13) on batch_norm_backward with update=False and no running stats (fuzz seed 5 call "

@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
+from torchtpu.ops import pad_backward_checks
 from torchtpu.ops.arg_checks import dim_size
 from torchtpu.ops.cpu_raise_checks import _cast_to, _cumsum_dim, _is_tensor, broadcast, inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
@@ -157,17 +158,9 @@ def _blas_scalars(first: str, second: str, batch_sum: bool = False) -> Callable[
     return check
 
 
-def _pad_backward(n: int) -> Callable[[Bound], None]:
-    def check(a: Bound) -> None:  # after the shape checks: the kernel's dispatch on grad_output's type
-        grad, x, pad = a["grad_output"], a["self"], [int(p) for p in a["padding"]]
-        shape = [int(v) for v in x.shape]
-        if len(shape) not in (n + 1, n + 2) or len(pad) != 2 * n or not all(shape[1:]):
-            return
-        for i in range(n):
-            shape[-1 - i] += pad[2 * i] + pad[2 * i + 1]
-        if [int(v) for v in grad.shape] == shape and grad.dtype != x.dtype:
-            raise RuntimeError(f"expected scalar type {aten_type_name(grad.dtype)} but found "
-                               f"{aten_type_name(x.dtype)}")
+def _pad_backward(kind: str, n: int) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # after the shape checks: the kernel's dispatch and reads (ops/pad_backward_checks.py)
+        pad_backward_checks.kernel_checks(f"{kind}_pad{n}d_backward", n, a["grad_output"], a["self"], a["padding"])
     return check
 
 
@@ -361,7 +354,7 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "addmv": _blas_scalars("mat", "vec"), "addmv_": _blas_scalars("mat", "vec"),
     "baddbmm": _blas_scalars("batch1", "batch2"), "baddbmm_": _blas_scalars("batch1", "batch2"),
     "addbmm": _blas_scalars("batch1", "batch2", True), "addbmm_": _blas_scalars("batch1", "batch2", True),
-    **{f"{kind}_pad{n}d_backward": _pad_backward(n) for kind in ("replication", "reflection") for n in (1, 2, 3)},
+    **{f"{kind}_pad{n}d_backward": _pad_backward(kind, n) for kind in ("replication", "reflection") for n in (1, 2, 3)},
     "lerp": _LERP, "lerp_": _LERP, "_foreach_lerp": _foreach_lerp(False),
     "_foreach_lerp_": _foreach_lerp(True),
     "addcmul": _scalar_of(("self", "tensor1", "tensor2"), "value", "fic"),

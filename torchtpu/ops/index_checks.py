@@ -5,9 +5,10 @@ from the lowering or, for a mask of the wrong shape, a result."""
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -240,3 +241,32 @@ def check_index_select(self: Any, index: Any) -> None:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
     if index.dtype not in (torch.int64, torch.int32):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+
+
+_NO_INDEX_ASSERT = ("ntensor >= 3 INTERNAL ASSERT FAILED (ATen's CPU index kernel, IndexKernelUtils.h: no index "
+                    "tensor given)")
+
+
+def check_some_index(self: Any, indices: Sequence[Any], rest: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    """index / index_put_ with no index tensor (`[]` or only None, as given: a 0-d mask turns into None later) as
+    CPU fails them (fuzz seed 29: _index_put_impl_ of [None] wrote every element, CPU raises): index's [] its
+    check, [None] the kernel's internal assert; index_put_'s value checks, then the kernel's assert (accumulate, or a
+    value of other than one element), else the one-value path's masked_fill_ refusal (a None for every dim) or
+    TensorIterator's undefined index. A self of no elements passes."""
+    if any(isinstance(i, torch.Tensor) for i in indices):
+        return
+    if not rest and "values" not in kwargs:  # index.Tensor
+        if not indices:
+            raise IndexError("at least one index must be provided")
+        raise RuntimeError(_NO_INDEX_ASSERT)
+    values = rest[0] if rest else kwargs["values"]
+    accumulate = rest[1] if len(rest) > 1 else kwargs.get("accumulate", False)
+    check_value_shape(values.shape, self.shape)
+    check_value_dtype(self.dtype, values.dtype)
+    if math.prod(self.shape) == 0 and self.ndim:
+        return
+    if accumulate or math.prod(values.shape) != 1:
+        raise RuntimeError(_NO_INDEX_ASSERT)
+    if len(indices) == self.ndim:  # index_put_'s one-value path: masked_fill_ by the (undefined) last index
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype nullptr (uninitialized)")
+    raise RuntimeError("sym_strides() called on an undefined Tensor")

@@ -7,9 +7,10 @@ from typing import Any
 
 import torch
 
-from torchtpu.dtypes import check_scalar_fits
+from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops import arg_checks, host_index, index_checks
 from torchtpu.ops import prims as P
+from torchtpu.ops.decomposition_values import _rounded
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
 from torchtpu.ops.tracing import Sym
@@ -114,9 +115,13 @@ def scatter_add(self: Sym, dim: int, index: Sym, src: Sym) -> Sym:
     return _scatter(self, dim, index, src, "add")
 
 
-@lower(aten.index_add.default, prepare=host_index.INDEX_AT_2)
+@lower(aten.index_add.default, prepare=host_index.INDEX_AT_2, static=("alpha",))
 def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -> Sym:
     d = index_checks.check_index_func("index_add", self, dim, index, source)
+    if isinstance(alpha, (float, complex)) and not (self.dtype.is_complex or self.dtype == torch.bool):
+        # CPU: alpha.to<scalar_t>(), checked (an integer's truncated: fuzz seed 28, int32 by -3.522 gave -9 for -7)
+        alpha = checked_scalar(alpha, self.dtype)
+        alpha = _rounded(float(alpha), self.dtype) if self.dtype.is_floating_point else int(alpha)
     src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
     size = self.shape[d] if self.ndim else 1
     # CPU (index_add_cpu_) takes index_put's accumulate path, whose check is a RuntimeError, for an int64 index
@@ -251,6 +256,7 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     self, indices, *rest = args
     index_checks.check_count(self.ndim, indices)
     index_checks.check_index_dtypes(indices)
+    index_checks.check_some_index(self, indices, rest, kwargs)
     if isinstance(self, torch.Tensor) and self.device.type == "tpu" and \
             any(isinstance(i, torch.Tensor) and i.device.type == "cpu" for i in indices):
         indices = [i.to(self.device) if isinstance(i, torch.Tensor) and i.device.type == "cpu" else i

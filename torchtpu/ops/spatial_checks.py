@@ -185,6 +185,9 @@ def pad_backward(mode: str, nd: int, grad_shape: Sequence[int], shape: Sequence[
         return  # ATen reads past the list (undefined); the lowering refuses it
     dims = [i + (2 if len(shape) == nd + 2 else 1) for i in range(nd)]  # D, H, W (or H, W)
     sizes = [dim_size(shape, d) for d in dims]
+    if not reflect and nd == 3 and dim_size(shape, dims[0] - 1) != dim_size(grad_shape, dims[0] - 1):
+        raise RuntimeError(f"gradOutput channel unexpected. Expected: {dim_size(shape, dims[0] - 1)}, Got: "
+                           f"{dim_size(grad_shape, dims[0] - 1)}")  # replication_pad3d_backward's first size check
     grad = "grad_output" if reflect and nd == 3 else "gradOutput"
     for k, name in enumerate(("width", "height", "depth")[:nd]):  # W first
         i = nd - 1 - k
