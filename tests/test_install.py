@@ -4,6 +4,7 @@ a wheel built from the checkout installs into a fresh venv and passes the device
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import os
 import subprocess
@@ -34,11 +35,17 @@ def test_package_data_covers_every_non_python_file_the_package_reads():
             assert any(fnmatch.fnmatch(rel, pattern) for pattern in data.get(package, [])), (package, rel)
 
 
-def test_the_shim_sources_are_the_ones_setup_builds():
-    setup_text = (ROOT / "setup.py").read_text()
-    native_text = (ROOT / "torchtpu" / "_native.py").read_text()
-    for source in sorted((ROOT / "torchtpu" / "csrc").glob("*.cpp")):
-        assert f"torchtpu/csrc/{source.name}" in setup_text and f'"{source.name}"' in native_text, source.name
+def test_the_shim_sources_are_the_ones_setup_builds(monkeypatch):
+    from torchtpu import _native
+
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    expr = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "SHIM_SOURCES")
+    monkeypatch.chdir(ROOT)  # setup.py runs from the source tree
+    built = eval(compile(ast.Expression(expr), "setup.py", "eval"), {"Path": Path})  # noqa: S307
+    every = sorted((ROOT / "torchtpu" / "csrc").glob("*.cpp"))
+    assert built == [f"torchtpu/csrc/{p.name}" for p in every]
+    assert [p.name for p in _native._SOURCES] == [p.name for p in every]
 
 
 def test_license_metadata_is_spdx():
