@@ -218,6 +218,28 @@ def checked_scalar(value: Any, dtype: torch.dtype) -> Any:
     return value.real if isinstance(value, complex) and not dtype.is_complex else value
 
 
+def opmath(dtype: torch.dtype) -> torch.dtype:
+    """The type a CPU kernel computes `dtype` in (its opmath_t: float for float16 and bfloat16)."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def rounded_scalar(value: float, dtype: torch.dtype) -> float:
+    """`value` (a double) cast to the floating `dtype` as C++ does (to float first for the 16-bit types), in plain
+    Python: a decomposition under torch.compile may not make a tensor."""
+    import ml_dtypes
+    import numpy as np
+
+    if dtype == torch.float64 or value != value:
+        return value
+    with np.errstate(over="ignore"):  # an overflow is inf, as the C++ cast
+        single = float(np.float32(value))
+        if dtype == torch.float16:
+            return float(np.float16(single))
+    if dtype == torch.bfloat16:  # c10's round to nearest even, as ml_dtypes casts
+        return float(np.float32(single).astype(ml_dtypes.bfloat16))
+    return single
+
+
 def table() -> list[tuple[str, str]]:
     """(family, supported dtypes) rows, as docs/install.md shows them."""
     return [(family, _names(dtypes)) for family, dtypes in FAMILIES.items()]

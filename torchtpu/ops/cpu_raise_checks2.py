@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.dtypes import check_scalar_fits, checked_scalar
+from torchtpu.dtypes import check_scalar_fits, checked_scalar, opmath
 from torchtpu.ops import pad_backward_checks
 from torchtpu.ops.arg_checks import dim_size
 from torchtpu.ops.cpu_raise_checks import _cast_to, _cumsum_dim, _is_tensor, broadcast, inplace_shape, result_type
@@ -50,11 +50,6 @@ from torchtpu.ops.tracing import aten_type_name
 Bound = dict[str, Any]
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
-
-
-def opmath(dtype: torch.dtype) -> torch.dtype:
-    """The type a kernel computes `dtype` in (float for float16 and bfloat16)."""
-    return torch.float32 if dtype in _LOW_PRECISION else dtype
 
 
 def _scalar_of(names: tuple[str, ...], scalar: str, kinds: str) -> Callable[[Bound], None]:

@@ -36,9 +36,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import ml_dtypes
-import numpy as np
 import torch
+
+from torchtpu.dtypes import opmath, rounded_scalar
 
 aten = torch.ops.aten
 
@@ -117,20 +117,6 @@ def _bce_backward_weight(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
-def _rounded(value: float, dtype: torch.dtype) -> float:
-    """`value` (a double) cast to `dtype` as C++ does (to float first for the 16-bit types), in plain Python: a
-    decomposition under torch.compile may not make a tensor."""
-    if dtype == torch.float64 or math.isnan(value):
-        return value
-    with np.errstate(over="ignore"):  # an overflow is inf, as the C++ cast
-        single = float(np.float32(value))
-        if dtype == torch.float16:
-            return float(np.float16(single))
-    if dtype == torch.bfloat16:  # c10's round to nearest even, as ml_dtypes casts
-        return float(np.float32(single).astype(ml_dtypes.bfloat16))
-    return single
-
-
 def _number_in_result_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     names = [a.name for a in op._schema.arguments]
 
@@ -144,7 +130,7 @@ def _number_in_result_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., An
         result = torch.result_type(tensor, value)
         if not result.is_floating_point:  # INT_TO_FLOAT promotion
             result = torch.get_default_dtype()
-        rounded = _rounded(float(value), result)
+        rounded = rounded_scalar(float(value), result)
         if number in kwargs:
             kwargs = {**kwargs, number: rounded}
         else:
@@ -162,7 +148,7 @@ def _huber_backward_nonpositive_delta(op: Any, fn: Callable[..., Any]) -> Callab
         if not isinstance(delta, int | float) or delta > 0:
             return fn(grad_output, self, target, reduction, delta)
         dtype = torch.promote_types(torch.promote_types(grad_output.dtype, self.dtype), target.dtype)
-        wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+        wide = opmath(dtype)
         g, x = grad_output.to(wide), (self.to(wide) - target.to(wide))
         norm = 1.0 / self.numel() if reduction == 1 else 1.0
         result = torch.where(x <= -delta, -norm * g * delta, torch.where(x >= delta, norm * g * delta, norm * x * g))

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from torchtpu import dtypes
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops import host_index, operand_checks, scalar_args, value_fits
 from torchtpu.ops import prims as P
@@ -487,7 +488,7 @@ def threshold_backward(grad_output: Sym, self: Sym, threshold: Any) -> Sym:
     (g, x), common = promoted(grad_output, self)
     if common == torch.bool or common.is_complex:
         raise NotImplementedError(f'"threshold_cpu" not implemented for {aten_type_name(common)!r}')
-    read = torch.float32 if common in (torch.float16, torch.bfloat16) else common
+    read = dtypes.opmath(common)
     value = checked_scalar(threshold, read)
     return P.where(P.compare("LE", P.convert(x, read), P.convert(value, read)), P.zeros_like(g), g)
 

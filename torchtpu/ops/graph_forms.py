@@ -15,10 +15,9 @@ from typing import Any
 
 import torch
 
-from torchtpu.dtypes import check_scalar_fits, checked_scalar
+from torchtpu.dtypes import check_scalar_fits, checked_scalar, opmath
 from torchtpu.ops import conv, out_checks
 from torchtpu.ops import prims as P
-from torchtpu.ops.cpu_raise_checks2 import opmath
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
 

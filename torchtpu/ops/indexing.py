@@ -7,10 +7,9 @@ from typing import Any
 
 import torch
 
-from torchtpu.dtypes import check_scalar_fits, checked_scalar
+from torchtpu.dtypes import check_scalar_fits, checked_scalar, rounded_scalar
 from torchtpu.ops import arg_checks, host_index, index_checks
 from torchtpu.ops import prims as P
-from torchtpu.ops.decomposition_values import _rounded
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
 from torchtpu.ops.tracing import Sym
@@ -121,7 +120,7 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
     if isinstance(alpha, (float, complex)) and not (self.dtype.is_complex or self.dtype == torch.bool):
         # CPU: alpha.to<scalar_t>(), checked (an integer's truncated: fuzz seed 28, int32 by -3.522 gave -9 for -7)
         alpha = checked_scalar(alpha, self.dtype)
-        alpha = _rounded(float(alpha), self.dtype) if self.dtype.is_floating_point else int(alpha)
+        alpha = rounded_scalar(float(alpha), self.dtype) if self.dtype.is_floating_point else int(alpha)
     src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
     size = self.shape[d] if self.ndim else 1
     # CPU (index_add_cpu_) takes index_put's accumulate path, whose check is a RuntimeError, for an int64 index
