@@ -21,6 +21,7 @@
 #include <numpy/arrayobject.h>
 
 #include "fast_launch_key.h"
+#include "record_native.h"
 
 #include <cmath>
 #include <cstring>
@@ -126,27 +127,6 @@ void put_views(py::list& list, const std::vector<at::Tensor>& tensors) {
     if (view == nullptr) throw py::error_already_set();
     PyList_SET_ITEM(list.ptr(), i, view);
   }
-}
-
-// `tensors` as the first items of `list` (a recording entry's operands)
-void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors) {
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    PyObject* t = THPVariable_Wrap(tensors[i]);
-    if (t == nullptr) throw py::error_already_set();
-    PyList_SET_ITEM(list.ptr(), i, t);
-  }
-}
-
-// storage_layout (fast_launch_key.h) as deferred.record_cached takes it: the bytes and each slot's address.
-std::pair<py::bytes, py::tuple> python_layout(const std::vector<at::Tensor>& inputs,
-                                              const std::vector<at::Tensor>& outputs) {
-  std::vector<const void*> bases;
-  const std::string layout = storage_layout(inputs, outputs, bases);
-  py::tuple addresses(bases.size());
-  for (size_t i = 0; i < bases.size(); ++i) {
-    addresses[i] = py::int_(reinterpret_cast<uintptr_t>(bases[i]));
-  }
-  return {py::bytes(layout), std::move(addresses)};
 }
 
 // Whether `native` ran the call: two C-contiguous float32 (m, k) and (k, n) inputs, one (m, n) output, and
@@ -337,11 +317,7 @@ struct FastKernel final : public c10::OperatorKernel {
     }
     py::list in_buffers(inputs.size() + n_extra);
     py::list out_buffers(outputs.size());
-    if (entry.record) {
-      put_tensors(in_buffers, inputs);
-    } else {
-      put_views(in_buffers, inputs);
-    }
+    if (!entry.record) put_views(in_buffers, inputs);  // (a recording's tensors: below, where Python needs them)
     py::tuple py_scalars;  // the scalars as Python values, for bindings that are functions of them
     for (Py_ssize_t i = 0; i < n_extra; ++i) {
       PyObject* binding = PyTuple_GET_ITEM(bindings, i);
@@ -369,8 +345,13 @@ struct FastKernel final : public c10::OperatorKernel {
       PyList_SET_ITEM(in_buffers.ptr(), inputs.size() + i, item);
     }
     if (entry.record) {
-      put_tensors(out_buffers, outputs);
       auto [layout, addresses] = python_layout(inputs, outputs);
+      if (record_native(entry.exe.ptr(), inputs, outputs, in_buffers.ptr(), layout.ptr(), addresses.ptr(),
+                        entry.device)) {
+        return finish(schema, values, n_args, outputs, stack);
+      }
+      put_tensors(in_buffers, inputs);
+      put_tensors(out_buffers, outputs);
       py::object recorded = entry.execute(entry.exe, in_buffers, out_buffers, entry.device, layout, addresses);
       if (recorded.ptr() == Py_False) return false;  // not deferrable now: the Python kernel runs the call
     } else {
@@ -579,6 +560,7 @@ void bind_fast_launch(py::module& m) {
     g_scalar_buffer = make.release().ptr();
   });
   m.def("fast_counters", &counters);
+  bind_record_native(m);
   m.def("fast_launch_budget", [](int64_t n) {  // sets the budget, returns what was left of the last one
     const int64_t left = g_launch_budget;
     g_launch_budget = g_record ? n : 0;

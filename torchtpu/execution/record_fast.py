@@ -6,7 +6,11 @@ goes to `deferred.record_cached`, the long way, unchanged.
 
 It does what `deferred._record_cached` does on that path (same checks, same event, same commit point), without
 its second lock, its walk set-up and its second eager-mode lookup, the views from `record_plan.hit`: ~0.7 us
-less per recorded 8x8 op (8x8 add unsynced 8.06 -> 7.36 us, interleaved in one process; docs/deferred_regions.md)."""
+less per recorded 8x8 op (8x8 add unsynced 8.06 -> 7.36 us, interleaved in one process; docs/deferred_regions.md).
+
+Its common case runs in C++ first (csrc/record_native.cpp, installed by `native_recording`): a hit whose layout
+plan, region slots and views were all met before is recorded there, on these modules' own objects, with no Python
+per op; anything else comes here."""
 
 from __future__ import annotations
 
@@ -15,8 +19,8 @@ from typing import Any
 import torch
 
 from torchtpu.execution import deferred as _d
-from torchtpu.execution import modes, poison, record_plan
-from torchtpu.execution.region_ir import Event
+from torchtpu.execution import modes, poison, record_plan, user_frames
+from torchtpu.execution.region_ir import Event, Slot
 from torchtpu.execution.user_frames import user_line
 
 _FUSE = modes.EagerMode.DEFER_AND_FUSE
@@ -66,3 +70,17 @@ def _drop(region: Any, added: int) -> None:
     for slot in slots[added:]:
         del region.slot_of[slot.key if slot.key else ("empty", slot.torch_dtype)]
     del slots[added:]
+
+
+def native_recording(on: bool = True) -> None:
+    """Turns the C++ recording hit (csrc/record_native.cpp) on or off; off, every recording hit runs
+    `record_cached` here (the same result, as tests check)."""
+    from torchtpu._native import native
+
+    if on:
+        native().fast_record_hooks(_d, poison, modes, record_plan, user_frames, Event, Slot, _FUSE, user_line)
+    else:
+        native().fast_record_hooks(*(None,) * 9)
+
+
+native_recording()

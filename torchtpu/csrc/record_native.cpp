@@ -1,0 +1,339 @@
+// DEFER_AND_FUSE's recording hit without Python per op: what execution/record_fast.py's `record_cached` does
+// (same checks, same Event and Slot objects, same commit point) for an op whose storage layout was planned before
+// (record_plan._plans), whose storages the pending region already holds (or that this call made fresh), and whose
+// views were made before (record_plan._views). Anything else (no event yet, a poisoned storage, another device or
+// mode, a storage new to the region, a miss in either table, the lock held by another thread, a user frame not
+// seen before) returns false with nothing changed, and the caller runs record_fast.record_cached, which does it
+// the long way. The Python objects it reads are the modules' own (set by execution/record_fast.py `install`), so
+// both paths share one region, one plan table and one set of caches.
+#include "record_native.h"
+
+#include "fast_launch_key.h"
+
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/Storage.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <frameobject.h>
+
+namespace torchtpu {
+namespace {
+
+struct Hooks {
+  bool on = false;
+  // the modules' dicts: deferred, poison, modes, record_plan, user_frames
+  py::object deferred, poison, modes, plan, frames;
+  py::object event_type, slot_type, fuse, user_line;
+};
+
+int64_t g_recorded = 0;  // ops recorded here (tests and benchmarks read it: fast_record_count)
+
+Hooks& hooks() {
+  static auto* h = new Hooks();
+  return *h;
+}
+
+// Interned attribute and global names.
+struct Names {
+  PyObject *region, *single, *active, *stack, *mode, *lock, *plans, *views, *package, *lines, *stats, *max_ops;
+  PyObject *events, *slots, *slot_of, *device, *torch_dtype, *written, *ir_ops, *ops_deferred, *ops;
+  PyObject *acquire, *release, *program, *structure, *inputs, *outputs, *scalars, *origin, *key;
+  PyObject *storage, *dtype, *nbytes, *numel, *holder, *flush;
+};
+
+Names& names() {
+  static Names* n = [] {
+    auto* m = new Names();
+    auto s = [](const char* text) { return PyUnicode_InternFromString(text); };
+    *m = Names{s("_region"), s("_single"), s("active"), s("_stack"), s("_mode"), s("_lock"), s("_plans"),
+               s("_views"), s("_PACKAGE_CODE"), s("_LINES"), s("stats"), s("MAX_REGION_OPS"), s("events"),
+               s("slots"), s("slot_of"), s("device"), s("torch_dtype"), s("written"), s("ir_ops"),
+               s("ops_deferred"), s("ops"), s("acquire"), s("release"), s("program"), s("structure"),
+               s("inputs"), s("outputs"), s("scalars"), s("origin"), s("key"), s("storage"), s("dtype"),
+               s("nbytes"), s("numel"), s("_holder"), s("flush")};
+    return m;
+  }();
+  return *n;
+}
+
+// A global of a module's dict (borrowed), or nullptr when it is missing.
+PyObject* global(const py::object& dict, PyObject* name) {
+  PyObject* v = PyDict_GetItemWithError(dict.ptr(), name);
+  if (v == nullptr && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
+py::object attr(PyObject* obj, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(obj, name);
+  if (v == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(v);
+}
+
+void set_attr(PyObject* obj, PyObject* name, PyObject* value) {
+  if (PyObject_SetAttr(obj, name, value) < 0) throw py::error_already_set();
+}
+
+// An instance of `type` with these attributes set, without running its __init__ (which only sets them).
+py::object make(const py::object& type, std::initializer_list<std::pair<PyObject*, PyObject*>> fields) {
+  auto* t = reinterpret_cast<PyTypeObject*>(type.ptr());
+  PyObject* obj = t->tp_alloc(t, 0);
+  if (obj == nullptr) throw py::error_already_set();
+  auto result = py::reinterpret_steal<py::object>(obj);
+  for (const auto& [name, value] : fields) set_attr(obj, name, value);
+  return result;
+}
+
+// The pending region's lock, taken without waiting (another thread's flush holds it: the Python path waits).
+class LockGuard {
+ public:
+  explicit LockGuard(PyObject* lock) : lock_(lock) {
+    PyObject* got = PyObject_CallMethodOneArg(lock, names().acquire, Py_False);
+    if (got == nullptr) throw py::error_already_set();
+    held_ = got == Py_True;
+    Py_DECREF(got);
+  }
+  ~LockGuard() {
+    if (!held_) return;
+    PyObject* type;
+    PyObject* value;
+    PyObject* trace;
+    PyErr_Fetch(&type, &value, &trace);  // (an error being raised survives the release)
+    PyObject* done = PyObject_CallMethodNoArgs(lock_, names().release);
+    Py_XDECREF(done);
+    if (done == nullptr) PyErr_Clear();
+    PyErr_Restore(type, value, trace);
+  }
+  bool held() const { return held_; }
+
+ private:
+  PyObject* lock_;
+  bool held_ = false;
+};
+
+// user_frames.user_line() from its caches: the first frame up the stack whose code the caches call the user's,
+// and that instruction's line. None (no error) where a cache misses, or no frame is found: the Python walk then.
+py::object cached_user_line() {
+  const Names& n = names();
+  PyObject* package = global(hooks().frames, n.package);
+  PyObject* lines = global(hooks().frames, n.lines);
+  if (package == nullptr || lines == nullptr) return py::none();
+  PyFrameObject* top = PyEval_GetFrame();
+  if (top == nullptr) return py::none();
+  Py_INCREF(top);
+  auto frame = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(top));
+  for (int depth = 0; depth < 40 && frame; ++depth) {
+    auto* f = reinterpret_cast<PyFrameObject*>(frame.ptr());
+    auto code = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyFrame_GetCode(f)));
+    PyObject* ours = PyDict_GetItemWithError(package, code.ptr());
+    if (ours == nullptr) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      return py::none();
+    }
+    if (ours == Py_False) {
+      py::object key = py::make_tuple(code, py::int_(PyFrame_GetLasti(f)));
+      PyObject* line = PyDict_GetItemWithError(lines, key.ptr());
+      if (line == nullptr && PyErr_Occurred()) throw py::error_already_set();
+      return line == nullptr ? py::none() : py::reinterpret_borrow<py::object>(line);
+    }
+    if (ours != Py_True) return py::none();
+    frame = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyFrame_GetBack(f)));
+  }
+  return py::none();
+}
+
+bool truthy(PyObject* v) {
+  const int t = PyObject_IsTrue(v);
+  if (t < 0) throw py::error_already_set();
+  return t == 1;
+}
+
+}  // namespace
+
+void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    PyObject* t = THPVariable_Wrap(tensors[i]);
+    if (t == nullptr) throw py::error_already_set();
+    PyList_SET_ITEM(list.ptr(), i, t);
+  }
+}
+
+std::pair<py::bytes, py::tuple> python_layout(const std::vector<at::Tensor>& inputs,
+                                              const std::vector<at::Tensor>& outputs) {
+  std::vector<const void*> bases;
+  const std::string layout = storage_layout(inputs, outputs, bases);
+  py::tuple addresses(bases.size());
+  for (size_t i = 0; i < bases.size(); ++i) {
+    addresses[i] = py::int_(reinterpret_cast<uintptr_t>(bases[i]));
+  }
+  return {py::bytes(layout), std::move(addresses)};
+}
+
+bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                   PyObject* buffers, PyObject* layout, PyObject* addresses, int64_t device) {
+  const Hooks& h = hooks();
+  if (!h.on || !PyTuple_Check(token) || PyTuple_GET_SIZE(token) != 6 || !PyList_Check(buffers)) return false;
+  const Names& n = names();
+  PyObject* region = global(h.deferred, n.region);
+  PyObject* single = global(h.deferred, n.single);
+  PyObject* lock = global(h.deferred, n.lock);
+  PyObject* active = global(h.poison, n.active);
+  PyObject* stack = global(h.modes, n.stack);
+  if (region == nullptr || single == nullptr || lock == nullptr || active == nullptr || stack == nullptr ||
+      !PyList_Check(single) || !PyList_Check(stack)) {
+    return false;
+  }
+  const Py_ssize_t depth = PyList_GET_SIZE(stack);
+  PyObject* mode = depth ? PyList_GET_ITEM(stack, depth - 1) : global(h.modes, n.mode);
+  if (mode != h.fuse.ptr() || PyList_GET_SIZE(single) || truthy(active)) return false;
+  py::object events = attr(region, n.events);
+  if (!PyList_Check(events.ptr()) || PyList_GET_SIZE(events.ptr()) == 0) return false;
+  if (PyLong_AsLongLong(attr(region, n.device).ptr()) != device) {
+    if (PyErr_Occurred()) throw py::error_already_set();
+    return false;
+  }
+  LockGuard guard(lock);
+  if (!guard.held()) return false;
+
+  py::object memo = py::make_tuple(py::handle(PyTuple_GET_ITEM(token, 5)), py::handle(layout));
+  PyObject* plans = global(h.plan, n.plans);
+  PyObject* plan = plans == nullptr ? nullptr : PyDict_GetItemWithError(plans, memo.ptr());
+  if (plan == nullptr) {
+    if (PyErr_Occurred()) throw py::error_already_set();
+    return false;
+  }
+  if (!PyTuple_Check(plan)) return false;  // None: the walk
+  PyObject* storages = PyTuple_GET_ITEM(plan, 0);
+  const Py_ssize_t n_storages = PyTuple_GET_SIZE(storages);
+  if (n_storages != PyTuple_GET_SIZE(addresses)) return false;
+  py::object slot_of = attr(region, n.slot_of);
+  py::object slots = attr(region, n.slots);
+  const Py_ssize_t n_slots = PyList_GET_SIZE(slots.ptr());
+  py::tuple mapped(n_storages);
+  std::vector<Py_ssize_t> added;  // storages new to the region (made by this call, or first met): new slots
+  for (Py_ssize_t i = 0; i < n_storages; ++i) {
+    PyObject* entry = PyTuple_GET_ITEM(storages, i);  // (first tensor, torch dtype, IR dtype, bytes, fresh)
+    PyObject* slot = PyTuple_GET_ITEM(entry, 4) == Py_True
+                         ? nullptr
+                         : PyDict_GetItemWithError(slot_of.ptr(), PyTuple_GET_ITEM(addresses, i));
+    if (slot == nullptr) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      mapped[i] = py::int_(n_slots + static_cast<Py_ssize_t>(added.size()));
+      added.push_back(i);
+      continue;
+    }
+    const Py_ssize_t index = PyLong_AsSsize_t(slot);
+    if (index < 0 || index >= n_slots) return false;
+    py::object held = attr(PyList_GET_ITEM(slots.ptr(), index), n.torch_dtype);
+    if (held.ptr() != PyTuple_GET_ITEM(entry, 1)) return false;  // another dtype: record_fast refuses it
+    mapped[i] = py::reinterpret_borrow<py::object>(slot);
+  }
+  PyObject* views = global(h.plan, n.views);
+  py::object view_key = py::make_tuple(memo, mapped);
+  PyObject* found = views == nullptr ? nullptr : PyDict_GetItemWithError(views, view_key.ptr());
+  if (found == nullptr) {
+    if (PyErr_Occurred()) throw py::error_already_set();
+    return false;
+  }
+  PyObject* outs = PyTuple_GET_ITEM(found, 1);
+  py::object line = cached_user_line();
+  if (line.is_none()) line = h.user_line(0);  // (its own frame, ours, then up: an autograd thread has no other)
+  const Py_ssize_t n_buffers = PyList_GET_SIZE(buffers);
+  py::tuple scalars(n_buffers - static_cast<Py_ssize_t>(inputs.size()));
+  for (Py_ssize_t i = static_cast<Py_ssize_t>(inputs.size()); i < n_buffers; ++i) {
+    scalars[i - static_cast<Py_ssize_t>(inputs.size())] = py::reinterpret_borrow<py::object>(PyList_GET_ITEM(buffers, i));
+  }
+  PyObject* program = PyTuple_GET_ITEM(token, 1);
+  py::object origin = py::make_tuple(py::handle(PyTuple_GET_ITEM(token, 0)), line);
+  py::object event = make(h.event_type, {{n.program, program}, {n.structure, PyTuple_GET_ITEM(token, 2)},
+                                         {n.inputs, PyTuple_GET_ITEM(found, 0)}, {n.outputs, outs},
+                                         {n.scalars, scalars.ptr()}, {n.origin, origin.ptr()},
+                                         {n.key, PyTuple_GET_ITEM(found, 2)}});
+  std::vector<py::object> new_slots;  // as record_plan.hit makes them (deferred._new_slot for one first met)
+  const auto n_in = static_cast<Py_ssize_t>(inputs.size());
+  for (const Py_ssize_t i : added) {
+    PyObject* entry = PyTuple_GET_ITEM(storages, i);
+    const Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
+    if (first < 0 || first >= n_in + static_cast<Py_ssize_t>(outputs.size())) return false;
+    const at::Tensor& t = first < n_in ? inputs[first] : outputs[first - n_in];
+    if (!t.has_storage() || !THPDtype_Check(PyTuple_GET_ITEM(entry, 1)) ||
+        t.scalar_type() != reinterpret_cast<THPDtype*>(PyTuple_GET_ITEM(entry, 1))->scalar_type) {
+      return false;
+    }
+    const c10::Storage& s = t.storage();
+    PyObject* nbytes = PyTuple_GET_ITEM(entry, 3);
+    if (PyLong_AsLongLong(nbytes) != static_cast<long long>(s.nbytes())) return false;
+    auto storage = py::reinterpret_steal<py::object>(THPStorage_Wrap(s));
+    if (!storage) throw py::error_already_set();
+    const bool fresh = PyTuple_GET_ITEM(entry, 4) == Py_True;
+    py::object key = fresh ? py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(addresses, i))
+                           : py::int_(reinterpret_cast<uintptr_t>(s.data()));
+    py::int_ numel(static_cast<long long>(s.nbytes()) / static_cast<long long>(t.element_size()));
+    new_slots.push_back(make(h.slot_type, {{n.storage, storage.ptr()}, {n.torch_dtype, PyTuple_GET_ITEM(entry, 1)},
+                                          {n.dtype, PyTuple_GET_ITEM(entry, 2)}, {n.written, Py_False},
+                                          {n.key, key.ptr()}, {n.nbytes, nbytes}, {n.numel, numel.ptr()},
+                                          {n.holder, Py_None}}));
+  }
+  PyObject* ops = PyObject_GetAttr(program, n.ops);
+  const Py_ssize_t n_ops = ops == nullptr ? -1 : PyObject_Length(ops);
+  Py_XDECREF(ops);
+  if (n_ops < 0) throw py::error_already_set();
+
+  // the commit, as record_fast's: the new slots, the written flags, then the event
+  for (size_t k = 0; k < added.size(); ++k) {
+    if (PyList_Append(slots.ptr(), new_slots[k].ptr()) < 0 ||
+        PyDict_SetItem(slot_of.ptr(), PyTuple_GET_ITEM(addresses, added[k]), mapped[added[k]].ptr()) < 0) {
+      throw py::error_already_set();
+    }
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(outs); ++i) {
+    const Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyTuple_GET_ITEM(outs, i), 0));
+    set_attr(PyList_GET_ITEM(slots.ptr(), index), n.written, Py_True);
+  }
+  if (PyList_Append(events.ptr(), event.ptr()) < 0) throw py::error_already_set();
+  ++g_recorded;
+  py::object ir_ops = attr(region, n.ir_ops) + py::int_(n_ops);
+  set_attr(region, n.ir_ops, ir_ops.ptr());
+  PyObject* stats = global(h.deferred, n.stats);
+  if (stats != nullptr) set_attr(stats, n.ops_deferred, (attr(stats, n.ops_deferred) + py::int_(1)).ptr());
+  PyObject* max_ops = global(h.deferred, n.max_ops);
+  if (max_ops != nullptr) {
+    const int over = PyObject_RichCompareBool(ir_ops.ptr(), max_ops, Py_GT);
+    if (over < 0) throw py::error_already_set();
+    if (over) {
+      PyObject* flush = global(h.deferred, n.flush);
+      TORCH_CHECK(flush != nullptr, "torchtpu.execution.deferred has no flush");
+      PyObject* done = PyObject_CallNoArgs(flush);
+      if (done == nullptr) throw py::error_already_set();
+      Py_DECREF(done);
+    }
+  }
+  return true;
+}
+
+void bind_record_native(py::module& m) {
+  m.def("fast_record_count", [] { return g_recorded; });
+  // (deferred, poison, modes, record_plan, user_frames modules, Event, Slot, the FUSE mode, user_line);
+  // None turns the path off
+  m.def("fast_record_hooks", [](py::object deferred, py::object poison, py::object modes, py::object plan,
+                                py::object frames, py::object event, py::object slot, py::object fuse,
+                                py::object user_line) {
+    Hooks& h = hooks();
+    h.on = false;
+    if (deferred.is_none()) return;
+    names();
+    auto dict = [](const py::object& module) { return py::reinterpret_borrow<py::object>(PyModule_GetDict(module.ptr())); };
+    h.deferred = dict(deferred);
+    h.poison = dict(poison);
+    h.modes = dict(modes);
+    h.plan = dict(plan);
+    h.frames = dict(frames);
+    TORCH_CHECK(PyType_Check(event.ptr()) && PyType_Check(slot.ptr()), "fast_record_hooks: Event and Slot types");
+    h.event_type = event;
+    h.slot_type = slot;
+    h.fuse = fuse;
+    h.user_line = user_line;
+    h.on = true;
+  });
+}
+
+}  // namespace torchtpu

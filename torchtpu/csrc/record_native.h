@@ -1,0 +1,29 @@
+// DEFER_AND_FUSE's recording hit in C++ (record_native.cpp): what execution/record_fast.py does for a cached op
+// whose storage layout and region slots were met before, without running Python per op.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/extension.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace torchtpu {
+
+// `tensors` as the first items of `list` (a recording entry's operands for the Python path)
+void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors);
+
+// storage_layout (fast_launch_key.h) as deferred.record_cached takes it: the bytes and each slot's address.
+std::pair<py::bytes, py::tuple> python_layout(const std::vector<at::Tensor>& inputs,
+                                              const std::vector<at::Tensor>& outputs);
+
+// Whether the op of `token` (fast_launch.store_record's) on `inputs` writing `outputs` was recorded into the pending
+// region here; false, with nothing changed, where record_fast.record_cached must take the call (the items of
+// `buffers` after the inputs' places are the call's 0-d scalar buffers; the inputs' places are not set yet).
+bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                   PyObject* buffers, PyObject* layout, PyObject* addresses, int64_t device);
+
+void bind_record_native(py::module& m);
+
+}  // namespace torchtpu
