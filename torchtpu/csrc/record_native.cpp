@@ -173,7 +173,9 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
   const Hooks& h = hooks();
   if (!h.on || !PyTuple_Check(token) || PyTuple_GET_SIZE(token) != 6 || !PyList_Check(buffers)) return false;
   const Names& n = names();
-  PyObject* region = global(h.deferred, n.region);
+  // (strong references from here on: user_line may run Python, and with it another thread)
+  auto region_ref = py::reinterpret_borrow<py::object>(global(h.deferred, n.region));
+  PyObject* region = region_ref.ptr();
   PyObject* single = global(h.deferred, n.single);
   PyObject* lock = global(h.deferred, n.lock);
   PyObject* active = global(h.poison, n.active);
@@ -202,6 +204,7 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
     return false;
   }
   if (!PyTuple_Check(plan)) return false;  // None: the walk
+  auto plan_ref = py::reinterpret_borrow<py::object>(plan);
   PyObject* storages = PyTuple_GET_ITEM(plan, 0);
   const Py_ssize_t n_storages = PyTuple_GET_SIZE(storages);
   if (n_storages != PyTuple_GET_SIZE(addresses)) return false;
@@ -234,6 +237,7 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
     if (PyErr_Occurred()) throw py::error_already_set();
     return false;
   }
+  auto found_ref = py::reinterpret_borrow<py::object>(found);
   PyObject* outs = PyTuple_GET_ITEM(found, 1);
   py::object line = cached_user_line();
   if (line.is_none()) line = h.user_line(0);  // (its own frame, ours, then up: an autograd thread has no other)

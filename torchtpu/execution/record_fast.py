@@ -14,6 +14,7 @@ per op; anything else comes here."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -72,12 +73,21 @@ def _drop(region: Any, added: int) -> None:
     del slots[added:]
 
 
+# the attributes csrc/record_native.cpp sets on the Event and Slot objects it makes (without their __init__)
+NATIVE_EVENT_FIELDS = ("program", "structure", "inputs", "outputs", "scalars", "origin", "key")
+NATIVE_SLOT_FIELDS = ("storage", "torch_dtype", "dtype", "written", "key", "nbytes", "numel", "_holder")
+
+
 def native_recording(on: bool = True) -> None:
     """Turns the C++ recording hit (csrc/record_native.cpp) on or off; off, every recording hit runs
     `record_cached` here (the same result, as tests check)."""
     from torchtpu._native import native
 
     if on:
+        if (tuple(f.name for f in dataclasses.fields(Event)) != NATIVE_EVENT_FIELDS
+                or Slot.__slots__ != NATIVE_SLOT_FIELDS):
+            raise RuntimeError("region_ir.Event or Slot has other fields than csrc/record_native.cpp sets: "
+                               "change both together")
         native().fast_record_hooks(_d, poison, modes, record_plan, user_frames, Event, Slot, _FUSE, user_line)
     else:
         native().fast_record_hooks(*(None,) * 9)
