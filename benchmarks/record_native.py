@@ -13,26 +13,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import gc
 import statistics
-import time
 
 import torch
+from defer_and_fuse import _sample  # (benchmarks/: the same per-call sample)
 
 VARIANTS = ("never", "python", "native")
-
-
-def _sample(fn, batch: int) -> float:
-    gc.collect()
-    fn()
-    gc.disable()
-    try:
-        start = time.process_time()
-        for _ in range(batch):
-            fn()
-        return (time.process_time() - start) / batch
-    finally:
-        gc.enable()
 
 
 def _abba(fn, repeats: int, batch: int) -> dict[str, float]:

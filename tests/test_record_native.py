@@ -62,16 +62,22 @@ def test_native_hits_record_what_python_records(tpu, python_recording):
         assert x.view(torch.int32).equal(y.view(torch.int32))
 
 
+def _region_with_an_event(a: torch.Tensor) -> torch.Tensor:
+    """a + a + a, pending in a region with one event, after the same three ops (a + a + a + a) were met three
+    times: the next `y + a` is a native hit."""
+    for _ in range(3):
+        x = a + a
+        y = a + x
+        z = y + a  # noqa: F841 - held until the flush, as the hit below holds its result
+        torch.tpu.synchronize()
+    x = a + a  # kept as a one-op region
+    return a + x  # the region's first event (the Python way)
+
+
 def test_native_event_names_the_users_line(tpu):
     a = torch.ones(8, 8).to(tpu)
     with torchtpu.eager_mode("DEFER_AND_FUSE"):
-        for _ in range(3):
-            x = a + a
-            y = a + x
-            z = y + a
-            torch.tpu.synchronize()
-        x = a + a  # kept as a one-op region
-        y = a + x  # the region's first event (the Python way)
+        y = _region_with_an_event(a)
         before = native().fast_record_count()
         z = y + a  # the line the event must name
         origins = [e.origin for e in deferred._region.events]
@@ -111,13 +117,7 @@ def test_lock_held_elsewhere_waits_on_the_python_way(tpu):
             release.wait(10)
 
     with torchtpu.eager_mode("DEFER_AND_FUSE"):
-        for _ in range(3):
-            x = a + a
-            y = x + a
-            z = y + a
-            torch.tpu.synchronize()
-        x = a + a
-        y = x + a
+        y = _region_with_an_event(a)
         thread = threading.Thread(target=holder)
         thread.start()
         held.wait(10)
