@@ -571,6 +571,7 @@ static int64_t storage_ptr(const at::Tensor& t) {
 void bind_fast_launch(py::module& m);      // fast_launch.cpp
 void bind_realloc_settle(py::module& m);  // realloc_settle.cpp
 void bind_array_overlap(py::module& m);   // array_overlap.cpp
+void bind_region_flush(py::module& m);    // region_flush.cpp
 
 }  // namespace torchtpu
 
@@ -578,6 +579,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   torchtpu::bind_fast_launch(m);
   torchtpu::bind_realloc_settle(m);
   torchtpu::bind_array_overlap(m);
+  torchtpu::bind_region_flush(m);
   m.def("cpu_alias", &torchtpu::cpu_alias);
   m.def("memory_counters", &torchtpu::memory_counters);
   m.def("reset_peak", &torchtpu::reset_peak);

@@ -43,7 +43,7 @@ import torch
 from torchtpu import config, runtime
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Program
-from torchtpu.execution import fast_launch, modes, one_op_fast, one_op_streak, poison, record_plan
+from torchtpu.execution import fast_launch, flush_walks, modes, one_op_fast, one_op_streak, poison, record_plan
 from torchtpu.execution.one_op_cache import _by_layout, _one_ops, remember, run_one  # noqa: F401 - tests read _one_ops
 from torchtpu.execution.one_op_cache import one_key as _one_key
 from torchtpu.execution.region_ir import BuildError, Built, Event, Slot, View, build, covers, structure_of
@@ -351,7 +351,7 @@ def _record(op_name: str, program: Program, structure: int, tensors: list[torch.
 
 def _live(region: _Region) -> list[int]:
     """The slots the region writes that someone besides it still references."""
-    return [i for i, s in enumerate(region.slots) if s.written and s.referenced_elsewhere()]
+    return flush_walks.live(region)
 
 
 def _covered(slots: list[Slot], events: Sequence[Event]) -> set[int]:
@@ -413,8 +413,7 @@ def flush(raised_at_call: bool = False) -> None:
 
 def _run(region: _Region, stage: _Stage) -> str | None:
     live = set(_live(region))
-    # (dtype, bytes) names a slot's flat length: the storage's nbytes // element size elements
-    key = (tuple([e.key for e in region.events]), tuple([(s.dtype, s.nbytes) for s in region.slots]))
+    key = flush_walks.replay_key(region)
     built = _replays.get(key)
     drv = runtime.driver()
     # A replay may write back a few storages that died this time (harmless: our holders keep them until the

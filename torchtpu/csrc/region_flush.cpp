@@ -1,0 +1,62 @@
+// A DEFER_AND_FUSE flush's two walks over the whole region (execution/flush_walks.py): which slots the region
+// writes that something besides it still references (region_ir.Slot.referenced_elsewhere for every written slot),
+// and the replay key (each event's interned signature id; each slot's IR dtype and bytes). In Python they cost
+// ~1 us a slot, a few percent of a small model's step.
+#include <torch/csrc/Storage.h>
+#include <torch/extension.h>
+
+namespace torchtpu {
+namespace {
+
+PyObject* interned(const char* name) { return PyUnicode_InternFromString(name); }
+
+py::object get(PyObject* obj, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(obj, name);
+  if (v == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(v);
+}
+
+// region_ir.Slot.referenced_elsewhere() of each written slot: its storage's use count above what the slot holds
+// (the storage object, and the flat holder once made).
+py::list live_slots(const py::list& slots) {
+  static PyObject* written = interned("written");
+  static PyObject* storage = interned("storage");
+  static PyObject* holder = interned("_holder");
+  py::list live;
+  const Py_ssize_t n = PyList_GET_SIZE(slots.ptr());
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* slot = PyList_GET_ITEM(slots.ptr(), i);
+    if (get(slot, written).ptr() != Py_True) continue;
+    py::object held = get(slot, storage);
+    TORCH_CHECK(THPStorage_Check(held.ptr()), "a region slot's storage is not a torch.UntypedStorage");
+    const size_t own = get(slot, holder).is_none() ? 1 : 2;
+    if (THPStorage_Unpack(held.ptr()).use_count() > own) live.append(py::int_(i));
+  }
+  return live;
+}
+
+// (ids of the events' signatures, (IR dtype, bytes) of each slot): the key a region's replay is looked up by.
+py::tuple replay_key(const py::list& events, const py::list& slots) {
+  static PyObject* key = interned("key");
+  static PyObject* dtype = interned("dtype");
+  static PyObject* nbytes = interned("nbytes");
+  const Py_ssize_t n_events = PyList_GET_SIZE(events.ptr());
+  py::tuple ids(n_events);
+  for (Py_ssize_t i = 0; i < n_events; ++i) ids[i] = get(PyList_GET_ITEM(events.ptr(), i), key);
+  const Py_ssize_t n_slots = PyList_GET_SIZE(slots.ptr());
+  py::tuple layout(n_slots);
+  for (Py_ssize_t i = 0; i < n_slots; ++i) {
+    PyObject* slot = PyList_GET_ITEM(slots.ptr(), i);
+    layout[i] = py::make_tuple(get(slot, dtype), get(slot, nbytes));
+  }
+  return py::make_tuple(ids, layout);
+}
+
+}  // namespace
+
+void bind_region_flush(py::module& m) {
+  m.def("region_live_slots", &live_slots);
+  m.def("region_replay_key", &replay_key);
+}
+
+}  // namespace torchtpu
