@@ -300,6 +300,11 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         _weight_norm_g_mismatch,
         "CPU's weight-norm kernels read g by v's slice index unchecked: g with no elements segfaults (torch 2.13; fuzz "
         "seed 14 call 2: v float32[1], g float32[0]), more elements are ignored; tpu refuses g of another count"),
+    "aten::_weight_norm_interface_backward*": (
+        lambda call: any(hasattr(a, "base") and a.materialize("cpu").numel() == 0 for a in call.args[:4]),
+        "CPU's weight-norm backward kernels divide by a slice's size and index its first element unchecked: any "
+        "operand of no elements gives SIGFPE or a segfault (torch 2.13; fuzz seed 35 call 0: float32[0, 3] over "
+        "dim 0; [3, 0] and [2, 0] over dims 0 and 1 too); tpu's result has no elements either"),
     "aten::_adaptive_avg_pool[23]d_backward*": (
         _adaptive_avg_grad_planes_overflow,
         "CPU's adaptive avg-pool backward kernels take the plane count from grad_output and write that many planes "
