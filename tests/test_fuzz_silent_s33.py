@@ -54,6 +54,8 @@ REFUSED = {
                                             out=torch.empty(3, dtype=torch.float64, device=d)),
     "ldexp_bool_out_float64": lambda d: torch.ldexp(_ones(3, d=d), torch.ones(3, dtype=torch.bool, device=d),
                                                     out=torch.empty(3, dtype=torch.float64, device=d)),
+    "ldexp_inplace_broadcast": lambda d: _ones(2, 1, 1, d=d).ldexp_(torch.ones(2, 1, dtype=torch.int32, device=d)),
+    "ldexp_inplace_broadcast_float": lambda d: _ones(d=d).ldexp_(_ones(5, 1, 1, d=d)),
     "ldexp_bool_inplace": lambda d: _ones(3, d=d).ldexp_(torch.ones(3, dtype=torch.bool, device=d)),
 }
 

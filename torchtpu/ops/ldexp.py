@@ -93,7 +93,12 @@ def _ldexp_out(self: torch.Tensor, other: torch.Tensor, *, out: torch.Tensor) ->
 
 
 def _ldexp_inplace(self: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-    if _kernel_path(self, other) and _broadcast(self, other) == [int(v) for v in self.shape]:
+    shape = _broadcast(self, other)
+    if shape is not None and shape != [int(v) for v in self.shape]:  # the iterator's check (fuzz seed 34: tpu's
+        # composite resized self to the broadcast shape)
+        raise RuntimeError(f"output with shape {[int(v) for v in self.shape]} doesn't match the broadcast shape "
+                           f"{shape}")
+    if _kernel_path(self, other) and shape is not None:
         return self.copy_(_exact(self, other))
     return aten.ldexp_.default._op_dk(_COMPOSITE, self, other)
 
