@@ -190,10 +190,16 @@ def min_dim(self: Sym, dim: int, keepdim: bool = False) -> tuple[Sym, Sym]:
     return _extreme(self, "min", d, keepdim), _arg(self, "min", dim, keepdim)
 
 
+_UNSCALED = (2.0 ** -50, 2.0 ** 50)  # float32 moments of values in this range neither overflow nor underflow
+
+
 def _pow2_scale(xf: Sym, dims: tuple[int, ...]) -> Sym:
-    """A power of two near the largest |x| along `dims` (kept), 1 where that is 0 or not finite."""
+    """A power of two near the largest |x| along `dims` (kept) where that is outside `_UNSCALED`; 1 where it is
+    inside, 0 or not finite: ordinary values are computed unscaled (XLA's exp2 is not exact at every integer on
+    the CPU client, so a scale there would not be a power of two)."""
     top = P.reduce(P.emit1("abs", [xf]), "max", dims, True)
-    usable = P.emit1("and", [P.emit1("is_finite", [top]), P.compare("GT", top, 0.0)])
+    extreme = P.emit1("or", [P.compare("LT", top, _UNSCALED[0]), P.compare("GE", top, _UNSCALED[1])])
+    usable = P.emit1("and", [P.emit1("and", [P.emit1("is_finite", [top]), P.compare("GT", top, 0.0)]), extreme])
     safe = P.where(usable, top, P.full(1.0, top.shape, top.dtype))
     return P.where(usable, P.emit1("exp2", [P.emit1("floor", [P.emit1("log2", [safe])])]),
                    P.full(1.0, top.shape, top.dtype))
