@@ -86,8 +86,9 @@ _BATCH_NORM_WITH_STATS = frozenset({"native_batch_norm", "_native_batch_norm_leg
 
 def _empty_running_stats(call: Any) -> bool:
     """A batch norm forward CPU's kernel (batch_norm_cpu) reads running stats of no elements in unchecked, training or
-    not: a floating input of 2+ dims with elements, running_mean or running_var of shape [0], and the 1-D parameters
-    of input's dtype (or all float32 for a float16/bfloat16 input: ATen's mixed type; other dtypes raise first)."""
+    not: a floating input of 2+ dims with elements, running_mean or running_var of shape [0], and the 1-D (or 0-d:
+    fuzz seed 33 call 2, a 0-d bias) parameters of input's dtype (or all float32 for a float16/bfloat16 input:
+    ATen's mixed type; other dtypes raise first)."""
     if call.op._schema.name.removeprefix("aten::") not in _BATCH_NORM_WITH_STATS or len(call.args) < 5:
         return False
     if not all(hasattr(a, "base") for a in call.args[3:5]) or not hasattr(call.args[0], "base"):
@@ -96,7 +97,7 @@ def _empty_running_stats(call: Any) -> bool:
     if x.dim() < 2 or x.numel() == 0 or x.dtype not in _BATCH_NORM_DTYPES:
         return False
     params = [a.materialize("cpu") for a in call.args[1:5] if hasattr(a, "base")]
-    if any(p.dim() != 1 for p in params) or not any(p.numel() == 0 for p in params[-2:]):
+    if any(p.dim() > 1 for p in params) or not any(p.numel() == 0 for p in params[-2:]):
         return False
     mixed = x.dtype in (torch.float16, torch.bfloat16) and all(p.dtype == torch.float32 for p in params)
     return mixed or all(p.dtype == x.dtype for p in params)
@@ -203,6 +204,29 @@ def _c2r_size_off(call: Any) -> bool:
     return t.shape[dims[-1]] not in (size // 2 + 1, size) if t.dim() else False
 
 
+def _fused_optim_unchecked(call: Any) -> bool:
+    """Whether a fused optimizer step (_fused_sgd_ / _fused_adam_ / _fused_adamw_) whose lists CPU's length checks
+    pass holds a grad or state tensor of another shape than its param, or a non-contiguous one: CPU's kernels read
+    param.numel() elements from each data_ptr unchecked (FusedSGDKernel.cpp, FusedAdamKernel.cpp)."""
+    lists = [a for a in call.args if isinstance(a, list | tuple)]
+    if not lists or not all(hasattr(t, "base") for group in lists for t in group):
+        return False
+    params = lists[0]
+    adam = "adam" in call.op._schema.name
+    per_param = lists[1:5] if adam else lists[1:3]  # adam's state_steps are read as one number each
+    if adam and not call.kwargs.get("amsgrad", False):
+        per_param = per_param[:3]
+    elif not adam and call.kwargs.get("momentum", 0.0) == 0.0:
+        per_param = per_param[:1]
+    if any(len(group) != len(params) for group in per_param):
+        return False  # CPU's list-length checks raise first
+    for i, p in enumerate(params):
+        tensors = [a.materialize("cpu") for a in [p] + [group[i] for group in per_param]]
+        if any(t.shape != tensors[0].shape or not t.is_contiguous() for t in tensors):
+            return True
+    return False
+
+
 CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "aten::special_*_polynomial_*": (
         _polynomial_loops_forever,
@@ -276,6 +300,11 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         _weight_norm_g_mismatch,
         "CPU's weight-norm kernels read g by v's slice index unchecked: g with no elements segfaults (torch 2.13; fuzz "
         "seed 14 call 2: v float32[1], g float32[0]), more elements are ignored; tpu refuses g of another count"),
+    "aten::_weight_norm_interface_backward*": (
+        lambda call: any(hasattr(a, "base") and a.materialize("cpu").numel() == 0 for a in call.args[:4]),
+        "CPU's weight-norm backward kernels divide by a slice's size and index its first element unchecked: any "
+        "operand of no elements gives SIGFPE or a segfault (torch 2.13; fuzz seed 35 call 0: float32[0, 3] over "
+        "dim 0; [3, 0] and [2, 0] over dims 0 and 1 too); tpu's result has no elements either"),
     "aten::_adaptive_avg_pool[23]d_backward*": (
         _adaptive_avg_grad_planes_overflow,
         "CPU's adaptive avg-pool backward kernels take the plane count from grad_output and write that many planes "
@@ -287,6 +316,13 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "CPU's avg-pool backward kernels take the batch from self and read grad_output by it unchecked: a smaller "
         "grad_output batch gives 'double free or corruption', a larger one garbage and a segfault at exit (torch "
         "2.13; fuzz seed 25); tpu refuses grad_output's shape (ops/pool_checks.py)"),
+    "aten::_fused_[as]*_.default": (
+        _fused_optim_unchecked,
+        "CPU's fused optimizer kernels read and write param.numel() elements at each grad's and state's data_ptr "
+        "unchecked (torch 2.13): a grad float32[3] expanded and a momentum buffer float32[3] stepped for a param "
+        "float32[2, 4] corrupt the heap (fuzz seed 33, _fused_sgd_: 'malloc_consolidate(): invalid chunk size' a "
+        "few calls later); a non-contiguous one is read in memory order; tpu refuses another shape or layout "
+        "(ops/fused_optim_checks.py)"),
     "aten::_segment_reduce_backward*": (
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "

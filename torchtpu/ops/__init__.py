@@ -9,7 +9,7 @@ FAMILIES = (
     "norm", "sorting", "dynamic", "resize", "pooling", "losses", "complex", "linalg", "matrix_exp", "special",
     "sampling",
     "embedding", "grid", "segment", "quantized", "jagged", "pooled_lookup", "paged_attention", "random_ints",
-    "normal_tensor", "rnn_cells", "threshold_inplace", "activation_backward", "addcmul", "lerp",
+    "normal_tensor", "rnn_cells", "threshold_inplace", "activation_backward", "addcmul", "lerp", "ldexp",
     "foreach",  # last: maps the per-tensor lowerings above over lists
 )
 

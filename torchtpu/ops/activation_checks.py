@@ -47,7 +47,7 @@ def _elu_backward(b: dict[str, Any]) -> None:
     if b.get("is_result"):
         if _imaginary(alpha):  # the meta function's alpha.to<double>()
             raise _overflow(torch.float64)
-        if float(alpha) < 0:
+        if not float(alpha) >= 0:  # TORCH_CHECK(alpha >= 0.0): a NaN slope is refused too (fuzz seed 33)
             raise RuntimeError(ELU_NEGATIVE_SLOPE)
     grad, x = b["grad_output"], b["self_or_result"]
     dtype = torch.promote_types(grad.dtype, x.dtype)

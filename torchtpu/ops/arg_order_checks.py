@@ -23,7 +23,9 @@ from torchtpu.ops import (
     cpu_raise_checks2,
     cpu_raise_checks3,
     dtype_refusals,
+    fused_optim_checks,
     inplace_scalar_checks,
+    ldexp,
     onednn_checks,
 )
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
@@ -31,7 +33,8 @@ from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
 Bound = dict[str, Any]
 # the modules whose BOUND_CHECKS run behind this module's own (CPU's checks after those above)
-_LATER = (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, inplace_scalar_checks, onednn_checks)
+_LATER = (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, inplace_scalar_checks, onednn_checks,
+          fused_optim_checks, ldexp)
 _FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 

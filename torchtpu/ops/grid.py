@@ -200,20 +200,20 @@ def grid_sample_backward(grad_output: Sym, input: Sym, grid: Sym, mode: int, pad
 @lower(aten.grid_sampler_2d.default)
 def grid_sampler_2d(input: Sym, grid: Sym, interpolation_mode: int, padding_mode: int,  # noqa: A002
                     align_corners: bool) -> Sym:
-    check_grid_sampler(input.shape, grid.shape, 2, interpolation_mode)
+    check_grid_sampler(input.shape, grid.shape, 2, interpolation_mode, padding_mode)
     return grid_sample(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 @lower(aten.grid_sampler_3d.default)
 def grid_sampler_3d(input: Sym, grid: Sym, interpolation_mode: int, padding_mode: int,  # noqa: A002
                     align_corners: bool) -> Sym:
-    check_grid_sampler(input.shape, grid.shape, 3, interpolation_mode)
+    check_grid_sampler(input.shape, grid.shape, 3, interpolation_mode, padding_mode)
     return grid_sample(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 def _backward(nd: int, grad_output: Sym, input: Sym, grid: Sym, interpolation_mode: int,  # noqa: A002
               padding_mode: int, align_corners: bool, output_mask: list[bool]) -> tuple[Sym | None, Sym | None]:
-    check_grid_sampler(input.shape, grid.shape, nd, interpolation_mode)
+    check_grid_sampler(input.shape, grid.shape, nd, interpolation_mode, padding_mode)
     return grid_sample_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners,
                                 output_mask)
 

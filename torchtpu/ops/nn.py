@@ -80,8 +80,9 @@ def log_softmax_backward(grad_output: Sym, output: Sym, dim: int, input_dtype: t
 
 def _softmax_grad_dtype(grad_output: Sym, output: Sym, input_dtype: torch.dtype) -> torch.dtype:
     """The (log_)softmax backward meta functions' dtype: grad's, but Half for a float grad of a Half input
-    (input_dtype decides only that; CPU's kernel then refuses the mix, CUDA's runs it). CPU's kernel reads the
-    output in grad's type and sizes: another dtype is refused in its words, another shape (undefined on CPU) too."""
+    (input_dtype decides only that; CPU's kernel then refuses the mix unless it has no elements, CUDA's runs it).
+    CPU's kernel reads the output in grad's type and sizes: another dtype is refused in its words, another shape
+    (undefined on CPU) too."""
     if tuple(output.shape) != tuple(grad_output.shape):  # CPU reads both by grad's sizes: past a smaller end
         raise RuntimeError(f"softmax backward: grad_output {list(grad_output.shape)} and output "
                            f"{list(output.shape)} must have the same shape")
@@ -89,6 +90,8 @@ def _softmax_grad_dtype(grad_output: Sym, output: Sym, input_dtype: torch.dtype)
         raise RuntimeError(f"expected scalar type {aten_type_name(grad_output.dtype)} but found "
                            f"{aten_type_name(output.dtype)}")
     half = grad_output.dtype == torch.float32 and input_dtype == torch.float16
+    if half and math.prod(grad_output.shape):  # CPU's kernel reads its Half result as float (fuzz seed 33)
+        raise RuntimeError("expected scalar type Float but found Half")
     return torch.float16 if half else grad_output.dtype
 
 

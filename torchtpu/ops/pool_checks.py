@@ -208,6 +208,11 @@ def adaptive_max_backward(nd: int, grad: Any, self: Any, indices: Any) -> None:
                            f"{_sizes(grad_shape)}" if nd == 2 else
                            f"adaptive_max_pool3d_backward(): Expected 4D or 5D gradOutput, but got: "
                            f"{_sizes(grad_shape)}")
+    for i in range(1, len(grad_shape)):  # adaptive_pool_empty_output_check (fuzz seed 33: tpu gave a result)
+        if int(grad_shape[i]) <= 0:
+            raise RuntimeError(f"adaptive_max_pool{nd}d_backward(): Expected grad_output to have non-zero size for "
+                               f"non-batch dimensions, but grad_output has sizes {_sizes(grad_shape)} with dimension "
+                               f"{i} being empty")
     if grad.dtype != self.dtype:
         name = "grad_output" if nd == 2 else "gradOutput"
         raise RuntimeError(f"expected dtype {aten_meta_name(self.dtype)} for `{name}` but got dtype "

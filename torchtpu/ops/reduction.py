@@ -190,16 +190,41 @@ def min_dim(self: Sym, dim: int, keepdim: bool = False) -> tuple[Sym, Sym]:
     return _extreme(self, "min", d, keepdim), _arg(self, "min", dim, keepdim)
 
 
-def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype: torch.dtype | None = None) -> Sym:
-    """`dtype`: an out= tensor's (out_rules.ITERATOR_WRITES_OUT): ATen's reduction reads the input in it."""
+_UNSCALED = (2.0 ** -50, 2.0 ** 50)  # float32 moments of values in this range neither overflow nor underflow
+
+
+def _pow2_scale(xf: Sym, dims: tuple[int, ...]) -> Sym:
+    """A power of two near the largest |x| along `dims` (kept) where that is outside `_UNSCALED`; 1 where it is
+    inside, 0 or not finite: ordinary values are computed unscaled (XLA's exp2 is not exact at every integer on
+    the CPU client, so a scale there would not be a power of two)."""
+    top = P.reduce(P.emit1("abs", [xf]), "max", dims, True)
+    extreme = P.emit1("or", [P.compare("LT", top, _UNSCALED[0]), P.compare("GE", top, _UNSCALED[1])])
+    usable = P.emit1("and", [P.emit1("and", [P.emit1("is_finite", [top]), P.compare("GT", top, 0.0)]), extreme])
+    safe = P.where(usable, top, P.full(1.0, top.shape, top.dtype))
+    return P.where(usable, P.emit1("exp2", [P.emit1("floor", [P.emit1("log2", [safe])])]),
+                   P.full(1.0, top.shape, top.dtype))
+
+
+def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype: torch.dtype | None = None,
+         take_sqrt: bool = False) -> Sym:
+    """`dtype`: an out= tensor's (out_rules.ITERATOR_WRITES_OUT): ATen's reduction reads the input in it.
+    `take_sqrt`: std, the root taken before the result's rounding (a complex x's after the parts' sum)."""
     if x.dtype.is_complex:  # E|x - mean|^2 = var(re) + var(im), a real result as on CPU
         z = P.convert(x, P.complex_for(x.dtype))
         part = None if dtype is None else P.COMPLEX_PART.get(dtype, dtype)
-        return _var(P.emit1("real", [z]), dims, correction, keepdim, part) + \
+        total = _var(P.emit1("real", [z]), dims, correction, keepdim, part) + \
             _var(P.emit1("imag", [z]), dims, correction, keepdim, part)
+        return P.emit1("sqrt", [total]) if take_sqrt else total
     if dtype is not None and not dtype.is_complex:
         x = P.convert(x, dtype)
     xf = P.convert(x, torch.float64 if x.dtype == torch.float64 else torch.float32)
+    scale = None
+    if xf.dtype == torch.float32 and all(xf.shape[d] for d in dims):
+        # CPU accumulates a float's moments in double (WelfordOps<scalar_t, double>): scaled by a power of two
+        # (exact), no square overflows or underflows float32 before the result does (fuzz seed 34: std of values
+        # near 1e30 was inf for CPU's 5.8e29)
+        scale = _pow2_scale(xf, dims)
+        xf = xf / P.broadcast_to(scale, xf.shape)
     count = 1
     for d in dims:
         count *= x.shape[d]
@@ -211,7 +236,13 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype:
     out = x.dtype if dtype is None else dtype
     if count == 0:  # the mean of nothing is NaN, whatever the divisor
         return P.convert(P.full(math.nan, sq.shape, sq.dtype), out)
-    return P.convert(sq / float(max(count - correction, 0)), out)
+    result = sq / float(max(count - correction, 0))
+    if take_sqrt:
+        result = P.emit1("sqrt", [result])
+    if scale is not None:
+        s = scale if keepdim else P.reshape(scale, result.shape)
+        result = result * s if take_sqrt else result * s * s
+    return P.convert(result, out)
 
 
 def _correction(correction: Any) -> float:
@@ -229,7 +260,8 @@ def var(self: Sym, dim: list[int] | None = None, *, correction: float | None = N
 @lower(aten.std.correction, static=("correction",))
 def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False,
         dtype: torch.dtype | None = None) -> Sym:
-    return P.emit1("sqrt", [var(self, dim, correction=correction, keepdim=keepdim, dtype=dtype)])
+    return _var(self, P.canon_dims(dim if dim else None, self.ndim), _correction(correction), keepdim, dtype,
+                take_sqrt=True)
 
 
 @lower(aten.var_mean.correction, static=("correction",))

@@ -85,11 +85,36 @@ def _isin(elements: Sym, test: Sym, invert: bool) -> Sym:
     return P.emit1("not", [hit]) if invert else hit
 
 
+def _isin_sorting(elements: Sym, test: Sym, invert: bool) -> Sym:
+    """ATen's isin_sorting with assume_unique: both flattened and concatenated (cat's promoted dtype), sorted
+    stably, and each value marked by whether the next in sorted order equals it (the last: `invert`). Elements that
+    repeat (which assume_unique rules out) mark each other, as on CPU (fuzz seed 34: True for CPU's False)."""
+    dtype = torch.promote_types(elements.dtype, test.dtype)
+    n = math.prod(elements.shape)
+    both = P.concat([P.reshape(P.convert(elements, dtype), (n,)),
+                     P.reshape(P.convert(test, dtype), (math.prod(test.shape),))], 0)
+    total = both.shape[0]
+    last = P.full(invert, (1,), torch.bool)
+    if total == 1:
+        return P.reshape(last, elements.shape)
+    values, order = P.emit("sort", [both], dimension=0, descending=False, stable=True)
+    same = P.compare("NE" if invert else "EQ", P.slice_dim(values, 0, 1, total), P.slice_dim(values, 0, 0, total - 1))
+    marks = P.concat([same, last], 0)
+    _, inverse = P.emit("sort", [order], dimension=0, descending=False, stable=True)  # mask[order[k]] = marks[k]
+    mask = P.emit1("gather_axis", [marks, inverse], dimension=0)
+    return P.reshape(P.slice_dim(mask, 0, 0, n), elements.shape)
+
+
 @lower(aten.isin.Tensor_Tensor)
 def isin(elements: Sym, test_elements: Sym, *, assume_unique: bool = False, invert: bool = False) -> Sym:
     for operand in (elements, test_elements):  # each operand's own dtype, not the common one
         if operand.dtype == torch.bool or operand.dtype.is_complex:
             raise RuntimeError(f"Unsupported input type encountered for isin(): {aten_type_name(operand.dtype)}")
+    n, m = math.prod(elements.shape), math.prod(test_elements.shape)
+    # ATen's heuristic (numpy's): the sorting algorithm for many test elements; without assume_unique it runs on
+    # unique values and equals the plain membership test
+    if assume_unique and n and m >= int(10.0 * math.pow(float(n), 0.145)):
+        return _isin_sorting(elements, test_elements, invert)
     return _isin(elements, test_elements, invert)
 
 
