@@ -211,7 +211,7 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype:
     out = x.dtype if dtype is None else dtype
     if count == 0:  # the mean of nothing is NaN, whatever the divisor
         return P.convert(P.full(math.nan, sq.shape, sq.dtype), out)
-    return P.convert(sq / float(max(count - correction, 0)), out)
+    return P.convert(sq / (count - correction if count > correction else 0.0), out)  # NaN correction: 0
 
 
 def _correction(correction: Any) -> float:

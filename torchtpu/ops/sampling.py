@@ -147,9 +147,10 @@ def _range(x: Sym, lo: float, hi: float, widen: float = 1.0) -> tuple[Sym, Sym]:
 @lower(aten.histc.default, static=("min", "max"))
 def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noqa: A002
     operand_checks.check_histc_range(float(min), float(max))
+    zero = operand_checks.check_histc_edges(self, float(min), float(max))
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
     lo, hi = _range(x, float(min), float(max))
-    return P.convert(_bins(x, bins, lo, hi, None), self.dtype)
+    return operand_checks.tie(P.convert(_bins(x, bins, lo, hi, None), self.dtype), zero)
 
 
 @lower(aten.histogram.bin_ct, static=("range",), prepare=cpu_raise_checks3.histogram_data_range(False))
