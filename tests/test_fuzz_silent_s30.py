@@ -4,8 +4,9 @@ leaky_relu's negative_slope read as the kernel's opmath type (a complex slope ga
 float32 tensor -inf: CPU's overflow refusal), histc's edges converted to the input's dtype (uint8 with min=-5.435,
 float16 with max=1e6, a uint8 input of one value 0 or 255: CPU's overflow refusal), var/std/var_mean with a NaN
 correction (ATen's divisor N - correction if N > correction, else 0: inf, tpu gave NaN), _linalg_svd of a matrix with
-a NaN (LAPACK's info -4: CPU's LinAlgError naming the batch element). (Seed 32's CPU crash, _logcumsumexp.out into
-a narrower out=: tests/test_fuzz_crash_rules.py.)"""
+a NaN (LAPACK's info -4: CPU's LinAlgError naming the batch element); and, where tpu refused what CPU computes,
+scatter / scatter_add with a 0-d index or src into a tensor with dims (seed 30). (Seed 32's CPU crash,
+_logcumsumexp.out into a narrower out=: tests/test_fuzz_crash_rules.py.)"""
 
 from __future__ import annotations
 
@@ -82,6 +83,28 @@ COMPUTED = {
                                                  aten.std.correction(_x(d, [[1.0], [3.0]]), [0], correction=NAN),
                                                  aten.var.correction(_x(d, [[1.0], [3.0]]), [1], correction=NAN)],
 }
+
+# tpu refused these (its IR's index rank) where CPU computes: a 0-d index or src is one element of self's rank
+SCATTER = {
+    "seed30_scatter_value_0d_index": lambda d: [aten.scatter.value(_x(d, [54.7, 27.9]), -1, torch.tensor(0, device=d),
+                                                                   -3.759)],
+    "seed30_scatter_add_0d_self_1d_src": lambda d: [aten.scatter_add(_x(d, [1], torch.uint8).reshape(()), 0,
+                                                                     torch.tensor(0, device=d),
+                                                                     _x(d, [5, 6], torch.uint8))],
+    "scatter_src_0d_index_and_src": lambda d: [aten.scatter.src(torch.zeros(3, device=d), 0, torch.tensor(2, device=d),
+                                                                torch.tensor(7.0, device=d)),
+                                               aten.scatter.src(torch.zeros(3, device=d), 0, torch.tensor(2, device=d),
+                                                                _x(d, [7.0, 8.0]))],
+    "scatter_value_reduce_0d_index": lambda d: [aten.scatter.value_reduce(torch.ones(3, device=d), 0,
+                                                                          torch.tensor(2, device=d), 3.0,
+                                                                          reduce="multiply")],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", SCATTER)
+def test_scatter_0d_index_computed_as_cpu(case: str, mode: str) -> None:
+    assert_exactly_cpu(SCATTER[case], mode)
 
 
 @pytest.mark.parametrize("mode", MODES)
