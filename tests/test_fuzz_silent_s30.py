@@ -5,7 +5,8 @@ float32 tensor -inf: CPU's overflow refusal), histc's edges converted to the inp
 float16 with max=1e6, a uint8 input of one value 0 or 255: CPU's overflow refusal), var/std/var_mean with a NaN
 correction (ATen's divisor N - correction if N > correction, else 0: inf, tpu gave NaN), _linalg_svd of a matrix with
 a NaN (LAPACK's info -4: CPU's LinAlgError naming the batch element); and, where tpu refused what CPU computes,
-scatter / scatter_add with a 0-d index or src into a tensor with dims (seed 30). (Seed 32's CPU crash,
+scatter / scatter_add with a 0-d index or src into a tensor with dims (seed 30), _softmax_backward_data of an
+integer tensor of no elements (seed 31). (Seed 32's CPU crash,
 _logcumsumexp.out into a narrower out=: tests/test_fuzz_crash_rules.py.)"""
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ SCATTER = {
     "scatter_value_reduce_0d_index": lambda d: [aten.scatter.value_reduce(torch.ones(3, device=d), 0,
                                                                           torch.tensor(2, device=d), 3.0,
                                                                           reduce="multiply")],
+    # CPU's softmax backward dispatches no kernel for no elements (seed 31: int64 [3, 0, 2, 3] into an int64 out=)
+    "seed31_softmax_backward_empty_long": lambda d: [
+        aten._softmax_backward_data.out(torch.ones(3, 0, 2, 3, dtype=torch.int64, device=d),
+                                        torch.ones(3, 0, 2, 3, dtype=torch.int64, device=d), 1, torch.float32,
+                                        grad_input=torch.empty(0, dtype=torch.int64, device=d))],
 }
 
 
