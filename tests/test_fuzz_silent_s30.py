@@ -2,7 +2,8 @@
 multi_margin_loss(_backward) with a target outside [0, C) (tpu wrapped -4 to class 1: CPU's "target out of range"),
 leaky_relu's negative_slope read as the kernel's opmath type (a complex slope gave a complex result, 1e39 for a
 float32 tensor -inf: CPU's overflow refusal), histc's edges converted to the input's dtype (uint8 with min=-5.435,
-float16 with max=1e6, a uint8 input of one value 0 or 255: CPU's overflow refusal), var/std/var_mean with a NaN
+float16 with max=1e6, a uint8 input of one value 0 or 255: CPU's overflow refusal; a float32 input of one large value
+widened to the type's next values, not v -+ 1: CPU's middle bin), var/std/var_mean with a NaN
 correction (ATen's divisor N - correction if N > correction, else 0: inf, tpu gave NaN), _linalg_svd of a matrix with
 a NaN (LAPACK's info -4: CPU's LinAlgError naming the batch element); and, where tpu refused what CPU computes,
 scatter / scatter_add with a 0-d index or src into a tensor with dims (seed 30), _softmax_backward_data of an
@@ -83,6 +84,9 @@ COMPUTED = {
                                                  aten.var.correction(_x(d, [[1.0], [3.0]]), correction=NAN),
                                                  aten.std.correction(_x(d, [[1.0], [3.0]]), [0], correction=NAN),
                                                  aten.var.correction(_x(d, [[1.0], [3.0]]), [1], correction=NAN)],
+    # one value v: ATen widens to the farther of v -+ 1 and float/double's next value (v -+ 1 rounds back to v here)
+    "histc_one_large_value": lambda d: [_histc([1e8], torch.float32)(d), _histc([1e8, 1e8], torch.float32)(d),
+                                        _histc([3.4e38], torch.float32)(d), _histc([1e17], torch.float64)(d)],
 }
 
 # tpu refused these (its IR's index rank) where CPU computes: a 0-d index or src is one element of self's rank
