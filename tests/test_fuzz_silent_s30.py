@@ -7,7 +7,8 @@ widened to the type's next values, not v -+ 1: CPU's middle bin), var/std/var_me
 correction (ATen's divisor N - correction if N > correction, else 0: inf, tpu gave NaN), _linalg_svd of a matrix with
 a NaN (LAPACK's info -4: CPU's LinAlgError naming the batch element); and, where tpu refused what CPU computes,
 scatter / scatter_add with a 0-d index or src into a tensor with dims (seed 30), _softmax_backward_data of an
-integer tensor of no elements (seed 31). (Seed 32's CPU crash,
+integer tensor of no elements (seed 31), cummax/cummin of a 0-d or empty complex tensor and median/nanmedian of
+no complex elements (seed 32). (Seed 32's CPU crash,
 _logcumsumexp.out into a narrower out=: tests/test_fuzz_crash_rules.py.)"""
 
 from __future__ import annotations
@@ -108,6 +109,13 @@ SCATTER = {
         aten._softmax_backward_data.out(torch.ones(3, 0, 2, 3, dtype=torch.int64, device=d),
                                         torch.ones(3, 0, 2, 3, dtype=torch.int64, device=d), 1, torch.float32,
                                         grad_input=torch.empty(0, dtype=torch.int64, device=d))],
+    # CPU's cummax/cummin of a 0-d or empty self and median/nanmedian of no elements dispatch no kernel (seed 32)
+    "seed32_cummax_0d_complex": lambda d: list(aten.cummax(torch.tensor(1 + 2j, device=d), -1)),
+    "cummin_empty_complex": lambda d: list(aten.cummin(torch.empty(0, 2, dtype=torch.complex64, device=d), 0)),
+    "seed32_nanmedian_out_empty_complex": lambda d: [
+        aten.nanmedian.out(torch.ones(4, 4, 1, 0, dtype=torch.complex64, device=d),
+                           out=torch.empty(0, dtype=torch.complex64, device=d)),
+        aten.median(torch.empty(0, dtype=torch.complex128, device=d))],
 }
 
 
