@@ -14,7 +14,8 @@ from torchtpu.fuzz.runner import call_rng
 
 
 @pytest.mark.parametrize(("seed", "name", "index"), [(16, "aten.embedding_dense_backward.default", 1),
-                                                     (14, "aten._weight_norm_interface.default", 2)])
+                                                     (14, "aten._weight_norm_interface.default", 2),
+                                                     (32, "aten._logcumsumexp.out", 1)])
 def test_the_crashing_calls_are_skipped(seed: int, name: str, index: int) -> None:
     op = next(o for o in select(registered(), None) if str(o) == name)
     assert cpu_crashes(make_call(op, call_rng(seed, name, index), seed))
@@ -74,3 +75,26 @@ def test_avg_pool2d_backward_with_another_batch_is_skipped(grad_batch: int, skip
     call = SimpleNamespace(op=torch.ops.aten.avg_pool2d_backward.default,
                            args=[Arg(grad), Arg(x), [2, 2], [2, 2], [0, 0], False, True, None])
     assert bool(cpu_crashes(call)) is skipped
+
+
+@pytest.mark.parametrize(("x_dtype", "out_dtype", "skipped"), [(torch.complex64, torch.float32, True),
+                                                               (torch.float32, torch.float16, True),
+                                                               (torch.float32, torch.float32, False),
+                                                               (torch.float32, torch.float64, False)])
+def test_logcumsumexp_out_narrower_is_skipped(x_dtype: torch.dtype, out_dtype: torch.dtype, skipped: bool) -> None:
+    from types import SimpleNamespace
+
+    from torchtpu.fuzz.args import TensorArg
+
+    call = SimpleNamespace(op=torch.ops.aten._logcumsumexp.out, args=[TensorArg(torch.ones(3, 3, dtype=x_dtype)), 0],
+                           kwargs={"out": TensorArg(torch.empty(0, dtype=out_dtype))})
+    assert bool(cpu_crashes(call)) is skipped
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_logcumsumexp_out_complex_into_float_refused(mode: str) -> None:
+    # CPU writes the complex elements into the float buffer, past its end (seed 32); tpu refuses the cast
+    x = torch.ones(3, 3, dtype=torch.complex64, device="tpu")
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        torch.ops.aten._logcumsumexp.out(x, 0, out=torch.empty(0, device="tpu"))
+        torch.tpu.synchronize()

@@ -44,6 +44,15 @@ def _integer_beta_may_be_zero(beta: Any) -> bool:
     return not math.isfinite(beta) or abs(beta) < 1 or int(beta) % 256 == 0
 
 
+def _narrower_logcumsumexp_out(call: Any) -> bool:
+    """_logcumsumexp.out with an out of a narrower dtype than self's, for a self with elements: CPU's kernel
+    (cpu_cum_base_kernel, all dtypes taken as self's) writes self's elements into out's smaller buffer."""
+    x, out = (call.args[0] if call.args else None), call.kwargs.get("out")
+    if not (hasattr(x, "base") and hasattr(out, "base")):
+        return False
+    return x.base.numel() > 0 and out.base.element_size() < x.base.element_size()
+
+
 # Calls CPU PyTorch itself crashes or hangs on (the process aborts inside the CPU kernel or never returns, so
 # neither the reference nor the comparison can run in-process): overload pattern -> (which calls, reason). The fuzzer
 # counts them as "cpu_crash_skipped" and calls the overload's other samples as usual.
@@ -292,6 +301,12 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "CPU's _cholesky_solve_helper kernel trusts its operands' shapes (torch.cholesky_solve checks and broadcasts "
         "them first): A of 3x2 matrices and B float64[1, 1, 4] with out= corrupts the heap (torch 2.13; fuzz seed 12 "
         "call 2: 'double free or corruption' a few calls later); tpu refuses them"),
+    "aten::_logcumsumexp.out": (
+        _narrower_logcumsumexp_out,
+        "CPU's _logcumsumexp.out kernel never checks out's dtype: it writes self's type's bits into out, resized to "
+        "self's shape in out's dtype, so a narrower out is written past its end (torch 2.13; fuzz seed 32 call 1: "
+        "complex64[3, 3] into float32 out=, 'malloc(): unaligned fastbin chunk' a few calls later) and a wider or "
+        "other one holds garbage; tpu refuses or casts (known.json)"),
     "aten::embedding_dense_backward*": (
         _embedding_rows_out_of_range,
         "CPU's embedding_dense_backward kernel adds into row indices[i] unchecked: index -1 with 2 rows corrupts the "

@@ -180,7 +180,7 @@ def _softmax(a: Bound) -> None:  # softmax meta (the dim, then the out= dtype), 
 
 def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad before reading output's data
     grad, dim = a["grad_output"], a["dim"]
-    if grad.dtype not in _FLOATING and list(grad.shape) == list(a["output"].shape):
+    if grad.dtype not in _FLOATING and list(grad.shape) == list(a["output"].shape) and 0 not in grad.shape:
         d = _wrap(dim, len(grad.shape))
         last = d == max(len(grad.shape), 1) - 1
         raise _not_implemented("softmax_backward_lastdim_kernel_impl" if last else "softmax_backward_kernel_impl",

@@ -254,8 +254,26 @@ def _histogram_refusal(refusal: tuple[type[Exception], str], op: Any, args: tupl
     return cls, words.replace('"histogramdd"', f'"{kernel}"')
 
 
+def _dispatched_unless(skip: Callable[[Any, Any], bool]) -> Callable[..., tuple[type[Exception], str] | None]:
+    """The refusal, unless CPU's kernel returns before its dtype dispatch for this `self` (and overload)."""
+
+    def refusal_for(refusal: tuple[type[Exception], str], op: Any, args: tuple,
+                    kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
+        x = args[0] if args else kwargs.get("self")
+        return None if isinstance(x, torch.Tensor) and skip(op, x) else refusal
+
+    return refusal_for
+
+
+# cummax/cummin fill a 0-d or empty self's result without a kernel; median/nanmedian of all elements return NaN
+# for no elements (cummax(tensor(1j), 0) and nanmedian(complex64[4, 4, 1, 0]) compute on CPU: fuzz seed 32)
+_CUM_UNDISPATCHED = _dispatched_unless(lambda op, x: x.dim() == 0 or x.numel() == 0)
+_MEDIAN_UNDISPATCHED = _dispatched_unless(  # (a bool one's NaN is True on CPU: still refused)
+    lambda op, x: op._overloadname in ("default", "out") and x.numel() == 0 and x.dtype != torch.bool)
+
 # packet name -> the call's own refusal, where the table's words hold for some calls only
-_BY_CALL = {"histogram": _histogram_refusal}
+_BY_CALL = {"histogram": _histogram_refusal, "cummax": _CUM_UNDISPATCHED, "cummin": _CUM_UNDISPATCHED,
+            "median": _MEDIAN_UNDISPATCHED, "nanmedian": _MEDIAN_UNDISPATCHED}
 
 
 def _refusal(rules: Mapping[str, tuple[type[Exception], str]], op: Any, args: tuple,

@@ -557,9 +557,10 @@ def sigmoid_backward(grad_output: Sym, output: Sym) -> Sym:
     return P.convert(g * (1 - y) * y, common)
 
 
-@lower(aten.leaky_relu.default)
-def leaky_relu(self: Sym, negative_slope: float = 0.01) -> Sym:
-    return P.where(P.compare("GT", self, 0), self, self * negative_slope)
+@lower(aten.leaky_relu.default, static=("negative_slope",))
+def leaky_relu(self: Sym, negative_slope: float = 0.01) -> Sym:  # the kernel's negval.to<opmath_t>()
+    slope = checked_scalar(negative_slope, dtypes.opmath(self.dtype) if self.dtype.is_floating_point else self.dtype)
+    return P.where(P.compare("GT", self, 0), self, self * slope)
 
 
 @lower(aten.leaky_relu_backward.default, static=("negative_slope",))

@@ -82,6 +82,9 @@ def _scatter(self: Sym, dim: int, index: Sym, src: Any, reduce: str, legacy: str
     if index.numel() == 0:
         return self
     index = _scatter_check(index, "scatter", d, self.shape[d] if self.ndim else 1)
+    rank = (1,) * max(self.ndim, 1)  # a 0-d index or src is one element of self's rank, as ATen reads it
+    index = P.reshape(index, rank) if index.ndim == 0 else index
+    src = P.reshape(src, rank) if isinstance(src, Sym) and src.ndim == 0 else src
     if not isinstance(src, Sym):
         check_scalar_fits(src, self.dtype, "scatter(): value")  # after the dim check, unless nothing is written
         src = P.full(src, index.shape, self.dtype)

@@ -28,6 +28,7 @@ from torchtpu.ops.linalg_checks import (
     check_solve_triangular,
     check_triangular_solve,
     raise_from_info,
+    svd_nan,
 )
 from torchtpu.ops.operand_checks import data_check, tie
 from torchtpu.ops.registry import lower
@@ -324,7 +325,7 @@ def qr(A: Sym, mode: str = "reduced") -> tuple[Sym, Sym]:  # noqa: N803
     return q, r
 
 
-@lower(aten._linalg_svd.default)
+@lower(aten._linalg_svd.default, prepare=svd_nan)
 def svd(A: Sym, full_matrices: bool = False, compute_uv: bool = True, driver: str | None = None  # noqa: N803
         ) -> tuple[Sym, Sym, Sym]:
     a = _float(A)

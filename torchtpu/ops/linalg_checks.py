@@ -186,3 +186,17 @@ def wrap_cross(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(*args, **kwargs)
 
     return kernel
+
+
+def svd_nan(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """A `prepare` step of _linalg_svd (it reads the values): LAPACK's gesdd refuses a matrix with a NaN (info -4,
+    Reference LAPACK 3.10+), which ATen raises as torch.linalg.LinAlgError naming the first such batch element
+    (an infinite element without a NaN computes). Returns new argument tuples, so that a call is never served
+    from the launch cache without this check."""
+    a = args[0] if args else kwargs.get("A")
+    if (isinstance(a, torch.Tensor) and a.dim() >= 2 and a.numel() and a.dtype in _FLOATING[:4]
+            and bool(a.isnan().any())):
+        bad = a.isnan().flatten(-2).any(-1).cpu()
+        info = torch.where(bad, -4, 0).to(torch.int32)
+        torch._linalg_check_errors(info, "linalg.svd", is_matrix=a.dim() == 2)
+    return tuple(args), dict(kwargs)

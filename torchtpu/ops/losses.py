@@ -48,7 +48,8 @@ def _reduce_loss(loss: Sym, reduction: int, dtype: torch.dtype) -> Sym:
 def _margin_terms(self: Sym, target: Sym, p: Any, margin: Any, weight: Sym | None) -> tuple[Sym, Sym, Sym]:
     x = _wide(self if self.ndim == 2 else P.reshape(self, (1, -1)))
     n, c = x.shape
-    tgt = P.reshape(P.convert(target, torch.int64), (n, 1))
+    tgt = P.check_index(P.reshape(P.convert(target, torch.int64), (n, 1)), c,
+                         "target out of range", error="RuntimeError")
     picked = P.emit1("gather_axis", [x, tgt], dimension=1)  # (n, 1)
     z = float(margin) - P.broadcast_to(picked, x.shape) + x
     hit = P.compare("EQ", P.iota((n, c), 1), P.broadcast_to(tgt, (n, c)))

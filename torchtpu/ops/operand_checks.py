@@ -60,12 +60,53 @@ def check_put(self: Sym, index: Sym, source: Sym) -> None:
 
 def check_histc_range(lo: float, hi: float) -> None:
     """histc's given range (min == max takes the data's range, not checked here)."""
-    if lo == hi:
-        return
+    if lo != hi:
+        _histc_finite_ordered(lo, hi)
+
+
+def _histc_finite_ordered(lo: float, hi: float) -> None:
     if any(v != v or v in (float("inf"), float("-inf")) for v in (lo, hi)):
         raise RuntimeError(f"torch.histc: range of [{_g(lo)}, {_g(hi)}] is not finite")
     if not lo < hi:
         raise RuntimeError("torch.histc: max must be larger than min")
+
+
+def _widened(dtype: torch.dtype, lo: float, hi: float) -> tuple[float, float]:
+    """ATen's bins_edges_correction of an empty range: float and double take the farther of the next value of the
+    type and -+1 (inf: the type's largest finite value), other types -+1."""
+    if dtype not in (torch.float32, torch.float64):
+        return lo - 1, hi + 1
+    import numpy as np
+
+    t = np.float32 if dtype == torch.float32 else np.float64
+    with np.errstate(over="ignore"):
+        below = float(np.nextafter(t(lo), t(np.finfo(t).min)))
+        above = float(np.nextafter(t(hi), t(np.finfo(t).max)))
+    return min(below, lo - 1), max(above, hi + 1)
+
+
+def check_histc_edges(self: Sym, lo: float, hi: float) -> Sym:
+    """histc's linspace of its outer edges into a tensor of the input's dtype (c10's checked conversion: a uint8
+    input with min=-1 refuses), after check_histc_range; returns the zero to `tie` the result to. With min == max
+    the edges are the data's own range, one value v widened to v - 1 and v + 1 (checked when the program runs);
+    with no data, min - 1 and max + 1."""
+    from torchtpu.dtypes import _C_NAMES, checked_scalar
+
+    if lo == hi and self.numel() == 0:
+        lo, hi = _widened(self.dtype, lo, hi)
+        _histc_finite_ordered(lo, hi)
+    if lo != hi:
+        checked_scalar(lo, self.dtype)
+        checked_scalar(hi, self.dtype)
+    elif self.dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.float16):  # others: v +- 1 fits
+        info = torch.finfo(self.dtype) if self.dtype.is_floating_point else torch.iinfo(self.dtype)
+        x = P.convert(P.reshape(self, (-1,)), torch.float64)
+        low, high = P.reduce(x, "min", (0,)), P.reduce(x, "max", (0,))
+        bad = P.emit1("and", [P.compare("EQ", low, high), P.emit1("or", [P.compare("LT", low - 1.0, float(info.min)),
+                                                                            P.compare("GT", high + 1.0,
+                                                                                      float(info.max))])])
+        return data_check(bad, f"value cannot be converted to type {_C_NAMES[self.dtype]} without overflow")
+    return P.const(0, torch.int64)
 
 
 def _histogramdd_rank(self: Sym) -> None:

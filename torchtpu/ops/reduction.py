@@ -236,7 +236,7 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype:
     out = x.dtype if dtype is None else dtype
     if count == 0:  # the mean of nothing is NaN, whatever the divisor
         return P.convert(P.full(math.nan, sq.shape, sq.dtype), out)
-    result = sq / float(max(count - correction, 0))
+    result = sq / (count - correction if count > correction else 0.0)  # a NaN correction: 0, as ATen
     if take_sqrt:
         result = P.emit1("sqrt", [result])
     if scale is not None:

@@ -158,23 +158,32 @@ def _bins(x: Sym, bins: int, lo: Sym, hi: Sym, weight: Sym | None) -> Sym:
     return P.emit1("index_add", [P.full(0.0, (bins,), x.dtype), idx, w], dimension=0)
 
 
-def _range(x: Sym, lo: float, hi: float, widen: float = 1.0) -> tuple[Sym, Sym]:
+def _range(x: Sym, lo: float, hi: float, next_value: bool = False) -> tuple[Sym, Sym]:
+    """histc's outer edges: the given ones, else the data's range; one value v widened to v -+ 1 or, with
+    `next_value` (a float32/float64 input: ATen's bins_edges_correction), to the farther of that and the type's
+    next value (v = 1e8 in float32: 1e8 -+ 8, where v -+ 1 rounds back to v)."""
     if lo == hi:  # the data's own range (computed on the device)
         if x.shape[0] == 0:  # no data: [0, 1], as ATen
             return P.const(0.0, x.dtype), P.const(1.0, x.dtype)
         else:
             lo_s, hi_s = P.reduce(x, "min", (0,)), P.reduce(x, "max", (0,))
         same = P.compare("EQ", lo_s, hi_s)
-        return P.where(same, lo_s - widen, lo_s), P.where(same, hi_s + widen, hi_s)
+        down, up = lo_s - 1.0, hi_s + 1.0
+        if next_value:
+            info = torch.finfo(x.dtype)
+            down = P.emit1("minimum", [P.emit1("nextafter", [lo_s, P.const(info.min, x.dtype)]), down])
+            up = P.emit1("maximum", [P.emit1("nextafter", [hi_s, P.const(info.max, x.dtype)]), up])
+        return P.where(same, down, lo_s), P.where(same, up, hi_s)
     return P.const(float(lo), x.dtype), P.const(float(hi), x.dtype)
 
 
 @lower(aten.histc.default, static=("min", "max"))
 def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noqa: A002
     operand_checks.check_histc_range(float(min), float(max))
+    zero = operand_checks.check_histc_edges(self, float(min), float(max))
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
-    lo, hi = _range(x, float(min), float(max))
-    return P.convert(_bins(x, bins, lo, hi, None), self.dtype)
+    lo, hi = _range(x, float(min), float(max), self.dtype in (torch.float32, torch.float64))
+    return operand_checks.tie(P.convert(_bins(x, bins, lo, hi, None), self.dtype), zero)
 
 
 @lower(aten.histogram.bin_ct, static=("range",), prepare=cpu_raise_checks3.histogram_data_range(False))
