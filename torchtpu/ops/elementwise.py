@@ -55,10 +55,11 @@ def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
         # ATen's bool kernel: alpha converted to bool first (-1 is true), self + alpha * other nonzero
         scaled = P.compare("NE", P.binary("multiply", P.convert(other, torch.int64), alpha), 0)
         return P.binary("or", P.convert(self, torch.bool), scaled)
+    other = P.via_common(other, compute, result)
     if _scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "add(): alpha")
-        other = P.binary("multiply", P.convert(other, compute), alpha)
-    return P.convert(P.binary("add", P.convert(self, compute), other), result)
+        other = P.binary("multiply", other, alpha)
+    return P.convert(P.binary("add", P.via_common(self, compute, result), other), result)
 
 
 @lower(aten.sub.Tensor, aten.sub.Scalar)
@@ -74,10 +75,11 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     compute, result = P.result_dtype(self, other)
     check_alpha(alpha, result)
+    other = P.via_common(other, compute, result)
     if _scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "sub(): alpha")
-        other = P.binary("multiply", P.convert(other, compute), alpha)
-    return P.convert(P.binary("subtract", P.convert(self, compute), other), result)
+        other = P.binary("multiply", other, alpha)
+    return P.convert(P.binary("subtract", P.via_common(self, compute, result), other), result)
 
 
 @lower(aten.rsub.Tensor, aten.rsub.Scalar)
@@ -87,7 +89,7 @@ def rsub(self: Any, other: Any, alpha: Any = 1) -> Sym:
 
 @lower(aten.mul.Tensor, aten.mul.Scalar)
 def mul(self: Any, other: Any) -> Sym:
-    return P.binary("multiply", self, other)
+    return P.binary("multiply", self, other, scalar_other_exact=True)
 
 
 @lower(aten.div.Tensor, aten.div.Scalar)

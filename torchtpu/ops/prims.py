@@ -189,14 +189,36 @@ def broadcast(*xs: Sym) -> list[Sym]:
     return [broadcast_to(x, shape) for x in xs]
 
 
-def prepare(args: Sequence[Any], dtype: torch.dtype) -> list[Sym]:
-    """Converts tensors and scalars to `dtype` and broadcasts them to a common shape."""
+_NARROW_FLOATS = (torch.float16, torch.bfloat16)
+
+
+def prepare(args: Sequence[Any], dtype: torch.dtype, scalar_other_exact: bool = False) -> list[Sym]:
+    """Converts tensors and scalars to `dtype` and broadcasts them to a common shape. Where the common dtype is
+    float16/bfloat16 (computed in float32), an operand of another dtype is cast to it first, as TensorIterator
+    casts its operands before the kernel widens them (int32 2049 + float16 0.5 is 2048 on CPU, 70000 * 0.0 NaN; a
+    Python scalar too: float16 0.5 + 2049 is 2048); `scalar_other_exact`: ATen's mul and true division read a
+    scalar (0-d or Python) second operand's original value instead (float16 0.0 * 70000 is 0)."""
+    if dtype == torch.float32 and any(isinstance(a, Sym) and a.dtype in _NARROW_FLOATS for a in args):
+        common = result_dtype(*args, kind=Kind.NO_OPMATH)[1]
+        return broadcast(*[convert(a, dtype) if scalar_other_exact and k == 1 and _is_scalar(a)
+                           else via_common(a, dtype, common) for k, a in enumerate(args)])
     return broadcast(*[convert(a, dtype) for a in args])
 
 
-def binary(name: str, a: Any, b: Any, kind: Kind = Kind.DEFAULT) -> Sym:
+def _is_scalar(x: Any) -> bool:
+    return not isinstance(x, Sym) or x.ndim == 0
+
+
+def via_common(x: Sym | Number, compute: torch.dtype, common: torch.dtype) -> Sym:
+    """`x` in `compute`, through a float16/bfloat16 `common` dtype first where `compute` is its float32 (`prepare`)."""
+    if common in _NARROW_FLOATS and compute == torch.float32 and not (isinstance(x, Sym) and x.dtype == common):
+        x = convert(x, common)
+    return convert(x, compute)
+
+
+def binary(name: str, a: Any, b: Any, kind: Kind = Kind.DEFAULT, scalar_other_exact: bool = False) -> Sym:
     compute, result = result_dtype(a, b, kind=kind)
-    x, y = prepare([a, b], compute)
+    x, y = prepare([a, b], compute, scalar_other_exact)
     return convert(emit1(name, [x, y]), result)
 
 
@@ -210,7 +232,7 @@ def float_unary(name: str, x: Sym) -> Sym:
 
 
 def true_divide(a: Any, b: Any) -> Sym:
-    return binary("divide", a, b, Kind.INT_TO_FLOAT)
+    return binary("divide", a, b, Kind.INT_TO_FLOAT, scalar_other_exact=True)
 
 
 def compare(direction: str, a: Any, b: Any) -> Sym:
