@@ -45,13 +45,6 @@ NO_OVERLAP_OPS = frozenset({"index_add", "index_copy", "index_fill", "put", "ind
 def _dense(t: torch.Tensor) -> bool:
     """c10's is_non_overlapping_and_dense."""
     return t.is_contiguous() or out_layout.dense(t.shape, t.stride())
-    dims = sorted((st, n) for st, n in zip(t.stride(), t.shape) if n != 1)
-    expected = 1
-    for st, n in dims:
-        if st != expected:
-            return False
-        expected *= n
-    return True
 
 
 def overlap_status(a: torch.Tensor, b: torch.Tensor) -> Overlap:

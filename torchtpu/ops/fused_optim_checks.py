@@ -17,20 +17,11 @@ from typing import Any
 
 import torch
 
+from torchtpu.execution import out_layout
+
 Bound = dict[str, Any]
 
 _FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-
-
-def _dense(t: torch.Tensor) -> bool:
-    """is_non_overlapping_and_dense: the elements fill their span exactly once, in some order of the dims."""
-    dims = sorted((int(st), int(sz)) for st, sz in zip(t.stride(), t.shape, strict=True) if sz != 1)
-    expected = 1
-    for stride, size in dims:
-        if stride != expected:
-            return False
-        expected *= size
-    return True
 
 
 def _strides(t: torch.Tensor) -> tuple[int, ...]:
@@ -43,7 +34,7 @@ def _same_layout(param: Any, other: Any) -> bool:
         return False
     if not isinstance(param, torch.Tensor) or not isinstance(other, torch.Tensor):
         return True  # a compiled graph's node: shapes only
-    return _dense(param) and _strides(param) == _strides(other)
+    return out_layout.dense(param.shape, param.stride()) and _strides(param) == _strides(other)
 
 
 def _layout_check(read: Callable[[Bound], tuple[str, ...]]) -> Callable[[Bound], None]:
