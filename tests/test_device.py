@@ -203,3 +203,34 @@ def test_a_shim_that_cannot_build_leaves_import_torch_working(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["2.0", "raised"]
     assert r.stderr.count("could not register the 'tpu' device") == 1 and "'no-such-compiler'" in r.stderr
+
+
+def test_a_repeated_op_on_a_whole_storage_driver_launches_from_cpp(tpu, monkeypatch):
+    """On a driver whose operands are whole storages (pjrt), a repeated DEFER_NEVER op runs its one-op region's
+    prepared launch from the C++ launch path (csrc/record_native.cpp), without the Python recording path
+    (deferred._launch_one); with that turned off it takes the Python path. The same results either way. (On the
+    sim, DEFER_NEVER ops launch from their own entries: neither path is taken.)"""
+    from torchtpu import runtime
+    from torchtpu.execution import deferred, record_fast
+
+    whole_storage = not runtime.driver().strided_operands
+    gen = torch.Generator().manual_seed(7)
+    a, b = (torch.randn(16, 16, generator=gen).to(tpu) for _ in range(2))
+    calls = []
+    python_way = deferred._launch_one
+    monkeypatch.setattr(deferred, "_launch_one", lambda *args: calls.append(args[0][0]) or python_way(*args))
+    results = {}
+    try:
+        for native in (False, True):
+            record_fast.native_recording(native)
+            with torchtpu.eager_mode("DEFER_NEVER"):
+                for _ in range(3):  # the prepared launch is learned on the first calls
+                    torch.mm(a, b)
+                calls.clear()
+                results[native] = [(torch.mm(a, b) + a).cpu() for _ in range(4)]
+                torch.tpu.synchronize()
+            assert (len(calls) > 0) == (whole_storage and not native), calls
+    finally:
+        record_fast.native_recording(True)
+    for x, y in zip(results[False], results[True], strict=True):
+        assert x.view(torch.int32).equal(y.view(torch.int32))

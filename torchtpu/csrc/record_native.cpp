@@ -21,8 +21,9 @@ namespace {
 
 struct Hooks {
   bool on = false;
-  // the modules' dicts: deferred, poison, modes, record_plan, user_frames
-  py::object deferred, poison, modes, plan, frames;
+  // the modules' dicts: deferred, poison, modes, record_plan, user_frames; one_op_fast, one_op_streak and
+  // profiler.events for a whole-storage driver's (pjrt) one-op regions outside DEFER_AND_FUSE
+  py::object deferred, poison, modes, plan, frames, one_op, streak, profiler;
   py::object event_type, slot_type, fuse, user_line;
 };
 
@@ -38,7 +39,7 @@ struct Names {
   PyObject *region, *single, *active, *stack, *mode, *lock, *plans, *views, *package, *lines, *stats, *max_ops;
   PyObject *events, *slots, *slot_of, *device, *torch_dtype, *written, *ir_ops, *ops_deferred, *ops;
   PyObject *acquire, *release, *program, *structure, *inputs, *outputs, *scalars, *origin, *key;
-  PyObject *storage, *dtype, *nbytes, *numel, *holder, *flush;
+  PyObject *storage, *dtype, *nbytes, *numel, *holder, *flush, *granted, *profiling, *run, *replayed;
 };
 
 Names& names() {
@@ -50,7 +51,8 @@ Names& names() {
                s("slots"), s("slot_of"), s("device"), s("torch_dtype"), s("written"), s("ir_ops"),
                s("ops_deferred"), s("ops"), s("acquire"), s("release"), s("program"), s("structure"),
                s("inputs"), s("outputs"), s("scalars"), s("origin"), s("key"), s("storage"), s("dtype"),
-               s("nbytes"), s("numel"), s("_holder"), s("flush")};
+               s("nbytes"), s("numel"), s("_holder"), s("flush"), s("_granted"), s("ACTIVE"),
+               s("run"), s("_replayed")};
     return m;
   }();
   return *n;
@@ -168,6 +170,53 @@ std::pair<py::bytes, py::tuple> python_layout(const std::vector<at::Tensor>& inp
   return {py::bytes(layout), std::move(addresses)};
 }
 
+namespace {
+
+// The call's scalar buffers: the items of `buffers` after the first `n_inputs` (the tensors' places).
+py::tuple scalars_of(PyObject* buffers, size_t n_inputs) {
+  const auto first = static_cast<Py_ssize_t>(n_inputs);
+  const Py_ssize_t n = PyList_GET_SIZE(buffers);
+  py::tuple scalars(n - first);
+  for (Py_ssize_t i = first; i < n; ++i) scalars[i - first] = py::reinterpret_borrow<py::object>(PyList_GET_ITEM(buffers, i));
+  return scalars;
+}
+
+// Outside DEFER_AND_FUSE (a whole-storage driver: pjrt): what deferred.record_cached does when the op's one-op
+// region has a prepared launch (one_op_fast.run, then deferred._replayed), from here; false, with nothing
+// launched, where the Python way must take the call (no plan yet, a kept or pending region, a profiler, a granted
+// streak, the lock held elsewhere, a launch the prepared path declined: the long way then runs it).
+bool launch_one(PyObject* token, size_t n_inputs, PyObject* buffers, PyObject* layout, PyObject* addresses,
+                int64_t device, PyObject* region, PyObject* single, PyObject* lock) {
+  const Hooks& h = hooks();
+  const Names& n = names();
+  PyObject* granted = global(h.streak, n.granted);
+  PyObject* profiling = global(h.profiler, n.profiling);
+  PyObject* plans = global(h.one_op, n.plans);
+  PyObject* run = global(h.one_op, n.run);
+  PyObject* replayed = global(h.deferred, n.replayed);
+  if (granted == nullptr || profiling == nullptr || plans == nullptr || run == nullptr || replayed == nullptr ||
+      truthy(granted) || truthy(profiling) || PyList_GET_SIZE(single)) {
+    return false;
+  }
+  py::object events = attr(region, n.events);
+  if (!PyList_Check(events.ptr()) || PyList_GET_SIZE(events.ptr()) != 0) return false;
+  py::object memo = py::make_tuple(py::handle(PyTuple_GET_ITEM(token, 5)), py::handle(layout));
+  const int planned = PyDict_Contains(plans, memo.ptr());
+  if (planned < 0) throw py::error_already_set();
+  if (!planned) return false;
+  auto run_ref = py::reinterpret_borrow<py::object>(run);
+  auto replayed_ref = py::reinterpret_borrow<py::object>(replayed);
+  LockGuard guard(lock);
+  if (!guard.held()) return false;
+  py::object built = run_ref(py::handle(token), scalars_of(buffers, n_inputs), py::handle(layout),
+                             py::handle(addresses), device);
+  if (built.is_none()) return false;
+  replayed_ref(built);
+  return true;
+}
+
+}  // namespace
+
 bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
                    PyObject* buffers, PyObject* layout, PyObject* addresses, int64_t device) {
   const Hooks& h = hooks();
@@ -186,7 +235,8 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
   }
   const Py_ssize_t depth = PyList_GET_SIZE(stack);
   PyObject* mode = depth ? PyList_GET_ITEM(stack, depth - 1) : global(h.modes, n.mode);
-  if (mode != h.fuse.ptr() || PyList_GET_SIZE(single) || truthy(active)) return false;
+  if (mode != h.fuse.ptr()) return launch_one(token, inputs.size(), buffers, layout, addresses, device, region, single, lock);
+  if (PyList_GET_SIZE(single) || truthy(active)) return false;
   py::object events = attr(region, n.events);
   if (!PyList_Check(events.ptr()) || PyList_GET_SIZE(events.ptr()) == 0) return false;
   if (PyLong_AsLongLong(attr(region, n.device).ptr()) != device) {
@@ -241,11 +291,7 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
   PyObject* outs = PyTuple_GET_ITEM(found, 1);
   py::object line = cached_user_line();
   if (line.is_none()) line = h.user_line(0);  // (its own frame, ours, then up: an autograd thread has no other)
-  const Py_ssize_t n_buffers = PyList_GET_SIZE(buffers);
-  py::tuple scalars(n_buffers - static_cast<Py_ssize_t>(inputs.size()));
-  for (Py_ssize_t i = static_cast<Py_ssize_t>(inputs.size()); i < n_buffers; ++i) {
-    scalars[i - static_cast<Py_ssize_t>(inputs.size())] = py::reinterpret_borrow<py::object>(PyList_GET_ITEM(buffers, i));
-  }
+  py::tuple scalars = scalars_of(buffers, inputs.size());
   PyObject* program = PyTuple_GET_ITEM(token, 1);
   py::object origin = py::make_tuple(py::handle(PyTuple_GET_ITEM(token, 0)), line);
   py::object event = make(h.event_type, {{n.program, program}, {n.structure, PyTuple_GET_ITEM(token, 2)},
@@ -316,11 +362,11 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
 
 void bind_record_native(py::module& m) {
   m.def("fast_record_count", [] { return g_recorded; });
-  // (deferred, poison, modes, record_plan, user_frames modules, Event, Slot, the FUSE mode, user_line);
-  // None turns the path off
+  // (deferred, poison, modes, record_plan, user_frames, one_op_fast, one_op_streak, profiler.events modules,
+  // Event, Slot, the FUSE mode, user_line); None turns the path off
   m.def("fast_record_hooks", [](py::object deferred, py::object poison, py::object modes, py::object plan,
-                                py::object frames, py::object event, py::object slot, py::object fuse,
-                                py::object user_line) {
+                                py::object frames, py::object one_op, py::object streak, py::object profiler,
+                                py::object event, py::object slot, py::object fuse, py::object user_line) {
     Hooks& h = hooks();
     h.on = false;
     if (deferred.is_none()) return;
@@ -331,6 +377,9 @@ void bind_record_native(py::module& m) {
     h.modes = dict(modes);
     h.plan = dict(plan);
     h.frames = dict(frames);
+    h.one_op = dict(one_op);
+    h.streak = dict(streak);
+    h.profiler = dict(profiler);
     TORCH_CHECK(PyType_Check(event.ptr()) && PyType_Check(slot.ptr()), "fast_record_hooks: Event and Slot types");
     h.event_type = event;
     h.slot_type = slot;

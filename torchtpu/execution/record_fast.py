@@ -10,7 +10,8 @@ less per recorded 8x8 op (8x8 add unsynced 8.06 -> 7.36 us, interleaved in one p
 
 Its common case runs in C++ first (csrc/record_native.cpp, installed by `native_recording`): a hit whose layout
 plan, region slots and views were all met before is recorded there, on these modules' own objects, with no Python
-per op; anything else comes here."""
+per op; anything else comes here. On a whole-storage driver (pjrt) outside DEFER_AND_FUSE, the C++ side also
+runs an op whose one-op region has a prepared launch (one_op_fast.run) without the Python recording path."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from typing import Any
 import torch
 
 from torchtpu.execution import deferred as _d
-from torchtpu.execution import modes, poison, record_plan, user_frames
+from torchtpu.execution import modes, one_op_fast, one_op_streak, poison, record_plan, user_frames
 from torchtpu.execution.region_ir import Event, Slot
 from torchtpu.execution.user_frames import user_line
+from torchtpu.profiler import events as _events
 
 _FUSE = modes.EagerMode.DEFER_AND_FUSE
 _mode = modes.get_eager_mode
@@ -88,9 +90,10 @@ def native_recording(on: bool = True) -> None:
                 or Slot.__slots__ != NATIVE_SLOT_FIELDS):
             raise RuntimeError("region_ir.Event or Slot has other fields than csrc/record_native.cpp sets: "
                                "change both together")
-        native().fast_record_hooks(_d, poison, modes, record_plan, user_frames, Event, Slot, _FUSE, user_line)
+        native().fast_record_hooks(_d, poison, modes, record_plan, user_frames, one_op_fast, one_op_streak,
+                                   _events, Event, Slot, _FUSE, user_line)
     else:
-        native().fast_record_hooks(*(None,) * 9)
+        native().fast_record_hooks(*(None,) * 12)
 
 
 native_recording()
