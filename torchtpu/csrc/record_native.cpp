@@ -177,7 +177,9 @@ py::tuple scalars_of(PyObject* buffers, size_t n_inputs) {
   const auto first = static_cast<Py_ssize_t>(n_inputs);
   const Py_ssize_t n = PyList_GET_SIZE(buffers);
   py::tuple scalars(n - first);
-  for (Py_ssize_t i = first; i < n; ++i) scalars[i - first] = py::reinterpret_borrow<py::object>(PyList_GET_ITEM(buffers, i));
+  for (Py_ssize_t i = first; i < n; ++i) {
+    scalars[i - first] = py::reinterpret_borrow<py::object>(PyList_GET_ITEM(buffers, i));
+  }
   return scalars;
 }
 
@@ -235,7 +237,9 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
   }
   const Py_ssize_t depth = PyList_GET_SIZE(stack);
   PyObject* mode = depth ? PyList_GET_ITEM(stack, depth - 1) : global(h.modes, n.mode);
-  if (mode != h.fuse.ptr()) return launch_one(token, inputs.size(), buffers, layout, addresses, device, region, single, lock);
+  if (mode != h.fuse.ptr()) {
+    return launch_one(token, inputs.size(), buffers, layout, addresses, device, region, single, lock);
+  }
   if (PyList_GET_SIZE(single) || truthy(active)) return false;
   py::object events = attr(region, n.events);
   if (!PyList_Check(events.ptr()) || PyList_GET_SIZE(events.ptr()) == 0) return false;
@@ -371,7 +375,9 @@ void bind_record_native(py::module& m) {
     h.on = false;
     if (deferred.is_none()) return;
     names();
-    auto dict = [](const py::object& module) { return py::reinterpret_borrow<py::object>(PyModule_GetDict(module.ptr())); };
+    auto dict = [](const py::object& module) {
+      return py::reinterpret_borrow<py::object>(PyModule_GetDict(module.ptr()));
+    };
     h.deferred = dict(deferred);
     h.poison = dict(poison);
     h.modes = dict(modes);
