@@ -22,15 +22,13 @@ aten = torch.ops.aten
 Bound = dict[str, Any]
 
 _FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-_INTEGRAL = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32,
-             torch.uint64)
 
 
 def _kernel_path(self: Any, other: Any) -> bool:
     """Whether ATen's ldexp takes the device kernel: a floating self and an integer or bool exponent (torch 2.13's
     ldexp_out does not look at the out's dtype: CPU's kernel then fails an internal assert for an out of another
     dtype, a CPU bug listed in known.json; tpu casts the kernel's result into it)."""
-    return self.dtype in _FLOATING and (other.dtype in _INTEGRAL or other.dtype == torch.bool)
+    return self.dtype in _FLOATING and not (other.dtype.is_floating_point or other.dtype.is_complex)
 
 
 def _broadcast(self: Any, other: Any) -> list[int] | None:
