@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from torchtpu.dtypes import checked_scalar
+from torchtpu.dtypes import FLOATS, checked_scalar
 from torchtpu.ops import (
     cpu_raise_checks,
     cpu_raise_checks2,
@@ -35,7 +35,6 @@ Bound = dict[str, Any]
 # the modules whose BOUND_CHECKS run behind this module's own (CPU's checks after those above)
 _LATER = (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, inplace_scalar_checks, onednn_checks,
           fused_optim_checks, ldexp)
-_FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def _bind(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Bound:
@@ -180,7 +179,7 @@ def _softmax(a: Bound) -> None:  # softmax meta (the dim, then the out= dtype), 
 
 def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad before reading output's data
     grad, dim = a["grad_output"], a["dim"]
-    if grad.dtype not in _FLOATING and list(grad.shape) == list(a["output"].shape) and 0 not in grad.shape:
+    if grad.dtype not in FLOATS and list(grad.shape) == list(a["output"].shape) and 0 not in grad.shape:
         d = _wrap(dim, len(grad.shape))
         last = d == max(len(grad.shape), 1) - 1
         raise _not_implemented("softmax_backward_lastdim_kernel_impl" if last else "softmax_backward_kernel_impl",
@@ -195,7 +194,7 @@ def _log_softmax_backward(a: Bound) -> None:  # the dim, then the dispatch on gr
     if out is not None and out.dtype != expected:  # the structured kernel's out= dtype check
         raise RuntimeError(f"Expected out tensor to have dtype {aten_meta_name(expected)}, but got "
                            f"{aten_meta_name(out.dtype)} instead")
-    if grad.dtype not in _FLOATING and 0 not in grad.shape:
+    if grad.dtype not in FLOATS and 0 not in grad.shape:
         last = d == max(len(grad.shape), 1) - 1
         raise _not_implemented("log_softmax_backward_lastdim_kernel_impl" if last else
                                "log_softmax_backward_kernel_impl", grad.dtype)
@@ -267,7 +266,7 @@ def _group_norm_backward(a: Bound) -> None:
     mask = a["output_mask"]
     if a.get("weight") is None and (mask[1] or mask[2]):  # at::empty_like(gamma) for dgamma/dbeta
         raise RuntimeError("tensor does not have a device")
-    if x.dtype not in _FLOATING:
+    if x.dtype not in FLOATS:
         raise _not_implemented("GroupNormBackwardKernelImpl", x.dtype)
 
 
@@ -302,7 +301,7 @@ def _softplus_backward(a: Bound) -> None:  # beta.to<opmath_t>() in the kernel: 
     grad, x = a["grad_output"], a["self"]
     cpu_raise_checks.broadcast(grad.shape, x.shape)
     dtype = torch.promote_types(grad.dtype, x.dtype)
-    if dtype not in _FLOATING:
+    if dtype not in FLOATS:
         return
     for name in ("beta", "threshold"):
         value = a.get(name)

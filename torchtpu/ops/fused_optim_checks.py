@@ -17,11 +17,11 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import FLOATS
 from torchtpu.execution import out_layout
 
 Bound = dict[str, Any]
 
-_FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def _strides(t: torch.Tensor) -> tuple[int, ...]:
@@ -50,7 +50,7 @@ def _layout_check(read: Callable[[Bound], tuple[str, ...]]) -> Callable[[Bound],
             return  # the list-length checks raise first
         for i, p in enumerate(params):
             group = [a[n][i] for n in lists]
-            if p.dtype not in _FLOATING or any(t.dtype != p.dtype for t in group):
+            if p.dtype not in FLOATS or any(t.dtype != p.dtype for t in group):
                 return  # the kernel's dtype dispatch or data_ptr<scalar_t> refuses this param first
             if not any(int(s) == 0 for s in p.shape) and not all(_same_layout(p, t) for t in group):
                 shapes = ", ".join(f"{n}[{i}] {list(map(int, t.shape))}" for n, t in zip(lists, group, strict=True))
