@@ -252,14 +252,23 @@ def _float_of(dtype: torch.dtype) -> torch.dtype:
     return dtype if dtype.is_floating_point or dtype.is_complex else torch.float32
 
 
-def _smooth_l1_backward(a: Bound) -> None:  # promote inputs, cast to grad_input safely
+def _smooth_l1_backward(a: Bound) -> None:
+    """TensorIterator over (grad_input; self, target, grad_output): the broadcast shape, then the common dtype cast
+    safely to grad_input's (or self's), then the kernel's dispatch on that output dtype (real types only)."""
     x, target, grad = a["self"], a["target"], a["grad_output"]
+    tensors = [t for t in (x, target, grad) if _is_tensor(t)]
+    shape: Sequence[int] = []
+    for t in tensors:
+        shape = broadcast(shape, t.shape)
     out = a.get("grad_input")
     target_dtype = (out if out is not None else x).dtype
-    common = result_type([t for t in (x, target, grad) if _is_tensor(t)])
+    common = result_type(tensors)
     if common is not None and not _can_cast(common, target_dtype):
         raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
                            f"{aten_type_name(target_dtype)}")
+    if target_dtype.is_complex or target_dtype == torch.bool:
+        name = aten_type_name(target_dtype)
+        raise NotImplementedError(f"\"smooth_l1_backward_cpu_out\" not implemented for '{name}'")
 
 
 def _bucketize(a: Bound) -> None:

@@ -6,6 +6,7 @@ grad_output / total_weight. Eager mode and torch.compile wrap the same decomposi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -192,7 +193,7 @@ def _smooth_l1_grad(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, r
     promoted = torch.promote_types(torch.promote_types(grad.dtype, x.dtype), target.dtype)
     compute = torch.float32 if promoted in (torch.float16, torch.bfloat16) else promoted
     d = x.to(compute) - target.to(compute)
-    norm = 1.0 / x.numel() if reduction == 1 else 1.0
+    norm = (1.0 / x.numel() if x.numel() else math.inf) if reduction == 1 else 1.0  # C++'s 1. / 0 is inf
     unit = torch.where(d > 0, 1.0, -1.0).to(compute)
     out = torch.where(d.abs() >= beta, unit, d / beta)
     return (norm * out * grad.to(compute)).to(promoted)
