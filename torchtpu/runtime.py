@@ -11,6 +11,7 @@ writes on slices reach the base tensor's storage).
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -99,6 +100,16 @@ def buffer(t: torch.Tensor) -> np.ndarray:
         _views[key] = view
     return view
 
+
+_native_buffers: list = []  # the shim's `buffers`, bound on first use
+
+
+def buffers(tensors: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    """`[buffer(t) for t in tensors]`, the cached views looked up in C++ (csrc/buffer_views.cpp) under `buffer`'s
+    key; a view not cached yet is made by `buffer`."""
+    if not _native_buffers:
+        _native_buffers.append(native().buffers)
+    return _native_buffers[0](tensors if type(tensors) is list else list(tensors), _views, buffer)
 
 def numpy_dtypes() -> list[tuple[torch.dtype, np.dtype]]:
     """The numpy dtype `buffer` gives a tensor of each torch dtype that has one."""

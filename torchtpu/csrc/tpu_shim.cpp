@@ -572,6 +572,7 @@ void bind_fast_launch(py::module& m);      // fast_launch.cpp
 void bind_realloc_settle(py::module& m);  // realloc_settle.cpp
 void bind_array_overlap(py::module& m);   // array_overlap.cpp
 void bind_region_flush(py::module& m);    // region_flush.cpp
+void bind_buffer_views(py::module& m);    // buffer_views.cpp
 
 }  // namespace torchtpu
 
@@ -580,6 +581,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   torchtpu::bind_realloc_settle(m);
   torchtpu::bind_array_overlap(m);
   torchtpu::bind_region_flush(m);
+  torchtpu::bind_buffer_views(m);
   m.def("cpu_alias", &torchtpu::cpu_alias);
   m.def("memory_counters", &torchtpu::memory_counters);
   m.def("reset_peak", &torchtpu::reset_peak);

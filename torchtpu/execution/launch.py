@@ -51,8 +51,8 @@ def launch(name: str, program: Program, inputs: Sequence[torch.Tensor], outputs:
         poison.check_inputs(name, inputs, program)
     if exe is None or exe.target != drv.target(device):  # devices may be different chips
         exe = drv.compile(program, device)
-    buffer = runtime.buffer
-    execute(drv, exe, [buffer(t) for t in inputs] + list(scalars), [buffer(t) for t in outputs], device)
+    buffers = runtime.buffers
+    execute(drv, exe, buffers(inputs) + list(scalars), buffers(outputs), device)
     if poison.active:
         poison.overwritten(outputs)
     return exe
