@@ -141,20 +141,28 @@ def isin_scalar_tensor(element: Any, test_elements: Sym, *, assume_unique: bool 
     return _isin(P.full(element, (), dtype), test_elements, invert)
 
 
-def _bins(x: Sym, bins: int, lo: Sym, hi: Sym, weight: Sym | None) -> Sym:
-    """Counts (float) of x (flat, float) in `bins` equal bins of [lo, hi]; x == hi goes to the last bin."""
+def _bins(x: Sym, bins: int, lo: Sym, hi: Sym, dtype: torch.dtype) -> Sym:
+    """Counts (float) of x (flat, float32/float64) in `bins` equal bins of [lo, hi], as CPU's histogramdd linear
+    kernel computes them in the input's `dtype` (float16/bfloat16 rounded after each operation): the edges are
+    linspace(lo, hi, bins + 1), whose step (hi - lo) / bins in `dtype` makes every edge NaN where it overflows, so
+    nothing is counted; else x in [lo, hi] lands in bin int64((x - lo) * bins / (hi - lo)), the last edge in the
+    last bin, and an overflowing product (inf, whose int64 is INT64_MIN, clamped) in bin 0."""
     n = x.shape[0]
     if n == 0:
         return P.full(0, (bins,), x.dtype)
+    narrow = dtype in (torch.float16, torch.bfloat16)
+    r = (lambda v: P.convert(P.convert(v, dtype), x.dtype)) if narrow else (lambda v: v)  # noqa: E731
+    lo, hi = r(lo), r(hi)
+    width = r(hi - lo)
+    step = r(width / float(bins))
     lo_b, hi_b = P.broadcast_to(lo, (n,)), P.broadcast_to(hi, (n,))
-    inside = P.emit1("and", [P.compare("GE", x, lo_b), P.compare("LE", x, hi_b)])
-    width = hi_b - lo_b
-    pos = P.emit1("floor", [(x - lo_b) * float(bins) / P.where(P.compare("EQ", width, 0.0),
-                                                                P.full(1.0, (n,), x.dtype), width)])
+    finite_step = P.broadcast_to(P.compare("LT", P.emit1("abs", [step]), float("inf")), (n,))
+    inside = P.emit1("and", [P.emit1("and", [P.compare("GE", x, lo_b), P.compare("LE", x, hi_b)]), finite_step])
+    pos = r(r(r(x - lo_b) * float(bins)) / P.broadcast_to(width, (n,)))
+    pos = P.where(P.compare("LT", pos, float("inf")), P.emit1("floor", [pos]), P.zeros_like(pos))  # pos >= 0 or NaN
     idx = P.convert(P.emit1("clamp", [P.full(0.0, (n,), x.dtype), pos, P.full(float(bins - 1), (n,), x.dtype)]),
                     torch.int64)
-    w = P.full(1.0, (n,), x.dtype) if weight is None else P.convert(P.reshape(weight, (-1,)), x.dtype)
-    w = P.where(inside, w, P.zeros_like(w))
+    w = P.where(inside, P.full(1.0, (n,), x.dtype), P.full(0.0, (n,), x.dtype))
     return P.emit1("index_add", [P.full(0.0, (bins,), x.dtype), idx, w], dimension=0)
 
 
@@ -183,7 +191,7 @@ def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noq
     zero = operand_checks.check_histc_edges(self, float(min), float(max))
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
     lo, hi = _range(x, float(min), float(max), self.dtype in (torch.float32, torch.float64))
-    return operand_checks.tie(P.convert(_bins(x, bins, lo, hi, None), self.dtype), zero)
+    return operand_checks.tie(P.convert(_bins(x, bins, lo, hi, self.dtype), self.dtype), zero)
 
 
 @lower(aten.histogram.bin_ct, static=("range",), prepare=cpu_raise_checks3.histogram_data_range(False))
