@@ -132,3 +132,34 @@ def _histc_calls(d: str) -> list[torch.Tensor]:
 @pytest.mark.parametrize("mode", MODES)
 def test_histc_overflowing_range(mode: str) -> None:
     assert_exactly_cpu(_histc_calls, mode)
+
+
+def _ldexp_calls(d: str) -> list[torch.Tensor]:
+    x = torch.tensor([1e-30, 3.0, 2.0 ** -140, -5e-39, 1.5], device=d)
+    e = torch.tensor([200, -140, 150, 180, -160], dtype=torch.int32, device=d)
+    h = torch.tensor([2.0 ** -10, 3e-5, 100.0], device=d).half()
+    eh = torch.tensor([16, 20, -30], device=d)
+
+    def inplace(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        a = a.clone()
+        a.ldexp_(b)
+        return a
+
+    def out(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        o = torch.empty_like(a)
+        torch.ldexp(a, b, out=o)
+        return o
+
+    torch._dynamo.reset()
+    backend = "tpu" if d != "cpu" else "eager"
+    got = []
+    for fn in (torch.ldexp, inplace, out):
+        compiled = torch.compile(fn, backend=backend)
+        got += [compiled(x, e), compiled(h, eh), compiled(x, x)]  # the last: a float exponent (the composite)
+    return got
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ldexp_compiled_extreme_exponents(mode: str) -> None:
+    """Under torch.compile the exponent's power of two 2**200 overflowed float32 (inf where CPU is 1.6e30)."""
+    assert_exactly_cpu(_ldexp_calls, mode)
