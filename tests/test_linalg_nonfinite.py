@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_exactly_cpu
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu
 
 import torchtpu  # noqa: F401
 
@@ -132,6 +132,21 @@ def _histc_calls(d: str) -> list[torch.Tensor]:
 @pytest.mark.parametrize("mode", MODES)
 def test_histc_overflowing_range(mode: str) -> None:
     assert_exactly_cpu(_histc_calls, mode)
+
+
+DATA_RANGE_REFUSED = [  # min == max: the data's own range, refused by CPU when it is not finite
+    lambda d: torch.histc(torch.tensor([1.0, NAN, 2.0], device=d)),  # CPU's words: [-nan, -nan]
+    lambda d: torch.histc(torch.tensor([NAN], device=d), 4),  # one element: [nan, nan]
+    lambda d: torch.histc(torch.tensor([-INF, 1.0, INF], device=d).half(), 3),
+    lambda d: torch.histc(torch.tensor([NAN, 2.0], device=d).bfloat16(), 3),
+    lambda d: torch.histc(torch.tensor([6e37, 6e37], device=d).bfloat16(), 3),  # v -+ 1 in double is v
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", range(len(DATA_RANGE_REFUSED)))
+def test_histc_data_range_refused(case: int, mode: str) -> None:
+    assert_refused_as_cpu(DATA_RANGE_REFUSED[case], mode)
 
 
 def _ldexp_calls(d: str) -> list[torch.Tensor]:

@@ -191,7 +191,40 @@ def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noq
     zero = operand_checks.check_histc_edges(self, float(min), float(max))
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
     lo, hi = _range(x, float(min), float(max), self.dtype in (torch.float32, torch.float64))
+    if float(min) == float(max) and x.shape[0] and self.dtype.is_floating_point:
+        zero = zero + _check_data_range(x, self.dtype)
     return operand_checks.tie(P.convert(_bins(x, bins, lo, hi, self.dtype), self.dtype), zero)
+
+
+def _check_data_range(x: Sym, dtype: torch.dtype) -> Sym:
+    """histc_select_outer_bin_edges on the data's own range (when the program runs): a NaN makes it [-nan, -nan]
+    (CPU's words), an inf [-inf, inf] or one finite end (whose digits the IR cannot print: refused in our words,
+    CPU's class); a bfloat16 single value beyond 2**53, which v -+ 1 in double leaves as it is, an empty range."""
+    lo_s, hi_s = P.reduce(x, "min", (0,)), P.reduce(x, "max", (0,))
+    nan = P.reduce(P.convert(P.compare("NE", x, x), torch.int64), "max", (0,))
+    no_nan = P.compare("EQ", nan, 0)
+    low_inf, high_inf = P.compare("EQ", lo_s, float("-inf")), P.compare("EQ", hi_s, float("inf"))
+    both = P.emit1("and", [no_nan, P.emit1("and", [low_inf, high_inf])])
+    one = P.emit1("and", [no_nan, P.emit1("and", [P.emit1("not", [both]), P.emit1("or", [low_inf, high_inf])])])
+    has_nan = P.emit1("not", [no_nan])
+    if x.shape[0] > 1 and dtype != torch.bfloat16:  # CPU's vectorized aminmax gives -nan (probed)
+        zero = operand_checks.data_check(has_nan, "torch.histc: range of [-nan, -nan] is not finite")
+    else:  # the data's NaN, printed with its sign (NaNs of both signs: refused in our words)
+        isnan, sign = P.compare("NE", x, x), P.emit1("copysign", [P.full(1.0, x.shape, x.dtype), x])
+        neg = P.reduce(P.convert(P.emit1("and", [isnan, P.compare("LT", sign, 0.0)]), torch.int64), "max", (0,))
+        pos = P.reduce(P.convert(P.emit1("and", [isnan, P.compare("GT", sign, 0.0)]), torch.int64), "max", (0,))
+        zero = operand_checks.data_check(P.compare("GT", neg - pos, 0),
+                                         "torch.histc: range of [-nan, -nan] is not finite")
+        zero = zero + operand_checks.data_check(P.compare("GT", pos - neg, 0),
+                                                "torch.histc: range of [nan, nan] is not finite")
+        zero = zero + operand_checks.data_check(P.compare("GT", pos + neg, 1),
+                                                "torch.histc: range of the data is not finite (NaN)")
+    zero = zero + operand_checks.data_check(both, "torch.histc: range of [-inf, inf] is not finite")
+    zero = zero + operand_checks.data_check(one, "torch.histc: range of the data is not finite (an infinite value)")
+    if dtype == torch.bfloat16:
+        same = P.emit1("and", [P.compare("EQ", lo_s, hi_s), P.compare("GT", P.emit1("abs", [lo_s]), 2.0 ** 53)])
+        zero = zero + operand_checks.data_check(same, "torch.histc: max must be larger than min")
+    return zero
 
 
 @lower(aten.histogram.bin_ct, static=("range",), prepare=cpu_raise_checks3.histogram_data_range(False))
