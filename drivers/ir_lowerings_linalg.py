@@ -445,8 +445,10 @@ def svd(b: Builder, x_in: Value, full_matrices: bool) -> list[Value]:
 def lu(b: Builder, x_in: Value) -> list[Value]:
     """LU with partial pivoting (as LAPACK getrf, unblocked): packed L (unit, below the diagonal) and U, 1-based
     int32 pivots (row j was swapped with row piv[j] - 1 at step j) and int32 info (the 1-based first zero pivot,
-    else 0; a zero pivot's column is left unscaled). Pivots by the largest |a| (|re| + |im| for complex64, as
-    LAPACK), the first of equals; a NaN only where it is the column's first candidate."""
+    else 0; a zero pivot's column is left unscaled, the update still applied). Pivots by the largest |a| (|re| +
+    |im| for complex, as LAPACK), the first of equals; a NaN only where it is the column's first candidate, or,
+    above NAN_FIRST_ABOVE rows or columns, the column's first NaN (MKL's kernel). inf/NaN spread as in getrf: the
+    update runs for zero multipliers (0 * inf = NaN), a complex pivot with an inf/NaN part gives NaN multipliers."""
     x = _F(b, _wide(b, x_in))
     *batch, m, n = x.v.shape
     k, nb, dt = min(m, n), len(batch), x.v.dtype
