@@ -126,6 +126,7 @@ def _histc_calls(d: str) -> list[torch.Tensor]:
         torch.histc(torch.tensor([3e4, 0, -3e4, 2e4, 1.5e4], device=d).half(), 4, -3e4, 3e4),  # half products
         torch.histc(torch.tensor([3e4, 0, -3e4, 6e4], device=d).half(), 4, -6e4, 6e4),
         torch.histc(torch.tensor([0.0, 3e38, -3e38], device=d).bfloat16(), 3),
+        torch.histc(torch.tensor([1.0, 2.0], device=d), 3, 1 + 0j, 2),  # a complex bound without imaginary part
     ]
 
 
@@ -134,19 +135,22 @@ def test_histc_overflowing_range(mode: str) -> None:
     assert_exactly_cpu(_histc_calls, mode)
 
 
-DATA_RANGE_REFUSED = [  # min == max: the data's own range, refused by CPU when it is not finite
+HISTC_REFUSED = [  # min == max: a data range that is not finite; bins <= 0; a complex bound
     lambda d: torch.histc(torch.tensor([1.0, NAN, 2.0], device=d)),  # CPU's words: [-nan, -nan]
     lambda d: torch.histc(torch.tensor([NAN], device=d), 4),  # one element: [nan, nan]
     lambda d: torch.histc(torch.tensor([-INF, 1.0, INF], device=d).half(), 3),
     lambda d: torch.histc(torch.tensor([NAN, 2.0], device=d).bfloat16(), 3),
     lambda d: torch.histc(torch.tensor([6e37, 6e37], device=d).bfloat16(), 3),  # v -+ 1 in double is v
+    lambda d: torch.histc(torch.tensor([1.0, 2.0], device=d), 0),  # tpu: index_add's IndexError
+    lambda d: torch.histc(torch.tensor([1.0, 2.0], device=d), -3, 0, 1j),  # bins first
+    lambda d: torch.histc(torch.tensor([1.0, 2.0], device=d), 3, 1j, 2),  # tpu: float()'s TypeError
 ]
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", range(len(DATA_RANGE_REFUSED)))
-def test_histc_data_range_refused(case: int, mode: str) -> None:
-    assert_refused_as_cpu(DATA_RANGE_REFUSED[case], mode)
+@pytest.mark.parametrize("case", range(len(HISTC_REFUSED)))
+def test_histc_refused_as_cpu(case: int, mode: str) -> None:
+    assert_refused_as_cpu(HISTC_REFUSED[case], mode)
 
 
 def _ldexp_calls(d: str) -> list[torch.Tensor]:

@@ -187,6 +187,9 @@ def _range(x: Sym, lo: float, hi: float, next_value: bool = False) -> tuple[Sym,
 
 @lower(aten.histc.default, static=("min", "max"))
 def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noqa: A002
+    if bins <= 0:  # histogramdd_check_inputs, before the range (tpu's index_add raised IndexError)
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    min, max = _as_double(min), _as_double(max)  # noqa: A001
     operand_checks.check_histc_range(float(min), float(max))
     zero = operand_checks.check_histc_edges(self, float(min), float(max))
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
@@ -194,6 +197,15 @@ def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noq
     if float(min) == float(max) and x.shape[0] and self.dtype.is_floating_point:
         zero = zero + _check_data_range(x, self.dtype)
     return operand_checks.tie(P.convert(_bins(x, bins, lo, hi, self.dtype), self.dtype), zero)
+
+
+def _as_double(v: Any) -> float:
+    """Scalar.to<double>(): a complex Scalar with an imaginary part is refused in c10's words."""
+    if isinstance(v, complex):
+        if v.imag != 0:
+            raise RuntimeError("value cannot be converted to type double without overflow")
+        return v.real
+    return float(v)
 
 
 def _check_data_range(x: Sym, dtype: torch.dtype) -> Sym:
