@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 JACOBI_SWEEPS = 24  # the bound on Jacobi sweeps (convergence is quadratic: 6-12 sweeps in practice)
 _EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
+# CPU's LAPACK (MKL 2024.2, probed) picks a pivot column's first NaN when the matrix has more than 16 rows or
+# columns; up to 16 it compares |a| > max as reference isamax, so a NaN is the pivot only as the first candidate
+NAN_FIRST_ABOVE = 16
 REAL_OF = {"complex64": "float32", "complex128": "float64"}  # a complex dtype's parts
 COMPLEX = tuple(REAL_OF)
 
@@ -442,8 +445,10 @@ def svd(b: Builder, x_in: Value, full_matrices: bool) -> list[Value]:
 def lu(b: Builder, x_in: Value) -> list[Value]:
     """LU with partial pivoting (as LAPACK getrf, unblocked): packed L (unit, below the diagonal) and U, 1-based
     int32 pivots (row j was swapped with row piv[j] - 1 at step j) and int32 info (the 1-based first zero pivot,
-    else 0; a zero pivot's column is left unscaled). Pivots by the largest |a| (|re| + |im| for complex64, as
-    LAPACK), the first of equals; a NaN only where it is the column's first candidate."""
+    else 0; a zero pivot's column is left unscaled, the update still applied). Pivots by the largest |a| (|re| +
+    |im| for complex, as LAPACK), the first of equals; a NaN only where it is the column's first candidate, or,
+    above NAN_FIRST_ABOVE rows or columns, the column's first NaN (MKL's kernel). inf/NaN spread as in getrf: the
+    update runs for zero multipliers (0 * inf = NaN), a complex pivot with an inf/NaN part gives NaN multipliers."""
     x = _F(b, _wide(b, x_in))
     *batch, m, n = x.v.shape
     k, nb, dt = min(m, n), len(batch), x.v.dtype
@@ -465,12 +470,15 @@ def lu(b: Builder, x_in: Value) -> list[Value]:
         best = _colmax(cand, nb)  # |a[i, j]| for rows i >= j, else -1: (..., m)
         i = _iota(bb, (*batch, m), nb, real)
         jv = _bc(j, (*batch, m), ())
-        # isamax: a NaN never compares greater, so it is the pivot only where it is the first candidate
-        first = _sum(where(i.eq(jv), best, 0.0), (nb,))
-        best = where(best.ne(best), best.like(-1.0), best)
-        p = _F(bb, bb.emit("convert", [bb.emit("argreduce", [best.v], kind="max", dimension=nb)[0]],
-                           dtype=real)[0])
-        p = where(first.ne(first), _bc(j, tuple(batch), ()), p)
+        is_nan = best.ne(best)
+        p = _argmax(where(is_nan, best.like(-1.0), best), nb, real)
+        if max(m, n) > NAN_FIRST_ABOVE:  # MKL's kernel for larger matrices: the column's first NaN is the pivot
+            has_nan = _F(bb, bb.emit("reduce", [where(is_nan, best.like(1.0), 0.0).v], kind="max",
+                                     dimensions=(nb,))[0])
+            p = where(has_nan > 0.0, _argmax(where(is_nan, best.like(1.0), 0.0), nb, real), p)
+        else:  # isamax: a NaN never compares greater, so it is the pivot only where it is the first candidate
+            first = _sum(where(i.eq(jv), best, 0.0), (nb,))
+            p = where(first.ne(first), _bc(j, tuple(batch), ()), p)
         pv = _lead(p, (*batch, m))
         swap = where(i.eq(jv), pv, where(i.eq(pv), jv, i))
         index = bb.emit("broadcast_in_dim", [bb.emit("convert", [swap.v], dtype="int32")[0]], shape=shape,
@@ -481,13 +489,19 @@ def lu(b: Builder, x_in: Value) -> list[Value]:
         ajj = _sum(where(_bc(_iota(bb, (n,), 0, real).eq(_bc(j, (n,), ())), (*batch, n), (nb,)), row_j, 0.0),
                    (nb,))
         zero = ajj.eq(0.0)
-        l_ = col_j / _lead(where(zero, ajj.like(1.0), ajj), (*batch, m))
-        live = _lead(~zero, shape)
+        # getf2/getrf2: a zero pivot's column is left unscaled, and the rank-1 update of the trailing rows runs
+        # whatever the pivot and multipliers (0 * inf and inf - inf give NaN there, as in LAPACK/MKL)
+        zero_m = _lead(zero, (*batch, m))
+        l_ = where(zero_m, col_j, col_j / _lead(where(zero, ajj.like(1.0), ajj), (*batch, m)))
+        if dt in COMPLEX:  # zgetrf scales by MKL's 1/pivot, which is NaN+NaNj for a pivot with an inf or NaN part
+            size = _re(ajj).fn("abs") + _im(ajj).fn("abs")
+            nan = _real_part(ajj).like(float("nan"))
+            l_ = where(_lead(size < float("inf"), (*batch, m)), l_, _lead(_cx(nan, nan), (*batch, m)))
         lb = _bc(l_, shape, range(nb + 1))
         below = rows > jj
-        update = below & (cols > jj) & live & lb.ne(0.0)
+        update = below & (cols > jj)
         a = where(update, a - lb * _bc(row_j, shape, (*range(nb), nb + 1)), a)
-        a = where(below & cols.eq(jj) & live, lb, a)
+        a = where(below & cols.eq(jj), lb, a)
         kk = _bc(_iota(bb, (k,), 0, real).eq(_bc(j, (k,), ())), (*batch, k), (nb,))
         piv = where(kk, _lead(p + 1.0, (*batch, k)), piv)
         info = where(zero & info.eq(0.0), _lead(j + 1.0, tuple(batch)), info)
@@ -498,6 +512,12 @@ def lu(b: Builder, x_in: Value) -> list[Value]:
     _, a, piv, info = while_array(state, lambda s: s[0] < float(k), step, k)
     return [_narrow(a, x_in.dtype), b.emit("convert", [piv.v], dtype="int32")[0],
             b.emit("convert", [info.v], dtype="int32")[0]]
+
+
+def _argmax(x: _F, nb: int, dtype: str) -> _F:
+    """The first index of the largest entry along axis nb, in `dtype`."""
+    am = x.b.emit("argreduce", [x.v], kind="max", dimension=nb)[0]
+    return _F(x.b, x.b.emit("convert", [am], dtype=dtype)[0])
 
 
 def _colmax(cand: _F, nb: int) -> _F:

@@ -531,6 +531,9 @@ def _decompositions() -> dict:
             del table[op]
         if op in table:
             table[op] = guarded(op, table[op], COMPILE)
+    from torchtpu.ops import ldexp
+
+    table[torch.ops.aten.ldexp.Tensor] = ldexp.compile_decomposition  # exact as eager (ops/ldexp.py)
     return table
 
 

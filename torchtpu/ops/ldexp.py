@@ -105,3 +105,12 @@ def register(kernel: Callable[..., Any]) -> None:
     kernel(aten.ldexp.Tensor, _ldexp)
     kernel(aten.ldexp.out, _ldexp_out)
     kernel(aten.ldexp_.default, _ldexp_inplace)
+
+
+def compile_decomposition(self: torch.Tensor, other: torch.Tensor) -> Any:
+    """ldexp.Tensor under torch.compile(backend="tpu"): CPU's kernel path computed exactly as in eager (ATen's
+    CompositeImplicit ldexp would trace to self * 2**other, inf or 0 where the power of two overflows the dtype);
+    anything else is left to ATen's composite (NotImplemented)."""
+    if isinstance(self, torch.Tensor) and isinstance(other, torch.Tensor) and _kernel_path(self, other):
+        return _exact(self, other)
+    return NotImplemented

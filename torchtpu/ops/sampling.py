@@ -141,20 +141,28 @@ def isin_scalar_tensor(element: Any, test_elements: Sym, *, assume_unique: bool 
     return _isin(P.full(element, (), dtype), test_elements, invert)
 
 
-def _bins(x: Sym, bins: int, lo: Sym, hi: Sym, weight: Sym | None) -> Sym:
-    """Counts (float) of x (flat, float) in `bins` equal bins of [lo, hi]; x == hi goes to the last bin."""
+def _bins(x: Sym, bins: int, lo: Sym, hi: Sym, dtype: torch.dtype) -> Sym:
+    """Counts (float) of x (flat, float32/float64) in `bins` equal bins of [lo, hi], as CPU's histogramdd linear
+    kernel computes them in the input's `dtype` (float16/bfloat16 rounded after each operation): the edges are
+    linspace(lo, hi, bins + 1), whose step (hi - lo) / bins in `dtype` makes every edge NaN where it overflows, so
+    nothing is counted; else x in [lo, hi] lands in bin int64((x - lo) * bins / (hi - lo)), the last edge in the
+    last bin, and an overflowing product (inf, whose int64 is INT64_MIN, clamped) in bin 0."""
     n = x.shape[0]
     if n == 0:
         return P.full(0, (bins,), x.dtype)
+    narrow = dtype in (torch.float16, torch.bfloat16)
+    r = (lambda v: P.convert(P.convert(v, dtype), x.dtype)) if narrow else (lambda v: v)  # noqa: E731
+    lo, hi = r(lo), r(hi)
+    width = r(hi - lo)
+    step = r(width / float(bins))
     lo_b, hi_b = P.broadcast_to(lo, (n,)), P.broadcast_to(hi, (n,))
-    inside = P.emit1("and", [P.compare("GE", x, lo_b), P.compare("LE", x, hi_b)])
-    width = hi_b - lo_b
-    pos = P.emit1("floor", [(x - lo_b) * float(bins) / P.where(P.compare("EQ", width, 0.0),
-                                                                P.full(1.0, (n,), x.dtype), width)])
+    finite_step = P.broadcast_to(P.compare("LT", P.emit1("abs", [step]), float("inf")), (n,))
+    inside = P.emit1("and", [P.emit1("and", [P.compare("GE", x, lo_b), P.compare("LE", x, hi_b)]), finite_step])
+    pos = r(r(r(x - lo_b) * float(bins)) / P.broadcast_to(width, (n,)))
+    pos = P.where(P.compare("LT", pos, float("inf")), P.emit1("floor", [pos]), P.zeros_like(pos))  # pos >= 0 or NaN
     idx = P.convert(P.emit1("clamp", [P.full(0.0, (n,), x.dtype), pos, P.full(float(bins - 1), (n,), x.dtype)]),
                     torch.int64)
-    w = P.full(1.0, (n,), x.dtype) if weight is None else P.convert(P.reshape(weight, (-1,)), x.dtype)
-    w = P.where(inside, w, P.zeros_like(w))
+    w = P.where(inside, P.full(1.0, (n,), x.dtype), P.full(0.0, (n,), x.dtype))
     return P.emit1("index_add", [P.full(0.0, (bins,), x.dtype), idx, w], dimension=0)
 
 
@@ -179,11 +187,56 @@ def _range(x: Sym, lo: float, hi: float, next_value: bool = False) -> tuple[Sym,
 
 @lower(aten.histc.default, static=("min", "max"))
 def histc(self: Sym, bins: int = 100, min: Any = 0, max: Any = 0) -> Sym:  # noqa: A002
+    if bins <= 0:  # histogramdd_check_inputs, before the range (tpu's index_add raised IndexError)
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    min, max = _as_double(min), _as_double(max)  # noqa: A001
     operand_checks.check_histc_range(float(min), float(max))
     zero = operand_checks.check_histc_edges(self, float(min), float(max))
     x = P.reshape(P.convert(self, torch.float64 if self.dtype == torch.float64 else torch.float32), (-1,))
     lo, hi = _range(x, float(min), float(max), self.dtype in (torch.float32, torch.float64))
-    return operand_checks.tie(P.convert(_bins(x, bins, lo, hi, None), self.dtype), zero)
+    if float(min) == float(max) and x.shape[0] and self.dtype.is_floating_point:
+        zero = zero + _check_data_range(x, self.dtype)
+    return operand_checks.tie(P.convert(_bins(x, bins, lo, hi, self.dtype), self.dtype), zero)
+
+
+def _as_double(v: Any) -> float:
+    """Scalar.to<double>(): a complex Scalar with an imaginary part is refused in c10's words."""
+    if isinstance(v, complex):
+        if v.imag != 0:
+            raise RuntimeError("value cannot be converted to type double without overflow")
+        return v.real
+    return float(v)
+
+
+def _check_data_range(x: Sym, dtype: torch.dtype) -> Sym:
+    """histc_select_outer_bin_edges on the data's own range (when the program runs): a NaN makes it [-nan, -nan]
+    (CPU's words), an inf [-inf, inf] or one finite end (whose digits the IR cannot print: refused in our words,
+    CPU's class); a bfloat16 single value beyond 2**53, which v -+ 1 in double leaves as it is, an empty range."""
+    lo_s, hi_s = P.reduce(x, "min", (0,)), P.reduce(x, "max", (0,))
+    nan = P.reduce(P.convert(P.compare("NE", x, x), torch.int64), "max", (0,))
+    no_nan = P.compare("EQ", nan, 0)
+    low_inf, high_inf = P.compare("EQ", lo_s, float("-inf")), P.compare("EQ", hi_s, float("inf"))
+    both = P.emit1("and", [no_nan, P.emit1("and", [low_inf, high_inf])])
+    one = P.emit1("and", [no_nan, P.emit1("and", [P.emit1("not", [both]), P.emit1("or", [low_inf, high_inf])])])
+    has_nan = P.emit1("not", [no_nan])
+    if x.shape[0] > 1 and dtype != torch.bfloat16:  # CPU's vectorized aminmax gives -nan (probed)
+        zero = operand_checks.data_check(has_nan, "torch.histc: range of [-nan, -nan] is not finite")
+    else:  # the data's NaN, printed with its sign (NaNs of both signs: refused in our words)
+        isnan, sign = P.compare("NE", x, x), P.emit1("copysign", [P.full(1.0, x.shape, x.dtype), x])
+        neg = P.reduce(P.convert(P.emit1("and", [isnan, P.compare("LT", sign, 0.0)]), torch.int64), "max", (0,))
+        pos = P.reduce(P.convert(P.emit1("and", [isnan, P.compare("GT", sign, 0.0)]), torch.int64), "max", (0,))
+        zero = operand_checks.data_check(P.compare("GT", neg - pos, 0),
+                                         "torch.histc: range of [-nan, -nan] is not finite")
+        zero = zero + operand_checks.data_check(P.compare("GT", pos - neg, 0),
+                                                "torch.histc: range of [nan, nan] is not finite")
+        zero = zero + operand_checks.data_check(P.compare("GT", pos + neg, 1),
+                                                "torch.histc: range of the data is not finite (NaN)")
+    zero = zero + operand_checks.data_check(both, "torch.histc: range of [-inf, inf] is not finite")
+    zero = zero + operand_checks.data_check(one, "torch.histc: range of the data is not finite (an infinite value)")
+    if dtype == torch.bfloat16:
+        same = P.emit1("and", [P.compare("EQ", lo_s, hi_s), P.compare("GT", P.emit1("abs", [lo_s]), 2.0 ** 53)])
+        zero = zero + operand_checks.data_check(same, "torch.histc: max must be larger than min")
+    return zero
 
 
 @lower(aten.histogram.bin_ct, static=("range",), prepare=cpu_raise_checks3.histogram_data_range(False))
