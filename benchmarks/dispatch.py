@@ -59,7 +59,18 @@ processes, main ce07a17 vs perfop2, ABBA, this script: add synced 4.06-4.85 -> 4
 -> 4.16-6.55 us (one outlier; two more runs 3.82-4.05 us), ratios 2.8-3.0x (add synced) and 2.7-2.95x (mm
 synced). What is left on add: the C++ key, output allocation and views (~2 us with a no-op launch), the launch's
 error state and checks (~0.4 us), np.add (~0.4 us), the timeline charge (~0.5 us); on mm the same C++ ~2 us, the
-mode read (config reader, ~0.2 us) and the charge."""
+mode read (config reader, ~0.2 us) and the charge.
+
+Session 50 (the 64x64 mm row, 6.8-7.5x CPU in thread time on a loaded machine: 34-41 us against 5.1-5.5 us).
+64^3 is the largest product `auto` keeps exact, so it runs the packed exact-order kernel (sim/mxu_kernel.py
+`_dot_exact3_serial`): 22.6 us of it in one process (median of 15 x 300 calls), of which the packing, zeroing
+and accumulator passes are 8.0 us (the kernel with its micro kernel taken out) and the micro kernel 14.6 us. The
+micro kernel is vectorized (ymm mulps/addps in numba's machine code) but load-bound: each row of a register
+block reloads the same packed B rows, one load per multiply-add. Letting LLVM contract each multiply-add into an
+FMA (fastmath "contract"; the products of bf16 values are exact in float32, so every sum is unchanged: equal bits
+on 4 shapes) put vfmadd in the machine code and left the time unchanged (24.3 vs 24.2 us, ABBA), as a load-bound
+loop would. A register-blocked micro kernel (B loaded once per k for several rows, k innermost per output, which
+keeps the summation order) is what the row needs; the 8x8 rows meet the goal."""
 
 from __future__ import annotations
 
