@@ -18,7 +18,8 @@
 - xlogy, special_xlogy, special_xlog1py with a Python number: CPU's TensorIterator casts the wrapped number to the
   common dtype (no overflow check) and the kernel computes from that value; upstream computes with the number in
   the op-math type (fuzz seed 16/18: xlog1py of float16 with 1e6, CPU +-inf, tpu finite; 0.1 an ulp off). The
-  number is rounded through the result dtype first.
+  number is rounded through the result dtype first. In float16/bfloat16 CPU's log(y) is rounded to that type
+  before the product (seed 39).
 - huber_loss_backward with delta <= 0 (the forward refuses it, the backward does not): CPU's scalar path tests
   x <= -delta before x >= delta; upstream tests x < -delta before x > delta, which flips the sign at x == -delta
   (fuzz seed 26). CPU's vectorized path gives sign(x) * delta there, for |x| < -delta too (a CPU inconsistency:
@@ -140,6 +141,38 @@ def _number_in_result_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., An
     return kernel
 
 
+def _log_in_reduced_type(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """xlogy / xlog1py in float16 / bfloat16: CPU's kernel computes x * std::log(y) in scalar_t, whose log rounds
+    to that type before the product; upstream multiplies in float32 (fuzz seed 39: one element in four an ulp
+    off). The decomposition runs first (its checks, out= resize); its values are replaced by CPU's."""
+    names = [a.name for a in op._schema.arguments]
+    out_name = next((a.name for a in op._schema.arguments if a.is_out), None)
+    log = torch.log1p if op.overloadpacket is aten.special_xlog1py else torch.log
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        bound = {**dict(zip(names, args)), **kwargs}
+        x, y = bound.get("self"), bound.get("other")
+        tensor = x if isinstance(x, torch.Tensor) else y
+        if not isinstance(tensor, torch.Tensor) or isinstance(x, bool) or isinstance(y, bool):
+            return result
+        common = torch.result_type(x, y)
+        if common not in (torch.float16, torch.bfloat16):
+            return result
+
+        def typed(v: Any) -> torch.Tensor:
+            return v.to(common) if isinstance(v, torch.Tensor) else torch.full((), v, dtype=common,
+                                                                                device=tensor.device)
+
+        xs, ys = typed(x), typed(y)
+        value = torch.where(torch.isnan(ys), math.nan, torch.where(xs == 0, 0.0, xs * log(ys)))
+        if out_name is None:
+            return value
+        return result.copy_(value)
+
+    return kernel
+
+
 def _huber_backward_nonpositive_delta(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     if op is not aten.huber_loss_backward.default:  # .out runs the functional (ops/decompositions.py)
         return fn
@@ -191,5 +224,5 @@ def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     if op.overloadpacket is aten.binary_cross_entropy_backward:
         return _bce_backward_weight(op, fn)
     if op.overloadpacket in _SCALAR_THROUGH_RESULT:
-        return _number_in_result_dtype(op, fn)
+        return _number_in_result_dtype(op, _log_in_reduced_type(op, fn))
     return _elu_at_zero(op, fn)

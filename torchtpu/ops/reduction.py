@@ -264,6 +264,15 @@ def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = N
                 take_sqrt=True)
 
 
+@lower(aten.std_mean.correction, static=("correction",))
+def std_mean(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
+             ) -> tuple[Sym, Sym]:
+    """CPU's std_var_mean kernel: the root of the double variance (upstream's decomposition took it of var_mean's
+    float32 variance: inf where the variance overflows float32 and the deviation does not; fuzz seed 39)."""
+    dims = P.canon_dims(dim if dim else None, self.ndim)
+    return _var(self, dims, _correction(correction), keepdim, take_sqrt=True), _welford_mean(self, dims, keepdim)
+
+
 @lower(aten.var_mean.correction, static=("correction",))
 def var_mean(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
              ) -> tuple[Sym, Sym]:
