@@ -154,3 +154,15 @@ def test_fill_of_expanded_self_from_number_or_cpu_value(mode: str) -> None:
 @pytest.mark.parametrize("case", sorted(COMPILE_REFUSED))
 def test_compiled_refused_as_cpu(case: str) -> None:
     assert_refused_as_cpu_compiled(COMPILE_REFUSED[case])
+
+
+def test_compiled_xlogy_reduced_type_as_cpu() -> None:
+    def calls(d: str) -> list[torch.Tensor]:
+        x = torch.linspace(-3, 3, 200, dtype=bf16, device=d)
+        y = torch.linspace(0.01, 5, 200, dtype=bf16, device=d)
+        return [torch.xlogy(x, 1.259), torch.xlogy(x, y), torch.special.xlog1py(x, y), torch.xlogy(2.5, y.half())]
+
+    torch._dynamo.reset()
+    got = torch.compile(lambda: calls("tpu"), backend="tpu")()
+    for g, c in zip(got, calls("cpu"), strict=True):
+        torch.testing.assert_close(g.cpu(), c, rtol=0, atol=0, equal_nan=True)

@@ -141,6 +141,16 @@ def _number_in_result_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., An
     return kernel
 
 
+def _log_of_number(y: float, plus_one: bool) -> float:
+    """log(y) (log1p(y)) of a number as a float (C's logf, rounded from the double): -inf at the pole, NaN below."""
+    at = y + 1.0 if plus_one else y
+    if at == 0:
+        return -math.inf
+    if at < 0:
+        return math.nan
+    return rounded_scalar(math.log1p(y) if plus_one else math.log(y), torch.float32)
+
+
 def _log_in_reduced_type(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """xlogy / xlog1py in float16 / bfloat16: CPU's kernel computes x * std::log(y) in scalar_t, whose log rounds
     to that type before the product; upstream multiplies in float32 (fuzz seed 39: one element in four an ulp
@@ -160,12 +170,18 @@ def _log_in_reduced_type(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         if common not in (torch.float16, torch.bfloat16):
             return result
 
-        def typed(v: Any) -> torch.Tensor:
-            return v.to(common) if isinstance(v, torch.Tensor) else torch.full((), v, dtype=common,
-                                                                                device=tensor.device)
-
-        xs, ys = typed(x), typed(y)
-        value = torch.where(torch.isnan(ys), math.nan, torch.where(xs == 0, 0.0, xs * log(ys)))
+        xs = x.to(common) if isinstance(x, torch.Tensor) else x  # a number: rounded to common already
+        if isinstance(y, torch.Tensor):
+            ys = y.to(common)
+            product = xs * log(ys)
+            if isinstance(xs, torch.Tensor):
+                product = torch.where(xs == 0, 0.0, product)
+            elif xs == 0:
+                product = torch.zeros_like(ys)
+            value = torch.where(torch.isnan(ys), math.nan, product)
+        else:  # log of the number in common, in plain Python (a decomposition under torch.compile makes no tensor)
+            lg = rounded_scalar(_log_of_number(float(y), log is torch.log1p), common)
+            value = torch.where(xs == 0, 0.0, xs * lg) if not math.isnan(y) else torch.full_like(xs, math.nan)
         if out_name is None:
             return value
         return result.copy_(value)
