@@ -91,6 +91,16 @@ COMPUTED = {
                                                      torch.linspace(-0.5, 5, 200, dtype=bf16, device=d))],
 }
 
+# tpu refused where CPU computes (tpu_raises)
+NOW_COMPUTED = {
+    # seed 37: the mean's 1 / numel of no element
+    "smooth_l1_loss_backward_empty_mean": lambda d: [aten.smooth_l1_loss_backward(
+        torch.ones(0, 1, 0, 4, device=d), torch.ones(0, 1, 0, 4, device=d),
+        torch.ones(0, 1, 0, 4, dtype=torch.int64, device=d), 1, -1.0)],
+    "huber_loss_backward_empty_mean": lambda d: [aten.huber_loss_backward(
+        torch.ones(0, 3, device=d), torch.ones(0, 3, device=d), torch.ones(0, 3, device=d), 1, -1.0)],
+}
+
 # equal to CPU's before the fixes too: the cases next to them that must stay as they were
 STILL_COMPUTED = {
     "all_uint8_out_one_element": lambda d: [torch.all(_t([[0.5]], d=d), 0,
@@ -125,6 +135,24 @@ def test_refused_as_cpu(case: str, mode: str) -> None:
 @pytest.mark.parametrize("case", sorted(COMPUTED))
 def test_computed_as_cpu(case: str, mode: str) -> None:
     assert_exactly_cpu(COMPUTED[case], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(NOW_COMPUTED))
+def test_now_computed_as_cpu(case: str, mode: str) -> None:
+    assert_exactly_cpu(NOW_COMPUTED[case], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_uniform_of_expanded_self_draws_into_clone_layout(mode: str) -> None:
+    """seed 38: CPU draws into self.clone(); upstream's decomposition kept the stride-0 dims (refused)."""
+    with torch.tpu.eager_mode(mode):
+        x = torch.zeros(2, 1, device="tpu").expand(2, 3)
+        r, out = aten.uniform(x, 2.0, 5.0), torch.empty(0, device="tpu")
+        aten.uniform.out(x, out=out)
+        assert r.stride() == (3, 1) and out.shape == (2, 3)
+        r = r.cpu()
+        assert r.min() >= 2.0 and r.max() < 5.0 and len(set(r.flatten().tolist())) == 6
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -25,6 +25,8 @@
   (fuzz seed 26). CPU's vectorized path gives sign(x) * delta there, for |x| < -delta too (a CPU inconsistency:
   it depends on the element's position and the SIMD width); tpu follows the scalar path, as CPU's one-element
   and float64 results.
+- uniform of an expanded self: drawn into a tensor of clone's layout, as CPU's self.clone().uniform_() (seed 38:
+  upstream kept the stride-0 dims, which uniform_ refuses).
 - nansum.out without dtype=: ATen's nansum_out computes an integral self as sum_out (sum(bool, out=<bool>)
   computes) and a floating one in the out tensor's dtype (a float32 self into a float64 out= is summed in float64,
   a float16 one into a float32 out= does not overflow); upstream sums in the self's dtype and casts (fuzz seeds 25,
@@ -45,7 +47,7 @@ aten = torch.ops.aten
 
 _SCALAR_THROUGH_RESULT = frozenset({aten.xlogy, aten.special_xlogy, aten.special_xlog1py})
 WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward,
-                     aten.huber_loss_backward, aten.nansum}) | _SCALAR_THROUGH_RESULT
+                     aten.huber_loss_backward, aten.nansum, aten.uniform}) | _SCALAR_THROUGH_RESULT
 
 
 def _finite(value: Any) -> bool:
@@ -189,6 +191,18 @@ def _log_in_reduced_type(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+def _dense_template(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """uniform of an expanded self: CPU draws into self.clone() (dense strides); upstream keeps self's strides,
+    whose stride-0 dims uniform_ refuses to write (fuzz seed 38). A stand-in of clone's layout draws instead."""
+
+    def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if any(st == 0 and n > 1 for n, st in zip(self.shape, self.stride())):
+            self = torch.empty_like(self)
+        return fn(self, *args, **kwargs)
+
+    return kernel
+
+
 def _huber_backward_nonpositive_delta(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     if op is not aten.huber_loss_backward.default:  # .out runs the functional (ops/decompositions.py)
         return fn
@@ -199,7 +213,7 @@ def _huber_backward_nonpositive_delta(op: Any, fn: Callable[..., Any]) -> Callab
         dtype = torch.promote_types(torch.promote_types(grad_output.dtype, self.dtype), target.dtype)
         wide = opmath(dtype)
         g, x = grad_output.to(wide), (self.to(wide) - target.to(wide))
-        norm = 1.0 / self.numel() if reduction == 1 else 1.0
+        norm = 1.0 / self.numel() if reduction == 1 and self.numel() else 1.0
         result = torch.where(x <= -delta, -norm * g * delta, torch.where(x >= delta, norm * g * delta, norm * x * g))
         return result.to(dtype)
 
@@ -235,6 +249,8 @@ def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         return _nansum_out_dtype(op, fn)
     if op.overloadpacket is aten.huber_loss_backward:
         return _huber_backward_nonpositive_delta(op, fn)
+    if op.overloadpacket is aten.uniform:
+        return _dense_template(fn)
     if op.overloadpacket is aten.slice_scatter:
         return _src_in_self_dtype(fn)
     if op.overloadpacket is aten.binary_cross_entropy_backward:

@@ -192,7 +192,7 @@ def _smooth_l1_grad(grad: torch.Tensor, x: torch.Tensor, target: torch.Tensor, r
     promoted = torch.promote_types(torch.promote_types(grad.dtype, x.dtype), target.dtype)
     compute = torch.float32 if promoted in (torch.float16, torch.bfloat16) else promoted
     d = x.to(compute) - target.to(compute)
-    norm = 1.0 / x.numel() if reduction == 1 else 1.0
+    norm = 1.0 / x.numel() if reduction == 1 and x.numel() else 1.0  # no element: an empty result (seed 37)
     unit = torch.where(d > 0, 1.0, -1.0).to(compute)
     out = torch.where(d.abs() >= beta, unit, d / beta)
     return (norm * out * grad.to(compute)).to(promoted)
