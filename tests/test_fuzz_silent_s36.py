@@ -6,7 +6,8 @@ checked nothing), all/any into a uint8 out= (CPU reduces the input cast to uint8
 self (copy_'s overlap check), _adaptive_avg_pool2d/3d_backward's dtype checks, std_mean whose variance overflows
 float32 (CPU's root of the double variance), xlogy / xlog1py in float16/bfloat16 (CPU rounds log(y) to the type
 before the product); under torch.compile, searchsorted / bucketize's out= dtype and the batch norm forward checks
-(a 3-d running_var computed a result of another shape)."""
+(a 3-d running_var computed a result of another shape); seed 40: training rrelu_with_noise with lower > upper
+(CPU's uniform distribution refuses it where an element is <= 0)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ REFUSED = {
     "adaptive_avg_pool3d_backward_long": lambda d: _pool_grad(torch.int64, torch.int64, d),
     "adaptive_avg_pool3d_backward_bool": lambda d: _pool_grad(torch.bool, torch.bool, d),
     "adaptive_avg_pool2d_backward_long": lambda d: _pool_grad(torch.int64, torch.int64, d, nd=2),
+    # seed 40: training rrelu draws uniform(lower, upper) for each element <= 0, which checks from <= to
+    "rrelu_with_noise_lower_above_upper": lambda d: aten.rrelu_with_noise(
+        _t([[-1.0, 2.0]], torch.float64, d), torch.zeros(1, 2, dtype=torch.float64, device=d), 4, 0, True),
 }
 
 COMPUTED = {
@@ -101,6 +105,8 @@ NOW_COMPUTED = {
 
 # equal to CPU's before the fixes too: the cases next to them that must stay as they were
 STILL_COMPUTED = {
+    "rrelu_with_noise_lower_above_upper_positive": lambda d: [aten.rrelu_with_noise(
+        _t([[1.0, 2.0]], torch.float64, d), torch.zeros(1, 2, dtype=torch.float64, device=d), 4, 0, True)],
     "huber_loss_backward_empty_mean": lambda d: [aten.huber_loss_backward(
         torch.ones(0, 3, device=d), torch.ones(0, 3, device=d), torch.ones(0, 3, device=d), 1, -1.0)],
     "all_uint8_out_one_element": lambda d: [torch.all(_t([[0.5]], d=d), 0,
