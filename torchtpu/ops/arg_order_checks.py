@@ -285,6 +285,12 @@ def _rrelu_with_noise(a: Bound) -> None:  # rrelu_with_noise_out_cpu: the noise 
         opmath = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
         for name in ("lower", "upper"):
             checked_scalar(a.get(name, 0), opmath)
+        lower, upper = a.get("lower", 0.125), a.get("upper", 1.0 / 3.0)
+        # training: the kernel builds uniform_real_distribution(lower, upper) for each element <= 0, which checks
+        # from <= to (fuzz seed 40); read from the data (a sync) only where the bounds are the wrong way round
+        if a.get("training") and float(lower) > float(upper) and isinstance(x, torch.Tensor) and bool((x <= 0).any()):
+            raise RuntimeError("Expected from <= to to be true, but got false.  (Could this error message be "
+                               "improved?  If so, please report an enhancement request to PyTorch.)")
 
 
 def binary_inplace(a: Bound) -> None:  # TensorIterator: an in-place result must have the broadcast shape

@@ -22,9 +22,8 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 - gelu_backward, hardswish_backward: grad_output and self broadcast (TensorIterator), before the dispatch.
 - hardswish_backward: a floating common dtype (the kernel's dispatch; tpu computed integers and bools).
 - linalg_matrix_exp: batches of square matrices. histogram: a range with min <= max (from the call's
-  arguments, never the data; histogramdd's own: ops/operand_checks.py). _adaptive_avg_pool2d_backward:
-  grad_output of self's dtype. masked_scatter: source of self's dtype (log_sigmoid_backward's buffer:
-  ops/backward_checks.py).
+  arguments, never the data; histogramdd's own: ops/operand_checks.py). masked_scatter: source of self's dtype
+  (log_sigmoid_backward's buffer: ops/backward_checks.py). _adaptive_avg_pool2d/3d_backward: ops/pool_checks.py.
 - linspace (steps > 1) and softshrink_backward: the Scalars' checked_convert to the computation's dtype.
   _linalg_solve_ex: a floating or complex A. cumsum: the dim in range (a 0-d self's too).
 - hash_tensor.out: a uint64 out, before the dims are read.
@@ -393,13 +392,6 @@ def _histogram_range(a: Bound) -> None:  # histogram (1-d): select_outer_bin_edg
                            f"{float(bounds[1]):g} for dimension 0")
 
 
-def _adaptive_avg_pool2d_backward(a: Bound) -> None:  # adaptive_avg_pool2d_backward_out_cpu_template
-    grad, x = a["grad_output"], a["self"]
-    if grad.dtype != x.dtype:
-        raise RuntimeError(f"adaptive_avg_pool2d_backward_out_cpu_template: Expected dtype {_cpp(x.dtype)} for "
-                           f"`grad_output` but got dtype {_cpp(grad.dtype)}")
-
-
 def _masked_scatter(a: Bound) -> None:
     x, source = a["self"], a["source"]
     if x.dtype != source.dtype:
@@ -476,7 +468,6 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "cumsum": _cumsum_dim, "hardswish_backward": _hardswish_backward, "gelu_backward": _binary_shapes,
     "linalg_matrix_exp": _matrix_exp,
     "histogram": _histogram_range,
-    "_adaptive_avg_pool2d_backward": _adaptive_avg_pool2d_backward,
     "masked_scatter": _masked_scatter, "masked_scatter_": _masked_scatter,
     "all": _bytebool_out("all"), "any": _bytebool_out("any"), "aminmax": _aminmax, "frexp": _frexp,
     "multinomial": _multinomial, "softshrink": _softshrink, "hardtanh": _hardtanh, "hardtanh_": _hardtanh,

@@ -23,6 +23,7 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
   input and weight), and histogramdd_prepare_out's out dtypes and bin count (first of all for a bin count);
   with no range, the data's own range must be finite (a `prepare` step of the lowerings: it reads data back);
   no complex input (the data range's dispatch, else the kernel's).
+- fill_.Tensor: a 0-d value on self's device is copied (copy_'s internal overlap check of an expanded self).
 - leaky_relu_backward: the meta's negval.to<double>() >= 0 (self_is_result; NaN fails it), the iterator's
   shapes and (out=) cast, the kernel's dispatch (floating types) and its negval.to<opmath_t>() (a complex slope
   with an imaginary part, a float32 overflow).
@@ -330,11 +331,22 @@ def _pow_of_bools(a: Bound) -> None:
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
 
 
+def _fill_tensor(a: Bound) -> None:
+    """fill_.Tensor with a 0-d value on self's device is self.copy_(value), whose TensorIterator refuses an
+    expanded self (fuzz seed 38); fill_.Scalar and a value on another device (fill_out of value.item()) write it."""
+    x, value = a.get("self"), a.get("value")
+    if isinstance(x, torch.Tensor) and isinstance(value, torch.Tensor) and value.dim() == 0 \
+            and value.device == x.device:
+        from torchtpu.execution import eager
+
+        eager.refuse_internal_overlap("fill_", x)
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
     "_embedding_bag_backward": _embedding_bag_backward, "_embedding_bag_dense_backward": _embedding_bag_dense_backward,
     "_linalg_solve_ex": _linalg_solve, "nll_loss_backward": _nll_loss_backward,
     "multilabel_margin_loss_backward": _multilabel_margin_loss_backward, "histogram": _histogram,
     "leaky_relu_backward": _leaky_relu_backward, "abs": _abs, "abs_": _abs,
-    "pow": _pow_of_bools, "pow_": _pow_of_bools,
+    "pow": _pow_of_bools, "pow_": _pow_of_bools, "fill_": _fill_tensor,
 }

@@ -18,12 +18,15 @@
 - xlogy, special_xlogy, special_xlog1py with a Python number: CPU's TensorIterator casts the wrapped number to the
   common dtype (no overflow check) and the kernel computes from that value; upstream computes with the number in
   the op-math type (fuzz seed 16/18: xlog1py of float16 with 1e6, CPU +-inf, tpu finite; 0.1 an ulp off). The
-  number is rounded through the result dtype first.
+  number is rounded through the result dtype first. In float16/bfloat16 CPU's log(y) is rounded to that type
+  before the product (seed 39).
 - huber_loss_backward with delta <= 0 (the forward refuses it, the backward does not): CPU's scalar path tests
   x <= -delta before x >= delta; upstream tests x < -delta before x > delta, which flips the sign at x == -delta
   (fuzz seed 26). CPU's vectorized path gives sign(x) * delta there, for |x| < -delta too (a CPU inconsistency:
   it depends on the element's position and the SIMD width); tpu follows the scalar path, as CPU's one-element
   and float64 results.
+- uniform of an expanded self: drawn into a tensor of clone's layout, as CPU's self.clone().uniform_() (seed 38:
+  upstream kept the stride-0 dims, which uniform_ refuses).
 - nansum.out without dtype=: ATen's nansum_out computes an integral self as sum_out (sum(bool, out=<bool>)
   computes) and a floating one in the out tensor's dtype (a float32 self into a float64 out= is summed in float64,
   a float16 one into a float32 out= does not overflow); upstream sums in the self's dtype and casts (fuzz seeds 25,
@@ -44,7 +47,7 @@ aten = torch.ops.aten
 
 _SCALAR_THROUGH_RESULT = frozenset({aten.xlogy, aten.special_xlogy, aten.special_xlog1py})
 WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward,
-                     aten.huber_loss_backward, aten.nansum}) | _SCALAR_THROUGH_RESULT
+                     aten.huber_loss_backward, aten.nansum, aten.uniform}) | _SCALAR_THROUGH_RESULT
 
 
 def _finite(value: Any) -> bool:
@@ -140,6 +143,66 @@ def _number_in_result_dtype(op: Any, fn: Callable[..., Any]) -> Callable[..., An
     return kernel
 
 
+def _log_of_number(y: float, plus_one: bool) -> float:
+    """log(y) (log1p(y)) of a number as a float (C's logf, rounded from the double): -inf at the pole, NaN below."""
+    at = y + 1.0 if plus_one else y
+    if at == 0:
+        return -math.inf
+    if at < 0:
+        return math.nan
+    return rounded_scalar(math.log1p(y) if plus_one else math.log(y), torch.float32)
+
+
+def _log_in_reduced_type(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """xlogy / xlog1py in float16 / bfloat16: CPU's kernel computes x * std::log(y) in scalar_t, whose log rounds
+    to that type before the product; upstream multiplies in float32 (fuzz seed 39: one element in four an ulp
+    off). The decomposition runs first (its checks, out= resize); its values are replaced by CPU's."""
+    names = [a.name for a in op._schema.arguments]
+    out_name = next((a.name for a in op._schema.arguments if a.is_out), None)
+    log = torch.log1p if op.overloadpacket is aten.special_xlog1py else torch.log
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        bound = {**dict(zip(names, args)), **kwargs}
+        x, y = bound.get("self"), bound.get("other")
+        tensor = x if isinstance(x, torch.Tensor) else y
+        if not isinstance(tensor, torch.Tensor) or isinstance(x, bool) or isinstance(y, bool):
+            return result
+        common = torch.result_type(x, y)
+        if common not in (torch.float16, torch.bfloat16):
+            return result
+
+        xs = x.to(common) if isinstance(x, torch.Tensor) else x  # a number: rounded to common already
+        if isinstance(y, torch.Tensor):
+            ys = y.to(common)
+            product = xs * log(ys)
+            if isinstance(xs, torch.Tensor):
+                product = torch.where(xs == 0, 0.0, product)
+            elif xs == 0:
+                product = torch.zeros_like(ys)
+            value = torch.where(torch.isnan(ys), math.nan, product)
+        else:  # log of the number in common, in plain Python (a decomposition under torch.compile makes no tensor)
+            lg = rounded_scalar(_log_of_number(float(y), log is torch.log1p), common)
+            value = torch.where(xs == 0, 0.0, xs * lg) if not math.isnan(y) else torch.full_like(xs, math.nan)
+        if out_name is None:
+            return value
+        return result.copy_(value)
+
+    return kernel
+
+
+def _dense_template(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """uniform of an expanded self: CPU draws into self.clone() (dense strides); upstream keeps self's strides,
+    whose stride-0 dims uniform_ refuses to write (fuzz seed 38). A stand-in of clone's layout draws instead."""
+
+    def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if any(st == 0 and n > 1 for n, st in zip(self.shape, self.stride())):
+            self = torch.empty_like(self)
+        return fn(self, *args, **kwargs)
+
+    return kernel
+
+
 def _huber_backward_nonpositive_delta(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     if op is not aten.huber_loss_backward.default:  # .out runs the functional (ops/decompositions.py)
         return fn
@@ -150,7 +213,7 @@ def _huber_backward_nonpositive_delta(op: Any, fn: Callable[..., Any]) -> Callab
         dtype = torch.promote_types(torch.promote_types(grad_output.dtype, self.dtype), target.dtype)
         wide = opmath(dtype)
         g, x = grad_output.to(wide), (self.to(wide) - target.to(wide))
-        norm = 1.0 / self.numel() if reduction == 1 else 1.0
+        norm = 1.0 / self.numel() if reduction == 1 and self.numel() else 1.0
         result = torch.where(x <= -delta, -norm * g * delta, torch.where(x >= delta, norm * g * delta, norm * x * g))
         return result.to(dtype)
 
@@ -186,10 +249,12 @@ def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         return _nansum_out_dtype(op, fn)
     if op.overloadpacket is aten.huber_loss_backward:
         return _huber_backward_nonpositive_delta(op, fn)
+    if op.overloadpacket is aten.uniform:
+        return _dense_template(fn)
     if op.overloadpacket is aten.slice_scatter:
         return _src_in_self_dtype(fn)
     if op.overloadpacket is aten.binary_cross_entropy_backward:
         return _bce_backward_weight(op, fn)
     if op.overloadpacket in _SCALAR_THROUGH_RESULT:
-        return _number_in_result_dtype(op, fn)
+        return _number_in_result_dtype(op, _log_in_reduced_type(op, fn))
     return _elu_at_zero(op, fn)

@@ -102,7 +102,7 @@ def div_mode(self: Any, other: Any, rounding_mode: str | None = None) -> Sym:
     if rounding_mode is None:
         return div(self, other)
     compute, result = P.result_dtype(self, other)
-    a, b = P.prepare([self, other], compute)
+    a, b = P.prepare([self, other], compute, scalar_other_exact=True)
     if compute.is_floating_point:
         from torchtpu.ops.math import div_floor
 

@@ -220,12 +220,22 @@ def _check_uniform_bounds(dtype: torch.dtype, from_: float, to: float) -> None:
 
 @lower(aten.uniform_.default, random=True, static=("from", "to"))
 def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
-    if not self.dtype.is_complex:  # a complex tensor draws its real view
-        _check_uniform_bounds(self.dtype, float(from_), float(to))
-    u = _uniform(self.shape, rng)
-    if self.dtype == torch.float64:  # the range may exceed float32's (CPU draws in double)
+    if self.dtype.is_complex:  # ATen draws the real view: both parts, the bounds checked in the part's dtype
+        part = torch.float32 if self.dtype == torch.complex64 else torch.float64
+        shape = (*self.shape, 2)
+        v = _uniform_of(shape, part, from_, to, rng)
+        re = P.reshape(P.slice_dim(v, len(shape) - 1, 0, 1), self.shape)
+        im = P.reshape(P.slice_dim(v, len(shape) - 1, 1, 2), self.shape)
+        return P.convert(P.emit1("complex", [re, im]), self.dtype)
+    return _uniform_of(self.shape, self.dtype, from_, to, rng)
+
+
+def _uniform_of(shape: tuple[int, ...], dtype: torch.dtype, from_: float, to: float, rng: Sym) -> Sym:
+    _check_uniform_bounds(dtype, float(from_), float(to))
+    u = _uniform(shape, rng)
+    if dtype == torch.float64:  # the range may exceed float32's (CPU draws in double)
         return P.convert(u, torch.float64) * (float(to) - float(from_)) + float(from_)
-    return P.convert(u * float(to - from_) + float(from_), self.dtype)
+    return P.convert(u * float(to - from_) + float(from_), dtype)
 
 
 @lower(aten.normal_.default, random=True, static=("mean", "std"))

@@ -96,7 +96,19 @@ def cholesky_ex(self: Sym, *, upper: bool = False, check_errors: bool = False) -
     return _cholesky(self, upper)
 
 
-@lower(aten.cholesky.default)
+def cholesky_not_pd(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """A `prepare` step of the deprecated cholesky (it reads the values): ATen always raises potrf's info as
+    LinAlgError ("cholesky: The factorization could not be completed ..."), where linalg_cholesky_ex leaves it
+    to check_errors; the tpu factor of such a matrix is NaN. Returns new argument tuples (never launch-cached)."""
+    a = args[0] if args else kwargs.get("self")
+    if (isinstance(a, torch.Tensor) and a.dim() >= 2 and a.numel() and a.shape[-1] == a.shape[-2]
+            and a.dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128)):
+        info = aten.linalg_cholesky_ex.default(a)[1]
+        torch._linalg_check_errors(info, "cholesky", is_matrix=a.dim() == 2)
+    return tuple(args), dict(kwargs)
+
+
+@lower(aten.cholesky.default, prepare=cholesky_not_pd)
 def cholesky(self: Sym, upper: bool = False) -> Sym:
     check_matrix(self, "cholesky", floating=False)
     return _cholesky(self, upper)[0]

@@ -66,7 +66,7 @@ def floor_divide(self: Sym, other: Any) -> Sym:
     compute, result = P.result_dtype(self, other)
     if result.is_complex:
         raise NotImplementedError(f'"div_floor_cpu" not implemented for \'{aten_type_name(result)}\'')
-    a, b = P.prepare([self, other], compute)
+    a, b = P.prepare([self, other], compute, scalar_other_exact=True)
     q = div_floor(a, b) if compute.is_floating_point else P.emit1("floor_divide", [a, b])
     return P.convert(q, result)
 

@@ -72,8 +72,8 @@ def _median(b: dict[str, Any]) -> None:
 
 
 def _searchsorted(b: dict[str, Any]) -> None:
-    out, out_int32 = b["out"], bool(b.get("out_int32"))
-    if out.dtype != (torch.int32 if out_int32 else torch.int64):
+    out, out_int32 = b.get("out"), bool(b.get("out_int32"))
+    if out is not None and out.dtype != (torch.int32 if out_int32 else torch.int64):
         raise RuntimeError(f"torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or "
                            f"Long(int64) depending on whether out_int32 flag is True, but we got output tensor's "
                            f"dtype {aten_type_name(out.dtype)} and out_int32 flag is {out_int32}")
@@ -214,6 +214,8 @@ def exact_out(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 _WRAPPED_CHECKS: dict[Any, Callable[[dict[str, Any]], None]] = {
     aten.nan_to_num: _nan_to_num, aten.slice_scatter: _slice_scatter, aten.take: _take,
+    # compile's fake tensors (compile/fake_checks.py): the meta kernel accepts any out= dtype (fuzz seed 37)
+    aten.searchsorted: _searchsorted, aten.bucketize: _searchsorted,
 }
 WRAPPED = frozenset(_WRAPPED_CHECKS)
 

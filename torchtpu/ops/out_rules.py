@@ -62,7 +62,9 @@ RESULT_IN_OUT_DTYPE: frozenset[str] = frozenset({"sum.IntList_out", "prod.int_ou
 # the out's, refused only where that cast is unsafe (the functional's output is zeros_like(self), whose dtype the
 # lowering takes otherwise; fuzz seeds 21-22: a float64 grad_input got float16's inf). The lowering takes the
 # out's dtype as `dtype`.
-ITERATOR_WRITES_OUT: frozenset[str] = frozenset({"mse_loss_backward.grad_input"})
+ITERATOR_WRITES_OUT: frozenset[str] = frozenset({"mse_loss_backward.grad_input"}) | frozenset(
+    # all / any (get_allany_iter): CPU reduces the input cast to the out's dtype (0.5 into uint8 is 0; fuzz seed 38)
+    f"{op}.{overload}" for op in ("all", "any") for overload in ("out", "dims_out", "all_out"))
 
 # Reductions whose out= kernel reads the input in the out tensor's dtype (fuzz seed 22), behind the cast check of
 # the functional's result dtype into it: a float16 input into a float32 out= is not rounded to float16 first (with

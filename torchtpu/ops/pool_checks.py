@@ -180,9 +180,32 @@ def avg_backward(nd: int, grad_shape: Sequence[int], shape: Sequence[int], kerne
                            f"{shape[0]} (CPU does not check it and reads past grad_output)")
 
 
-def adaptive_avg_backward(nd: int, grad_shape: Sequence[int], self_shape: Sequence[int]) -> None:
+def adaptive_avg_backward(nd: int, grad_shape: Sequence[int], self_shape: Sequence[int],
+                          grad_dtype: torch.dtype | None = None, self_dtype: torch.dtype | None = None) -> None:
     """ATen's checks of _adaptive_avg_pool{2,3}d_backward: grad_output has the input's rank, which is 3-D or 4-D
-    (2d) or at least 4-D (3d, whose kernel indexes dim -4), and grad_output's non-batch dims are non-empty."""
+    (2d) or at least 4-D (3d, whose kernel indexes dim -4), and grad_output's non-batch dims are non-empty; then
+    the dtypes: 2d checks grad_output's and dispatches on it, 3d dispatches on the input and reads grad_output as
+    its type (data_ptr<scalar_t>; fuzz seed 38: both computed integers, bools and mixed dtypes)."""
+    _adaptive_avg_backward_shapes(nd, grad_shape, self_shape)
+    if grad_dtype is None or self_dtype is None:
+        return
+    kernel = "adaptive_avg_pool2d_backward" if nd == 2 else "adaptive_avg_pool3d_backward_cpu"
+    if nd == 2 and grad_dtype != self_dtype:
+        raise RuntimeError(f"adaptive_avg_pool2d_backward_out_cpu_template: Expected dtype {_cpp(self_dtype)} for "
+                           f"`grad_output` but got dtype {_cpp(grad_dtype)}")
+    if self_dtype not in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(self_dtype)}'")
+    if grad_dtype != self_dtype:
+        raise RuntimeError(f"expected scalar type {aten_type_name(self_dtype)} but found {aten_type_name(grad_dtype)}")
+
+
+def _cpp(dtype: torch.dtype) -> str:
+    from torchtpu.ops.out_rules import _CPP_NAMES
+
+    return _CPP_NAMES.get(dtype, str(dtype))
+
+
+def _adaptive_avg_backward_shapes(nd: int, grad_shape: Sequence[int], self_shape: Sequence[int]) -> None:
     where = f"adaptive_avg_pool{nd}d_backward_out_cpu_template"
     ndim = len(self_shape)
     if len(grad_shape) != ndim:

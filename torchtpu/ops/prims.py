@@ -6,6 +6,7 @@ constants, and negative-dimension handling. Lowerings call only these (and the S
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -196,8 +197,9 @@ def prepare(args: Sequence[Any], dtype: torch.dtype, scalar_other_exact: bool = 
     """Converts tensors and scalars to `dtype` and broadcasts them to a common shape. Where the common dtype is
     float16/bfloat16 (computed in float32), an operand of another dtype is cast to it first, as TensorIterator
     casts its operands before the kernel widens them (int32 2049 + float16 0.5 is 2048 on CPU, 70000 * 0.0 NaN; a
-    Python scalar too: float16 0.5 + 2049 is 2048); `scalar_other_exact`: ATen's mul and true division read a
-    scalar (0-d or Python) second operand's original value instead (float16 0.0 * 70000 is 0)."""
+    Python scalar too: float16 0.5 + 2049 is 2048); `scalar_other_exact`: ATen's mul, true, floor and trunc
+    division read a scalar (one element: TensorIterator's is_scalar; or Python) second operand's original value
+    instead (float16 0.0 * 70000 is 0)."""
     if dtype == torch.float32 and any(isinstance(a, Sym) and a.dtype in _NARROW_FLOATS for a in args):
         common = result_dtype(*args, kind=Kind.NO_OPMATH)[1]
         return broadcast(*[convert(a, dtype) if scalar_other_exact and k == 1 and _is_scalar(a)
@@ -206,7 +208,7 @@ def prepare(args: Sequence[Any], dtype: torch.dtype, scalar_other_exact: bool = 
 
 
 def _is_scalar(x: Any) -> bool:
-    return not isinstance(x, Sym) or x.ndim == 0
+    return not isinstance(x, Sym) or math.prod(x.shape) == 1
 
 
 def via_common(x: Sym | Number, compute: torch.dtype, common: torch.dtype) -> Sym:

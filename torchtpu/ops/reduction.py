@@ -264,6 +264,15 @@ def std(self: Sym, dim: list[int] | None = None, *, correction: float | None = N
                 take_sqrt=True)
 
 
+@lower(aten.std_mean.correction, static=("correction",))
+def std_mean(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
+             ) -> tuple[Sym, Sym]:
+    """CPU's std_var_mean kernel: the root of the double variance (upstream's decomposition took it of var_mean's
+    float32 variance: inf where the variance overflows float32 and the deviation does not; fuzz seed 39)."""
+    dims = P.canon_dims(dim if dim else None, self.ndim)
+    return _var(self, dims, _correction(correction), keepdim, take_sqrt=True), _welford_mean(self, dims, keepdim)
+
+
 @lower(aten.var_mean.correction, static=("correction",))
 def var_mean(self: Sym, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False
              ) -> tuple[Sym, Sym]:
@@ -291,29 +300,37 @@ def _welford_mean(x: Sym, dims: tuple[int, ...], keepdim: bool) -> Sym:
     return P.where(P.reduce(early, "or", dims, keepdim), P.full(math.nan, mean.shape, mean.dtype), mean)
 
 
-def _logical(self: Sym, kind: str, dims: tuple[int, ...], keepdim: bool = False) -> Sym:
+def _logical(self: Sym, kind: str, dims: tuple[int, ...], keepdim: bool = False,
+             dtype: torch.dtype | None = None) -> Sym:
+    """`dtype`: an out= tensor's (out_rules.ITERATOR_WRITES_OUT): CPU's allany_impl reduces the input cast to it
+    (a float 0.5 into a uint8 out is 0: all is False) where it has more than one element; one element is
+    converted to bool directly."""
+    if dtype == torch.uint8 and self.numel() > 1:
+        self = P.convert(self, torch.uint8)
     out = P.reduce(P.compare("NE", self, 0), kind, dims, keepdim)
+    if dtype is not None:
+        return P.convert(out, dtype)
     return P.convert(out, torch.uint8) if self.dtype == torch.uint8 else out  # ATen keeps uint8 (legacy)
 
 
 @lower(aten.all.default)
-def all_(self: Sym) -> Sym:
-    return _logical(self, "and", tuple(range(self.ndim)))
+def all_(self: Sym, *, dtype: torch.dtype | None = None) -> Sym:
+    return _logical(self, "and", tuple(range(self.ndim)), dtype=dtype)
 
 
 @lower(aten.all.dim, aten.all.dims)
-def all_dim(self: Sym, dim: Any = None, keepdim: bool = False) -> Sym:
-    return _logical(self, "and", P.canon_dims(dim, self.ndim), keepdim)
+def all_dim(self: Sym, dim: Any = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Sym:
+    return _logical(self, "and", P.canon_dims(dim, self.ndim), keepdim, dtype)
 
 
 @lower(aten.any.default)
-def any_(self: Sym) -> Sym:
-    return _logical(self, "or", tuple(range(self.ndim)))
+def any_(self: Sym, *, dtype: torch.dtype | None = None) -> Sym:
+    return _logical(self, "or", tuple(range(self.ndim)), dtype=dtype)
 
 
 @lower(aten.any.dim, aten.any.dims)
-def any_dim(self: Sym, dim: Any = None, keepdim: bool = False) -> Sym:
-    return _logical(self, "or", P.canon_dims(dim, self.ndim), keepdim)
+def any_dim(self: Sym, dim: Any = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Sym:
+    return _logical(self, "or", P.canon_dims(dim, self.ndim), keepdim, dtype)
 
 
 def _cumulative(x: Sym, kind: str, dim: int, dtype: torch.dtype | None) -> Sym:

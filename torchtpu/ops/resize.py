@@ -513,7 +513,7 @@ def _adaptive_avg(nd: int) -> Callable[..., Sym]:
 
 def _adaptive_avg_backward(nd: int) -> Callable[..., Sym]:
     def backward(grad_output: Sym, self: Sym) -> Sym:
-        pool_checks.adaptive_avg_backward(nd, grad_output.shape, self.shape)
+        pool_checks.adaptive_avg_backward(nd, grad_output.shape, self.shape, grad_output.dtype, self.dtype)
         sizes = self.shape[self.ndim - nd:]
         outs = grad_output.shape[grad_output.ndim - nd:]
         mats = [adaptive(i, o).T.copy() for i, o in zip(sizes, outs)]
