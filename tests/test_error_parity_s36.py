@@ -1,0 +1,42 @@
+"""Error parity (issue 17, the fuzzer's error_class group "tpu fails in its lowering or IR shape rule"): invalid
+input that CPU refuses with its own check, where tpu raised an internal error or CPU's other check first, now raises
+CPU's exception class with CPU's first line of words, in every eager mode. One case (or a few) per cause fixed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_refused_as_cpu
+
+aten = torch.ops.aten
+
+
+def _t(*shape: int, dtype: torch.dtype = torch.float32, d: str = "cpu") -> torch.Tensor:
+    return torch.ones(shape, dtype=dtype, device=d)
+
+
+REFUSED = {
+    # batch_norm_cpu in evaluation mode: the running statistics' pair and the dispatch before the channel dim
+    "batch_norm_no_training_int_1d": lambda d: aten._native_batch_norm_legit_no_training(
+        _t(2, dtype=torch.int64, d=d), None, None, _t(1, d=d), _t(1, d=d), 0.1, 1e-5),
+    "batch_norm_no_update_int_1d": lambda d: aten._batch_norm_no_update(
+        _t(2, dtype=torch.int32, d=d), None, None, None, None, 0.1, 1e-5),
+    "batch_norm_legit_eval_int_1d": lambda d: aten._native_batch_norm_legit(
+        _t(1, dtype=torch.int8, d=d), None, None, _t(1, d=d), _t(1, d=d), False, 0.1, 1e-5),
+    "native_batch_norm_eval_one_stat": lambda d: aten.native_batch_norm(
+        _t(5, d=d), None, None, _t(5, d=d), None, False, 0.1, 1e-5),
+    "native_batch_norm_train_one_stat": lambda d: aten.native_batch_norm(
+        _t(2, 3, d=d), None, None, None, _t(3, d=d), True, 0.1, 1e-5),
+    # weight_norm kernels: the dispatch on v before its first size read
+    "weight_norm_bool_0d": lambda d: aten._weight_norm_interface(
+        _t(dtype=torch.bool, d=d), _t(dtype=torch.bool, d=d), 0),
+    "weight_norm_backward_short_0d": lambda d: aten._weight_norm_interface_backward(
+        _t(dtype=torch.int64, d=d), _t(dtype=torch.int16, d=d), _t(dtype=torch.int64, d=d),
+        _t(dtype=torch.int64, d=d), -1),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(REFUSED[name], mode)
