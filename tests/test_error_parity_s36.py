@@ -33,6 +33,19 @@ REFUSED = {
     "weight_norm_backward_short_0d": lambda d: aten._weight_norm_interface_backward(
         _t(dtype=torch.int64, d=d), _t(dtype=torch.int16, d=d), _t(dtype=torch.int64, d=d),
         _t(dtype=torch.int64, d=d), -1),
+    # max pooling: the rank check before the dtype refusal (upstream's meta read input.size(-3) first); the backward's
+    # gradOutput dtype check before the rank check
+    "max_pool2d_1d_bool": lambda d: aten.max_pool2d_with_indices(
+        _t(2, dtype=torch.bool, d=d), [3, 3], [1, 2], [2, 2], ceil_mode=False),
+    "max_pool2d_backward_0d": lambda d: aten.max_pool2d_with_indices_backward(
+        _t(dtype=torch.int32, d=d), _t(dtype=torch.int32, d=d), [1, 1], [3, 4], [3, 3], [1, 2], True,
+        _t(2, dtype=torch.int64, d=d)),
+    "max_pool2d_backward_grad_dtype": lambda d: aten.max_pool2d_with_indices_backward.grad_input(
+        _t(1, 2, dtype=torch.int32, d=d), _t(2, dtype=torch.int8, d=d), [1, 3], [4, 1], [3, 3], [2, 2], True,
+        _t(2, dtype=torch.int64, d=d), grad_input=_t(0, dtype=torch.int8, d=d)),
+    "max_pool3d_backward_grad_dtype": lambda d: aten.max_pool3d_with_indices_backward.grad_input(
+        _t(2, 5, 5, 5, dtype=torch.float64, d=d), _t(2, 5, 5, 5, dtype=torch.uint8, d=d), [2, 2, 3], [1, 3, 1],
+        [0, 1, 1], [3, 1, 2], False, _t(2, dtype=torch.int64, d=d), grad_input=_t(2, 5, 5, 5, dtype=torch.uint8, d=d)),
 }
 
 

@@ -1,0 +1,49 @@
+"""CPU's own checks of invalid input that tpu's lowerings used to fail on first with an internal error (a Python
+IndexError from a size read, a ValueError from a reshape or an unpacking, a TypeError from a Scalar compare): the
+schema fuzzer's error_class group "tpu fails in its lowering or IR shape rule" (issue 17, message parity). Merged
+with the other `BOUND_CHECKS` by ops/arg_order_checks.py, so they run before the dtype refusal and the lowering, in
+eager mode and for a compiled graph's node (only `shape` and `dtype` are read).
+
+- max_pool{2,3}d_with_indices (and .out): the kernel size / stride / padding / dilation counts, the input's rank
+  and the output shape rules (ops/pool_checks.py `params`), all before the kernel's dtype dispatch; the backward:
+  the counts, then gradOutput of the input's dtype, then the forward's rules (upstream's Python meta reads
+  `input.size(-3)` before the rank check, an IndexError CPU never raises).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from torchtpu.ops import pool_checks
+from torchtpu.ops.tracing import aten_meta_name
+
+Bound = dict[str, Any]
+
+
+def _max_pool(nd: int) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:
+        pool_checks.params("max", nd, a["self"].shape, a["kernel_size"], a.get("stride", ()),
+                           a.get("padding", 0), a.get("dilation", 1), a.get("ceil_mode", False))
+    return check
+
+
+def _max_pool_backward(nd: int) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # DilatedMaxPool{2,3}d.cpp: the counts, gradOutput's dtype, then the shapes
+        x, grad = a["self"], a["grad_output"]
+        messages = pool_checks.max_pool_messages(nd)
+        for what in ("kernel_size", "stride", "padding", "dilation"):
+            pool_checks.per_dim(a[what], nd, messages[what], empty_ok=what == "stride")
+        if grad.dtype != x.dtype:
+            raise RuntimeError(f"expected dtype {aten_meta_name(x.dtype)} for `gradOutput` but got dtype "
+                               f"{aten_meta_name(grad.dtype)}")
+        pool_checks.params("max", nd, x.shape, a["kernel_size"], a["stride"], a["padding"], a["dilation"],
+                           a["ceil_mode"], backward=True)
+    return check
+
+
+BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "max_pool2d_with_indices": _max_pool(2), "max_pool3d_with_indices": _max_pool(3),
+    "max_pool2d_with_indices_backward": _max_pool_backward(2),
+    "max_pool3d_with_indices_backward": _max_pool_backward(3),
+}
