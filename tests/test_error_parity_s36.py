@@ -46,6 +46,16 @@ REFUSED = {
     "max_pool3d_backward_grad_dtype": lambda d: aten.max_pool3d_with_indices_backward.grad_input(
         _t(2, 5, 5, 5, dtype=torch.float64, d=d), _t(2, 5, 5, 5, dtype=torch.uint8, d=d), [2, 2, 3], [1, 3, 1],
         [0, 1, 1], [3, 1, 2], False, _t(2, dtype=torch.int64, d=d), grad_input=_t(2, 5, 5, 5, dtype=torch.uint8, d=d)),
+    # Scalars c10 cannot convert: c10's RuntimeError, not Python's TypeError / ValueError
+    "arange_complex_step_out": lambda d: aten.arange.start_out(0, 5, 1j, out=torch.empty(0, device=d)),
+    "arange_complex_end": lambda d: aten.arange.start_step(0, 5 + 1j, 1, dtype=torch.int64, device=d),
+    "softplus_complex_beta_out": lambda d: aten.softplus.out(
+        _t(3, d=d), 1j, 20, out=torch.empty(3, device=d)),
+    "softshrink_complex_lambd": lambda d: aten.softshrink(_t(3, dtype=torch.int64, d=d), 1j),
+    "multi_margin_loss_nan_p": lambda d: aten.multi_margin_loss(
+        _t(2, 3, d=d), torch.zeros(2, dtype=torch.int64, device=d), float("nan"), 1.0),
+    "multi_margin_loss_backward_inf_p": lambda d: aten.multi_margin_loss_backward(
+        _t(d=d), _t(2, 3, d=d), torch.zeros(2, dtype=torch.int64, device=d), float("inf"), 1.0),
 }
 
 

@@ -8,6 +8,10 @@ eager mode and for a compiled graph's node (only `shape` and `dtype` are read).
   and the output shape rules (ops/pool_checks.py `params`), all before the kernel's dtype dispatch; the backward:
   the counts, then gradOutput of the input's dtype, then the forward's rules (upstream's Python meta reads
   `input.size(-3)` before the rank check, an IndexError CPU never raises).
+- Scalars c10 cannot convert (a complex with an imaginary part, NaN or inf to an integer): arange's start, end and
+  step to double (unless a bool result: the dispatch first), softplus's beta and threshold to a floating self's
+  opmath type (after the dispatch); they used to raise Python's TypeError / ValueError in a lowering
+  (multi_margin_loss's p and softshrink's lambd: in their checks in ops/cpu_raise_checks*.py).
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
+from torchtpu.dtypes import checked_scalar, opmath
 from torchtpu.ops import pool_checks
 from torchtpu.ops.tracing import aten_meta_name
 
@@ -42,7 +49,24 @@ def _max_pool_backward(nd: int) -> Callable[[Bound], None]:
     return check
 
 
+def _arange(a: Bound) -> None:  # arange_out: AT_DISPATCH on the result type, then start/end/step.to<double>()
+    out, dtype = a.get("out"), a.get("dtype")
+    if (out.dtype if out is not None else dtype) == torch.bool:
+        return
+    for what in ("start", "end", "step"):
+        if what in a and isinstance(a[what], complex | float | int):
+            checked_scalar(a[what], torch.float64)
+
+
+def _softplus(a: Bound) -> None:  # softplus_kernel: beta and threshold to opmath_t inside the floating dispatch
+    x = a["self"]
+    if x.dtype.is_floating_point:
+        for what in ("beta", "threshold"):
+            checked_scalar(a[what], opmath(x.dtype))
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "arange": _arange, "softplus": _softplus,
     "max_pool2d_with_indices": _max_pool(2), "max_pool3d_with_indices": _max_pool(3),
     "max_pool2d_with_indices_backward": _max_pool_backward(2),
     "max_pool3d_with_indices_backward": _max_pool_backward(3),
