@@ -56,6 +56,9 @@ REFUSED = {
         _t(2, 3, d=d), torch.zeros(2, dtype=torch.int64, device=d), float("nan"), 1.0),
     "multi_margin_loss_backward_inf_p": lambda d: aten.multi_margin_loss_backward(
         _t(d=d), _t(2, 3, d=d), torch.zeros(2, dtype=torch.int64, device=d), float("inf"), 1.0),
+    # bernoulli_(p: Tensor): ATen's expand of p to self's sizes, not the IR's broadcast ValueError
+    "bernoulli_tensor_p_expand_size": lambda d: _t(1, 2, d=d).bernoulli_(torch.full((3, 1), 0.5, device=d)),
+    "bernoulli_tensor_p_expand_rank": lambda d: _t(d=d).bernoulli_(_t(1, 4, 3, 3, dtype=torch.int64, d=d)),
 }
 
 

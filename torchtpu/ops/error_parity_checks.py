@@ -12,6 +12,8 @@ eager mode and for a compiled graph's node (only `shape` and `dtype` are read).
   step to double (unless a bool result: the dispatch first), softplus's beta and threshold to a floating self's
   opmath type (after the dispatch); they used to raise Python's TypeError / ValueError in a lowering
   (multi_margin_loss's p and softshrink's lambd: in their checks in ops/cpu_raise_checks*.py).
+- bernoulli_(p: Tensor): p.expand(self.sizes()) before the kernel's dispatch (inferExpandGeometry's words, not the
+  IR's broadcast ValueError).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 
 from torchtpu.dtypes import checked_scalar, opmath
 from torchtpu.ops import pool_checks
+from torchtpu.ops.arg_checks import legacy_type_name, sizes_text
 from torchtpu.ops.tracing import aten_meta_name
 
 Bound = dict[str, Any]
@@ -65,7 +68,30 @@ def _softplus(a: Bound) -> None:  # softplus_kernel: beta and threshold to opmat
             checked_scalar(a[what], opmath(x.dtype))
 
 
+def expand_check(x: Any, sizes: Any) -> None:
+    """ATen's `x.expand(sizes)` checks (inferExpandGeometry), from the last dim, in its words."""
+    shape, target = [int(s) for s in x.shape], [int(s) for s in sizes]
+    if len(target) < len(shape):
+        raise RuntimeError(f"expand({legacy_type_name(x.dtype)}{{{sizes_text(shape)}}}, size={sizes_text(target)}): "
+                           f"the number of sizes provided ({len(target)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(shape)})")
+    lead = len(target) - len(shape)
+    for i in range(len(target) - 1, lead - 1, -1):
+        have = shape[i - lead]
+        if have != target[i] and have != 1 and target[i] != -1:
+            raise RuntimeError(f"The expanded size of the tensor ({target[i]}) must match the existing size ({have}) "
+                               f"at non-singleton dimension {i}.  Target sizes: {sizes_text(target)}.  Tensor sizes: "
+                               f"{sizes_text(shape)}")
+
+
+def _bernoulli_tensor(a: Bound) -> None:  # bernoulli_(Tensor p): p.expand(self.sizes()), then the dispatch
+    p = a.get("p")
+    if hasattr(p, "shape"):
+        expand_check(p, a["self"].shape)
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "bernoulli_": _bernoulli_tensor,
     "arange": _arange, "softplus": _softplus,
     "max_pool2d_with_indices": _max_pool(2), "max_pool3d_with_indices": _max_pool(3),
     "max_pool2d_with_indices_backward": _max_pool_backward(2),
