@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_refused_as_cpu
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu
 
 aten = torch.ops.aten
 
@@ -59,7 +59,29 @@ REFUSED = {
     # bernoulli_(p: Tensor): ATen's expand of p to self's sizes, not the IR's broadcast ValueError
     "bernoulli_tensor_p_expand_size": lambda d: _t(1, 2, d=d).bernoulli_(torch.full((3, 1), 0.5, device=d)),
     "bernoulli_tensor_p_expand_rank": lambda d: _t(d=d).bernoulli_(_t(1, 4, 3, 3, dtype=torch.int64, d=d)),
+    # segment_reduce: the kernel's checks before its dispatch (a KeyError, an IndexError or a broadcast before)
+    "segment_reduce_bad_reduce": lambda d: aten.segment_reduce(
+        _t(3, 4, d=d), "multiply", lengths=torch.tensor([1, 2], device=d)),
+    "segment_reduce_offsets_rank": lambda d: aten.segment_reduce(
+        _t(3, dtype=torch.bool, d=d), "amax", offsets=torch.ones(2, 2, dtype=torch.int64, device=d)),
+    "segment_reduce_axis": lambda d: aten.segment_reduce(
+        _t(2, 3, 4, d=d), "amin", lengths=torch.ones(2, 3, dtype=torch.int64, device=d), axis=0),
+    "segment_reduce_backward_bad_reduce": lambda d: aten._segment_reduce_backward(
+        _t(3, d=d), _t(3, d=d), _t(3, d=d), "add", lengths=torch.ones(3, dtype=torch.int64, device=d)),
 }
+
+SAME = {  # amax / amin: get_reduction_enum's other names of max / min (a KeyError before)
+    "segment_reduce_amax": lambda d: [aten.segment_reduce(
+        torch.arange(6.0, device=d).reshape(3, 2), "amax", lengths=torch.tensor([1, 2], device=d))],
+    "segment_reduce_amin_offsets": lambda d: [aten.segment_reduce(
+        torch.arange(6.0, device=d).reshape(3, 2), "amin", offsets=torch.tensor([0, 1, 3], device=d))],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(SAME))
+def test_same_as_cpu(name: str, mode: str) -> None:
+    assert_exactly_cpu(SAME[name], mode)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -14,6 +14,8 @@ eager mode and for a compiled graph's node (only `shape` and `dtype` are read).
   (multi_margin_loss's p and softshrink's lambd: in their checks in ops/cpu_raise_checks*.py).
 - bernoulli_(p: Tensor): p.expand(self.sizes()) before the kernel's dispatch (inferExpandGeometry's words, not the
   IR's broadcast ValueError).
+- segment_reduce and its backward: segment_reduce_kernel's checks before its dispatch (axis, no indices, lengths or
+  offsets given, the reduction's name, then the data's rank and the axis against the lengths/offsets).
 """
 
 from __future__ import annotations
@@ -90,7 +92,36 @@ def _bernoulli_tensor(a: Bound) -> None:  # bernoulli_(Tensor p): p.expand(self.
         expand_check(p, a["self"].shape)
 
 
+_REDUCTIONS = ("sum", "prod", "mean", "max", "amax", "min", "amin")  # get_reduction_enum
+
+
+def _wrap(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _segment_reduce(a: Bound) -> None:  # SegmentReduce.cpp segment_reduce_kernel / _segment_reduce_backward_kernel
+    data = a["data"]
+    axis = _wrap(a.get("axis", 0), len(data.shape))
+    if a.get("indices") is not None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
+    lengths, offsets = a.get("lengths"), a.get("offsets")
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    if a["reduce"] not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {a['reduce']}")
+    name, given = ("offsets", offsets) if offsets is not None else ("lengths", lengths)
+    if len(data.shape) < len(given.shape):
+        raise RuntimeError(f"Expected data.dim() >= {name}_value.dim() to be true, but got false.  (Could this error "
+                           "message be improved?  If so, please report an enhancement request to PyTorch.)")
+    if axis != len(given.shape) - 1:
+        raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of {name} but got {axis}.")
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "segment_reduce": _segment_reduce, "_segment_reduce_backward": _segment_reduce,
     "bernoulli_": _bernoulli_tensor,
     "arange": _arange, "softplus": _softplus,
     "max_pool2d_with_indices": _max_pool(2), "max_pool3d_with_indices": _max_pool(3),
