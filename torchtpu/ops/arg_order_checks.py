@@ -23,6 +23,7 @@ from torchtpu.ops import (
     cpu_raise_checks2,
     cpu_raise_checks3,
     dtype_refusals,
+    error_parity_checks,
     fused_optim_checks,
     inplace_scalar_checks,
     ldexp,
@@ -34,7 +35,7 @@ from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 Bound = dict[str, Any]
 # the modules whose BOUND_CHECKS run behind this module's own (CPU's checks after those above)
 _LATER = (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, inplace_scalar_checks, onednn_checks,
-          fused_optim_checks, ldexp)
+          fused_optim_checks, ldexp, error_parity_checks)
 
 
 def _bind(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Bound:

@@ -161,6 +161,7 @@ def _multinomial(a: Bound) -> None:
 
 def _softshrink(a: Bound) -> None:
     x, lambd, out = a["self"], a.get("lambd", 0.5), a.get("out")
+    lambd = checked_scalar(lambd, torch.float64)  # lambd.to<double>() first: a complex one is refused
     if not x.dtype.is_floating_point:  # the range check's own floating dispatch
         raise NotImplementedError(f"\"softshrink_check\" not implemented for '{aten_type_name(x.dtype)}'")
     if not isinstance(lambd, complex):

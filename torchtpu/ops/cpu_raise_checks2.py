@@ -324,8 +324,8 @@ def _uniform(a: Bound) -> None:  # the complex tensor's real view gets uniform_i
 
 
 def _margin_p(a: Bound) -> None:  # multi_margin_loss(_backward)_cpu's first check, before the shapes and dtypes
-    p = a.get("p", 1)
-    if isinstance(p, int | float) and int(p) not in (1, 2):  # p.toInt(): 2.18 passes as 2
+    p = checked_scalar(a.get("p", 1), torch.int32)  # p.toInt(): NaN / inf / a complex refused in c10's words
+    if isinstance(p, int | float) and int(p) not in (1, 2):  # 2.18 passes as 2
         raise RuntimeError("only p == 1 and p == 2 supported")
 
 

@@ -23,15 +23,32 @@ from torchtpu.ops.tracing import Sym, aten_type_name
 _FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
-def _check_input(op: str, input: Sym) -> int:  # noqa: A002
+def _check_input(op: str, input: Sym, pair: tuple[Sym | None, Sym | None] = (None, None),  # noqa: A002
+                 dtype_first: bool = False) -> int:
+    """The input's rank and dtype and the running statistics given as a pair, in batch_norm_cpu's order: in
+    evaluation mode (and _batch_norm_no_update) the pair and the dispatch come before the channel dim's read,
+    in training after it."""
     if input.ndim == 0:  # CPU: a SmallVector of size -1
         raise ValueError(f"{op}: input should have at least 2 dimensions (N, C, *), but got a 0-d tensor")
+    if dtype_first:
+        _check_pair(pair)
+        _check_dtype(input)
     if input.ndim < 2:
         n = max(input.ndim, 1)
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got 1)")
+    _check_pair(pair)
+    _check_dtype(input)
+    return input.shape[1]
+
+
+def _check_pair(pair: tuple[Sym | None, Sym | None]) -> None:
+    if (pair[0] is None) != (pair[1] is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+
+
+def _check_dtype(input: Sym) -> None:  # noqa: A002
     if input.dtype not in _FLOATS:
         raise NotImplementedError(f"\"batch_norm\" not implemented for '{aten_type_name(input.dtype)}'")
-    return input.shape[1]
 
 
 def _check_dtypes(input: Sym, params: Sequence[Sym | None]) -> None:  # noqa: A002
@@ -64,7 +81,7 @@ def check_forward(op: str, input: Sym, weight: Sym | None, bias: Sym | None,  # 
                   running_mean: Sym | None, running_var: Sym | None, training: bool) -> None:
     """A batch norm forward: input rank and dtype, the parameters' dtypes, one element per channel in each given
     vector, and running statistics present in eval mode."""
-    c = _check_input(op, input)
+    c = _check_input(op, input, (running_mean, running_var), not training or op == "_batch_norm_no_update")
     _check_dtypes(input, (weight, bias, running_mean, running_var))
     for stat in (running_mean, running_var):  # batch_norm_cpu reads them through 1-d TensorAccessors
         if stat is not None and stat.ndim != 1:

@@ -29,6 +29,16 @@ def _per_dim(value: Sequence[int] | int, nd: int, message: str, *, empty_ok: boo
     return v * nd if len(v) == 1 else v
 
 
+def per_dim(value: Sequence[int] | int, nd: int, message: str, *, empty_ok: bool = False) -> list[int] | None:
+    """One value per pooled dimension (a single one repeated), else RuntimeError(`message`)."""
+    return _per_dim(value, nd, message, empty_ok=empty_ok)
+
+
+def max_pool_messages(nd: int) -> dict[str, str]:
+    """The words of max pooling's kernel_size / stride / padding / dilation count checks."""
+    return _messages("max", nd)
+
+
 def _messages(kind: str, nd: int) -> dict[str, str]:
     name, n = f"{kind}_pool{nd}d", _WORDS[nd]
     if kind == "avg" and nd == 3:

@@ -21,6 +21,7 @@ from torchtpu.ops.tracing import Sym
 aten = torch.ops.aten
 _SCATTER = {"sum": "add", "mean": "add", "max": "amax", "min": "amin", "prod": "multiply"}
 _IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf"), "prod": 1.0}
+_ALIASES = {"amax": "max", "amin": "min"}  # ATen's get_reduction_enum takes both names
 
 
 def _wide(x: Sym) -> Sym:
@@ -83,6 +84,7 @@ class _Segments:
 @lower(aten.segment_reduce.default, static=("initial",))
 def segment_reduce(data: Sym, reduce: str, *, lengths: Sym | None = None, indices: Sym | None = None,
                    offsets: Sym | None = None, axis: int = 0, unsafe: bool = False, initial: Any = None) -> Sym:
+    reduce = _ALIASES.get(reduce, reduce)
     seg = _Segments(data, lengths, offsets, axis)
     checked = operand_checks.segment_lengths_check(seg.lens, lengths is not None and offsets is None, unsafe,
                                                    data.shape[seg.axis])
@@ -99,6 +101,7 @@ def segment_reduce(data: Sym, reduce: str, *, lengths: Sym | None = None, indice
 @lower(aten._segment_reduce_backward.default, static=("initial",))
 def segment_reduce_backward(grad: Sym, output: Sym, data: Sym, reduce: str, *, lengths: Sym | None = None,
                             offsets: Sym | None = None, axis: int = 0, initial: Any = None) -> Sym:
+    reduce = _ALIASES.get(reduce, reduce)
     seg = _Segments(data, lengths, offsets, axis)
     x = _wide(data)
     g = seg.back(_wide(grad))

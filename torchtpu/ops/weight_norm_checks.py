@@ -21,10 +21,10 @@ def _check_dim(v: Sym, dim: int, name: str, kernel: str) -> None:
     if not (dim == 0 or dim == v.ndim - 1):
         raise RuntimeError(f"dim == 0 || dim == {name}.dim() - 1 INTERNAL ASSERT FAILED ({kernel}): fused kernels "
                            "can only be applied for first or last dim")
+    if v.dtype not in _FLOATS:  # the dispatch, before the kernel's first size read
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(v.dtype)}'")
     if v.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    if v.dtype not in _FLOATS:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(v.dtype)}'")
 
 
 def check_forward(v: Sym, g: Sym, dim: int) -> None:

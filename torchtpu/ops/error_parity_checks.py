@@ -1,0 +1,130 @@
+"""CPU's own checks of invalid input that tpu's lowerings used to fail on first with an internal error (a Python
+IndexError from a size read, a ValueError from a reshape or an unpacking, a TypeError from a Scalar compare): the
+schema fuzzer's error_class group "tpu fails in its lowering or IR shape rule" (issue 17, message parity). Merged
+with the other `BOUND_CHECKS` by ops/arg_order_checks.py, so they run before the dtype refusal and the lowering, in
+eager mode and for a compiled graph's node (only `shape` and `dtype` are read).
+
+- max_pool{2,3}d_with_indices (and .out): the kernel size / stride / padding / dilation counts, the input's rank
+  and the output shape rules (ops/pool_checks.py `params`), all before the kernel's dtype dispatch; the backward:
+  the counts, then gradOutput of the input's dtype, then the forward's rules (upstream's Python meta reads
+  `input.size(-3)` before the rank check, an IndexError CPU never raises).
+- Scalars c10 cannot convert (a complex with an imaginary part, NaN or inf to an integer): arange's start, end and
+  step to double (unless a bool result: the dispatch first), softplus's beta and threshold to a floating self's
+  opmath type (after the dispatch); they used to raise Python's TypeError / ValueError in a lowering
+  (multi_margin_loss's p and softshrink's lambd: in their checks in ops/cpu_raise_checks*.py).
+- bernoulli_(p: Tensor): p.expand(self.sizes()) before the kernel's dispatch (inferExpandGeometry's words, not the
+  IR's broadcast ValueError).
+- segment_reduce and its backward: segment_reduce_kernel's checks before its dispatch (axis, no indices, lengths or
+  offsets given, the reduction's name, then the data's rank and the axis against the lengths/offsets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchtpu.dtypes import checked_scalar, opmath
+from torchtpu.ops import pool_checks
+from torchtpu.ops.arg_checks import legacy_type_name, sizes_text
+from torchtpu.ops.tracing import aten_meta_name
+
+Bound = dict[str, Any]
+
+
+def _max_pool(nd: int) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:
+        pool_checks.params("max", nd, a["self"].shape, a["kernel_size"], a.get("stride", ()),
+                           a.get("padding", 0), a.get("dilation", 1), a.get("ceil_mode", False))
+    return check
+
+
+def _max_pool_backward(nd: int) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # DilatedMaxPool{2,3}d.cpp: the counts, gradOutput's dtype, then the shapes
+        x, grad = a["self"], a["grad_output"]
+        messages = pool_checks.max_pool_messages(nd)
+        for what in ("kernel_size", "stride", "padding", "dilation"):
+            pool_checks.per_dim(a[what], nd, messages[what], empty_ok=what == "stride")
+        if grad.dtype != x.dtype:
+            raise RuntimeError(f"expected dtype {aten_meta_name(x.dtype)} for `gradOutput` but got dtype "
+                               f"{aten_meta_name(grad.dtype)}")
+        pool_checks.params("max", nd, x.shape, a["kernel_size"], a["stride"], a["padding"], a["dilation"],
+                           a["ceil_mode"], backward=True)
+    return check
+
+
+def _arange(a: Bound) -> None:  # arange_out: AT_DISPATCH on the result type, then start/end/step.to<double>()
+    out, dtype = a.get("out"), a.get("dtype")
+    if (out.dtype if out is not None else dtype) == torch.bool:
+        return
+    for what in ("start", "end", "step"):
+        if what in a and isinstance(a[what], complex | float | int):
+            checked_scalar(a[what], torch.float64)
+
+
+def _softplus(a: Bound) -> None:  # softplus_kernel: beta and threshold to opmath_t inside the floating dispatch
+    x = a["self"]
+    if x.dtype.is_floating_point:
+        for what in ("beta", "threshold"):
+            checked_scalar(a[what], opmath(x.dtype))
+
+
+def expand_check(x: Any, sizes: Any) -> None:
+    """ATen's `x.expand(sizes)` checks (inferExpandGeometry), from the last dim, in its words."""
+    shape, target = [int(s) for s in x.shape], [int(s) for s in sizes]
+    if len(target) < len(shape):
+        raise RuntimeError(f"expand({legacy_type_name(x.dtype)}{{{sizes_text(shape)}}}, size={sizes_text(target)}): "
+                           f"the number of sizes provided ({len(target)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(shape)})")
+    lead = len(target) - len(shape)
+    for i in range(len(target) - 1, lead - 1, -1):
+        have = shape[i - lead]
+        if have != target[i] and have != 1 and target[i] != -1:
+            raise RuntimeError(f"The expanded size of the tensor ({target[i]}) must match the existing size ({have}) "
+                               f"at non-singleton dimension {i}.  Target sizes: {sizes_text(target)}.  Tensor sizes: "
+                               f"{sizes_text(shape)}")
+
+
+def _bernoulli_tensor(a: Bound) -> None:  # bernoulli_(Tensor p): p.expand(self.sizes()), then the dispatch
+    p = a.get("p")
+    if hasattr(p, "shape"):
+        expand_check(p, a["self"].shape)
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "max", "amax", "min", "amin")  # get_reduction_enum
+
+
+def _wrap(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _segment_reduce(a: Bound) -> None:  # SegmentReduce.cpp segment_reduce_kernel / _segment_reduce_backward_kernel
+    data = a["data"]
+    axis = _wrap(a.get("axis", 0), len(data.shape))
+    if a.get("indices") is not None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
+    lengths, offsets = a.get("lengths"), a.get("offsets")
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    if a["reduce"] not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {a['reduce']}")
+    name, given = ("offsets", offsets) if offsets is not None else ("lengths", lengths)
+    if len(data.shape) < len(given.shape):
+        raise RuntimeError(f"Expected data.dim() >= {name}_value.dim() to be true, but got false.  (Could this error "
+                           "message be improved?  If so, please report an enhancement request to PyTorch.)")
+    if axis != len(given.shape) - 1:
+        raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of {name} but got {axis}.")
+
+
+BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "segment_reduce": _segment_reduce, "_segment_reduce_backward": _segment_reduce,
+    "bernoulli_": _bernoulli_tensor,
+    "arange": _arange, "softplus": _softplus,
+    "max_pool2d_with_indices": _max_pool(2), "max_pool3d_with_indices": _max_pool(3),
+    "max_pool2d_with_indices_backward": _max_pool_backward(2),
+    "max_pool3d_with_indices_backward": _max_pool_backward(3),
+}
