@@ -29,7 +29,7 @@ from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import launch
 from torchtpu.execution.out_layout import allocate
-from torchtpu.ops import graph_forms  # noqa: F401 - the graph roles of ops graphs spell their own way
+from torchtpu.ops import graph_forms, ldexp  # noqa: F401 - graph_forms: the graph roles ops graphs spell their way
 from torchtpu.ops.checked_decompositions import COMPILE, guarded
 from torchtpu.ops.registry import HOPS, TABLE, Lowering, Prepare, apply
 from torchtpu.ops.tracing import Sym, tracing
@@ -531,8 +531,6 @@ def _decompositions() -> dict:
             del table[op]
         if op in table:
             table[op] = guarded(op, table[op], COMPILE)
-    from torchtpu.ops import ldexp
-
     table[torch.ops.aten.ldexp.Tensor] = ldexp.compile_decomposition  # exact as eager (ops/ldexp.py)
     return table
 
