@@ -34,6 +34,29 @@ def dim_size(shape: Sequence[int], dim: int) -> int:
     return int(shape[dim])
 
 
+def wrap_dim(dim: int, ndim: int) -> int:
+    """maybe_wrap_dim: `dim` in [0, ndim) (a 0-d tensor takes dims -1 and 0), or ATen's IndexError."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def check_expand(x: Sym | torch.Tensor, sizes: Sequence[int]) -> None:
+    """ATen's `x.expand(sizes)` checks (inferExpandGeometry), from the last dim, in its words."""
+    shape, target = [int(s) for s in x.shape], [int(s) for s in sizes]
+    if len(target) < len(shape):
+        raise RuntimeError(f"expand({legacy_type_name(x.dtype)}{{{sizes_text(shape)}}}, size={sizes_text(target)}): "
+                           f"the number of sizes provided ({len(target)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(shape)})")
+    lead = len(target) - len(shape)
+    for i in range(len(target) - 1, lead - 1, -1):
+        have = shape[i - lead]
+        if have != target[i] and have != 1 and target[i] != -1:
+            raise RuntimeError(f"The expanded size of the tensor ({target[i]}) must match the existing size ({have}) "
+                               f"at non-singleton dimension {i}.  Target sizes: {sizes_text(target)}.  Tensor sizes: "
+                               f"{sizes_text(shape)}")
+
 def legacy_type_name(dtype: torch.dtype) -> str:
     if dtype in _LEGACY:
         return f"torch.{_LEGACY[dtype]}Tensor"

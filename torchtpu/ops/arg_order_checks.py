@@ -29,7 +29,7 @@ from torchtpu.ops import (
     ldexp,
     onednn_checks,
 )
-from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text
+from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text, wrap_dim
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
 Bound = dict[str, Any]
@@ -49,14 +49,6 @@ def _bind(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Bound:
         elif a.has_default_value():
             bound[a.name] = a.default_value
     return bound
-
-
-def _wrap(dim: int, ndim: int) -> int:
-    """maybe_wrap_dim (a 0-d tensor takes dims -1 and 0)."""
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
 
 
 
@@ -83,7 +75,7 @@ def _glu(a: Bound) -> None:  # glu_meta / glu_backward_cpu_out
     x, dim = a["self"], a["dim"]
     if len(x.shape) == 0:
         raise RuntimeError("glu does not support 0-dimensional tensors")
-    d = _wrap(dim, len(x.shape))
+    d = wrap_dim(dim, len(x.shape))
     if x.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {int(x.shape[d])}")
 
@@ -118,7 +110,7 @@ def _select_scatter(a: Bound) -> None:  # self.clone().select(dim, index), then 
     ndim = len(x.shape)
     if ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = _wrap(dim, ndim)
+    d = wrap_dim(dim, ndim)
     size = int(x.shape[d])
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size {sizes_text(x.shape)} "
@@ -168,7 +160,7 @@ def _int_mm(a: Bound) -> None:  # _int_mm_cpu: at::empty({self.size(0), mat2.siz
 
 def _softmax(a: Bound) -> None:  # softmax meta (the dim, then the out= dtype), then softmax_cpu_out's refusal
     x, half_to_float, out = a["self"], a["half_to_float"], a.get("out")
-    _wrap(a["dim"], len(x.shape))
+    wrap_dim(a["dim"], len(x.shape))
     if out is not None:
         expected = torch.float32 if half_to_float else x.dtype
         if out.dtype != expected:
@@ -181,7 +173,7 @@ def _softmax(a: Bound) -> None:  # softmax meta (the dim, then the out= dtype), 
 def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad before reading output's data
     grad, dim = a["grad_output"], a["dim"]
     if grad.dtype not in FLOATS and list(grad.shape) == list(a["output"].shape) and 0 not in grad.shape:
-        d = _wrap(dim, len(grad.shape))
+        d = wrap_dim(dim, len(grad.shape))
         last = d == max(len(grad.shape), 1) - 1
         raise _not_implemented("softmax_backward_lastdim_kernel_impl" if last else "softmax_backward_kernel_impl",
                                grad.dtype)
@@ -189,7 +181,7 @@ def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad 
 
 def _log_softmax_backward(a: Bound) -> None:  # the dim, then the dispatch on grad (no shape check on CPU)
     grad, out = a["grad_output"], a.get("out")
-    d = _wrap(a["dim"], len(grad.shape))
+    d = wrap_dim(a["dim"], len(grad.shape))
     half_to_float = grad.dtype == torch.float32 and a.get("input_dtype") == torch.float16
     expected = torch.float16 if half_to_float else grad.dtype
     if out is not None and out.dtype != expected:  # the structured kernel's out= dtype check
@@ -208,7 +200,7 @@ def _bce_with_logits(a: Bound) -> None:  # at::log_sigmoid(input) is its first s
 def _cumulative_(kernel: str) -> Callable[[Bound], None]:
     def check(a: Bound) -> None:  # an in-place cumsum_/cumprod_ of bools dispatches on the result's Bool
         x, dtype = a["self"], a.get("dtype")
-        _wrap(a["dim"], len(x.shape))
+        wrap_dim(a["dim"], len(x.shape))
         if x.dtype == torch.bool and dtype in (None, torch.bool):
             raise _not_implemented(kernel, torch.bool)
     return check
@@ -222,7 +214,7 @@ def _hardswish_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_sam
 
 def _median_dim(a: Bound) -> None:  # median_with_indices_impl: dim, empty reduction, then the out types
     x = a["self"]
-    d = _wrap(a["dim"], len(x.shape))
+    d = wrap_dim(a["dim"], len(x.shape))
     if len(x.shape) and x.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     values, indices = a.get("values"), a.get("indices")
@@ -331,7 +323,7 @@ def _norm(a: Bound) -> None:  # norm's dtype kinds and dims, then linalg_vector_
     if named:
         return
     for d in dim if isinstance(dim, (list, tuple)) else ():  # norm wraps its dims next
-        _wrap(d, len(x.shape))
+        wrap_dim(d, len(x.shape))
     if not floating:
         return  # linalg_vector_norm refuses it (the lowering)
     cpu_raise_checks2.check_norm_identity(x.shape, 2 if p is None else p, dim)

@@ -27,7 +27,7 @@ import torch
 
 from torchtpu.dtypes import checked_scalar, opmath
 from torchtpu.ops import pool_checks
-from torchtpu.ops.arg_checks import legacy_type_name, sizes_text
+from torchtpu.ops.arg_checks import check_expand, wrap_dim
 from torchtpu.ops.tracing import aten_meta_name
 
 Bound = dict[str, Any]
@@ -70,41 +70,18 @@ def _softplus(a: Bound) -> None:  # softplus_kernel: beta and threshold to opmat
             checked_scalar(a[what], opmath(x.dtype))
 
 
-def expand_check(x: Any, sizes: Any) -> None:
-    """ATen's `x.expand(sizes)` checks (inferExpandGeometry), from the last dim, in its words."""
-    shape, target = [int(s) for s in x.shape], [int(s) for s in sizes]
-    if len(target) < len(shape):
-        raise RuntimeError(f"expand({legacy_type_name(x.dtype)}{{{sizes_text(shape)}}}, size={sizes_text(target)}): "
-                           f"the number of sizes provided ({len(target)}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({len(shape)})")
-    lead = len(target) - len(shape)
-    for i in range(len(target) - 1, lead - 1, -1):
-        have = shape[i - lead]
-        if have != target[i] and have != 1 and target[i] != -1:
-            raise RuntimeError(f"The expanded size of the tensor ({target[i]}) must match the existing size ({have}) "
-                               f"at non-singleton dimension {i}.  Target sizes: {sizes_text(target)}.  Tensor sizes: "
-                               f"{sizes_text(shape)}")
-
-
 def _bernoulli_tensor(a: Bound) -> None:  # bernoulli_(Tensor p): p.expand(self.sizes()), then the dispatch
     p = a.get("p")
     if hasattr(p, "shape"):
-        expand_check(p, a["self"].shape)
+        check_expand(p, a["self"].shape)
 
 
 _REDUCTIONS = ("sum", "prod", "mean", "max", "amax", "min", "amin")  # get_reduction_enum
 
 
-def _wrap(dim: int, ndim: int) -> int:
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
-
-
 def _segment_reduce(a: Bound) -> None:  # SegmentReduce.cpp segment_reduce_kernel / _segment_reduce_backward_kernel
     data = a["data"]
-    axis = _wrap(a.get("axis", 0), len(data.shape))
+    axis = wrap_dim(a.get("axis", 0), len(data.shape))
     if a.get("indices") is not None:
         raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
     lengths, offsets = a.get("lengths"), a.get("offsets")

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution.user_frames import PACKAGE_DIRS  # torchtpu's and torch's own files: not the user's line
-from torchtpu.ops.arg_checks import dim_size, sizes_text
+from torchtpu.ops.arg_checks import dim_size, sizes_text, wrap_dim
 from torchtpu.ops.tracing import aten_type_name
 
 _INDEX_DTYPES = (torch.int64, torch.int32, torch.uint8, torch.bool)
@@ -108,17 +108,10 @@ def dispatches_to_masked_fill(indices: Sequence[Any], value: Any) -> bool:
 
 
 
-def _wrap(dim: int, ndim: int) -> int:
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
-
-
 def check_index_func(func: str, self: Any, dim: int, index: Any, source: Any) -> int:
     """index_add / index_reduce (`func`): ATen's index_func_meta_impl checks, in its order; returns the wrapped
     dim."""
-    d = _wrap(dim, self.ndim)
+    d = wrap_dim(dim, self.ndim)
     if index.ndim > 1:
         raise IndexError(f"{func}_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
                          f"{aten_type_name(index.dtype)} and size: {sizes_text(index.shape)}")
@@ -145,7 +138,7 @@ def check_index_func(func: str, self: Any, dim: int, index: Any, source: Any) ->
 
 def check_index_copy(self: Any, dim: int, index: Any, source: Any) -> int:
     """index_copy: ATen's index_copy meta checks, in its order and classes; returns the wrapped dim."""
-    d = _wrap(dim, self.ndim)
+    d = wrap_dim(dim, self.ndim)
     if index.ndim >= 2:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
     n = index.numel()
@@ -183,7 +176,7 @@ def check_index_fill(self: Any, dim: int, index: Any, value: Any) -> int:
     complex_value = isinstance(value, complex) or (value_dtype is not None and value_dtype.is_complex)
     if complex_value and not self.dtype.is_complex:
         raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not supported")
-    d = _wrap(dim, self.ndim)
+    d = wrap_dim(dim, self.ndim)
     if index.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")
     return d

@@ -18,17 +18,17 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import FLOATS
+
 aten = torch.ops.aten
 Bound = dict[str, Any]
-
-_FLOATING = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def _kernel_path(self: Any, other: Any) -> bool:
     """Whether ATen's ldexp takes the device kernel: a floating self and an integer or bool exponent (torch 2.13's
     ldexp_out does not look at the out's dtype: CPU's kernel then fails an internal assert for an out of another
     dtype, a CPU bug listed in known.json; tpu casts the kernel's result into it)."""
-    return self.dtype in _FLOATING and not (other.dtype.is_floating_point or other.dtype.is_complex)
+    return self.dtype in FLOATS and not (other.dtype.is_floating_point or other.dtype.is_complex)
 
 
 def _broadcast(self: Any, other: Any) -> list[int] | None:

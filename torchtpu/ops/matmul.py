@@ -9,6 +9,7 @@ import torch
 
 from torchtpu.dtypes import check_family
 from torchtpu.ops import prims as P
+from torchtpu.ops.arg_checks import check_expand
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_meta_name, aten_type_name
 
@@ -51,21 +52,6 @@ def _size(x: Sym, dim: int) -> int:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-x.ndim}, {x.ndim - 1}], but got "
                          f"{dim})")
     return x.shape[dim]
-
-
-def _check_expand(x: Sym, target: list[int]) -> None:
-    """ATen's expand checks of a bias `x` to the product's sizes (baddbmm / addbmm's expand_size)."""
-    if x.ndim > len(target):
-        raise RuntimeError(f"expand(torch.{aten_type_name(x.dtype)}Tensor{{{list(x.shape)}}}, size={target}): the "
-                           f"number of sizes provided ({len(target)}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({x.ndim})")
-    lead = len(target) - x.ndim
-    for i in range(len(target) - 1, lead - 1, -1):
-        have = x.shape[i - lead]
-        if have not in (1, target[i]):
-            raise RuntimeError(f"The expanded size of the tensor ({target[i]}) must match the existing size ({have}) "
-                               f"at non-singleton dimension {i}.  Target sizes: {target}.  Tensor sizes: "
-                               f"{list(x.shape)}")
 
 
 def _check_3d(batch1: Sym, batch2: Sym) -> None:
@@ -120,14 +106,14 @@ def addmm(self: Sym, mat1: Sym, mat2: Sym, *, beta: Any = 1, alpha: Any = 1) -> 
             raise RuntimeError(f"{name} and mat2 must have the same dtype, but got {aten_type_name(m.dtype)} and "
                                f"{aten_type_name(mat2.dtype)}")
     _check_shapes_multiply(mat1, mat2)
-    _check_expand(self, [mat1.shape[0], mat2.shape[1]])
+    check_expand(self, [mat1.shape[0], mat2.shape[1]])
     mxu_dtypes("aten::addmm", self, mat1, mat2)
     return _scale_add(self, P.matmul(mat1, mat2), beta, alpha)
 
 
 @lower(aten.baddbmm.default, static=("beta", "alpha"))
 def baddbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
-    _check_expand(self, [_size(batch1, 0), _size(batch1, 1), _size(batch2, 2)])
+    check_expand(self, [_size(batch1, 0), _size(batch1, 1), _size(batch2, 2)])
     _check_bmm(batch1, batch2)
     if self.dtype != batch1.dtype:
         raise RuntimeError(f"Input dtypes must be the same, got: input {aten_meta_name(self.dtype)}, batch1: "
@@ -139,7 +125,7 @@ def baddbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 
 
 @lower(aten.addbmm.default, static=("beta", "alpha"))
 def addbmm(self: Sym, batch1: Sym, batch2: Sym, *, beta: Any = 1, alpha: Any = 1) -> Sym:
-    _check_expand(self, [_size(batch1, 1), _size(batch2, 2)])
+    check_expand(self, [_size(batch1, 1), _size(batch2, 2)])
     _check_3d(batch1, batch2)
     if batch1.shape[0] != batch2.shape[0]:
         raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and "

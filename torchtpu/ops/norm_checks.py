@@ -18,9 +18,8 @@ from typing import Any
 
 import torch
 
+from torchtpu.dtypes import FLOATS
 from torchtpu.ops.tracing import Sym, aten_type_name
-
-_FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def _check_input(op: str, input: Sym, pair: tuple[Sym | None, Sym | None] = (None, None),  # noqa: A002
@@ -36,8 +35,9 @@ def _check_input(op: str, input: Sym, pair: tuple[Sym | None, Sym | None] = (Non
     if input.ndim < 2:
         n = max(input.ndim, 1)
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got 1)")
-    _check_pair(pair)
-    _check_dtype(input)
+    if not dtype_first:
+        _check_pair(pair)
+        _check_dtype(input)
     return input.shape[1]
 
 
@@ -47,7 +47,7 @@ def _check_pair(pair: tuple[Sym | None, Sym | None]) -> None:
 
 
 def _check_dtype(input: Sym) -> None:  # noqa: A002
-    if input.dtype not in _FLOATS:
+    if input.dtype not in FLOATS:
         raise NotImplementedError(f"\"batch_norm\" not implemented for '{aten_type_name(input.dtype)}'")
 
 
@@ -113,7 +113,7 @@ def check_backward(op: str, grad_out: Sym, input: Sym, weight: Sym | None,  # no
 # --- layer norm (nn.py's lowerings) -----------------------------------------------------------------------------
 
 def _check_layer_norm_dtype(kernel: str, input: Sym) -> None:  # noqa: A002
-    if input.dtype not in _FLOATS:
+    if input.dtype not in FLOATS:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(input.dtype)}'")
 
 
@@ -168,7 +168,7 @@ def _check_group_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.
                                f"input of shape {list(x.shape)}")
     _check_dtypes(x, (weight, bias))
     _enforce(x.numel() == n * c * hxw, "X.numel() == N * C * HxW")
-    if x.dtype not in _FLOATS:
+    if x.dtype not in FLOATS:
         raise NotImplementedError(f"\"GroupNormKernelImpl\" not implemented for '{aten_type_name(x.dtype)}'")
 
 

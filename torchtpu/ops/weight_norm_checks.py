@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from torchtpu.dtypes import FLOATS
 from torchtpu.ops.tracing import Sym, aten_type_name
-
-_FLOATS = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 
 
 def _expect(t: Sym, dtype: torch.dtype) -> None:
@@ -21,7 +20,7 @@ def _check_dim(v: Sym, dim: int, name: str, kernel: str) -> None:
     if not (dim == 0 or dim == v.ndim - 1):
         raise RuntimeError(f"dim == 0 || dim == {name}.dim() - 1 INTERNAL ASSERT FAILED ({kernel}): fused kernels "
                            "can only be applied for first or last dim")
-    if v.dtype not in _FLOATS:  # the dispatch, before the kernel's first size read
+    if v.dtype not in FLOATS:  # the dispatch, before the kernel's first size read
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(v.dtype)}'")
     if v.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
