@@ -11,15 +11,18 @@ start=$(date +%s)
 if [ ! -x .venv-titan/bin/python ]; then
   "$PY" -m venv .venv-titan
 fi
-# --prepare: only the third-party packages (no -e ., which writes into the checkout), then exit; .ci/run runs it
-# in the background during the main suite. pip's byte-compiling is skipped: Python compiles what it imports.
+# --prepare: only the third-party packages, torchtpu's own dependencies among them (not -e ., which writes into
+# the checkout), then exit; .ci/run runs it in the background during the main suite. pip's byte-compiling is
+# skipped: Python compiles what it imports. With torchtpu's build requirements present, its editable install
+# below needs no isolated build environment (which would unpack torch once more).
+deps=$(.venv-titan/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
 .venv-titan/bin/python -m pip install -q --no-compile -c constraints.txt -c constraints-torchtitan.txt torch==2.13.0 \
-  torchtitan==0.3.0 triton pytest tokenizers
+  torchtitan==0.3.0 triton pytest tokenizers $deps 'setuptools>=77' wheel
 if [ "${1:-}" = "--prepare" ]; then
   echo "ci_torchtitan: third-party packages ready in $(( $(date +%s) - start )) s"
   exit 0
 fi
-.venv-titan/bin/python -m pip install -q -c constraints.txt -c constraints-torchtitan.txt torch==2.13.0 -e .
+.venv-titan/bin/python -m pip install -q --no-build-isolation -c constraints.txt -c constraints-torchtitan.txt torch==2.13.0 -e .
 echo "ci_torchtitan: venv ready in $(( $(date +%s) - start )) s"
 start=$(date +%s)
 # -m "not slow": FSDP2 on 2/4/8, FSDP2 x TP on 4/8, HSDP on 2 x 4 run by hand (`scripts/ci_torchtitan.sh -m slow`)
