@@ -3,11 +3,13 @@ cached one-op path, bit-identical to DEFER_NEVER; anything else that touches the
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import pytest
 import torch
 
 import torchtpu
-from torchtpu.execution import deferred
+from torchtpu.execution import deferred, one_op_cache
 
 pytestmark = pytest.mark.usefixtures("one_op_regions_kept")
 
@@ -53,6 +55,9 @@ def test_one_op_regions_run_the_cached_way_bit_identical_to_defer_never(tpu, mon
 def test_a_dropped_result_takes_the_long_way(tpu, monkeypatch):
     a = torch.randn(8, 8).to(tpu)
     runs = _spy_runs(monkeypatch)
+    # no program of an earlier test (the same op on the same shapes) may be cached: this one's first run builds
+    monkeypatch.setattr(deferred, "_replays", OrderedDict())
+    monkeypatch.setattr(one_op_cache, "_one_ops", OrderedDict())
     with torchtpu.eager_mode("DEFER_AND_FUSE"):
         for _ in range(3):
             torch.add(a, a)

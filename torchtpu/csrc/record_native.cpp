@@ -11,7 +11,6 @@
 #include "fast_launch_key.h"
 
 #include <torch/csrc/Dtype.h>
-#include <torch/csrc/Storage.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <frameobject.h>
@@ -75,14 +74,35 @@ void set_attr(PyObject* obj, PyObject* name, PyObject* value) {
   if (PyObject_SetAttr(obj, name, value) < 0) throw py::error_already_set();
 }
 
-// An instance of `type` with these attributes set, without running its __init__ (which only sets them).
+// An instance of `type` with these attributes set, without running its __init__ (which only sets them), untracked
+// by the cycle collector: a pending region holds an Event and a Slot per op until its flush, which nothing else
+// references and which reference no object that references them (programs, tuples, storages), so they are in
+// no cycle; tracked, thousands of them survived into the oldest generation and made full collections run.
 py::object make(const py::object& type, std::initializer_list<std::pair<PyObject*, PyObject*>> fields) {
   auto* t = reinterpret_cast<PyTypeObject*>(type.ptr());
   PyObject* obj = t->tp_alloc(t, 0);
   if (obj == nullptr) throw py::error_already_set();
   auto result = py::reinterpret_steal<py::object>(obj);
   for (const auto& [name, value] : fields) set_attr(obj, name, value);
+  if (PyObject_IS_GC(obj)) PyObject_GC_UnTrack(obj);
   return result;
+}
+
+void bind_storage_keep(py::module& m) {
+  py::class_<StorageKeep>(m, "StorageKeep")
+      .def(py::init([](const at::Tensor& of) {
+             TORCH_CHECK(of.has_storage(), "StorageKeep: a tensor without a storage");
+             return StorageKeep{of.storage()};
+           }),
+           py::arg("of"))
+      .def("references", &StorageKeep::references)
+      .def("flat", [](const StorageKeep& k, const py::object& dtype, int64_t numel) {
+        TORCH_CHECK(THPDtype_Check(dtype.ptr()), "StorageKeep.flat: dtype must be a torch.dtype");
+        const auto scalar_type = reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type;
+        at::Tensor t = at::empty({0}, at::TensorOptions().dtype(scalar_type).device(k.storage.device()));
+        t.set_(k.storage, 0, {numel}, {1});
+        return t;
+      });
 }
 
 // The pending region's lock, taken without waiting (another thread's flush holds it: the Python path waits).
@@ -316,8 +336,7 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
     const c10::Storage& s = t.storage();
     PyObject* nbytes = PyTuple_GET_ITEM(entry, 3);
     if (PyLong_AsLongLong(nbytes) != static_cast<long long>(s.nbytes())) return false;
-    auto storage = py::reinterpret_steal<py::object>(THPStorage_Wrap(s));
-    if (!storage) throw py::error_already_set();
+    py::object storage = py::cast(StorageKeep{s});
     const bool fresh = PyTuple_GET_ITEM(entry, 4) == Py_True;
     py::object key = fresh ? py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(addresses, i))
                            : py::int_(reinterpret_cast<uintptr_t>(s.data()));
@@ -365,6 +384,7 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
 }
 
 void bind_record_native(py::module& m) {
+  bind_storage_keep(m);
   m.def("fast_record_count", [] { return g_recorded; });
   // (deferred, poison, modes, record_plan, user_frames, one_op_fast, one_op_streak, profiler.events modules,
   // Event, Slot, the FUSE mode, user_line); None turns the path off

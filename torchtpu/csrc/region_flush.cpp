@@ -2,7 +2,8 @@
 // writes that something besides it still references (region_ir.Slot.referenced_elsewhere for every written slot),
 // and the replay key (each event's interned signature id; each slot's IR dtype and bytes). In Python they cost
 // ~1 us a slot, a few percent of a small model's step.
-#include <torch/csrc/Storage.h>
+#include "record_native.h"
+
 #include <torch/extension.h>
 
 namespace torchtpu {
@@ -17,7 +18,7 @@ py::object get(PyObject* obj, PyObject* name) {
 }
 
 // region_ir.Slot.referenced_elsewhere() of each written slot: its storage's use count above what the slot holds
-// (the storage object, and the flat holder once made).
+// (its StorageKeep, and the flat holder once made).
 py::list live_slots(const py::list& slots) {
   static PyObject* written = interned("written");
   static PyObject* storage = interned("storage");
@@ -28,9 +29,9 @@ py::list live_slots(const py::list& slots) {
     PyObject* slot = PyList_GET_ITEM(slots.ptr(), i);
     if (get(slot, written).ptr() != Py_True) continue;
     py::object held = get(slot, storage);
-    TORCH_CHECK(THPStorage_Check(held.ptr()), "a region slot's storage is not a torch.UntypedStorage");
+    TORCH_CHECK(py::isinstance<StorageKeep>(held), "a region slot's storage is not a StorageKeep");
     const size_t own = get(slot, holder).is_none() ? 1 : 2;
-    if (THPStorage_Unpack(held.ptr()).use_count() > own) live.append(py::int_(i));
+    if (held.cast<const StorageKeep&>().references() > own) live.append(py::int_(i));
   }
   return live;
 }

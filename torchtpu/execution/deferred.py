@@ -136,7 +136,7 @@ def _new_slot(key: Any, t: torch.Tensor) -> int:
     storage = t.untyped_storage()
     nbytes = storage.nbytes()
     slot = len(_region.slots)
-    _region.slots.append(Slot(storage, t.dtype, TORCH_TO_IR[t.dtype], storage.data_ptr(), nbytes,
+    _region.slots.append(Slot(t, t.dtype, TORCH_TO_IR[t.dtype], storage.data_ptr(), nbytes,
                               nbytes // t.element_size()))
     _region.slot_of[key] = slot
     return slot
@@ -226,7 +226,7 @@ def _record_cached(token: tuple, operands: list, outputs: list[torch.Tensor], de
                     if not ptr:
                         return False
                     slot_of[ptr] = slot = len(slots)
-                    slots.append(Slot(t.untyped_storage(), t.dtype, TORCH_TO_IR[t.dtype], ptr, t.nbytes, t.numel()))
+                    slots.append(Slot(t, t.dtype, TORCH_TO_IR[t.dtype], ptr, t.nbytes, t.numel()))
                     views.append((slot, 0, shape, t.stride()))
             added = len(slots)
         finally:

@@ -72,7 +72,7 @@ def views(token: tuple, operands: list, outputs: list[torch.Tensor], layout: byt
     for (first, dtype, ir_dtype, nbytes, is_fresh), address in zip(storages, addresses):
         if is_fresh:  # made by this call (at::empty, or empty_strided): dense, its whole storage, not in the region
             slot_of[address] = slot = len(slots)
-            slots.append(Slot(outputs[first - n].untyped_storage(), dtype, ir_dtype, address, nbytes,
+            slots.append(Slot(outputs[first - n], dtype, ir_dtype, address, nbytes,
                               nbytes // dtype.itemsize))
         else:
             slot = slot_of.get(address)
@@ -108,7 +108,7 @@ def hit(token: tuple, operands: list, outputs: list[torch.Tensor], layout: bytes
         address = addresses[len(mapped)]
         if is_fresh:  # made by this call: its whole storage, not in the region (as record_plan.views)
             slot_of[address] = slot = len(slots)
-            slots.append(Slot(outputs[first - n].untyped_storage(), dtype, ir_dtype, address, nbytes,
+            slots.append(Slot(outputs[first - n], dtype, ir_dtype, address, nbytes,
                               nbytes // dtype.itemsize))
         else:
             slot = slot_of.get(address)

@@ -29,15 +29,18 @@ View = tuple[int, int, tuple[int, ...], tuple[int, ...]]  # (slot, storage offse
 
 
 class Slot:
-    """A storage the region touches. It holds the storage itself (its Python object, which torch keeps one per
-    storage): a flat tensor view of all of it (`holder`) is made only when something needs one (a poisoned
-    storage's record): a view costs ~1.7 us per fresh output, most of a recorded op's bookkeeping."""
+    """A storage the region touches. It holds the storage itself through the shim's StorageKeep (a C++ reference
+    to it: a region holds one slot per fresh output until its flush, and a torch.UntypedStorage object per slot
+    is one more object the cycle collector tracks and scans on every collection, which made full collections a
+    third of a recorded op's time); a flat tensor view of all of it (`holder`) is made only when something needs
+    one (a poisoned storage's record): a view costs ~1.7 us per fresh output, most of a recorded op's
+    bookkeeping."""
 
     __slots__ = ("storage", "torch_dtype", "dtype", "written", "key", "nbytes", "numel", "_holder")
 
-    def __init__(self, storage: Any, torch_dtype: torch.dtype, dtype: str, key: int, nbytes: int,
+    def __init__(self, of: torch.Tensor, torch_dtype: torch.dtype, dtype: str, key: int, nbytes: int,
                  numel: int) -> None:
-        self.storage = storage  # torch.UntypedStorage: keeps the memory alive until the flush
+        self.storage = _storage_keep()(of)  # keeps the memory of `of`'s storage alive until the flush
         self.torch_dtype = torch_dtype
         self.dtype = dtype  # IR dtype
         self.written = False
@@ -51,19 +54,32 @@ class Slot:
         """A flat view of the whole storage (made on first use)."""
         if self._holder is None:
             with torch.no_grad():
-                self._holder = torch.empty(0, dtype=self.torch_dtype, device=self.storage.device).set_(
-                    self.storage, 0, (self.numel,), (1,))
+                self._holder = self.storage.flat(self.torch_dtype, self.numel)
         return self._holder
 
     def referenced_elsewhere(self) -> bool:
-        """Whether anything but this slot (its storage object and, once made, its holder) references the
-        storage (a live tensor, a view, autograd's saved tensors)."""
-        return torch._C._storage_Use_Count(self.storage._cdata) > (1 if self._holder is None else 2)
+        """Whether anything but this slot (its StorageKeep and, once made, its holder) references the storage (a
+        live tensor, a view, a torch.UntypedStorage object, autograd's saved tensors)."""
+        return self.storage.references() > (1 if self._holder is None else 2)
 
 
-@dataclass
+_keep_type: Any = None
+
+
+def _storage_keep() -> Any:
+    """The shim's StorageKeep type (csrc/record_native.cpp), looked up once."""
+    global _keep_type
+    if _keep_type is None:
+        from torchtpu._native import native
+
+        _keep_type = native().StorageKeep
+    return _keep_type
+
+
+@dataclass(slots=True)
 class Event:
-    """One recorded op: its traced program, where its inputs and outputs live, its scalars."""
+    """One recorded op: its traced program, where its inputs and outputs live, its scalars. Without a __dict__:
+    a pending region holds one per op until its flush, and every object it holds is one the collector scans."""
 
     program: Program
     structure: int  # equal for equal programs (structure_of)
