@@ -385,6 +385,10 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
 
 void bind_record_native(py::module& m) {
   bind_storage_keep(m);
+  // region_ir.Event and Slot made in Python untrack themselves (as `make` does here)
+  m.def("gc_untrack", [](py::handle obj) {
+    if (PyObject_IS_GC(obj.ptr())) PyObject_GC_UnTrack(obj.ptr());
+  });
   m.def("fast_record_count", [] { return g_recorded; });
   // (deferred, poison, modes, record_plan, user_frames, one_op_fast, one_op_streak, profiler.events modules,
   // Event, Slot, the FUSE mode, user_line); None turns the path off

@@ -40,7 +40,7 @@ class Slot:
 
     def __init__(self, of: torch.Tensor, torch_dtype: torch.dtype, dtype: str, key: int, nbytes: int,
                  numel: int) -> None:
-        self.storage = _storage_keep()(of)  # keeps the memory of `of`'s storage alive until the flush
+        self.storage = _native_module().StorageKeep(of)  # keeps the memory of `of`'s storage alive until the flush
         self.torch_dtype = torch_dtype
         self.dtype = dtype  # IR dtype
         self.written = False
@@ -48,6 +48,7 @@ class Slot:
         self.nbytes = nbytes
         self.numel = numel  # its flat length in elements of `torch_dtype`
         self._holder: torch.Tensor | None = None
+        _native_module().gc_untrack(self)  # as csrc/record_native.cpp makes them: in no cycle
 
     @property
     def holder(self) -> torch.Tensor:
@@ -63,17 +64,17 @@ class Slot:
         return self.storage.references() > (1 if self._holder is None else 2)
 
 
-_keep_type: Any = None
+_shim: Any = None
 
 
-def _storage_keep() -> Any:
-    """The shim's StorageKeep type (csrc/record_native.cpp), looked up once."""
-    global _keep_type
-    if _keep_type is None:
+def _native_module() -> Any:
+    """The shim (csrc/), looked up once."""
+    global _shim
+    if _shim is None:
         from torchtpu._native import native
 
-        _keep_type = native().StorageKeep
-    return _keep_type
+        _shim = native()
+    return _shim
 
 
 @dataclass(slots=True)
@@ -88,6 +89,9 @@ class Event:
     scalars: tuple[Any, ...]
     origin: tuple[str, str]  # (aten op, user line)
     key: int = -1  # its signature's interned id (deferred.signature_id): what a region's replay key holds
+
+    def __post_init__(self) -> None:
+        _native_module().gc_untrack(self)  # as Slot: a region holds one per op, in no cycle
 
     def signature(self) -> tuple:
         return (self.structure, self.inputs, self.outputs)
