@@ -17,10 +17,14 @@ the output accumulator tile after tile. No FMA contraction or reassociation is a
 vectorisation runs across independent outputs only. Subnormal float32 intermediates follow IEEE (the TPU's
 internal denormal handling is UNCONFIRMED in the sources).
 
-Implementation: outputs are computed in register blocks of _MB rows x _NB columns from packed copies of the
-operands (zero-padded at the M/N edges, whose results are discarded); work items are (batch, column block,
-row chunk) spread with prange. An eager mm of at most SMALL_INTO_MAX_MACS multiply-adds instead runs the plain
-loop nest of `_mm_rounded_into`, writing the caller's output buffer (same sums in the same order).
+Implementation: the operands are zero-padded to whole register blocks (copies only at ragged edges), and each
+work item (batch, _NB-column block, _MC-row chunk; spread with prange for large products) walks the K tiles in
+order, adding each tile's sums to the output in register blocks of mxu_micro._R rows x mxu_micro._C columns
+(`mxu_micro.tile_block`: the partial sums stay in vector registers, B is loaded once per k for all _R rows, no
+packing). Padded rows and columns are computed and dropped. An eager mm of at most SMALL_INTO_MAX_MACS
+multiply-adds instead runs the plain loop nest of `_mm_rounded_into`, writing the caller's output buffer (same
+sums in the same order). numba's cache does not see `tile_block`'s module: after editing sim/mxu_micro.py,
+touch this file (or clear the cache) or stale machine code with the old block sizes is loaded.
 
 NaN signs are not part of the order: where a +NaN product meets a -NaN one (inf * 0), which one survives depends
 on LLVM's operand order for `+`, and that differs between a freshly compiled `_mm_rounded_serial` and the same
@@ -36,6 +40,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from .mxu_micro import _C, _R, tile_block
 from .numerics import _round_bits_loop, round_bf16
 
 PARALLEL_MIN_MACS = 1 << 22  # below this many multiply-adds the exact kernel runs single-threaded
@@ -48,106 +53,78 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
 __all__ = ["dot_exact", "dot_exact_bf16_rounded", "dot_small_bf16_rounded3", "mm_small_bf16_rounded",
            "mm_small_bf16_rounded_into"]
 
-_MB = 8  # derived: rows per register block (8 x 64 measured fastest of 2..16 x 32..128 on AVX-512)
-_NB = 64  # derived: register block columns (see _MB)
-_MC = 64  # derived: rows per work item, so packing B (K x _NB) is amortised over 8 register blocks
-
-
-@njit(cache=True, inline="always")
-def _micro(ap: np.ndarray, bp: np.ndarray, kt: int, tsum: np.ndarray) -> None:
-    """tsum[i, j] += a[k, i] * b[k, j] for k = 0..kt-1 in order, sequentially per output (no reassociation).
-
-    Operands come as slices (not base + offset: measured 5x faster, LLVM then vectorises over j). Eight k steps
-    share one load/store of each partial sum; the adds stay in k order (measured 1.4x faster than one step).
-    """
-    ku = kt - kt % 8
-    for k in range(0, ku, 8):
-        for i in range(_MB):
-            a0 = ap[k * _MB + i]
-            a1 = ap[(k + 1) * _MB + i]
-            a2 = ap[(k + 2) * _MB + i]
-            a3 = ap[(k + 3) * _MB + i]
-            a4 = ap[(k + 4) * _MB + i]
-            a5 = ap[(k + 5) * _MB + i]
-            a6 = ap[(k + 6) * _MB + i]
-            a7 = ap[(k + 7) * _MB + i]
-            for j in range(_NB):
-                t = tsum[i * _NB + j] + a0 * bp[k * _NB + j]
-                t = t + a1 * bp[(k + 1) * _NB + j]
-                t = t + a2 * bp[(k + 2) * _NB + j]
-                t = t + a3 * bp[(k + 3) * _NB + j]
-                t = t + a4 * bp[(k + 4) * _NB + j]
-                t = t + a5 * bp[(k + 5) * _NB + j]
-                t = t + a6 * bp[(k + 6) * _NB + j]
-                tsum[i * _NB + j] = t + a7 * bp[(k + 7) * _NB + j]
-    for k in range(ku, kt):
-        for i in range(_MB):
-            av = ap[k * _MB + i]
-            for j in range(_NB):
-                tsum[i * _NB + j] += av * bp[k * _NB + j]
+_NB = 64  # derived: columns per work item (a multiple of mxu_micro._C)
+_MC = 64  # derived: rows per work item (a multiple of mxu_micro._R)
 
 
 @njit(cache=True)
-def _dot_item(a: np.ndarray, b: np.ndarray, out: np.ndarray, item: int, tile: int) -> None:
-    """One work item: batch bi, column block n0, row chunk mc0 (see the module docstring)."""
-    m_total, k_total = a.shape[1], a.shape[2]
-    n_total = b.shape[2]
-    n_blocks = (n_total + _NB - 1) // _NB
-    m_chunks = (m_total + _MC - 1) // _MC
-    n_tiles = (k_total + tile - 1) // tile
+def _dot_item(af: np.ndarray, bf: np.ndarray, of: np.ndarray, dims: tuple, item: int, tile: int) -> None:
+    """One work item: batch bi, column block n0, row chunk mc0 of the padded operands (module docstring),
+    K tile by K tile, each tile's sums added to the output by `tile_block` in register blocks."""
+    mp, k_total, npad = dims
+    n_blocks = (npad + _NB - 1) // _NB
+    m_chunks = (mp + _MC - 1) // _MC
     bi = item // (n_blocks * m_chunks)
     rest = item % (n_blocks * m_chunks)
     n0 = (rest // m_chunks) * _NB
     mc0 = (rest % m_chunks) * _MC
-    nn = min(_NB, n_total - n0)
-    bp = np.zeros(k_total * _NB, np.float32)
-    for k in range(k_total):
-        for j in range(nn):
-            bp[k * _NB + j] = b[bi, k, n0 + j]
-    ap = np.zeros(k_total * _MB, np.float32)
-    tsum = np.empty(_MB * _NB, np.float32)
-    acc = np.empty(_MB * _NB, np.float32)
-    for m0 in range(mc0, min(m_total, mc0 + _MC), _MB):
-        mm = min(_MB, m_total - m0)
-        for k in range(k_total):
-            for i in range(_MB):
-                ap[k * _MB + i] = a[bi, m0 + i, k] if i < mm else np.float32(0.0)
-        for q in range(_MB * _NB):
-            acc[q] = 0.0
-        for t in range(n_tiles):
-            k0 = t * tile
-            kt = min(k_total, k0 + tile) - k0
-            for q in range(_MB * _NB):
-                tsum[q] = 0.0
-            _micro(ap[k0 * _MB :], bp[k0 * _NB :], kt, tsum)
-            for q in range(_MB * _NB):
-                acc[q] += tsum[q]
-        for i in range(mm):
-            for j in range(nn):
-                out[bi, m0 + i, n0 + j] = acc[i * _NB + j]
+    a_base, b_base, o_base = bi * mp * k_total, bi * k_total * npad, bi * mp * npad
+    for k0 in range(0, k_total, tile):
+        kt = min(tile, k_total - k0)
+        for c0 in range(n0, min(npad, n0 + _NB), _C):
+            for m0 in range(mc0, min(mp, mc0 + _MC), _R):
+                tile_block(af, a_base + m0 * k_total, k_total, bf, b_base + c0, npad, k0, kt,
+                           of, o_base + m0 * npad + c0, npad, k0 == 0)
 
 
 @njit(cache=True)
-def _items(a: np.ndarray, b: np.ndarray) -> int:
-    return a.shape[0] * ((b.shape[2] + _NB - 1) // _NB) * ((a.shape[1] + _MC - 1) // _MC)
+def _items(batch: int, mp: int, npad: int) -> int:
+    return batch * ((npad + _NB - 1) // _NB) * ((mp + _MC - 1) // _MC)
+
+
+@njit(cache=True)
+def _padded(a: np.ndarray, b: np.ndarray) -> tuple:
+    """The operands zero-padded to whole register blocks (_R rows of A, _C columns of B; copies only where
+    needed), the padded output and its dimensions (padded rows and columns are computed and discarded)."""
+    batch, m, k = a.shape
+    n = b.shape[2]
+    mp, npad = -(-m // _R) * _R, -(-n // _C) * _C
+    if mp != m:
+        ap = np.zeros((batch, mp, k), np.float32)
+        ap[:, :m, :] = a
+    else:
+        ap = a
+    if npad != n:
+        bp = np.zeros((batch, k, npad), np.float32)
+        bp[:, :, :n] = b
+    else:
+        bp = b
+    return ap, bp, np.empty((batch, mp, npad), np.float32), (mp, k, npad)
+
+
+@njit(cache=True)
+def _unpadded(out: np.ndarray, m: int, n: int) -> np.ndarray:
+    return out if out.shape[1] == m and out.shape[2] == n else np.ascontiguousarray(out[:, :m, :n])
 
 
 @njit(cache=True, parallel=True)
 def _dot_exact3(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
-    out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
-    for item in prange(_items(a, b)):
-        _dot_item(a, b, out, item, tile)
-    return out
+    ap, bp, out, dims = _padded(a, b)
+    af, bf, of = ap.reshape(-1), bp.reshape(-1), out.reshape(-1)
+    for item in prange(_items(a.shape[0], dims[0], dims[2])):
+        _dot_item(af, bf, of, dims, item, tile)
+    return _unpadded(out, a.shape[1], b.shape[2])
 
 
 # The same work items without the parallel backend: entering a parallel region costs tens of microseconds
 # even on one thread, more than a small product itself.
 @njit(cache=True)
 def _dot_exact3_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
-    out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
-    for item in range(_items(a, b)):
-        _dot_item(a, b, out, item, tile)
-    return out
+    ap, bp, out, dims = _padded(a, b)
+    af, bf, of = ap.reshape(-1), bp.reshape(-1), out.reshape(-1)
+    for item in range(_items(a.shape[0], dims[0], dims[2])):
+        _dot_item(af, bf, of, dims, item, tile)
+    return _unpadded(out, a.shape[1], b.shape[2])
 
 
 @njit(cache=True)
@@ -229,10 +206,10 @@ def _contiguous_f32(x: np.ndarray) -> np.ndarray:
 
 
 def _transposed_is_cheaper(m: int, n: int) -> bool:
-    """Whether out^T = b^T @ a^T pads less: register blocks are _MB rows x _NB columns, so a narrow product
+    """Whether out^T = b^T @ a^T pads less: register blocks are _R rows x _C columns, so a narrow product
     (N = 1 in a transposed convolution's GEMM) would run 64x its work. Each output is the same sum of the same
     products in the same order either way (float multiplication commutes exactly): equal values, NaN payloads aside."""
-    return -(-n // _MB) * _MB * -(-m // _NB) * _NB < -(-m // _MB) * _MB * -(-n // _NB) * _NB
+    return -(-n // _R) * _R * -(-m // _C) * _C < -(-m // _R) * _R * -(-n // _C) * _C
 
 
 def _swap(x: np.ndarray) -> np.ndarray:
