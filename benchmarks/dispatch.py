@@ -72,7 +72,7 @@ on 4 shapes) put vfmadd in the machine code and left the time unchanged (24.3 vs
 loop would. A register-blocked micro kernel (B loaded once per k for several rows, k innermost per output, which
 keeps the summation order) is what the row needs; the 8x8 rows meet the goal.
 
-Session 51 (mxu64 branch): that register-blocked kernel. sim/mxu_micro.py `tile_block` is written as LLVM vector
+Session 51 (mxu64 branch): that register-blocked kernel. sim/mxu_kernel.py `tile_block` is written as LLVM vector
 IR through a numba intrinsic (numba compiles with the SLP vectorizer off, so scalar accumulators in numba code
 stay scalar: measured, vmulss/vaddss only): an 8-row x 16-column block of float32 partial sums stays in 16 ymm
 registers for a whole K tile, each k loads two B vectors once for the 8 rows; fmul/fadd without fast-math flags

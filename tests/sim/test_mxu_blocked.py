@@ -1,4 +1,4 @@
-"""The register-blocked exact MXU kernel (sim/mxu_micro.py `tile_block`, driven by sim/mxu_kernel.py) against
+"""The register-blocked exact MXU kernel (sim/mxu_kernel.py `tile_block` and its drivers) against
 the kernel it replaced (session 50's packed `_micro`, copied below as the oracle): the same bits for every
 output on shapes 1..300 in m, n and k (block multiples and not), batches, K tiles of several sizes, non-contiguous
 operands, special values (inf, NaN, -0.0, subnormals, overflowing products) and every precision `mxu.matmul`
