@@ -83,18 +83,22 @@ tied the zmm 8x16 at 64^3 and was best at 128^3). Bits: equal to the old kernel 
 tests/sim/test_mxu_blocked.py) on ~200 random and edge shapes 1..300 in m, n, k, batches, K tiles 1..256,
 non-contiguous and transposed operands, dense inf/NaN/-0.0/subnormal/overflowing values and the DEFAULT, HIGH
 and HIGHEST passes (NaN compared as NaN). Thread CPU time, one process, old and new interleaved ABBA, medians
-(machine loaded by other helpers, load 7-9 on 2 cores, so CPU's own 64x64 mm read 9.0 us instead of ~5.3):
+(machine loaded by other helpers, load 7-10 on 2 cores; run 1 so loaded that CPU's own 64x64 mm read 9.0 us,
+run 2 steadier at 5.6 us):
 
     _dot_exact3_serial 64^3     16.4-18.4 -> 9.7-11.4 us (1.6-1.7x; 32^3 2.3-2.6x, 128^3 1.3-1.7x; 3 runs)
-    _mm_rounded_serial 64x64    29.8 -> 19.5 us (rounding of both operands included)
-    torch.mm 64x64 on tpu       40.9 -> 32.9 us (4.55x -> 3.65x CPU's 9.0 us in the same run; 12 x 300 ops)
+    _mm_rounded_serial 64x64    29.8 -> 19.5 us (run 1), 20.8 -> 13.8 us (run 2; rounding both operands included)
+    torch.mm 64x64 on tpu       run 1: 40.9 -> 32.9 us (4.55x -> 3.65x CPU, 12 x 300 ops)
+                                run 2: 29.4 -> 22.0 us (5.22x -> 3.90x CPU's 5.63 us, 16 x 300 ops)
     exact 1024^3 (parallel)     182 -> 112 ms (11.8 -> 19.1 GF/s; 8 calls each, wall time, 2 threads)
 
-benchmarks/mxu.py --sizes 1024 afterwards (same load): exact 11.4 GF/s = 0.30x BLAS (goal 0.25x). Against an
-unloaded CPU figure (5.1-5.5 us) the 64x64 row is still ~5-6x. What is left: the micro kernel is now at the
-FP-port bound of separate multiply and add (2 uops per multiply-add); halving it needs an FMA, exact only when no
-product overflows or underflows (a per-call range check of both operands could select an FMA kernel); the rest
-of the row is rounding the operands (~2 x 4096 elements), allocation and the eager dispatch around the kernel."""
+This script afterwards: mm (64, 64) 22.2 us thread time against CPU's 4.89 (4.54x). benchmarks/mxu.py
+--sizes 1024 (loaded): exact 11.4 GF/s = 0.30x BLAS (goal 0.25x). The 3x goal is not met yet. What is left: the
+micro kernel is at the FP-port bound of a separate multiply and add (2 uops per multiply-add); an FMA (1 uop)
+is exact only where no product overflows or underflows, so it would need a per-call range check of both operands
+to select an FMA twin of `tile_block`; the rest of the row is rounding both operands (~1.5 us each; a branchless
+rounding loop, equal on all 2^32 patterns, was only ~12% faster and is not in), allocation, and the eager
+dispatch around the kernel (~8 us: 22.0 us row vs 13.8 us `_mm_rounded_serial` in run 2)."""
 
 from __future__ import annotations
 
