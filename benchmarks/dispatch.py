@@ -92,13 +92,14 @@ run 2 steadier at 5.6 us):
                                 run 2: 29.4 -> 22.0 us (5.22x -> 3.90x CPU's 5.63 us, 16 x 300 ops)
     exact 1024^3 (parallel)     182 -> 112 ms (11.8 -> 19.1 GF/s; 8 calls each, wall time, 2 threads)
 
-This script afterwards: mm (64, 64) 22.2 us thread time against CPU's 4.89 (4.54x). benchmarks/mxu.py
---sizes 1024 (loaded): exact 11.4 GF/s = 0.30x BLAS (goal 0.25x). The 3x goal is not met yet. What is left: the
-micro kernel is at the FP-port bound of a separate multiply and add (2 uops per multiply-add); an FMA (1 uop)
-is exact only where no product overflows or underflows, so it would need a per-call range check of both operands
-to select an FMA twin of `tile_block`; the rest of the row is rounding both operands (~1.5 us each; a branchless
-rounding loop, equal on all 2^32 patterns, was only ~12% faster and is not in), allocation, and the eager
-dispatch around the kernel (~8 us: 22.0 us row vs 13.8 us `_mm_rounded_serial` in run 2)."""
+This script afterwards: mm (64, 64) 22.2 us thread time against CPU's 4.89 (4.54x). benchmarks/mxu.py --sizes 1024
+(loaded): exact 11.4 GF/s = 0.30x BLAS (goal 0.25x). The 3x goal is not met yet. What is left: the micro kernel is
+at the FP-port bound of a separate multiply and add (2 uops per multiply-add); an FMA (1 uop) is exact only where no
+product overflows or underflows, so it would need a per-call range check of both operands to select an FMA twin of
+`tile_block` (measured with llvm.fma in place of fmul/fadd, ABBA against the old kernel: 64^3 2.1-2.5x vs 1.7x,
+128^3 2.2-2.5x vs 1.7-1.9x, i.e. ~20-30% off the kernel; not in); the rest of the row is rounding both operands
+(~1.5 us each; a branchless rounding loop, equal on all 2^32 patterns, was only ~12% faster and is not in),
+allocation, and the eager dispatch around the kernel (~8 us: 22.0 us row vs 13.8 us `_mm_rounded_serial` in run 2)."""
 
 from __future__ import annotations
 
