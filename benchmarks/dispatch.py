@@ -70,7 +70,36 @@ block reloads the same packed B rows, one load per multiply-add. Letting LLVM co
 FMA (fastmath "contract"; the products of bf16 values are exact in float32, so every sum is unchanged: equal bits
 on 4 shapes) put vfmadd in the machine code and left the time unchanged (24.3 vs 24.2 us, ABBA), as a load-bound
 loop would. A register-blocked micro kernel (B loaded once per k for several rows, k innermost per output, which
-keeps the summation order) is what the row needs; the 8x8 rows meet the goal."""
+keeps the summation order) is what the row needs; the 8x8 rows meet the goal.
+
+Session 51 (mxu64 branch): that register-blocked kernel. sim/mxu_kernel.py `tile_block` is written as LLVM vector
+IR through a numba intrinsic (numba compiles with the SLP vectorizer off, so scalar accumulators in numba code
+stay scalar: measured, vmulss/vaddss only): an 8-row x 16-column block of float32 partial sums stays in 16 ymm
+registers for a whole K tile, each k loads two B vectors once for the 8 rows; fmul/fadd without fast-math flags
+(no FMA: a fused multiply-add keeps an overflowing or underflowing bf16 product exact and changes that sum).
+Nothing is packed any more (A and B are read in place, zero-padded copies only at ragged edges) and each tile's
+sums go straight into the output. 8x16 measured against 4x16, 6x16, 4x32, 2x32 and 16-lane (zmm) variants (it
+tied the zmm 8x16 at 64^3 and was best at 128^3). Bits: equal to the old kernel (kept as the oracle in
+tests/sim/test_mxu_blocked.py) on ~200 random and edge shapes 1..300 in m, n, k, batches, K tiles 1..256,
+non-contiguous and transposed operands, dense inf/NaN/-0.0/subnormal/overflowing values and the DEFAULT, HIGH
+and HIGHEST passes (NaN compared as NaN). Thread CPU time, one process, old and new interleaved ABBA, medians
+(machine loaded by other helpers, load 7-10 on 2 cores; run 1 so loaded that CPU's own 64x64 mm read 9.0 us,
+run 2 steadier at 5.6 us):
+
+    _dot_exact3_serial 64^3     16.4-18.4 -> 9.7-11.4 us (1.6-1.7x; 32^3 2.3-2.6x, 128^3 1.3-1.7x; 3 runs)
+    _mm_rounded_serial 64x64    29.8 -> 19.5 us (run 1), 20.8 -> 13.8 us (run 2; rounding both operands included)
+    torch.mm 64x64 on tpu       run 1: 40.9 -> 32.9 us (4.55x -> 3.65x CPU, 12 x 300 ops)
+                                run 2: 29.4 -> 22.0 us (5.22x -> 3.90x CPU's 5.63 us, 16 x 300 ops)
+    exact 1024^3 (parallel)     182 -> 112 ms (11.8 -> 19.1 GF/s; 8 calls each, wall time, 2 threads)
+
+This script afterwards: mm (64, 64) 22.2 us thread time against CPU's 4.89 (4.54x). benchmarks/mxu.py --sizes 1024
+(loaded): exact 11.4 GF/s = 0.30x BLAS (goal 0.25x). The 3x goal is not met yet. What is left: the micro kernel is
+at the FP-port bound of a separate multiply and add (2 uops per multiply-add); an FMA (1 uop) is exact only where no
+product overflows or underflows, so it would need a per-call range check of both operands to select an FMA twin of
+`tile_block` (measured with llvm.fma in place of fmul/fadd, ABBA against the old kernel: 64^3 2.1-2.5x vs 1.7x,
+128^3 2.2-2.5x vs 1.7-1.9x, i.e. ~20-30% off the kernel; not in); the rest of the row is rounding both operands
+(~1.5 us each; a branchless rounding loop, equal on all 2^32 patterns, was only ~12% faster and is not in),
+allocation, and the eager dispatch around the kernel (~8 us: 22.0 us row vs 13.8 us `_mm_rounded_serial` in run 2)."""
 
 from __future__ import annotations
 

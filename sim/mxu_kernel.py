@@ -17,10 +17,13 @@ the output accumulator tile after tile. No FMA contraction or reassociation is a
 vectorisation runs across independent outputs only. Subnormal float32 intermediates follow IEEE (the TPU's
 internal denormal handling is UNCONFIRMED in the sources).
 
-Implementation: outputs are computed in register blocks of _MB rows x _NB columns from packed copies of the
-operands (zero-padded at the M/N edges, whose results are discarded); work items are (batch, column block,
-row chunk) spread with prange. An eager mm of at most SMALL_INTO_MAX_MACS multiply-adds instead runs the plain
-loop nest of `_mm_rounded_into`, writing the caller's output buffer (same sums in the same order).
+Implementation: the operands are zero-padded to whole register blocks (copies only at ragged edges), and each
+work item (batch, _NB-column block, _MC-row chunk; spread with prange for large products) walks the K tiles in
+order, adding each tile's sums to the output in register blocks of _R rows x _C columns
+(`tile_block`: the partial sums stay in vector registers, B is loaded once per k for all _R rows, no
+packing). Padded rows and columns are computed and dropped. An eager mm of at most SMALL_INTO_MAX_MACS
+multiply-adds instead runs the plain loop nest of `_mm_rounded_into`, writing the caller's output buffer (same
+sums in the same order).
 
 NaN signs are not part of the order: where a +NaN product meets a -NaN one (inf * 0), which one survives depends
 on LLVM's operand order for `+`, and that differs between a freshly compiled `_mm_rounded_serial` and the same
@@ -34,7 +37,10 @@ import os
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .numerics import _round_bits_loop, round_bf16
 
@@ -48,106 +54,157 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
 __all__ = ["dot_exact", "dot_exact_bf16_rounded", "dot_small_bf16_rounded3", "mm_small_bf16_rounded",
            "mm_small_bf16_rounded_into"]
 
-_MB = 8  # derived: rows per register block (8 x 64 measured fastest of 2..16 x 32..128 on AVX-512)
-_NB = 64  # derived: register block columns (see _MB)
-_MC = 64  # derived: rows per work item, so packing B (K x _NB) is amortised over 8 register blocks
+# The register-blocked micro kernel, written as LLVM vector IR (kept in this file: numba's cache of the kernels
+# that inline it only watches this file).
+#
+# `tile_block(af, ao, lda, bf, bo, ldb, k0, kt, of, oo, ldo, first)` adds one K tile to an _R x _C block of
+# outputs: for each output (r, c) it forms s = +0.0, then s = fl32(s + a[r, k] * b[k, c]) for k = k0..k0+kt-1 in
+# order, and stores out[r, c] = fl32(acc + s) with acc = +0.0 when `first` is true, else the stored out[r, c].
+# That is one tile of the module docstring's summation order, per output, exactly (fmul and fadd without fast-math
+# flags, so LLVM neither contracts them into an FMA nor reassociates; multiplication commutes exactly).
+#
+# Element (r, k) of A is af[ao + r*lda + k], element (k, c) of B is bf[bo + k*ldb + c], output (r, c) is
+# of[oo + r*ldo + c]; all three are flat float32 arrays and the caller keeps every index in bounds (no checks).
+#
+# Why IR: numba compiles with LLVM's SLP vectorizer off (numba.config.SLP_VECTORIZE) and the loop vectorizer
+# only vectorizes the innermost loop, so a numba loop nest keeps the partial sums in memory and reloads the
+# same B row for every output row (load-bound, Session 50). Here the _R x _C partial sums are _R*_W vectors of
+# _V float32 lanes that stay in registers for the whole tile; each k loads _W vectors of B once for _R rows and
+# broadcasts _R scalars of A.
+
+_V = 8  # derived: float32 lanes per vector (ymm; numba's LLVM prefers 256-bit vectors on AVX-512 hosts)
+_W = 2  # derived: vectors per block row (measured, see benchmarks/dispatch.py Session 51)
+_R = 8  # derived: rows per register block (measured, see _W)
+_C = _V * _W  # columns per register block
+
+_F32 = ir.FloatType()
+_VEC = ir.VectorType(_F32, _V)
+_I64 = ir.IntType(64)
 
 
-@njit(cache=True, inline="always")
-def _micro(ap: np.ndarray, bp: np.ndarray, kt: int, tsum: np.ndarray) -> None:
-    """tsum[i, j] += a[k, i] * b[k, j] for k = 0..kt-1 in order, sequentially per output (no reassociation).
+def _address(builder: ir.IRBuilder, base: ir.Value, index: ir.Value, typ: ir.Type) -> ir.Value:
+    """A pointer to `typ` at float32 element `index` of the buffer whose address (i64) is `base`."""
+    addr = builder.add(base, builder.mul(index, ir.Constant(_I64, 4)))
+    return builder.inttoptr(addr, typ.as_pointer())
 
-    Operands come as slices (not base + offset: measured 5x faster, LLVM then vectorises over j). Eight k steps
-    share one load/store of each partial sum; the adds stay in k order (measured 1.4x faster than one step).
-    """
-    ku = kt - kt % 8
-    for k in range(0, ku, 8):
-        for i in range(_MB):
-            a0 = ap[k * _MB + i]
-            a1 = ap[(k + 1) * _MB + i]
-            a2 = ap[(k + 2) * _MB + i]
-            a3 = ap[(k + 3) * _MB + i]
-            a4 = ap[(k + 4) * _MB + i]
-            a5 = ap[(k + 5) * _MB + i]
-            a6 = ap[(k + 6) * _MB + i]
-            a7 = ap[(k + 7) * _MB + i]
-            for j in range(_NB):
-                t = tsum[i * _NB + j] + a0 * bp[k * _NB + j]
-                t = t + a1 * bp[(k + 1) * _NB + j]
-                t = t + a2 * bp[(k + 2) * _NB + j]
-                t = t + a3 * bp[(k + 3) * _NB + j]
-                t = t + a4 * bp[(k + 4) * _NB + j]
-                t = t + a5 * bp[(k + 5) * _NB + j]
-                t = t + a6 * bp[(k + 6) * _NB + j]
-                tsum[i * _NB + j] = t + a7 * bp[(k + 7) * _NB + j]
-    for k in range(ku, kt):
-        for i in range(_MB):
-            av = ap[k * _MB + i]
-            for j in range(_NB):
-                tsum[i * _NB + j] += av * bp[k * _NB + j]
+
+def _data(context, builder: ir.IRBuilder, aryty, value) -> ir.Value:
+    return builder.ptrtoint(context.make_array(aryty)(context, builder, value).data, _I64)
+
+
+@intrinsic
+def tile_block(typingctx, af, ao, lda, bf, bo, ldb, k0, kt, of, oo, ldo, first):
+    """See the module docstring; `first` is a boolean, the integers are int64."""
+    sig = types.void(af, ao, lda, bf, bo, ldb, k0, kt, of, oo, ldo, first)
+
+    def codegen(context, builder, signature, args):
+        a_ty, _, _, b_ty, _, _, _, _, o_ty = signature.args[:9]
+        af_v, ao_v, lda_v, bf_v, bo_v, ldb_v, k0_v, kt_v, of_v, oo_v, ldo_v, first_v = args
+        abase, bbase, obase = (_data(context, builder, a_ty, af_v), _data(context, builder, b_ty, bf_v),
+                               _data(context, builder, o_ty, of_v))
+        zero = ir.Constant(_VEC, None)
+        sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(_W)] for _ in range(_R)]
+        rows = [builder.add(ao_v, builder.add(builder.mul(ir.Constant(_I64, r), lda_v), k0_v)) for r in range(_R)]
+        bstart = builder.add(bo_v, builder.mul(k0_v, ldb_v))
+        with cgutils.for_range(builder, kt_v) as loop:
+            k = loop.index
+            brow = builder.add(bstart, builder.mul(k, ldb_v))
+            bv = [builder.load(_address(builder, bbase, builder.add(brow, ir.Constant(_I64, w * _V)), _VEC),
+                               align=4, typ=_VEC) for w in range(_W)]
+            for r in range(_R):
+                av = builder.load(_address(builder, abase, builder.add(rows[r], k), _F32), align=4, typ=_F32)
+                splat = builder.shuffle_vector(builder.insert_element(ir.Constant(_VEC, ir.Undefined), av,
+                                                                      ir.Constant(ir.IntType(32), 0)),
+                                               ir.Constant(_VEC, ir.Undefined),
+                                               ir.Constant(ir.VectorType(ir.IntType(32), _V), [0] * _V))
+                for w in range(_W):
+                    prod = builder.fmul(splat, bv[w])
+                    builder.store(builder.fadd(builder.load(sums[r][w], typ=_VEC), prod), sums[r][w])
+        is_first = context.cast(builder, first_v, signature.args[11], types.boolean)
+        for r in range(_R):
+            orow = builder.add(oo_v, builder.mul(ir.Constant(_I64, r), ldo_v))
+            for w in range(_W):
+                ptr = _address(builder, obase, builder.add(orow, ir.Constant(_I64, w * _V)), _VEC)
+                old = builder.load(ptr, align=4, typ=_VEC)
+                acc = builder.select(is_first, zero, old)
+                builder.store(builder.fadd(acc, builder.load(sums[r][w], typ=_VEC)), ptr, align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_NB = 64  # derived: columns per work item (a multiple of _C)
+_MC = 64  # derived: rows per work item (a multiple of _R)
 
 
 @njit(cache=True)
-def _dot_item(a: np.ndarray, b: np.ndarray, out: np.ndarray, item: int, tile: int) -> None:
-    """One work item: batch bi, column block n0, row chunk mc0 (see the module docstring)."""
-    m_total, k_total = a.shape[1], a.shape[2]
-    n_total = b.shape[2]
-    n_blocks = (n_total + _NB - 1) // _NB
-    m_chunks = (m_total + _MC - 1) // _MC
-    n_tiles = (k_total + tile - 1) // tile
+def _dot_item(af: np.ndarray, bf: np.ndarray, of: np.ndarray, dims: tuple, item: int, tile: int) -> None:
+    """One work item: batch bi, column block n0, row chunk mc0 of the padded operands (module docstring),
+    K tile by K tile, each tile's sums added to the output by `tile_block` in register blocks."""
+    mp, k_total, npad = dims
+    n_blocks = (npad + _NB - 1) // _NB
+    m_chunks = (mp + _MC - 1) // _MC
     bi = item // (n_blocks * m_chunks)
     rest = item % (n_blocks * m_chunks)
     n0 = (rest // m_chunks) * _NB
     mc0 = (rest % m_chunks) * _MC
-    nn = min(_NB, n_total - n0)
-    bp = np.zeros(k_total * _NB, np.float32)
-    for k in range(k_total):
-        for j in range(nn):
-            bp[k * _NB + j] = b[bi, k, n0 + j]
-    ap = np.zeros(k_total * _MB, np.float32)
-    tsum = np.empty(_MB * _NB, np.float32)
-    acc = np.empty(_MB * _NB, np.float32)
-    for m0 in range(mc0, min(m_total, mc0 + _MC), _MB):
-        mm = min(_MB, m_total - m0)
-        for k in range(k_total):
-            for i in range(_MB):
-                ap[k * _MB + i] = a[bi, m0 + i, k] if i < mm else np.float32(0.0)
-        for q in range(_MB * _NB):
-            acc[q] = 0.0
-        for t in range(n_tiles):
-            k0 = t * tile
-            kt = min(k_total, k0 + tile) - k0
-            for q in range(_MB * _NB):
-                tsum[q] = 0.0
-            _micro(ap[k0 * _MB :], bp[k0 * _NB :], kt, tsum)
-            for q in range(_MB * _NB):
-                acc[q] += tsum[q]
-        for i in range(mm):
-            for j in range(nn):
-                out[bi, m0 + i, n0 + j] = acc[i * _NB + j]
+    a_base, b_base, o_base = bi * mp * k_total, bi * k_total * npad, bi * mp * npad
+    for k0 in range(0, k_total, tile):
+        kt = min(tile, k_total - k0)
+        for c0 in range(n0, min(npad, n0 + _NB), _C):
+            for m0 in range(mc0, min(mp, mc0 + _MC), _R):
+                tile_block(af, a_base + m0 * k_total, k_total, bf, b_base + c0, npad, k0, kt,
+                           of, o_base + m0 * npad + c0, npad, k0 == 0)
 
 
 @njit(cache=True)
-def _items(a: np.ndarray, b: np.ndarray) -> int:
-    return a.shape[0] * ((b.shape[2] + _NB - 1) // _NB) * ((a.shape[1] + _MC - 1) // _MC)
+def _items(batch: int, mp: int, npad: int) -> int:
+    return batch * ((npad + _NB - 1) // _NB) * ((mp + _MC - 1) // _MC)
+
+
+@njit(cache=True)
+def _padded(a: np.ndarray, b: np.ndarray) -> tuple:
+    """The operands zero-padded to whole register blocks (_R rows of A, _C columns of B; copies only where
+    needed), the padded output and its dimensions (padded rows and columns are computed and discarded)."""
+    batch, m, k = a.shape
+    n = b.shape[2]
+    mp, npad = -(-m // _R) * _R, -(-n // _C) * _C
+    if mp != m:
+        ap = np.zeros((batch, mp, k), np.float32)
+        ap[:, :m, :] = a
+    else:
+        ap = a
+    if npad != n:
+        bp = np.zeros((batch, k, npad), np.float32)
+        bp[:, :, :n] = b
+    else:
+        bp = b
+    return ap, bp, np.empty((batch, mp, npad), np.float32), (mp, k, npad)
+
+
+@njit(cache=True)
+def _unpadded(out: np.ndarray, m: int, n: int) -> np.ndarray:
+    return out if out.shape[1] == m and out.shape[2] == n else np.ascontiguousarray(out[:, :m, :n])
 
 
 @njit(cache=True, parallel=True)
 def _dot_exact3(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
-    out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
-    for item in prange(_items(a, b)):
-        _dot_item(a, b, out, item, tile)
-    return out
+    ap, bp, out, dims = _padded(a, b)
+    af, bf, of = ap.reshape(-1), bp.reshape(-1), out.reshape(-1)
+    for item in prange(_items(a.shape[0], dims[0], dims[2])):
+        _dot_item(af, bf, of, dims, item, tile)
+    return _unpadded(out, a.shape[1], b.shape[2])
 
 
 # The same work items without the parallel backend: entering a parallel region costs tens of microseconds
 # even on one thread, more than a small product itself.
 @njit(cache=True)
 def _dot_exact3_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
-    out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
-    for item in range(_items(a, b)):
-        _dot_item(a, b, out, item, tile)
-    return out
+    ap, bp, out, dims = _padded(a, b)
+    af, bf, of = ap.reshape(-1), bp.reshape(-1), out.reshape(-1)
+    for item in range(_items(a.shape[0], dims[0], dims[2])):
+        _dot_item(af, bf, of, dims, item, tile)
+    return _unpadded(out, a.shape[1], b.shape[2])
 
 
 @njit(cache=True)
@@ -229,10 +286,10 @@ def _contiguous_f32(x: np.ndarray) -> np.ndarray:
 
 
 def _transposed_is_cheaper(m: int, n: int) -> bool:
-    """Whether out^T = b^T @ a^T pads less: register blocks are _MB rows x _NB columns, so a narrow product
+    """Whether out^T = b^T @ a^T pads less: register blocks are _R rows x _C columns, so a narrow product
     (N = 1 in a transposed convolution's GEMM) would run 64x its work. Each output is the same sum of the same
     products in the same order either way (float multiplication commutes exactly): equal values, NaN payloads aside."""
-    return -(-n // _MB) * _MB * -(-m // _NB) * _NB < -(-m // _MB) * _MB * -(-n // _NB) * _NB
+    return -(-n // _R) * _R * -(-m // _C) * _C < -(-m // _R) * _R * -(-n // _C) * _C
 
 
 def _swap(x: np.ndarray) -> np.ndarray:
