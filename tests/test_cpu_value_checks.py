@@ -1,6 +1,7 @@
 """CPU's checks that tpu skipped and computed a result instead (issue 17, fuzzer known.json entries "a value check
 CPU makes and tpu skips" / "an index/range check"): out= dtypes of signbit / nonzero_static / take, take's index
-dtype, isin's bool / complex Scalar or tensor, and the checked Scalar conversions of threshold and elu_backward.
+dtype, isin's bool / complex Scalar or tensor, the checked Scalar conversions of threshold and elu_backward, and
+bernoulli's check of each tensor p it reads (0 <= p <= 1, NaN refused; made when the program runs).
 Each call must raise on tpu as on CPU (class and words) in every eager mode and, where the op reaches a graph,
 compiled."""
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_refused_as_cpu, assert_refused_as_cpu_compiled, ones
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu, assert_refused_as_cpu_compiled, ones
 
 import torchtpu  # noqa: F401
 
@@ -35,6 +36,11 @@ CASES = {
     "elu_backward_scale": lambda d: aten.elu_backward(ones(4, d=d), 0, -0.09 + 1j, 1, False, ones(4, dtype=f16, d=d)),
     "elu_backward_alpha_result": lambda d: aten.elu_backward(ones(4, dtype=torch.float64, d=d), 1j, 1, 1, True,
                                                              ones(4, d=d)),
+    "bernoulli_above_one": lambda d: aten.bernoulli.default(torch.tensor([0.5, 1.5], device=d)),
+    "bernoulli_nan": lambda d: aten.bernoulli.default(torch.tensor([[0.5], [float("nan")]], device=d)),
+    "bernoulli_out_negative": lambda d: aten.bernoulli.out(torch.tensor(-0.5, dtype=torch.float64, device=d),
+                                                           out=ones(0, d=d)),
+    "bernoulli_tensor_p": lambda d: aten.bernoulli_.Tensor(ones(2, 3, dtype=i64, d=d), ones(3, d=d) * 2),
 }
 
 
@@ -44,7 +50,8 @@ def test_refused_as_cpu(name: str, mode: str) -> None:
     assert_refused_as_cpu(CASES[name], mode)
 
 
-@pytest.mark.parametrize("name", ["threshold_complex", "threshold_half_range", "elu_backward_scale"])
+@pytest.mark.parametrize("name", ["threshold_complex", "threshold_half_range", "elu_backward_scale",
+                                  "bernoulli_above_one"])
 def test_refused_as_cpu_compiled(name: str) -> None:
     """Dynamo's fake-tensor trace makes CPU's check (compile/fake_checks.py): CPU's class and words, wrapped."""
     assert_refused_as_cpu_compiled(CASES[name])
@@ -62,3 +69,11 @@ def test_accepted_calls_unchanged() -> None:
         with torch.tpu.eager_mode(mode):
             for call in calls:
                 assert torch.equal(call("tpu").cpu(), call("cpu"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bernoulli_accepted_probs(mode: str) -> None:
+    """p at 0 and 1 draws exactly 0 and 1 as on CPU; an empty self reads no p (CPU accepts p = 2 there)."""
+    p = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    assert_exactly_cpu(lambda d: [aten.bernoulli.default(p.to(d)), aten.bernoulli_.Tensor(ones(2, 2, d=d), p.to(d)),
+                                  aten.bernoulli_.Tensor(ones(0, 2, d=d), p[:1].to(d) * 2)], mode)
