@@ -1,7 +1,8 @@
 """CPU's checks that tpu skipped and computed a result instead (issue 17, fuzzer known.json entries "a value check
 CPU makes and tpu skips" / "an index/range check"): out= dtypes of signbit / nonzero_static / take, take's index
 dtype, isin's bool / complex Scalar or tensor, the checked Scalar conversions of threshold and elu_backward, and
-bernoulli's check of each tensor p it reads (0 <= p <= 1, NaN refused; made when the program runs).
+bernoulli's check of each tensor p it reads (0 <= p <= 1, NaN refused; made when the program runs), and the fused
+weight-norm backward's contiguity checks of its saved tensors.
 Each call must raise on tpu as on CPU (class and words) in every eager mode and, where the op reaches a graph,
 compiled."""
 
@@ -41,6 +42,12 @@ CASES = {
     "bernoulli_out_negative": lambda d: aten.bernoulli.out(torch.tensor(-0.5, dtype=torch.float64, device=d),
                                                            out=ones(0, d=d)),
     "bernoulli_tensor_p": lambda d: aten.bernoulli_.Tensor(ones(2, 3, dtype=i64, d=d), ones(3, d=d) * 2),
+    "weight_norm_backward_saved_g": lambda d: aten._weight_norm_interface_backward.out(
+        ones(5, d=d), ones(5, d=d), ones(10, d=d)[::2], ones(5, d=d), 0, out0=ones(5, d=d), out1=ones(0, d=d)),
+    "weight_norm_backward_saved_v": lambda d: aten._weight_norm_interface_backward(
+        ones(2, 3, d=d), ones(3, 2, d=d).t(), ones(1, 3, d=d), ones(1, 3, d=d), 1),
+    "weight_norm_backward_saved_norms": lambda d: aten._weight_norm_interface_backward(
+        ones(5, d=d), ones(5, d=d), ones(5, d=d), ones(10, dtype=torch.complex64, d=d)[::2], 0),
 }
 
 
@@ -51,7 +58,7 @@ def test_refused_as_cpu(name: str, mode: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["threshold_complex", "threshold_half_range", "elu_backward_scale",
-                                  "bernoulli_above_one"])
+                                  "bernoulli_above_one", "weight_norm_backward_saved_g"])
 def test_refused_as_cpu_compiled(name: str) -> None:
     """Dynamo's fake-tensor trace makes CPU's check (compile/fake_checks.py): CPU's class and words, wrapped."""
     assert_refused_as_cpu_compiled(CASES[name])
