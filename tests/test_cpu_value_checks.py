@@ -1,8 +1,9 @@
 """CPU's checks that tpu skipped and computed a result instead (issue 17, fuzzer known.json entries "a value check
 CPU makes and tpu skips" / "an index/range check"): out= dtypes of signbit / nonzero_static / take, take's index
-dtype, isin's bool / complex Scalar or tensor, the checked Scalar conversions of threshold and elu_backward, and
-bernoulli's check of each tensor p it reads (0 <= p <= 1, NaN refused; made when the program runs), and the fused
-weight-norm backward's contiguity checks of its saved tensors.
+dtype, isin's bool / complex Scalar or tensor, the checked Scalar conversions of threshold and elu_backward,
+bernoulli's check of each tensor p it reads (0 <= p <= 1, NaN refused; made when the program runs), the fused
+weight-norm backward's contiguity checks of its saved tensors, cdist's NaN p, and linalg_lstsq's NaN in A or B (MKL's
+illegal-argument assert).
 Each call must raise on tpu as on CPU (class and words) in every eager mode and, where the op reaches a graph,
 compiled."""
 
@@ -44,6 +45,8 @@ CASES = {
     "bernoulli_out_negative": lambda d: aten.bernoulli.out(torch.tensor(-0.5, dtype=torch.float64, device=d),
                                                            out=ones(0, d=d)),
     "bernoulli_tensor_p": lambda d: aten.bernoulli_.Tensor(ones(2, 3, dtype=i64, d=d), ones(3, d=d) * 2),
+    "cdist_nan_p": lambda d: aten._cdist_forward.out(ones(1, 4, 2, 3, d=d), ones(2, 3, d=d), float("nan"), None,
+                                                     out=ones(0, d=d)),
     "weight_norm_backward_saved_g": lambda d: aten._weight_norm_interface_backward.out(
         ones(5, d=d), ones(5, d=d), ones(10, d=d)[::2], ones(5, d=d), 0, out0=ones(5, d=d), out1=ones(0, d=d)),
     "weight_norm_backward_saved_v": lambda d: aten._weight_norm_interface_backward(
