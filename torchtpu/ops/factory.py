@@ -266,13 +266,14 @@ def bernoulli_(self: Sym, p: float = 0.5, *, generator: Any = None, rng: Sym) ->
 
 @lower(aten.bernoulli_.Tensor, random=True)
 def bernoulli_tensor_(self: Sym, p: Sym, *, generator: Any = None, rng: Sym) -> Sym:
-    prob = P.broadcast_to(P.convert(p, torch.float32), self.shape)
+    prob = sampler_checks.checked_bernoulli_probs(P.broadcast_to(P.convert(p, torch.float32), self.shape))
     return P.convert(P.compare("LT", _uniform(self.shape, rng), prob), self.dtype)
 
 
 @lower(aten.bernoulli.default, random=True)
 def bernoulli(self: Sym, *, generator: Any = None, rng: Sym) -> Sym:
-    return P.convert(P.compare("LT", _uniform(self.shape, rng), P.convert(self, torch.float32)), self.dtype)
+    prob = sampler_checks.checked_bernoulli_probs(P.convert(self, torch.float32))
+    return P.convert(P.compare("LT", _uniform(self.shape, rng), prob), self.dtype)
 
 
 @lower(aten.exponential_.default, random=True, static=("lambd",))

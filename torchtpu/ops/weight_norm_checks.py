@@ -1,9 +1,14 @@
 """CPU's checks of the fused weight-norm kernels (_weight_norm_interface and its backward, WeightNormKernel.cpp),
 which the lowerings in norm.py make while tracing: `dim` is 0 or v.dim() - 1 exactly (an internal assert: -1 is not
 wrapped), a floating v, g (and grad_w) of v's dtype and the saved norms in v's opmath type (float32 for float32,
-bfloat16 and float16; float64 for float64), in the kernel's order and words (issue 17, fuzz seed 14)."""
+bfloat16 and float16; float64 for float64), in the kernel's order and words (issue 17, fuzz seed 14). Before those,
+weight_norm_backward_cpu's contiguity checks of saved_v, saved_g and saved_norms (`BOUND_CHECKS`, run on the call's
+tensors by ops/arg_order_checks.py: a Sym has no strides)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -38,3 +43,15 @@ def check_backward(grad_w: Sym, saved_v: Sym, saved_g: Sym, saved_norms: Sym, di
     _expect(grad_w, saved_v.dtype)
     _expect(saved_g, saved_v.dtype)
     _expect(saved_norms, torch.float64 if saved_v.dtype == torch.float64 else torch.float32)
+
+
+def _backward_contiguous(a: dict[str, Any]) -> None:
+    """weight_norm_backward_cpu's first checks (also of the out= form, which calls it)."""
+    for arg, name in (("saved_v", "saved_v"), ("saved_g", "saved_g"), ("saved_norms", "saved_norm")):
+        t = a.get(arg)
+        if isinstance(t, torch.Tensor) and not t.is_contiguous():
+            raise RuntimeError(f"{name} must be contiguous")
+
+
+BOUND_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "_weight_norm_interface_backward": _backward_contiguous}
