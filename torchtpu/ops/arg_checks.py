@@ -131,7 +131,7 @@ def check_cdist(x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: int 
     for name, x in (("X1", x1), ("X2", x2)):
         if not x.dtype.is_floating_point:
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {aten_type_name(x.dtype)}")
-    if p < 0:
+    if not p >= 0:  # ATen's TORCH_CHECK(p >= 0): a NaN p is refused too
         raise RuntimeError("cdist only supports non-negative p values")
     mode = 0 if compute_mode is None else compute_mode
     if not 0 <= mode <= 2:

@@ -1,0 +1,60 @@
+"""Fuzz seeds 41-45 (issue 17): the calls CPU refuses that tpu computed, refused now in CPU's class and words.
+
+- _cdist_forward with a NaN p (ATen's TORCH_CHECK(p >= 0) refuses NaN; tpu checked p < 0: seed 41).
+- adaptive_max_pool{2,3}d_backward with int32 indices (the kernel's indices.data_ptr<int64_t>(), an empty batch
+  too: seed 45).
+- pow.Tensor_Scalar (and pow_, _foreach_pow(_)) with an exponent its float16/bfloat16/integer result type cannot
+  hold (the kernel's exp_scalar.to<scalar_t>(): float16 ** 70000.0, int8 ** 300: seed 45, _foreach_pow_.Scalar).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu
+
+import torchtpu  # noqa: F401
+
+aten = torch.ops.aten
+
+
+def _t(shape: tuple[int, ...], dtype: torch.dtype, d: str, value: float = 1.0) -> torch.Tensor:
+    return torch.full(shape, value, dtype=dtype, device=d)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cdist_nan_p_refused(mode: str) -> None:
+    x = torch.randn(2, 5)
+    assert_refused_as_cpu(lambda d: aten._cdist_forward.default(x.to(d), x.to(d), float("nan"), None), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape", [(1, 5, 2), (0, 5, 2), (1, 5, 2, 2)])
+def test_adaptive_max_backward_int32_indices_refused(mode: str, shape: tuple[int, ...]) -> None:
+    op = aten.adaptive_max_pool2d_backward.default if len(shape) == 3 else aten.adaptive_max_pool3d_backward.default
+
+    def case(d: str) -> torch.Tensor:
+        return op(_t(shape, torch.float32, d), _t(shape, torch.float32, d), _t(shape, torch.int32, d, 0))
+
+    assert_refused_as_cpu(case, mode)
+
+
+OVERFLOWING = [(torch.float16, 70000.0), (torch.float16, 2.0 ** 40), (torch.bfloat16, 1e300), (torch.int8, 300),
+               (torch.uint8, 2 ** 40), (torch.int32, 2 ** 40)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("dtype", "exponent"), OVERFLOWING)
+def test_pow_exponent_overflowing_the_type_refused(mode: str, dtype: torch.dtype, exponent: float) -> None:
+    assert_refused_as_cpu(lambda d: aten.pow.Tensor_Scalar(_t((3,), dtype, d), exponent), mode)
+    assert_refused_as_cpu(lambda d: aten.pow_.Scalar(_t((3,), dtype, d), exponent), mode)
+    assert_refused_as_cpu(lambda d: aten._foreach_pow.Scalar([_t((3,), dtype, d)], exponent), mode)
+    assert_refused_as_cpu(lambda d: aten._foreach_pow_.Scalar([_t((1, 3, 1), dtype, d)], exponent), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("dtype", "exponent"), [(torch.float16, 65504.0), (torch.float16, float("inf")),
+                                                 (torch.bfloat16, 1e38), (torch.float32, 1e300),
+                                                 (torch.int8, 127), (torch.float16, float("nan"))])
+def test_pow_exponent_the_type_holds_still_computed(mode: str, dtype: torch.dtype, exponent: float) -> None:
+    assert_exactly_cpu(lambda d: [aten.pow.Tensor_Scalar(_t((3,), dtype, d), exponent)], mode)
