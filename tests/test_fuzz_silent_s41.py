@@ -1,10 +1,13 @@
-"""Fuzz seeds 41-45 (issue 17): the calls CPU refuses that tpu computed, refused now in CPU's class and words.
+"""Fuzz seeds 41-45 (issue 17): silent results fixed; calls CPU refuses that tpu computed are refused in CPU's
+class and words.
 
 - _cdist_forward with a NaN p (ATen's TORCH_CHECK(p >= 0) refuses NaN; tpu checked p < 0: seed 41).
 - adaptive_max_pool{2,3}d_backward with int32 indices (the kernel's indices.data_ptr<int64_t>(), an empty batch
   too: seed 45).
 - pow.Tensor_Scalar (and pow_, _foreach_pow(_)) with an exponent its float16/bfloat16/integer result type cannot
   hold (the kernel's exp_scalar.to<scalar_t>(): float16 ** 70000.0, int8 ** 300: seed 45, _foreach_pow_.Scalar).
+- mean.dtype_out without dtype= reads the input in the out tensor's dtype, as mean.out (bfloat16 into float32:
+  seed 41).
 """
 
 from __future__ import annotations
@@ -58,3 +61,18 @@ def test_pow_exponent_overflowing_the_type_refused(mode: str, dtype: torch.dtype
                                                  (torch.int8, 127), (torch.float16, float("nan"))])
 def test_pow_exponent_the_type_holds_still_computed(mode: str, dtype: torch.dtype, exponent: float) -> None:
     assert_exactly_cpu(lambda d: [aten.pow.Tensor_Scalar(_t((3,), dtype, d), exponent)], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float64, torch.complex64])
+def test_mean_dtype_out_reads_the_input_in_the_out_dtype(mode: str, out_dtype: torch.dtype) -> None:
+    # mean.dtype_out is mean.out over every dim: a bfloat16 input into a float32 out= is not rounded to bfloat16
+    # (fuzz seed 41: [[0.00934, 0.105]] gave 0.0571289, CPU 0.0571594)
+    x = torch.tensor([[0.00933837890625, 0.10498046875], [1.0, 2.0078125]], dtype=torch.bfloat16)
+
+    def calls(d: str) -> list[torch.Tensor]:
+        out = torch.empty(0, dtype=out_dtype, device=d)
+        aten.mean.dtype_out(x.to(d), dtype=None, out=out)
+        return [out]
+
+    assert_exactly_cpu(calls, mode)
