@@ -6,6 +6,8 @@ class and words.
   too: seed 45).
 - pow.Tensor_Scalar (and pow_, _foreach_pow(_)) with an exponent its float16/bfloat16/integer result type cannot
   hold (the kernel's exp_scalar.to<scalar_t>(): float16 ** 70000.0, int8 ** 300: seed 45, _foreach_pow_.Scalar).
+- _cholesky_solve_helper (and .out) with self and A of two dtypes (the kernel reads A as self's type: found fuzzing
+  known.json's stale entries).
 - mean.dtype_out without dtype= reads the input in the out tensor's dtype, as mean.out (bfloat16 into float32:
   seed 41).
 """
@@ -76,3 +78,22 @@ def test_mean_dtype_out_reads_the_input_in_the_out_dtype(mode: str, out_dtype: t
         return [out]
 
     assert_exactly_cpu(calls, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("self_dtype", "a_dtype"), [(torch.float32, torch.complex64), (torch.complex64, torch.float32),
+                                                     (torch.float32, torch.float16), (torch.float64, torch.float32)])
+def test_cholesky_solve_helper_operands_of_two_dtypes_refused(mode: str, self_dtype: torch.dtype,
+                                                              a_dtype: torch.dtype) -> None:
+    # CPU's kernel dispatches on self and reads A as its type (found fuzzing known.json's stale entries: tpu solved)
+    a = torch.eye(4) + 0.1
+
+    def case(d: str) -> torch.Tensor:
+        return aten._cholesky_solve_helper.default(_t((4, 1), self_dtype, d), a.to(a_dtype).to(d), True)
+
+    def case_out(d: str) -> torch.Tensor:
+        out = torch.empty(0, dtype=self_dtype, device=d)
+        return aten._cholesky_solve_helper.out(_t((4, 1), self_dtype, d), a.to(a_dtype).to(d), True, out=out)
+
+    assert_refused_as_cpu(case, mode)
+    assert_refused_as_cpu(case_out, mode)
