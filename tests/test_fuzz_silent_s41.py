@@ -8,6 +8,8 @@ class and words.
   hold (the kernel's exp_scalar.to<scalar_t>(): float16 ** 70000.0, int8 ** 300: seed 45, _foreach_pow_.Scalar).
 - _cholesky_solve_helper (and .out) with self and A of two dtypes (the kernel reads A as self's type: found fuzzing
   known.json's stale entries).
+- cholesky_inverse of a factor with a zero on its diagonal: potri's LinAlgError in CPU's words (a prepare step reads
+  the diagonal, so such a call synchronizes; seeds 42, 43).
 - mean.dtype_out without dtype= reads the input in the out tensor's dtype, as mean.out (bfloat16 into float32:
   seed 41).
 """
@@ -97,3 +99,16 @@ def test_cholesky_solve_helper_operands_of_two_dtypes_refused(mode: str, self_dt
 
     assert_refused_as_cpu(case, mode)
     assert_refused_as_cpu(case_out, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+def test_cholesky_inverse_of_a_factor_with_a_zero_diagonal_refused(mode: str, dtype: torch.dtype) -> None:
+    # potri's trtri refuses it (fuzz seeds 42, 43: tpu gave inf/NaN); the first zero of each batch element counts
+    factor = torch.tril(torch.arange(1.0, 97.0).reshape(6, 4, 4) % 7 + 1).to(dtype)
+    factor[5, 3, 3] = 0
+    factor[1, 2, 2] = 0
+    factor[1, 1, 1] = 0
+    assert_refused_as_cpu(lambda d: torch.cholesky_inverse(factor.to(d)), mode)
+    assert_refused_as_cpu(lambda d: torch.cholesky_inverse(factor[5].to(d), upper=True), mode)
+    assert_exactly_cpu(lambda d: [torch.cholesky_inverse(factor[0].to(d)).isfinite()], mode)

@@ -114,7 +114,21 @@ def cholesky(self: Sym, upper: bool = False) -> Sym:
     return _cholesky(self, upper)[0]
 
 
-@lower(aten.cholesky_inverse.default)
+def cholesky_inverse_singular(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """A `prepare` step of cholesky_inverse (it reads the diagonal): LAPACK potri's trtri refuses a factor with an
+    exact zero on its diagonal, which ATen raises as LinAlgError ("cholesky_inverse: (Batch element 1): The
+    diagonal element 2 is zero, ..."; fuzz seeds 42, 43: tpu gave inf/NaN)."""
+    a = args[0] if args else kwargs.get("self")
+    if (isinstance(a, torch.Tensor) and a.dim() >= 2 and a.numel() and a.shape[-1] == a.shape[-2]
+            and a.dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128)):
+        zero = (a.diagonal(0, -2, -1) == 0).to(torch.int32)
+        first = zero.argmax(-1).to(torch.int32) + 1
+        info = torch.where(zero.amax(-1) > 0, first, torch.zeros_like(first)).cpu()
+        torch._linalg_check_errors(info, "cholesky_inverse", is_matrix=a.dim() == 2)
+    return tuple(args), dict(kwargs)
+
+
+@lower(aten.cholesky_inverse.default, prepare=cholesky_inverse_singular)
 def cholesky_inverse(self: Sym, upper: bool = False) -> Sym:
     check_matrix(self, "cholesky_inverse", floating=False)
     n = self.shape[-1]
