@@ -10,11 +10,15 @@ class and words.
   known.json's stale entries).
 - cholesky_inverse of a factor with a zero on its diagonal: potri's LinAlgError in CPU's words (a prepare step reads
   the diagonal, so such a call synchronizes; seeds 42, 43).
+- native_batch_norm_backward / batch_norm_backward with a 2-d weight or statistic (CPU's 1-d TensorAccessor check,
+  which a 2-d float32/float64 input skips: seed 43).
 - mean.dtype_out without dtype= reads the input in the out tensor's dtype, as mean.out (bfloat16 into float32:
   seed 41).
 """
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -112,3 +116,41 @@ def test_cholesky_inverse_of_a_factor_with_a_zero_diagonal_refused(mode: str, dt
     assert_refused_as_cpu(lambda d: torch.cholesky_inverse(factor.to(d)), mode)
     assert_refused_as_cpu(lambda d: torch.cholesky_inverse(factor[5].to(d), upper=True), mode)
     assert_exactly_cpu(lambda d: [torch.cholesky_inverse(factor[0].to(d)).isfinite()], mode)
+
+
+BN_VECTORS = ["weight", "running_mean", "running_var", "save_mean", "save_invstd"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("dtype", "shape"), [(torch.bfloat16, (1, 1)), (torch.bfloat16, (2, 3)),
+                                              (torch.float32, (2, 3, 4)), (torch.float64, (2, 3, 2, 2))])
+@pytest.mark.parametrize("two_d", BN_VECTORS)
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_backward_two_dim_vector_refused(mode: str, dtype: torch.dtype, shape: tuple[int, ...],
+                                                   two_d: str, train: bool) -> None:
+    # batch_norm_backward_cpu_template's 1-d accessors (fuzz seed 43: bfloat16 [1, 1] with a [1, 1] save_mean)
+    c = shape[1]
+    x = torch.linspace(-1, 1, math.prod(shape)).reshape(shape).to(dtype)
+
+    def case(d: str) -> object:
+        v = {k: torch.full((c,), 0.0 if "mean" in k else 1.0, dtype=dtype) for k in BN_VECTORS}
+        v[two_d] = v[two_d].reshape(1, c)
+        v = {k: t.to(d) for k, t in v.items()}
+        return aten.native_batch_norm_backward(torch.ones(shape, dtype=dtype, device=d), x.to(d), v["weight"],
+                                               v["running_mean"], v["running_var"], v["save_mean"],
+                                               v["save_invstd"], train, 1e-5, [True, True, True])
+
+    assert_refused_as_cpu(case, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_batch_norm_backward_two_dim_vector_of_a_2d_float_input_computed(mode: str) -> None:
+    x = torch.linspace(-1, 1, 6).reshape(2, 3)
+
+    def calls(d: str) -> list[torch.Tensor]:
+        out = aten.native_batch_norm_backward(torch.ones(2, 3, device=d), x.to(d), torch.ones(1, 3, device=d), None,
+                                              None, torch.zeros(3, device=d), torch.ones(3, device=d), True, 1e-5,
+                                              [True, False, False])
+        return [out[0]]
+
+    assert_exactly_cpu(calls, mode)
