@@ -30,6 +30,8 @@ def _call(name: str, seed: int, index: int):  # noqa: ANN202 - a fuzz Call
     ("aten.smooth_l1_loss_backward.default", 9, 2),  # int16 with beta NaN: SIGFPE
     ("aten._cholesky_solve_helper.out", 12, 2),  # A of 3x2 matrices: heap corruption
     ("aten._native_batch_norm_legit_no_training.default", 28, 1),  # running stats of shape [0]: segfault
+    ("aten.lcm.default", 41, 2),  # int64 -2^63 with 2^63 - 1: gcd -1, INT_MIN / -1 is SIGFPE
+    ("aten.lcm_.default", 44, 0),  # the same in int32
 ])
 def test_rule_names_the_crashing_call(name: str, seed: int, index: int) -> None:
     assert cpu_crashes(_call(name, seed, index)) is not None
@@ -48,6 +50,21 @@ def test_rule_leaves_cholesky_solve_operands_of_matching_shapes_to_the_compariso
     assert cpu_crashes(call((2, 3, 2), (2, 3, 3))) is None
     for b, a in (((3, 2), (3, 2)), ((2, 2), (3, 3)), ((1, 3, 2), (2, 3, 3)), ((3,), (3, 3))):
         assert cpu_crashes(call(b, a)) is not None, (b, a)
+
+
+def test_lcm_rule_skips_only_a_minimum_whose_gcd_is_minus_one() -> None:
+    lcm = {str(o): o for o in registered()}["aten.lcm.default"]
+
+    def call(a: list[int], b: list[int], dtype: torch.dtype = torch.int64) -> Call:
+        return Call(lcm, [TensorArg(torch.tensor(a, dtype=dtype)), TensorArg(torch.tensor(b, dtype=dtype))])
+
+    lo, hi = torch.iinfo(torch.int64).min, torch.iinfo(torch.int64).max
+    assert cpu_crashes(call([lo, 3], [hi, 5])) is not None
+    assert cpu_crashes(call([-2**31], [2**31 - 1], torch.int32)) is not None
+    for a, b in (([lo, 3], [8, hi]), ([lo], [-1]), ([lo], [0]), ([hi], [lo])):
+        assert cpu_crashes(call(a, b)) is None, (a, b)
+        assert torch.lcm(torch.tensor(a), torch.tensor(b)).shape == (len(a),)  # CPU survives these
+    assert cpu_crashes(call([-2**31], [2**31 - 1])) is None  # int64: no wrap
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -213,6 +213,35 @@ def _c2r_size_off(call: Any) -> bool:
     return t.shape[dims[-1]] not in (size // 2 + 1, size) if t.dim() else False
 
 
+def _c_gcd(a: int, b: int, lo: int) -> int | None:
+    """ATen's calc_gcd in C's integers whose minimum is `lo` (abs wraps, % truncates); None where a % traps
+    (lo % -1)."""
+    a, b = (lo if v == lo else abs(v) for v in (a, b))
+    while a != 0:
+        if a == -1 and b == lo:
+            return None
+        quotient = abs(b) // abs(a) * (-1 if (a < 0) != (b < 0) else 1)
+        a, b = b - quotient * a, a
+    return b
+
+
+def _lcm_divides_min_by_minus_one(call: Any) -> bool:
+    """Whether lcm's operands (common dtype int32/int64) hold a pair whose calc_gcd is -1 (or traps) with self's
+    element the type's minimum: calc_lcm's a / g is then INT_MIN / -1, which traps (SIGFPE) on x86."""
+    if len(call.args) < 2 or not all(hasattr(a, "base") for a in call.args[:2]):
+        return False
+    a, b = (x.materialize("cpu") for x in call.args[:2])
+    common = torch.promote_types(a.dtype, b.dtype)
+    if common not in (torch.int32, torch.int64):
+        return False
+    lo = torch.iinfo(common).min
+    try:
+        a, b = torch.broadcast_tensors(a.to(common), b.to(common))
+    except RuntimeError:
+        return False
+    return any(_c_gcd(lo, int(v), lo) in (-1, None) for v in b[a == lo].unique().tolist())
+
+
 def _fused_optim_unchecked(call: Any) -> bool:
     """Whether a fused optimizer step (_fused_sgd_ / _fused_adam_ / _fused_adamw_) whose lists CPU's length checks
     pass holds a grad or state tensor of another shape than its param, or a non-contiguous one: CPU's kernels read
@@ -342,6 +371,11 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         _integer_tensors,
         "CPU's _segment_reduce_backward kernel aborts the process on integer tensors (torch 2.13; fuzz seed 2: "
         "int8, reduce='amax'); a backward has no integer use"),
+    "aten::lcm*": (
+        _lcm_divides_min_by_minus_one,
+        "CPU's lcm kernel computes a / gcd(a, b) * b with ATen's calc_gcd, whose abs wraps: gcd(INT_MIN, INT_MAX) is "
+        "-1 in C, and INT_MIN / -1 traps (SIGFPE, torch 2.13; fuzz seed 41 call 2: lcm of int64 -2^63 and 2^63 - 1; "
+        "seed 44 call 0: lcm_ of int32); tpu computes the wrapped quotient"),
 }
 
 

@@ -134,6 +134,10 @@ def pow_(self: Sym, exponent: Any) -> Sym:
     if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 and \
             not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if not isinstance(exponent, Sym | bool | complex):  # the kernel's exp_scalar.to<scalar_t>() (checked_convert)
+        result = P.result_dtype(self, exponent)[1]
+        if result in (torch.float16, torch.bfloat16) or not (result.is_floating_point or result.is_complex):
+            checked_scalar(exponent, result)  # float16 ** 70000.0 is refused (fuzz seed 45, _foreach_pow_)
     complex_result = complex_pow(self, exponent)
     if complex_result is not None:
         return complex_result

@@ -33,7 +33,7 @@ from torchtpu.ops.linalg_checks import (
 )
 from torchtpu.ops.operand_checks import data_check, tie
 from torchtpu.ops.registry import lower
-from torchtpu.ops.tracing import Sym
+from torchtpu.ops.tracing import Sym, aten_type_name
 
 aten = torch.ops.aten
 
@@ -115,7 +115,21 @@ def cholesky(self: Sym, upper: bool = False) -> Sym:
     return _cholesky(self, upper)[0]
 
 
-@lower(aten.cholesky_inverse.default)
+def cholesky_inverse_singular(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """A `prepare` step of cholesky_inverse (it reads the diagonal): LAPACK potri's trtri refuses a factor with an
+    exact zero on its diagonal, which ATen raises as LinAlgError ("cholesky_inverse: (Batch element 1): The
+    diagonal element 2 is zero, ..."; fuzz seeds 42, 43: tpu gave inf/NaN)."""
+    a = args[0] if args else kwargs.get("self")
+    if (isinstance(a, torch.Tensor) and a.dim() >= 2 and a.numel() and a.shape[-1] == a.shape[-2]
+            and a.dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128)):
+        zero = (a.diagonal(0, -2, -1) == 0).to(torch.int32)
+        first = zero.argmax(-1).to(torch.int32) + 1
+        info = torch.where(zero.amax(-1) > 0, first, torch.zeros_like(first)).cpu()
+        torch._linalg_check_errors(info, "cholesky_inverse", is_matrix=a.dim() == 2)
+    return tuple(args), dict(kwargs)
+
+
+@lower(aten.cholesky_inverse.default, prepare=cholesky_inverse_singular)
 def cholesky_inverse(self: Sym, upper: bool = False) -> Sym:
     check_matrix(self, "cholesky_inverse", floating=False)
     n = self.shape[-1]
@@ -129,6 +143,9 @@ def cholesky_inverse(self: Sym, upper: bool = False) -> Sym:
 
 @lower(aten._cholesky_solve_helper.default)
 def cholesky_solve(self: Sym, A: Sym, upper: bool) -> Sym:  # noqa: N803 - ATen's name
+    if (self.dtype.is_floating_point or self.dtype.is_complex) and A.dtype != self.dtype:
+        # the kernel's dispatch on self, then A.data_ptr<scalar_t>() (fuzz seeds 1, 5, 6: float32 self, float16 A)
+        raise RuntimeError(f"expected scalar type {aten_type_name(self.dtype)} but found {aten_type_name(A.dtype)}")
     if upper:
         return tri_solve(A, tri_solve(A, self, lower=False, trans="ADJOINT"), lower=False)
     return tri_solve(A, tri_solve(A, self, lower=True), lower=True, trans="ADJOINT")

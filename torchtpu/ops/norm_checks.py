@@ -101,6 +101,12 @@ def check_backward(op: str, grad_out: Sym, input: Sym, weight: Sym | None,  # no
     if tuple(grad_out.shape) != tuple(input.shape):
         raise RuntimeError(f"{op}: grad_out should have the shape of input {list(input.shape)}, but got grad_out of "
                            f"shape {list(grad_out.shape)}")
+    if not (input.ndim == 2 and input.dtype in (torch.float32, torch.float64)):
+        # batch_norm_backward_cpu_template's conditional_accessor_1d of every given vector, in either mode; a 2-d
+        # float/double input takes a path that reads none (torch 2.13 probe; fuzz seed 43: bfloat16 [1, 1])
+        for t in (weight, running_mean, running_var, save_mean, save_invstd):
+            if t is not None and t.ndim != 1:
+                raise RuntimeError(f"TensorAccessor expected 1 dims but tensor has {t.ndim}")
     need = (("save_mean", save_mean), ("save_invstd", save_invstd)) if train else (
         ("running_mean", running_mean), ("running_var", running_var))
     _check_channels(op, c, (("weight", weight), *need))

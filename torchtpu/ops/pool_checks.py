@@ -256,6 +256,7 @@ def adaptive_max_backward(nd: int, grad: Any, self: Any, indices: Any) -> None:
     if tuple(indices_shape) != tuple(grad_shape):
         raise RuntimeError(f"expected sizes {_sizes(indices_shape)} for `gradOutput` but got sizes "
                            f"{_sizes(grad_shape)}")
+    long_indices(indices)  # the kernel's indices.data_ptr<int64_t>(), empty or not (fuzz seed 45)
 
 
 def max_pool3d_out(b: dict[str, Any]) -> None:
