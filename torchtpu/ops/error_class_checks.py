@@ -1,0 +1,141 @@
+"""CPU's checks that come before the dtype refusal (the kernel's AT_DISPATCH) or the lowering's own rule, for ops
+whose invalid input used to raise another exception class on tpu than on CPU (issue 17, the schema fuzzer's
+error_class groups "both raise, different exception classes", "IndexError vs RuntimeError" and "CPU has no kernel
+for the dtype; tpu rejects the input otherwise"). Merged with the other `BOUND_CHECKS` by ops/arg_order_checks.py,
+so they run before the refusal table and the lowering, in eager mode and for a compiled graph's node (only `shape`
+and `dtype` are read).
+
+- In-place binary TensorIterator ops (__ilshift__, __irshift__, floor_divide_): the broadcast shape must be
+  self's ("output with shape ... doesn't match the broadcast shape ..."), then the common dtype must cast to
+  self's ("result type Float can't be cast to the desired output type Int"), both before the kernel's dispatch.
+- elu.out: unary_op's check_all_same_dtype ("Found dtype Float but expected Char") before elu_cpu's dispatch.
+- huber_loss: the delta > 0 check, the broadcast of input and target and the cast of their common dtype to the
+  loss (input's dtype, out='s without a reduction), then huber_cpu's dispatch.
+- im2col: the kernel_size/dilation/padding/stride checks, then `input.size(1)` and `input.size(2)` read before
+  the rank check (IndexError for a 0-d, 1-d or 2-d input).
+- narrow_copy.out (narrow_copy_dense_cpu_out): a 0-d self, out='s dtype, then a non-negative dim checked with a
+  bare TORCH_CHECK (RuntimeError), a negative one wrapped (IndexError), then start and length.
+- linalg_lu.out: the meta's rank check, then each out's dtype (P, L, U) before lu_cpu's dispatch.
+- _ctc_loss / _ctc_loss_backward: ctc_loss_cpu's AT_DISPATCH_FLOATING_TYPES on log_probs comes first; half and
+  bfloat16, which CPU's kernel lacks, run on tpu.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchtpu.ops.arg_checks import dim_size, sizes_text, wrap_dim
+from torchtpu.ops.cpu_raise_checks import broadcast
+from torchtpu.ops.tracing import aten_meta_name, aten_type_name
+
+Bound = dict[str, Any]
+_CHECK_WORDS = ("to be true, but got false.  (Could this error message be improved?  If so, please report an "
+                "enhancement request to PyTorch.)")
+
+
+def _is_tensor(v: Any) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "dtype")
+
+
+def _meta(v: Any) -> Any:
+    """A stand-in for type promotion: a tensor's dtype and whether it is 0-d; a Python scalar as itself."""
+    if _is_tensor(v):
+        return torch.empty([1] * min(len(v.shape), 1), dtype=v.dtype, device="meta")
+    return v
+
+
+def _cast_check(result: torch.dtype, out: torch.dtype) -> None:
+    if not torch.can_cast(result, out):
+        raise RuntimeError(f"result type {aten_type_name(result)} can't be cast to the desired output type "
+                           f"{aten_type_name(out)}")
+
+
+def _inplace_binary(a: Bound) -> None:  # TensorIterator::binary_op(self, self, other): shape, then the cast
+    x, other = a["self"], a["other"]
+    if _is_tensor(other):
+        shape = broadcast(x.shape, other.shape)
+        if shape != [int(s) for s in x.shape]:
+            raise RuntimeError(f"output with shape {sizes_text(x.shape)} doesn't match the broadcast shape "
+                               f"{sizes_text(shape)}")
+    _cast_check(torch.result_type(_meta(x), _meta(other)), x.dtype)
+
+
+def _same_dtype_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_same_dtype
+    out = a.get("out")
+    if out is not None and out.dtype != a["self"].dtype:
+        raise RuntimeError(f"Found dtype {aten_type_name(out.dtype)} but expected {aten_type_name(a['self'].dtype)}")
+
+
+def _huber_loss(a: Bound) -> None:  # Loss.cpp huber_loss / huber_loss_out
+    if not a.get("delta", 1.0) > 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    x, target = a["self"], a["target"]
+    broadcast(x.shape, target.shape)
+    out = a.get("out")
+    loss = out.dtype if out is not None and a.get("reduction", 1) == 0 else x.dtype
+    _cast_check(torch.result_type(_meta(x), _meta(target)), loss)
+
+
+def _im2col(a: Bound) -> None:  # im2col_out_cpu_template, then im2col_shape_check up to its size reads
+    for what in ("kernel_size", "dilation", "padding", "stride"):
+        if len(a[what]) != 2:
+            raise RuntimeError(f"It is expected {what} equals to 2, but got size {len(a[what])}")
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (a[w] for w in ("kernel_size", "dilation", "padding", "stride"))
+    if not (kw > 0 and kh > 0):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kh} kernel_width: {kw}")
+    if not (dw > 0 and dh > 0):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dh} dilation_width: "
+                           f"{dw}")
+    if not (pw >= 0 and ph >= 0):
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {ph} pad_width: {pw}")
+    if not (sw > 0 and sh > 0):
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {sh} stride_width: {sw}")
+    shape = a["self"].shape
+    dim_size(shape, 1)
+    dim_size(shape, 2)
+
+
+def _narrow_copy_out(a: Bound) -> None:  # narrow_copy_dense_cpu_out
+    x, out, dim = a["self"], a.get("out"), a["dim"]
+    if out is None:
+        return
+    if len(x.shape) == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if x.dtype != out.dtype:
+        raise RuntimeError(f"Expected self.dtype() == output.dtype() {_CHECK_WORDS}")
+    if dim < 0:
+        dim = wrap_dim(dim, len(x.shape))
+    elif dim >= len(x.shape):
+        raise RuntimeError(f"Expected dim < static_cast<int64_t>(self_sizes.size()) {_CHECK_WORDS}")
+
+
+def _linalg_lu_out(a: Bound) -> None:  # linalg_lu's meta: the rank, then set_output's dtype check of P, L, U
+    x = a["A"]
+    if len(x.shape) < 2:
+        raise RuntimeError(f"linalg.lu: Expected tensor with 2 or more dimensions. Got size: {list(x.shape)} instead")
+    for name in ("P", "L", "U"):
+        out = a.get(name)
+        if out is not None and out.dtype != x.dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {aten_meta_name(x.dtype)}, but got "
+                               f"{aten_meta_name(out.dtype)} instead")
+
+
+_CTC_TPU = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _ctc(kernel: str) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # AT_DISPATCH_FLOATING_TYPES(log_probs) before the template's checks
+        dtype = a["log_probs"].dtype
+        if dtype not in _CTC_TPU:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(dtype)}'")
+    return check
+
+
+BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
+    "__ilshift__": _inplace_binary, "__irshift__": _inplace_binary, "floor_divide_": _inplace_binary,
+    "elu": _same_dtype_out, "huber_loss": _huber_loss, "im2col": _im2col, "narrow_copy": _narrow_copy_out,
+    "linalg_lu": _linalg_lu_out, "_ctc_loss": _ctc("ctc_loss_cpu"), "_ctc_loss_backward": _ctc("ctc_loss_backward_cpu"),
+}
