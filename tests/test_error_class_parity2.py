@@ -61,6 +61,50 @@ CASES: dict[str, Callable[[str], object]] = {
     "div_scalar_mode_out": lambda d: aten.div.Scalar_mode_out(_t((1, 2, 1), torch.int32, d), -1.03 + 1j,
                                                               rounding_mode="trunc", out=_t((1, 2, 1), torch.int32, d)),
     "igammac_inplace_byte": lambda d: aten.igammac_.default(_t((5, 2), torch.uint8, d), _t((5, 2), torch.uint8, d)),
+    "igammac_inplace_cast": lambda d: aten.igammac_.default(_t((3,), torch.bool, d), _t((3,), torch.uint8, d)),
+    "ilshift_overlap": lambda d: aten.__ilshift__.Tensor(_t((1, 3), torch.bool, d).expand(2, 3),
+                                                         _t((2, 3), torch.bool, d)),
+    "narrow_copy_start": lambda d: aten.narrow_copy.out(_t((2, 1), torch.float32, d), 1, 4, -1,
+                                                        out=_t((0,), torch.float32, d)),
+    "ctc_loss_backward_half": lambda d: aten._ctc_loss_backward.out(
+        _t((1, 3), torch.float16, d), _t((1, 3), torch.float16, d), _t((1, 3), torch.float16, d), [1, 3], [1, 3],
+        _t((1, 3), torch.float16, d), _t((4, 2), torch.float32, d), 1, out=_t((1, 3), torch.float16, d)),
+    "ctc_loss_float_targets": lambda d: aten._ctc_loss.default(_t((4, 1, 3), torch.float32, d),
+                                                               _t((1, 2), torch.float32, d), [4], [2]),
+    "ctc_loss_backward_rank": lambda d: aten._ctc_loss_backward.out(
+        _t((1, 2), torch.float32, d), _t((4, 4), torch.float32, d), _t((1, 2), torch.float32, d), [1], [3],
+        _t((1, 2), torch.float32, d), _t((1, 2), torch.float32, d), 0, True, out=_t((1, 2), torch.float32, d)),
+    # batch_norm_backward_cpu: the dispatch on input, the mixed type, then input.size(1)
+    "batch_norm_backward_0d": lambda d: aten.batch_norm_backward.default(
+        _t((), torch.float32, d), _t((), torch.float32, d), _t((2, 2, 1), torch.float32, d), _t((), torch.float32, d),
+        _t((), torch.float32, d), _t((), torch.float32, d), None, False, 1e-5, [False, True, False],
+        _t((), torch.float32, d)),
+    "batch_norm_backward_int": lambda d: aten.batch_norm_backward.default(
+        _t((4,), torch.float32, d), _t((4,), torch.int16, d), _t((4,), torch.float64, d), _t((4,), torch.float64, d),
+        _t((2, 3), torch.float64, d), None, _t((4,), torch.float64, d), True, 1e-5, [False, False, True],
+        _t((4, 4), torch.float64, d)),
+    "batch_norm_backward_mixed": lambda d: aten.batch_norm_backward.default(
+        _t((), torch.bool, d), _t((), torch.float32, d), _t((3,), torch.bool, d), _t((), torch.bool, d), None, None,
+        _t((), torch.bool, d), True, 1e-5, [False, True, False], _t((), torch.bool, d)),
+    # _fused_sgd_: grad_scale / found_inf read as float*, then the list lengths
+    "fused_sgd_found_inf_dtype": lambda d: aten._fused_sgd_.default(
+        [_t((2,), torch.float32, d)], [_t((2,), torch.float32, d)], [], weight_decay=0.0, momentum=0.0, lr=0.1,
+        dampening=0.0, nesterov=False, maximize=False, is_first_step=True, grad_scale=_t((1,), torch.float32, d),
+        found_inf=_t((1,), torch.uint8, d)),
+    "fused_sgd_grad_scale_dtype": lambda d: aten._fused_sgd_.default(
+        [_t((2,), torch.float32, d)], [_t((2,), torch.float32, d)], [], weight_decay=0.0, momentum=0.0, lr=0.1,
+        dampening=0.0, nesterov=False, maximize=False, is_first_step=True, grad_scale=_t((1,), torch.float64, d)),
+    "fused_sgd_lists_after_found_inf": lambda d: aten._fused_sgd_.default(
+        [_t((2,), torch.float32, d)], [_t((2,), torch.float32, d)], [_t((2,), torch.float32, d)] * 2,
+        weight_decay=0.0, momentum=0.5, lr=0.1, dampening=0.0, nesterov=False, maximize=False, is_first_step=True,
+        found_inf=torch.zeros(1, device=d)),
+    # avg_pool2d's meta before the kernel's uint8 dispatch
+    "avg_pool2d_byte_pad": lambda d: aten.avg_pool2d.default(_t((5, 4, 2, 5), torch.uint8, d), [2, 3], [3, 3], [0, 2],
+                                                             True, divisor_override=6),
+    "avg_pool2d_byte_rank": lambda d: aten.avg_pool2d.default(_t((4, 3), torch.uint8, d), [2, 3]),
+    # _foreach_abs.out computes _foreach_abs first
+    "foreach_abs_out_bool": lambda d: aten._foreach_abs.out([_t((3,), torch.bool, d)],
+                                                            out=[_t((0,), torch.bool, d), _t((0,), torch.bool, d)]),
 }
 
 

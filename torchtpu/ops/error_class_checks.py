@@ -5,7 +5,8 @@ for the dtype; tpu rejects the input otherwise"). Merged with the other `BOUND_C
 so they run before the refusal table and the lowering, in eager mode and for a compiled graph's node (only `shape`
 and `dtype` are read).
 
-- In-place binary TensorIterator ops (__ilshift__, __irshift__, floor_divide_): the broadcast shape must be
+- In-place binary TensorIterator ops (__ilshift__, __irshift__, floor_divide_): self must not overlap itself
+  (assert_no_internal_overlap), the broadcast shape must be
   self's ("output with shape ... doesn't match the broadcast shape ..."), then the common dtype must cast to
   self's ("result type Float can't be cast to the desired output type Int"), both before the kernel's dispatch.
 - elu.out: unary_op's check_all_same_dtype ("Found dtype Float but expected Char") before elu_cpu's dispatch.
@@ -16,8 +17,14 @@ and `dtype` are read).
 - narrow_copy.out (narrow_copy_dense_cpu_out): a 0-d self, out='s dtype, then a non-negative dim checked with a
   bare TORCH_CHECK (RuntimeError), a negative one wrapped (IndexError), then start and length.
 - linalg_lu.out: the meta's rank check, then each out's dtype (P, L, U) before lu_cpu's dispatch.
-- _ctc_loss / _ctc_loss_backward: ctc_loss_cpu's AT_DISPATCH_FLOATING_TYPES on log_probs comes first; half and
-  bfloat16, which CPU's kernel lacks, run on tpu.
+- _ctc_loss / _ctc_loss_backward: ctc_loss_cpu's AT_DISPATCH_FLOATING_TYPES on log_probs comes first (float32
+  and float64, as CPU and CUDA: half and bfloat16 are refused too), then the forward's targets of Long or Int, the
+  backward's template's reads of log_probs.size(0..2).
+- igamma_ / igammac_: the in-place TensorIterator's checks, then the floating dispatch on self's dtype.
+- batch_norm_backward (batch_norm_backward_cpu): the dispatch on input, the mixed-type rules, input.size(1).
+- _fused_sgd_: grad_scale and found_inf read as float* (data_ptr<float>) before anything else.
+- avg_pool2d: its meta's checks (ops/pool_checks.py) before the kernel's dispatch (a uint8 input).
+- _foreach_abs.out: the functional _foreach_abs (abs_cpu's Bool refusal) before the out list's checks.
 """
 
 from __future__ import annotations
@@ -27,8 +34,11 @@ from typing import Any
 
 import torch
 
-from torchtpu.ops.arg_checks import dim_size, sizes_text, wrap_dim
+from torchtpu.dtypes import FLOATS
+from torchtpu.ops import cpu_raise_checks2, pool_checks
+from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text, wrap_dim
 from torchtpu.ops.cpu_raise_checks import broadcast
+from torchtpu.ops.norm_checks import _check_dtypes as check_param_dtypes
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
 Bound = dict[str, Any]
@@ -53,14 +63,27 @@ def _cast_check(result: torch.dtype, out: torch.dtype) -> None:
                            f"{aten_type_name(out)}")
 
 
-def _inplace_binary(a: Bound) -> None:  # TensorIterator::binary_op(self, self, other): shape, then the cast
+def _inplace_binary(a: Bound) -> None:  # TensorIterator::binary_op(self, self, other): overlap, shape, cast
     x, other = a["self"], a["other"]
+    if isinstance(x, torch.Tensor):
+        from torchtpu.execution import eager
+
+        eager.refuse_internal_overlap("in-place op", x)
     if _is_tensor(other):
         shape = broadcast(x.shape, other.shape)
         if shape != [int(s) for s in x.shape]:
             raise RuntimeError(f"output with shape {sizes_text(x.shape)} doesn't match the broadcast shape "
                                f"{sizes_text(shape)}")
     _cast_check(torch.result_type(_meta(x), _meta(other)), x.dtype)
+
+
+def _igamma_inplace(kernel: str) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # the in-place TensorIterator's checks, then the floating dispatch on self's dtype
+        _inplace_binary(a)
+        x = a["self"]
+        if x.dtype not in FLOATS:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(x.dtype)}'")
+    return check
 
 
 def _same_dtype_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_same_dtype
@@ -110,6 +133,12 @@ def _narrow_copy_out(a: Bound) -> None:  # narrow_copy_dense_cpu_out
         dim = wrap_dim(dim, len(x.shape))
     elif dim >= len(x.shape):
         raise RuntimeError(f"Expected dim < static_cast<int64_t>(self_sizes.size()) {_CHECK_WORDS}")
+    cur, start, length = int(x.shape[dim]), a["start"], a["length"]
+    if not -cur <= start <= cur:
+        raise IndexError(f"start out of range (expected to be in range of [{-cur}, {cur}], but got {start})")
+    start = start + cur if start < 0 else start
+    if not (length >= 0 and start <= cur - length):
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({cur}).")
 
 
 def _linalg_lu_out(a: Bound) -> None:  # linalg_lu's meta: the rank, then set_output's dtype check of P, L, U
@@ -123,19 +152,57 @@ def _linalg_lu_out(a: Bound) -> None:  # linalg_lu's meta: the rank, then set_ou
                                f"{aten_meta_name(out.dtype)} instead")
 
 
-_CTC_TPU = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-
-
 def _ctc(kernel: str) -> Callable[[Bound], None]:
     def check(a: Bound) -> None:  # AT_DISPATCH_FLOATING_TYPES(log_probs) before the template's checks
-        dtype = a["log_probs"].dtype
-        if dtype not in _CTC_TPU:
-            raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(dtype)}'")
+        log_probs = a["log_probs"]
+        if log_probs.dtype not in (torch.float32, torch.float64):
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(log_probs.dtype)}'")
+        targets = a["targets"]
+        if kernel == "ctc_loss_cpu" and targets.dtype not in (torch.int64, torch.int32):
+            raise RuntimeError("Expected tensor for argument #2 'targets' to have scalar type Int; but got "
+                               f"{legacy_type_name(targets.dtype)} instead (while checking arguments for "
+                               "ctc_loss_allocate_outputs)")
+        if kernel == "ctc_loss_backward_cpu":  # the template's first lines: log_probs.size(0), (1), (2)
+            for dim in range(3):
+                dim_size(log_probs.shape, dim)
     return check
+
+
+def _batch_norm_backward(a: Bound) -> None:  # batch_norm_backward_cpu: the dispatch, the mixed type, size(1)
+    x = a["input"]
+    if x.dtype not in FLOATS:
+        raise NotImplementedError(f"\"batch_norm_backward_cpu\" not implemented for '{aten_type_name(x.dtype)}'")
+    check_param_dtypes(x, [a.get(n) for n in ("weight", "running_mean", "running_var", "save_mean", "save_var")])
+    dim_size(x.shape, 1)
+
+
+def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_: grad_scale, then found_inf, read as float*
+    for name in ("grad_scale", "found_inf"):
+        t = a.get(name)
+        if t is not None and t.dtype != torch.float32:
+            raise RuntimeError(f"expected scalar type Float but found {aten_type_name(t.dtype)}")
+    found_inf = a.get("found_inf")  # then `if (*found_inf_ptr == 1.0) return;` and the list-length checks
+    if isinstance(found_inf, torch.Tensor) and found_inf.numel() and float(found_inf.reshape(-1)[0]) != 1.0:
+        cpu_raise_checks2.BOUND_CHECKS["_fused_sgd_"]({**a, "found_inf": None})
+
+
+def _avg_pool2d(a: Bound) -> None:  # avg_pool2d's meta before the kernel's dispatch
+    pool_checks.params("avg", 2, a["self"].shape, a["kernel_size"], a.get("stride", ()), a.get("padding", 0), 1,
+                       a.get("ceil_mode", False), a.get("divisor_override"))
+
+
+def _foreach_abs_out(a: Bound) -> None:  # the out= form computes _foreach_abs(self) first, then copies
+    if a.get("out") is not None:
+        for t in a["self"]:
+            if t.dtype == torch.bool:
+                raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
 
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "__ilshift__": _inplace_binary, "__irshift__": _inplace_binary, "floor_divide_": _inplace_binary,
     "elu": _same_dtype_out, "huber_loss": _huber_loss, "im2col": _im2col, "narrow_copy": _narrow_copy_out,
-    "linalg_lu": _linalg_lu_out, "_ctc_loss": _ctc("ctc_loss_cpu"), "_ctc_loss_backward": _ctc("ctc_loss_backward_cpu"),
+    "linalg_lu": _linalg_lu_out, "batch_norm_backward": _batch_norm_backward, "_fused_sgd_": _fused_sgd,
+    "avg_pool2d": _avg_pool2d, "_foreach_abs": _foreach_abs_out, "_ctc_loss": _ctc("ctc_loss_cpu"),
+    "_ctc_loss_backward": _ctc("ctc_loss_backward_cpu"), "igamma_": _igamma_inplace("igamma_cpu"),
+    "igammac_": _igamma_inplace("igammac_cpu"),
 }
