@@ -11,17 +11,20 @@ and `dtype` are read).
   self's ("result type Float can't be cast to the desired output type Int"), both before the kernel's dispatch.
 - elu.out: unary_op's check_all_same_dtype ("Found dtype Float but expected Char") before elu_cpu's dispatch.
 - huber_loss: the delta > 0 check, the broadcast of input and target and the cast of their common dtype to the
-  loss (input's dtype, out='s without a reduction), then huber_cpu's dispatch.
+  loss (input's dtype, or out='s), then huber_cpu's dispatch on the common dtype.
 - im2col: the kernel_size/dilation/padding/stride checks, then `input.size(1)` and `input.size(2)` read before
-  the rank check (IndexError for a 0-d, 1-d or 2-d input).
+  the rank check (IndexError for a 0-d, 1-d or 2-d input; a 0 size(1) skips the second read), then the rank check.
 - narrow_copy.out (narrow_copy_dense_cpu_out): a 0-d self, out='s dtype, then a non-negative dim checked with a
   bare TORCH_CHECK (RuntimeError), a negative one wrapped (IndexError), then start and length.
 - linalg_lu.out: the meta's rank check, then each out's dtype (P, L, U) before lu_cpu's dispatch.
 - _ctc_loss / _ctc_loss_backward: ctc_loss_cpu's AT_DISPATCH_FLOATING_TYPES on log_probs comes first (float32
-  and float64, as CPU and CUDA: half and bfloat16 are refused too), then the forward's targets of Long or Int, the
-  backward's template's reads of log_probs.size(0..2).
+  and float64, as CPU and CUDA: half and bfloat16 are refused too), then the forward's empty log_probs, targets of
+  Long or Int, their ranks (ctc_loss_allocate_outputs), the backward's template's reads of log_probs.size(0..2).
 - igamma_ / igammac_: the in-place TensorIterator's checks, then the floating dispatch on self's dtype.
-- batch_norm_backward (batch_norm_backward_cpu): the dispatch on input, the mixed-type rules, input.size(1).
+- batch_norm_backward (batch_norm_backward_cpu): the dispatch on input, the mixed-type rules (only where the first
+  defined parameter's dtype is not input's), input.size(1).
+- threshold_: its TensorIterator skips the overlap check (threshold is idempotent), so threshold_cpu's dispatch
+  (no bool, no complex) comes before tpu's refusal of a self that overlaps itself.
 - _fused_sgd_: grad_scale and found_inf read as float* (data_ptr<float>) before anything else.
 - avg_pool2d: its meta's checks (ops/pool_checks.py) before the kernel's dispatch (a uint8 input).
 - _foreach_abs.out: the functional _foreach_abs (abs_cpu's Bool refusal) before the out list's checks.
@@ -98,8 +101,10 @@ def _huber_loss(a: Bound) -> None:  # Loss.cpp huber_loss / huber_loss_out
     x, target = a["self"], a["target"]
     broadcast(x.shape, target.shape)
     out = a.get("out")
-    loss = out.dtype if out is not None and a.get("reduction", 1) == 0 else x.dtype
-    _cast_check(torch.result_type(_meta(x), _meta(target)), loss)
+    common = torch.result_type(_meta(x), _meta(target))
+    _cast_check(common, out.dtype if out is not None else x.dtype)
+    if common not in FLOATS:  # huber_cpu dispatches on the common dtype (bool with int32 is Int, not Bool)
+        raise NotImplementedError(f"\"huber_cpu\" not implemented for '{aten_type_name(common)}'")
 
 
 def _im2col(a: Bound) -> None:  # im2col_out_cpu_template, then im2col_shape_check up to its size reads
@@ -116,9 +121,11 @@ def _im2col(a: Bound) -> None:  # im2col_out_cpu_template, then im2col_shape_che
         raise RuntimeError(f"padding should be non-negative, but got pad_height: {ph} pad_width: {pw}")
     if not (sw > 0 and sh > 0):
         raise RuntimeError(f"stride should be greater than zero, but got stride_height: {sh} stride_width: {sw}")
-    shape = a["self"].shape
-    dim_size(shape, 1)
-    dim_size(shape, 2)
+    shape = [int(v) for v in a["self"].shape]
+    valid = dim_size(shape, 1) != 0 and dim_size(shape, 2) != 0  # C++'s && skips size(2) after a 0
+    if not ((len(shape) == 3 and shape[0] and valid) or (len(shape) == 4 and valid and shape[3] != 0)):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {sizes_text(shape)}")
 
 
 def _narrow_copy_out(a: Bound) -> None:  # narrow_copy_dense_cpu_out
@@ -157,11 +164,20 @@ def _ctc(kernel: str) -> Callable[[Bound], None]:
         log_probs = a["log_probs"]
         if log_probs.dtype not in (torch.float32, torch.float64):
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(log_probs.dtype)}'")
-        targets = a["targets"]
-        if kernel == "ctc_loss_cpu" and targets.dtype not in (torch.int64, torch.int32):
-            raise RuntimeError("Expected tensor for argument #2 'targets' to have scalar type Int; but got "
-                               f"{legacy_type_name(targets.dtype)} instead (while checking arguments for "
-                               "ctc_loss_allocate_outputs)")
+        targets, shape = a["targets"], log_probs.shape
+        if kernel == "ctc_loss_cpu":  # ctc_loss_cpu_template, then ctc_loss_allocate_outputs
+            if 0 in shape:
+                raise RuntimeError("log_probs tensor must not be empty")
+            where = "(while checking arguments for ctc_loss_allocate_outputs)"
+            if targets.dtype not in (torch.int64, torch.int32):
+                raise RuntimeError("Expected tensor for argument #2 'targets' to have scalar type Int; but got "
+                                   f"{legacy_type_name(targets.dtype)} instead {where}")
+            if len(shape) != 3:
+                raise RuntimeError(f"Expected 3-dimensional tensor, but got {len(shape)}-dimensional tensor for "
+                                   f"argument #1 'log_probs' {where}")
+            if len(targets.shape) not in (1, 2):
+                raise RuntimeError(f"Expected 1 to 2 dimensions, but got {len(targets.shape)}-dimensional tensor "
+                                   f"for argument #2 'targets' {where}")
         if kernel == "ctc_loss_backward_cpu":  # the template's first lines: log_probs.size(0), (1), (2)
             for dim in range(3):
                 dim_size(log_probs.shape, dim)
@@ -172,7 +188,10 @@ def _batch_norm_backward(a: Bound) -> None:  # batch_norm_backward_cpu: the disp
     x = a["input"]
     if x.dtype not in FLOATS:
         raise NotImplementedError(f"\"batch_norm_backward_cpu\" not implemented for '{aten_type_name(x.dtype)}'")
-    check_param_dtypes(x, [a.get(n) for n in ("weight", "running_mean", "running_var", "save_mean", "save_var")])
+    params = [a.get(n) for n in ("weight", "running_mean", "running_var", "save_mean", "save_var")]
+    given = [p for p in params if p is not None]
+    if given and given[0].dtype != x.dtype:  # is_mixed_type: then checkMixedDataTypes (else no dtype check here)
+        check_param_dtypes(x, params)
     dim_size(x.shape, 1)
 
 
@@ -184,6 +203,12 @@ def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_: grad_scale, then fo
     found_inf = a.get("found_inf")  # then `if (*found_inf_ptr == 1.0) return;` and the list-length checks
     if isinstance(found_inf, torch.Tensor) and found_inf.numel() and float(found_inf.reshape(-1)[0]) != 1.0:
         cpu_raise_checks2.BOUND_CHECKS["_fused_sgd_"]({**a, "found_inf": None})
+
+
+def _threshold_(a: Bound) -> None:  # threshold's TensorIterator skips the overlap check: the dispatch comes first
+    x = a["self"]
+    if x.dtype == torch.bool or x.dtype.is_complex:
+        raise NotImplementedError(f"\"threshold_cpu\" not implemented for '{aten_type_name(x.dtype)}'")
 
 
 def _avg_pool2d(a: Bound) -> None:  # avg_pool2d's meta before the kernel's dispatch
@@ -204,5 +229,5 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "linalg_lu": _linalg_lu_out, "batch_norm_backward": _batch_norm_backward, "_fused_sgd_": _fused_sgd,
     "avg_pool2d": _avg_pool2d, "_foreach_abs": _foreach_abs_out, "_ctc_loss": _ctc("ctc_loss_cpu"),
     "_ctc_loss_backward": _ctc("ctc_loss_backward_cpu"), "igamma_": _igamma_inplace("igamma_cpu"),
-    "igammac_": _igamma_inplace("igammac_cpu"),
+    "igammac_": _igamma_inplace("igammac_cpu"), "threshold_": _threshold_,
 }
