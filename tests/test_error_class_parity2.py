@@ -98,6 +98,11 @@ CASES: dict[str, Callable[[str], object]] = {
         [_t((2,), torch.float32, d)], [_t((2,), torch.float32, d)], [_t((2,), torch.float32, d)] * 2,
         weight_decay=0.0, momentum=0.5, lr=0.1, dampening=0.0, nesterov=False, maximize=False, is_first_step=True,
         found_inf=torch.zeros(1, device=d)),
+    "fused_sgd_lists_after_empty_found_inf": lambda d: aten._fused_sgd_.default(
+        [_t((0, 0), torch.float32, d), _t((2, 1), torch.int16, d)], [_t((0, 0), torch.float32, d)],
+        [_t((0, 0), torch.float32, d)] * 2, weight_decay=2.0, momentum=3.0, lr=-1.0, dampening=2.0, nesterov=True,
+        maximize=True, is_first_step=False, grad_scale=_t((0, 0), torch.float32, d),
+        found_inf=_t((0, 0), torch.float32, d)),
     # avg_pool2d's meta before the kernel's uint8 dispatch
     "avg_pool2d_byte_pad": lambda d: aten.avg_pool2d.default(_t((5, 4, 2, 5), torch.uint8, d), [2, 3], [3, 3], [0, 2],
                                                              True, divisor_override=6),

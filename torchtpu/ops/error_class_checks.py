@@ -201,7 +201,7 @@ def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_: grad_scale, then fo
         if t is not None and t.dtype != torch.float32:
             raise RuntimeError(f"expected scalar type Float but found {aten_type_name(t.dtype)}")
     found_inf = a.get("found_inf")  # then `if (*found_inf_ptr == 1.0) return;` and the list-length checks
-    if isinstance(found_inf, torch.Tensor) and found_inf.numel() and float(found_inf.reshape(-1)[0]) != 1.0:
+    if isinstance(found_inf, torch.Tensor) and (not found_inf.numel() or float(found_inf.reshape(-1)[0]) != 1.0):
         cpu_raise_checks2.BOUND_CHECKS["_fused_sgd_"]({**a, "found_inf": None})
 
 
