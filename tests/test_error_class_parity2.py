@@ -135,3 +135,20 @@ def test_refused_as_cpu(name: str, mode: str) -> None:
 @pytest.mark.parametrize("name", ["ilshift_tensor_cast", "huber_delta", "im2col_1d", "elu_out_dtype"])
 def test_refused_as_cpu_compiled(name: str) -> None:
     assert_refused_as_cpu_compiled(CASES[name])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_baddbmm_out_dtype_refused(mode: str) -> None:
+    """CPU has no baddbmm.dtype_out kernel ("Could not run ... from the 'CPU' backend"); tpu refuses it in the same
+    class, naming its own backend (it used to run upstream's baddbmm decomposition with out_dtype as beta)."""
+    def case(d: str) -> object:
+        b = _t((2, 3, 3), torch.bfloat16, d)
+        return aten.baddbmm.dtype_out(b, b, b, torch.float32, out=_t((2, 3, 3), torch.float32, d))
+
+    with pytest.raises(NotImplementedError, match=r"Could not run 'aten::baddbmm.dtype_out' with arguments from the "
+                                                   r"'CPU' backend"):
+        case("cpu")
+    with torch.tpu.eager_mode(mode), pytest.raises(NotImplementedError,
+                                                   match=r"Could not run 'aten::baddbmm.dtype_out'"):
+        case("tpu")
+        torch.tpu.synchronize()

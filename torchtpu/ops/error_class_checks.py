@@ -27,6 +27,8 @@ and `dtype` are read).
   (no bool, no complex) comes before tpu's refusal of a self that overlaps itself.
 - _fused_sgd_: grad_scale and found_inf read as float* (data_ptr<float>) before anything else.
 - avg_pool2d: its meta's checks (ops/pool_checks.py) before the kernel's dispatch (a uint8 input).
+- baddbmm.dtype / .dtype_out: CPU has no kernel (NotImplementedError for any input); upstream's baddbmm
+  decomposition, which tpu ran for them, reads out_dtype as beta (a TypeError): refused as CPU does.
 - _foreach_abs.out: the functional _foreach_abs (abs_cpu's Bool refusal) before the out list's checks.
 """
 
@@ -211,6 +213,14 @@ def _threshold_(a: Bound) -> None:  # threshold's TensorIterator skips the overl
         raise NotImplementedError(f"\"threshold_cpu\" not implemented for '{aten_type_name(x.dtype)}'")
 
 
+def _baddbmm_out_dtype(a: Bound) -> None:  # baddbmm.dtype / .dtype_out: CUDA's kernels only
+    if "out_dtype" in a:
+        overload = "dtype_out" if a.get("out") is not None else "dtype"
+        raise NotImplementedError(f"Could not run 'aten::baddbmm.{overload}' with arguments from the 'tpu' backend: "
+                                  "like CPU, which has no kernel for it, tpu refuses an out_dtype (CUDA's fp16/bf16 "
+                                  "-> fp32 form); use baddbmm and .to(out_dtype)")
+
+
 def _avg_pool2d(a: Bound) -> None:  # avg_pool2d's meta before the kernel's dispatch
     pool_checks.params("avg", 2, a["self"].shape, a["kernel_size"], a.get("stride", ()), a.get("padding", 0), 1,
                        a.get("ceil_mode", False), a.get("divisor_override"))
@@ -230,4 +240,5 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "avg_pool2d": _avg_pool2d, "_foreach_abs": _foreach_abs_out, "_ctc_loss": _ctc("ctc_loss_cpu"),
     "_ctc_loss_backward": _ctc("ctc_loss_backward_cpu"), "igamma_": _igamma_inplace("igamma_cpu"),
     "igammac_": _igamma_inplace("igammac_cpu"), "threshold_": _threshold_,
+    "baddbmm": _baddbmm_out_dtype,
 }
