@@ -142,8 +142,8 @@ def test_baddbmm_out_dtype_refused(mode: str) -> None:
     """CPU has no baddbmm.dtype_out kernel ("Could not run ... from the 'CPU' backend"); tpu refuses it in the same
     class, naming its own backend (it used to run upstream's baddbmm decomposition with out_dtype as beta)."""
     def case(d: str) -> object:
-        b = _t((2, 3, 3), torch.bfloat16, d)
-        return aten.baddbmm.dtype_out(b, b, b, torch.float32, out=_t((2, 3, 3), torch.float32, d))
+        b = _t((2, 3, 3), torch.uint8, d)  # a beta out of uint8's range: the refusal still comes first
+        return aten.baddbmm.dtype_out(b, b, b, torch.uint8, beta=1e30, out=_t((2, 3, 3), torch.uint8, d))
 
     with pytest.raises(NotImplementedError, match=r"Could not run 'aten::baddbmm.dtype_out' with arguments from the "
                                                    r"'CPU' backend"):

@@ -213,7 +213,8 @@ def _threshold_(a: Bound) -> None:  # threshold's TensorIterator skips the overl
         raise NotImplementedError(f"\"threshold_cpu\" not implemented for '{aten_type_name(x.dtype)}'")
 
 
-def _baddbmm_out_dtype(a: Bound) -> None:  # baddbmm.dtype / .dtype_out: CUDA's kernels only
+def baddbmm_out_dtype(a: Bound) -> None:  # baddbmm.dtype / .dtype_out: CUDA's kernels only (run first:
+    # ops/arg_order_checks.py's own table, before cpu_raise_checks2's beta/alpha conversion)
     if "out_dtype" in a:
         overload = "dtype_out" if a.get("out") is not None else "dtype"
         raise NotImplementedError(f"Could not run 'aten::baddbmm.{overload}' with arguments from the 'tpu' backend: "
@@ -240,5 +241,4 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "avg_pool2d": _avg_pool2d, "_foreach_abs": _foreach_abs_out, "_ctc_loss": _ctc("ctc_loss_cpu"),
     "_ctc_loss_backward": _ctc("ctc_loss_backward_cpu"), "igamma_": _igamma_inplace("igamma_cpu"),
     "igammac_": _igamma_inplace("igammac_cpu"), "threshold_": _threshold_,
-    "baddbmm": _baddbmm_out_dtype,
 }
