@@ -23,6 +23,7 @@ from torchtpu.ops import (
     cpu_raise_checks2,
     cpu_raise_checks3,
     dtype_refusals,
+    error_class_checks,
     error_parity_checks,
     fused_optim_checks,
     inplace_scalar_checks,
@@ -36,7 +37,7 @@ from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 Bound = dict[str, Any]
 # the modules whose BOUND_CHECKS run behind this module's own (CPU's checks after those above)
 _LATER = (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, inplace_scalar_checks, onednn_checks,
-          fused_optim_checks, ldexp, error_parity_checks, weight_norm_checks)
+          fused_optim_checks, ldexp, error_parity_checks, weight_norm_checks, error_class_checks)
 
 
 def _bind(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Bound:
@@ -383,9 +384,12 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "rrelu_with_noise": _rrelu_with_noise, "softplus_backward": _softplus_backward, "norm": _norm,
     "tril_indices": _tri_indices("tril_indices"), "triu_indices": _tri_indices("triu_indices"),
     "_cdist_backward": _cdist_backward, "hypot_": binary_inplace, "nonzero_static": _nonzero_static,
+    "baddbmm": error_class_checks.baddbmm_out_dtype,
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
-_REFUSAL_BEFORE_OUT = frozenset({"median.out", "nanmedian.out", "igamma.out", "igammac.out"})
+_REFUSAL_BEFORE_OUT = frozenset({"median.out", "nanmedian.out", "igamma.out", "igammac.out",
+                                 "bitwise_left_shift.Scalar_Tensor_out",
+                                 "bitwise_right_shift.Scalar_Tensor_out", "div.Scalar_mode_out"})
 # the median checks that read a dim
 _MEDIAN_DIM = frozenset({"dim", "dim_values"})
 
