@@ -29,8 +29,9 @@ def test_recorded_ops_leave_no_tracked_objects():
         gc.collect()
         grown = len(gc.get_objects()) - before
         torch.tpu.synchronize()
-    # before: Event, its __dict__, Slot and a torch.UntypedStorage per op (6,671 on the code before)
-    assert grown < 50, f"{grown} more tracked objects after recording 2,000 ops"
+    # before: Event, its __dict__, Slot and a torch.UntypedStorage per op (6,671 on the code before); the margin
+    # is for other threads' objects (pytest-xdist's channel), far below one per op
+    assert grown < 500, f"{grown} more tracked objects after recording 2,000 ops"
 
 
 @pytest.mark.parametrize("repeats", [1, 3])
