@@ -6,6 +6,8 @@ neighbouring calls CPU computes must still give CPU's result.
 - searchsorted / bucketize: the kernel's dispatch has no bool or complex (was: compared anyway); an input of no
   elements returns before it.
 - logit_backward: the kernel's dispatch has floating types only, even for no elements (was: computed in float).
+- clamp_max (Scalar bound) of a complex tensor, and the foreach forms built on it: "clamp is not supported for
+  complex types" as clamp_min's (was: the Tensor overload's "minimum_cpu" words; ops/dtype_refusals.json).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ REFUSED: dict[str, Callable[[str], object]] = {
                                                                    _t(0, dtype=torch.int32, d=d)),
     "logit_backward_bool_int8_eps": lambda d: A.logit_backward.default(_t(2, dtype=torch.bool, d=d),
                                                                        _t(2, dtype=torch.int8, d=d), 0.1),
+    "clamp_max_complex": lambda d: A.clamp_max.default(_t(3, dtype=torch.complex64, d=d), 1.0),
+    "clamp_max_out_complex": lambda d: A.clamp_max.out(_t(3, dtype=torch.complex128, d=d), 1.0,
+                                                       out=_t(3, dtype=torch.complex128, d=d)),
+    "foreach_clamp_max_complex": lambda d: A._foreach_clamp_max_.Scalar([_t(3, dtype=torch.complex64, d=d)], 1.0),
     "logit_backward_complex_out": lambda d: A.logit_backward.grad_input(
         _t(3, dtype=torch.complex64, d=d), _t(3, dtype=torch.complex64, d=d), None,
         grad_input=_t(3, dtype=torch.complex64, d=d)),
@@ -86,3 +92,15 @@ def _computed(d: str) -> list[torch.Tensor]:
 @pytest.mark.parametrize("mode", MODES)
 def test_computed_as_cpu(mode: str) -> None:
     assert_exactly_cpu(_computed, mode)
+
+
+def test_weight_norm_of_no_elements_is_a_cpu_crash() -> None:
+    """fuzz/overloads.py CPU_CRASHES: CPU's _weight_norm_interface gets SIGFPE on v and g float32[0, 1] over dim 0
+    (fuzz seed 2 call 27), so the fuzzer skips it; a v with elements is still compared."""
+    from torchtpu.fuzz.args import make_call
+    from torchtpu.fuzz.overloads import cpu_crashes
+    from torchtpu.fuzz.runner import call_rng
+
+    op = A._weight_norm_interface.default
+    assert cpu_crashes(make_call(op, call_rng(2, str(op), 27), 2)) is not None
+    assert cpu_crashes(make_call(op, call_rng(2, str(op), 39), 2)) is None  # float32[1] and float32[1]
