@@ -5,7 +5,8 @@ neighbouring calls CPU computes must still give CPU's result.
 - masked_fill / masked_fill_: a mask of another dtype than bool (uint8 included) is refused (was: converted).
 - searchsorted / bucketize: the kernel's dispatch has no bool or complex (was: compared anyway); an input of no
   elements returns before it.
-- logit_backward: the kernel's dispatch has floating types only, even for no elements (was: computed in float).
+- logit_backward: the kernel's dispatch has floating types only, even for no elements, behind the out= cast check
+  (was: computed in float; ops/cpu_raise_checks3.py).
 - clamp_max (Scalar bound) of a complex tensor, and the foreach forms built on it: "clamp is not supported for
   complex types" as clamp_min's (was: the Tensor overload's "minimum_cpu" words; ops/dtype_refusals.json).
 """
@@ -51,6 +52,8 @@ REFUSED: dict[str, Callable[[str], object]] = {
                                                                    _t(0, dtype=torch.int32, d=d)),
     "logit_backward_bool_int8_eps": lambda d: A.logit_backward.default(_t(2, dtype=torch.bool, d=d),
                                                                        _t(2, dtype=torch.int8, d=d), 0.1),
+    "logit_backward_out_cast_first": lambda d: A.logit_backward.grad_input(  # fuzz seed 0 call 0
+        _t(5, dtype=torch.int32, d=d), _t(5, dtype=torch.complex64, d=d), grad_input=_t(5, dtype=torch.float16, d=d)),
     "clamp_max_complex": lambda d: A.clamp_max.default(_t(3, dtype=torch.complex64, d=d), 1.0),
     "clamp_max_out_complex": lambda d: A.clamp_max.out(_t(3, dtype=torch.complex128, d=d), 1.0,
                                                        out=_t(3, dtype=torch.complex128, d=d)),

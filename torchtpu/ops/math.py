@@ -137,8 +137,6 @@ def logit(self: Sym, eps: float | None = None) -> Sym:
 def logit_backward(grad_output: Sym, self: Sym, eps: float | None = None) -> Sym:
     # a binary TensorIterator op: the common dtype of grad and self (a bool grad gives float), in its opmath
     (g, x), common = opmath(grad_output, self)
-    if not common.is_floating_point:  # the kernel's dispatch (floating types), even of no elements
-        raise NotImplementedError(f"\"logit_backward_cpu\" not implemented for '{aten_type_name(common)}'")
     grad = g / (x * (1.0 - x))
     if eps is not None:
         outside = P.emit1("or", [P.compare("LT", x, eps), P.compare("GT", x, 1.0 - eps)])
