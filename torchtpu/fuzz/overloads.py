@@ -169,6 +169,13 @@ def _embedding_rows_out_of_range(call: Any) -> bool:
     return indices.numel() > 0 and bool(((indices < 0) | (indices >= call.args[2])).any())
 
 
+def _weight_norm_unchecked(call: Any) -> bool:
+    """_weight_norm_g_mismatch, or v of no elements (the kernels divide by a size of 0 or never end)."""
+    if _weight_norm_g_mismatch(call):
+        return True
+    return bool(call.args) and hasattr(call.args[0], "base") and call.args[0].materialize("cpu").numel() == 0
+
+
 def _weight_norm_g_mismatch(call: Any) -> bool:
     """Whether _weight_norm_interface's g has other than one element per slice of v along dim."""
     if len(call.args) < 2 or not all(hasattr(a, "base") for a in call.args[:2]):
@@ -341,9 +348,12 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "CPU's embedding_dense_backward kernel adds into row indices[i] unchecked: index -1 with 2 rows corrupts the "
         "heap (torch 2.13; fuzz seed 16 call 1: 'free(): invalid pointer' a few calls later); tpu raises IndexError"),
     "aten::_weight_norm_interface*": (
-        _weight_norm_g_mismatch,
+        _weight_norm_unchecked,
         "CPU's weight-norm kernels read g by v's slice index unchecked: g with no elements segfaults (torch 2.13; fuzz "
-        "seed 14 call 2: v float32[1], g float32[0]), more elements are ignored; tpu refuses g of another count"),
+        "seed 14 call 2: v float32[1], g float32[0]), more elements are ignored; tpu refuses g of another count. "
+        "A v of no elements: SIGFPE (fuzz seed 2 call 27: v and g float32[0, 1], dim 0: the count divided by "
+        "size 0) or a hang (v float32[1, 0], g float32[1, 1], dim 0: over 3 minutes, no CPU time); tpu's result has "
+        "no elements"),
     "aten::_weight_norm_interface_backward*": (
         lambda call: any(hasattr(a, "base") and a.materialize("cpu").numel() == 0 for a in call.args[:4]),
         "CPU's weight-norm backward kernels divide by a slice's size and index its first element unchecked: any "

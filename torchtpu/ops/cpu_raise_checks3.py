@@ -342,6 +342,17 @@ def _fill_tensor(a: Bound) -> None:
         eager.refuse_internal_overlap("fill_", x)
 
 
+def _logit_backward(a: Bound) -> None:
+    """logit_backward's kernel dispatch (floating types), even of no elements, behind the out= cast check."""
+    broadcast(a["grad_output"].shape, a["self"].shape)  # the iterator's shapes first
+    common = result_type([a["grad_output"], a["self"]])
+    out = a.get("grad_input")
+    if common is None or (out is not None and not torch.can_cast(common, out.dtype)):
+        return  # the out= cast check (elsewhere) comes first
+    if not common.is_floating_point:
+        raise NotImplementedError(f"\"logit_backward_cpu\" not implemented for '{aten_type_name(common)}'")
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
     "_embedding_bag_backward": _embedding_bag_backward, "_embedding_bag_dense_backward": _embedding_bag_dense_backward,
@@ -349,4 +360,5 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "multilabel_margin_loss_backward": _multilabel_margin_loss_backward, "histogram": _histogram,
     "leaky_relu_backward": _leaky_relu_backward, "abs": _abs, "abs_": _abs,
     "pow": _pow_of_bools, "pow_": _pow_of_bools, "fill_": _fill_tensor,
+    "logit_backward": _logit_backward,
 }

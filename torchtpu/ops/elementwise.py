@@ -401,6 +401,7 @@ def where(condition: Sym, self: Any, other: Any) -> Sym:
 @lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor, prepare=host_index.MASK_AT_1)
 def masked_fill(self: Sym, mask: Sym, value: Any) -> Sym:
     operand_checks.check_masked_fill_value(value)
+    operand_checks.check_masked_fill_mask(mask)
     if isinstance(value, Sym):
         value = value_fits.check_fits(value, self.dtype, P.convert(value, self.dtype))
     else:

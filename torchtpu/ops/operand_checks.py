@@ -46,6 +46,14 @@ def check_masked_fill_value(value: Any) -> None:
                            f"{value.ndim} dimension(s).")
 
 
+def check_masked_fill_mask(mask: Sym) -> None:
+    """masked_fill_impl_cpu: a bool mask only (uint8 masks are refused since torch 2.2), before the iterator's
+    shape check; in its TypeMeta name ("unsigned char")."""
+    if mask.dtype != torch.bool:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{aten_meta_name(mask.dtype)}")
+
+
 def check_put(self: Sym, index: Sym, source: Sym) -> None:
     """put_: a long index, source of self's dtype, as many source elements as indices."""
     if index.dtype != torch.int64:

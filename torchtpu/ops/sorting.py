@@ -4,6 +4,7 @@ ascending and first descending, as torch) plus gathers; searchsorted counts with
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -188,7 +189,10 @@ def _search(boundaries: Sym, values: Sym, right: bool, out_int32: bool, sorter: 
     if sorter is not None:
         boundaries = P.emit1("gather_axis", [boundaries, P.convert(sorter, torch.int64)],
                              dimension=boundaries.ndim - 1)
-    compute, _ = P.result_dtype(boundaries, values)
+    compute, common = P.result_dtype(boundaries, values)
+    if (common.is_complex or common == torch.bool) and math.prod(values.shape) > 0:
+        # the kernel's dispatch (all types but bool and complex), after the empty input's early return
+        raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for '{aten_type_name(common)}'")
     b, v = P.convert(boundaries, compute), P.convert(values, compute)
     m = b.shape[-1]
     out = torch.int32 if out_int32 else torch.int64
