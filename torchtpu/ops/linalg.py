@@ -27,7 +27,6 @@ from torchtpu.ops.linalg_checks import (
     check_qr_mode,
     check_solve_triangular,
     check_triangular_solve,
-    lstsq_nan,
     raise_from_info,
     svd_nan,
 )
@@ -535,7 +534,7 @@ def _own_batch(x: Sym, own: Sequence[int]) -> Sym:
     return P.reshape(x, (*own, x.shape[-1])) if lead else x
 
 
-@lower(aten.linalg_lstsq.default, static=("rcond",), prepare=lstsq_nan)
+@lower(aten.linalg_lstsq.default, static=("rcond",))
 def lstsq(self: Sym, b: Sym, rcond: float | None = None, *, driver: str | None = None
           ) -> tuple[Sym, Sym, Sym, Sym]:
     """The minimum-norm least-squares solution from the SVD (LAPACK's gelsy / gelsd / gelss give it; gels for

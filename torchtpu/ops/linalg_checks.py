@@ -201,35 +201,3 @@ def svd_nan(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]
         torch._linalg_check_errors(info, "linalg.svd", is_matrix=a.dim() == 2)
     return tuple(args), dict(kwargs)
 
-
-def lstsq_nan(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
-    """A `prepare` step of linalg_lstsq (it reads the values): MKL's gels* refuse a NaN in A or B as an illegal
-    argument (A is argument 4, B 6; 5 and 7 for gels), which ATen raises as its internal assert. CPU keeps one info
-    per batch element of A: a broadcast A's slot holds the last call's info (A of batch 1 with B of batch 3: only
-    B's last matrix counts), as ATen's loop leaves it. Calls that ATen's own checks refuse are left to the
-    lowering's checks (check_lstsq); an empty A or B makes no LAPACK call."""
-    a = args[0] if args else kwargs.get("self")
-    b = args[1] if len(args) > 1 else kwargs.get("b")
-    driver = kwargs.get("driver") or "gelsy"
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype
-            and a.dtype in _FLOATING[:4] and a.dim() >= 2 and a.dim() - 1 <= b.dim() <= a.dim()):
-        return tuple(args), dict(kwargs)
-    bm = b.unsqueeze(-1) if b.dim() == a.dim() - 1 else b
-    try:
-        batch = torch.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
-    except RuntimeError:
-        return tuple(args), dict(kwargs)
-    if a.numel() == 0 or bm.numel() == 0 or bm.shape[-2] != a.shape[-2] or len(batch) != a.dim() - 2:
-        return tuple(args), dict(kwargs)
-    if not (bool(a.isnan().any()) or bool(bm.isnan().any())):
-        return tuple(args), dict(kwargs)
-    gels = driver == "gels"
-    a_bad = a.isnan().flatten(-2).any(-1).expand(batch).cpu()
-    b_bad = bm.isnan().flatten(-2).any(-1).expand(batch).cpu()
-    info = torch.where(a_bad, -5 if gels else -4, torch.where(b_bad, -7 if gels else -6, 0)).to(torch.int32)
-    for d, size in enumerate(a.shape[:-2]):  # a broadcast A's slot: the last call's info
-        if size == 1:
-            info = info.narrow(d, info.shape[d] - 1, 1)
-    infos = info.reshape(-1)
-    torch._linalg_check_errors(infos, "torch.linalg.lstsq", is_matrix=infos.numel() == 1)
-    return tuple(args), dict(kwargs)
