@@ -15,6 +15,12 @@
   the iterator resizes that view to the broadcast shape, so grad_input keeps self's shape and holds the broadcast
   result's first elements (fuzz seed 23: grad float32[4, 1], self [1, 1] gave [4, 1], CPU [1, 1]); upstream
   broadcasts the unsqueezed shapes. Computed on squeezed operands, cut to self's count and shape.
+- binary_cross_entropy (and .out) with target, weight or out= of a shape other than self's: CPU's kernel
+  (Loss.cpp) iterates over squeeze(input), squeeze(target) into a squeezed view of its loss tensor (out=, or
+  empty_like(self)), which the iterator resizes, not the loss: the loss keeps its shape and holds the broadcast
+  result's first elements (an empty out= stays empty, so a mean is NaN: fuzz seed 3), then loss.mul_(weight) and
+  the reduction of that loss; upstream broadcasts the unsqueezed shapes. A non-contiguous out= of another shape,
+  or a self with more elements than the result (CPU's loss is then uninitialized), is refused.
 - xlogy, special_xlogy, special_xlog1py with a Python number: CPU's TensorIterator casts the wrapped number to the
   common dtype (no overflow check) and the kernel computes from that value; upstream computes with the number in
   the op-math type (fuzz seed 16/18: xlog1py of float16 with 1e6, CPU +-inf, tpu finite; 0.1 an ulp off). The
@@ -46,7 +52,7 @@ from torchtpu.dtypes import opmath, rounded_scalar
 aten = torch.ops.aten
 
 _SCALAR_THROUGH_RESULT = frozenset({aten.xlogy, aten.special_xlogy, aten.special_xlog1py})
-WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward,
+WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward, aten.binary_cross_entropy,
                      aten.huber_loss_backward, aten.nansum, aten.uniform}) | _SCALAR_THROUGH_RESULT
 
 
@@ -116,6 +122,52 @@ def _bce_backward_weight(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         if out.shape != result.shape:
             out.resize_(result.shape)
         return out.copy_(result)
+
+    return kernel
+
+
+def _bce_squeezed(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    names = [a.name for a in op._schema.arguments]
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        bound = {"weight": None, "reduction": 1, **dict(zip(names, args)), **kwargs}
+        x, target, weight, out = bound["self"], bound["target"], bound["weight"], bound.get("out")
+        if target.shape == x.shape and (out is None or out.shape == x.shape) and (
+                weight is None or torch.broadcast_shapes(weight.shape, x.shape) == x.shape):
+            return fn(*args, **kwargs)
+        xs, ts = torch.broadcast_tensors(_squeezed(x), _squeezed(target))
+        plain = aten.binary_cross_entropy.default(xs, ts, None, 0)
+        if out is None:
+            if x.numel() > plain.numel():
+                raise RuntimeError(f"binary_cross_entropy: self {list(x.shape)} with target {list(target.shape)} is "
+                                   "not supported on tpu (CPU's loss would hold uninitialized memory)")
+            loss = plain.reshape(-1)[:x.numel()].reshape(x.shape).clone()
+        else:
+            if out.dtype != x.dtype:
+                from torchtpu.ops.tracing import aten_type_name
+                raise RuntimeError(f"Found dtype {aten_type_name(out.dtype)} but expected {aten_type_name(x.dtype)}")
+            loss = out
+            if _squeezed(out).shape == plain.shape:
+                out.copy_(plain.reshape(out.shape))
+            elif not out.is_contiguous():
+                raise RuntimeError(
+                    f"binary_cross_entropy: a non-contiguous out= of shape {list(out.shape)} with a result of shape "
+                    f"{list(plain.shape)} is not supported on tpu (CPU writes a resized squeezed view of it); pass an "
+                    f"out= of shape {list(x.shape)}")
+            elif min(out.numel(), plain.numel()):
+                n = min(out.numel(), plain.numel())
+                out.view(-1)[:n].copy_(plain.reshape(-1)[:n])
+        if weight is not None:  # the iterator's words where the two shapes do not broadcast
+            torch.broadcast_tensors(torch.empty(loss.shape, device="meta"), torch.empty(weight.shape, device="meta"))
+            loss.mul_(weight)
+        reduction = bound["reduction"]
+        if reduction not in (1, 2):
+            return loss
+        reduced = loss.mean() if reduction == 1 else loss.sum()
+        if out is None:
+            return reduced
+        out.resize_(())
+        return out.copy_(reduced)
 
     return kernel
 
@@ -255,6 +307,8 @@ def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         return _src_in_self_dtype(fn)
     if op.overloadpacket is aten.binary_cross_entropy_backward:
         return _bce_backward_weight(op, fn)
+    if op.overloadpacket is aten.binary_cross_entropy:
+        return _bce_squeezed(op, fn)
     if op.overloadpacket in _SCALAR_THROUGH_RESULT:
         return _number_in_result_dtype(op, _log_in_reduced_type(op, fn))
     return _elu_at_zero(op, fn)
