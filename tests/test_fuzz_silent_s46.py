@@ -5,6 +5,8 @@
   empty out= stays empty, so the mean is NaN: fuzz seed 3, tpu gave 1.33), then multiplies by the weight in place
   and reduces that loss (ops/decomposition_values.py). The values are compared within float32's tolerance: the
   elementwise loss is an ulp off CPU's for some inputs, with or without broadcasting (not this fix).
+- multilabel_margin_loss_forward (.default, .output) with a target other than int64: refused as CPU (seed 47;
+  ops/loss_checks.py check_multilabel_forward, called from the lowering in ops/losses.py).
 """
 
 from __future__ import annotations
@@ -81,5 +83,22 @@ def test_binary_cross_entropy_squeezed_shapes_refused(mode: str, xs: tuple[int, 
         if outs is None:
             return aten.binary_cross_entropy.default(x.to(d), t.to(d), weight, reduction)
         return aten.binary_cross_entropy.out(x.to(d), t.to(d), weight, reduction, out=torch.empty(outs, device=d))
+
+    assert_refused_as_cpu(case, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+@pytest.mark.parametrize("out", [False, True])
+def test_multilabel_margin_forward_non_long_target_refused(mode: str, dtype: torch.dtype, out: bool) -> None:
+    """Fuzz seed 47: a float32 target (CPU: "expected scalar type Long but found Float"); tpu read it as int64."""
+    x = _probs((4,), 1)
+
+    def case(d: str) -> object:
+        target = torch.tensor([0, 1, 0, 0], dtype=dtype, device=d)
+        if not out:
+            return aten.multilabel_margin_loss_forward.default(x.to(d), target, 1)
+        return aten.multilabel_margin_loss_forward.output(x.to(d), target, 1, output=torch.empty(0, device=d),
+                                                          is_target=torch.empty(0, device=d))
 
     assert_refused_as_cpu(case, mode)

@@ -290,3 +290,13 @@ def check_multilabel_margin(x: Any, target: Any) -> None:
     ok = len(tshape) <= 1 and _numel(tshape) == dim if ndim <= 1 else tshape == [shape[0], shape[1]]
     if not ok:
         raise RuntimeError(f"inconsistent target size: {tshape} for input of size: {shape}")
+
+
+def check_multilabel_forward(x: Any, target: Any) -> None:
+    """multilabel_margin_loss_forward's shape check, then (an input with elements) the kernel's
+    target.const_data_ptr<int64_t>(): CPU refuses a target of another dtype (fuzz seed 47: tpu read a float32
+    target as int64). ATen reads the target's range first: a non-long target out of range is refused here in the
+    dtype's words, not the range's."""
+    check_multilabel_margin(x, target)
+    if _numel(x.shape) and target.dtype != torch.int64:
+        raise RuntimeError(f"expected scalar type Long but found {aten_type_name(target.dtype)}")

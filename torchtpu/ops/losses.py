@@ -128,7 +128,7 @@ def _multilabel(self: Sym, target: Sym, given: Sym | None = None) -> tuple[Sym, 
 
 @lower(aten.multilabel_margin_loss_forward.default)
 def multilabel_margin_loss_forward(self: Sym, target: Sym, reduction: int) -> tuple[Sym, Sym]:
-    loss_checks.check_multilabel_margin(self, target)
+    loss_checks.check_multilabel_forward(self, target)
     t = P.convert(target, torch.int64)
     if self.numel():  # ATen's range check of every target value (also those after the first -1)
         zero = loss_checks.multilabel_target_in_range(t, self, "argument #2 'target' is out of range")
