@@ -76,11 +76,24 @@ def _chebyshev(x: _F, n: _F, kind: int, shifted: bool = False) -> _F:
         flat = parity1 if shifted else where(pos, two_n1, parity1)
         trig = where(cos(half).ne(1.0), sin((n + 0.5) * th) / sin(half), flat)
     first = (x, x + x, x + x - 1.0, x + x + 1.0)[kind]
-    rec = _recurrence(x, n, ~inside & fabs(x).ne(1.0), first, lambda px, k, p, q: (px + px) * q - p)
+    rec = _recurrence(x, n, ~inside & fabs(x).ne(1.0), first, lambda px, k, p, q: _fma(px + px, q, -p))
     v = where(n.eq(0.0), 1.0, rec)
     v = where(inside, trig, v)
     v = where(fabs(x).eq(1.0), at1, v)
     return where(n < 0.0, 0.0, v)
+
+
+def _fma(a: _F, b: _F, c: _F) -> _F:
+    """a * b + c rounded once, as CPU's compiled recurrence (the compiler contracts (x + x) * q - p into an FMA:
+    fuzz seed 46, T_10(-1.0224) 4.1944442 where separate rounding gave 4.1944466); float32 through float64 (the
+    product is exact there), float64 unfused (no wider type)."""
+    if a.v.dtype != "float32":
+        return a * b + c
+
+    def conv(v: _F, dtype: str) -> _F:
+        return _F(v.b, v.b.emit("convert", [v.v], dtype=dtype)[0])
+
+    return conv(conv(a, "float64") * conv(b, "float64") + conv(c, "float64"), "float32")
 
 
 def _limited(n: _F, v: _F) -> _F:

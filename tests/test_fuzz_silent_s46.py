@@ -7,13 +7,15 @@
   elementwise loss is an ulp off CPU's for some inputs, with or without broadcasting (not this fix).
 - multilabel_margin_loss_forward (.default, .output) with a target other than int64: refused as CPU (seed 47;
   ops/loss_checks.py check_multilabel_forward, called from the lowering in ops/losses.py).
+- the Chebyshev recurrences (T, U, V, W and the shifted forms) with (x + x) * q - p rounded once, as CPU's FMA
+  (seed 46; drivers/ir_lowerings_polynomials.py).
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_close_to_cpu, assert_refused_as_cpu
+from refusal_cases import MODES, assert_close_to_cpu, assert_exactly_cpu, assert_refused_as_cpu
 
 import torchtpu  # noqa: F401
 
@@ -102,3 +104,20 @@ def test_multilabel_margin_forward_non_long_target_refused(mode: str, dtype: tor
                                                           is_target=torch.empty(0, device=d))
 
     assert_refused_as_cpu(case, mode)
+
+
+CHEBYSHEV = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+             "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", CHEBYSHEV)
+def test_chebyshev_recurrence_fused_as_cpu(mode: str, name: str) -> None:
+    """Fuzz seed 46 (chebyshev_polynomial_t.out, T_10(-1.0224): tpu 4.1944466, CPU 4.1944442): CPU's compiled
+    recurrence computes (x + x) * q - p as one FMA; bit for bit outside the trigonometric form's range."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(400, generator=g) * 8 + 1.0  # [1, 9): the recurrence (|x| >= 1, shifted 2x - 1 >= 1)
+    x = torch.where(torch.arange(400) % 2 == 0, x, -x + (1.0 if name.startswith("shifted") else 0.0))
+    n = torch.randint(0, 12, (400,), generator=g).float()
+    fn = getattr(torch.special, name)
+    assert_exactly_cpu(lambda d: [fn(x.to(d), n.to(d))], mode)
