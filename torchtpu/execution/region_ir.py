@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from torchtpu._native import native
 from torchtpu.drivers.ir import Builder, Program, Value
 from torchtpu.execution import region_dce, region_fold
 from torchtpu.ops import prims as P
@@ -40,7 +41,7 @@ class Slot:
 
     def __init__(self, of: torch.Tensor, torch_dtype: torch.dtype, dtype: str, key: int, nbytes: int,
                  numel: int) -> None:
-        self.storage = _native_module().StorageKeep(of)  # keeps the memory of `of`'s storage alive until the flush
+        self.storage = native().StorageKeep(of)  # keeps the memory of `of`'s storage alive until the flush
         self.torch_dtype = torch_dtype
         self.dtype = dtype  # IR dtype
         self.written = False
@@ -48,7 +49,7 @@ class Slot:
         self.nbytes = nbytes
         self.numel = numel  # its flat length in elements of `torch_dtype`
         self._holder: torch.Tensor | None = None
-        _native_module().gc_untrack(self)  # as csrc/record_native.cpp makes them: in no cycle
+        native().gc_untrack(self)  # as csrc/record_native.cpp makes them: in no cycle
 
     @property
     def holder(self) -> torch.Tensor:
@@ -62,19 +63,6 @@ class Slot:
         """Whether anything but this slot (its StorageKeep and, once made, its holder) references the storage (a
         live tensor, a view, a torch.UntypedStorage object, autograd's saved tensors)."""
         return self.storage.references() > (1 if self._holder is None else 2)
-
-
-_shim: Any = None
-
-
-def _native_module() -> Any:
-    """The shim (csrc/), looked up once."""
-    global _shim
-    if _shim is None:
-        from torchtpu._native import native
-
-        _shim = native()
-    return _shim
 
 
 @dataclass(slots=True)
@@ -91,7 +79,7 @@ class Event:
     key: int = -1  # its signature's interned id (deferred.signature_id): what a region's replay key holds
 
     def __post_init__(self) -> None:
-        _native_module().gc_untrack(self)  # as Slot: a region holds one per op, in no cycle
+        native().gc_untrack(self)  # as Slot: a region holds one per op, in no cycle
 
     def signature(self) -> tuple:
         return (self.structure, self.inputs, self.outputs)

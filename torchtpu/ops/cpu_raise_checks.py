@@ -226,7 +226,7 @@ def _huber_backward(a: Bound) -> None:  # huber_loss_backward_out: grad_input, i
     _floating_kernel("huber_backward_cpu_out", a["self"].dtype)
 
 
-def _cast_to(common: torch.dtype | None, dtype: torch.dtype) -> None:
+def cast_to(common: torch.dtype | None, dtype: torch.dtype) -> None:
     """An in-place TensorIterator step's enforce_safe_casting_to_output."""
     if common is not None and not _can_cast(common, dtype):
         raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
@@ -244,8 +244,8 @@ def _soft_margin_out(a: Bound) -> None:  # at::neg_out(output, input).mul_(targe
     if x.dtype == torch.bool:
         raise RuntimeError(_NEG_BOOL)
     inplace_shape(x.shape, target.shape)
-    _cast_to(result_type([x, target]), x.dtype)
-    _cast_to(torch.float32, x.dtype)  # exp_ of an integer output
+    cast_to(result_type([x, target]), x.dtype)
+    cast_to(torch.float32, x.dtype)  # exp_ of an integer output
 
 
 def _float_of(dtype: torch.dtype) -> torch.dtype:
@@ -340,12 +340,12 @@ def _soft_margin_backward(a: Bound) -> None:  # z = exp(-target * input); mul_ou
         raise RuntimeError(_NEG_BOOL)
     z = broadcast(target.shape, x.shape)
     z_dtype = _float_of(result_type([target, x]))
-    _cast_to(result_type([target, torch.empty(z, dtype=z_dtype, device="meta")]),
+    cast_to(result_type([target, torch.empty(z, dtype=z_dtype, device="meta")]),
              (out if out is not None else x).dtype)
     grad_input = broadcast(target.shape, z)
     inplace_shape(grad_input, grad.shape)  # grad_input.div_(z).mul_(grad_output): its shape, then its cast
     out_dtype = (out if out is not None else x).dtype
-    _cast_to(result_type([torch.empty(grad_input, dtype=out_dtype, device="meta"), grad]), out_dtype)
+    cast_to(result_type([torch.empty(grad_input, dtype=out_dtype, device="meta"), grad]), out_dtype)
 
 
 def _bce_with_logits(a: Bound) -> None:  # after log_sigmoid's refusal (arg_order_checks)
@@ -357,7 +357,7 @@ def _bce_with_logits(a: Bound) -> None:  # after log_sigmoid's refusal (arg_orde
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                            "`logical_xor()` operator instead.")
     loss = inplace_shape(target.shape, x.shape)
-    _cast_to(result_type([target, x]), target.dtype)
+    cast_to(result_type([target, x]), target.dtype)
     inplace_shape(loss, log_sigmoid)
     if weight is not None:
         inplace_shape(loss, weight.shape)

@@ -44,7 +44,7 @@ import torch
 from torchtpu.dtypes import check_scalar_fits, checked_scalar, opmath
 from torchtpu.ops import pad_backward_checks
 from torchtpu.ops.arg_checks import dim_size
-from torchtpu.ops.cpu_raise_checks import _cast_to, _cumsum_dim, _is_tensor, broadcast, inplace_shape, result_type
+from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, broadcast, cast_to, inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
 
 Bound = dict[str, Any]
@@ -73,7 +73,7 @@ _LERP = _scalar_of(("self", "end"), "weight", "fc")
 def _hardtanh_backward(a: Bound) -> None:  # the iterator's cast of the common type into grad_input comes first
     grad_input = a.get("grad_input")
     if grad_input is not None:
-        _cast_to(result_type([a["grad_output"], a["self"]]), grad_input.dtype)
+        cast_to(result_type([a["grad_output"], a["self"]]), grad_input.dtype)
     check = _scalar_of(("grad_output", "self"), "min_val", "f")
     check(a)
     _scalar_of(("grad_output", "self"), "max_val", "f")(a)

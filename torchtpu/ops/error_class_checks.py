@@ -42,7 +42,7 @@ import torch
 from torchtpu.dtypes import FLOATS
 from torchtpu.ops import cpu_raise_checks2, pool_checks
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text, wrap_dim
-from torchtpu.ops.cpu_raise_checks import broadcast
+from torchtpu.ops.cpu_raise_checks import broadcast, cast_to
 from torchtpu.ops.norm_checks import _check_dtypes as check_param_dtypes
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
@@ -62,12 +62,6 @@ def _meta(v: Any) -> Any:
     return v
 
 
-def _cast_check(result: torch.dtype, out: torch.dtype) -> None:
-    if not torch.can_cast(result, out):
-        raise RuntimeError(f"result type {aten_type_name(result)} can't be cast to the desired output type "
-                           f"{aten_type_name(out)}")
-
-
 def _inplace_binary(a: Bound) -> None:  # TensorIterator::binary_op(self, self, other): overlap, shape, cast
     x, other = a["self"], a["other"]
     if isinstance(x, torch.Tensor):
@@ -79,7 +73,7 @@ def _inplace_binary(a: Bound) -> None:  # TensorIterator::binary_op(self, self, 
         if shape != [int(s) for s in x.shape]:
             raise RuntimeError(f"output with shape {sizes_text(x.shape)} doesn't match the broadcast shape "
                                f"{sizes_text(shape)}")
-    _cast_check(torch.result_type(_meta(x), _meta(other)), x.dtype)
+    cast_to(torch.result_type(_meta(x), _meta(other)), x.dtype)
 
 
 def _igamma_inplace(kernel: str) -> Callable[[Bound], None]:
@@ -104,7 +98,7 @@ def _huber_loss(a: Bound) -> None:  # Loss.cpp huber_loss / huber_loss_out
     broadcast(x.shape, target.shape)
     out = a.get("out")
     common = torch.result_type(_meta(x), _meta(target))
-    _cast_check(common, out.dtype if out is not None else x.dtype)
+    cast_to(common, out.dtype if out is not None else x.dtype)
     if common not in FLOATS:  # huber_cpu dispatches on the common dtype (bool with int32 is Int, not Bool)
         raise NotImplementedError(f"\"huber_cpu\" not implemented for '{aten_type_name(common)}'")
 
