@@ -3,6 +3,8 @@ hold the storage itself (region_ir.Slot): results bit-identical to DEFER_NEVER, 
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
 from torchtpu.drivers.ir import Op, TensorType, Value
@@ -75,6 +77,7 @@ def test_a_dropped_integer_division_by_zero_still_raises():
     assert "division by zero" in str(fused.value)
     assert y is not None
     del y, fused  # the failed region's results: once nobody holds them, a flush sweeps them and the cache serves again
+    gc.collect()  # the error's traceback holds frames in a cycle: collected now, not whenever the collector runs
     torch.tpu.synchronize()
     assert not poison.active
 
