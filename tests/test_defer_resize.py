@@ -4,9 +4,11 @@ writes for it: the region runs first, so the values land in the new block and no
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
-from refusal_cases import MODES
+from refusal_cases import MODES, assert_refused_as_cpu
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -90,3 +92,25 @@ def test_a_poisoned_storage_resized_to_nothing_is_valid_and_others_are_unaffecte
     assert w.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
     with pytest.raises(RuntimeError, match="has no value"):
         kept.cpu()
+
+
+
+def test_failed_region_with_an_out_resized_from_empty_poisons_only_its_result() -> None:
+    """The out= storage was met empty (its dtype's empty slot) and again grown: poisoning both holders keyed every
+    empty int32 tensor as poisoned, and the two holders of one storage kept each other in the table forever
+    (the C++ launch cache stayed off for the rest of the process)."""
+    from torchtpu.execution import poison
+
+    def case(d: str) -> torch.Tensor:
+        out = torch.ones(0, dtype=torch.int32, device=d)  # written (nothing) by a recorded op
+        torch.ops.aten.index_fill.int_Scalar_out(torch.ones((), dtype=torch.int32, device=d), -1,
+                                                 torch.tensor([-2], device=d), -4.997, out=out)
+        return out
+
+    unrelated = torch.empty(0, dtype=torch.int32, device="tpu")
+    assert_refused_as_cpu(case, "DEFER_AND_FUSE")
+    assert (unrelated + 1).cpu().numel() == 0  # raised "has no value": every empty int32 tensor was poisoned
+    gc.collect()  # the error's traceback holds the case's frame in a cycle
+    torch.tpu.synchronize()
+    poison.sweep()
+    assert not poison.active

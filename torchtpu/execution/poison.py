@@ -63,11 +63,15 @@ def _set_active() -> None:
 
 def mark(holders: Iterable[torch.Tensor], message: str) -> list[Any]:
     """Poisons the storage of each holder (a flat view of a whole storage) that is not poisoned already; the keys
-    it poisoned."""
+    it poisoned. A holder of no elements is skipped: it had no value to lose. Such a holder is an empty storage's
+    (keyed by its dtype alone, so an entry would poison every empty tensor of that dtype) or one an out= resize
+    grew after its slot was made; the slot that wrote the grown storage holds all of it and poisons it."""
     if _moving:
         _follow()
     added = []
     for holder in holders:
+        if not holder.numel():
+            continue
         key = storage_key(holder)
         if key not in _entries:
             _entries[key] = (holder, message)
