@@ -10,6 +10,7 @@ FAMILIES = (
     "sampling",
     "embedding", "grid", "segment", "quantized", "jagged", "pooled_lookup", "paged_attention", "random_ints",
     "normal_tensor", "rnn_cells", "threshold_inplace", "activation_backward", "addcmul", "lerp", "ldexp",
+    "device_asserts",
     "foreach",  # last: maps the per-tensor lowerings above over lists
 )
 

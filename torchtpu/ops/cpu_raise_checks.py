@@ -215,7 +215,7 @@ def _floating_kernel(kernel: str, dtype: torch.dtype) -> None:
 
 
 def _bce(a: Bound) -> None:  # binary_cross_entropy_out_cpu's iterator (shape, dtypes), then the dispatch
-    broadcast(a["self"].shape, a["target"].shape)
+    broadcast(*([s for s in a[name].shape if s != 1] for name in ("self", "target")))  # it iterates squeeze()s
     _same_dtype([a.get("out"), a["self"], a["target"]], a["self"].dtype)
     _floating_kernel("binary_cross_entropy", a["self"].dtype)
 

@@ -126,12 +126,25 @@ def _bce_backward_weight(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+def _bce_range_asserted(x: torch.Tensor, target: torch.Tensor) -> None:
+    """CPU's kernel checks each element pair it reads, the input's before the target's: the first pair with a value
+    outside [0, 1] (NaN too) names which. Asserted on the device (ops/device_asserts.py), not read back."""
+    xs, ts = torch.broadcast_tensors(_squeezed(x), _squeezed(target))
+    if not xs.numel():
+        return
+    bad_x, bad_t = ~((xs >= 0) & (xs <= 1)).reshape(-1), ~((ts >= 0) & (ts <= 1)).reshape(-1)
+    first = (bad_x | bad_t).to(torch.int32).argmax(0, keepdim=True)  # [0] where none is bad
+    torch._assert_async(~bad_x.gather(0, first).reshape(()), "all elements of input should be between 0 and 1")
+    torch._assert_async(~bad_t.any(), "all elements of target should be between 0 and 1")
+
+
 def _bce_squeezed(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     names = [a.name for a in op._schema.arguments]
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         bound = {"weight": None, "reduction": 1, **dict(zip(names, args)), **kwargs}
         x, target, weight, out = bound["self"], bound["target"], bound["weight"], bound.get("out")
+        _bce_range_asserted(x, target)
         if target.shape == x.shape and (out is None or out.shape == x.shape) and (
                 weight is None or torch.broadcast_shapes(weight.shape, x.shape) == x.shape):
             return fn(*args, **kwargs)
