@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .mxu_kernel import _mm_rounded_into
+from .mxu_kernel import _mm_into
 
 
 @lru_cache(maxsize=1)
@@ -33,6 +33,6 @@ def _mm_into_cfunc():  # noqa: ANN202 - a numba CFunc
 
     @cfunc(signature, cache=True)
     def mm_into(a, b, out, m, k, n, tile):  # noqa: ANN001, ANN202
-        _mm_rounded_into(carray(a, (m, k)), carray(b, (k, n)), carray(out, (m, n)), tile)
+        _mm_into(carray(a, (m, k)), carray(b, (k, n)), carray(out, (m, n)), tile)
 
     return mm_into

@@ -22,7 +22,6 @@ from torchtpu.drivers.sim.kernels_data import _CUMULATIVE, _broadcast_plan, dot_
 from torchtpu.sim import mxu
 from torchtpu.sim.mxu_kernel import (
     PARALLEL_MIN_MACS,
-    SMALL_INTO_MAX_MACS,
     _transposed_is_cheaper,
     dot_exact_bf16_rounded,
     dot_small_bf16_rounded3,
@@ -171,9 +170,6 @@ def _dot(op: Op, array: int) -> FastKernel:
         if mode == "exact" or (mode == "auto" and auto_exact):
             return mm_small_bf16_rounded(x, y, array)
         return dot(x, y)
-
-    if macs > SMALL_INTO_MAX_MACS:
-        return mm
 
     def mm_into(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """`mm`, written into `out` when given (the driver's last step: no result array, no copy)."""
