@@ -31,6 +31,10 @@ from torchtpu.sim.mxu_kernel import (
 
 FastKernel = Callable[..., np.ndarray]
 
+# A plain exact mm up to this many multiply-adds writes the output buffer itself (`mm_into`, native entry too):
+# the loop nest up to SMALL_INTO_MAX_MACS, the register-blocked kernel above (sim/mxu_kernel.py `_mm_into`).
+INTO_MAX_MACS = PARALLEL_MIN_MACS - 1
+
 _PLAIN = frozenset({"float32", "float64", "int64", "int32"})  # computed as stored: no widening, no rounding
 _FLOATS = frozenset({"float32", "float64"})
 _RAW_BINARY = frozenset({"add", "subtract", "multiply", "maximum", "minimum"})  # no per-dtype checks in _binary
@@ -170,6 +174,9 @@ def _dot(op: Op, array: int) -> FastKernel:
         if mode == "exact" or (mode == "auto" and auto_exact):
             return mm_small_bf16_rounded(x, y, array)
         return dot(x, y)
+
+    if macs > INTO_MAX_MACS:
+        return mm
 
     def mm_into(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """`mm`, written into `out` when given (the driver's last step: no result array, no copy)."""

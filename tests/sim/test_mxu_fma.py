@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from torchtpu.sim import mxu, mxu_kernel as mk
+from torchtpu.sim import mxu
+from torchtpu.sim import mxu_kernel as mk
 from torchtpu.sim.numerics import round_bf16
 
 _FLT_MIN = 2.0 ** -126
