@@ -23,7 +23,12 @@ order, adding each tile's sums to the output in register blocks of _R rows x _C 
 (`tile_block`: the partial sums stay in vector registers, B is loaded once per k for all _R rows, no
 packing). Padded rows and columns are computed and dropped. An eager mm of at most SMALL_INTO_MAX_MACS
 multiply-adds instead runs the plain loop nest of `_mm_rounded_into`, writing the caller's output buffer (same
-sums in the same order).
+sums in the same order); a larger one (`_mm_blocked_into`) has the register blocks write that buffer directly.
+
+FMA: where every product of the two operands is exact in float32 (bf16 values, no product overflowing or below
+2^-126, no inf or NaN: `fma_exact`, decided from a scan of both operands, after the rounding pass where there is
+one), `tile_block_fma` runs instead, one llvm.fma per multiply-add: fl(s + a*b) with a*b exact is the same float32
+as fl(s + fl(a*b)), so the sums are bit for bit those above (tests/sim/test_mxu_fma.py), ~20-25% faster.
 
 NaN signs are not part of the order: where a +NaN product meets a -NaN one (inf * 0), which one survives depends
 on LLVM's operand order for `+`, and that differs between a freshly compiled `_mm_rounded_serial` and the same
