@@ -185,3 +185,46 @@ def test_every_precision_pass(precision: str, kind: str, monkeypatch: pytest.Mon
     monkeypatch.setattr(mxu, "dot_exact", unfused)
     monkeypatch.setattr(mxu, "dot_exact_bf16_rounded", lambda x, y, t: unfused(round_bf16(x), round_bf16(y), t))
     _same(got, mxu.matmul(a, b, precision=precision, mode="exact"))
+
+
+@pytest.mark.sim_only("the native mm kernel is the sim driver's")
+@pytest.mark.usefixtures("launch_cache_live")
+@pytest.mark.parametrize("kind", _KINDS)
+@pytest.mark.parametrize("shape", [(64, 64, 64), (41, 72, 48)])  # (41: padded rows)
+def test_eager_mm_through_the_native_entry(tpu, kind: str, shape: tuple[int, int, int]) -> None:
+    """An eager mm above the loop nest's size on "tpu" (the C++ launch cache's native entry once cached): the
+    unfused kernel's bits, FMA chosen or not."""
+    import torch
+
+    from torchtpu import runtime
+    from torchtpu.execution import fast_launch
+
+    m, k, n = shape
+    rng = np.random.default_rng(len(kind) + m)
+    a, b = _operand(rng, (m, k), kind), _operand(rng, (k, n), kind)
+    want = _unfused3(round_bf16(a)[None], round_bf16(b)[None], mxu.DEFAULT_ARRAY)[0]
+    at, bt = torch.from_numpy(a).to(tpu), torch.from_numpy(b).to(tpu)
+    drv = runtime.driver()
+    real, calls = drv.launcher, []
+
+    def launcher(exe):  # noqa: ANN001, ANN202 - counts the Python launches
+        launch = real(exe)
+
+        def counted(*args):  # noqa: ANN002, ANN202
+            calls.append(1)
+            return launch(*args)
+
+        if hasattr(launch, "native"):
+            counted.native = launch.native
+        return counted
+
+    drv.launcher = launcher
+    fast_launch.clear()
+    try:
+        got = [torch.mm(at, bt).cpu().numpy() for _ in range(4)]
+    finally:
+        del drv.launcher
+        fast_launch.clear()
+    assert len(calls) <= 1  # the cached calls ran the native kernel
+    for g in got:
+        _same(g, want)
