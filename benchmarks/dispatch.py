@@ -99,7 +99,33 @@ product overflows or underflows, so it would need a per-call range check of both
 `tile_block` (measured with llvm.fma in place of fmul/fadd, ABBA against the old kernel: 64^3 2.1-2.5x vs 1.7x,
 128^3 2.2-2.5x vs 1.7-1.9x, i.e. ~20-30% off the kernel; not in); the rest of the row is rounding both operands
 (~1.5 us each; a branchless rounding loop, equal on all 2^32 patterns, was only ~12% faster and is not in),
-allocation, and the eager dispatch around the kernel (~8 us: 22.0 us row vs 13.8 us `_mm_rounded_serial` in run 2)."""
+allocation, and the eager dispatch around the kernel (~8 us: 22.0 us row vs 13.8 us `_mm_rounded_serial` in run 2).
+
+Session 52 (mmfma branch): the FMA twin and the 64x64 mm through the native entry. sim/mxu_kernel.py
+`tile_block_fma` (llvm.fma.v8f32 in place of fmul/fadd) runs where `fma_exact` holds: no inf/NaN, bf16 values, and
+max|a|*max|b| <= FLT_MAX and min nonzero |a| * min nonzero |b| >= 2^-126 (then every product is exact in float32
+and fma(a, b, s) == fl(s + fl(a*b)), so the sums are the unfused kernel's bit for bit). The range comes from a
+scan after the rounding pass (`_rounded_scan`: rounding now branch-free, equal to round_bf16 on all 2^32 patterns;
+the scan is a second loop, ~0.9 us per 64x64 operand: LLVM left the one-loop form with two reductions scalar,
+measured slower). `dot_exact` (HIGH/HIGHEST passes, 1024^3) scans its operands the same way. An exact plain mm
+above 8x8 (up to the parallel threshold) is now a `writes_out` kernel with the native entry (fast.py
+INTO_MAX_MACS, sim/mxu_native.py calls `_mm_into`): the register blocks write the tensor's memory, no numpy views,
+numba dispatch, result array or copy. Bits: tests/sim/test_mxu_fma.py (the decision at FLT_MAX and 2^-126, two sums
+where a forced FMA differs and is refused, ~100 random shapes x normal/huge/tiny/special values through every
+entry point, DEFAULT/HIGH/HIGHEST, eager mm on "tpu" through the native entry), all against the unfused kernel.
+Thread CPU time, machine loaded by other helpers (load 7-14 on 2 cores), medians:
+
+    kernel 64x64, one process ABBA       old _mm_rounded_serial 13.7-14.7 -> new _mm_into 11.3-12.0 us
+                                          (unfused _dot_exact3_serial 10.4-13.0 vs forced fused 7.8-9.6 us)
+    torch.mm 64x64 on tpu, separate      old path (fresh array + copy, old kernel) 20.6-21.4 us (4.16-4.34x CPU)
+      processes ABBA, 15 x 300 ops        -> 13.4-14.9 us (2.68-2.91x CPU); more loaded runs 26.6-31.5 -> 17.2-20.5 us
+    this script, mm (64, 64) row          19.5-20.4 us against CPU's 7.8-8.6 (2.39-2.50x; CPU's row inflated too)
+    exact dot_exact 1024^3, one process   114.5 -> 67.8 ms (18.7 -> 31.7 GF/s, 2 threads, ABBA, equal bits)
+    benchmarks/mxu.py --sizes 1024        exact 26.3 GF/s = 0.46x BLAS (Session 51: 11.4 GF/s, 0.30x)
+
+The 3x goal is met on this row. What is left on it: the fused kernel ~8 us, rounding both operands ~2 x 1.3 us and
+their range scans ~2 x 0.9 us (a vectorized one-pass scan, e.g. in LLVM IR like `tile_block`, would save most of
+the latter), and ~2 us of C++ launch around the kernel (key, output allocation; csrc/, not touched here)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,12 @@ order, adding each tile's sums to the output in register blocks of _R rows x _C 
 (`tile_block`: the partial sums stay in vector registers, B is loaded once per k for all _R rows, no
 packing). Padded rows and columns are computed and dropped. An eager mm of at most SMALL_INTO_MAX_MACS
 multiply-adds instead runs the plain loop nest of `_mm_rounded_into`, writing the caller's output buffer (same
-sums in the same order).
+sums in the same order); a larger one (`_mm_blocked_into`) has the register blocks write that buffer directly.
+
+FMA: where every product of the two operands is exact in float32 (bf16 values, no product overflowing or below
+2^-126, no inf or NaN: `fma_exact`, decided from a scan of both operands, after the rounding pass where there is
+one), `tile_block_fma` runs instead, one llvm.fma per multiply-add: fl(s + a*b) with a*b exact is the same float32
+as fl(s + fl(a*b)), so the sums are bit for bit those above (tests/sim/test_mxu_fma.py), ~20-25% faster.
 
 NaN signs are not part of the order: where a +NaN product meets a -NaN one (inf * 0), which one survives depends
 on LLVM's operand order for `+`, and that differs between a freshly compiled `_mm_rounded_serial` and the same
@@ -92,55 +97,72 @@ def _data(context, builder: ir.IRBuilder, aryty, value) -> ir.Value:
     return builder.ptrtoint(context.make_array(aryty)(context, builder, value).data, _I64)
 
 
-@intrinsic
-def tile_block(typingctx, af, ao, lda, bf, bo, ldb, k0, kt, of, oo, ldo, first):
-    """See the module docstring; `first` is a boolean, the integers are int64."""
-    sig = types.void(af, ao, lda, bf, bo, ldb, k0, kt, of, oo, ldo, first)
+def _tile_block(fused: bool):  # noqa: ANN202 - a numba intrinsic
+    """`tile_block` (fused False: fmul then fadd) or `tile_block_fma` (fused True: llvm.fma, one rounding per
+    multiply-add; equal to the unfused sums only where every product is exact in float32, see `fma_exact`)."""
 
-    def codegen(context, builder, signature, args):
-        a_ty, _, _, b_ty, _, _, _, _, o_ty = signature.args[:9]
-        af_v, ao_v, lda_v, bf_v, bo_v, ldb_v, k0_v, kt_v, of_v, oo_v, ldo_v, first_v = args
-        abase, bbase, obase = (_data(context, builder, a_ty, af_v), _data(context, builder, b_ty, bf_v),
-                               _data(context, builder, o_ty, of_v))
-        zero = ir.Constant(_VEC, None)
-        sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(_W)] for _ in range(_R)]
-        rows = [builder.add(ao_v, builder.add(builder.mul(ir.Constant(_I64, r), lda_v), k0_v)) for r in range(_R)]
-        bstart = builder.add(bo_v, builder.mul(k0_v, ldb_v))
-        with cgutils.for_range(builder, kt_v) as loop:
-            k = loop.index
-            brow = builder.add(bstart, builder.mul(k, ldb_v))
-            bv = [builder.load(_address(builder, bbase, builder.add(brow, ir.Constant(_I64, w * _V)), _VEC),
-                               align=4, typ=_VEC) for w in range(_W)]
+    def tile(typingctx, af, ao, lda, bf, bo, ldb, k0, kt, of, oo, ldo, first):  # noqa: ANN001, ANN202
+        sig = types.void(af, ao, lda, bf, bo, ldb, k0, kt, of, oo, ldo, first)
+
+        def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+            a_ty, _, _, b_ty, _, _, _, _, o_ty = signature.args[:9]
+            af_v, ao_v, lda_v, bf_v, bo_v, ldb_v, k0_v, kt_v, of_v, oo_v, ldo_v, first_v = args
+            abase, bbase, obase = (_data(context, builder, a_ty, af_v), _data(context, builder, b_ty, bf_v),
+                                   _data(context, builder, o_ty, of_v))
+            zero = ir.Constant(_VEC, None)
+            sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(_W)] for _ in range(_R)]
+            rows = [builder.add(ao_v, builder.add(builder.mul(ir.Constant(_I64, r), lda_v), k0_v))
+                    for r in range(_R)]
+            bstart = builder.add(bo_v, builder.mul(k0_v, ldb_v))
+            with cgutils.for_range(builder, kt_v) as loop:
+                k = loop.index
+                brow = builder.add(bstart, builder.mul(k, ldb_v))
+                bv = [builder.load(_address(builder, bbase, builder.add(brow, ir.Constant(_I64, w * _V)), _VEC),
+                                   align=4, typ=_VEC) for w in range(_W)]
+                for r in range(_R):
+                    av = builder.load(_address(builder, abase, builder.add(rows[r], k), _F32), align=4, typ=_F32)
+                    splat = builder.shuffle_vector(builder.insert_element(ir.Constant(_VEC, ir.Undefined), av,
+                                                                          ir.Constant(ir.IntType(32), 0)),
+                                                   ir.Constant(_VEC, ir.Undefined),
+                                                   ir.Constant(ir.VectorType(ir.IntType(32), _V), [0] * _V))
+                    for w in range(_W):
+                        old = builder.load(sums[r][w], typ=_VEC)
+                        if fused:
+                            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VEC, [_VEC] * 3),
+                                                                 f"llvm.fma.v{_V}f32")
+                            new = builder.call(fma, [splat, bv[w], old])
+                        else:
+                            new = builder.fadd(old, builder.fmul(splat, bv[w]))
+                        builder.store(new, sums[r][w])
+            is_first = context.cast(builder, first_v, signature.args[11], types.boolean)
             for r in range(_R):
-                av = builder.load(_address(builder, abase, builder.add(rows[r], k), _F32), align=4, typ=_F32)
-                splat = builder.shuffle_vector(builder.insert_element(ir.Constant(_VEC, ir.Undefined), av,
-                                                                      ir.Constant(ir.IntType(32), 0)),
-                                               ir.Constant(_VEC, ir.Undefined),
-                                               ir.Constant(ir.VectorType(ir.IntType(32), _V), [0] * _V))
+                orow = builder.add(oo_v, builder.mul(ir.Constant(_I64, r), ldo_v))
                 for w in range(_W):
-                    prod = builder.fmul(splat, bv[w])
-                    builder.store(builder.fadd(builder.load(sums[r][w], typ=_VEC), prod), sums[r][w])
-        is_first = context.cast(builder, first_v, signature.args[11], types.boolean)
-        for r in range(_R):
-            orow = builder.add(oo_v, builder.mul(ir.Constant(_I64, r), ldo_v))
-            for w in range(_W):
-                ptr = _address(builder, obase, builder.add(orow, ir.Constant(_I64, w * _V)), _VEC)
-                old = builder.load(ptr, align=4, typ=_VEC)
-                acc = builder.select(is_first, zero, old)
-                builder.store(builder.fadd(acc, builder.load(sums[r][w], typ=_VEC)), ptr, align=4)
-        return context.get_dummy_value()
+                    ptr = _address(builder, obase, builder.add(orow, ir.Constant(_I64, w * _V)), _VEC)
+                    old = builder.load(ptr, align=4, typ=_VEC)
+                    acc = builder.select(is_first, zero, old)
+                    builder.store(builder.fadd(acc, builder.load(sums[r][w], typ=_VEC)), ptr, align=4)
+            return context.get_dummy_value()
 
-    return sig, codegen
+        return sig, codegen
 
+    tile.__name__ = tile.__qualname__ = "tile_block_fma" if fused else "tile_block"
+    return intrinsic(tile)
+
+
+tile_block = _tile_block(False)
+tile_block_fma = _tile_block(True)
 
 _NB = 64  # derived: columns per work item (a multiple of _C)
 _MC = 64  # derived: rows per work item (a multiple of _R)
 
 
 @njit(cache=True)
-def _dot_item(af: np.ndarray, bf: np.ndarray, of: np.ndarray, dims: tuple, item: int, tile: int) -> None:
+def _dot_item(af: np.ndarray, bf: np.ndarray, of: np.ndarray, dims: tuple, item: int, tile: int,
+              fused: bool) -> None:
     """One work item: batch bi, column block n0, row chunk mc0 of the padded operands (module docstring),
-    K tile by K tile, each tile's sums added to the output by `tile_block` in register blocks."""
+    K tile by K tile, each tile's sums added to the output by `tile_block` in register blocks (`tile_block_fma`
+    when `fused`: the caller has checked `fma_exact`)."""
     mp, k_total, npad = dims
     n_blocks = (npad + _NB - 1) // _NB
     m_chunks = (mp + _MC - 1) // _MC
@@ -153,8 +175,12 @@ def _dot_item(af: np.ndarray, bf: np.ndarray, of: np.ndarray, dims: tuple, item:
         kt = min(tile, k_total - k0)
         for c0 in range(n0, min(npad, n0 + _NB), _C):
             for m0 in range(mc0, min(mp, mc0 + _MC), _R):
-                tile_block(af, a_base + m0 * k_total, k_total, bf, b_base + c0, npad, k0, kt,
-                           of, o_base + m0 * npad + c0, npad, k0 == 0)
+                if fused:
+                    tile_block_fma(af, a_base + m0 * k_total, k_total, bf, b_base + c0, npad, k0, kt,
+                                   of, o_base + m0 * npad + c0, npad, k0 == 0)
+                else:
+                    tile_block(af, a_base + m0 * k_total, k_total, bf, b_base + c0, npad, k0, kt,
+                               of, o_base + m0 * npad + c0, npad, k0 == 0)
 
 
 @njit(cache=True)
@@ -188,23 +214,118 @@ def _unpadded(out: np.ndarray, m: int, n: int) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def _dot_exact3(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
+def _dot_exact3_fused(a: np.ndarray, b: np.ndarray, tile: int, fused: bool) -> np.ndarray:
     ap, bp, out, dims = _padded(a, b)
     af, bf, of = ap.reshape(-1), bp.reshape(-1), out.reshape(-1)
     for item in prange(_items(a.shape[0], dims[0], dims[2])):
-        _dot_item(af, bf, of, dims, item, tile)
+        _dot_item(af, bf, of, dims, item, tile, fused)
     return _unpadded(out, a.shape[1], b.shape[2])
 
 
 # The same work items without the parallel backend: entering a parallel region costs tens of microseconds
 # even on one thread, more than a small product itself.
 @njit(cache=True)
-def _dot_exact3_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
+def _dot_exact3_serial_fused(a: np.ndarray, b: np.ndarray, tile: int, fused: bool) -> np.ndarray:
     ap, bp, out, dims = _padded(a, b)
     af, bf, of = ap.reshape(-1), bp.reshape(-1), out.reshape(-1)
     for item in range(_items(a.shape[0], dims[0], dims[2])):
-        _dot_item(af, bf, of, dims, item, tile)
+        _dot_item(af, bf, of, dims, item, tile, fused)
     return _unpadded(out, a.shape[1], b.shape[2])
+
+
+# ---- FMA selection ----
+# A bf16 value has at most 8 significant bits, so the product of two is exact in float32 (16 bits) unless it
+# overflows or falls below FLT_MIN (2^-126: a subnormal product may lose bits). Where every product is exact,
+# fl(s + fl(a*b)) == fl(s + a*b) == fma(a, b, s) bit for bit (zero products too: s + (+-0) == s for s != 0 and
+# +0 for s = +0, either way), so `tile_block_fma` gives the unfused kernel's sums. `fma_exact` decides it from
+# four numbers per operand pair, gathered while the operands are read anyway: the largest magnitude's bits
+# (>= 0x7F800000: an inf or NaN, which take the unfused kernel), the smallest nonzero magnitude's bits less one
+# (0xFFFFFFFF when all are zero), and the OR of the low 16 bits (nonzero: not bf16 values, unfused).
+
+_FLT_MAX = 3.4028234663852886e38
+_FLT_MIN = 2.0 ** -126
+
+
+@njit(cache=True)
+def _bits_value(bits: np.uint32) -> float:
+    """The float64 value of a nonnegative finite binary32 pattern (exact)."""
+    e = np.int64(bits >> np.uint32(23))
+    mant = np.int64(bits & np.uint32(0x7FFFFF))
+    if e == 0:
+        return math.ldexp(float(mant), -149)
+    return math.ldexp(float(mant | 0x800000), int(e) - 150)
+
+
+@njit(cache=True)
+def fma_exact(a_hi: np.uint32, a_lo: np.uint32, b_hi: np.uint32, b_lo: np.uint32, low: np.uint32) -> bool:
+    """Whether every product of an A and a B element is exact in float32 (see above); `*_hi` the largest
+    magnitude bits, `*_lo` the smallest nonzero magnitude bits less one (wrapping), `low` the OR of all low
+    16 bits. float64 holds the products of the extremes exactly (at most 48 significant bits)."""
+    if low != 0 or a_hi >= np.uint32(0x7F800000) or b_hi >= np.uint32(0x7F800000):
+        return False
+    if a_lo == np.uint32(0xFFFFFFFF) or b_lo == np.uint32(0xFFFFFFFF):  # an all-zero operand: all products 0
+        return True
+    if _bits_value(a_hi) * _bits_value(b_hi) > _FLT_MAX:
+        return False
+    return _bits_value(a_lo + np.uint32(1)) * _bits_value(b_lo + np.uint32(1)) >= _FLT_MIN
+
+
+@njit(cache=True)
+def _scan(bits: np.ndarray) -> tuple:
+    """(largest magnitude bits, smallest nonzero magnitude bits - 1, OR of the low 16 bits) of a flat uint32
+    array (branch-free: the loop vectorizes)."""
+    hi = np.uint32(0)
+    lo = np.uint32(0xFFFFFFFF)
+    low = np.uint32(0)
+    for i in range(bits.shape[0]):
+        mag = bits[i] & np.uint32(0x7FFFFFFF)
+        hi = max(hi, mag)
+        lo = min(lo, np.uint32(mag - np.uint32(1)))
+        low |= mag
+    return hi, lo, low & np.uint32(0xFFFF)
+
+
+@njit(cache=True)
+def _fused_for(a: np.ndarray, b: np.ndarray) -> bool:
+    """`fma_exact` of two C-contiguous float32 arrays (a pass over both; `_rounded_scan` does it while rounding)."""
+    a_hi, a_lo, a_low = _scan(a.reshape(-1).view(np.uint32))
+    b_hi, b_lo, b_low = _scan(b.reshape(-1).view(np.uint32))
+    return fma_exact(a_hi, a_lo, b_hi, b_lo, a_low | b_low)
+
+
+@njit(cache=True)
+def _dot_exact3(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
+    return _dot_exact3_fused(a, b, tile, _fused_for(a, b))
+
+
+@njit(cache=True)
+def _dot_exact3_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
+    return _dot_exact3_serial_fused(a, b, tile, _fused_for(a, b))
+
+
+@njit(cache=True)
+def _rounded_scan(bits: np.ndarray, dst: np.ndarray) -> tuple:
+    """Rounds the flat uint32 patterns `bits` to bf16 values into the flat uint32 `dst` exactly as
+    `numerics.round_bf16` (the branch-free form of sim/mxu_round.py `_round_loop`, equal on every pattern) and
+    returns `_scan`'s largest and smallest-nonzero-less-one magnitude bits of the rounded values. Two loops:
+    measured faster than one (LLVM does not vectorize the rounding loop with the two reductions in it; the
+    second loop reads `dst` from cache)."""
+    for i in range(bits.shape[0]):
+        u = bits[i]
+        mag = u & np.uint32(0x7FFFFFFF)
+        r = np.uint32(np.uint32(mag + np.uint32(0x7FFF)) + np.uint32(np.uint32(mag >> np.uint32(16)) & np.uint32(1))) \
+            & np.uint32(0xFFFF0000)
+        keep = np.uint32(np.uint32(np.uint32(r - np.uint32(0x00800000)) >> np.uint32(31)) - np.uint32(1))
+        nan = np.uint32(np.uint32(0) - np.uint32(np.uint32(np.uint32(0x7F800000) - mag) >> np.uint32(31)))
+        dst[i] = (u & np.uint32(0x80000000)) | (r & keep & ~nan) | (np.uint32(0x7FC00000) & nan)
+    hi = np.uint32(0)
+    lo = np.uint32(0xFFFFFFFF)
+    for i in range(dst.shape[0]):
+        v = dst[i] & np.uint32(0x7FFFFFFF)
+        w = np.uint32(v - np.uint32(1))
+        hi = v if v > hi else hi
+        lo = w if w < lo else lo
+    return hi, lo
 
 
 @njit(cache=True)
@@ -214,22 +335,64 @@ def _rounded(bits: np.ndarray) -> np.ndarray:
     return out
 
 
+@njit(cache=True)
+def _rounded_pair(a_bits: np.ndarray, b_bits: np.ndarray) -> tuple:
+    """Both operands' bits rounded to bf16 values into fresh float32 arrays, and whether the FMA kernel is exact
+    on them (`fma_exact`)."""
+    ar = np.empty(a_bits.shape, np.float32)
+    br = np.empty(b_bits.shape, np.float32)
+    a_hi, a_lo = _rounded_scan(a_bits.reshape(-1), ar.reshape(-1).view(np.uint32))
+    b_hi, b_lo = _rounded_scan(b_bits.reshape(-1), br.reshape(-1).view(np.uint32))
+    return ar, br, fma_exact(a_hi, a_lo, b_hi, b_lo, np.uint32(0))
+
+
 # DEFAULT precision in one call: both operands rounded to bf16 exactly as `numerics.round_bf16` does, then the
 # serial kernel (two Python-level calls and their checks fewer; small products are most of an eager step).
 @njit(cache=True)
 def _dot_rounded3_serial(a_bits: np.ndarray, b_bits: np.ndarray, tile: int) -> np.ndarray:
-    return _dot_exact3_serial(_rounded(a_bits), _rounded(b_bits), tile)
+    ar, br, fused = _rounded_pair(a_bits, b_bits)
+    return _dot_exact3_serial_fused(ar, br, tile, fused)
 
 
-# A 2-D (M, K) @ (K, N) DEFAULT-precision product of C-contiguous float32 operands (an eager `mm`): the operands'
-# bits are viewed and the batch axis added inside the compiled function, so a call crosses numba's dispatcher
-# once with no Python-level reshapes or views (each ~0.2-0.3 us, on a ~5 us 8x8 launch).
+# A 2-D (M, K) @ (K, N) DEFAULT-precision product of C-contiguous float32 operands written into the C-contiguous
+# (M, N) float32 `out` by the register-blocked kernel (FMA where `fma_exact`): an eager `mm` above
+# SMALL_INTO_MAX_MACS, also through the native entry (sim/mxu_native.py). The operands are rounded into fresh
+# arrays first (so `out` may share memory with either), padded to whole register blocks only at ragged edges;
+# `out` itself takes the sums when no padding is needed (no result array, no copy).
 @njit(cache=True)
-def _mm_rounded_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
+def _mm_blocked_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, tile: int) -> None:
     m, k = a.shape
     n = b.shape[1]
-    out = _dot_rounded3_serial(a.view(np.uint32).reshape(1, m, k), b.view(np.uint32).reshape(1, k, n), tile)
-    return out.reshape(m, n)
+    ar, br, fused = _rounded_pair(a.view(np.uint32), b.view(np.uint32))
+    mp, npad = -(-m // _R) * _R, -(-n // _C) * _C
+    if mp != m:
+        ap = np.zeros((mp, k), np.float32)
+        ap[:m, :] = ar
+    else:
+        ap = ar
+    if npad != n:
+        bp = np.zeros((k, npad), np.float32)
+        bp[:, :n] = br
+    else:
+        bp = br
+    padded = mp != m or npad != n
+    of = np.empty(mp * npad, np.float32) if padded else out.reshape(-1)
+    af, bf = ap.reshape(-1), bp.reshape(-1)
+    dims = (mp, k, npad)
+    for item in range(_items(1, mp, npad)):
+        _dot_item(af, bf, of, dims, item, tile, fused)
+    if padded:
+        out[:, :] = of.reshape(mp, npad)[:m, :n]
+
+
+# A 2-D (M, K) @ (K, N) DEFAULT-precision product of C-contiguous float32 operands (an eager `mm`) into a fresh
+# array: the operands' bits are viewed inside the compiled function, so a call crosses numba's dispatcher once
+# with no Python-level reshapes or views (each ~0.2-0.3 us, on a ~5 us 8x8 launch).
+@njit(cache=True)
+def _mm_rounded_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
+    out = np.empty((a.shape[0], b.shape[1]), np.float32)
+    _mm_blocked_into(a, b, out, tile)
+    return out
 
 
 # A small 2-D DEFAULT-precision product written into `out` (an eager `mm`'s output buffer): the same sums as
@@ -264,13 +427,28 @@ SMALL_INTO_MAX_MACS = 1 << 11  # derived: above this the packed kernel's registe
 
 def mm_small_bf16_rounded_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, tile: int) -> None:
     """`out[...] = mm_small_bf16_rounded(a, b, tile)` for 2-D float32 (M, K) @ (K, N) operands and a float32
-    (M, N) `out` (any strides; it may overlap the operands), under `mm_small_bf16_rounded`'s conditions. Faster
-    than it only up to about SMALL_INTO_MAX_MACS multiply-adds; the caller checks `out`'s shape."""
+    (M, N) `out` (any strides; it may overlap the operands), under `mm_small_bf16_rounded`'s conditions: the
+    loop nest of `_mm_rounded_into` up to SMALL_INTO_MAX_MACS multiply-adds, the register-blocked kernel above
+    (`_mm_into`); the caller checks `out`'s shape."""
     if not a.flags.c_contiguous:
         a = np.ascontiguousarray(a)
     if not b.flags.c_contiguous:
         b = np.ascontiguousarray(b)
-    _mm_rounded_into(a, b, out, tile)
+    if a.shape[0] * a.shape[1] * b.shape[1] <= SMALL_INTO_MAX_MACS:
+        _mm_rounded_into(a, b, out, tile)
+    elif out.flags.c_contiguous:
+        _mm_blocked_into(a, b, out, tile)
+    else:
+        np.copyto(out, _mm_rounded_serial(a, b, tile))
+
+
+@njit(cache=True)
+def _mm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, tile: int) -> None:
+    """`mm_small_bf16_rounded_into` on C-contiguous arrays in one compiled call (sim/mxu_native.py's body)."""
+    if a.shape[0] * a.shape[1] * b.shape[1] <= SMALL_INTO_MAX_MACS:
+        _mm_rounded_into(a, b, out, tile)
+    else:
+        _mm_blocked_into(a, b, out, tile)
 
 
 def _batched(a: np.ndarray, b: np.ndarray) -> tuple[tuple, int, int, int, int] | None:

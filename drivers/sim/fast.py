@@ -22,7 +22,6 @@ from torchtpu.drivers.sim.kernels_data import _CUMULATIVE, _broadcast_plan, dot_
 from torchtpu.sim import mxu
 from torchtpu.sim.mxu_kernel import (
     PARALLEL_MIN_MACS,
-    SMALL_INTO_MAX_MACS,
     _transposed_is_cheaper,
     dot_exact_bf16_rounded,
     dot_small_bf16_rounded3,
@@ -31,6 +30,10 @@ from torchtpu.sim.mxu_kernel import (
 )
 
 FastKernel = Callable[..., np.ndarray]
+
+# A plain exact mm up to this many multiply-adds writes the output buffer itself (`mm_into`, native entry too):
+# the loop nest up to SMALL_INTO_MAX_MACS, the register-blocked kernel above (sim/mxu_kernel.py `_mm_into`).
+INTO_MAX_MACS = PARALLEL_MIN_MACS - 1
 
 _PLAIN = frozenset({"float32", "float64", "int64", "int32"})  # computed as stored: no widening, no rounding
 _FLOATS = frozenset({"float32", "float64"})
@@ -172,7 +175,7 @@ def _dot(op: Op, array: int) -> FastKernel:
             return mm_small_bf16_rounded(x, y, array)
         return dot(x, y)
 
-    if macs > SMALL_INTO_MAX_MACS:
+    if macs > INTO_MAX_MACS:
         return mm
 
     def mm_into(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -1,7 +1,7 @@
 """A small DEFAULT-precision eager `mm` written straight into its output buffer (sim/mxu_kernel.py
 `mm_small_bf16_rounded_into`, the driver's last-step path for fast.py's `writes_out` kernel): the same values as
 the packed kernel and as the old path (result array copied into the buffer), special values and any layout
-included, in every MXU mode; HIGH/HIGHEST precision and larger products keep the old path.
+included, in every MXU mode; HIGH/HIGHEST precision and products above fast.INTO_MAX_MACS keep the old path.
 
 NaN results are compared as NaN, not by bits: the packed kernel's NaN sign (0x7fc00000 or 0xffc00000 where a +NaN
 product meets the -NaN of inf * 0) depends on LLVM's operand order for `+`, which differs between a freshly
@@ -99,7 +99,7 @@ def test_driver_last_step_matches_the_old_path(monkeypatch, precision, mode, res
 
     new = SimDriver()
     with monkeypatch.context() as patch:
-        patch.setattr(fast, "SMALL_INTO_MAX_MACS", -1)  # no `writes_out` kernel: the old path
+        patch.setattr(fast, "INTO_MAX_MACS", -1)  # no `writes_out` kernel: the old path
         old = SimDriver()
         old_exes = {s: old.compile(program(*s)) for s in SHAPES}
     rng = np.random.default_rng(2)
@@ -109,7 +109,7 @@ def test_driver_last_step_matches_the_old_path(monkeypatch, precision, mode, res
             m, k, n = shape
             exe = new.compile(program(m, k, n))
             shape_out = _out_shape(m, n, reshaped)
-            takes_out = precision == "DEFAULT" and m * k * n <= mk.SMALL_INTO_MAX_MACS and not \
+            takes_out = precision == "DEFAULT" and m * k * n <= fast.INTO_MAX_MACS and not \
                 mk._transposed_is_cheaper(m, n)
             assert (exe.payload.last is not None) == takes_out, shape
             assert old_exes[shape].payload.last is None
