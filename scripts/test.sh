@@ -10,7 +10,8 @@ python -m pytest -q -m "not slow" -p no:cacheprovider -n 2 --dist loadfile "$@"
 # The device, training, compile and bounded conformance tests again on the PJRT driver (JAX's CPU client compiles
 # with real XLA); the conformance sample must keep every entry's status recorded by the sim's full sweep.
 TORCHTPU_DRIVER=pjrt TORCHTPU_PJRT_PLATFORM=cpu python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile \
-  tests/test_device.py tests/test_training.py tests/test_ops.py tests/test_compile.py tests/test_opinfo.py
+  tests/test_device.py tests/test_training.py tests/test_ops.py tests/test_compile.py tests/test_opinfo.py \
+  tests/test_device_asserts.py
 # Custom kernels (JAX/Pallas through the driver's PJRT client) on the same driver
 TORCHTPU_DRIVER=pjrt TORCHTPU_PJRT_PLATFORM=cpu python -m pytest -q -m "not slow" -p no:cacheprovider -n 2 \
   --dist loadfile tests/test_custom_kernels.py tests/test_kernels_examples.py
