@@ -100,3 +100,23 @@ def test_foreach_complex_scalar_on_half_refused_naming_complex32(mode: str) -> N
     with torch.tpu.eager_mode(mode), pytest.raises(NotImplementedError, match="complex32.*supported: "):
         torch._foreach_add(half, 1 + 1j)
         torch.tpu.synchronize()
+
+
+CHOLESKY_EMPTY = [((3, 5, 0, 3), torch.int16), ((4, 0), torch.int32), ((0, 3), torch.float32),
+                  ((2, 0, 3), torch.float64), ((0,), torch.float32), ((0, 0), torch.bool)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape_dtype", CHOLESKY_EMPTY, ids=str)
+def test_cholesky_empty_any_shape(shape_dtype: tuple, mode: str) -> None:
+    # ATen's deprecated cholesky returns empty_like(self) before its square and dtype checks (fuzz seeds 60, 61)
+    shape, dtype = shape_dtype
+    assert_exactly_cpu(lambda d: [aten.cholesky(torch.ones(shape, dtype=dtype, device=d), True),
+                                  aten.cholesky(torch.ones(shape, dtype=dtype, device=d))], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool, torch.float16, torch.bfloat16])
+def test_cholesky_dtype_refused_as_cpu(dtype: torch.dtype, mode: str) -> None:
+    # cholesky_cpu dispatches on float and complex only: tpu computed a float factor of an int32 matrix
+    assert_refused_as_cpu(lambda d: aten.cholesky(torch.eye(2, device=d).to(dtype)), mode)
