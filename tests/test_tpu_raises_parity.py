@@ -120,3 +120,46 @@ def test_cholesky_empty_any_shape(shape_dtype: tuple, mode: str) -> None:
 def test_cholesky_dtype_refused_as_cpu(dtype: torch.dtype, mode: str) -> None:
     # cholesky_cpu dispatches on float and complex only: tpu computed a float factor of an int32 matrix
     assert_refused_as_cpu(lambda d: aten.cholesky(torch.eye(2, device=d).to(dtype)), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.complex64])
+def test_histogramdd_bin_edges_with_range_or_empty(dtype: torch.dtype, mode: str) -> None:
+    # the "histogramdd" dtype refusal is its min/max of an input with elements and no range (fuzz seed 60: bfloat16)
+    def calls(d: str) -> list[torch.Tensor]:
+        x = torch.arange(5).reshape(5, 1).to(dtype).to(d)
+        return [*aten._histogramdd_bin_edges(x, [1], range=[0.5, 1.0]),
+                *aten._histogramdd_bin_edges(x, [5], range=[-3.0, 7.0]),
+                *aten._histogramdd_bin_edges(x[:0], [2])]
+    assert_exactly_cpu(calls, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_histogramdd_bin_edges_refusals(mode: str) -> None:
+    x = torch.arange(5).reshape(5, 1)
+    assert_refused_as_cpu(lambda d: aten._histogramdd_bin_edges(x.to(torch.bfloat16).to(d), [2]), mode)
+    assert_refused_as_cpu(lambda d: aten._histogramdd_bin_edges(x.bool().to(d), [2], range=[0.5, 1.0]), mode)
+    with torch.tpu.eager_mode(mode), pytest.raises(NotImplementedError, match="integer .* bin edges"):
+        aten._histogramdd_bin_edges(x.to("tpu"), [2], range=[0.5, 1.0])  # CPU computes; tpu would round otherwise
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("value", [-0.95 + 1j, 1j, 0j, complex(float("nan"), 0), -0.0j], ids=str)
+def test_full_out_complex_into_bool(value: complex, mode: str) -> None:
+    # fill_'s Scalar::toBool(): z != 0 (fuzz seed 60: tpu refused the complex result's cast to Bool)
+    assert_exactly_cpu(lambda d: [aten.full.out([4, 2], value, out=torch.empty(0, dtype=torch.bool, device=d))],
+                       mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_full_out_complex_into_real_still_refused(mode: str) -> None:
+    assert_refused_as_cpu(lambda d: aten.full.out([2], 1 + 1j, out=torch.empty(0, device=d)), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_mode_of_a_0d_complex(dtype: torch.dtype, mode: str) -> None:
+    # ATen returns a 0-d self as its own mode before the dtype dispatch (fuzz seed 61)
+    assert_exactly_cpu(lambda d: [*aten.mode(torch.tensor(1 + 2j, dtype=dtype, device=d)),
+                                  *aten.mode(torch.tensor(-3j, dtype=dtype, device=d), 0, True)], mode)
+    assert_refused_as_cpu(lambda d: aten.mode(torch.ones(2, dtype=dtype, device=d)), mode)
