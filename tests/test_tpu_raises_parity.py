@@ -163,3 +163,13 @@ def test_mode_of_a_0d_complex(dtype: torch.dtype, mode: str) -> None:
     assert_exactly_cpu(lambda d: [*aten.mode(torch.tensor(1 + 2j, dtype=dtype, device=d)),
                                   *aten.mode(torch.tensor(-3j, dtype=dtype, device=d), 0, True)], mode)
     assert_refused_as_cpu(lambda d: aten.mode(torch.ones(2, dtype=dtype, device=d)), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_embedding_bag_2d_indices(mode: str) -> None:
+    # F.embedding_bag flattens 2-D input itself (computed); aten._embedding_bag's own 2-D reading is refused clearly
+    w = torch.randn(6, 3, generator=torch.Generator().manual_seed(2))
+    idx = torch.tensor([[1, 2], [3, 0], [5, 5]])
+    assert_exactly_cpu(lambda d: [torch.nn.functional.embedding_bag(idx.to(d), w.to(d), mode="max")], mode)
+    with torch.tpu.eager_mode(mode), pytest.raises(NotImplementedError, match="2-D indices are refused"):
+        aten._embedding_bag(w.to("tpu"), idx.to("tpu"), torch.tensor([0, 2], device="tpu"), False, 0)
