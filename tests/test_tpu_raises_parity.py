@@ -173,3 +173,12 @@ def test_embedding_bag_2d_indices(mode: str) -> None:
     assert_exactly_cpu(lambda d: [torch.nn.functional.embedding_bag(idx.to(d), w.to(d), mode="max")], mode)
     with torch.tpu.eager_mode(mode), pytest.raises(NotImplementedError, match="2-D indices are refused"):
         aten._embedding_bag(w.to("tpu"), idx.to("tpu"), torch.tensor([0, 2], device="tpu"), False, 0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape_dim", [((0,), -1), ((0, 5, 5, 0), -1), ((2, 0), 1), ((0, 2), 0)], ids=str)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int8, torch.complex64])
+def test_mode_empty_reduced_dim_refused_as_cpu(dtype: torch.dtype, shape_dim: tuple, mode: str) -> None:
+    # zero_numel_check_dims before the dispatch: tpu computed (cpu_raises, fuzz seeds 2, 3) or refused complex first
+    shape, dim = shape_dim
+    assert_refused_as_cpu(lambda d: aten.mode(torch.ones(shape, dtype=dtype, device=d), dim), mode)

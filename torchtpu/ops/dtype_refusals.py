@@ -291,12 +291,22 @@ _CUM_UNDISPATCHED = _dispatched_unless(lambda op, x: x.dim() == 0 or x.numel() =
 _MEDIAN_UNDISPATCHED = _dispatched_unless(  # (a bool one's NaN is True on CPU: still refused)
     lambda op, x: op._overloadname in ("default", "out") and x.numel() == 0 and x.dtype != torch.bool)
 
-# mode: a 0-d self is its own mode before the dispatch (mode(complex64 0-d) computes on CPU: fuzz seed 61)
-_MODE_UNDISPATCHED = _dispatched_unless(lambda op, x: x.dim() == 0)  # (an empty one: still refused, fail closed)
+# mode(complex64 0-d) computes on CPU (fuzz seed 61)
+def _mode_refusal(refusal: tuple[type[Exception], str], op: Any, args: tuple,
+                  kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
+    """mode: a 0-d self is its own mode, and an empty reduced dim fails zero_numel_check_dims (the lowering's
+    IndexError), both before the dispatch; other empty ones stay refused (fail closed)."""
+    x = args[0] if args else kwargs.get("self")
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", -1)
+    if not isinstance(x, torch.Tensor) or not isinstance(dim, int):
+        return refusal
+    if x.dim() == 0 or (-x.dim() <= dim < x.dim() and x.shape[dim] == 0):
+        return None
+    return refusal
 
 # packet name -> the call's own refusal, where the table's words hold for some calls only
 _BY_CALL = {"histogram": _histogram_refusal, "cummax": _CUM_UNDISPATCHED, "cummin": _CUM_UNDISPATCHED,
-            "median": _MEDIAN_UNDISPATCHED, "nanmedian": _MEDIAN_UNDISPATCHED, "mode": _MODE_UNDISPATCHED,
+            "median": _MEDIAN_UNDISPATCHED, "nanmedian": _MEDIAN_UNDISPATCHED, "mode": _mode_refusal,
             "_histogramdd_bin_edges": _bin_edges_refusal}
 
 
