@@ -21,13 +21,24 @@ from torchtpu.ops.tracing import Sym
 aten = torch.ops.aten
 
 
+def _compute_dtype(common: torch.dtype) -> torch.dtype:
+    """The dtype CPU's kernel computes in and converts `value` to (c10's checked value.to<T>()): float32 for
+    bfloat16/float16 (`float float_val = value.to<float>()`: a value past float16's range but within float32's is
+    no error there, the result is inf; fuzz seed 1), the common dtype otherwise."""
+    return torch.float32 if common in (torch.bfloat16, torch.float16) else common
+
+
+def _what(op: str, common: torch.dtype) -> str:
+    return f"{op}(): value" if _compute_dtype(common) == common else f"{op}(): value (of a {common} op, in float32)"
+
+
 @lower(aten.addcmul.default)
 def addcmul(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
     common = P.result_dtype(self, tensor1, tensor2)[1]
-    check_scalar_fits(value, common, "addcmul(): value")
     # CPU's kernel: every operand in the common dtype (float32 for bfloat16/float16, rounded once at the end),
     # self + value * t1 * t2 in that order; a complex value of 1 still multiplies (an infinite part gives NaN)
-    compute = torch.float32 if common in (torch.bfloat16, torch.float16) else common
+    compute = _compute_dtype(common)
+    check_scalar_fits(value, compute, _what("addcmul", common))
     if not (common.is_floating_point or common.is_complex):  # CPU's value.to<scalar_t>(): toward zero
         value = P.convert(P.const(value, torch.float64), common)
     elif known(value) and value == 1 and not common.is_complex:
@@ -48,8 +59,8 @@ def addcdiv(self: Sym, tensor1: Sym, tensor2: Sym, value: Any = 1) -> Sym:
             "tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: "
             "(input + value * tensor1 / tensor2), for all dtypes.")
     common = P.result_dtype(self, tensor1, tensor2)[1]
-    check_scalar_fits(value, common, "addcdiv(): value")
-    compute = torch.float32 if common in (torch.bfloat16, torch.float16) else common
+    compute = _compute_dtype(common)
+    check_scalar_fits(value, compute, _what("addcdiv", common))
     s, t1, t2 = (P.convert(t, compute) for t in (self, tensor1, tensor2))
     numerator = t1 if known(value) and value == 1 and not common.is_complex else value * t1
     return P.convert(s + numerator / t2, common)

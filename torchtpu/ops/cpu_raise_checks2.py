@@ -83,6 +83,10 @@ def _full(a: Bound) -> None:  # full.out fills the out tensor (full with dtype=:
     out = a.get("out")
     if out is not None:
         check_scalar_fits(a["fill_value"], out.dtype, "full()")
+        v = a["fill_value"]  # a complex fill into a bool out is z != 0 (Scalar::toBool), filled via complex64
+        if out.dtype == torch.bool and isinstance(v, complex) and v != 0 and torch.tensor(v).item() == 0:
+            raise NotImplementedError(f"full.out: the fill value {v!r} is nonzero (True on CPU) but underflows to 0 "
+                                      "in the complex64 the tpu fills through; refused rather than written False")
 
 
 def _fft_dims(a: Bound) -> None:

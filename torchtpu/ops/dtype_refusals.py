@@ -254,6 +254,26 @@ def _histogram_refusal(refusal: tuple[type[Exception], str], op: Any, args: tupl
     return cls, words.replace('"histogramdd"', f'"{kernel}"')
 
 
+def _bin_edges_refusal(refusal: tuple[type[Exception], str], op: Any, args: tuple,
+                       kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
+    """_histogramdd_bin_edges' "histogramdd" words are its min/max of an input with elements and no range; with a
+    range (or no elements) only the edges' linspace dispatches, which refuses bool alone (bfloat16[5, 1] with
+    range=[0.5, 1.0] computes on CPU: fuzz seed 60)."""
+    bound = dict(zip([a.name for a in op._schema.arguments], args))
+    bound.update(kwargs)
+    if bound.get("range") is None and bound["self"].numel() > 0:
+        return refusal
+    dtype = bound["self"].dtype
+    if dtype == torch.bool:
+        return refusal[0], refusal[1].replace('"histogramdd"', '"linspace_cpu"')
+    if dtype.is_floating_point or dtype.is_complex:
+        return None
+    # CPU computes integer edges too (linspace_out of the double range into them), which the tpu's rounding does
+    # not reproduce (int64 [0, 1, 1] for CPU's [0, 0, 1] with range=[0.5, 1.0]): refused in words of its own
+    return NotImplementedError, (f"_histogramdd_bin_edges: integer ({dtype}) bin edges are not computed on the tpu "
+                                 "(CPU's linspace into integer edges is not reproduced exactly); pass a floating input")
+
+
 def _dispatched_unless(skip: Callable[[Any, Any], bool]) -> Callable[..., tuple[type[Exception], str] | None]:
     """The refusal, unless CPU's kernel returns before its dtype dispatch for this `self` (and overload)."""
 
@@ -271,9 +291,23 @@ _CUM_UNDISPATCHED = _dispatched_unless(lambda op, x: x.dim() == 0 or x.numel() =
 _MEDIAN_UNDISPATCHED = _dispatched_unless(  # (a bool one's NaN is True on CPU: still refused)
     lambda op, x: op._overloadname in ("default", "out") and x.numel() == 0 and x.dtype != torch.bool)
 
+# mode(complex64 0-d) computes on CPU (fuzz seed 61)
+def _mode_refusal(refusal: tuple[type[Exception], str], op: Any, args: tuple,
+                  kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
+    """mode: a 0-d self is its own mode, and an empty reduced dim fails zero_numel_check_dims (the lowering's
+    IndexError), both before the dispatch; other empty ones stay refused (fail closed)."""
+    x = args[0] if args else kwargs.get("self")
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", -1)
+    if not isinstance(x, torch.Tensor) or not isinstance(dim, int):
+        return refusal
+    if x.dim() == 0 or (-x.dim() <= dim < x.dim() and x.shape[dim] == 0):
+        return None
+    return refusal
+
 # packet name -> the call's own refusal, where the table's words hold for some calls only
 _BY_CALL = {"histogram": _histogram_refusal, "cummax": _CUM_UNDISPATCHED, "cummin": _CUM_UNDISPATCHED,
-            "median": _MEDIAN_UNDISPATCHED, "nanmedian": _MEDIAN_UNDISPATCHED}
+            "median": _MEDIAN_UNDISPATCHED, "nanmedian": _MEDIAN_UNDISPATCHED, "mode": _mode_refusal,
+            "_histogramdd_bin_edges": _bin_edges_refusal}
 
 
 def _refusal(rules: Mapping[str, tuple[type[Exception], str]], op: Any, args: tuple,

@@ -52,6 +52,10 @@ def _offsets_checked(offsets: Sym, n: int) -> Sym:
 def _embedding_bag(weight: Sym, indices: Sym, offsets: Sym, scale_grad_by_freq: bool = False, mode: int = 0,
                    sparse: bool = False, per_sample_weights: Sym | None = None, include_last_offset: bool = False,
                    padding_idx: int = -1) -> tuple[Sym, Sym, Sym, Sym]:
+    if indices.ndim == 2:  # fail closed (fuzz seed 61): no consistent rule to match
+        raise NotImplementedError("_embedding_bag: 2-D indices are refused on the tpu: CPU's kernel checks offsets "
+                                  "against their first dim but reads their elements flat (F.embedding_bag flattens "
+                                  "2-D input itself); pass 1-D indices with offsets")
     zero = _offsets_checked(offsets, indices.shape[0])
     out, bag, count, max_idx = _embedding_bag_unchecked(weight, indices, offsets, mode, per_sample_weights,
                                                         include_last_offset, padding_idx)

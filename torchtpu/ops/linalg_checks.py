@@ -60,6 +60,13 @@ def _lapack(dtype: torch.dtype) -> bool:
     return dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128)
 
 
+def check_lapack_dispatch(a: Any, kernel: str) -> None:
+    """AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES of a CPU LAPACK kernel (the deprecated cholesky's "cholesky_cpu"):
+    NotImplementedError for any other dtype (integers, bool, float16, bfloat16), where tpu would compute."""
+    if not _lapack(a.dtype):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_type(a)}\'')
+
+
 def check_geqrf(a: Sym) -> None:
     if a.ndim < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")

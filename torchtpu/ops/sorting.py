@@ -144,6 +144,8 @@ def mode(self: Sym, dim: int = -1, keepdim: bool = False) -> tuple[Sym, Sym]:
     if self.ndim == 0:
         return self, P.full(0, (), torch.int64)
     d = P.canon_dim(dim, self.ndim)
+    if self.shape[d] == 0:  # zero_numel_check_dims (tpu computed: fuzz seeds 2, 3)
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     x = P.transpose(self, [i for i in range(self.ndim) if i != d] + [d])
     n = x.shape[-1]
     rows = x.shape[:-1]
