@@ -145,8 +145,8 @@ def cholesky_inverse(self: Sym, upper: bool = False) -> Sym:
     row, col = P.iota(x.shape, nb), P.iota(x.shape, nb + 1)
     on_diag = P.compare("EQ", row, col)
     inside = P.compare("LE" if upper else "GE", row, col)
-    w = tri_solve(x, eye, lower=not upper)
-    # trtri: the diagonal is 1 / a_jj, the other triangle stays zero (a solve's 0 * NaN would not)
+    w = _trtri_columns(x, upper)
+    # trtri: the diagonal is 1 / a_jj, the other triangle stays zero
     inv_diag = P.true_divide(P.full(1, x.shape[:-1], x.dtype), _diag(x))
     w = P.where(on_diag, P.broadcast_to(P.reshape(inv_diag, (*x.shape[:-2], 1, n)), x.shape),
                 P.where(inside, w, P.zeros_like(w)))
@@ -169,6 +169,24 @@ def cholesky_inverse(self: Sym, upper: bool = False) -> Sym:
         r = P.where(on_diag, _real_part(r), r)
     last = P.emit1("and", [on_diag, P.compare("EQ", row, n - 1)])
     return P.where(last, P.broadcast_to(P.reshape(w_last, (*x.shape[:-2], 1, 1)), x.shape), r)
+
+
+def _trtri_columns(x: Sym, upper: bool) -> Sym:
+    """The inverse of x's triangle, column j solved on the block trtri reads for it (rows and columns from j on,
+    or up to j for upper; the identity elsewhere): one solve of the whole triangle multiplies a NaN or inf of
+    another block by a structural zero of the inverse (fuzz seed 50). A batch of n systems (n^3 elements)."""
+    n, nb = x.shape[-1], x.ndim - 2
+    shape = (*x.shape[:-2], n, n, n)  # (system j, row, column)
+    j, r, c = (P.iota(shape, nb + d) for d in range(3))
+    if upper:
+        block = P.emit1("and", [P.compare("LE", r, j), P.compare("LE", c, j)])
+    else:
+        block = P.emit1("and", [P.compare("GE", r, j), P.compare("GE", c, j)])
+    one = P.convert(P.compare("EQ", r, c), x.dtype)
+    a = P.where(block, P.broadcast_to(P.reshape(x, (*x.shape[:-2], 1, n, n)), shape), one)
+    e = P.slice_dim(P.convert(P.compare("EQ", r, j), x.dtype), nb + 2, 0, 1)  # (j, row, 1): e_j
+    cols = tri_solve(a, e, lower=not upper)  # (j, row, 1): column j of the inverse
+    return _t(P.reshape(cols, x.shape))
 
 
 def _real_part(x: Sym) -> Sym:
