@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_close_to_cpu
+from refusal_cases import MODES, assert_close_to_cpu, assert_exactly_cpu
 
 import torchtpu  # noqa: F401
 
@@ -67,3 +67,16 @@ NAN_FACTORS = [
 def test_cholesky_inverse_nan_positions(mode: str, case: int) -> None:
     x, upper = NAN_FACTORS[case]
     assert_close_to_cpu(lambda d: [torch.cholesky_inverse(x.to(d), upper=upper)], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtypes", [(torch.int8, torch.int16), (torch.bfloat16, torch.float64),
+                                    (torch.float32, torch.int64)])
+def test_select_scatter_keeps_self_dtype(mode: str, dtypes: tuple[torch.dtype, torch.dtype]) -> None:
+    """seed 48: select_scatter of int8 self and int16 src is int8 on CPU (self.clone(), then copy_); tpu gave
+    int16 (upstream's `where` promotes). src holds values the narrower dtype wraps or rounds."""
+    self_dtype, src_dtype = dtypes
+    g = torch.Generator().manual_seed(48)
+    x = (torch.randn(5, 4, 3, generator=g) * 100).to(self_dtype)
+    src = (torch.randn(4, 3, generator=g) * 300).to(src_dtype)
+    assert_exactly_cpu(lambda d: [torch.select_scatter(x.to(d), src.to(d), -3, -1)], mode)
