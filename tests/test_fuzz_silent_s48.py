@@ -80,3 +80,23 @@ def test_select_scatter_keeps_self_dtype(mode: str, dtypes: tuple[torch.dtype, t
     x = (torch.randn(5, 4, 3, generator=g) * 100).to(self_dtype)
     src = (torch.randn(4, 3, generator=g) * 300).to(src_dtype)
     assert_exactly_cpu(lambda d: [torch.select_scatter(x.to(d), src.to(d), -3, -1)], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("value_shape", [(), (1,)])
+@pytest.mark.parametrize("functional", [False, True])
+def test_index_put_zero_dim_false_mask(mode: str, value_shape: tuple[int, ...], functional: bool) -> None:
+    """seed 52: index_put_ with a 0-d False mask and a one-element value is CPU's masked_fill_ of nothing; tpu
+    wrote the value everywhere (the mask's nonzero() columns were no index at all)."""
+    x = torch.tensor([[[0, -10, -6]], [[10, 0, -6]], [[2147483647, -1, 8]]], dtype=torch.int32)
+    v = torch.full(value_shape, -2147483648, dtype=torch.int32)
+
+    def calls(d: str) -> list[torch.Tensor]:
+        mask = torch.tensor(False, device=d)
+        if functional:
+            return [torch.index_put(x.to(d), [mask], v.to(d))]
+        y = x.to(d)
+        y.index_put_([mask], v.to(d))
+        return [y]
+
+    assert_exactly_cpu(calls, mode)
