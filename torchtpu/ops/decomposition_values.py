@@ -5,7 +5,8 @@
   input_scale), which is NaN at 0 when input_scale or alpha * scale is infinite or NaN (fuzz seed 11: elu of
   bfloat16 zeros with input_scale inf gave NaN, CPU 0). Only such calls pay for the correction.
 - slice_scatter: a slice over the whole dim returns src.clone() upstream, in src's dtype; CPU's result has self's
-  (fuzz seed 15: bfloat16 self, float64 src gave float64). src is converted to self's dtype first.
+  (fuzz seed 15: bfloat16 self, float64 src gave float64). src is converted to self's dtype first. The same for
+  select_scatter, whose upstream `where` promotes (fuzz seed 48: int8 self, int16 src gave int16).
 - binary_cross_entropy_backward with a weight of another dtype: CPU's kernel writes grad_input in self's dtype,
   then grad_input.mul_(weight) (computed in the common dtype, cast back) and div_(numel) for a mean; upstream
   multiplies out of place (a float64 weight gave a float64 result, CPU float32). Done in CPU's order around the
@@ -52,8 +53,9 @@ from torchtpu.dtypes import opmath, rounded_scalar
 aten = torch.ops.aten
 
 _SCALAR_THROUGH_RESULT = frozenset({aten.xlogy, aten.special_xlogy, aten.special_xlog1py})
-WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.binary_cross_entropy_backward, aten.binary_cross_entropy,
-                     aten.huber_loss_backward, aten.nansum, aten.uniform}) | _SCALAR_THROUGH_RESULT
+WRAPPED = frozenset({aten.elu, aten.slice_scatter, aten.select_scatter, aten.binary_cross_entropy_backward,
+                     aten.binary_cross_entropy, aten.huber_loss_backward, aten.nansum, aten.uniform}) \
+    | _SCALAR_THROUGH_RESULT
 
 
 def _finite(value: Any) -> bool:
@@ -316,7 +318,7 @@ def wrap(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         return _huber_backward_nonpositive_delta(op, fn)
     if op.overloadpacket is aten.uniform:
         return _dense_template(fn)
-    if op.overloadpacket is aten.slice_scatter:
+    if op.overloadpacket in (aten.slice_scatter, aten.select_scatter):
         return _src_in_self_dtype(fn)
     if op.overloadpacket is aten.binary_cross_entropy_backward:
         return _bce_backward_weight(op, fn)

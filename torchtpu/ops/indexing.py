@@ -269,6 +269,13 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     index_checks.check_masks(self.shape, indices)
     if len(rest) and index_checks.dispatches_to_masked_fill(indices, rest[0]):
         rest = [rest[0].to(self.dtype), *rest[1:]]  # masked_fill_ casts its one value (no dtype check)
+        accumulate = rest[1] if len(rest) > 1 else kwargs.get("accumulate", False)
+        mask = next(i for i in indices if i is not None)
+        if mask.ndim == 0 and mask.dtype == torch.bool and not accumulate:
+            # masked_fill_ with a 0-d mask: all of self or none of it (fuzz seed 52: a False mask wrote the value
+            # everywhere, its nonzero() columns being no index at all)
+            filled = torch.where(mask, rest[0], self)
+            return (self, [None], filled, *rest[1:]), kwargs
     out: list[Any] = []
     for idx in indices:
         if isinstance(idx, torch.Tensor) and idx.dtype in (torch.bool, torch.uint8):
