@@ -133,11 +133,9 @@ def cholesky_inverse_singular(args: tuple, kwargs: dict[str, Any]) -> tuple[tupl
 
 @lower(aten.cholesky_inverse.default, prepare=cholesky_inverse_singular)
 def cholesky_inverse(self: Sym, upper: bool = False) -> Sym:
-    """LAPACK potri as ATen calls it: trtri inverts the factor's triangle (W = L^-1, or U^-1), then lauum forms
-    W^H W (W W^H for upper) from the real parts of W's diagonal (its last element is Re(w) * w: lauu2 scales
-    the last row by the real AII), and ATen mirrors the triangle into a Hermitian matrix. Complex results of the
-    two solves differed from MKL's by ~1e-3 (fuzz seeds 47, 52: the imaginary parts of the diagonal), and a NaN
-    off the diagonal reached elements whose lauum sums never read it (seed 50)."""
+    """LAPACK potri as ATen calls it (ops/linalg_potri.py): trtri inverts the triangle, lauum forms W^H W (W W^H
+    for upper) from the real parts of W's diagonal; ATen mirrors the triangle. Two solves differed from MKL's by
+    ~1e-3 (fuzz seeds 47, 52) and spread a NaN to elements lauum never reads (seed 50)."""
     check_matrix(self, "cholesky_inverse", floating=False)
     from torchtpu.ops.linalg_potri import potri
 
