@@ -29,9 +29,10 @@ py::list live_slots(const py::list& slots) {
     PyObject* slot = PyList_GET_ITEM(slots.ptr(), i);
     if (get(slot, written).ptr() != Py_True) continue;
     py::object held = get(slot, storage);
-    TORCH_CHECK(py::isinstance<StorageKeep>(held), "a region slot's storage is not a StorageKeep");
+    const c10::Storage* kept = kept_storage(held.ptr());
+    TORCH_CHECK(kept != nullptr, "a region slot's storage is not a StorageKeep");
     const size_t own = get(slot, holder).is_none() ? 1 : 2;
-    if (held.cast<const StorageKeep&>().references() > own) live.append(py::int_(i));
+    if (storage_references(*kept) > own) live.append(py::int_(i));
   }
   return live;
 }
