@@ -279,6 +279,14 @@ bool truthy(PyObject* v) {
 
 }  // namespace
 
+PyObject* native_field(PyObject* obj, bool event, size_t index) {
+  const Hooks& h = hooks();
+  const py::object& type = event ? h.event_type : h.slot_type;
+  const std::vector<Py_ssize_t>& offsets = event ? h.event_offsets : h.slot_offsets;
+  if (!h.on || Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(type.ptr()) || index >= offsets.size()) return nullptr;
+  return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + offsets[index]);
+}
+
 void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     PyObject* t = THPVariable_Wrap(tensors[i]);

@@ -23,6 +23,10 @@ const c10::Storage* kept_storage(PyObject* obj);
 size_t storage_references(const c10::Storage& storage);
 void bind_storage_keep(py::module& m);
 
+// The `index`th field (record_fast.NATIVE_EVENT_FIELDS or NATIVE_SLOT_FIELDS) of a region_ir.Event (`event`) or Slot
+// read in place (borrowed; nullptr where unset, where `obj` is not of that type or the path is off: get the attribute).
+PyObject* native_field(PyObject* obj, bool event, size_t index);
+
 // `tensors` as the first items of `list` (a recording entry's operands for the Python path)
 void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors);
 
