@@ -77,7 +77,34 @@ per-generation collection time from gc.callbacks, old and new in separate proces
 (load 6-8 on 2 cores): FUSE add 15.2 / 12.2 -> 8.8 / 7.8 us per op, mm 14.5 / 13.8 -> 8.0 / 6.9 us; full
 collections 3 -> 0 per 100k ops (4.0-4.2 -> 0 us per op), young ones 0.6-0.9 -> 0.1 us per op. This script,
 old then new: steady FUSE/NEVER add 3.31x -> 2.52x, mm 3.89x -> 1.91x (DEFER_NEVER allocates nothing that lives
-and is unchanged)."""
+and is unchanged).
+
+Session 52 (branch fuse22; the C++ recording hit's own cost). perf and py-spy --native of an unsynced 8x8 add loop
+under FUSE: the recording (csrc/record_native.cpp) was ~42% of an op, the flush ~10%; its largest pieces were
+pybind11's StorageKeep (an instance-map insert per fresh output, its erase at the flush: ~10% of the op),
+PyObject_SetAttr on each new Event and Slot (type lookup and descriptor call per field: ~5%), the region lock's
+method lookups, and the user line (the code object hashed, constants and all, twice per op). Now StorageKeep is a
+plain CPython type (csrc/record_native_keep.cpp), Event and Slot fields are written and read at their __slots__
+offsets (also by the flush's walks, csrc/region_flush.cpp), the lock's bound methods are made once, an op's
+origin (op, user line) is memoized by (code, instruction, op) identity, and the replay key's slot layout is one
+flat tuple. Base (8d707a8) and this branch in alternating processes (new, base, base, new; --skip-models
+--skip-sim --repeats 5; load 11-12 on 2 cores), FUSE/NEVER:
+
+    add unsynced  2.01x / 1.99x -> 1.31x / 1.42x    add steady  2.07x / 1.81x -> 1.69x / 1.79x
+    mm unsynced   2.31x / 2.36x -> 1.70x / 1.40x    mm steady   2.78x / 2.03x -> 1.62x / 1.78x
+    synced rows   0.98-1.06x -> 1.05-1.36x (the one-op streak's launches, unchanged code: noise)
+    models (--skip-ops --repeats 3, base and branch run at once, twice): gpt2 fwd 0.71 / 0.83 -> 0.76 / 0.78,
+    train 0.84 / 0.75 -> 0.90 / 0.77; llama fwd 0.97 / 0.97 -> 0.92 / 0.90, train 0.98 / 0.86 -> 0.94 / 0.89
+    (all under 1.0x in both; within noise: a model step records few ops per microsecond of its flush)
+
+In one process, old and new runs apart (/tmp script, 5 ABBA samples of NEVER and FUSE each, base/new/new/base):
+add unsynced 2.14x / 2.15x -> 1.51x / 1.46x, mm 2.70x / 2.06x -> 1.51x / 1.45x. What is left of a recorded 8x8
+op (py-spy, new): record_native ~41% (its C-API calls: ~20 module-global and attribute lookups, the lock's
+acquire through RLock's argument parsing, the Event, Slot, StorageKeep and tuples per op), the storage layout
+bytes and address tuple ~9%, at::empty ~8% (as in NEVER), the flush ~4% plus freeing the region's storages.
+The shim is built without NDEBUG, so every pybind11 inc_ref/dec_ref checks the GIL (PyGILState_Check and its TLS
+read: ~5% of a FUSE op, less of a NEVER one): -DPYBIND11_NO_ASSERT_GIL_HELD_INCREF_DECREF in torchtpu/_native.py
+and setup.py would drop it (not done here: a shared build file, and a full rebuild)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ def test_walks_match_their_python_definitions(tpu):
         slots[slot_of_holder].holder  # noqa: B018 - makes the flat holder the slot then also holds
         del held_by_holder
         want_live = [i for i, s in enumerate(slots) if s.written and s.referenced_elsewhere()]
-        want_key = (tuple(e.key for e in region.events), tuple((s.dtype, s.nbytes) for s in slots))
+        want_key = (tuple(e.key for e in region.events), tuple(v for s in slots for v in (s.dtype, s.nbytes)))
         live = flush_walks.live(region)
         key = flush_walks.replay_key(region)
         torch.tpu.synchronize()

@@ -14,6 +14,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <frameobject.h>
+#include <structmember.h>
 
 namespace torchtpu {
 namespace {
@@ -24,6 +25,12 @@ struct Hooks {
   // profiler.events for a whole-storage driver's (pjrt) one-op regions outside DEFER_AND_FUSE
   py::object deferred, poison, modes, plan, frames, one_op, streak, profiler;
   py::object event_type, slot_type, fuse, user_line;
+  // the byte offset of each field of Event and Slot (record_fast.NATIVE_EVENT_FIELDS, NATIVE_SLOT_FIELDS) in their
+  // instances: __slots__ members, written in place (PyObject_SetAttr's type lookup and descriptor call cost more
+  // than the rest of making the object); empty where a field is not such a member (then set as attributes)
+  std::vector<Py_ssize_t> event_offsets, slot_offsets;
+  // deferred._lock's bound acquire and release (made again if the module's lock is another object)
+  py::object lock, acquire, release, no_wait;
 };
 
 int64_t g_recorded = 0;  // ops recorded here (tests and benchmarks read it: fast_record_count)
@@ -78,38 +85,80 @@ void set_attr(PyObject* obj, PyObject* name, PyObject* value) {
 // by the cycle collector: a pending region holds an Event and a Slot per op until its flush, which nothing else
 // references and which reference no object that references them (programs, tuples, storages), so they are in
 // no cycle; tracked, thousands of them survived into the oldest generation and made full collections run.
-py::object make(const py::object& type, std::initializer_list<std::pair<PyObject*, PyObject*>> fields) {
+py::object make(const py::object& type, const std::vector<Py_ssize_t>& offsets,
+                std::initializer_list<std::pair<PyObject*, PyObject*>> fields) {
   auto* t = reinterpret_cast<PyTypeObject*>(type.ptr());
   PyObject* obj = t->tp_alloc(t, 0);
   if (obj == nullptr) throw py::error_already_set();
   auto result = py::reinterpret_steal<py::object>(obj);
-  for (const auto& [name, value] : fields) set_attr(obj, name, value);
+  if (offsets.size() == fields.size()) {  // (tp_alloc zeroed every member: each is unset)
+    size_t i = 0;
+    for (const auto& field : fields) {
+      Py_INCREF(field.second);
+      *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + offsets[i++]) = field.second;
+    }
+  } else {
+    for (const auto& [name, value] : fields) set_attr(obj, name, value);
+  }
   if (PyObject_IS_GC(obj)) PyObject_GC_UnTrack(obj);
   return result;
 }
 
-void bind_storage_keep(py::module& m) {
-  py::class_<StorageKeep>(m, "StorageKeep")
-      .def(py::init([](const at::Tensor& of) {
-             TORCH_CHECK(of.has_storage(), "StorageKeep: a tensor without a storage");
-             return StorageKeep{of.storage()};
-           }),
-           py::arg("of"))
-      .def("references", &StorageKeep::references)
-      .def("flat", [](const StorageKeep& k, const py::object& dtype, int64_t numel) {
-        TORCH_CHECK(THPDtype_Check(dtype.ptr()), "StorageKeep.flat: dtype must be a torch.dtype");
-        const auto scalar_type = reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type;
-        at::Tensor t = at::empty({0}, at::TensorOptions().dtype(scalar_type).device(k.storage.device()));
-        t.set_(k.storage, 0, {numel}, {1});
-        return t;
-      });
+// The member offsets of `fields` in instances of `type` (Hooks::event_offsets): each a writable object member of
+// its __slots__ (T_OBJECT_EX: unset reads raise AttributeError, as an unset slot does); empty otherwise.
+std::vector<Py_ssize_t> member_offsets(const py::object& type, std::initializer_list<const char*> fields) {
+  std::vector<Py_ssize_t> offsets;
+  auto* t = reinterpret_cast<PyTypeObject*>(type.ptr());
+  if (t->tp_setattro != PyObject_GenericSetAttr) return {};
+  for (const char* field : fields) {
+    py::str name(field);
+    PyObject* descr = _PyType_Lookup(t, name.ptr());
+    if (descr == nullptr || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) return {};
+    PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(descr)->d_member;
+    if (member->type != T_OBJECT_EX || (member->flags & READONLY) || member->offset <= 0 ||
+        member->offset + static_cast<Py_ssize_t>(sizeof(PyObject*)) > t->tp_basicsize) {
+      return {};
+    }
+    offsets.push_back(member->offset);
+  }
+  return offsets;
+}
+
+// A field of a Slot (Hooks::slot_offsets' `index`th), read (borrowed) or written in place where the object is a
+// Slot whose members are known; else by attribute.
+py::object slot_field(PyObject* slot, size_t index, PyObject* name) {
+  const Hooks& h = hooks();
+  if (Py_TYPE(slot) == reinterpret_cast<PyTypeObject*>(h.slot_type.ptr()) && index < h.slot_offsets.size()) {
+    PyObject* v = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(slot) + h.slot_offsets[index]);
+    if (v != nullptr) return py::reinterpret_borrow<py::object>(v);
+  }
+  return attr(slot, name);
+}
+
+void set_slot_field(PyObject* slot, size_t index, PyObject* name, PyObject* value) {
+  const Hooks& h = hooks();
+  if (Py_TYPE(slot) == reinterpret_cast<PyTypeObject*>(h.slot_type.ptr()) && index < h.slot_offsets.size()) {
+    auto** place = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(slot) + h.slot_offsets[index]);
+    Py_INCREF(value);
+    Py_XSETREF(*place, value);
+    return;
+  }
+  set_attr(slot, name, value);
 }
 
 // The pending region's lock, taken without waiting (another thread's flush holds it: the Python path waits).
 class LockGuard {
  public:
-  explicit LockGuard(PyObject* lock) : lock_(lock) {
-    PyObject* got = PyObject_CallMethodOneArg(lock, names().acquire, Py_False);
+  explicit LockGuard(PyObject* lock) {
+    Hooks& h = hooks();
+    if (h.lock.ptr() != lock) {  // (the bound methods made once: a lookup and a method object per call cost more)
+      h.acquire = attr(lock, names().acquire);
+      h.release = attr(lock, names().release);
+      h.no_wait = py::make_tuple(false);
+      h.lock = py::reinterpret_borrow<py::object>(lock);
+    }
+    release_ = h.release;
+    PyObject* got = PyObject_Call(h.acquire.ptr(), h.no_wait.ptr(), nullptr);
     if (got == nullptr) throw py::error_already_set();
     held_ = got == Py_True;
     Py_DECREF(got);
@@ -120,7 +169,7 @@ class LockGuard {
     PyObject* value;
     PyObject* trace;
     PyErr_Fetch(&type, &value, &trace);  // (an error being raised survives the release)
-    PyObject* done = PyObject_CallMethodNoArgs(lock_, names().release);
+    PyObject* done = PyObject_CallNoArgs(release_.ptr());
     Py_XDECREF(done);
     if (done == nullptr) PyErr_Clear();
     PyErr_Restore(type, value, trace);
@@ -128,36 +177,95 @@ class LockGuard {
   bool held() const { return held_; }
 
  private:
-  PyObject* lock_;
+  py::object release_;
   bool held_ = false;
 };
 
-// user_frames.user_line() from its caches: the first frame up the stack whose code the caches call the user's,
-// and that instruction's line. None (no error) where a cache misses, or no frame is found: the Python walk then.
-py::object cached_user_line() {
+// Small direct-mapped memos of user_frames' caches, by object identity (each entry holds its objects, so an address
+// is never another object's): whether a code object's frames are ours (skipped), and the event origin (op name,
+// user line) of an op issued at a user instruction. Their values never change for those objects (the file a code
+// object is in; the line of an instruction), so they answer as the caches they copy; looking those up hashed the
+// code object (its constants, every time) and a (code, offset) tuple per recorded op.
+constexpr size_t kMemo = 256;
+struct OursMemo {
+  PyObject* code = nullptr;
+  bool ours = false;
+};
+struct OriginMemo {
+  PyObject* code = nullptr;
+  int lasti = -1;
+  PyObject* op = nullptr;
+  PyObject* origin = nullptr;
+};
+OursMemo g_ours[kMemo];
+OriginMemo g_origins[kMemo];
+
+size_t memo_slot(const void* p, uintptr_t salt = 0) {
+  return ((reinterpret_cast<uintptr_t>(p) >> 4) ^ (salt * 0x9E3779B1u)) % kMemo;
+}
+
+void clear_memos() {
+  for (auto& m : g_ours) Py_CLEAR(m.code);
+  for (auto& m : g_origins) {
+    Py_CLEAR(m.code);
+    Py_CLEAR(m.op);
+    Py_CLEAR(m.origin);
+  }
+}
+
+// (op, user_frames.user_line()) from its caches: the first frame up the stack whose code the caches call the
+// user's, and that instruction's line. None (no error) where a cache misses, or no frame is found: the Python walk
+// then.
+py::object cached_origin(PyObject* op) {
   const Names& n = names();
-  PyObject* package = global(hooks().frames, n.package);
-  PyObject* lines = global(hooks().frames, n.lines);
-  if (package == nullptr || lines == nullptr) return py::none();
   PyFrameObject* top = PyEval_GetFrame();
   if (top == nullptr) return py::none();
+  PyObject* package = nullptr;
   Py_INCREF(top);
   auto frame = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(top));
   for (int depth = 0; depth < 40 && frame; ++depth) {
     auto* f = reinterpret_cast<PyFrameObject*>(frame.ptr());
     auto code = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyFrame_GetCode(f)));
-    PyObject* ours = PyDict_GetItemWithError(package, code.ptr());
-    if (ours == nullptr) {
-      if (PyErr_Occurred()) throw py::error_already_set();
-      return py::none();
+    OursMemo& known = g_ours[memo_slot(code.ptr())];
+    bool ours = known.ours;
+    if (known.code != code.ptr()) {
+      if (package == nullptr && (package = global(hooks().frames, n.package)) == nullptr) return py::none();
+      PyObject* cached = PyDict_GetItemWithError(package, code.ptr());
+      if (cached == nullptr) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        return py::none();
+      }
+      if (cached != Py_False && cached != Py_True) return py::none();
+      ours = cached == Py_True;
+      Py_INCREF(code.ptr());
+      Py_XSETREF(known.code, code.ptr());
+      known.ours = ours;
     }
-    if (ours == Py_False) {
-      py::object key = py::make_tuple(code, py::int_(PyFrame_GetLasti(f)));
+    if (!ours) {
+      const int lasti = PyFrame_GetLasti(f);
+      OriginMemo& memo = g_origins[memo_slot(code.ptr(), static_cast<uintptr_t>(lasti) ^
+                                                           (reinterpret_cast<uintptr_t>(op) >> 4))];
+      if (memo.code == code.ptr() && memo.lasti == lasti && memo.op == op) {
+        return py::reinterpret_borrow<py::object>(memo.origin);
+      }
+      PyObject* lines = global(hooks().frames, n.lines);
+      if (lines == nullptr) return py::none();
+      py::object key = py::make_tuple(code, py::int_(lasti));
       PyObject* line = PyDict_GetItemWithError(lines, key.ptr());
-      if (line == nullptr && PyErr_Occurred()) throw py::error_already_set();
-      return line == nullptr ? py::none() : py::reinterpret_borrow<py::object>(line);
+      if (line == nullptr) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        return py::none();
+      }
+      py::object origin = py::make_tuple(py::handle(op), py::handle(line));
+      Py_INCREF(code.ptr());
+      Py_XSETREF(memo.code, code.ptr());
+      Py_INCREF(op);
+      Py_XSETREF(memo.op, op);
+      Py_INCREF(origin.ptr());
+      Py_XSETREF(memo.origin, origin.ptr());
+      memo.lasti = lasti;
+      return origin;
     }
-    if (ours != Py_True) return py::none();
     frame = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyFrame_GetBack(f)));
   }
   return py::none();
@@ -170,6 +278,14 @@ bool truthy(PyObject* v) {
 }
 
 }  // namespace
+
+PyObject* native_field(PyObject* obj, bool event, size_t index) {
+  const Hooks& h = hooks();
+  const py::object& type = event ? h.event_type : h.slot_type;
+  const std::vector<Py_ssize_t>& offsets = event ? h.event_offsets : h.slot_offsets;
+  if (!h.on || Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(type.ptr()) || index >= offsets.size()) return nullptr;
+  return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + offsets[index]);
+}
 
 void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors) {
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -300,7 +416,7 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
     }
     const Py_ssize_t index = PyLong_AsSsize_t(slot);
     if (index < 0 || index >= n_slots) return false;
-    py::object held = attr(PyList_GET_ITEM(slots.ptr(), index), n.torch_dtype);
+    py::object held = slot_field(PyList_GET_ITEM(slots.ptr(), index), 1, n.torch_dtype);
     if (held.ptr() != PyTuple_GET_ITEM(entry, 1)) return false;  // another dtype: record_fast refuses it
     mapped[i] = py::reinterpret_borrow<py::object>(slot);
   }
@@ -313,15 +429,16 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
   }
   auto found_ref = py::reinterpret_borrow<py::object>(found);
   PyObject* outs = PyTuple_GET_ITEM(found, 1);
-  py::object line = cached_user_line();
-  if (line.is_none()) line = h.user_line(0);  // (its own frame, ours, then up: an autograd thread has no other)
+  py::object origin = cached_origin(PyTuple_GET_ITEM(token, 0));
+  if (origin.is_none()) {  // (its own frame, ours, then up: an autograd thread has no other)
+    origin = py::make_tuple(py::handle(PyTuple_GET_ITEM(token, 0)), h.user_line(0));
+  }
   py::tuple scalars = scalars_of(buffers, inputs.size());
   PyObject* program = PyTuple_GET_ITEM(token, 1);
-  py::object origin = py::make_tuple(py::handle(PyTuple_GET_ITEM(token, 0)), line);
-  py::object event = make(h.event_type, {{n.program, program}, {n.structure, PyTuple_GET_ITEM(token, 2)},
-                                         {n.inputs, PyTuple_GET_ITEM(found, 0)}, {n.outputs, outs},
-                                         {n.scalars, scalars.ptr()}, {n.origin, origin.ptr()},
-                                         {n.key, PyTuple_GET_ITEM(found, 2)}});
+  py::object event = make(h.event_type, h.event_offsets,
+                          {{n.program, program}, {n.structure, PyTuple_GET_ITEM(token, 2)},
+                           {n.inputs, PyTuple_GET_ITEM(found, 0)}, {n.outputs, outs}, {n.scalars, scalars.ptr()},
+                           {n.origin, origin.ptr()}, {n.key, PyTuple_GET_ITEM(found, 2)}});
   std::vector<py::object> new_slots;  // as record_plan.hit makes them (deferred._new_slot for one first met)
   const auto n_in = static_cast<Py_ssize_t>(inputs.size());
   for (const Py_ssize_t i : added) {
@@ -336,15 +453,15 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
     const c10::Storage& s = t.storage();
     PyObject* nbytes = PyTuple_GET_ITEM(entry, 3);
     if (PyLong_AsLongLong(nbytes) != static_cast<long long>(s.nbytes())) return false;
-    py::object storage = py::cast(StorageKeep{s});
+    py::object storage = make_storage_keep(s);
     const bool fresh = PyTuple_GET_ITEM(entry, 4) == Py_True;
     py::object key = fresh ? py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(addresses, i))
                            : py::int_(reinterpret_cast<uintptr_t>(s.data()));
     py::int_ numel(static_cast<long long>(s.nbytes()) / static_cast<long long>(t.element_size()));
-    new_slots.push_back(make(h.slot_type, {{n.storage, storage.ptr()}, {n.torch_dtype, PyTuple_GET_ITEM(entry, 1)},
-                                          {n.dtype, PyTuple_GET_ITEM(entry, 2)}, {n.written, Py_False},
-                                          {n.key, key.ptr()}, {n.nbytes, nbytes}, {n.numel, numel.ptr()},
-                                          {n.holder, Py_None}}));
+    new_slots.push_back(make(h.slot_type, h.slot_offsets,
+                             {{n.storage, storage.ptr()}, {n.torch_dtype, PyTuple_GET_ITEM(entry, 1)},
+                              {n.dtype, PyTuple_GET_ITEM(entry, 2)}, {n.written, Py_False}, {n.key, key.ptr()},
+                              {n.nbytes, nbytes}, {n.numel, numel.ptr()}, {n.holder, Py_None}}));
   }
   PyObject* ops = PyObject_GetAttr(program, n.ops);
   const Py_ssize_t n_ops = ops == nullptr ? -1 : PyObject_Length(ops);
@@ -360,7 +477,7 @@ bool record_native(PyObject* token, const std::vector<at::Tensor>& inputs, const
   }
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(outs); ++i) {
     const Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyTuple_GET_ITEM(outs, i), 0));
-    set_attr(PyList_GET_ITEM(slots.ptr(), index), n.written, Py_True);
+    set_slot_field(PyList_GET_ITEM(slots.ptr(), index), 3, n.written, Py_True);
   }
   if (PyList_Append(events.ptr(), event.ptr()) < 0) throw py::error_already_set();
   ++g_recorded;
@@ -397,6 +514,8 @@ void bind_record_native(py::module& m) {
                                 py::object event, py::object slot, py::object fuse, py::object user_line) {
     Hooks& h = hooks();
     h.on = false;
+    h.lock = h.acquire = h.release = py::object();
+    clear_memos();
     if (deferred.is_none()) return;
     names();
     auto dict = [](const py::object& module) {
@@ -415,6 +534,9 @@ void bind_record_native(py::module& m) {
     h.slot_type = slot;
     h.fuse = fuse;
     h.user_line = user_line;
+    h.event_offsets = member_offsets(event, {"program", "structure", "inputs", "outputs", "scalars", "origin", "key"});
+    h.slot_offsets = member_offsets(slot, {"storage", "torch_dtype", "dtype", "written", "key", "nbytes", "numel",
+                                           "_holder"});
     h.on = true;
   });
 }

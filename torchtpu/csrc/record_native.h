@@ -11,21 +11,21 @@
 
 namespace torchtpu {
 
-// A storage kept alive by a pending region's slot (execution/region_ir.py Slot.storage; the shim's StorageKeep):
-// a C++ reference that the cycle collector does not track, where a torch.UntypedStorage object is one it tracks
-// and, with one per fresh output held until the flush, scans on every collection.
-struct StorageKeep {
-  c10::Storage storage;
+// A storage kept alive by a pending region's slot (execution/region_ir.py Slot.storage; the shim's StorageKeep, a
+// plain CPython type: record_native_keep.cpp): a C++ reference that the cycle collector does not track, where a
+// torch.UntypedStorage object is one it tracks and, with one per fresh output held until the flush, scans on every
+// collection.
+py::object make_storage_keep(const c10::Storage& storage);
+// The storage a StorageKeep holds; nullptr when `obj` is not a StorageKeep.
+const c10::Storage* kept_storage(PyObject* obj);
+// The storage's references, less its own Python object's where nothing else holds that object (a storage made a
+// torch.UntypedStorage once keeps it, and the object's reference, while C++ references remain).
+size_t storage_references(const c10::Storage& storage);
+void bind_storage_keep(py::module& m);
 
-  // The storage's references, less its own Python object's where nothing else holds that object (a storage made a
-  // torch.UntypedStorage once keeps it, and the object's reference, while C++ references remain).
-  size_t references() const {
-    size_t count = storage.use_count();
-    PyObject* own = storage.unsafeGetStorageImpl()->pyobj_slot()->load_pyobj();
-    if (own != nullptr && Py_REFCNT(own) == 1) --count;
-    return count;
-  }
-};
+// The `index`th field (record_fast.NATIVE_EVENT_FIELDS or NATIVE_SLOT_FIELDS) of a region_ir.Event (`event`) or Slot
+// read in place (borrowed; nullptr where unset, where `obj` is not of that type or the path is off: get the attribute).
+PyObject* native_field(PyObject* obj, bool event, size_t index);
 
 // `tensors` as the first items of `list` (a recording entry's operands for the Python path)
 void put_tensors(py::list& list, const std::vector<at::Tensor>& tensors);

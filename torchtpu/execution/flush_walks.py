@@ -16,6 +16,7 @@ def live(region: Any) -> list[int]:
 
 
 def replay_key(region: Any) -> tuple:
-    """(each event's interned signature id, (IR dtype, bytes) of each slot): a region's replay key. A slot's
-    (dtype, bytes) names its flat length: the storage's nbytes // element size elements."""
+    """(each event's interned signature id, IR dtype and bytes of each slot in one flat tuple: (dtype of slot 0,
+    its bytes, dtype of slot 1, ...)): a region's replay key. A slot's (dtype, bytes) names its flat length: the
+    storage's nbytes // element size elements. (Flat: a tuple per slot was ~0.1 us a slot to make and compare.)"""
     return native().region_replay_key(region.events, region.slots)

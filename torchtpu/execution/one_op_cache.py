@@ -80,7 +80,7 @@ def _walk(token: tuple, operands: list, outputs: list[torch.Tensor]) -> tuple[tu
             return False
         views.append((slot, offset, tuple(t.shape), tuple(t.stride())))
     signature = _deferred.signature_id((structure, tuple(views[:n]), tuple(views[n:])))
-    key = ((signature,), tuple((d, nb) for _, nb, d, _ in slots))
+    key = ((signature,), tuple(v for _, nb, d, _ in slots for v in (d, nb)))  # flush_walks.replay_key's form
     return key, slots, {v[0] for v in views[n:]}
 
 
