@@ -132,6 +132,32 @@ in one process, 18 steps per side): GPT-2 1.48 -> 1.19 ms, Llama 1.95 -> 1.38 ms
 in-step (1.66 vs 1.63 ms), blocks of 8 or 32 columns or a 512-byte threshold less. The steps themselves moved
 within noise (ABBA, median of 9, ratios to CPU eager, old gather -> new): gpt2 fwd 1.07x -> 1.12x, train 1.68x
 -> 1.70x; llama fwd 1.35x -> 1.25x, train 1.70x -> 1.67x: the gathers are ~2 ms of a ~20 ms step.
+
+Session 52 (branch `comp22`, 2-core machine at load average 10-15 all session, so +-20% per figure). Steady
+table at the start (--repeats 3, ratios to CPU eager): hidden 128 gpt2 fwd 1.10x train 1.59x, llama fwd 1.48x
+train 1.78x; hidden 256 x 2x256 gpt2 fwd 1.76x train 1.80x, llama fwd 2.14x train 1.86x. Profiles (py-spy over
+the steady loop; each plan replayed step by step, thread CPU time): at hidden 128 the compiled AdamW step is
+~18% of a GPT-2 training step, 15% of it copying the fused groups' results (parameters and moments over
+65536 elements, fusion.py) into the outputs after the launch (3.6 MB per step); the forward copied its fused
+saved activations too. At hidden 256 the GPT-2 forward's sdpa decomposition rebuilt the causal mask per layer
+and launch (iota, (256, 256) int64 differences, compares, `and`, select: ~5 ms of ~94 ms replayed), because
+its int64 intermediates were over the folding limit. Now (1) a fused group writes each result that is one
+program output straight into the output buffer (drivers/sim/fusion.py, direct_outputs.py: an operand may
+share the output's memory only exactly, element i at the same address in both, as a parameter updated in
+place; a shifted overlap or a later reader takes the copy path), and (2) constant chains fold through
+intermediates of up to 16 MiB and the plan keeps only the folded values its steps read (<= 1 MiB together) or
+output (<= 64 KiB each), else folds as before (drivers/sim/driver.py, folding.py). Old vs new in alternating
+processes (old, new, new, old; inside each, CPU eager and compiled ABBA, median of 3): hidden 256 gpt2 fwd
+1.50x / 1.37x -> 1.13x / 1.32x, train 2.07x / 2.04x -> 1.97x / 1.86x; hidden 128 in one process (the fused
+writes toggled, median of 7): gpt2 fwd 1.23x -> 1.16x, train 1.94x -> 1.88x, llama fwd 1.42x -> 1.51x, train
+1.65x -> 1.71x (noise). The steady table after (--repeats 3, another load): hidden 128 gpt2 fwd 1.50x train
+1.82x, llama fwd 1.33x train 1.79x; hidden 256 gpt2 fwd 1.92x train 2.10x, llama fwd 1.84x train 2.17x: at
+this load one run's spread is larger than the changes, so these tables do not rank old and new; the ABBA pairs
+above do. Goal not met (<= 1.0x GPT-2/Llama, <= 1.5x zoo; the zoo was not measured). What is left: the MXU
+products (blas_matmul ~45% of a hidden-256 GPT-2 forward; numpy's OpenBLAS within 15% of torch's sgemm per
+shape), the sdpa decomposition's per-launch softmax and fully-masked-row guard over (2, 4, 256, 256)
+(compare, convert to int64, compare, reduce, select: ~7 ms per forward where CPU eager runs flash attention),
+and the AdamW step's per-parameter numpy passes.
 """
 
 from __future__ import annotations

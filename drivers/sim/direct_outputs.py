@@ -108,12 +108,17 @@ class DirectPlan:
     """The direct writes of one plan: `direct` maps a step's position to the output index it writes;
     `copies`: (slot, output index) of the outputs still copied after the steps."""
 
-    __slots__ = ("direct", "copies", "_checks", "_cache")
+    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact")
 
-    def __init__(self, direct: dict[int, int], copies: list[tuple[int, int]],
-                 checks: dict[int, tuple[frozenset[int], bool, tuple[int, ...], np.dtype]]) -> None:
+    def __init__(self, direct: dict[int, Any], copies: list[tuple[int, int]],
+                 checks: dict[int, tuple[frozenset[int], bool, tuple[int, ...], np.dtype]],
+                 exact: dict[int, frozenset[int]] | None = None) -> None:
         self.direct, self.copies = direct, copies
         self._checks = checks  # output index -> (inputs read after its write, a later step may raise, shape, dtype)
+        # output index -> the inputs its fused step (fusion.py) reads element by element as it writes: such an
+        # input may share the output's memory only exactly (same bytes, both C-contiguous: element i read before
+        # element i is written), never shifted
+        self._exact = exact or {}
         self._cache: dict[tuple[int, ...], tuple[list, bool]] = {}
 
     def allowed(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> bool:
@@ -154,8 +159,16 @@ class DirectPlan:
                 check = checks.get(k)
                 if ohi > lo and check is not None and (check[1] or i in check[0]):
                     return False
+                if ohi > lo and i in self._exact.get(k, ()) and not _same_elements(a, outputs[k]):
+                    return False
                 j += 1
         return True
+
+
+def _same_elements(a: np.ndarray, o: np.ndarray) -> bool:
+    """Whether `a` and `o` are the same elements in the same order: flat index i at the same address in both."""
+    return a.flags.c_contiguous and o.flags.c_contiguous and a.size == o.size and a.itemsize == o.itemsize \
+        and _bounds(a) == _bounds(o)
 
 
 def _host_scalar(root: np.ndarray) -> bool:
@@ -180,13 +193,25 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
     for slot in outputs:
         count[slot] = count.get(slot, 0) + 1
     position = {slot: k for k, slot in enumerate(outputs)}
-    direct = {n: position[s.out] for n, s in enumerate(steps)
-              if isinstance(s.fast, np.ufunc) and len(s.outputs) == 1 and count.get(s.out) == 1
-              and s.op.outputs[0].type.numel >= MIN_ELEMENTS}
+    direct: dict[int, Any] = {
+        n: position[s.out] for n, s in enumerate(steps)
+        if isinstance(s.fast, np.ufunc) and len(s.outputs) == 1 and count.get(s.out) == 1
+        and s.op.outputs[0].type.numel >= MIN_ELEMENTS}
     if last is not None:
         direct = {n: k for n, k in direct.items() if steps[n].out != last.out}
-    if sum(steps[n].op.outputs[0].type.numel for n in direct) < MIN_TOTAL:
+    # a fused group (fusion.py) writes each of its results that is one program output into that output's buffer
+    fused_into = {}
+    for n, s in enumerate(steps):
+        if getattr(s, "writes_into", False):
+            into = tuple(position[slot] if count.get(slot) == 1 and (last is None or slot != last.out) else None
+                         for slot in s.outputs)
+            if any(k is not None for k in into):
+                fused_into[n] = into
+    written = sum(steps[n].op.outputs[0].type.numel for n in direct)
+    written += sum(steps[n].numel * sum(k is not None for k in into) for n, into in fused_into.items())
+    if written < MIN_TOTAL:
         return None
+    direct.update(fused_into)
     roots: dict[int, frozenset[int]] = {i: frozenset((i,)) for i in range(n_inputs)}
     empty: frozenset[int] = frozenset()
     for step in steps:
@@ -196,7 +221,7 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
             made = empty.union(*(roots.get(i, empty) for i in step.inputs))
         for slot in step.outputs:
             roots[slot] = made
-    direct_slots = {steps[n].out for n in direct}
+    direct_slots = {slot for n, k in direct.items() for slot, into in _written(steps[n], k)}
     copies = [(slot, k) for k, slot in enumerate(outputs) if slot not in direct_slots]
     # read after position n: later steps' operands, the last step's, and the copied outputs
     tail: set[int] = set()
@@ -207,11 +232,28 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
             tail |= roots.get(slot, empty)
     raises = last is not None and not _pure(last)
     checks = {}
+    exact: dict[int, frozenset[int]] = {}
     for n in range(len(steps) - 1, -1, -1):
-        if n in direct:
-            op_out = steps[n].op.outputs[0]
+        step = steps[n]
+        if n in direct and not isinstance(direct[n], tuple):
+            op_out = step.op.outputs[0]
             checks[direct[n]] = (frozenset(tail), raises, tuple(op_out.shape), np.dtype(NP_DTYPES[op_out.dtype]))
-        for slot in steps[n].inputs:
+        elif n in direct:  # a fused loop: its own program-input operands exactly, any other operand's not at all
+            own = frozenset(i for i in step.inputs if i < n_inputs)
+            seen = frozenset(tail).union(*(roots.get(i, empty) for i in step.inputs if i >= n_inputs))
+            for slot, k in _written(step, direct[n]):
+                value = step.result_values[step.outputs.index(slot)]
+                checks[k] = (seen, raises, tuple(value.shape), np.dtype(NP_DTYPES[value.dtype]))
+                exact[k] = own
+        for slot in step.inputs:
             tail |= roots.get(slot, empty)
-        raises = raises or not _pure(steps[n])
-    return DirectPlan(direct, copies, checks)
+        raises = raises or not _pure(step)
+    return DirectPlan(direct, copies, checks, exact)
+
+
+def _written(step: Any, into: Any) -> list[tuple[int, int]]:
+    """(slot, output index) of each result that `step` writes into an output buffer (`into`: its entry in
+    `DirectPlan.direct`, an output index or, for a fused step, one per result or None)."""
+    if isinstance(into, tuple):
+        return [(slot, k) for slot, k in zip(step.outputs, into) if k is not None]
+    return [(step.out, into)]

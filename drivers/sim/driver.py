@@ -24,6 +24,8 @@ from torchtpu.drivers.sim import host_memory as _memory
 from torchtpu.drivers.sim.costs import COSTS
 from torchtpu.drivers.sim.direct_outputs import plan_direct
 from torchtpu.drivers.sim.fast import elide_broadcasts, reshaped_into, specialize
+from torchtpu.drivers.sim.folding import fold as _fold
+from torchtpu.drivers.sim.folding import root_of as _root_of
 from torchtpu.drivers.sim.fusion import fuse_steps
 from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
@@ -249,27 +251,15 @@ class _Plan:
 
 
 # Ops whose inputs are all constants are run once at compile time (constant, iota, broadcasts and arithmetic of
-# them: the kernels are pure functions of their inputs) unless they keep more than this much memory alive.
+# them: the kernels are pure functions of their inputs). The plan keeps only the folded values that its steps
+# read or that it outputs: each output one of at most FOLD_MAX_BYTES, those its steps read at most FOLD_KEEP_BYTES
+# together; intermediates of up to FOLD_TRANSIENT_BYTES are dropped after the build (a causal attention mask:
+# iota, int64 differences, compares and selects over (tokens, tokens), one float mask kept). A plan that would
+# keep more is built again folding only values of at most FOLD_MAX_BYTES, as before.
 FOLD_MAX_BYTES = 1 << 16
+FOLD_KEEP_BYTES = 1 << 20
+FOLD_TRANSIENT_BYTES = 1 << 24
 _NEVER_FOLD = frozenset({"rng"})
-
-
-def _fold(kern: Kernel, op: Op, args: list[np.ndarray]) -> list[np.ndarray] | None:
-    """The op's results made read-only, or None to leave it to run time (it raised, or is too big to keep)."""
-    try:
-        with np.errstate(all="ignore"):
-            values = [np.asarray(v) for v in kern(op, args)]
-    except Exception:  # noqa: BLE001 - it raises again, with the op named, when the executable runs
-        return None
-    for v in values:
-        root = v
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        if root.nbytes > FOLD_MAX_BYTES:
-            return None
-    for v in values:
-        v.flags.writeable = False
-    return values
 
 
 def program_cost(model: CostModel, program: Program) -> CostRecord:
@@ -297,7 +287,16 @@ _mxu_mode = config.reader("TORCHTPU_MXU_MODE")
 def build_steps(program: Program, array: int) -> tuple[list[Any], tuple[Any, ...], tuple[int, ...]]:
     """A program's plan (a whole program's, or a `while_array` region's: regions.py): its steps over value slots
     (constants folded once, long element-wise chains fused, broadcasts elided), the folded values of the slots
-    after its inputs, and its output slots. `array` is the MXU width the dot_general steps tile for."""
+    after its inputs that it reads (None for the others), and its output slots. `array` is the MXU width the
+    dot_general steps tile for."""
+    built = _build_steps(program, array, FOLD_TRANSIENT_BYTES)
+    return built if built is not None else _build_steps(program, array, FOLD_MAX_BYTES)
+
+
+def _build_steps(program: Program, array: int, limit: int) -> tuple[list[Any], tuple[Any, ...],
+                                                                    tuple[int, ...]] | None:
+    """`build_steps` folding constant values of up to `limit` bytes; None when the folded values it would keep
+    are over FOLD_MAX_BYTES (an output) or FOLD_KEEP_BYTES (read by its steps, together)."""
     slot = {v.id: i for i, v in enumerate(program.inputs)}  # value id -> index in the run's value list
     count = len(program.inputs)
     steps = []
@@ -314,15 +313,23 @@ def build_steps(program: Program, array: int) -> tuple[list[Any], tuple[Any, ...
             count += 1
         outs = tuple(slot[v.id] for v in op.outputs)
         if all(i in folded for i in ins) and op.name not in _NEVER_FOLD:
-            values = _fold(kern, op, [folded[i] for i in ins])
+            values = _fold(kern, op, [folded[i] for i in ins], limit)
             if values is not None:
                 folded.update(zip(outs, values))
                 continue
         steps.append(_Step(kern, op, ins, outs, index, array))
-    padding = tuple(folded.get(i) for i in range(len(program.inputs), count))
     outputs = tuple(slot[v.id] for v in program.outputs)
     steps = fuse_steps(steps, outputs, folded)  # long element-wise chains as one numba loop (fusion.py)
     elide_broadcasts(steps, outputs)
+    read = {i for s in steps for i in s.inputs if i in folded}
+    if limit > FOLD_MAX_BYTES:
+        if any(_root_of(folded[i]).nbytes > FOLD_MAX_BYTES for i in outputs if i in folded):
+            return None
+        roots = {id(r): r.nbytes for r in (_root_of(folded[i]) for i in read)}
+        if sum(roots.values()) > FOLD_KEEP_BYTES:
+            return None
+    kept = read.union(i for i in outputs if i in folded)
+    padding = tuple(folded[i] if i in kept else None for i in range(len(program.inputs), count))
     return steps, padding, outputs
 
 class SimChip:

@@ -46,6 +46,7 @@ from torchtpu.drivers.sim import fusion_lanes as lanes
 
 MIN_ELEMENTS = 1 << 16  # a group over fewer elements stays step by step
 MIN_OPS = 4  # a group of fewer ops (a while counts its regions' ops) stays step by step
+WRITE_INTO = True  # False: results given buffers are computed apart and copied in (the old path, for measuring)
 
 _DTYPES = ("float32", "float64", "bool")
 _FLOATS = frozenset({"float32", "float64"})
@@ -288,7 +289,8 @@ class FusedStep:
     outputs). A call whose operands are not what the loop was compiled for (another dtype or shape) runs the
     original steps instead."""
 
-    __slots__ = ("kernel", "op", "inputs", "outputs", "index", "fast", "out", "steps", "source", "weight")
+    __slots__ = ("kernel", "op", "inputs", "outputs", "index", "fast", "out", "steps", "source", "weight",
+                 "writes_into", "numel", "result_values")
 
     def __init__(self, steps: list[Any], shape: tuple[int, ...], read: set[int],
                  folded: dict[int, np.ndarray]) -> None:
@@ -314,6 +316,11 @@ class FusedStep:
             for slot, n in zip(step.outputs, src.op(step.op, [env[s] for s in step.inputs], src.body)):
                 env[slot] = n
         results = [(slot, v.dtype) for s in steps for slot, v in zip(s.outputs, s.op.outputs) if slot in read]
+        self.result_values = [v for s in steps for slot, v in zip(s.outputs, s.op.outputs) if slot in read]
+        self.numel = _numel(shape)
+        # a plain loop reads every operand's element i before it writes any result's element i, so it may write
+        # its results into output buffers (`kernel(op, operands, into)`; direct_outputs.py decides where)
+        self.writes_into = not any(isinstance(st, _While) for st in src.body)
         params = ["n", *(f"a{j}" for j in range(len(arrays))), *(f"r{j}" for j in range(len(results))),
                   *(f"c_{d}" for d in _DTYPES)]
         if lanes.LANES > 1 and any(isinstance(st, _While) for st in src.body):  # blocks of lanes (fusion_lanes.py)
@@ -341,19 +348,39 @@ def _launcher(fused: FusedStep, shape: tuple[int, ...], in_dtypes: list[np.dtype
     source, steps, slots, results = fused.source, fused.steps, fused.inputs, fused.outputs
     compiled: list[Callable[..., None]] = []
 
-    def run(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
+    def run(op: Op, args: list[np.ndarray], into: Sequence[np.ndarray | None] = ()) -> list[np.ndarray]:
+        """The group's results; `into` (one per result, or None): buffers of the result's shape and dtype that
+        receive it (straight into a C-contiguous one, which may be an operand's own memory exactly, as
+        direct_outputs.py allows; computed then copied into any other) and are returned in its place."""
         flat = []
         for a, dtype in zip(args, in_dtypes):
             if a.dtype != dtype or a.shape != shape:
-                return unfused(steps, {**fixed, **dict(zip(slots, args))}, results)
+                values = unfused(steps, {**fixed, **dict(zip(slots, args))}, results)
+                return _into(values, into)
             flat.append(a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1))
         outs = [np.empty(n, dtype) for dtype in out_dtypes]
+        direct = []
+        for j, buffer in enumerate(into):
+            if WRITE_INTO and buffer is not None and buffer.flags.c_contiguous and buffer.dtype == out_dtypes[j] \
+                    and buffer.shape == shape:
+                outs[j] = buffer.reshape(-1)
+                direct.append(j)
         if not compiled:
             compiled.append(compile_source(source))
         compiled[0](n, *flat, *outs, *consts)
-        return [r.reshape(shape) for r in outs]
+        values = [into[j] if j in direct else r.reshape(shape) for j, r in enumerate(outs)]
+        return _into(values, [None if j in direct else b for j, b in enumerate(into)]) if into else values
 
     return run
+
+
+def _into(values: list[Any], into: Sequence[np.ndarray | None]) -> list[Any]:
+    """`values`, each one with a buffer in `into` copied into it and replaced by it."""
+    for j, buffer in enumerate(into):
+        if buffer is not None:
+            np.copyto(buffer, values[j], casting="unsafe")
+            values[j] = buffer
+    return values
 
 
 def unfused(steps: Sequence[Any], env: dict[int, Any], results: Sequence[int]) -> list[Any]:

@@ -19,11 +19,12 @@ StraightLine = Callable[[list], tuple]
 
 
 def compile_steps(steps: Sequence[Any], needed: Sequence[int], name: str = "plan",
-                  returns: Sequence[int] = (), direct: dict[int, int] | None = None) -> StraightLine:
+                  returns: Sequence[int] = (), direct: dict[int, Any] | None = None) -> StraightLine:
     """`run(env)`: runs `steps` (the driver's steps: `fast`, `kernel`, `op`, `inputs`, `outputs`) over the
     value list `env`, stores the slots in `needed` back into it and returns the values of the slots in `returns`
     as a tuple. With `direct` (step position -> output index; those steps are ufuncs), `run(env, outs)` computes
-    those steps into `outs[index]` (`out=`, direct_outputs.py)."""
+    those steps into `outs[index]` (`out=`, direct_outputs.py); a fused step's entry is one output index (or
+    None) per result, passed to its kernel as the buffers to write (fusion.py)."""
     namespace: dict[str, Any] = {}
     loads: list[str] = []
     body: list[str] = []
@@ -49,7 +50,12 @@ def compile_steps(steps: Sequence[Any], needed: Sequence[int], name: str = "plan
             _release(step, n, last_read, kept, body, at)
             continue
         namespace[f"k{n}"], namespace[f"o{n}"] = step.kernel, step.op
-        body.append(f"    r = k{n}(o{n}, [{operands}])")
+        into = direct.get(n) if direct else None  # a fused step's results written into outputs (fusion.py)
+        if isinstance(into, tuple):
+            buffers = ", ".join("None" if k is None else f"outs[{k}]" for k in into)
+            body.append(f"    r = k{n}(o{n}, [{operands}], ({buffers},))")
+        else:
+            body.append(f"    r = k{n}(o{n}, [{operands}])")
         at.append(n)
         for j, slot in enumerate(step.outputs):
             body.append(f"    s{slot} = r[{j}]")
