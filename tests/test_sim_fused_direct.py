@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_sim_direct_outputs import _launch  # the launch that records each direct-write decision
 from torchtpu.drivers.ir import Builder
-from torchtpu.drivers.sim import direct_outputs, fusion
+from torchtpu.drivers.sim import fusion
 from torchtpu.drivers.sim.driver import SimDriver
 
 SHAPE = (256, 256)  # 65536 elements: fused at the default fusion.MIN_ELEMENTS
@@ -29,22 +30,6 @@ def _adam_like():
 def _expected(p, m, g):
     m_new = m * g + g
     return [p - m_new * g, m_new]
-
-
-def _launch(drv, exe, inputs, outputs, direct: bool, monkeypatch) -> list[bool]:
-    seen: list[bool] = []
-    real = direct_outputs.DirectPlan.allowed
-
-    def allowed(self, i, o):
-        seen.append(real(self, i, o) if direct else False)
-        return seen[-1]
-
-    monkeypatch.setattr(direct_outputs.DirectPlan, "allowed", allowed)
-    try:
-        drv.execute(exe, inputs, outputs)
-    finally:
-        monkeypatch.undo()
-    return seen
 
 
 def _data(seed: int):
