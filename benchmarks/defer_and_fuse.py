@@ -104,7 +104,12 @@ acquire through RLock's argument parsing, the Event, Slot, StorageKeep and tuple
 bytes and address tuple ~9%, at::empty ~8% (as in NEVER), the flush ~4% plus freeing the region's storages.
 The shim is built without NDEBUG, so every pybind11 inc_ref/dec_ref checks the GIL (PyGILState_Check and its TLS
 read: ~5% of a FUSE op, less of a NEVER one): -DPYBIND11_NO_ASSERT_GIL_HELD_INCREF_DECREF in torchtpu/_native.py
-and setup.py would drop it (not done here: a shared build file, and a full rebuild)."""
+and setup.py would drop it (not done here: a shared build file, and a full rebuild).
+
+Quiet machine, main after session 52's merges (load ~0.5, this script, 5 samples; cpu / NEVER / FUSE us, FUSE/NEVER):
+add unsynced 2.41 / 6.04 / 8.38 (1.39x), synced 2.50 / 6.84 / 7.64 (1.12x), steady 2.01 / 6.26 / 8.84 (1.41x);
+mm unsynced 2.61 / 5.44 / 7.99 (1.47x), synced 1.97 / 5.22 / 6.29 (1.20x), steady 3.04 / 6.47 / 8.41 (1.30x).
+Models (3 samples), FUSE/NEVER: gpt2 fwd 0.79x, train 0.80x; llama fwd 0.91x, train 1.00x."""
 
 from __future__ import annotations
 
