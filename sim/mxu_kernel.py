@@ -47,6 +47,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .mxu_round import _round_loop
 from .numerics import _round_bits_loop, round_bf16
 
 PARALLEL_MIN_MACS = 1 << 22  # below this many multiply-adds the exact kernel runs single-threaded
@@ -305,26 +306,12 @@ def _dot_exact3_serial(a: np.ndarray, b: np.ndarray, tile: int) -> np.ndarray:
 
 @njit(cache=True)
 def _rounded_scan(bits: np.ndarray, dst: np.ndarray) -> tuple:
-    """Rounds the flat uint32 patterns `bits` to bf16 values into the flat uint32 `dst` exactly as
-    `numerics.round_bf16` (the branch-free form of sim/mxu_round.py `_round_loop`, equal on every pattern) and
-    returns `_scan`'s largest and smallest-nonzero-less-one magnitude bits of the rounded values. Two loops:
-    measured faster than one (LLVM does not vectorize the rounding loop with the two reductions in it; the
-    second loop reads `dst` from cache)."""
-    for i in range(bits.shape[0]):
-        u = bits[i]
-        mag = u & np.uint32(0x7FFFFFFF)
-        r = np.uint32(np.uint32(mag + np.uint32(0x7FFF)) + np.uint32(np.uint32(mag >> np.uint32(16)) & np.uint32(1))) \
-            & np.uint32(0xFFFF0000)
-        keep = np.uint32(np.uint32(np.uint32(r - np.uint32(0x00800000)) >> np.uint32(31)) - np.uint32(1))
-        nan = np.uint32(np.uint32(0) - np.uint32(np.uint32(np.uint32(0x7F800000) - mag) >> np.uint32(31)))
-        dst[i] = (u & np.uint32(0x80000000)) | (r & keep & ~nan) | (np.uint32(0x7FC00000) & nan)
-    hi = np.uint32(0)
-    lo = np.uint32(0xFFFFFFFF)
-    for i in range(dst.shape[0]):
-        v = dst[i] & np.uint32(0x7FFFFFFF)
-        w = np.uint32(v - np.uint32(1))
-        hi = v if v > hi else hi
-        lo = w if w < lo else lo
+    """Rounds the flat uint32 patterns `bits` to bf16 values into the flat uint32 `dst` (sim/mxu_round.py's
+    branch-free `_round_loop`, equal to `numerics.round_bf16` on every pattern) and returns `_scan`'s largest and
+    smallest-nonzero-less-one magnitude bits of the rounded values. Two loops: measured faster than one (LLVM
+    does not vectorize the rounding loop with the two reductions in it; the second reads `dst` from cache)."""
+    _round_loop(bits, dst)
+    hi, lo, _ = _scan(dst)
     return hi, lo
 
 
