@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -22,13 +23,20 @@ _SOURCES = sorted((Path(__file__).parent / "csrc").glob("*.cpp"))  # every C++ f
 
 
 PREBUILT = "torchtpu._shim"  # the extension setup.py builds into a wheel
+# A release build, as torch's own: without NDEBUG, pybind11 checks that the GIL is held on every reference count
+# change (~5% of each eager op's host time). setup.py passes the same flags.
+SHIM_CFLAGS = ["-O2", "-DNDEBUG"]
 
 
 def _cache_dir() -> Path:
     root = config.get("TORCHTPU_CACHE_DIR")
     import torch
 
-    tag = f"torch{torch.__version__.split('+')[0]}-py{sys.version_info.major}{sys.version_info.minor}"
+    # The build depends on the torch install and the numpy headers it compiles against, not only their versions:
+    # two environments sharing one cache would otherwise rebuild over each other's shim on every import.
+    origin = hashlib.sha1("\0".join([str(Path(torch.__file__).resolve().parent), _numpy_include(),
+                                      *SHIM_CFLAGS]).encode()).hexdigest()[:10]
+    tag = f"torch{torch.__version__.split('+')[0]}-py{sys.version_info.major}{sys.version_info.minor}-{origin}"
     path = Path(root) / "shim" / tag
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -98,7 +106,7 @@ def _jit_build() -> ModuleType:
                 name="torchtpu_shim",
                 sources=[str(p) for p in _SOURCES],
                 build_directory=str(_cache_dir()),
-                extra_cflags=["-O2"],
+                extra_cflags=SHIM_CFLAGS,
                 extra_include_paths=[_numpy_include()],
                 verbose=config.get("TORCHTPU_VERBOSE_BUILD"),
             )
