@@ -186,8 +186,9 @@ Only GPT-2's medium forward moved beyond this load's noise. Goal not met. What i
 reductions (numpy's `maximum.reduce` over 256-element rows: 363 us for (2, 4, 256, 256) vs torch.amax's 133)
 and exp (405 us), and in the training step (py-spy, 40 s of GPT-2 hidden-128 compiled training steps, both
 threads, idle left out): the sim launches 59% (MXU dots 27%: blas_matmul 15%, operand rounding 6%, gather 6%;
-the plans' numpy ufuncs 15% and fused groups 6% self time), the AdamW step 19% (its launch included), the
-autograd device thread's time outside Python ~22%; gelu_new's `power` is down to under 1%."""
+the plans' numpy ufuncs 15% and fused groups 6% self time), the AdamW step 19% (its launch included);
+outside Python, the autograd device thread 13% and the main thread blocked in `backward` 9%; gelu_new's
+`power` is down to under 1%."""
 
 from __future__ import annotations
 
