@@ -162,7 +162,33 @@ and the AdamW step's per-parameter numpy passes.
 
 Quiet machine, main after session 52's merges (load ~0.5, --repeats 3), compiled x CPU eager: hidden 128: gpt2
 fwd 2.40x, train 2.46x, llama fwd 1.64x, train 1.81x; medium: gpt2 fwd 1.85x, train 1.80x, llama fwd 1.73x,
-train 1.90x (goal 2, <= 1.0x, not met)."""
+train 1.90x (goal 2, <= 1.0x, not met).
+
+Session 53 (branch `comp23`, 2-core machine at load average 7-10 all session, so +-10-15% per figure).
+Regression check, 8d707a8 (before session 52's merges) vs main 3655bb9 in alternating processes (old, new,
+new, old; CPU eager and compiled ABBA inside each, median of 5), hidden 128 gpt2 fwd: 1.61x / 1.43x (old) vs
+1.46x / 1.44x (main): no regression between the two; the quiet run's 2.40x was not reproduced at this load.
+sdpa's math path calls `aten._safe_softmax`, which upstream's decomposition turned into softmax + eq(-inf) +
+all + where over the (B, H, L, S) scores; it is now lowered in graphs (ops/safe_softmax.py, graph role only):
+a row is fully masked exactly when its maximum is -inf, so the guard is a compare and two selects on the
+(B, H, L, 1) maximum and sum the softmax computes anyway; bit-identical to eager DEFER_NEVER
+(tests/test_compile_safe_softmax.py). A compiled `_safe_softmax(x) * 2` over (2, 4, 256, 256): 16 -> 12 plan
+steps but 6.37 -> 6.34 ms (64 x 64: 756 -> 735 us; ABBA in one process, median of 15): the guard's bool ops
+were cheap; the softmax itself is what costs (two numpy row reductions ~0.8 ms each, the element-wise steps ~2
+ms, the launch and its output ~2 ms; CPU's torch.softmax of that input 0.62 ms, one thread). Old (upstream
+decomposition) vs new in one process (CPU eager, old, new ABBA, median of 5 at hidden 256, 7 at hidden 128):
+
+    size                 gpt2 fwd        gpt2 train      llama fwd       llama train
+    hidden 128, 2x64     1.34x -> 1.39x  1.90x -> 1.96x  1.33x -> 1.48x  1.69x -> 1.71x
+    hidden 256, 2x256    1.33x -> 1.23x  1.82x -> 1.81x  1.52x -> 1.52x  1.76x -> 1.70x
+
+Only GPT-2's medium forward moved beyond this load's noise. Goal not met. What is left: the softmax's row
+reductions (numpy's `maximum.reduce` over 256-element rows: 363 us for (2, 4, 256, 256) vs torch.amax's 133)
+and exp (405 us), and in the training step (py-spy, 40 s of GPT-2 hidden-128 compiled training steps, both
+threads, idle left out): the sim launches 59% (MXU dots 27%: blas_matmul 15%, operand rounding 6%, gather 6%;
+the plans' numpy ufuncs 15% and fused groups 6% self time), the AdamW step 19% (its launch included);
+outside Python, the autograd device thread 13% and the main thread blocked in `backward` 9%; gelu_new's
+`power` is down to under 1%."""
 
 from __future__ import annotations
 

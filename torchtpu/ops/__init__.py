@@ -10,7 +10,7 @@ FAMILIES = (
     "sampling",
     "embedding", "grid", "segment", "quantized", "jagged", "pooled_lookup", "paged_attention", "random_ints",
     "normal_tensor", "rnn_cells", "threshold_inplace", "activation_backward", "addcmul", "lerp", "ldexp",
-    "device_asserts",
+    "device_asserts", "safe_softmax",
     "foreach",  # last: maps the per-tensor lowerings above over lists
 )
 
