@@ -43,7 +43,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar, opmath
 from torchtpu.ops import pad_backward_checks
-from torchtpu.ops.arg_checks import dim_size
+from torchtpu.ops.arg_checks import dim_size, sizes_text
 from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, broadcast, cast_to, inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
 
@@ -338,7 +338,11 @@ def _trace(a: Bound) -> None:  # trace_cpu's dispatch (all types and complex, no
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
 
 
-def _lu_unpack(a: Bound) -> None:
+def _lu_unpack(a: Bound) -> None:  # lu_unpack's meta: LU's rank, then the pivots' dtype
+    lu = a["LU_data"]
+    if lu.ndim < 2:
+        raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{sizes_text(lu.shape)} instead")
     if a.get("unpack_pivots", True) and a["LU_pivots"].dtype != torch.int32:
         raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.")
 
