@@ -96,6 +96,30 @@ REFUSED = {
     "grouped_mm_0d_out_dtype": lambda d: aten._grouped_mm(
         _t(dtype=torch.float16, d=d), _t(dtype=torch.float16, d=d), out_dtype=torch.float32),
     "grouped_mm_b_int": lambda d: aten._grouped_mm(_t(2, 4, dtype=torch.float16, d=d), _t(4, dtype=torch.int32, d=d)),
+    # _pdist_backward: contiguity, the dispatch, then self.size(1) (the lowering's unpacking ValueError before)
+    "pdist_backward_int8": lambda d: aten._pdist_backward(
+        _t(3, dtype=torch.int8, d=d), _t(3, dtype=torch.int8, d=d), 0.945, _t(1, dtype=torch.int8, d=d)),
+    "pdist_backward_bf16_p0": lambda d: aten._pdist_backward(
+        _t(1, dtype=torch.bfloat16, d=d), _t(3, 2, dtype=torch.bfloat16, d=d), 0.0, _t(1, d=d)),
+    "pdist_backward_1d": lambda d: aten._pdist_backward(_t(4, d=d), _t(4, d=d), 0.859, _t(4, d=d)),
+    "pdist_backward_pdist_strided": lambda d: aten._pdist_backward(
+        _t(2, d=d), _t(2, dtype=torch.int32, d=d), 0.045, _t(4, d=d)[::2]),
+    # the fused optimizers read grad_scale / found_inf as float first (tpu refused AMP scaling before)
+    "fused_adam_grad_scale_half": lambda d: aten._fused_adam_(
+        [_t(2, d=d)], [_t(2, d=d)], [_t(2, d=d)], [_t(2, d=d)], [], [_t(d=d)], lr=0.1, beta1=0.9, beta2=0.99,
+        weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False, grad_scale=_t(dtype=torch.float16, d=d)),
+    "fused_adamw_found_inf_bool": lambda d: aten._fused_adamw_(
+        [_t(2, d=d)], [_t(2, d=d)], [_t(2, d=d)], [_t(2, d=d)], [], [_t(d=d)], lr=0.1, beta1=0.9, beta2=0.99,
+        weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False, found_inf=_t(dtype=torch.bool, d=d)),
+    "fused_sgd_grad_scale_half": lambda d: aten._fused_sgd_(
+        [_t(2, d=d)], [_t(2, d=d)], [], weight_decay=0.0, momentum=0.0, lr=0.1, dampening=0.0, nesterov=False,
+        maximize=False, is_first_step=False, grad_scale=_t(dtype=torch.float16, d=d)),
+    # arange into a complex or bool result: the dispatch on the result before the range checks
+    "arange_complex_out_bad_range": lambda d: aten.arange.start_out(
+        1e30, -2.38, out=torch.empty(0, dtype=torch.complex64, device=d)),
+    "arange_bool_out_nan": lambda d: aten.arange.out(float("nan"), out=torch.empty(0, dtype=torch.bool, device=d)),
+    "arange_bool_out_zero_step": lambda d: aten.arange.start_out(
+        2.679, -3.939, -0.0, out=torch.empty(2, dtype=torch.bool, device=d)),
 }
 
 COMPILED = ["grouped_mm_1d", "cholesky_solve_helper_bf16", "lu_unpack_1d", "histogramdd_bin_tensors_count",

@@ -98,7 +98,15 @@ _TORCH_CHECK_TAIL = ("  (Could this error message be improved?  If so, please re
                      "PyTorch.)")
 
 
+def _amp_scalars(a: Bound) -> None:  # the fused kernels' first step: grad_scale / found_inf ->data_ptr<float>()
+    for name in ("grad_scale", "found_inf"):
+        t = a.get(name)
+        if t is not None and t.dtype != torch.float32:
+            raise RuntimeError(f"expected scalar type Float but found {aten_type_name(t.dtype)}")
+
+
 def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_
+    _amp_scalars(a)
     if a.get("found_inf") is not None:
         return
     n = len(a["self"])
@@ -113,6 +121,7 @@ def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_
 
 
 def _fused_adam(a: Bound) -> None:  # _fused_adam_kernel_cpu_ (adamw's too)
+    _amp_scalars(a)
     if a.get("found_inf") is not None:
         return
     n = len(a["self"])

@@ -16,6 +16,7 @@ ATen's next step reads the data or is already the refusal table's or the lowerin
 - grid_sampler_2d / 3d and their backwards: check_grid_sampler_common and the rank rule before the dispatch
   (ops/grid_checks.py's shape rules; the modes stay the lowering's).
 - _grouped_mm: mat_a's and mat_b's dtypes, then their ranks.
+- _pdist_backward: self's and pdist's contiguity, the kernel's dispatch, then its reads of self.size(0), size(1).
 """
 
 from __future__ import annotations
@@ -142,6 +143,19 @@ def _grouped_mm(a: Bound) -> None:  # _grouped_mm_validate_inputs: the dtypes, t
             raise RuntimeError(f"{name} has to be 2 or 3d")
 
 
+def _pdist_backward(a: Bound) -> None:  # _pdist_backward: contiguity, then the stub's dispatch, then its size reads
+    x, p = a["self"], a["p"]
+    for name in ("self", "pdist"):
+        contiguous = getattr(a[name], "is_contiguous", None)
+        if isinstance(a[name], torch.Tensor) and contiguous is not None and not contiguous():
+            raise RuntimeError(f"_pdist_backward requires {name} to be contiguous")
+    if x.dtype not in (torch.float32, torch.float64):
+        raise NotImplementedError(f"\"pdist_backward\" not implemented for '{aten_type_name(x.dtype)}'")
+    if not (p == 0 or _numel(a["grad"]) == 0 or _numel(x) == 0):  # else the result is filled with zeros
+        dim_size(x.shape, 0)
+        dim_size(x.shape, 1)
+
+
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "linalg_lu_solve": _lu_solve, "_linalg_svd": _svd, "cholesky": _cholesky,
     "linalg_solve_triangular": _solve_triangular, "_cholesky_solve_helper": _cholesky_solve_helper,
@@ -150,5 +164,5 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_embedding_bag_per_sample_weights_backward": _per_sample_weights_backward,
     "grid_sampler_2d": _grid_sampler(2), "grid_sampler_3d": _grid_sampler(3),
     "grid_sampler_2d_backward": _grid_sampler(2), "grid_sampler_3d_backward": _grid_sampler(3),
-    "_grouped_mm": _grouped_mm,
+    "_grouped_mm": _grouped_mm, "_pdist_backward": _pdist_backward,
 }
