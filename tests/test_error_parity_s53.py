@@ -50,6 +50,8 @@ REFUSED = {
         _t(5, dtype=torch.int64, d=d), _t(1, dtype=torch.int64, d=d), True, True),
     # cholesky / linalg.solve_triangular: squareCheckInputs / checkInputsSolver before the LAPACK dispatch
     "cholesky_half_1d": lambda d: aten.cholesky(_t(5, dtype=torch.float16, d=d)),
+    "cholesky_out_not_castable_1d": lambda d: aten.cholesky.out(
+        _t(5, dtype=torch.float16, d=d), out=_t(0, dtype=torch.int32, d=d)),
     "solve_triangular_0d": lambda d: aten.linalg_solve_triangular(
         _t(dtype=torch.int32, d=d), _t(3, 2, dtype=torch.float16, d=d), upper=False),
     "solve_triangular_b_1d": lambda d: aten.linalg_solve_triangular(
@@ -91,6 +93,12 @@ REFUSED = {
         _t(dtype=torch.complex64, d=d), _t(dtype=torch.float16, d=d), 5, 4, True, out=_t(dtype=torch.float16, d=d)),
     "grid_sampler_3d_0d_long": lambda d: aten.grid_sampler_3d(
         _t(dtype=torch.int64, d=d), _t(dtype=torch.int64, d=d), 0, 4, False),
+    "grid_sampler_2d_backward_long_bad_mode": lambda d: aten.grid_sampler_2d_backward(
+        _t(1, 4, 4, 2, dtype=torch.int64, d=d), _t(1, 4, 4, 2, dtype=torch.int64, d=d),
+        _t(1, 4, 4, 2, dtype=torch.int64, d=d), 2, -2, True, [True, False]),
+    "grid_sampler_3d_backward_int": lambda d: aten.grid_sampler_3d_backward(
+        _t(1, 1, 2, 2, 2, dtype=torch.int32, d=d), _t(1, 1, 2, 2, 2, dtype=torch.int32, d=d),
+        _t(1, 2, 2, 2, 3, dtype=torch.int32, d=d), 0, 0, True, [True, True]),
     # _grouped_mm: the dtypes, then the ranks (an IndexError in the lowering before)
     "grouped_mm_1d": lambda d: aten._grouped_mm(_t(4, dtype=torch.float16, d=d), _t(4, dtype=torch.float16, d=d)),
     "grouped_mm_0d_out_dtype": lambda d: aten._grouped_mm(
@@ -104,6 +112,8 @@ REFUSED = {
     "pdist_backward_1d": lambda d: aten._pdist_backward(_t(4, d=d), _t(4, d=d), 0.859, _t(4, d=d)),
     "pdist_backward_pdist_strided": lambda d: aten._pdist_backward(
         _t(2, d=d), _t(2, dtype=torch.int32, d=d), 0.045, _t(4, d=d)[::2]),
+    "pdist_backward_grad_dtype": lambda d: aten._pdist_backward(
+        _t(2, dtype=torch.float64, d=d), _t(1, 3, 1, d=d), float("nan"), _t(3, 2, dtype=torch.float64, d=d)),
     # the fused optimizers read grad_scale / found_inf as float first (tpu refused AMP scaling before)
     "fused_adam_grad_scale_half": lambda d: aten._fused_adam_(
         [_t(2, d=d)], [_t(2, d=d)], [_t(2, d=d)], [_t(2, d=d)], [], [_t(d=d)], lr=0.1, beta1=0.9, beta2=0.99,
@@ -128,6 +138,7 @@ COMPILED = ["grouped_mm_1d", "cholesky_solve_helper_bf16", "lu_unpack_1d", "hist
 SAME = {  # valid calls next to the new checks still compute as CPU does
     "lu_solve_batched": lambda d: [aten.linalg_lu_solve(
         *torch.linalg.lu_factor(torch.eye(3, device=d) * 2 + 1), torch.arange(6.0, device=d).reshape(1, 3, 2))],
+    "cholesky_empty_int": lambda d: [aten.cholesky(torch.ones(2, 0, 0, 3, dtype=torch.int64, device=d))],
     "histogramdd_bin_tensors": lambda d: [aten._histogramdd_from_bin_tensors(
         torch.arange(6.0, device=d).reshape(3, 2), [torch.tensor([0.0, 3.0, 6.0], device=d)] * 2)],
 }

@@ -8,15 +8,17 @@ ATen's next step reads the data or is already the refusal table's or the lowerin
 - linalg_lu_solve: linalg_lu_solve's meta in full (LU floating, LU/B dtypes, int32 pivots, squareCheckInputs,
   checkInputsSolver, the pivots' count and batch, B's batch broadcast against LU's).
 - _linalg_svd: checkIsMatrix then checkFloatingOrComplex (a 0-d or 1-d input failed in the IR's svd rule).
-- cholesky, linalg_solve_triangular: squareCheckInputs / checkInputsSolver before the LAPACK kernel's dispatch.
+- cholesky (with elements; its out= castable first), linalg_solve_triangular: squareCheckInputs /
+  checkInputsSolver before the LAPACK kernel's dispatch.
 - _cholesky_solve_helper: the kernel's dispatch on self (after its two column-major clones, which need matrices).
 - _histogramdd_bin_edges / _from_bin_cts / _from_bin_tensors: the input's rank, then the bin edges' checks where
   CPU makes them before its dtype dispatch (a given range or no elements; the bin tensors' form always).
 - _embedding_bag_per_sample_weights_backward: the kernel's dispatch on grad (before its rank assert).
-- grid_sampler_2d / 3d and their backwards: check_grid_sampler_common and the rank rule before the dispatch
-  (ops/grid_checks.py's shape rules; the modes stay the lowering's).
+- grid_sampler_2d / 3d and their backwards: check_grid_sampler_common and the rank rule, then the kernel's
+  dispatch on input (ops/grid_checks.py's shape rules; the modes' refusal stays the lowering's, after).
 - _grouped_mm: mat_a's and mat_b's dtypes, then their ranks.
-- _pdist_backward: self's and pdist's contiguity, the kernel's dispatch, then its reads of self.size(0), size(1).
+- _pdist_backward: self's and pdist's contiguity, the kernel's dispatch, then its reads (self.size(0), size(1),
+  grad.stride(0), grad's and pdist's data as self's type).
 """
 
 from __future__ import annotations
@@ -69,7 +71,12 @@ def _svd(a: Bound) -> None:  # TORCH_META_FUNC(_linalg_svd): checkIsMatrix, chec
 
 
 def _cholesky(a: Bound) -> None:  # cholesky: squareCheckInputs before the "cholesky_cpu" dispatch
-    check_matrix(a["self"], "cholesky", floating=False)
+    x, out = a["self"], a.get("out")
+    if out is not None and not torch.can_cast(x.dtype, out.dtype):  # cholesky_out's checkLinalgCompatibleDtype
+        raise RuntimeError(f"cholesky: Expected result to be safely castable from {aten_type_name(x.dtype)} dtype, "
+                           f"but got result with dtype {aten_type_name(out.dtype)}")
+    if _numel(x) > 0:  # no elements: an empty result before any check
+        check_matrix(x, "cholesky", floating=False)
 
 
 def _solve_triangular(a: Bound) -> None:  # linalg_solve_triangular_out: checkInputsSolver first
@@ -125,10 +132,17 @@ def _per_sample_weights_backward(a: Bound) -> None:  # AT_DISPATCH_FLOATING_TYPE
                                   f"'{aten_type_name(grad.dtype)}'")
 
 
-def _grid_sampler(nd: int) -> Callable[[Bound], None]:
-    def check(a: Bound) -> None:  # check_grid_sampler_common, check_grid_sampler_{2,3}d before the dispatch
-        mode = a["interpolation_mode"]
-        check_grid_sampler(a["input"].shape, a["grid"].shape, nd, mode if mode in (0, 1, 2) else 0)
+_GRID_KERNELS = {(2, False): "grid_sampler_2d_cpu_kernel_impl", (3, False): "grid_sampler3d_cpu",
+                 (2, True): "grid_sampler_2d_backward_cpu_kernel_impl", (3, True): "grid_sampler_3d_backward_cpu"}
+
+
+def _grid_sampler(nd: int, backward: bool = False) -> Callable[[Bound], None]:
+    def check(a: Bound) -> None:  # check_grid_sampler_common, check_grid_sampler_{2,3}d, then the dispatch on input
+        mode, x = a["interpolation_mode"], a["input"]
+        check_grid_sampler(x.shape, a["grid"].shape, nd, mode if mode in (0, 1, 2) else 0)
+        if x.dtype not in (torch.float32, torch.float64, torch.float16, torch.bfloat16):  # before the modes' refusal
+            raise NotImplementedError(f"\"{_GRID_KERNELS[nd, backward]}\" not implemented for "
+                                      f"'{aten_type_name(x.dtype)}'")
     return check
 
 
@@ -154,6 +168,11 @@ def _pdist_backward(a: Bound) -> None:  # _pdist_backward: contiguity, then the 
     if not (p == 0 or _numel(a["grad"]) == 0 or _numel(x) == 0):  # else the result is filled with zeros
         dim_size(x.shape, 0)
         dim_size(x.shape, 1)
+        dim_size(a["grad"].shape, 0)  # grad.stride(0), then grad's and pdist's data as self's type
+        for t in (a["grad"], a["pdist"]):
+            if t.dtype != x.dtype:
+                raise RuntimeError(f"expected scalar type {aten_type_name(x.dtype)} but found "
+                                   f"{aten_type_name(t.dtype)}")
 
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
@@ -163,6 +182,6 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_histogramdd_from_bin_tensors": _histogramdd_bin_tensors,
     "_embedding_bag_per_sample_weights_backward": _per_sample_weights_backward,
     "grid_sampler_2d": _grid_sampler(2), "grid_sampler_3d": _grid_sampler(3),
-    "grid_sampler_2d_backward": _grid_sampler(2), "grid_sampler_3d_backward": _grid_sampler(3),
+    "grid_sampler_2d_backward": _grid_sampler(2, True), "grid_sampler_3d_backward": _grid_sampler(3, True),
     "_grouped_mm": _grouped_mm, "_pdist_backward": _pdist_backward,
 }
