@@ -25,6 +25,7 @@ from torchtpu.ops import (
     dtype_refusals,
     error_class_checks,
     error_parity_checks,
+    error_parity_checks2,
     fused_optim_checks,
     inplace_scalar_checks,
     ldexp,
@@ -37,7 +38,8 @@ from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 Bound = dict[str, Any]
 # the modules whose BOUND_CHECKS run behind this module's own (CPU's checks after those above)
 _LATER = (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, inplace_scalar_checks, onednn_checks,
-          fused_optim_checks, ldexp, error_parity_checks, weight_norm_checks, error_class_checks)
+          fused_optim_checks, ldexp, error_parity_checks, weight_norm_checks, error_class_checks,
+          error_parity_checks2)
 
 
 def _bind(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Bound:

@@ -43,7 +43,7 @@ import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar, opmath
 from torchtpu.ops import pad_backward_checks
-from torchtpu.ops.arg_checks import dim_size
+from torchtpu.ops.arg_checks import dim_size, sizes_text
 from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, broadcast, cast_to, inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
 
@@ -98,7 +98,15 @@ _TORCH_CHECK_TAIL = ("  (Could this error message be improved?  If so, please re
                      "PyTorch.)")
 
 
+def _amp_scalars(a: Bound) -> None:  # the fused kernels' first step: grad_scale / found_inf ->data_ptr<float>()
+    for name in ("grad_scale", "found_inf"):
+        t = a.get(name)
+        if t is not None and t.dtype != torch.float32:
+            raise RuntimeError(f"expected scalar type Float but found {aten_type_name(t.dtype)}")
+
+
 def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_
+    _amp_scalars(a)
     if a.get("found_inf") is not None:
         return
     n = len(a["self"])
@@ -113,6 +121,7 @@ def _fused_sgd(a: Bound) -> None:  # _fused_sgd_kernel_cpu_
 
 
 def _fused_adam(a: Bound) -> None:  # _fused_adam_kernel_cpu_ (adamw's too)
+    _amp_scalars(a)
     if a.get("found_inf") is not None:
         return
     n = len(a["self"])
@@ -338,7 +347,11 @@ def _trace(a: Bound) -> None:  # trace_cpu's dispatch (all types and complex, no
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
 
 
-def _lu_unpack(a: Bound) -> None:
+def _lu_unpack(a: Bound) -> None:  # lu_unpack's meta: LU's rank, then the pivots' dtype
+    lu = a["LU_data"]
+    if lu.ndim < 2:
+        raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{sizes_text(lu.shape)} instead")
     if a.get("unpack_pivots", True) and a["LU_pivots"].dtype != torch.int32:
         raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.")
 

@@ -28,7 +28,7 @@ import torch
 from torchtpu.dtypes import checked_scalar, opmath
 from torchtpu.ops import pool_checks
 from torchtpu.ops.arg_checks import check_expand, wrap_dim
-from torchtpu.ops.tracing import aten_meta_name
+from torchtpu.ops.tracing import aten_meta_name, aten_type_name
 
 Bound = dict[str, Any]
 
@@ -56,8 +56,9 @@ def _max_pool_backward(nd: int) -> Callable[[Bound], None]:
 
 def _arange(a: Bound) -> None:  # arange_out: AT_DISPATCH on the result type, then start/end/step.to<double>()
     out, dtype = a.get("out"), a.get("dtype")
-    if (out.dtype if out is not None else dtype) == torch.bool:
-        return
+    result = out.dtype if out is not None else dtype
+    if result is not None and (result == torch.bool or result.is_complex):  # the dispatch on the result first
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{aten_type_name(result)}'")
     for what in ("start", "end", "step"):
         if what in a and isinstance(a[what], complex | float | int):
             checked_scalar(a[what], torch.float64)
