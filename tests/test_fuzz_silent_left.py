@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu, assert_refused_as_cpu_compiled
 
 import torchtpu  # noqa: F401
 
@@ -30,6 +30,11 @@ def _test_layouts(d: str) -> dict[str, torch.Tensor]:
 def test_isin_unviewable_test_elements(mode: str, layout: str, invert: bool) -> None:
     elements = torch.tensor([[0.0, 1.0, 7.0], [2.0, 3.0, 9.0]] * 10)  # 60 elements: the default kernel for 12 tests
     assert_refused_as_cpu(lambda d: torch.isin(elements.to(d), _test_layouts(d)[layout], invert=invert), mode)
+
+
+def test_isin_unviewable_test_elements_compiled() -> None:
+    elements = torch.tensor([[0.0, 1.0, 7.0], [2.0, 3.0, 9.0]] * 10)
+    assert_refused_as_cpu_compiled(lambda d: torch.isin(elements.to(d), _test_layouts(d)["transposed"]))
 
 
 @pytest.mark.parametrize("mode", MODES)

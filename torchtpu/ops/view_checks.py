@@ -1,6 +1,6 @@
 """CPU's checks that hang on an operand's strides, which a lowering (tracing Syms: shapes and dtypes only) cannot
 make: `BOUND_CHECKS`, run on the call's real tensors by ops/arg_order_checks.py (a Sym or a compiled graph's node
-has no strides and is not checked).
+has no strides and is not checked; a fake tensor of Dynamo's fake run is).
 
 - isin (Tensor_Tensor, Scalar_Tensor and their out= forms): ATen's isin_default_kernel_cpu, which runs where the
   test elements are fewer than numpy's heuristic `10 * numel(elements) ** 0.145`, flattens them with
@@ -18,8 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 Bound = dict[str, Any]
+_VIEW_ERROR = ("view size is not compatible with input tensor's size and stride (at least one dimension spans across "
+               "two contiguous subspaces). Use .reshape(...) instead.")
 
 
 def _unsupported_isin(dtype: torch.dtype) -> bool:
@@ -49,8 +52,15 @@ def _isin(a: Bound) -> None:
         return  # refused before the kernel runs, by the lowering or the out= check
     if numel == 0 or test.numel() >= int(10.0 * math.pow(float(numel), 0.145)):
         return  # no kernel, or isin_sorting (which ravels)
-    meta = torch.empty_strided(tuple(test.shape), tuple(test.stride()), dtype=test.dtype, device="meta")
-    meta.to(common).view(-1)  # raises ATen's own view error where CPU's does
+    sizes, strides = tuple(test.shape), tuple(test.stride())
+    if not all(isinstance(v, int) for v in (*sizes, *strides)):
+        return  # symbolic sizes under torch.compile: no fixed rule to check
+    with unset_fake_temporarily():  # a compiled graph's fake run: a real meta tensor and ATen's view rule
+        meta = torch.empty_strided(sizes, strides, dtype=test.dtype, device="meta").to(common)
+        try:
+            meta.view(-1)
+        except (RuntimeError, ValueError):  # ValueError: the Python reference's view (Dynamo's fake run)
+            raise RuntimeError(_VIEW_ERROR) from None
 
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {"isin": _isin}
