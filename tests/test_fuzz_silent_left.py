@@ -3,6 +3,8 @@
 - isin (Tensor_Tensor, Scalar_Tensor): CPU's default kernel flattens the test elements with `.view(-1)` (after
   the cast to the common dtype), which fails for a transposed, expanded or row-stepped test tensor; tpu computed
   (fuzz seeds 50, 57). Now ops/view_checks.py makes the same view on a meta tensor of the same strides.
+- isin's sorting path (many test elements) compares in cat's dtype, promote_types of the operands (a Python float
+  Scalar as float64, a 0-d tensor in full), where tpu compared in the result type (fuzz seed 52).
 - special_zeta: the operands are rounded to the common float32 before the float64 sum, as TensorIterator casts
   them (int64 x with q = -3.966 into a float64 out was 9e-6 off; fuzz seed 49).
 - soft_margin_loss of float16 / bfloat16: computed step by step in the input's dtype as CPU's kernel
@@ -88,5 +90,25 @@ def test_soft_margin_loss_narrow_steps(mode: str, dtype: torch.dtype, reduction:
         return [torch.ops.aten.soft_margin_loss(x.to(d), target.to(d), reduction), out,
                 torch.ops.aten.soft_margin_loss(x.to(d), t32.to(d), reduction),
                 torch.ops.aten.soft_margin_loss(x.to(d), x.to(d), reduction)]
+
+    assert_exactly_cpu(calls, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("assume_unique", [False, True])
+def test_isin_sorting_path_compares_in_cat_dtype(mode: str, assume_unique: bool) -> None:
+    """isin_sorting concatenates the operands (promote_types: a Python float Scalar is float64, a 0-d tensor
+    counts in full), where the default kernel compares in the result type (fuzz seed 52: isin(1e30, float32
+    [4, 5, 3] holding float32(1e30)) is False on CPU, was True on tpu)."""
+    big = torch.full((4, 5, 3), 1e30)
+    tenth = torch.full((12,), 0.1, dtype=torch.float16)
+
+    def calls(d: str) -> list[torch.Tensor]:
+        return [torch.isin(1e30, big.to(d), assume_unique=assume_unique),
+                torch.isin(1e30, big.to(d)[:1, :1, :1].expand(4, 5, 3), invert=True),
+                torch.isin(0.1, tenth.to(d), assume_unique=assume_unique),
+                torch.isin(torch.tensor(0.1, dtype=torch.float64, device=d), tenth.to(d).float()),
+                torch.isin(0.1, tenth.to(d)[:5]),  # the default kernel: compared in float16
+                torch.isin(3, tenth.to(d) * 30)]
 
     assert_exactly_cpu(calls, mode)
