@@ -30,6 +30,7 @@ from torchtpu.ops import (
     inplace_scalar_checks,
     ldexp,
     onednn_checks,
+    view_checks,
     weight_norm_checks,
 )
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text, wrap_dim
@@ -39,7 +40,7 @@ Bound = dict[str, Any]
 # the modules whose BOUND_CHECKS run behind this module's own (CPU's checks after those above)
 _LATER = (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, inplace_scalar_checks, onednn_checks,
           fused_optim_checks, ldexp, error_parity_checks, weight_norm_checks, error_class_checks,
-          error_parity_checks2)
+          error_parity_checks2, view_checks)
 
 
 def _bind(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Bound:

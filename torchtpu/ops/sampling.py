@@ -72,8 +72,10 @@ def multinomial(self: Sym, num_samples: int, replacement: bool = False, *, gener
     return idx if self.ndim == 2 else P.reshape(idx, (num_samples,))
 
 
-def _isin(elements: Sym, test: Sym, invert: bool) -> Sym:
-    compute, _ = P.result_dtype(elements, test)
+def _isin(elements: Sym, test: Sym, invert: bool, compute: torch.dtype | None = None) -> Sym:
+    """The membership test in `compute` (default: the operands' result type, as isin_default_kernel_cpu)."""
+    if compute is None:
+        compute, _ = P.result_dtype(elements, test)
     e = P.convert(elements, compute)
     t = P.reshape(P.convert(test, compute), (-1,))
     m = t.shape[0]
@@ -110,12 +112,20 @@ def isin(elements: Sym, test_elements: Sym, *, assume_unique: bool = False, inve
     for operand in (elements, test_elements):  # each operand's own dtype, not the common one
         if operand.dtype == torch.bool or operand.dtype.is_complex:
             raise RuntimeError(f"Unsupported input type encountered for isin(): {aten_type_name(operand.dtype)}")
-    n, m = math.prod(elements.shape), math.prod(test_elements.shape)
-    # ATen's heuristic (numpy's): the sorting algorithm for many test elements; without assume_unique it runs on
-    # unique values and equals the plain membership test
-    if assume_unique and n and m >= int(10.0 * math.pow(float(n), 0.145)):
-        return _isin_sorting(elements, test_elements, invert)
-    return _isin(elements, test_elements, invert)
+    return _isin_paths(elements, test_elements, assume_unique, invert)
+
+
+def _isin_paths(elements: Sym, test: Sym, assume_unique: bool, invert: bool) -> Sym:
+    """ATen's heuristic (numpy's): the sorting algorithm for many test elements; without assume_unique it runs on
+    unique values and equals the plain membership test, but in cat's dtype (promote_types: a 0-d operand or a
+    wrapped Scalar, float64 for a Python float, counts in full; fuzz seed 52: isin(1e30, float32 tensor holding
+    float32(1e30)) is False on CPU), where the default kernel compares in the result type."""
+    n, m = math.prod(elements.shape), math.prod(test.shape)
+    if not (n and m >= int(10.0 * math.pow(float(n), 0.145))):
+        return _isin(elements, test, invert)
+    if assume_unique:
+        return _isin_sorting(elements, test, invert)
+    return _isin(elements, test, invert, torch.promote_types(elements.dtype, test.dtype))
 
 
 def _check_isin_scalar(value: Any) -> None:
@@ -137,6 +147,9 @@ def isin_scalar(elements: Sym, test_element: Any, *, assume_unique: bool = False
 def isin_scalar_tensor(element: Any, test_elements: Sym, *, assume_unique: bool = False, invert: bool = False
                        ) -> Sym:
     _check_isin_scalar(element)
+    if math.prod(test_elements.shape) >= 10:  # the sorting path: the Scalar as a wrapped tensor of its own type
+        wrapped = torch.float64 if isinstance(element, float) else torch.int64
+        return _isin_paths(P.full(element, (), wrapped), test_elements, assume_unique, invert)
     _, dtype = P.result_dtype(test_elements, element)
     return _isin(P.full(element, (), dtype), test_elements, invert)
 

@@ -64,11 +64,13 @@ def _binary_lowering(function: str) -> Any:
 @lower(aten.special_zeta.default, aten.special_zeta.self_scalar, aten.special_zeta.other_scalar)
 def zeta(self: Any, other: Any) -> Sym:
     """ATen's CPU zeta sums in acc_type (double for float32), so a float32 zeta is computed in float64 and
-    rounded once: in float32 the tail terms overflow (zeta(79.3, 4) gave NaN where CPU gives 0)."""
+    rounded once: in float32 the tail terms overflow (zeta(79.3, 4) gave NaN where CPU gives 0). Its operands
+    are float32 first (TensorIterator's cast to the common dtype: a Python scalar or an integer tensor is rounded
+    to float32 before the kernel widens it; zeta(int64 x, -3.966) was 9e-6 off near the poles, fuzz seed 49)."""
     compute, result = P.result_dtype(self, other, kind=Kind.INT_TO_FLOAT)
-    if compute == torch.float32:
-        compute = torch.float64
     x, y = P.prepare([self, other], compute)
+    if compute == torch.float32:
+        x, y = P.convert(x, torch.float64), P.convert(y, torch.float64)
     return P.convert(P.emit1("special_binary", [x, y], function="zeta"), result)
 
 
