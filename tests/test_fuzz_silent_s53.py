@@ -1,0 +1,93 @@
+"""Fuzz findings of brief fz53 (issue 17, seeds 53-57): silent results fixed.
+
+- index_fill_ / masked_fill_ / index_put_ into an expanded `self` (seed 56: index_fill_.int_Scalar of a
+  float32[2, 3] expanded along dim 1): ATen writes the value through every selected alias, so a memory location
+  holds it when any of its aliases is selected; tpu wrote the logical result back, and an unselected alias put the
+  old value back (the tensor came back unchanged). index_put_ with more than one value or accumulate=True is refused
+  (ops/expanded_fill.py).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_exactly_cpu
+
+import torchtpu  # noqa: F401
+
+
+def _expanded_write(write: Callable[[torch.Tensor], object]) -> Callable[[str], list[torch.Tensor]]:
+    def calls(d: str) -> list[torch.Tensor]:
+        base = torch.arange(6, dtype=torch.float32).reshape(3, 1, 2).to(d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            write(base.expand(3, 4, 2))
+        return [base]
+
+    return calls
+
+
+def _t(values: list, d: str, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    return torch.tensor(values, dtype=dtype, device=d)
+
+
+EXPANDED_WRITES = {
+    "index_fill_expanded_dim": lambda x: x.index_fill_(1, _t([1], x.device.type), -5.0),
+    "index_fill_two": lambda x: x.index_fill_(1, _t([0, 2], x.device.type), -5.0),
+    "index_fill_other_dim": lambda x: x.index_fill_(2, _t([1], x.device.type), -5.0),
+    "index_fill_tensor_value": lambda x: x.index_fill_(1, _t([0], x.device.type), _t(3.5, "cpu", torch.float32)),
+    "masked_fill_row": lambda x: x.masked_fill_(_t([[False], [True], [False], [False]], x.device.type, torch.bool),
+                                                -5.0),
+    "masked_fill_one": lambda x: x.masked_fill_(_t([True, False], x.device.type, torch.bool).expand(3, 4, 2)
+                                                .clone().index_fill_(1, _t([1, 2, 3], x.device.type), False), 9.0),
+    "index_put_one_value": lambda x: x.index_put_((_t([0, 2], x.device.type), _t([1], x.device.type)),
+                                                  _t(-5.0, x.device.type, torch.float32)),
+    "index_put_mask": lambda x: x.__setitem__(_t([[True, False]] * 4, x.device.type, torch.bool).unsqueeze(0)
+                                              .expand(3, 4, 2), 4.0),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(EXPANDED_WRITES))
+def test_fill_into_expanded_self(mode: str, case: str) -> None:
+    assert_exactly_cpu(_expanded_write(EXPANDED_WRITES[case]), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_index_fill_seed56(mode: str) -> None:
+    """seed 56 call 0: float32[2, 3] expanded along dim 1, index [1, 0, 0], -1.871: every element is filled."""
+    def calls(d: str) -> list[torch.Tensor]:
+        base = torch.tensor([[-0.0019233688], [0.0139935045]], device=d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            base.expand(2, 3).index_fill_(1, _t([1, 0, 0], d), -1.871)
+        return [base]
+
+    assert_exactly_cpu(calls, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_index_put_expanded_many_values_refused(mode: str) -> None:
+    """Each alias written or added in turn: refused rather than the last alias's old value."""
+    base = torch.zeros(2, 1, device="tpu")
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="clone"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            base.expand(2, 3).index_put_((_t([0], "tpu"),), _t([1.0, 2.0, 3.0], "tpu", torch.float32))
+        torch.tpu.synchronize()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_expanded_fill_checks_first(mode: str) -> None:
+    """An out-of-range index into an expanded self raises as CPU does (the checks run before any write)."""
+    from refusal_cases import assert_refused_as_cpu
+
+    def case(d: str) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.zeros(2, 1, device=d).expand(2, 3).index_fill_(1, _t([3], d), 1.0)
+
+    assert_refused_as_cpu(case, mode)
