@@ -5,6 +5,10 @@
   holds it when any of its aliases is selected; tpu wrote the logical result back, and an unselected alias put the
   old value back (the tensor came back unchanged). index_put_ with more than one value or accumulate=True is refused
   (ops/expanded_fill.py).
+- batch norm in eval mode of an empty input (seed 53: _native_batch_norm_legit_no_training.out, running_var
+  [0, 5]): CPU returns empty results before reading the vectors; tpu refused their rank or count (tpu_raises).
+- soft_margin_loss with a reduction other than 0-2 of an empty input: CPU's result is uninitialized memory (seed
+  57: CPU 0.0051, tpu -226): refused (fail closed), as known.json says.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import torch
 from refusal_cases import MODES, assert_exactly_cpu
 
 import torchtpu  # noqa: F401
+
+aten = torch.ops.aten
 
 
 def _expanded_write(write: Callable[[torch.Tensor], object]) -> Callable[[str], list[torch.Tensor]]:
@@ -91,3 +97,51 @@ def test_expanded_fill_checks_first(mode: str) -> None:
             torch.zeros(2, 1, device=d).expand(2, 3).index_fill_(1, _t([3], d), 1.0)
 
     assert_refused_as_cpu(case, mode)
+
+
+BN_EMPTY_EVAL = {  # eval of an empty input: CPU returns empty results before reading any vector (seed 53)
+    "no_training_2d_var": lambda d: aten._native_batch_norm_legit_no_training(
+        _ones(0, 5, d=d), None, None, _ones(5, d=d), _ones(0, 5, d=d), 0.557, 1e-5),
+    "no_training_count": lambda d: aten._native_batch_norm_legit_no_training(
+        _ones(2, 5, 0, d=d), _ones(3, d=d), None, _ones(5, d=d), _ones(1, 5, d=d), 0.5, 1e-5),
+    "legit_eval": lambda d: aten._native_batch_norm_legit(
+        _ones(0, 5, d=d, dtype=torch.bfloat16), None, None, _ones(5, d=d, dtype=torch.bfloat16),
+        _ones(3, d=d, dtype=torch.bfloat16), False, 0.5, 1e-5),
+}
+
+
+def _ones(*shape: int, d: str, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.ones(*shape, dtype=dtype, device=d)
+
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(BN_EMPTY_EVAL))
+def test_batch_norm_eval_of_empty_input(mode: str, case: str) -> None:
+    assert_exactly_cpu(lambda d: list(BN_EMPTY_EVAL[case](d)), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_batch_norm_no_training_out_seed53(mode: str) -> None:
+    def calls(d: str) -> list[torch.Tensor]:
+        outs = [torch.empty(0, device=d), torch.empty(0, 5, device=d), torch.empty(0, device=d)]
+        aten._native_batch_norm_legit_no_training.out(_ones(5, 0, d=d).t(), None, None, _ones(5, d=d),
+                                                      _ones(0, 5, d=d), 0.557, 1e-5, out0=outs[0], out1=outs[1],
+                                                      out2=outs[2])
+        return outs
+
+    assert_exactly_cpu(calls, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_soft_margin_loss_invalid_reduction_of_nothing_refused(mode: str) -> None:
+    """seed 57: reduction -2 of an empty input: CPU's 0-d result is uninitialized memory (0.0051, 0.0, ...)."""
+    x, t = torch.empty(5, 0, 1, 2, dtype=torch.float16), torch.empty(5, 0, 1, 2)
+    aten.soft_margin_loss.out(x, t, -2, out=torch.empty(0, dtype=torch.float16))  # CPU computes (garbage)
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="uninitialized"):
+        aten.soft_margin_loss.out(x.to("tpu"), t.to("tpu"), -2, out=torch.empty(0, dtype=torch.float16,
+                                                                                 device="tpu"))
+        torch.tpu.synchronize()
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="uninitialized"):
+        aten.soft_margin_loss(x.to("tpu"), t.to("tpu"), 5)
+        torch.tpu.synchronize()
