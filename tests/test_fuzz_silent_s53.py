@@ -145,3 +145,51 @@ def test_soft_margin_loss_invalid_reduction_of_nothing_refused(mode: str) -> Non
     with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="uninitialized"):
         aten.soft_margin_loss(x.to("tpu"), t.to("tpu"), 5)
         torch.tpu.synchronize()
+
+
+def _pad_backward_case(op: str, n: int, grad_dtype: torch.dtype, self_dtype: torch.dtype, out_dtype: torch.dtype
+                       ) -> Callable[[str], object]:
+    def case(d: str) -> object:
+        shape = (1, 2) + (3,) * n
+        out = torch.empty(0, dtype=out_dtype, device=d)
+        return getattr(aten, op).grad_input(torch.ones(shape, dtype=grad_dtype, device=d),
+                                            torch.ones(shape, dtype=self_dtype, device=d), [0] * (2 * n),
+                                            grad_input=out)
+    return case
+
+
+# (op, padded dims, grad, self, out): the structured ops (1d, reflection 3d) want self's dtype of the out= (seed
+# 53: reflection_pad1d_backward.grad_input, int32 self, float32 out: CPU refuses, tpu computed); the others compare
+# grad_output's dtype with the out='s
+PAD_REFUSED = [("reflection_pad1d_backward", 1, torch.float32, torch.int32, torch.float32),
+               ("replication_pad1d_backward", 1, torch.float32, torch.float64, torch.float32),
+               ("reflection_pad3d_backward", 3, torch.float32, torch.float32, torch.float64),
+               ("reflection_pad2d_backward", 2, torch.float32, torch.float32, torch.float64),
+               ("replication_pad3d_backward", 3, torch.float32, torch.float32, torch.int32)]
+PAD_COMPUTED = [("reflection_pad2d_backward", 2, torch.float32, torch.int32, torch.float32),
+                ("replication_pad2d_backward", 2, torch.float32, torch.float64, torch.float32),
+                ("replication_pad3d_backward", 3, torch.float32, torch.int32, torch.float32)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", PAD_REFUSED, ids=lambda c: f"{c[0]}-{c[3]}-{c[4]}")
+def test_pad_backward_out_dtype_refused(mode: str, case: tuple) -> None:
+    from refusal_cases import assert_refused_as_cpu
+
+    assert_refused_as_cpu(_pad_backward_case(*case), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", PAD_COMPUTED, ids=lambda c: f"{c[0]}-{c[3]}-{c[4]}")
+def test_pad_backward_out_of_grad_dtype_computed(mode: str, case: tuple) -> None:
+    """Not structured: self only gives the shape, a float32 out of a float32 grad computes for any self dtype."""
+    assert_exactly_cpu(lambda d: [_pad_backward_case(*case)(d)], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pad1d_backward_of_4d_input_refused(mode: str) -> None:
+    """ATen's checks let a 4-d input through the 1d op; its kernel reads it as 3-d (CPU: [0, 0] for grad [0, 1])."""
+    g = torch.arange(2.0).reshape(1, 1, 1, 2)
+    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="4 dims"):
+        aten.reflection_pad1d_backward(g.to("tpu"), g.to("tpu"), [0, 0])
+        torch.tpu.synchronize()
