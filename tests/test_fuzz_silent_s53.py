@@ -193,3 +193,20 @@ def test_pad1d_backward_of_4d_input_refused(mode: str) -> None:
     with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="4 dims"):
         aten.reflection_pad1d_backward(g.to("tpu"), g.to("tpu"), [0, 0])
         torch.tpu.synchronize()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtypes", [(torch.float16, torch.int8), (torch.float32, torch.float16),
+                                    (torch.float16, torch.float32), (torch.float64, torch.float32)])
+@pytest.mark.parametrize("reduction", [0, 1, -2])
+def test_nll_loss_forward_weight_of_another_dtype(mode: str, dtypes: tuple[torch.dtype, torch.dtype],
+                                                  reduction: int) -> None:
+    """seed 56: nll_loss_forward(float16 [3, 4], target, int8 weight, -2, 3): CPU's kernel reads the weight as
+    self's type (expected scalar type Half but found Char); tpu cast it."""
+    from refusal_cases import assert_refused_as_cpu
+
+    x_dtype, w_dtype = dtypes
+    x = torch.randn(3, 4).to(x_dtype)
+    assert_refused_as_cpu(lambda d: aten.nll_loss_forward(x.to(d), torch.tensor([0, 1, 3], device=d),
+                                                          torch.ones(4, dtype=w_dtype, device=d), reduction, 3),
+                          mode)
