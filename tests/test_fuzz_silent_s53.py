@@ -210,3 +210,32 @@ def test_nll_loss_forward_weight_of_another_dtype(mode: str, dtypes: tuple[torch
     assert_refused_as_cpu(lambda d: aten.nll_loss_forward(x.to(d), torch.tensor([0, 1, 3], device=d),
                                                           torch.ones(4, dtype=w_dtype, device=d), reduction, 3),
                           mode)
+
+
+ISIN_VIEW = {  # isin's default kernel views test_elements flat when the common dtype is its own (seeds 50, 57)
+    "scalar_expanded": lambda d: aten.isin.Scalar_Tensor(-0.0, torch.ones(2, 1, device=d).expand(2, 3),
+                                                         invert=True),
+    "scalar_int_expanded": lambda d: aten.isin.Scalar_Tensor(1, torch.ones(2, 1, dtype=torch.int64, device=d)
+                                                             .expand(2, 3)),
+    "tensor_transposed": lambda d: aten.isin.Tensor_Tensor(torch.ones(4, device=d), torch.ones(3, 2, device=d).t(),
+                                                           invert=True),
+}
+ISIN_COMPUTED = {  # a promoting copy, no elements, many test elements (isin_sorting reshapes)
+    "promoted": lambda d: [aten.isin.Scalar_Tensor(1.0, torch.ones(2, 1, dtype=torch.int64, device=d).expand(2, 3))],
+    "no_elements": lambda d: [aten.isin.Tensor_Tensor(torch.ones(0, device=d), torch.ones(3, 2, device=d).t())],
+    "sorting": lambda d: [aten.isin.Scalar_Tensor(1.0, torch.arange(4.0, device=d).reshape(4, 1).expand(4, 3))],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(ISIN_VIEW))
+def test_isin_view_of_test_elements_refused(mode: str, case: str) -> None:
+    from refusal_cases import assert_refused_as_cpu
+
+    assert_refused_as_cpu(ISIN_VIEW[case], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(ISIN_COMPUTED))
+def test_isin_non_viewable_computed(mode: str, case: str) -> None:
+    assert_exactly_cpu(ISIN_COMPUTED[case], mode)
