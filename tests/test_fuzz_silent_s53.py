@@ -239,3 +239,16 @@ def test_isin_view_of_test_elements_refused(mode: str, case: str) -> None:
 @pytest.mark.parametrize("case", sorted(ISIN_COMPUTED))
 def test_isin_non_viewable_computed(mode: str, case: str) -> None:
     assert_exactly_cpu(ISIN_COMPUTED[case], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_weight_norm_backward_non_finite_order(mode: str) -> None:
+    """seed 54: a norm of -0.0 with a grad of -1e30: CPU's a * grad_w - b * v is -inf + inf = NaN (tpu gave inf)."""
+    from refusal_cases import assert_close_to_cpu
+
+    gw = torch.tensor([-1e30, 0.38388929, -7.4450297, -0.37248355])
+    v = torch.tensor([-0.77482587, 3.8694372, float("inf"), -0.49046248])
+    g = torch.tensor([-0.67474902, -0.50525993, -0.73642039, 0.93738741])
+    norms = torch.tensor([-0.0, 0.28285635, 0.50799912, -1.4282819])
+    assert_close_to_cpu(lambda d: list(aten._weight_norm_interface_backward(gw.to(d), v.to(d), g.to(d),
+                                                                            norms.to(d), 0)), mode)
