@@ -252,3 +252,17 @@ def test_weight_norm_backward_non_finite_order(mode: str) -> None:
     norms = torch.tensor([-0.0, 0.28285635, 0.50799912, -1.4282819])
     assert_close_to_cpu(lambda d: list(aten._weight_norm_interface_backward(gw.to(d), v.to(d), g.to(d),
                                                                             norms.to(d), 0)), mode)
+
+
+NARROW_COPY = [(0, 6, -1), (1, 4, -2), (0, 1, -1), (5, 0, 1), (0, 2, 1)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", NARROW_COPY)
+def test_narrow_copy_checks_in_cpu_order(mode: str, case: tuple[int, int, int]) -> None:
+    """error_class, seeds 53 and 57: narrow_copy's functional runs narrow_copy_dense_cpu_out's checks (start's range
+    before the length; a dim past the rank is its TORCH_CHECK's RuntimeError)."""
+    from refusal_cases import assert_refused_as_cpu
+
+    dim, start, length = case
+    assert_refused_as_cpu(lambda d: aten.narrow_copy(torch.ones(2, 3, device=d), dim, start, length), mode)
