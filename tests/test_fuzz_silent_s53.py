@@ -266,3 +266,29 @@ def test_narrow_copy_checks_in_cpu_order(mode: str, case: tuple[int, int, int]) 
 
     dim, start, length = case
     assert_refused_as_cpu(lambda d: aten.narrow_copy(torch.ones(2, 3, device=d), dim, start, length), mode)
+
+
+SMOOTH_L1 = [(torch.int64, 0, -1.0), (torch.int64, 5, 1.0), (torch.int64, -2, 0.0), (torch.bool, 0, 1.0),
+             (torch.bool, 1, 0.0), (torch.bool, 5, 1.0)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", SMOOTH_L1, ids=str)
+def test_smooth_l1_loss_checks_before_dtype(mode: str, case: tuple[torch.dtype, int, float]) -> None:
+    """error_class, seeds 53-57: beta, then the reduction (CPU's internal assert, a RuntimeError), then the kernel's
+    dtype dispatch (Bool before the lowering's bool subtraction)."""
+    dtype, reduction, beta = case
+
+    def call(d: str) -> object:
+        return aten.smooth_l1_loss(torch.ones(3, dtype=dtype, device=d), torch.zeros(3, dtype=dtype, device=d),
+                                   reduction, beta)
+
+    with pytest.raises(Exception) as cpu:
+        call("cpu")
+    with torch.tpu.eager_mode(mode), pytest.raises(type(cpu.value)) as tpu:
+        call("tpu")
+        torch.tpu.synchronize()
+    if "INTERNAL ASSERT" in str(cpu.value):  # tpu names the reduction in its own words
+        assert "Reduction::Mean || reduction == Reduction::Sum" in str(tpu.value)
+    else:
+        assert str(cpu.value).split("\n")[0] in str(tpu.value)
