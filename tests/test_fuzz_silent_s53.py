@@ -9,6 +9,9 @@
   [0, 5]): CPU returns empty results before reading the vectors; tpu refused their rank or count (tpu_raises).
 - soft_margin_loss with a reduction other than 0-2 of an empty input: CPU's result is uninitialized memory (seed
   57: CPU 0.0051, tpu -226): refused (fail closed), as known.json says.
+- padding backward out= dtypes (seed 53, cpu_raises), nll_loss_forward's weight dtype (seed 56, cpu_raises), isin
+  of a test_elements CPU cannot view flat (seed 57, cpu_raises), _weight_norm_interface_backward's NaN (seed 54),
+  and two error_class orders (narrow_copy, smooth_l1_loss).
 """
 
 from __future__ import annotations
