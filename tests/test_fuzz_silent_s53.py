@@ -295,3 +295,13 @@ def test_smooth_l1_loss_checks_before_dtype(mode: str, case: tuple[torch.dtype, 
         assert "Reduction::Mean || reduction == Reduction::Sum" in str(tpu.value)
     else:
         assert str(cpu.value).split("\n")[0] in str(tpu.value)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_smooth_l1_loss_broadcast_before_bool(mode: str) -> None:
+    """seed 53 (after the check above): shapes that do not broadcast are refused before the Bool dispatch."""
+    from refusal_cases import assert_refused_as_cpu
+
+    assert_refused_as_cpu(lambda d: aten.smooth_l1_loss.out(
+        torch.ones(4, 4, 1, dtype=torch.bool, device=d), torch.ones(3, 5, dtype=torch.bool, device=d), 0,
+        out=torch.empty(3, 5, dtype=torch.bool, device=d)), mode)
