@@ -280,10 +280,7 @@ def _smooth_l1_loss(a: Bound) -> None:
     if not beta >= 0:  # NaN too, as ATen's TORCH_CHECK(beta >= 0)
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     x, target = a["self"], a["target"]
-    try:  # the meta's TensorIterator broadcasts them next (its error is the lowering's too)
-        torch.broadcast_shapes(tuple(x.shape), tuple(target.shape))
-    except RuntimeError:
-        return
+    cpu_raise_checks.broadcast(x.shape, target.shape)  # the meta's TensorIterator next, in its words
     if reduction not in (0, 1, 2):
         raise RuntimeError(f"smooth_l1_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction} "
                            "(CPU: reduction == Reduction::Mean || reduction == Reduction::Sum INTERNAL ASSERT FAILED)")
