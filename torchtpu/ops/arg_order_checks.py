@@ -274,6 +274,23 @@ def _nll_loss_forward(a: Bound) -> None:  # nll_loss_forward's meta before the k
     _check_nll_loss(a["self"], a["target"], a.get("weight"))
 
 
+def _smooth_l1_loss(a: Bound) -> None:
+    """smooth_l1_loss's meta (beta, then the reduction's internal assert) before the kernel's dtype dispatch, whose
+    Bool refusal comes before the lowering's bool subtraction (error_class, fuzz seeds 53-57; the same checks as
+    loss_checks._reduction_args, which the dtype refusal reached first)."""
+    beta, reduction = a.get("beta", 1.0), a.get("reduction", 1)
+    if not beta >= 0:  # NaN too, as ATen's TORCH_CHECK(beta >= 0)
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    x, target = a["self"], a["target"]
+    cpu_raise_checks.broadcast(x.shape, target.shape)  # the meta's TensorIterator next, in its words
+    if reduction not in (0, 1, 2):
+        raise RuntimeError(f"smooth_l1_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction} "
+                           "(CPU: reduction == Reduction::Mean || reduction == Reduction::Sum INTERNAL ASSERT FAILED)")
+    if isinstance(x, torch.Tensor) and isinstance(target, torch.Tensor) and \
+            torch.result_type(x, target) == torch.bool:
+        raise _not_implemented("smooth_l1_cpu", torch.bool)
+
+
 def _rrelu_with_noise(a: Bound) -> None:  # rrelu_with_noise_out_cpu: the noise shape before the dispatch
     x, noise = a["self"], a["noise"]
     if list(x.shape) != list(noise.shape):
@@ -388,6 +405,7 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "tril_indices": _tri_indices("tril_indices"), "triu_indices": _tri_indices("triu_indices"),
     "_cdist_backward": _cdist_backward, "hypot_": binary_inplace, "nonzero_static": _nonzero_static,
     "baddbmm": error_class_checks.baddbmm_out_dtype,
+    "smooth_l1_loss": _smooth_l1_loss,
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
 _REFUSAL_BEFORE_OUT = frozenset({"median.out", "nanmedian.out", "igamma.out", "igammac.out",

@@ -168,7 +168,8 @@ def _blas_scalars(first: str, second: str, batch_sum: bool = False) -> Callable[
 
 def _pad_backward(kind: str, n: int) -> Callable[[Bound], None]:
     def check(a: Bound) -> None:  # after the shape checks: the kernel's dispatch and reads (ops/pad_backward_checks.py)
-        pad_backward_checks.kernel_checks(f"{kind}_pad{n}d_backward", n, a["grad_output"], a["self"], a["padding"])
+        pad_backward_checks.kernel_checks(f"{kind}_pad{n}d_backward", n, a["grad_output"], a["self"], a["padding"],
+                                          a.get("grad_input"))
     return check
 
 

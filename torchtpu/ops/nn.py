@@ -243,6 +243,10 @@ def _check_nll_loss(self: Sym, target: Sym, weight: Sym | None) -> None:
     if weight is not None and (weight.ndim != 1 or weight.numel() != classes):
         raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
                            f"weight tensor of shape: {list(weight.shape)}")
+    if weight is not None and weight.dtype != self.dtype and self.dtype in (
+            torch.float32, torch.float64, torch.float16, torch.bfloat16):  # the kernel's weight.data_ptr<scalar_t>
+        raise RuntimeError(f"expected scalar type {aten_type_name(self.dtype)} but found "
+                           f"{aten_type_name(weight.dtype)}")  # (fuzz seed 56: an int8 weight was cast)
 
 
 @lower(aten.nll_loss_forward.default)

@@ -83,11 +83,12 @@ def check_forward(op: str, input: Sym, weight: Sym | None, bias: Sym | None,  # 
     vector, and running statistics present in eval mode."""
     c = _check_input(op, input, (running_mean, running_var), not training or op == "_batch_norm_no_update")
     _check_dtypes(input, (weight, bias, running_mean, running_var))
-    for stat in (running_mean, running_var):  # batch_norm_cpu reads them through 1-d TensorAccessors
-        if stat is not None and stat.ndim != 1:
-            raise RuntimeError(f"TensorAccessor expected 1 dims but tensor has {stat.ndim}")
-    _check_channels(op, c, (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                            ("running_var", running_var)))
+    if training or input.numel():  # eval of an empty input: batch_norm_cpu returns before reading any vector
+        for stat in (running_mean, running_var):  # batch_norm_cpu reads them through 1-d TensorAccessors
+            if stat is not None and stat.ndim != 1:
+                raise RuntimeError(f"TensorAccessor expected 1 dims but tensor has {stat.ndim}")
+        _check_channels(op, c, (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                                ("running_var", running_var)))
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError(f"{op}: running_mean and running_var must be defined in evaluation mode (training=False)")
 

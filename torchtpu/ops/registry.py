@@ -31,7 +31,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
-from torchtpu.ops import arg_order_checks, complex_to_float_out, dtype_refusals, out_checks, out_rules
+from torchtpu.ops import arg_order_checks, complex_to_float_out, dtype_refusals, expanded_fill, out_checks, out_rules
 from torchtpu.ops.out_rules import (
     check_out_count,
     check_out_devices,
@@ -289,6 +289,8 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
     determinism.alert(record.name, args, kwargs)
     if write_into is not None or out is not None:  # ATen's input/output overlap checks, before anything else
         overlap.refuse_overlap(record.name, write_into if out is None else out, args, kwargs, out is None)
+        if out is None and expanded_fill.fill_expanded(record.name, args, kwargs):  # an expanded self's fill
+            return write_into
     fast = fast_launch.INFER
     device = None
     if record.prepare is not None:
