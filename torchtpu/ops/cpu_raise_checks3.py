@@ -5,7 +5,8 @@ eager mode and for a compiled graph's node; only `shape` and `dtype` are read, s
 
 - _embedding_bag_backward: indices and offsets promoted to one type, then its checkScalarTypes / checkContiguous
   of indices and offset2bag (unless indices has elements and offset2bag none: then the op makes its own); the dense
-  kernel's (also _embedding_bag_dense_backward): grad's floating type, then max mode's index_add_ of
+  kernel's (also _embedding_bag_dense_backward): grad's floating type, a grad of under 2 dims refused (ATen reads
+  its second size unchecked), then max mode's index_add_ of
   maximum_indices, or sum / mean mode's data_ptr<scalar_t / index_t> of per_sample_weights, offset2bag, bag_size;
   the sparse kernel's index_select by offset2bag (a vector).
 - _linalg_solve_ex: its meta, behind the floating A of ops/cpu_raise_checks.py: A and B of one dtype, then
@@ -114,6 +115,10 @@ def _embedding_bag_dense(a: Bound, index: torch.dtype, offset2bag: torch.dtype) 
     """_embedding_bag_dense_backward_cpu on indices of type `index` and an offset2bag of type `offset2bag`."""
     grad = a["grad"]
     _check_types(grad, "grad_", (torch.float16, torch.bfloat16, torch.float32, torch.float64))
+    if len(grad.shape) < 2:  # both modes' first step: at::zeros({num_weights, grad.sizes()[1]})
+        raise RuntimeError(f"_embedding_bag_dense_backward: grad of {len(grad.shape)} dims, not 2 (bags x embedding "
+                           "dim): ATen's CPU kernel reads its second size unchecked there (undefined: past the end of "
+                           "its sizes), so tpu refuses it")
     if a["mode"] == 2:  # index_add_ by each column of the bags' maximum_indices
         columns = int(grad.shape[1]) if len(grad.shape) == 2 else 0
         max_indices = a["maximum_indices"]
@@ -143,6 +148,9 @@ def _embedding_bag_backward(a: Bound) -> None:
     if not made:
         _check_types(offset2bag, "offset2bag", _INDEX)
         _check_contiguous(offset2bag, "offset2bag")
+    elif len(offsets.shape) > 1:  # make_offset2bag's index_add_ by the (promoted) offsets
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {len(offsets.shape)} with "
+                         f"type: {aten_type_name(index)} and size: {sizes_text(offsets.shape)}")
     if not a["sparse"]:
         _embedding_bag_dense(a, index, index if made else offset2bag.dtype)
     elif not made and len(offset2bag.shape) > 1:  # the sparse kernel's grad.index_select(0, offset2bag)

@@ -106,8 +106,18 @@ def _embedding_bag_unchecked(weight: Sym, indices: Sym, offsets: Sym, mode: int,
 lower(aten._embedding_bag.default, aten._embedding_bag_forward_only.default)(_embedding_bag)
 
 
-@lower(aten._embedding_bag_backward.default, aten._embedding_bag_dense_backward.default)
-def embedding_bag_backward(grad: Sym, indices: Sym, offsets: Sym, offset2bag: Sym, bag_size: Sym,
+def _offset2bag(offsets: Sym, n: int) -> Sym:
+    """_embedding_bag_backward's own offset2bag where it is given none (make_offset2bag): index_add_ of ones at the
+    offsets into n + 1 zeros (an offset outside [0, n] raises there), minus 1 at 0, the cumulative sum, the first n:
+    element i is the count of offsets <= i, minus 1, in any order of the offsets."""
+    offs = P.check_index(P.convert(P.reshape(offsets, (-1,)), torch.int64), n + 1, "index out of range in self")
+    m = offs.shape[0]
+    at_or_before = P.compare("LE", P.broadcast_to(P.reshape(offs, (1, m)), (n, m)), P.iota((n, m), 0))
+    return P.reduce(P.convert(at_or_before, torch.int64), "sum", (1,), False) - P.full(1, (n,), torch.int64)
+
+
+@lower(aten._embedding_bag_backward.default)
+def embedding_bag_backward(grad: Sym, indices: Sym, offsets: Sym | None, offset2bag: Sym, bag_size: Sym,
                            maximum_indices: Sym, num_weights: int, scale_grad_by_freq: bool, mode: int,
                            sparse: bool = False, per_sample_weights: Sym | None = None, padding_idx: int = -1
                            ) -> Sym:
@@ -119,6 +129,8 @@ def embedding_bag_backward(grad: Sym, indices: Sym, offsets: Sym, offset2bag: Sy
     out = P.full(0.0, (num_weights, d), acc)
     if n == 0 or nb == 0:
         return P.convert(out, grad.dtype)
+    # given no offset2bag, the op makes one (its offsets' range checked in every mode, max's included)
+    made = _offset2bag(offsets, n) if offsets is not None and offset2bag.numel() == 0 else None
     if mode == 2:
         mi = P.reshape(P.convert(maximum_indices, torch.int64), (-1,))
         hit = P.compare("GE", mi, 0)
@@ -128,7 +140,9 @@ def embedding_bag_backward(grad: Sym, indices: Sym, offsets: Sym, offset2bag: Sy
         vals = P.where(hit, P.reshape(g, (-1,)), P.zeros_like(P.reshape(g, (-1,))))
         flat_out = P.emit1("scatter_axis", [P.reshape(out, (-1,)), flat, vals], dimension=0, reduce="add")
         return P.convert(P.reshape(flat_out, (num_weights, d)), grad.dtype)
-    bag = P.convert(offset2bag, torch.int64)
+    bag = P.convert(offset2bag, torch.int64) if made is None else P.check_index(
+        made, nb, "_embedding_bag_backward: offsets whose first is not 0 put the first indices in bag {}: ATen's CPU "
+        "kernel reads grad before its first row there (undefined), so tpu refuses it", error="RuntimeError")
     per = P.emit1("index_select", [g, bag], dimension=0)  # (n, d)
     if mode == 1:
         size = P.convert(P.emit1("index_select", [P.convert(bag_size, torch.int64), bag], dimension=0), acc)
@@ -143,6 +157,15 @@ def embedding_bag_backward(grad: Sym, indices: Sym, offsets: Sym, offset2bag: Sy
         f = P.emit1("index_select", [freq, safe], dimension=0)
         per = per / P.broadcast_to(P.reshape(P.emit1("maximum", [f, P.full(1.0, (n,), acc)]), (n, 1)), (n, d))
     return P.convert(P.emit1("index_add", [out, safe, per], dimension=0), grad.dtype)
+
+
+@lower(aten._embedding_bag_dense_backward.default)
+def embedding_bag_dense_backward(grad: Sym, indices: Sym, offset2bag: Sym, bag_size: Sym, maximum_indices: Sym,
+                                 num_weights: int, scale_grad_by_freq: bool, mode: int,
+                                 per_sample_weights: Sym | None = None, padding_idx: int = -1) -> Sym:
+    """_embedding_bag_backward's dense kernel, whose schema has neither offsets nor sparse."""
+    return embedding_bag_backward(grad, indices, None, offset2bag, bag_size, maximum_indices, num_weights,
+                                  scale_grad_by_freq, mode, False, per_sample_weights, padding_idx)
 
 
 @lower(aten._embedding_bag_per_sample_weights_backward.default)
