@@ -236,7 +236,15 @@ def _median_dim(a: Bound) -> None:  # median_with_indices_impl: dim, empty reduc
 
 def _refusal_before_out(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
     """An out= overload that computes its functional result first (median.out) or dispatches on the inputs'
-    common dtype without a float promotion (igamma.out): the dtype refusal before the out= dtype check."""
+    common dtype without a float promotion (igamma.out): the dtype refusal before the out= dtype check. igamma's
+    TensorIterator checks the shapes' broadcast and the common dtype's cast to out's first."""
+    if op._schema.name in ("aten::igamma", "aten::igammac"):
+        a = _bind(op, args, kwargs)
+        cpu_raise_checks.broadcast(a["self"].shape, a["other"].shape)
+        common = torch.result_type(a["self"], a["other"])
+        if not torch.can_cast(common, a["out"].dtype):
+            raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
+                               f"{aten_type_name(a['out'].dtype)}")
     dtype_refusals.check(op, args, kwargs)
 
 
