@@ -3,18 +3,13 @@
 Submodules, one concern each: `chips` (ChipSpec table), `numerics` (bf16 rounding and splits), `mxu`
 (systolic-array matmul/conv numerics), `cost` (time model from shapes only),
 `timeline` (simulated device clock and traces). Names below are imported lazily so `import torchtpu.sim`
-stays cheap and compiles no numba kernel. Importing it drops the kernels' on-disk caches where their sources changed
-(`kernel_cache`: numba's own check misses a change in a called kernel's file).
+stays cheap and compiles no numba kernel.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
-
-from . import kernel_cache
-
-kernel_cache.check()
 
 _EXPORTS = {
     "ChipSpec": "chips",

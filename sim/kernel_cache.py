@@ -9,8 +9,9 @@ install rewrites every file at once, so there only a checkout is at risk; the ch
 
 `check()` hashes every kernel source of sim/ and drivers/sim/ together and, where the hash differs from the one
 recorded beside their caches, removes those folders' cached kernels before numba reads one (numba then compiles
-them again, once). It runs when `torchtpu.sim` is imported, before any kernel module: numba reads a cache at a
-kernel's first call, not at import.
+them again, once). sim/numerics.py runs it when imported: every module with cached kernels imports numerics before
+its kernels can be called, and numba reads a cache at a kernel's first call, not at import. (Not at `import
+torchtpu.sim`: that import stays free of numba, which torchtpu.perfmodel relies on.)
 """
 
 from __future__ import annotations

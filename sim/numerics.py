@@ -19,6 +19,10 @@ import ml_dtypes
 import numpy as np
 from numba import njit
 
+from . import kernel_cache
+
+kernel_cache.check()  # before any cached kernel of sim/ or drivers/sim/ can run (kernel_cache's docstring)
+
 __all__ = [
     "BF16",
     "from_bf16",
