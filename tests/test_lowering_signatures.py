@@ -8,11 +8,13 @@ from __future__ import annotations
 import inspect
 
 import torchtpu  # noqa: F401  (registers the lowerings)
+import torchtpu.compile.backend  # noqa: F401  (registers the compiled graphs' own lowerings too)
 from torchtpu.ops import registry
 
 # (schema name, parameter name) pairs that are the same argument under another name
-SAME_ARGUMENT = {("x", "self"), ("n", "other"), ("value", "src"), ("from", "from_"), ("exponent", "scalar"),
-                 ("exponent", "scalars"), ("exponent", "other")}
+SAME_ARGUMENT = {("x", "self"), ("self", "x"), ("n", "other"), ("value", "src"), ("from", "from_"),
+                 ("exponent", "scalar"), ("exponent", "scalars"), ("exponent", "other"), ("shape", "size"),
+                 ("a", "x"), ("s", "value"), ("split_sizes", "split_size")}
 
 
 def _positional(fn: object) -> tuple[list[str], bool]:
