@@ -15,6 +15,7 @@ from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.sorting import sort_dim
 from torchtpu.ops.tracing import Sym, aten_type_name
+from torchtpu.ops.view_checks import isin_sorts
 
 aten = torch.ops.aten
 
@@ -121,7 +122,7 @@ def _isin_paths(elements: Sym, test: Sym, assume_unique: bool, invert: bool) -> 
     wrapped Scalar, float64 for a Python float, counts in full; fuzz seed 52: isin(1e30, float32 tensor holding
     float32(1e30)) is False on CPU), where the default kernel compares in the result type."""
     n, m = math.prod(elements.shape), math.prod(test.shape)
-    if not (n and m >= int(10.0 * math.pow(float(n), 0.145))):
+    if not isin_sorts(n, m):
         return _isin(elements, test, invert)
     if assume_unique:
         return _isin_sorting(elements, test, invert)

@@ -25,6 +25,12 @@ _VIEW_ERROR = ("view size is not compatible with input tensor's size and stride 
                "two contiguous subspaces). Use .reshape(...) instead.")
 
 
+def isin_sorts(elements: int, test_elements: int) -> bool:
+    """ATen's isin path (numpy's heuristic): the sorting algorithm for many test elements, else the default kernel
+    (also ops/sampling.py's lowering)."""
+    return bool(elements) and test_elements >= int(10.0 * math.pow(float(elements), 0.145))
+
+
 def _unsupported_isin(dtype: torch.dtype) -> bool:
     """The meta's check_for_unsupported_isin_dtype refuses these first (the lowering raises CPU's words)."""
     return dtype == torch.bool or dtype.is_complex
@@ -50,7 +56,7 @@ def _isin(a: Bound) -> None:
     out = a.get("out")
     if any(_unsupported_isin(d) for d in dtypes) or (isinstance(out, torch.Tensor) and out.dtype != torch.bool):
         return  # refused before the kernel runs, by the lowering or the out= check
-    if numel == 0 or test.numel() >= int(10.0 * math.pow(float(numel), 0.145)):
+    if numel == 0 or isin_sorts(numel, test.numel()):
         return  # no kernel, or isin_sorting (which ravels)
     sizes, strides = tuple(test.shape), tuple(test.stride())
     if not all(isinstance(v, int) for v in (*sizes, *strides)):
