@@ -188,7 +188,34 @@ and exp (405 us), and in the training step (py-spy, 40 s of GPT-2 hidden-128 com
 threads, idle left out): the sim launches 59% (MXU dots 27%: blas_matmul 15%, operand rounding 6%, gather 6%;
 the plans' numpy ufuncs 15% and fused groups 6% self time), the AdamW step 19% (its launch included);
 outside Python, the autograd device thread 13% and the main thread blocked in `backward` 9%; gelu_new's
-`power` is down to under 1%."""
+`power` is down to under 1%.
+
+Session perf24 (branch `perf24`, load average 6-8 on 2 cores). Where a GPT-2 hidden-128 compiled training step
+goes (~26 ms process CPU; thread CPU time inside each launch): the sim launches 18.5 ms (backward graph 8.2,
+forward 5.0, AdamW 4.4, the two loss graphs 1.4), the launch Python around them ~2.9 ms, the rest (Dynamo, AOT,
+autograd, zero_grad, loss) ~5 ms. Inside the dots: BLAS 4.0 ms, operand rounding 1.7, C-order gathers 1.6.
+(1) The AdamW graph's per-parameter chains were split into several fused groups and loose numpy passes at every
+0-d bias correction (each small step counted as a fusion barrier; `1 - beta**step` is float `power`): small pure
+steps now float, and a one-element broadcast is read once by the loop (drivers/sim/fusion.py), so each
+parameter shape's chain is one loop. The AdamW launch alone (thread CPU time, median of 15 steps, processes
+old, new, new, old): GPT-2 5.36 / 5.10 -> 4.38 / 4.32 ms, Llama 7.23 / 5.35 -> 4.45 / 5.10 ms. Fusing down to
+16384 elements (fusion.MIN_ELEMENTS) on top measured 4.37 / 3.77 and 4.52 / 4.79: kept at 65536. (2) index_add
+(the embedding backward) runs one compiled loop instead of np.add.at, same bits (drivers/sim/index_add_rows.py):
+(1000, 128) += 128 rows 126 -> 11 us alone, the backward's two 0.46 -> 0.29 ms replayed. Whole steps, compiled
+x CPU eager in alternating processes (old, new, new, old; ABBA inside, median of 5; at this load each figure
+is +-15%, so these do not rank old and new, the launch times above do):
+
+    hidden 128, 2x64   gpt2 fwd 1.32x / 1.29x -> 1.38x / 1.38x   train 1.74x / 1.84x -> 1.99x / 1.71x
+                       llama fwd 1.36x / 1.29x -> 1.29x / 1.30x  train 1.79x / 1.65x -> 1.52x / 1.63x
+
+The steady table after (this branch, --repeats 5, load average ~7): hidden 128 gpt2 fwd 1.62x train 1.81x,
+llama fwd 1.23x train 1.49x.
+
+Tried and dropped: per-thread scratch buffers for the rounded operands and gathers (no fresh pages per dot):
+rounding stayed 1.7-1.8 ms per step, it is the cold read of the operand, not page faults. Checked: the compiled
+backward is one launch per step (plus the two loss graphs and five `zero_` fills), not many tiny programs. Not
+done: the sim's row max/min and exp through torch (drivers/ may not import torch, tests/test_layering.py).
+Goal not met."""
 
 from __future__ import annotations
 

@@ -24,9 +24,14 @@ the steps, so fusing changes no cost.
 
 Steps are grouped by dependency, not adjacency: a fusable step joins the group after the last non-fusable step
 it depends on, so non-fusable steps (which may raise) keep their order and fused ones, pure and never raising,
-only move earlier. A group runs fused when it has at least `MIN_OPS` ops over at least `MIN_ELEMENTS` elements;
-below that (every ordinary eager op) the steps stay as they are, with no compile cost. Compiled loops are cached
-in process by their source, and on disk (numba `cache=True`, the source file in TORCHTPU_CACHE_DIR).
+only move earlier. A small step that is pure and never raises (a fusable op, float power, reshape: an
+optimizer's bias corrections from its step counts) is no such barrier either: it runs right after the last
+barrier it depends on, before the groups there; and a broadcast of one element (such a correction) is part of
+a group, its value read once before the loop (tests/test_sim_fusion_scalars.py). An AdamW step's chain over
+each parameter is then one loop where it was split at every correction. A group runs fused when it has at least
+`MIN_OPS` ops over at least `MIN_ELEMENTS` elements; below that (every ordinary eager op) the steps stay as they
+are, with no compile cost. Compiled loops are cached in process by their source, and on disk (numba
+`cache=True`, the source file in TORCHTPU_CACHE_DIR).
 """
 
 from __future__ import annotations
@@ -120,7 +125,10 @@ def _region_fusable(op: Op) -> bool:
 
 
 def _weight(op: Op) -> int | None:
-    """How many fused ops `op` counts as (its regions' ops for a while), or None when it is not fusable."""
+    """How many fused ops `op` counts as (its regions' ops for a while; none for a scalar's broadcast, which the
+    loop reads once), or None when it is not fusable."""
+    if _scalar_broadcast(op):
+        return 0
     if not op.outputs or any(v.shape != op.outputs[0].shape for v in (*op.inputs, *op.outputs)):
         return None
     if op.name == "while":
@@ -128,6 +136,28 @@ def _weight(op: Op) -> int | None:
             return None
         return sum(len(op.attr(k).program.ops) for k in ("cond", "body"))
     return 1 if _fusable(op) else None
+
+
+def _scalar_broadcast(op: Op) -> bool:
+    """A broadcast of one element (a 0-d or all-ones-shaped value) in a fused dtype: the loop reads it once."""
+    return op.name == "broadcast_in_dim" and len(op.inputs) == 1 and len(op.outputs) == 1 \
+        and _numel(op.inputs[0].shape) == 1 and op.inputs[0].dtype == op.outputs[0].dtype \
+        and op.outputs[0].dtype in _DTYPES
+
+
+# small steps that may run anywhere after their operands (pure, never raising) besides the fusable ones: float
+# power is np.power (kernels.py `_power` checks only integer exponents), reshape a view
+_FLOATING = frozenset({"power", "reshape"})
+
+
+def _floating(op: Op) -> bool:
+    """Whether a step below MIN_ELEMENTS is no barrier to fusion (module docstring): a pure op that never raises
+    (every fusable op but a while, float power, reshape). It runs where it stood, or earlier."""
+    if op.name == "while" or not op.outputs:
+        return False
+    if op.name in _FLOATING:
+        return op.name == "reshape" or all(v.dtype in _FLOATS for v in (*op.inputs, *op.outputs))
+    return _weight(op) is not None
 
 
 class _Source:
@@ -163,6 +193,8 @@ class _Source:
         """Appends `op`'s statement to `into`; returns its results' names."""
         if op.name == "while":
             return self._while(op, args, into)
+        if _scalar_broadcast(op):
+            return [args[0]]  # the operand's one value, read before the loop
         expr = _expr(op, args, self.const)
         if expr is None:  # pragma: no cover - _weight admitted it
             raise AssertionError(f"fusion: {op.name} is not fusable")
@@ -234,12 +266,18 @@ def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dic
     barrier: dict[int, int] = {}  # id(step) -> how many non-fusable steps must run before it
     groups: dict[tuple[int, tuple[int, ...]], list[Any]] = {}  # (barrier, shape) -> fusable steps, in order
     weights: dict[tuple[int, tuple[int, ...]], int] = {}
+    floating: dict[int, list[Any]] = {}  # barrier -> the small pure steps that run right after it, in order
     rigid = 0
     for step in steps:
         at = max((barrier[id(producer[s])] for s in step.inputs if s in producer), default=0)
         shape = step.op.outputs[0].shape if step.op.outputs else ()
-        weight = _weight(step.op) if _numel(shape) >= MIN_ELEMENTS else None
+        big = _numel(shape) >= MIN_ELEMENTS
+        weight = _weight(step.op) if big else None
         if weight is None:
+            if not big and _floating(step.op):
+                barrier[id(step)] = at
+                floating.setdefault(at, []).append(step)
+                continue
             rigid += 1
             barrier[id(step)] = rigid
             continue
@@ -260,13 +298,15 @@ def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dic
             by_barrier.setdefault(at, []).append(FusedStep(members, shape, read, folded))
         else:
             by_barrier.setdefault(at, []).extend(members)
-    grouped = {id(m) for members in groups.values() for m in members}
-    out = list(by_barrier.get(0, ()))
+    placed = {id(m) for members in groups.values() for m in members}
+    placed.update(id(m) for members in floating.values() for m in members)
+    out = [*floating.get(0, ()), *by_barrier.get(0, ())]
     rigid = 0
-    for step in steps:  # the non-fusable steps in their order, each followed by the groups that wait for it
-        if id(step) not in grouped:
+    for step in steps:  # the rigid steps in their order, each followed by the small pure steps and the groups that
+        if id(step) not in placed:  # wait for it (a group may read those small steps, never the other way round)
             rigid += 1
             out.append(step)
+            out.extend(floating.get(rigid, ()))
             out.extend(by_barrier.get(rigid, ()))
     return out
 
@@ -299,6 +339,7 @@ class FusedStep:
         env: dict[int, str] = {}
         arrays: list[int] = []  # the slots passed in at run time
         in_dtypes: list[str] = []
+        in_shapes: list[tuple[int, ...]] = []  # `shape`, or a scalar broadcast's one-element operand's shape
         fixed: dict[int, np.ndarray] = {}  # the scalar constants, for the unfused fallback
         made = {slot for s in steps for slot in s.outputs}
         for step in steps:
@@ -312,6 +353,7 @@ class FusedStep:
                     env[slot] = f"v{len(arrays)}"
                     arrays.append(slot)
                     in_dtypes.append(value.dtype)
+                    in_shapes.append(tuple(value.shape))
         for step in steps:
             for slot, n in zip(step.outputs, src.op(step.op, [env[s] for s in step.inputs], src.body)):
                 env[slot] = n
@@ -323,11 +365,14 @@ class FusedStep:
         self.writes_into = not any(isinstance(st, _While) for st in src.body)
         params = ["n", *(f"a{j}" for j in range(len(arrays))), *(f"r{j}" for j in range(len(results))),
                   *(f"c_{d}" for d in _DTYPES)]
+        scalars = [j for j, s in enumerate(in_shapes) if s != tuple(shape)]  # read once, before the loop
+        src.head.extend(f"    v{j} = a{j}[0]" for j in scalars)
+        elements = [j for j in range(len(arrays)) if j not in scalars]
         if lanes.LANES > 1 and any(isinstance(st, _While) for st in src.body):  # blocks of lanes (fusion_lanes.py)
-            loop = lanes.lane_lines(src.body, [(f"v{j}", f"a{j}") for j in range(len(arrays))],
+            loop = lanes.lane_lines(src.body, [(f"v{j}", f"a{j}") for j in elements],
                                     [(env[slot], f"r{j}") for j, (slot, _) in enumerate(results)], src.dtypes)
         else:
-            loop = ["    for i in range(n):", *(f"        v{j} = a{j}[i]" for j in range(len(arrays))),
+            loop = ["    for i in range(n):", *(f"        v{j} = a{j}[i]" for j in elements),
                     *lines(src.body, "        "),
                     *(f"        r{j}[i] = {env[slot]}" for j, (slot, _) in enumerate(results))]
         self.source = "\n".join([
@@ -338,12 +383,13 @@ class FusedStep:
         self.inputs, self.outputs = tuple(arrays), tuple(slot for slot, _ in results)
         self.out = self.outputs[0] if self.outputs else -1
         consts = tuple(np.array(src.consts[d], dtype=np.dtype(d)) for d in _DTYPES)
-        self.kernel = _launcher(self, shape, [np.dtype(d) for d in in_dtypes],
+        self.kernel = _launcher(self, shape, in_shapes, [np.dtype(d) for d in in_dtypes],
                                 [np.dtype(d) for _, d in results], consts, fixed)
 
 
-def _launcher(fused: FusedStep, shape: tuple[int, ...], in_dtypes: list[np.dtype], out_dtypes: list[np.dtype],
-              consts: tuple[np.ndarray, ...], fixed: dict[int, np.ndarray]) -> Callable[[Op, list], list]:
+def _launcher(fused: FusedStep, shape: tuple[int, ...], in_shapes: list[tuple[int, ...]],
+              in_dtypes: list[np.dtype], out_dtypes: list[np.dtype], consts: tuple[np.ndarray, ...],
+              fixed: dict[int, np.ndarray]) -> Callable[[Op, list], list]:
     n = _numel(shape)
     source, steps, slots, results = fused.source, fused.steps, fused.inputs, fused.outputs
     compiled: list[Callable[..., None]] = []
@@ -353,8 +399,8 @@ def _launcher(fused: FusedStep, shape: tuple[int, ...], in_dtypes: list[np.dtype
         receive it (straight into a C-contiguous one, which may be an operand's own memory exactly, as
         direct_outputs.py allows; computed then copied into any other) and are returned in its place."""
         flat = []
-        for a, dtype in zip(args, in_dtypes):
-            if a.dtype != dtype or a.shape != shape:
+        for a, dtype, expected in zip(args, in_dtypes, in_shapes):
+            if a.dtype != dtype or a.shape != expected:
                 values = unfused(steps, {**fixed, **dict(zip(slots, args))}, results)
                 return _into(values, into)
             flat.append(a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1))

@@ -39,10 +39,24 @@ def softmax(self: Sym, dim: int, half_to_float: bool = False) -> Sym:
     x = _f32(self)
     if not d:
         return P.convert(P.emit1("exponential", [x - x]), self.dtype)
-    m = P.broadcast_to(P.reduce(x, "max", d, True), x.shape)
-    e = P.emit1("exponential", [x - m])
-    s = P.broadcast_to(P.reduce(e, "sum", d, True), x.shape)
-    return P.convert(e / s, torch.float32 if half_to_float else self.dtype)
+    return P.convert(softmax_f32(x, d), torch.float32 if half_to_float else self.dtype)
+
+
+def softmax_f32(x: Sym, dims: tuple[int, ...], zero_masked_rows: bool = False) -> Sym:
+    """exp(x - max) / sum over `dims` of a widened `x` (the steps of `_softmax` and of compiled `_safe_softmax`,
+    ops/safe_softmax.py). With `zero_masked_rows`, a row whose maximum is -inf (every element -inf) is shifted by
+    0 instead of its maximum and divided by 1 instead of its sum: +0 where the plain softmax gives NaN; every other
+    row is bit-identical to the plain softmax. Empty `dims` (a 0-d input) reduce nothing."""
+    m = P.reduce(x, "max", dims, True) if dims else x
+    masked = None
+    if zero_masked_rows:
+        masked = P.compare("EQ", m, float("-inf"))
+        m = P.where(masked, P.const(0, x.dtype), m)
+    e = P.emit1("exponential", [x - P.broadcast_to(m, x.shape)])
+    s = P.reduce(e, "sum", dims, True) if dims else e
+    if masked is not None:
+        s = P.where(masked, P.const(1, x.dtype), s)
+    return e / P.broadcast_to(s, x.shape)
 
 
 @lower(aten._log_softmax.default)

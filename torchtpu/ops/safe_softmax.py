@@ -6,8 +6,8 @@ Upstream's decomposition (torch/_decomp/decompositions.py `safe_softmax`) comput
 guard is per row and shares the softmax's own row maximum: a row is fully masked exactly when its maximum is
 -inf (a NaN anywhere makes the maximum NaN, not -inf, as it makes `all(eq(-inf))` false). Such a row is shifted
 by 0 instead of its maximum (exp(-inf) = 0 everywhere) and divided by 1 instead of its sum (0): +0, as the
-`where` gives. Every other row runs the same shift, exp, sum and divide as the `_softmax` lowering (ops/nn.py),
-so the result is bit-identical to eager mode, which runs ATen's composite (softmax, eq, all, where).
+`where` gives. The steps are the `_softmax` lowering's (ops/nn.py `softmax_f32`, its guard on), so the result
+is bit-identical to eager mode, which runs ATen's composite (softmax, eq, all, where).
 
 Eager mode keeps ATen's kernel (graph role only). A `dtype` other than the input's (the guard reads the
 unconverted input) or a non-floating input is not lowered here: the graph runs op by op instead.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from torchtpu.ops import prims as P
-from torchtpu.ops.nn import _f32
+from torchtpu.ops.nn import _f32, softmax_f32
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -35,11 +35,4 @@ def safe_softmax(self: Sym, dim: int, dtype: torch.dtype | None = None) -> Sym:
         raise UnsupportedNode(f"torch.compile(backend='tpu'): _safe_softmax of {self.dtype} with dtype={dtype} "
                               "is not lowered (the graph runs op by op)")
     d = P.canon_dims(dim, self.ndim)
-    x = _f32(self)
-    m = P.reduce(x, "max", d, True) if d else x
-    masked = P.compare("EQ", m, float("-inf"))
-    shift = P.where(masked, P.const(0, x.dtype), m)
-    e = P.emit1("exponential", [x - P.broadcast_to(shift, x.shape)])
-    s = P.reduce(e, "sum", d, True) if d else e
-    s = P.where(masked, P.const(1, x.dtype), s)
-    return P.convert(e / P.broadcast_to(s, x.shape), self.dtype)
+    return P.convert(softmax_f32(_f32(self), d, zero_masked_rows=True), self.dtype)
