@@ -50,15 +50,15 @@ def _lgamma(x: _F) -> _F:
     return _F(x.b, lgamma(x.b, x.v)[0])
 
 
-def _lgamma_near_one(z: _F) -> _F:
-    """lgamma(z) with its zero at 1 exact: the Taylor series in t = z - 1 (exact) for |t| < 1/8, the lgamma
-    lowering beyond. Q's small-x series subtracts lgamma(1 + a) from a log x, which at tiny a is tiny: the
-    lowering's absolute error near 1 (an ulp of 1) would be all of the result there."""
-    t = z - 1.0
+def _lgamma_one_plus(a: _F, lg_a: _F) -> _F:
+    """lgamma(1 + a) (a >= 0, lg_a = lgamma(a)) with its zero at a = 0 exact: the Taylor series in t = (1 + a) - 1
+    (1 + a rounded, as ATen's argument) for t < 1/8, lgamma(a) + log(a) beyond. Q's small-x series subtracts it
+    from a log x, which at tiny a is tiny: the lgamma lowering's absolute error at 1 (an ulp of 1) would be all
+    of the result there."""
+    t = (1.0 + a) - 1.0
     near = fabs(t) < 0.125
     ts = where(near, t, 0.0)
-    series = polevl(ts, LGAMMA1P[::-1]) * ts
-    return where(near, series, _lgamma(z))
+    return where(near, polevl(ts, LGAMMA1P[::-1]) * ts, lg_a + log(a))
 
 
 def _lanczos_sum(a: _F) -> _F:
@@ -71,10 +71,10 @@ def _lanczos_sum(a: _F) -> _F:
     return where(small, up_to_one, beyond)
 
 
-def _prefactor(a: _F, x: _F, maxlog: float) -> _F:
+def _prefactor(a: _F, x: _F, lg_a: _F, maxlog: float) -> _F:
     """x^a e^-x / Gamma(a) as ATen's _igam_helper_fac: the Lanczos form where |a - x| <= 0.4 a (its exponent by
     log1p beyond 200), the direct exponent elsewhere, 0 where that exponent is below -MAXLOG."""
-    ax = a * log(x) - x - _lgamma(a)
+    ax = a * log(x) - x - lg_a
     direct = where(ax < -maxlog, a.like(0.0), exp(ax))
     fac = a + LANCZOS_G - 0.5
     res = sqrt(fac / math.e) / _lanczos_sum(a)
@@ -100,7 +100,7 @@ def _series_p(a: _F, x: _F, fac: _F, run: _F, machep: float) -> _F:
     return where(fac.eq(0.0), a.like(0.0), acc * fac / a)
 
 
-def _series_q(a: _F, x: _F, run: _F, machep: float) -> _F:
+def _series_q(a: _F, x: _F, lg_a: _F, run: _F, machep: float) -> _F:
     """Q for small x (DLMF 8.7.3): 1 - x^a / Gamma(a + 1) - x^a / Gamma(a) sum_n (-x)^n / (n! (a + n)), the first
     two terms by expm1 (no cancellation at tiny a)."""
 
@@ -113,8 +113,8 @@ def _series_q(a: _F, x: _F, run: _F, machep: float) -> _F:
 
     acc = loop([a, x, a.like(1.0), a.like(1.0), a.like(0.0), run], lambda s: s[-1], step, IGAMMA_LIMIT)[4]
     logx = log(x)
-    head = -(a * logx - _lgamma_near_one(1.0 + a)).fn("exponential_minus_one")
-    return head - exp(a * logx - _lgamma(a)) * acc
+    head = -(a * logx - _lgamma_one_plus(a, lg_a)).fn("exponential_minus_one")
+    return head - exp(a * logx - lg_a) * acc
 
 
 def _fraction_q(a: _F, x: _F, fac: _F, run: _F, consts: tuple[float, float, float, float]) -> _F:
@@ -184,9 +184,10 @@ def igamma(a: _F, x: _F, upper: bool) -> _F:
         use_cf = ~use_p & _above(x, 1.1)
     use_p, use_cf = use_p & ~asym & ~bad, use_cf & ~asym & ~bad
     use_qs = ~use_p & ~use_cf & ~asym & ~bad
-    fac = _prefactor(a, x, maxlog)
+    lg_a = _lgamma(a)
+    fac = _prefactor(a, x, lg_a, maxlog)
     p = _series_p(a, x, fac, use_p & fac.ne(0.0), machep)
-    q = where(use_cf, _fraction_q(a, x, fac, use_cf & fac.ne(0.0), consts), _series_q(a, x, use_qs, machep))
+    q = where(use_cf, _fraction_q(a, x, fac, use_cf & fac.ne(0.0), consts), _series_q(a, x, lg_a, use_qs, machep))
     v = where(use_p, 1.0 - p if upper else p, q if upper else 1.0 - q)
     v = where(asym, _asymptotic(a, x, not upper, machep), v)
     return _boundaries(a_in, x_in, v, upper)
