@@ -20,6 +20,7 @@ term below MACHEP of the sum) as masks.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -143,6 +144,23 @@ def _fraction_q(a: _F, x: _F, fac: _F, run: _F, consts: tuple[float, float, floa
     return where(fac.eq(0.0), a.like(0.0), ans * fac)
 
 
+ETA_MAX = 0.37  # |eta| where the expansion is used: |x - a| / a < 0.318 gives |eta| < 0.36
+A_MIN = 20.0  # the smallest a it is used at
+
+
+@functools.cache
+def _temme_rows(machep: float) -> tuple[tuple[float, ...], ...]:
+    """TEMME_D cut to the coefficients that can reach the result: d_kn eta^n a^-k at |eta| <= ETA_MAX, a >= A_MIN
+    above 1e-4 MACHEP (the sum is at least 1/4 there, so what is cut is below 1e-4 of an ulp of it). float32 keeps
+    7 rows, float64 14, of 25; each row up to its last such power."""
+    lengths = []
+    for k, row in enumerate(TEMME_D):
+        sizes = [abs(d) * ETA_MAX**n / A_MIN**k for n, d in enumerate(row)]
+        lengths.append(max((n + 1 for n, size in enumerate(sizes) if size >= 1e-4 * machep), default=0))
+    last = max(k for k, n in enumerate(lengths) if n)
+    return tuple(TEMME_D[k][: max(n, 1)] for k, n in enumerate(lengths[: last + 1]))
+
+
 def _asymptotic(a: _F, x: _F, lower: bool, machep: float) -> _F:
     """P (lower) or Q by Temme's expansion: 1/2 erfc(-+eta sqrt(a / 2)) -+ e^(-a eta^2 / 2) / sqrt(2 pi a)
     sum_k c_k(eta) a^-k, with eta = sign(x - a) sqrt(-2 (log1p(s) - s)), s = (x - a) / a."""
@@ -154,7 +172,7 @@ def _asymptotic(a: _F, x: _F, lower: bool, machep: float) -> _F:
     res = 0.5 * (sgn * eta * sqrt(a / 2.0)).fn("erfc")
     acc, afac, old = a.like(0.0), a.like(1.0), a.like(math.inf)
     stop = a.ne(a)  # all false (a is not NaN here)
-    for row in TEMME_D:
+    for row in _temme_rows(machep):
         term = polevl(eta, row[::-1]) * afac
         size = fabs(term)
         grew = size > old
