@@ -12,10 +12,14 @@ in the dtype ATen computes in (float32, float64 for float64 operands):
 x^a e^-x / Gamma(a), the prefactor of the series of P and of the fraction, is Boost's Lanczos form where a and x
 are close (|a - x| <= 0.4 a) and exp(a log x - x - lgamma(a)) elsewhere (0 below -MAXLOG, where ATen returns 0
 without iterating). Each expansion is a `while` (ir_lowerings.py `loop`) run only by the elements that read it,
-at most ATen's 2000 trips. The asymptotic expansion is straight-line: each c_k(eta) a Horner polynomial of its
-25 coefficients (ATen sums them by increasing power until a term is below MACHEP of the sum: the same value to
-rounding, eta being below 0.4 there), summed over k with ATen's two exits (a term larger than the one before, a
-term below MACHEP of the sum) as masks.
+at most ATen's 2000 trips. In the asymptotic expansion each c_k(eta) is a Horner polynomial of its coefficients
+(ATen sums them by increasing power until a term is below MACHEP of the sum: the same value to rounding, |eta|
+being below 0.37 there; the table is cut to the terms that can reach the result, `_temme_rows`), summed over k
+with ATen's two exits (a term larger than the one before, a term below MACHEP of the sum) as masks. That sum and
+the Lanczos rational function are pure arithmetic in one-trip `while`s, so that only the elements that read them
+evaluate them (the sim fuses them; benchmarks/special.py). Where ATen's float kernel compares with a double
+literal (x > 1.1) the comparison is made as in double (`_above`); its other double-promoted decisions
+(-0.4 / log x < a, 1.1 x < a, |a - x| > 0.4 a) are made in float32, choosing between expansions that agree there.
 """
 
 from __future__ import annotations
@@ -62,29 +66,37 @@ def _lgamma_one_plus(a: _F, lg_a: _F) -> _F:
     return where(near, polevl(ts, LGAMMA1P[::-1]) * ts, lg_a + log(a))
 
 
-def _lanczos_sum(a: _F) -> _F:
+def _lanczos_sum(a: _F, run: _F) -> _F:
     """Boost's lanczos_sum_expg_scaled(a), a > 0: the rational function in a up to 1, in 1 / a beyond (ATen's
-    ratevl; numerator and denominator have the same degree, so no power of a scales it)."""
-    small = a <= 1.0
-    y = where(small, a, 1.0 / a)
-    up_to_one = polevl(y, LANCZOS_NUM) / polevl(y, LANCZOS_DEN)
-    beyond = polevl(y, LANCZOS_NUM[::-1]) / polevl(y, LANCZOS_DEN[::-1])
-    return where(small, up_to_one, beyond)
+    ratevl; numerator and denominator have the same degree, so no power of a scales it). A one-trip `while`, so
+    that only the elements in `run` (those reading the Lanczos form) evaluate it; the others get 1."""
+
+    def body(s: list[_F]) -> list[_F]:
+        sa, _, flag = s
+        small = sa <= 1.0
+        y = where(small, sa, 1.0 / sa)
+        up_to_one = polevl(y, LANCZOS_NUM) / polevl(y, LANCZOS_DEN)
+        beyond = polevl(y, LANCZOS_NUM[::-1]) / polevl(y, LANCZOS_DEN[::-1])
+        return [sa, where(small, up_to_one, beyond), flag & ~flag]
+
+    return loop([a, a.like(1.0), run], lambda s: s[-1], body, 1)[1]
 
 
-def _prefactor(a: _F, x: _F, lg_a: _F, maxlog: float) -> _F:
-    """x^a e^-x / Gamma(a) as ATen's _igam_helper_fac: the Lanczos form where |a - x| <= 0.4 a (its exponent by
-    log1p beyond 200), the direct exponent elsewhere, 0 where that exponent is below -MAXLOG."""
-    ax = a * log(x) - x - lg_a
+def _prefactor(a: _F, x: _F, logx: _F, lg_a: _F, needed: _F, maxlog: float) -> _F:
+    """x^a e^-x / Gamma(a) as ATen's _igam_helper_fac (for the elements in `needed`): the Lanczos form where
+    |a - x| <= 0.4 a (its exponent by log1p beyond 200), the direct exponent elsewhere, 0 where that exponent is
+    below -MAXLOG."""
+    direct_form = fabs(a - x) > 0.4 * fabs(a)
+    ax = a * logx - x - lg_a
     direct = where(ax < -maxlog, a.like(0.0), exp(ax))
     fac = a + LANCZOS_G - 0.5
-    res = sqrt(fac / math.e) / _lanczos_sum(a)
+    res = sqrt(fac / math.e) / _lanczos_sum(a, needed & ~direct_form)
     near = exp(a - x) * (x / fac) ** a
     num = x - a - LANCZOS_G + 0.5
     ratio = num / fac
     far = exp(a * (ratio.fn("log_plus_one") - ratio) + x * (0.5 - LANCZOS_G) / fac)
     lanczos = res * where((a < 200.0) & (x < 200.0), near, far)
-    return where(fabs(a - x) > 0.4 * fabs(a), direct, lanczos)
+    return where(direct_form, direct, lanczos)
 
 
 def _series_p(a: _F, x: _F, fac: _F, run: _F, machep: float) -> _F:
@@ -101,7 +113,7 @@ def _series_p(a: _F, x: _F, fac: _F, run: _F, machep: float) -> _F:
     return where(fac.eq(0.0), a.like(0.0), acc * fac / a)
 
 
-def _series_q(a: _F, x: _F, lg_a: _F, run: _F, machep: float) -> _F:
+def _series_q(a: _F, x: _F, logx: _F, lg_a: _F, run: _F, machep: float) -> _F:
     """Q for small x (DLMF 8.7.3): 1 - x^a / Gamma(a + 1) - x^a / Gamma(a) sum_n (-x)^n / (n! (a + n)), the first
     two terms by expm1 (no cancellation at tiny a)."""
 
@@ -113,7 +125,6 @@ def _series_q(a: _F, x: _F, lg_a: _F, run: _F, machep: float) -> _F:
         return [sa, sx, n + 1.0, f2, acc2, ~(fabs(term) <= machep * fabs(acc2)) & (n + 1.0 < IGAMMA_LIMIT)]
 
     acc = loop([a, x, a.like(1.0), a.like(1.0), a.like(0.0), run], lambda s: s[-1], step, IGAMMA_LIMIT)[4]
-    logx = log(x)
     head = -(a * logx - _lgamma_one_plus(a, lg_a)).fn("exponential_minus_one")
     return head - exp(a * logx - lg_a) * acc
 
@@ -161,7 +172,23 @@ def _temme_rows(machep: float) -> tuple[tuple[float, ...], ...]:
     return tuple(TEMME_D[k][: max(n, 1)] for k, n in enumerate(lengths[: last + 1]))
 
 
-def _asymptotic(a: _F, x: _F, lower: bool, machep: float) -> _F:
+def _temme_sum(state: list[_F], machep: float) -> list[_F]:
+    """sum_k c_k(eta) a^-k with ATen's two exits as masks: the body of a one-trip `while`, so that only the
+    elements using the expansion evaluate its polynomials (pure arithmetic: fused)."""
+    eta, a, _, _ = state
+    acc, afac, old = a.like(0.0), a.like(1.0), a.like(math.inf)
+    stop = a.ne(a)  # all false (a is a number here)
+    for row in _temme_rows(machep):
+        term = polevl(eta, row[::-1]) * afac
+        size = fabs(term)
+        grew = size > old
+        acc = where(stop | grew, acc, acc + term)
+        stop = stop | grew | (size < machep * fabs(acc))
+        old, afac = size, afac / a
+    return [eta, a, acc, stop & ~stop]
+
+
+def _asymptotic(a: _F, x: _F, lower: bool, run: _F, machep: float) -> _F:
     """P (lower) or Q by Temme's expansion: 1/2 erfc(-+eta sqrt(a / 2)) -+ e^(-a eta^2 / 2) / sqrt(2 pi a)
     sum_k c_k(eta) a^-k, with eta = sign(x - a) sqrt(-2 (log1p(s) - s)), s = (x - a) / a."""
     sgn = -1.0 if lower else 1.0
@@ -170,15 +197,7 @@ def _asymptotic(a: _F, x: _F, lower: bool, machep: float) -> _F:
     root = sqrt(-2.0 * (sigma.fn("log_plus_one") - sigma))
     eta = where(lam > 1.0, root, where(lam < 1.0, -root, a.like(0.0)))
     res = 0.5 * (sgn * eta * sqrt(a / 2.0)).fn("erfc")
-    acc, afac, old = a.like(0.0), a.like(1.0), a.like(math.inf)
-    stop = a.ne(a)  # all false (a is not NaN here)
-    for row in _temme_rows(machep):
-        term = polevl(eta, row[::-1]) * afac
-        size = fabs(term)
-        grew = size > old
-        acc = where(stop | grew, acc, acc + term)
-        stop = stop | grew | (size < machep * fabs(acc))
-        old, afac = size, afac / a
+    acc = loop([eta, a, a.like(0.0), run], lambda s: s[-1], lambda s: _temme_sum(s, machep), 1)[2]
     return res + sgn * exp(-0.5 * a * eta * eta) * acc / sqrt((2.0 * _PI_F32) * a)
 
 
@@ -194,7 +213,8 @@ def igamma(a: _F, x: _F, upper: bool) -> _F:
     asym = ((a > 20.0) & (a < 200.0) & (ratio < 0.3)) | ((a > 200.0) & (ratio < 4.5 / sqrt(a)))
     # Q's choice (calc_igammac past its asymptotic case): 1 - P where P's series suits, else Q's fraction above
     # x = 1.1 and Q's series below it
-    p_for_q = where(_above(x, 1.1), x < a, where(x <= 0.5, -0.4 / log(x) < a, x * 1.1 < a))
+    logx = log(x)  # one log for the choice, the prefactor and Q's series
+    p_for_q = where(_above(x, 1.1), x < a, where(x <= 0.5, -0.4 / logx < a, x * 1.1 < a))
     if upper:
         use_p, use_cf = p_for_q, _above(x, 1.1) & ~p_for_q
     else:  # P's own choice: 1 - Q where x > 1 and x > a (Q's fraction, or its series up to 1.1), else P's series
@@ -203,11 +223,11 @@ def igamma(a: _F, x: _F, upper: bool) -> _F:
     use_p, use_cf = use_p & ~asym & ~bad, use_cf & ~asym & ~bad
     use_qs = ~use_p & ~use_cf & ~asym & ~bad
     lg_a = _lgamma(a)
-    fac = _prefactor(a, x, lg_a, maxlog)
+    fac = _prefactor(a, x, logx, lg_a, use_p | use_cf, maxlog)
     p = _series_p(a, x, fac, use_p & fac.ne(0.0), machep)
-    q = where(use_cf, _fraction_q(a, x, fac, use_cf & fac.ne(0.0), consts), _series_q(a, x, lg_a, use_qs, machep))
+    q = where(use_cf, _fraction_q(a, x, fac, use_cf & fac.ne(0.0), consts), _series_q(a, x, logx, lg_a, use_qs, machep))
     v = where(use_p, 1.0 - p if upper else p, q if upper else 1.0 - q)
-    v = where(asym, _asymptotic(a, x, not upper, machep), v)
+    v = where(asym, _asymptotic(a, x, not upper, asym, machep), v)
     return _boundaries(a_in, x_in, v, upper)
 
 
