@@ -86,3 +86,15 @@ def test_sparse_embedding_bag_trains_as_on_cpu() -> None:
             opt.step()
         weights[d] = m.weight.detach().cpu()
     torch.testing.assert_close(weights["tpu"], weights["cpu"], rtol=1e-6, atol=1e-7)
+
+
+def test_fuzzer_compares_a_sparse_cpu_output_by_value() -> None:
+    """The fuzzer (torchtpu/fuzz/outcome.py) meets CPU's sparse gradient against tpu's dense one: equal values are
+    the listed 'type' difference, other values a 'value' finding."""
+    from torchtpu.fuzz.outcome import _compare_leaf
+
+    cpu = torch.sparse_coo_tensor([[0, 2]], torch.ones(2, 3), (4, 3))
+    assert _compare_leaf(cpu.to_dense(), cpu, None, False, "output 0").cls == "type"
+    other = cpu.to_dense()
+    other[1] = 5.0
+    assert _compare_leaf(other, cpu, None, False, "output 0").cls == "value"
