@@ -1,10 +1,10 @@
 """The gamma family as IR lowerings over primitives: erfcx, ndtri, Hurwitz zeta, polygamma (digamma, trigamma
-and n >= 2 through zeta) and the regularized incomplete gamma functions igamma / igammac.
+and n >= 2 through zeta); the regularized incomplete gamma functions igamma / igammac are
+ir_lowerings_igamma.py's.
 
 What iterates a data-dependent number of times is IR op `while` (an element-wise bounded loop, ir_lowerings.py
 `loop`): zeta's direct sum (until q + i > 9: at most 10 trips for q > 0, 9 - q for the negative q of polygamma
-at negative x) and the incomplete gamma series and continued fraction (until a term is below epsilon, at most
-2000 trips, the bound the earlier kernels used). The rest is straight-line, with fixed bounds said where they
+at negative x). The rest is straight-line, with fixed bounds said where they
 are set.
 """
 
@@ -29,6 +29,7 @@ from torchtpu.drivers.ir_lowerings import (
     where,
     widen,
 )
+from torchtpu.drivers.ir_lowerings_igamma import igamma
 
 if TYPE_CHECKING:
     from torchtpu.drivers.ir import Builder, Value
@@ -157,66 +158,6 @@ def polygamma(n: _F, x: _F) -> _F:
     big = where(odd(k), 1.0, k.like(-1.0)) * exp(_lgamma(k + 1.0)) * zeta(k + 1.0, x)
     psi = _F(x.b, digamma(x.b, x.v)[0])
     return where(n.eq(0.0), psi, where(n.eq(1.0), trigamma(x), big))
-
-
-IGAMMA_LIMIT = 2000  # series / continued-fraction trips (the earlier kernels' bound)
-
-
-def igamma(a: _F, x: _F, upper: bool) -> _F:
-    """P(a, x) (upper: Q = 1 - P): the series for x < a + 1, Lentz's continued fraction beyond, each a `while`
-    until its term is below epsilon; the special cases (NaN, 0, infinities, negative arguments) as torch."""
-    f64 = a.v.dtype == "float64"
-    tiny, eps = (1e-300, 1e-17) if f64 else (1e-30, 1e-8)
-    use_series = x < a + 1.0
-    bad = isnan(a) | isnan(x) | (a < 0.0) | (x < 0.0) | a.eq(0.0) | x.eq(0.0) | fabs(a).eq(math.inf) \
-        | fabs(x).eq(math.inf)
-    sa, sx = where(bad | ~use_series, 1.0, a), where(bad | ~use_series, 0.5, x)
-    ca, cx = where(bad | use_series, 1.0, a), where(bad | use_series, 2.0, x)
-
-    def more(st: list[_F]) -> _F:
-        return st[-1]
-
-    def series(st: list[_F]) -> list[_F]:  # runs only while its element's flag holds: no selects
-        sx, r, c, s, _ = st
-        r2 = r + 1.0
-        c2 = c * sx / r2
-        s2 = s + c2
-        return [sx, r2, c2, s2, ~(c2 <= eps * s2)]
-
-    def fraction(st: list[_F]) -> list[_F]:
-        ca, i, b, cc, d, h, _ = st
-        i2 = i + 1.0
-        an = -i2 * (i2 - ca)
-        b2 = b + 2.0
-        d2 = an * d + b2
-        d2 = where(fabs(d2) < tiny, tiny, d2)
-        c3 = b2 + an / cc
-        c3 = where(fabs(c3) < tiny, tiny, c3)
-        d2 = 1.0 / d2
-        delta = d2 * c3
-        return [ca, i2, b2, c3, d2, h * delta, ~(fabs(delta - 1.0) < 1e-16)]
-
-    # Two loops, each element iterating only the one its result reads (the other's value is discarded by the
-    # final selects, as is every `bad` element's): an element's trips do the work of one expansion, not both.
-    b0 = cx + 1.0 - ca
-    s = loop([sx, sa, sa.like(1.0), sa.like(1.0), use_series & ~bad], more, series, IGAMMA_LIMIT)[3]
-    h = loop([ca, ca.like(0.0), b0, b0.like(1.0 / tiny), 1.0 / b0, 1.0 / b0, ~use_series & ~bad], more, fraction,
-             IGAMMA_LIMIT)[5]
-    # x^a e^-x / Gamma(a) once, over the operands of the expansion each element reads (the same operations on
-    # the same values as one computation per expansion, so the same bits where the final selects read them)
-    ea, ex = where(use_series, sa, ca), where(use_series, sx, cx)
-    e = exp(ea * log(ex) - ex - _lgamma(ea))
-    p = e * s / sa
-    q = e * h
-    v = where(use_series, 1.0 - p if upper else p, q if upper else 1.0 - q)
-    lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
-    # ATen's chain of cases, last first: a NaN operand reaches the expansions only past every case before them
-    v = where(isnan(a) | isnan(x), math.nan, v)
-    v = where(fabs(x).eq(math.inf), hi, v)
-    v = where(fabs(a).eq(math.inf), where(fabs(x).eq(math.inf), a.like(math.nan), lo), v)
-    v = where(x.eq(0.0), lo, v)
-    v = where(a.eq(0.0), where(x > 0.0, a.like(hi), math.nan), v)
-    return where((a < 0.0) | (x < 0.0), math.nan, v)
 
 
 UNARY = {"erfcx": erfcx, "ndtri": ndtri}

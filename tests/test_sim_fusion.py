@@ -284,16 +284,18 @@ def test_while_in_lanes_and_per_element(n, lanes, monkeypatch):
 
 @pytest.mark.parametrize("fn", ["igamma", "igammac"])
 def test_igamma_runs_its_loops_fused_and_each_transcendental_once(fn, monkeypatch):
-    """The structure igamma's host speed rests on (benchmarks/special.py): its two loops (series, continued
-    fraction) run inside one fused group in blocks of lanes, and x^a e^-x / Gamma(a) is computed once, not per
-    expansion: one exp, one lgamma's logs and sine, as numpy steps; the rest is fused."""
+    """The structure igamma's host speed rests on (benchmarks/special.py): its three expansion loops (P's series,
+    Q's series, Q's continued fraction; drivers/ir_lowerings_igamma.py) and the two one-trip loops that confine
+    the long polynomials (Temme's sum, the Lanczos rational) to the elements that read them run inside fused
+    groups in blocks of lanes, and lgamma(a) is computed once for all of them (one lgamma's sine); the few
+    transcendentals outside the loops run as numpy steps and the rest is fused."""
     monkeypatch.setattr(fusion, "MIN_ELEMENTS", 1)
     program = _special_program(fn, "float32")
-    assert sum(op.name == "while" for op in program.ops) == 2
+    assert sum(op.name == "while" for op in program.ops) == 5
     steps = SimDriver().compile(program).payload.steps
     fused = [s for s in steps if isinstance(s, FusedStep)]
     loops = [f for f in fused if any(s.op.name == "while" for s in f.steps)]
-    assert len(loops) == 1 and sum(s.op.name == "while" for s in loops[0].steps) == 2
-    assert loops[0].source.count("for base in range(0, n,") == 1
+    assert sum(s.op.name == "while" for f in loops for s in f.steps) == 5
+    assert all(f.source.count("for base in range(0, n,") == 1 for f in loops)
     rest = [s.op.name for s in steps if not isinstance(s, FusedStep)]
-    assert rest.count("exponential") == 1 and rest.count("sine") == 1 and len(rest) <= 14, rest
+    assert "while" not in rest and rest.count("sine") == 1 and len(rest) <= 40, rest

@@ -203,10 +203,10 @@ def _bce_with_logits(a: Bound) -> None:  # at::log_sigmoid(input) is its first s
 
 
 def _cumulative_(kernel: str) -> Callable[[Bound], None]:
-    def check(a: Bound) -> None:  # an in-place cumsum_/cumprod_ of bools dispatches on the result's Bool
-        x, dtype = a["self"], a.get("dtype")
-        wrap_dim(a["dim"], len(x.shape))
-        if x.dtype == torch.bool and dtype in (None, torch.bool):
+    def check(a: Bound) -> None:  # an in-place cumsum_/cumprod_ of bools dispatches on the result's Bool, past
+        x, dtype = a["self"], a.get("dtype")  # ATen's early returns for a 0-d self (filled with itself) and an
+        wrap_dim(a["dim"], len(x.shape))      # empty one (nothing to write): those keep their values
+        if x.dtype == torch.bool and dtype in (None, torch.bool) and len(x.shape) and 0 not in x.shape:
             raise _not_implemented(kernel, torch.bool)
     return check
 

@@ -294,13 +294,13 @@ _MEDIAN_UNDISPATCHED = _dispatched_unless(  # (a bool one's NaN is True on CPU: 
 # mode(complex64 0-d) computes on CPU (fuzz seed 61)
 def _mode_refusal(refusal: tuple[type[Exception], str], op: Any, args: tuple,
                   kwargs: Mapping[str, Any]) -> tuple[type[Exception], str] | None:
-    """mode: a 0-d self is its own mode, and an empty reduced dim fails zero_numel_check_dims (the lowering's
-    IndexError), both before the dispatch; other empty ones stay refused (fail closed)."""
+    """mode: a 0-d self is its own mode, an empty reduced dim fails zero_numel_check_dims (the lowering's
+    IndexError) and a self with no elements otherwise returns the empty result, all before the dispatch."""
     x = args[0] if args else kwargs.get("self")
     dim = args[1] if len(args) > 1 else kwargs.get("dim", -1)
     if not isinstance(x, torch.Tensor) or not isinstance(dim, int):
         return refusal
-    if x.dim() == 0 or (-x.dim() <= dim < x.dim() and x.shape[dim] == 0):
+    if x.dim() == 0 or (-x.dim() <= dim < x.dim() and x.numel() == 0):
         return None
     return refusal
 

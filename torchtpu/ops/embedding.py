@@ -34,9 +34,12 @@ def _acc(x: Sym) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _offsets_checked(offsets: Sym, n: int) -> Sym:
+def _offsets_checked(offsets: Sym, n: int, include_last_offset: bool) -> Sym:
     """check_arguments' data checks (its shape and type checks: ops/cpu_raise_checks3.py): offsets[0] is 0 and
-    offsets[-1] at most the number of indices; a 0-d int64 zero to tie the results to."""
+    offsets[-1] at most the number of indices; a 0-d int64 zero to tie the results to. With include_last_offset,
+    then, offsets[-1] must be the number of indices (fail closed): below it, the indices past it are in no bag by
+    the documented rule, and CPU follows no single one (sum stops the last bag at offsets[-1], mean divides that
+    sum by the count to the end, max takes the bag to the end; its backward reads grad past its end for them)."""
     k = offsets.shape[0]
     if k == 0:
         return P.const(0, torch.int64)
@@ -46,6 +49,14 @@ def _offsets_checked(offsets: Sym, n: int) -> Sym:
     last = P.emit1("maximum", [P.slice_dim(off, 0, k - 1, k), P.full(0, (1,), torch.int64)])  # only > n fails
     last = P.check_index(last, n + 1, f"offsets[-1] can not be greater than input's length {n} but got "
                          f"offsets[-1] of {{}}", error="RuntimeError")
+    if include_last_offset and k > 1:  # no bags (offsets [0]): an empty result whatever offsets[-1] is
+        short = P.emit1("maximum", [P.full(n, (1,), torch.int64) - last, P.full(0, (1,), torch.int64)])
+        short = P.check_index(short, 1, f"_embedding_bag: include_last_offset=True needs offsets[-1] equal to the "
+                              f"number of indices ({n}); it is {{}} less, leaving the last indices in no bag, where "
+                              "CPU's sum, mean and max modes disagree (and its backward reads past grad), so tpu "
+                              "refuses it: make offsets[-1] the number of indices, or drop the indices past it",
+                              error="RuntimeError")
+        last = last + short
     return P.reshape((first + last) * 0, ())
 
 
@@ -56,7 +67,7 @@ def _embedding_bag(weight: Sym, indices: Sym, offsets: Sym, scale_grad_by_freq: 
         raise NotImplementedError("_embedding_bag: 2-D indices are refused on the tpu: CPU's kernel checks offsets "
                                   "against their first dim but reads their elements flat (F.embedding_bag flattens "
                                   "2-D input itself); pass 1-D indices with offsets")
-    zero = _offsets_checked(offsets, indices.shape[0])
+    zero = _offsets_checked(offsets, indices.shape[0], include_last_offset)
     out, bag, count, max_idx = _embedding_bag_unchecked(weight, indices, offsets, mode, per_sample_weights,
                                                         include_last_offset, padding_idx)
     ok = P.broadcast_to(P.compare("EQ", zero, 0), out.shape)

@@ -355,6 +355,23 @@ def cumprod(self: Sym, dim: int, *, dtype: torch.dtype | None = None) -> Sym:
     return _cumulative(self, "prod", dim, dtype)
 
 
+def _inplace_dtype(self: Sym, dtype: torch.dtype | None) -> torch.dtype | None:
+    """cumsum_ / cumprod_: ATen's structured kernel gives the result self's dtype, so a bool self (only a 0-d or
+    empty one gets past CPU's dispatch, ops/arg_order_checks.py) keeps its values instead of becoming int64;
+    every other self computes as the functional op and is cast into self."""
+    return torch.bool if dtype is None and self.dtype == torch.bool else dtype
+
+
+@lower(aten.cumsum_.default)
+def cumsum_(self: Sym, dim: int, *, dtype: torch.dtype | None = None) -> Sym:
+    return _cumulative(self, "sum", dim, _inplace_dtype(self, dtype))
+
+
+@lower(aten.cumprod_.default)
+def cumprod_(self: Sym, dim: int, *, dtype: torch.dtype | None = None) -> Sym:
+    return _cumulative(self, "prod", dim, _inplace_dtype(self, dtype))
+
+
 @lower(aten.logsumexp.default)
 def logsumexp(self: Sym, dim: list[int], keepdim: bool = False, dtype: torch.dtype | None = None) -> Sym:
     """ATen's logsumexp_out_impl: the max (of the real parts, for a complex input) taken out, an infinite max

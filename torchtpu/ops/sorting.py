@@ -146,6 +146,9 @@ def mode(self: Sym, dim: int = -1, keepdim: bool = False) -> tuple[Sym, Sym]:
     d = P.canon_dim(dim, self.ndim)
     if self.shape[d] == 0:  # zero_numel_check_dims (tpu computed: fuzz seeds 2, 3)
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    if self.numel() == 0:  # another dim empty: ATen returns the empty result before its dtype dispatch (complex too)
+        shape = tuple(1 if i == d else n for i, n in enumerate(self.shape) if keepdim or i != d)
+        return P.full(0, shape, self.dtype), P.full(0, shape, torch.int64)
     x = P.transpose(self, [i for i in range(self.ndim) if i != d] + [d])
     n = x.shape[-1]
     rows = x.shape[:-1]
