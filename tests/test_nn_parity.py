@@ -152,3 +152,22 @@ def test_values_match_cpu_in_every_mode(tpu, name):
     for mode in MODES[1:]:
         assert torch.equal(got[mode], got["DEFER_NEVER"]), mode
 
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize("target_shape", [(), (1,)])
+def test_multi_margin_compiled_forward_and_backward_match_cpu(tpu, reduction, target_shape):
+    """Compiled, the op is lowered as in eager (compile/native_autograd.py): upstream's Autograd-key decomposition
+    gave a (1, C) input with a 0-d target a loss of shape (1,)."""
+    x = torch.tensor([[0.2, -0.1, 0.4]])
+    t = torch.ones(target_shape, dtype=torch.long)
+    want_x = x.clone().requires_grad_()
+    want = F.multi_margin_loss(want_x, t, reduction=reduction)
+    want.backward(torch.full_like(want, 2.0))
+    got_x = x.to("tpu").requires_grad_()
+    fn = torch.compile(lambda a, b: F.multi_margin_loss(a, b, reduction=reduction), backend="tpu", dynamic=False)
+    got = fn(got_x, t.to("tpu"))
+    got.backward(torch.full_like(got, 2.0))
+    assert got.shape == want.shape
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(got_x.grad.cpu(), want_x.grad, rtol=1e-6, atol=1e-6)
