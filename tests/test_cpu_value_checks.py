@@ -1,9 +1,10 @@
-"""CPU's checks that tpu skipped and computed a result instead (issue 17, fuzzer known.json entries "a value check
-CPU makes and tpu skips" / "an index/range check"): out= dtypes of signbit / nonzero_static / take, take's index
-dtype, isin's bool / complex Scalar or tensor, the checked Scalar conversions of threshold and elu_backward,
-bernoulli's check of each tensor p it reads (0 <= p <= 1, NaN refused; made when the program runs), the fused
-weight-norm backward's contiguity checks of its saved tensors, and cdist's NaN p (linalg_lstsq's NaN, which MKL
-refuses through ATen's internal assert, is a known.json entry: tpu returns the NaN solution, as CUDA's solvers do).
+"""CPU's checks that tpu skipped and computed a result instead (issue 17, fuzzer known.json entries "a value check CPU
+makes and tpu skips" / "an index/range check"): out= dtypes of signbit / isposinf / isneginf / nonzero_static /
+take, take's index dtype, isin's bool / complex Scalar or tensor, the checked Scalar conversions of threshold and
+elu_backward, bernoulli's check of each tensor p it reads (0 <= p <= 1, NaN refused; made when the program runs),
+the fused weight-norm backward's contiguity checks of its saved tensors, and cdist's NaN p (linalg_lstsq's NaN,
+which MKL refuses through ATen's internal assert, is a known.json entry: tpu returns the NaN solution, as CUDA's
+solvers do).
 Each call must raise on tpu as on CPU (class and words) in every eager mode and, where the op reaches a graph,
 compiled."""
 
@@ -20,6 +21,10 @@ i32, i64, bf16, f16 = torch.int32, torch.int64, torch.bfloat16, torch.float16
 
 CASES = {
     "signbit_out_float": lambda d: aten.signbit.out(ones(2, 3, d=d), out=ones(0, d=d)),
+    # test_unary_ufuncs' test_isposinf_isneginf_non_boolean_output (tpu gave the out= dtype rule's words)
+    "isposinf_out_float": lambda d: aten.isposinf.out(ones(3, d=d), out=ones(3, d=d)),
+    "isneginf_out_int": lambda d: aten.isneginf.out(ones(3, d=d), out=ones(3, dtype=i64, d=d)),
+    "isposinf_out_complex": lambda d: aten.isposinf.out(ones(3, dtype=torch.complex64, d=d), out=ones(3, d=d)),
     "nonzero_static_size": lambda d: aten.nonzero_static.out(ones(3, d=d), size=-1, out=ones(0, dtype=i64, d=d)),
     "nonzero_static_out": lambda d: aten.nonzero_static.out(ones(1, 5, dtype=i64, d=d), size=3, out=ones(0, d=d)),
     "take_index_int": lambda d: aten.take(ones(1, 4, 3, dtype=torch.uint8, d=d), ones(2, dtype=i32, d=d) * 0),
@@ -74,7 +79,9 @@ def test_accepted_calls_unchanged() -> None:
              lambda d: aten.isin.Tensor_Tensor(x.to(d), torch.tensor([2, 7], device=d)),
              lambda d: aten.take(x.to(d), torch.tensor([2, 0], device=d)),
              lambda d: aten.elu_backward(x.to(d), 1.0, 1 + 0j, 1, False, x.abs().to(d)),
-             lambda d: aten.signbit.out(x.to(d), out=torch.empty(3, dtype=torch.bool, device=d))]
+             lambda d: aten.signbit.out(x.to(d), out=torch.empty(3, dtype=torch.bool, device=d)),
+             lambda d: aten.isposinf.out(x.to(d) * torch.inf, out=torch.empty(3, dtype=torch.bool, device=d)),
+             lambda d: aten.isneginf.out(x.to(d) * torch.inf, out=torch.empty(3, dtype=torch.bool, device=d))]
     for mode in MODES:
         with torch.tpu.eager_mode(mode):
             for call in calls:

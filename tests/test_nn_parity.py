@@ -116,6 +116,14 @@ def _nll_byte(device: str, reduction: str) -> torch.Tensor:
     return F.nll_loss(x, t, reduction=reduction)
 
 
+def _multi_margin_0d_target_grad(device: str) -> torch.Tensor:
+    x = torch.tensor([[0.2, -0.1, 0.4]], device=device, requires_grad=True)
+    loss = F.multi_margin_loss(x, torch.tensor(1, device=device), reduction="none")
+    assert loss.shape == ()
+    loss.backward(torch.tensor(2.0, device=device))
+    return x.grad
+
+
 VALUES: dict[str, Callable[[str], torch.Tensor]] = {
     "elu_inplace_pos_alpha": _inplace_backward(lambda x: F.elu_(x, alpha=0.5)),
     "leaky_relu_inplace_zero_slope": _inplace_backward(lambda x: F.leaky_relu_(x, 0.0)),
@@ -123,6 +131,12 @@ VALUES: dict[str, Callable[[str], torch.Tensor]] = {
     "reflection_pad1d_empty_batch": lambda d: torch.nn.ReflectionPad1d(2)(torch.ones(0, 3, 10, device=d)),
     # a Byte target is read as int64 (was a gather TypeError)
     **{f"nll_loss_byte_target_{r}": functools.partial(_nll_byte, reduction=r) for r in ("none", "mean", "sum")},
+    # a 0-d target gives a 0-d loss without reduction whatever the input's rank (a (1, C) input gave shape (1,))
+    "multi_margin_2d_input_0d_target": lambda d: F.multi_margin_loss(torch.tensor([[0.2, -0.1, 0.4]], device=d),
+                                                                     torch.tensor(1, device=d), reduction="none"),
+    "multi_margin_1x1_input_0d_target": lambda d: F.multi_margin_loss(torch.ones(1, 1, device=d),
+                                                                      torch.tensor(0, device=d), reduction="none"),
+    "multi_margin_2d_input_0d_target_backward": _multi_margin_0d_target_grad,
 }
 
 
@@ -138,3 +152,22 @@ def test_values_match_cpu_in_every_mode(tpu, name):
     for mode in MODES[1:]:
         assert torch.equal(got[mode], got["DEFER_NEVER"]), mode
 
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize("target_shape", [(), (1,)])
+def test_multi_margin_compiled_forward_and_backward_match_cpu(tpu, reduction, target_shape):
+    """Compiled, the op is lowered as in eager (compile/native_autograd.py): upstream's Autograd-key decomposition
+    gave a (1, C) input with a 0-d target a loss of shape (1,)."""
+    x = torch.tensor([[0.2, -0.1, 0.4]])
+    t = torch.ones(target_shape, dtype=torch.long)
+    want_x = x.clone().requires_grad_()
+    want = F.multi_margin_loss(want_x, t, reduction=reduction)
+    want.backward(torch.full_like(want, 2.0))
+    got_x = x.to("tpu").requires_grad_()
+    fn = torch.compile(lambda a, b: F.multi_margin_loss(a, b, reduction=reduction), backend="tpu", dynamic=False)
+    got = fn(got_x, t.to("tpu"))
+    got.backward(torch.full_like(got, 2.0))
+    assert got.shape == want.shape
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(got_x.grad.cpu(), want_x.grad, rtol=1e-6, atol=1e-6)

@@ -65,6 +65,7 @@ def register() -> None:
         shim = native()
         torch._register_device_module("tpu", device_module)
         sys.modules["torch.tpu"] = device_module
+        __import__("torchtpu.legacy_storage").legacy_storage.install(device_module)  # torch.tpu.FloatStorage, ...
         __import__("torchtpu.profiler").profiler.install(device_module)  # memory API, OOM note, torch.profiler
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
         drv = runtime.driver()

@@ -1,5 +1,5 @@
-"""Compiled upsampling on tpu through the ops' own ATen kernels, so a compiled graph keeps the upsample nodes that
-ops/resize.py lowers (the eager program, bit for bit).
+"""Compiled upsampling and multi_margin_loss on tpu through the ops' own ATen kernels, so a compiled graph keeps
+the nodes that ops/resize.py and ops/losses.py lower (the eager program, bit for bit).
 
 AOTAutograd traces with the Python dispatcher, which prefers Python kernels registered with `py_impl`: upstream's
 torch/_decomp registers its decompositions of the upsample family (upsample_nearest*/bilinear/bicubic/trilinear,
@@ -10,6 +10,8 @@ a Python kernel for DispatchKey.AutogradPrivateUse1 (resolve_key's first choice 
 ATen's C++ autograd kernel (the one registered for the Autograd alias; its node saves what the backward op
 needs, and upsample_*_backward is traced as a node too), for `.vec` ATen's composite restated (the output size,
 then `.default`). Other devices keep upstream's Python kernels. Registered by compile/backend.py's `register`.
+multi_margin_loss: upstream's Autograd-key decomposition gives a (1, C) input with a 0-d target and no reduction a
+loss of shape (1,) where ATen's kernel (and the eager lowering) gives a 0-d one; its `.default` takes the same route.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ aten = torch.ops.aten
 
 _NAMES = ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "_upsample_nearest_exact1d",
           "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
-          "upsample_trilinear3d", "upsample_bicubic2d", "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa")
+          "upsample_trilinear3d", "upsample_bicubic2d", "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa",
+          "multi_margin_loss")
 _KEY = DispatchKey.AutogradPrivateUse1
 
 

@@ -73,10 +73,8 @@ def multi_margin_loss(self: Sym, target: Sym, p: Any = 1, margin: Any = 1, weigh
             raise RuntimeError(f"expected scalar type Long but found {aten_type_name(target.dtype)}")
     h, _, _ = _margin_terms(self, target, p, margin, weight)
     per = P.reduce(h, "sum", (1,)) / float(h.shape[1])
-    if self.ndim < 2:  # ATen's output: (nframe,) for no reduction of a target with dims, else 0-d
-        per = P.reshape(per, per.shape if reduction == 0 and target.ndim > 0 else ())
-        if reduction == 0:
-            return P.convert(per, self.dtype)
+    if reduction == 0:  # ATen's output: (nframe,) for a target with dims, else 0-d (whatever the input's rank)
+        return P.convert(P.reshape(per, per.shape if target.ndim > 0 else ()), self.dtype)
     return _reduce_loss(per, reduction, self.dtype)
 
 

@@ -10,9 +10,9 @@ skipped (issue 17, fuzzer seed 2): each was a castable out= dtype written silent
   dtype exactly (decompositions.OUT_VIA_FUNCTIONAL writes them).
 - nan_to_num.out (UnaryOps.cpp nan_to_num_out): out of self's dtype.
 - slice_scatter (TensorShape.cpp): src of the slice's size.
-- signbit.out (UnaryOps.cpp meta): a real self, a bool out. nonzero_static.out (TensorAdvancedIndexing.cpp): an
-  int64 out (after its size check, ops/arg_order_checks.py). take / take.out (TensorAdvancedIndexing.cpp
-  take_out): an int64 index, out of self's dtype.
+- signbit.out, isposinf(.out), isneginf(.out) (UnaryOps.cpp metas): a real self, a bool out.
+  nonzero_static.out (TensorAdvancedIndexing.cpp): an int64 out (after its size check, ops/arg_order_checks.py).
+  take / take.out (TensorAdvancedIndexing.cpp take_out): an int64 index, out of self's dtype.
 - max_pool3d_with_indices.out: ops/pool_checks.py (the call's checks, then the kernel's typed pointers).
 
 `check` is called by the out= kernel of every eager record (ops/registry.py) with the out= tensors by name;
@@ -104,6 +104,18 @@ def _signbit(b: dict[str, Any]) -> None:
         raise NotImplementedError("signbit is not implemented for complex tensors.")
     if b["out"].dtype != torch.bool:
         raise RuntimeError("signbit does not support non-boolean outputs.")
+
+
+def _isinf_sign(name: str) -> Callable[[dict[str, Any]], None]:
+    """isposinf / isneginf (UnaryOps.cpp meta): a real self, then a bool out (before the out= dtype rule)."""
+    def check(b: dict[str, Any]) -> None:
+        if b["self"].dtype.is_complex:
+            raise RuntimeError(f"{name} does not support complex inputs.")
+        out = b.get("out")
+        if out is not None and out.dtype != torch.bool:
+            raise RuntimeError(f"{name} does not support non-boolean outputs.")
+
+    return check
 
 
 def _nonzero_static(b: dict[str, Any]) -> None:  # after its size check (ops/arg_order_checks.py)
@@ -214,6 +226,7 @@ def exact_out(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 _WRAPPED_CHECKS: dict[Any, Callable[[dict[str, Any]], None]] = {
     aten.nan_to_num: _nan_to_num, aten.slice_scatter: _slice_scatter, aten.take: _take,
+    aten.isposinf: _isinf_sign("isposinf"), aten.isneginf: _isinf_sign("isneginf"),
     # compile's fake tensors (compile/fake_checks.py): the meta kernel accepts any out= dtype (fuzz seed 37)
     aten.searchsorted: _searchsorted, aten.bucketize: _searchsorted,
 }
