@@ -142,3 +142,11 @@ def test_log_sigmoid_backward_through_autograd() -> None:
     torch.nn.functional.logsigmoid(x).sum().backward()
     torch.nn.functional.logsigmoid(xt).sum().backward()
     torch.testing.assert_close(xt.grad.cpu(), x.grad)
+
+
+def test_group_norm_dispatch_before_size() -> None:
+    """GroupNormKernelImpl refuses an integer input before its X.numel() == N * C * HxW check (a float one then
+    fails that check), as CPU."""
+    for dtype in (I8, torch.float32):
+        assert_refused_as_cpu(lambda d, dtype=dtype: aten.native_group_norm(
+            _t(3, 3, 1, dtype=dtype, d=d), None, None, 5, 3, 1, 3, 1e-5), "DEFER_NEVER")

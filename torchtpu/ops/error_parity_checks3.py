@@ -6,8 +6,8 @@ mode and for a compiled graph's node (only `shape` and `dtype` are read).
 
 - mean (meta): a dtype that is not floating or complex ("could not infer output dtype") before the dims are read.
 - amax / amin (meta): an out= tensor of another dtype than self's before the dims are read.
-- native_group_norm: check_group_norm_inputs (groups > 0, channels divisible, weight and bias of C) before the
-  kernel's dispatch.
+- native_group_norm: ops/norm_checks.py's checks (check_group_norm_inputs, the mixed dtypes, the dispatch, the
+  size) before the refusal table.
 - round.out / round.decimals_out: build_borrowing_unary_op's check_all_same_dtype before round's dispatch.
 - floor / ceil / trunc (.out too), clamp_min / clamp_max / relu with out=: the meta's complex refusal
   (NotImplementedError) before the out= dtype check.
@@ -35,8 +35,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import FLOATS
-from torchtpu.ops import backward_checks, error_class_checks
-from torchtpu.ops.arg_checks import sizes_text
+from torchtpu.ops import backward_checks, error_class_checks, norm_checks
 from torchtpu.ops.complex_checks import check_out, check_parts, complex_of
 from torchtpu.ops.cpu_raise_checks import broadcast, cast_to, result_type
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
@@ -66,18 +65,8 @@ def _amax_out(a: Bound) -> None:  # amax / amin meta: the out's dtype before the
                            f"input's dtype and {aten_type_name(out.dtype)} for out's dtype.")
 
 
-def _group_norm(a: Bound) -> None:  # check_group_norm_inputs
-    x, weight, bias, channels, groups = a["input"], a.get("weight"), a.get("bias"), a["C"], a["group"]
-    if groups <= 0:
-        raise RuntimeError(f"Expected num groups to be greater than 0, got {groups}")
-    if channels % groups:
-        raise RuntimeError("Expected number of channels in input to be divisible by num_groups, but got input of "
-                           f"shape {sizes_text(x.shape)} and num_groups={groups}")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and not (len(t.shape) == 1 and int(t.shape[0]) == channels):
-            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
-                               f"but got {name} of shape {sizes_text(t.shape)} and input of shape "
-                               f"{sizes_text(x.shape)}")
+def _group_norm(a: Bound) -> None:  # native_group_norm's checks before the refusal table (ops/norm_checks.py)
+    norm_checks.check_group_norm(a["input"], a.get("weight"), a.get("bias"), a["N"], a["C"], a["HxW"], a["group"])
 
 
 def _round(a: Bound) -> None:  # build_borrowing_unary_op: check_all_same_dtype
