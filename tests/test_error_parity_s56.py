@@ -103,6 +103,30 @@ REFUSED = {
         _t(3, 4, 1, dtype=U8, d=d), _t(1, 1, dtype=U8, d=d), -0.589, grad_input=_t(0, dtype=U8, d=d)),
     "threshold_backward_int_inf": lambda d: aten.threshold_backward(_t(3, dtype=I32, d=d), _t(3, dtype=I32, d=d),
                                                                     float("inf")),
+    # seeds 58-63: more checks CPU makes before the dispatch, the dims, or the lowering
+    "mish_out_same_dtype": lambda d: aten.mish.out(_t(5, 2, dtype=I8, d=d), out=_t(5, 2, d=d)),
+    "pow_out_broadcast_bool": lambda d: aten.pow.Tensor_Tensor_out(_t(2, 5, dtype=B, d=d), _t(3, 2, 2, dtype=B, d=d),
+                                                                   out=_t(0, dtype=B, d=d)),
+    "clamp_out_complex": lambda d: aten.clamp.out(_t(2, 5, dtype=C64, d=d), None, -0.001, out=_t(2, 5, dtype=U8, d=d)),
+    "bernoulli_float_nan_complex": lambda d: aten.bernoulli_.float(_t(dtype=C64, d=d), float("nan")),
+    "bernoulli_float_above_one": lambda d: aten.bernoulli_.float(_t(3, d=d), 2.0),
+    "histc_complex_max": lambda d: aten.histc(_t(1, dtype=C64, d=d), 100, max=-0.27 + 1j),
+    "count_nonzero_dim_range_first": lambda d: aten.count_nonzero.dim_IntList(_t(1, 4, 3, dtype=I64, d=d),
+                                                                             [1, -2, 0, 3]),
+    "unique_dim_complex_0d": lambda d: aten.unique_dim(_t(dtype=C64, d=d), -1),
+    "cdist_backward_out_dtype": lambda d: aten._cdist_backward.out(
+        _t(1, 1, dtype=I32, d=d), _t(1, 5, 1, d=d), _t(1, 5, 1, dtype=I8, d=d), 0.0, _t(2, dtype=I8, d=d),
+        out=_t(1, 5, 1, dtype=I8, d=d)),
+    "lstsq_out_bfloat16": lambda d: aten.linalg_lstsq.out(
+        _t(3, 1, dtype=torch.bfloat16, d=d), _t(3, 1, dtype=torch.bfloat16, d=d), 0.0, driver=None,
+        solution=_t(0, dtype=torch.bfloat16, d=d), residuals=_t(0, dtype=torch.bfloat16, d=d),
+        rank=_t(3, 1, dtype=torch.bfloat16, d=d), singular_values=_t(3, 1, dtype=torch.bfloat16, d=d)),
+    "index_add_dim_past_0d_source": lambda d: aten.index_add(_t(3, 4, dtype=F16, d=d), -1,
+                                                             torch.zeros(2, dtype=I64, device=d), _t(dtype=F16, d=d)),
+    "index_add_dim_past_1d_source": lambda d: aten.index_add(_t(3, 4, d=d), 1, torch.zeros(2, dtype=I64, device=d),
+                                                             _t(2, d=d)),
+    "index_reduce__dim_past_0d_source": lambda d: aten.index_reduce_(
+        _t(5, 1, 1, 2, dtype=C64, d=d), 2, torch.zeros(0, dtype=I64, device=d), _t(dtype=C64, d=d), "prod"),
 }
 
 COMPILED = ["mean_int_bad_dim", "geqrf_uint8", "pdist_complex", "lcm_bool", "group_norm_zero_groups"]
@@ -114,6 +138,8 @@ SAME = {  # valid calls next to the new checks still compute as CPU does
     "pdist_complex_one_row": lambda d: [aten._pdist_forward(_t(1, 3, dtype=C64, d=d))],
     "addmv_broadcast_self": lambda d: [aten.addmv(_t(1, d=d), torch.arange(6.0, device=d).reshape(2, 3),
                                                   torch.arange(3.0, device=d))],
+    "index_add_0d_source": lambda d: [aten.index_add(_t(d=d), 0, torch.zeros(1, dtype=I64, device=d), _t(d=d))],
+    "bernoulli_float_one": lambda d: [aten.bernoulli_.float(_t(3, d=d), 1.0)],
     "lcm_int": lambda d: [aten.lcm(torch.tensor([4, 6], device=d), torch.tensor([6, 10], device=d))],
 }
 

@@ -85,7 +85,7 @@ def _igamma_inplace(kernel: str) -> Callable[[Bound], None]:
     return check
 
 
-def _same_dtype_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_same_dtype
+def same_dtype_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_same_dtype
     out = a.get("out")
     if out is not None and out.dtype != a["self"].dtype:
         raise RuntimeError(f"Found dtype {aten_type_name(out.dtype)} but expected {aten_type_name(a['self'].dtype)}")
@@ -228,7 +228,7 @@ def _foreach_abs_out(a: Bound) -> None:  # the out= form computes _foreach_abs(s
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "__ilshift__": inplace_binary, "__irshift__": inplace_binary, "floor_divide_": inplace_binary,
-    "elu": _same_dtype_out, "huber_loss": _huber_loss, "im2col": _im2col, "narrow_copy": _narrow_copy_out,
+    "elu": same_dtype_out, "huber_loss": _huber_loss, "im2col": _im2col, "narrow_copy": _narrow_copy_out,
     "linalg_lu": _linalg_lu_out, "batch_norm_backward": _batch_norm_backward, "_fused_sgd_": _fused_sgd,
     "avg_pool2d": _avg_pool2d, "_foreach_abs": _foreach_abs_out, "_ctc_loss": _ctc("ctc_loss_cpu"),
     "_ctc_loss_backward": _ctc("ctc_loss_backward_cpu"), "igamma_": _igamma_inplace("igamma_cpu"),

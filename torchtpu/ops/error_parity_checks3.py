@@ -25,6 +25,10 @@ mode and for a compiled graph's node (only `shape` and `dtype` are read).
   the dispatch and the complex32 storage refusal.
 - mse_loss.out: the common dtype's cast to the out= tensor before mse_cpu's dispatch.
 - log_sigmoid_backward: its TensorIterator's checks (ops/backward_checks.py) before the refusal table.
+- mish.out: check_all_same_dtype; clamp: the complex refusal; bernoulli_(float p):
+  p in [0, 1]; histc: min and max converted to double; unique_dim: its dispatch (no complex); count_nonzero: every
+  dim wrapped before the repeated-dim check; linalg_lstsq.out: linalg_lstsq_cpu's dispatch first; _cdist_backward.out:
+  the result's dtype (x1's) exactly (CPU computes the functional first; tpu's lowering failed on the shapes).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import torch
 
 from torchtpu.dtypes import FLOATS
 from torchtpu.ops import backward_checks, error_class_checks, norm_checks
+from torchtpu.ops.arg_checks import wrap_dim
 from torchtpu.ops.complex_checks import check_out, check_parts, complex_of
 from torchtpu.ops.cpu_raise_checks import broadcast, cast_to, result_type
 from torchtpu.ops.tracing import aten_meta_name, aten_type_name
@@ -67,12 +72,6 @@ def _amax_out(a: Bound) -> None:  # amax / amin meta: the out's dtype before the
 
 def _group_norm(a: Bound) -> None:  # native_group_norm's checks before the refusal table (ops/norm_checks.py)
     norm_checks.check_group_norm(a["input"], a.get("weight"), a.get("bias"), a["N"], a["C"], a["HxW"], a["group"])
-
-
-def _round(a: Bound) -> None:  # build_borrowing_unary_op: check_all_same_dtype
-    out = a.get("out")
-    if out is not None and out.dtype != a["self"].dtype:
-        raise RuntimeError(f"Found dtype {aten_type_name(out.dtype)} but expected {aten_type_name(a['self'].dtype)}")
 
 
 def _no_complex(words: str) -> Callable[[Bound], None]:
@@ -169,8 +168,51 @@ def _mse_loss_out(a: Bound) -> None:  # the iterator's enforce_safe_casting_to_o
         cast_to(result_type([a["self"], a["target"]]), out.dtype)
 
 
+def _bernoulli_float(a: Bound) -> None:  # bernoulli_(float p): the range check before the dispatch
+    p = a.get("p")
+    if isinstance(p, float) and not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+
+
+def _histc(a: Bound) -> None:  # min.to<double>() and max.to<double>() before the dispatch
+    for name in ("min", "max"):
+        v = a.get(name)
+        if isinstance(v, complex) and v.imag != 0:
+            raise RuntimeError("value cannot be converted to type double without overflow")
+
+
+def _count_nonzero(a: Bound) -> None:  # every dim wrapped (IndexError) before the repeated-dim check
+    dims = a.get("dim")
+    for d in dims if isinstance(dims, list | tuple) else ([] if dims is None else [dims]):
+        wrap_dim(d, len(a["self"].shape))
+
+
+def _unique_dim(a: Bound) -> None:  # unique_dim's dispatch (no complex) before the dim is wrapped
+    if a["self"].dtype.is_complex:
+        raise _not_implemented("unique_dim", a["self"].dtype)
+
+
+def _cdist_backward_out(a: Bound) -> None:  # the out= wrapper's copy_arg: the result is x1's dtype
+    out = a.get("out")
+    if out is not None and out.dtype != a["x1"].dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {aten_meta_name(a['x1'].dtype)}, but got "
+                           f"{aten_meta_name(out.dtype)} instead")
+
+
+def _lstsq_out(a: Bound) -> None:  # linalg_lstsq.out: linalg_lstsq_cpu's dispatch before the outs' checks
+    x, b = a["self"], a["b"]
+    if a.get("solution") is not None and x.dtype == b.dtype and x.dtype not in _LAPACK:
+        raise _not_implemented("linalg_lstsq_cpu", x.dtype)
+
+
+def _is_tensor(v: Any) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "dtype")
+
+
+_SAME_DTYPE_OUT = error_class_checks.same_dtype_out
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
-    "mean": _mean, "amax": _amax_out, "amin": _amax_out, "native_group_norm": _group_norm, "round": _round,
+    "mean": _mean, "amax": _amax_out, "amin": _amax_out, "native_group_norm": _group_norm,
+    "round": _SAME_DTYPE_OUT, "mish": _SAME_DTYPE_OUT,
     "floor": _no_complex("floor is not supported for complex inputs"),
     "ceil": _no_complex("ceil is not supported for complex inputs"),
     "trunc": _no_complex("trunc is not supported for complex inputs"),
@@ -182,5 +224,8 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "adaptive_max_pool2d": _exact_outs("out", "indices"), "adaptive_max_pool3d": _exact_outs("out", "indices"),
     "addmv": _addmv, "addmv_": _addmv, "convolution": _convolution, "_convolution": _convolution,
     "complex": _complex_parts("real", "imag"), "polar": _complex_parts("abs", "angle"),
-    "mse_loss": _mse_loss_out, "log_sigmoid_backward": backward_checks.check_log_sigmoid_backward,
+    "clamp": _no_complex("clamp is not supported for complex types"), "bernoulli_": _bernoulli_float,
+    "histc": _histc, "count_nonzero": _count_nonzero, "unique_dim": _unique_dim,
+    "_cdist_backward": _cdist_backward_out, "linalg_lstsq": _lstsq_out, "mse_loss": _mse_loss_out,
+    "log_sigmoid_backward": backward_checks.check_log_sigmoid_backward,
 }
