@@ -125,6 +125,12 @@ REFUSED = {
                                                              torch.zeros(2, dtype=I64, device=d), _t(dtype=F16, d=d)),
     "index_add_dim_past_1d_source": lambda d: aten.index_add(_t(3, 4, d=d), 1, torch.zeros(2, dtype=I64, device=d),
                                                              _t(2, d=d)),
+    "clamp_max_tensor_out_broadcast_complex": lambda d: aten.clamp_max.Tensor_out(
+        _t(2, 5, dtype=C64, d=d), _t(4, 4, dtype=C64, d=d), out=_t(2, 5, dtype=C64, d=d)),
+    "lstsq_out_bfloat16_default_rcond": lambda d: aten.linalg_lstsq.out(
+        _t(3, 1, 3, dtype=torch.bfloat16, d=d), _t(3, 1, 1, dtype=torch.bfloat16, d=d),
+        solution=_t(0, dtype=torch.bfloat16, d=d), residuals=_t(0, dtype=torch.bfloat16, d=d),
+        rank=_t(0, dtype=torch.bfloat16, d=d), singular_values=_t(0, dtype=torch.bfloat16, d=d)),
     "index_reduce__dim_past_0d_source": lambda d: aten.index_reduce_(
         _t(5, 1, 1, 2, dtype=C64, d=d), 2, torch.zeros(0, dtype=I64, device=d), _t(dtype=C64, d=d), "prod"),
 }

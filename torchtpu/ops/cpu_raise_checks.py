@@ -62,15 +62,15 @@ def _is_tensor(value: Any) -> bool:
 def broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
     """infer_size: the broadcast shape, or TensorIterator's RuntimeError."""
     n = max(len(a_shape), len(b_shape))
-    out = []
-    for i in range(n):
+    out = [0] * n
+    for i in reversed(range(n)):  # ATen's infer_size walks from the last dim: the last mismatch is reported
         ia, ib = i - n + len(a_shape), i - n + len(b_shape)
         da = int(a_shape[ia]) if ia >= 0 else 1
         db = int(b_shape[ib]) if ib >= 0 else 1
         if da != db and 1 not in (da, db):
             raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton "
                                f"dimension {i}")
-        out.append(db if da == 1 else da)
+        out[i] = db if da == 1 else da
     return out
 
 

@@ -25,10 +25,11 @@ mode and for a compiled graph's node (only `shape` and `dtype` are read).
   the dispatch and the complex32 storage refusal.
 - mse_loss.out: the common dtype's cast to the out= tensor before mse_cpu's dispatch.
 - log_sigmoid_backward: its TensorIterator's checks (ops/backward_checks.py) before the refusal table.
-- mish.out: check_all_same_dtype; clamp: the complex refusal; bernoulli_(float p):
-  p in [0, 1]; histc: min and max converted to double; unique_dim: its dispatch (no complex); count_nonzero: every
-  dim wrapped before the repeated-dim check; linalg_lstsq.out: linalg_lstsq_cpu's dispatch first; _cdist_backward.out:
-  the result's dtype (x1's) exactly (CPU computes the functional first; tpu's lowering failed on the shapes).
+- mish.out: check_all_same_dtype; clamp with Scalar bounds: the complex refusal; bernoulli_(float p): p in
+  [0, 1]; histc: min and max converted to double; unique_dim: its dispatch (no complex); count_nonzero: every dim
+  wrapped before the repeated-dim check; linalg_lstsq.out with an rcond: linalg_lstsq_cpu's dispatch first;
+  _cdist_backward.out: the result's dtype (x1's) exactly (CPU computes the functional first; tpu's lowering failed
+  on the shapes).
 """
 
 from __future__ import annotations
@@ -74,8 +75,13 @@ def _group_norm(a: Bound) -> None:  # native_group_norm's checks before the refu
     norm_checks.check_group_norm(a["input"], a.get("weight"), a.get("bias"), a["N"], a["C"], a["HxW"], a["group"])
 
 
-def _no_complex(words: str) -> Callable[[Bound], None]:
+def _no_complex(words: str, binary: bool = False) -> Callable[[Bound], None]:
     def check(a: Bound) -> None:  # TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), ...) in the meta
+        bounds = [a[k] for k in ("min", "max") if _is_tensor(a.get(k))]
+        if bounds:  # the Tensor overloads: clamp_min/clamp_max's binary iterator (its broadcast) first
+            if binary:
+                broadcast(a["self"].shape, bounds[0].shape)
+            return
         if a["self"].dtype.is_complex:
             raise NotImplementedError(words)
     return check
@@ -201,7 +207,8 @@ def _cdist_backward_out(a: Bound) -> None:  # the out= wrapper's copy_arg: the r
 
 def _lstsq_out(a: Bound) -> None:  # linalg_lstsq.out: linalg_lstsq_cpu's dispatch before the outs' checks
     x, b = a["self"], a["b"]
-    if a.get("solution") is not None and x.dtype == b.dtype and x.dtype not in _LAPACK:
+    # rcond None: its default, the dtype's epsilon, is read first ("doesn't handle types other than float and double")
+    if a.get("solution") is not None and a.get("rcond") is not None and x.dtype == b.dtype and x.dtype not in _LAPACK:
         raise _not_implemented("linalg_lstsq_cpu", x.dtype)
 
 
@@ -216,8 +223,8 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "floor": _no_complex("floor is not supported for complex inputs"),
     "ceil": _no_complex("ceil is not supported for complex inputs"),
     "trunc": _no_complex("trunc is not supported for complex inputs"),
-    "clamp_min": _no_complex("clamp is not supported for complex types"),
-    "clamp_max": _no_complex("clamp is not supported for complex types"),
+    "clamp_min": _no_complex("clamp is not supported for complex types", binary=True),
+    "clamp_max": _no_complex("clamp is not supported for complex types", binary=True),
     "relu": _no_complex("clamp is not supported for complex types"),
     "geqrf": _geqrf, "lcm": _lcm, "lcm_": _lcm_inplace, "hardshrink": _hardshrink, "_pdist_forward": _pdist_forward,
     "max_pool2d_with_indices": _exact_outs("out", "indices"),
