@@ -131,6 +131,11 @@ REFUSED = {
         _t(3, 1, 3, dtype=torch.bfloat16, d=d), _t(3, 1, 1, dtype=torch.bfloat16, d=d),
         solution=_t(0, dtype=torch.bfloat16, d=d), residuals=_t(0, dtype=torch.bfloat16, d=d),
         rank=_t(0, dtype=torch.bfloat16, d=d), singular_values=_t(0, dtype=torch.bfloat16, d=d)),
+    "pdist_out_strided_long": lambda d: aten._pdist_forward.out(torch.ones(2, 3, dtype=I64, device=d).t(), 0.5,
+                                                                out=_t(0, dtype=I64, d=d)),
+    "lstsq_out_int8_1d": lambda d: aten.linalg_lstsq.out(
+        _t(1, dtype=I8, d=d), _t(3, dtype=I8, d=d), 2.0, driver=None, solution=_t(4, dtype=I8, d=d),
+        residuals=_t(4, dtype=I8, d=d), rank=_t(0, dtype=I8, d=d), singular_values=_t(0, dtype=I8, d=d)),
     "index_reduce__dim_past_0d_source": lambda d: aten.index_reduce_(
         _t(5, 1, 1, 2, dtype=C64, d=d), 2, torch.zeros(0, dtype=I64, device=d), _t(dtype=C64, d=d), "prod"),
 }

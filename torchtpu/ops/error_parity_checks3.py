@@ -124,6 +124,8 @@ def _hardshrink(a: Bound) -> None:  # hardshrink_cpu: AT_DISPATCH_FLOATING_TYPES
 def _pdist_forward(a: Bound) -> None:  # pdist_forward_stub runs for n > 1 rows of m > 0 columns
     x = a["self"]
     shape = [int(s) for s in x.shape]
+    if getattr(x, "is_contiguous", lambda: True)() is False:  # "_pdist_forward requires contiguous input" first
+        return
     if len(shape) == 2 and shape[0] > 1 and shape[1] > 0 and x.dtype not in (torch.float32, torch.float64):
         raise _not_implemented("pdist", x.dtype)
 
@@ -207,6 +209,9 @@ def _cdist_backward_out(a: Bound) -> None:  # the out= wrapper's copy_arg: the r
 
 def _lstsq_out(a: Bound) -> None:  # linalg_lstsq.out: linalg_lstsq_cpu's dispatch before the outs' checks
     x, b = a["self"], a["b"]
+    diff = len(x.shape) - len(b.shape)
+    if len(x.shape) < 2 or not b.shape or diff not in (0, 1) or x.shape[-2] != (b.shape[-1] if diff else b.shape[-2]):
+        return  # linalg_lstsq's rank and size checks come first (made by the lowering)
     # rcond None: its default, the dtype's epsilon, is read first ("doesn't handle types other than float and double")
     if a.get("solution") is not None and a.get("rcond") is not None and x.dtype == b.dtype and x.dtype not in _LAPACK:
         raise _not_implemented("linalg_lstsq_cpu", x.dtype)
