@@ -136,6 +136,15 @@ REFUSED = {
     "lstsq_out_int8_1d": lambda d: aten.linalg_lstsq.out(
         _t(1, dtype=I8, d=d), _t(3, dtype=I8, d=d), 2.0, driver=None, solution=_t(4, dtype=I8, d=d),
         residuals=_t(4, dtype=I8, d=d), rank=_t(0, dtype=I8, d=d), singular_values=_t(0, dtype=I8, d=d)),
+    "clamp_min_tensor_out_cast": lambda d: aten.clamp_min.Tensor_out(
+        _t(2, 3, dtype=C64, d=d), _t(3, dtype=C64, d=d), out=_t(2, 3, dtype=U8, d=d)),
+    "lstsq_out_batch_broadcast": lambda d: aten.linalg_lstsq.out(
+        _t(5, 3, 2, dtype=I64, d=d), _t(3, 3, 1, dtype=I64, d=d), 0.5, solution=_t(0, dtype=I64, d=d),
+        residuals=_t(0, dtype=I64, d=d), rank=_t(0, dtype=I64, d=d), singular_values=_t(0, dtype=I64, d=d)),
+    "batch_norm_no_training_mixed_1d": lambda d: aten._native_batch_norm_legit_no_training.out(
+        _t(3, dtype=torch.bfloat16, d=d), None, None, _t(3, dtype=I64, d=d), _t(3, dtype=torch.bfloat16, d=d), 0.155,
+        1e-5, out0=_t(3, dtype=torch.bfloat16, d=d), out1=_t(3, dtype=torch.bfloat16, d=d),
+        out2=_t(3, dtype=torch.bfloat16, d=d)),
     "index_reduce__dim_past_0d_source": lambda d: aten.index_reduce_(
         _t(5, 1, 1, 2, dtype=C64, d=d), 2, torch.zeros(0, dtype=I64, device=d), _t(dtype=C64, d=d), "prod"),
 }

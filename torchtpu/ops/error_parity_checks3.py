@@ -29,7 +29,8 @@ mode and for a compiled graph's node (only `shape` and `dtype` are read).
   [0, 1]; histc: min and max converted to double; unique_dim: its dispatch (no complex); count_nonzero: every dim
   wrapped before the repeated-dim check; linalg_lstsq.out with an rcond: linalg_lstsq_cpu's dispatch first;
   _cdist_backward.out: the result's dtype (x1's) exactly (CPU computes the functional first; tpu's lowering failed
-  on the shapes).
+  on the shapes). _native_batch_norm_legit_no_training: batch_norm_cpu's mixed-dtype parameter check before the
+  input's sizes are read.
 """
 
 from __future__ import annotations
@@ -79,8 +80,10 @@ def _no_complex(words: str, binary: bool = False) -> Callable[[Bound], None]:
     def check(a: Bound) -> None:  # TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), ...) in the meta
         bounds = [a[k] for k in ("min", "max") if _is_tensor(a.get(k))]
         if bounds:  # the Tensor overloads: clamp_min/clamp_max's binary iterator (its broadcast) first
-            if binary:
+            if binary:  # the shape, then the common dtype's cast to the out= tensor
                 broadcast(a["self"].shape, bounds[0].shape)
+                if a.get("out") is not None:
+                    cast_to(result_type([a["self"], bounds[0]]), a["out"].dtype)
             return
         if a["self"].dtype.is_complex:
             raise NotImplementedError(words)
@@ -170,6 +173,13 @@ def _complex_parts(first: str, second: str) -> Callable[[Bound], None]:
     return check
 
 
+def _batch_norm_mixed(a: Bound) -> None:  # batch_norm_cpu: check_mixed_data_type before any size is read
+    x = a["input"]
+    given = [a.get(k) for k in ("weight", "bias", "running_mean", "running_var") if a.get(k) is not None]
+    if given and given[0].dtype != x.dtype and any(p.dtype != torch.float32 for p in given):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+
+
 def _mse_loss_out(a: Bound) -> None:  # the iterator's enforce_safe_casting_to_output before mse_cpu's dispatch
     out = a.get("out")
     if out is not None:
@@ -212,6 +222,7 @@ def _lstsq_out(a: Bound) -> None:  # linalg_lstsq.out: linalg_lstsq_cpu's dispat
     diff = len(x.shape) - len(b.shape)
     if len(x.shape) < 2 or not b.shape or diff not in (0, 1) or x.shape[-2] != (b.shape[-1] if diff else b.shape[-2]):
         return  # linalg_lstsq's rank and size checks come first (made by the lowering)
+    broadcast(x.shape[:-2], b.shape[:-2] if not diff else b.shape[:-1])  # the batch dims' broadcast too
     # rcond None: its default, the dtype's epsilon, is read first ("doesn't handle types other than float and double")
     if a.get("solution") is not None and a.get("rcond") is not None and x.dtype == b.dtype and x.dtype not in _LAPACK:
         raise _not_implemented("linalg_lstsq_cpu", x.dtype)
@@ -240,4 +251,5 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "histc": _histc, "count_nonzero": _count_nonzero, "unique_dim": _unique_dim,
     "_cdist_backward": _cdist_backward_out, "linalg_lstsq": _lstsq_out, "mse_loss": _mse_loss_out,
     "log_sigmoid_backward": backward_checks.check_log_sigmoid_backward,
+    "_native_batch_norm_legit_no_training": _batch_norm_mixed,
 }
