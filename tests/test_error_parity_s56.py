@@ -145,6 +145,8 @@ REFUSED = {
         _t(3, dtype=torch.bfloat16, d=d), None, None, _t(3, dtype=I64, d=d), _t(3, dtype=torch.bfloat16, d=d), 0.155,
         1e-5, out0=_t(3, dtype=torch.bfloat16, d=d), out1=_t(3, dtype=torch.bfloat16, d=d),
         out2=_t(3, dtype=torch.bfloat16, d=d)),
+    "scatter_reduce__src_fewer_dims": lambda d: aten.scatter_reduce_.two(
+        _t(3, 1, dtype=C64, d=d), -2, torch.zeros(3, 1, dtype=I64, device=d), _t(3, dtype=C64, d=d), "amin"),
     "index_reduce__dim_past_0d_source": lambda d: aten.index_reduce_(
         _t(5, 1, 1, 2, dtype=C64, d=d), 2, torch.zeros(0, dtype=I64, device=d), _t(dtype=C64, d=d), "prod"),
 }

@@ -30,7 +30,8 @@ mode and for a compiled graph's node (only `shape` and `dtype` are read).
   wrapped before the repeated-dim check; linalg_lstsq.out with an rcond: linalg_lstsq_cpu's dispatch first;
   _cdist_backward.out: the result's dtype (x1's) exactly (CPU computes the functional first; tpu's lowering failed
   on the shapes). _native_batch_norm_legit_no_training: batch_norm_cpu's mixed-dtype parameter check before the
-  input's sizes are read.
+  input's sizes are read. scatter_reduce: CPU's scatter_shape_check (src's sizes read unchecked) before the
+  refusal table's upstream meta.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import FLOATS
-from torchtpu.ops import backward_checks, error_class_checks, norm_checks
+from torchtpu.ops import backward_checks, error_class_checks, index_checks, norm_checks
 from torchtpu.ops.arg_checks import wrap_dim
 from torchtpu.ops.complex_checks import check_out, check_parts, complex_of
 from torchtpu.ops.cpu_raise_checks import broadcast, cast_to, result_type
@@ -180,6 +181,11 @@ def _batch_norm_mixed(a: Bound) -> None:  # batch_norm_cpu: check_mixed_data_typ
         raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
 
 
+def _scatter_reduce(a: Bound) -> None:  # scatter_meta_impl's checks (ops/index_checks.py) before the refusal
+    x = a["self"]
+    index_checks.check_scatter(x, wrap_dim(a["dim"], len(x.shape)), a["index"], a["src"])
+
+
 def _mse_loss_out(a: Bound) -> None:  # the iterator's enforce_safe_casting_to_output before mse_cpu's dispatch
     out = a.get("out")
     if out is not None:
@@ -251,5 +257,6 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "histc": _histc, "count_nonzero": _count_nonzero, "unique_dim": _unique_dim,
     "_cdist_backward": _cdist_backward_out, "linalg_lstsq": _lstsq_out, "mse_loss": _mse_loss_out,
     "log_sigmoid_backward": backward_checks.check_log_sigmoid_backward,
-    "_native_batch_norm_legit_no_training": _batch_norm_mixed,
+    "_native_batch_norm_legit_no_training": _batch_norm_mixed, "scatter_reduce": _scatter_reduce,
+    "scatter_reduce_": _scatter_reduce,
 }

@@ -216,8 +216,13 @@ def check_scatter(self: Any, dim: int, index: Any, src: Any) -> None:
     if max(index.ndim, 1) != dims:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     wrong = any(i != dim and _nonempty_size(index.shape, i) > _nonempty_size(self.shape, i) for i in range(dims))
-    if not wrong and src is not None:
-        wrong = any(_nonempty_size(index.shape, i) > _nonempty_size(src.shape, i) for i in range(dims))
+    for i in range(dims) if not wrong and src is not None else ():
+        if src.ndim and i >= src.ndim:  # ensure_nonempty_size reads src.size(i) unchecked (fuzz seed 53)
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-src.ndim}, {src.ndim - 1}], but "
+                             f"got {i})")
+        if _nonempty_size(index.shape, i) > _nonempty_size(src.shape, i):
+            wrong = True
+            break
     if wrong:
         tail = f" and to be no larger size than src {sizes_text(src.shape)}" if src is not None else ""
         raise RuntimeError(f"Expected index {sizes_text(index.shape)} to be no larger than self "
