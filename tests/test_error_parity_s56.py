@@ -147,6 +147,9 @@ REFUSED = {
         out2=_t(3, dtype=torch.bfloat16, d=d)),
     "scatter_reduce__src_fewer_dims": lambda d: aten.scatter_reduce_.two(
         _t(3, 1, dtype=C64, d=d), -2, torch.zeros(3, 1, dtype=I64, device=d), _t(3, dtype=C64, d=d), "amin"),
+    "max_pool2d_backward_grad_shape": lambda d: aten.max_pool2d_with_indices_backward.grad_input(
+        _t(5, 1, 4, dtype=C64, d=d), _t(5, 1, 4, dtype=C64, d=d), [3, 2], [4, 2], [1, 0], [1, 2], False,
+        torch.full((5, 1, 4), -2, dtype=I64, device=d), grad_input=_t(0, dtype=C64, d=d)),
     "index_reduce__dim_past_0d_source": lambda d: aten.index_reduce_(
         _t(5, 1, 1, 2, dtype=C64, d=d), 2, torch.zeros(0, dtype=I64, device=d), _t(dtype=C64, d=d), "prod"),
 }
