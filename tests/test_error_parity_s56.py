@@ -141,12 +141,6 @@ REFUSED = {
     "lstsq_out_batch_broadcast": lambda d: aten.linalg_lstsq.out(
         _t(5, 3, 2, dtype=I64, d=d), _t(3, 3, 1, dtype=I64, d=d), 0.5, solution=_t(0, dtype=I64, d=d),
         residuals=_t(0, dtype=I64, d=d), rank=_t(0, dtype=I64, d=d), singular_values=_t(0, dtype=I64, d=d)),
-    "batch_norm_no_training_mixed_1d": lambda d: aten._native_batch_norm_legit_no_training.out(
-        _t(3, dtype=torch.bfloat16, d=d), None, None, _t(3, dtype=I64, d=d), _t(3, dtype=torch.bfloat16, d=d), 0.155,
-        1e-5, out0=_t(3, dtype=torch.bfloat16, d=d), out1=_t(3, dtype=torch.bfloat16, d=d),
-        out2=_t(3, dtype=torch.bfloat16, d=d)),
-    "scatter_reduce__src_fewer_dims": lambda d: aten.scatter_reduce_.two(
-        _t(3, 1, dtype=C64, d=d), -2, torch.zeros(3, 1, dtype=I64, device=d), _t(3, dtype=C64, d=d), "amin"),
     "max_pool2d_backward_grad_shape": lambda d: aten.max_pool2d_with_indices_backward.grad_input(
         _t(5, 1, 4, dtype=C64, d=d), _t(5, 1, 4, dtype=C64, d=d), [3, 2], [4, 2], [1, 0], [1, 2], False,
         torch.full((5, 1, 4), -2, dtype=I64, device=d), grad_input=_t(0, dtype=C64, d=d)),

@@ -29,8 +29,7 @@ mode and for a compiled graph's node (only `shape` and `dtype` are read).
   [0, 1]; histc: min and max converted to double; unique_dim: its dispatch (no complex); count_nonzero: every dim
   wrapped before the repeated-dim check; linalg_lstsq.out with an rcond: linalg_lstsq_cpu's dispatch first;
   _cdist_backward.out: the result's dtype (x1's) exactly (CPU computes the functional first; tpu's lowering failed
-  on the shapes). _native_batch_norm_legit_no_training: batch_norm_cpu's mixed-dtype parameter check before the
-  input's sizes are read. scatter_reduce: CPU's scatter_shape_check (src's sizes read unchecked) before the
+  on the shapes). scatter_reduce: CPU's scatter_shape_check (src's sizes read unchecked) before the
   refusal table's upstream meta.
 """
 
@@ -174,13 +173,6 @@ def _complex_parts(first: str, second: str) -> Callable[[Bound], None]:
     return check
 
 
-def _batch_norm_mixed(a: Bound) -> None:  # batch_norm_cpu: check_mixed_data_type before any size is read
-    x = a["input"]
-    given = [a.get(k) for k in ("weight", "bias", "running_mean", "running_var") if a.get(k) is not None]
-    if given and given[0].dtype != x.dtype and any(p.dtype != torch.float32 for p in given):
-        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
-
-
 def _scatter_reduce(a: Bound) -> None:  # scatter_meta_impl's checks (ops/index_checks.py) before the refusal
     x = a["self"]
     index_checks.check_scatter(x, wrap_dim(a["dim"], len(x.shape)), a["index"], a["src"])
@@ -257,6 +249,6 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "histc": _histc, "count_nonzero": _count_nonzero, "unique_dim": _unique_dim,
     "_cdist_backward": _cdist_backward_out, "linalg_lstsq": _lstsq_out, "mse_loss": _mse_loss_out,
     "log_sigmoid_backward": backward_checks.check_log_sigmoid_backward,
-    "_native_batch_norm_legit_no_training": _batch_norm_mixed, "scatter_reduce": _scatter_reduce,
+    "scatter_reduce": _scatter_reduce,
     "scatter_reduce_": _scatter_reduce,
 }
