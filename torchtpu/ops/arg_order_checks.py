@@ -26,6 +26,7 @@ from torchtpu.ops import (
     error_class_checks,
     error_parity_checks,
     error_parity_checks2,
+    error_parity_checks3,
     fused_optim_checks,
     inplace_scalar_checks,
     ldexp,
@@ -40,7 +41,7 @@ Bound = dict[str, Any]
 # the modules whose BOUND_CHECKS run behind this module's own (CPU's checks after those above)
 _LATER = (cpu_raise_checks, cpu_raise_checks2, cpu_raise_checks3, inplace_scalar_checks, onednn_checks,
           fused_optim_checks, ldexp, error_parity_checks, weight_norm_checks, error_class_checks,
-          error_parity_checks2, view_checks)
+          error_parity_checks2, view_checks, error_parity_checks3)
 
 
 def _bind(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> Bound:

@@ -103,9 +103,9 @@ def _check_bce_backward(b: dict[str, Any]) -> None:
                                f"{aten_type_name(grad_input)}")
 
 
-def _check_log_sigmoid_backward(b: dict[str, Any]) -> None:
+def check_log_sigmoid_backward(b: dict[str, Any]) -> None:
     grad_input = b["grad_input"].dtype if b.get("grad_input") is not None else b["grad_output"].dtype
-    broadcast((b["self"].shape, b["grad_output"].shape))
+    broadcast((b["self"].shape, b["buffer"].shape, b["grad_output"].shape))
     same_dtype((grad_input,), (b["self"].dtype, b["buffer"].dtype, b["grad_output"].dtype))
     floating_kernel("log_sigmoid_backward_cpu", grad_input)
 
@@ -133,7 +133,7 @@ def _check_glu_backward(b: dict[str, Any]) -> None:
 
 _CHECKS: dict[Any, Callable[[dict[str, Any]], None]] = {
     aten.binary_cross_entropy_backward: _check_bce_backward,
-    aten.log_sigmoid_backward: _check_log_sigmoid_backward,
+    aten.log_sigmoid_backward: check_log_sigmoid_backward,
     aten.glu_backward: _check_glu_backward,
 }
 WRAPPED = frozenset(_CHECKS)

@@ -27,3 +27,8 @@ def check_out(result: torch.dtype, target: torch.dtype) -> None:
     if result != target:
         raise RuntimeError(f"Expected object of scalar type {aten_type_name(result)} but got scalar type "
                            f"{aten_type_name(target)} for argument 'out'")
+
+
+def complex_of(part: torch.dtype) -> torch.dtype:
+    """The complex dtype of Half, Float or Double parts (toComplexType)."""
+    return _COMPLEX_OF[part]

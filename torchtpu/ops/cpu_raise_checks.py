@@ -9,7 +9,8 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 - multinomial (Distributions.cpp multinomial_out): 1-D or 2-D, floating input, a Long out.
 - softshrink (softshrink meta): lambda in the input dtype's range, then build_unary_op's same dtype.
 - hardtanh / hardtanh_ (Activation.cpp hardtanh_out): no Bool, no negative limits for uint8.
-- threshold_backward: the threshold Scalar converted to the computation's integer/float type (checked_convert).
+- threshold_backward: the iterator's broadcast (self, grad), then the threshold Scalar converted to the
+  computation's integer/float type (checked_convert: a floating Scalar never wraps into uint8).
 - cumsum_ / cumprod_: check_inplace of a dtype= other than self's.
 - binary_cross_entropy, huber_loss_backward, soft_margin_loss.out: TensorIterator's check_all_same_dtype
   (outputs first, then the inputs, against the first input's dtype).
@@ -24,7 +25,8 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 - linalg_matrix_exp: batches of square matrices. histogram: a range with min <= max (from the call's
   arguments, never the data; histogramdd's own: ops/operand_checks.py). masked_scatter: source of self's dtype
   (log_sigmoid_backward's buffer: ops/backward_checks.py). _adaptive_avg_pool2d/3d_backward: ops/pool_checks.py.
-- linspace (steps > 1) and softshrink_backward: the Scalars' checked_convert to the computation's dtype.
+- linspace (steps > 1) and softshrink_backward: the Scalars' checked_convert to the computation's dtype (the shrink
+  backwards: after their iterator's broadcast and floating dispatch). aminmax: the empty checks before the outs.
   _linalg_solve_ex: a floating or complex A. cumsum: the dim in range (a 0-d self's too).
 - hash_tensor.out: a uint64 out, before the dims are read.
 """
@@ -50,6 +52,9 @@ def _cpp(dtype: torch.dtype) -> str:
     return _CPP_NAMES.get(dtype, str(dtype))
 
 
+_SHRINK_FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
 def _is_tensor(value: Any) -> bool:
     return isinstance(getattr(value, "dtype", None), torch.dtype) and hasattr(value, "shape")
 
@@ -57,15 +62,15 @@ def _is_tensor(value: Any) -> bool:
 def broadcast(a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
     """infer_size: the broadcast shape, or TensorIterator's RuntimeError."""
     n = max(len(a_shape), len(b_shape))
-    out = []
-    for i in range(n):
+    out = [0] * n
+    for i in reversed(range(n)):  # ATen's infer_size walks from the last dim: the last mismatch is reported
         ia, ib = i - n + len(a_shape), i - n + len(b_shape)
         da = int(a_shape[ia]) if ia >= 0 else 1
         db = int(b_shape[ib]) if ib >= 0 else 1
         if da != db and 1 not in (da, db):
             raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton "
                                f"dimension {i}")
-        out.append(db if da == 1 else da)
+        out[i] = db if da == 1 else da
     return out
 
 
@@ -132,6 +137,11 @@ def _aminmax(a: Bound) -> None:  # the dim (maybe_wrap_dim) before the out dtype
     n = max(len(x.shape), 1)
     if dim is not None and not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    if dim is None and 0 in x.shape:  # the meta's empty checks (seed 56), before the out dtypes
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity.")
+    if dim is not None and len(x.shape) and x.shape[dim % n] == 0:  # zero_numel_check_dims
+        raise IndexError(f"aminmax: Expected reduction dim {dim % n} to have non-zero size.")
     for name in ("min", "max"):
         out = a.get(name)
         if out is not None and out.dtype != x.dtype:
@@ -189,15 +199,23 @@ _CONVERTED_NAMES = {torch.int8: "int8_t", torch.uint8: "uint8_t", torch.int16: "
 
 def _threshold_backward(a: Bound) -> None:  # threshold.to<scalar_t>() in the kernel (c10::checked_convert)
     grad, x, value = a["grad_output"], a["self"], a["threshold"]
+    if _is_tensor(grad) and _is_tensor(x):  # the iterator's shape (self, then grad) first (seed 57)
+        broadcast(x.shape, grad.shape)
     if not _is_tensor(grad) or not _is_tensor(x) or isinstance(value, bool | complex):
         return
     dtype = result_type([grad, x])
     name = _CONVERTED_NAMES.get(dtype)
-    if name is None or value != value:
+    if name is None:
         return
-    info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
-    low = -info.max if dtype == torch.uint8 else info.min  # a negative value wraps into uint8 (c10::overflows)
-    if not low <= float(value) <= info.max and abs(float(value)) != float("inf"):
+    if dtype.is_floating_point:  # c10::overflows: NaN and inf convert, a finite value must be in range
+        info = torch.finfo(dtype)
+        bad = value == value and abs(float(value)) != float("inf") and not -info.max <= float(value) <= info.max
+    else:
+        info = torch.iinfo(dtype)
+        # an integer Scalar wraps into uint8 from down to -255; a floating one (NaN, inf too) must be in range
+        low = -info.max if dtype == torch.uint8 and isinstance(value, int) else info.min
+        bad = not low <= value <= info.max
+    if bad:
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
@@ -430,14 +448,26 @@ def _linspace(a: Bound) -> None:  # the kernel's start.to<scalar_t>() and end.to
         checked_convert(a["end"], dtype)
 
 
-def _softshrink_backward(a: Bound) -> None:  # lambd.to<scalar_t>() in the kernel, on the iterator's dtype
-    grad, x = a["grad_output"], a["self"]
-    dtype = result_type([t for t in (grad, x) if _is_tensor(t)])
+def _shrink_backward(grad: Any, x: Any) -> torch.dtype | None:
+    """shrink_backward's iterator (grad, self broadcast) and shrink_backward_cpu's floating dispatch; the dtype."""
+    if not (_is_tensor(grad) and _is_tensor(x)):
+        return None
+    broadcast(grad.shape, x.shape)
+    dtype = result_type([grad, x])
+    if dtype is not None and dtype not in _SHRINK_FLOATS:
+        raise NotImplementedError(f"\"shrink_backward_cpu\" not implemented for '{aten_type_name(dtype)}'")
+    return dtype
+
+
+def _softshrink_backward(a: Bound) -> None:  # the iterator and the dispatch, then lambd.to<scalar_t>() (seed 53)
+    dtype = _shrink_backward(a["grad_output"], a["self"])
     if dtype is not None:
         checked_convert(a["lambd"], dtype)
 
 
 def _hardshrink(a: Bound) -> None:  # the kernel's lambd.to<scalar_t>() on the iterator's dtype (seed 21)
+    if "grad_out" in a:  # hardshrink_backward: the iterator and the dispatch first (seed 55)
+        _shrink_backward(a["grad_out"], a["self"])
     dtype = result_type([t for t in (a.get("grad_out"), a["self"]) if _is_tensor(t)])
     if dtype is not None and dtype.is_floating_point:  # others: the kernel's dispatch refuses first
         checked_scalar(a.get("lambd", 0.5), dtype)

@@ -334,6 +334,8 @@ def _abs(a: Bound) -> None:
 def _pow_of_bools(a: Bound) -> None:
     """pow's Tensor-Tensor and Scalar-Tensor kernels have no bool (a bool tensor to a bool Scalar computes)."""
     base, exponent = a.get("self"), a.get("exponent")
+    if hasattr(base, "shape") and hasattr(exponent, "shape"):  # the iterator's broadcast first (fuzz seed 58)
+        broadcast(base.shape, exponent.shape)
     if getattr(exponent, "dtype", None) == torch.bool and (base is True or base is False
                                                             or getattr(base, "dtype", None) == torch.bool):
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")

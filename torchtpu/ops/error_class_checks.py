@@ -62,7 +62,7 @@ def _meta(v: Any) -> Any:
     return v
 
 
-def _inplace_binary(a: Bound) -> None:  # TensorIterator::binary_op(self, self, other): overlap, shape, cast
+def inplace_binary(a: Bound) -> None:  # TensorIterator::binary_op(self, self, other): overlap, shape, cast
     x, other = a["self"], a["other"]
     if isinstance(x, torch.Tensor):
         from torchtpu.execution import eager
@@ -78,14 +78,14 @@ def _inplace_binary(a: Bound) -> None:  # TensorIterator::binary_op(self, self, 
 
 def _igamma_inplace(kernel: str) -> Callable[[Bound], None]:
     def check(a: Bound) -> None:  # the in-place TensorIterator's checks, then the floating dispatch on self's dtype
-        _inplace_binary(a)
+        inplace_binary(a)
         x = a["self"]
         if x.dtype not in FLOATS:
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(x.dtype)}'")
     return check
 
 
-def _same_dtype_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_same_dtype
+def same_dtype_out(a: Bound) -> None:  # TensorIterator::unary_op: check_all_same_dtype
     out = a.get("out")
     if out is not None and out.dtype != a["self"].dtype:
         raise RuntimeError(f"Found dtype {aten_type_name(out.dtype)} but expected {aten_type_name(a['self'].dtype)}")
@@ -227,8 +227,8 @@ def _foreach_abs_out(a: Bound) -> None:  # the out= form computes _foreach_abs(s
 
 
 BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
-    "__ilshift__": _inplace_binary, "__irshift__": _inplace_binary, "floor_divide_": _inplace_binary,
-    "elu": _same_dtype_out, "huber_loss": _huber_loss, "im2col": _im2col, "narrow_copy": _narrow_copy_out,
+    "__ilshift__": inplace_binary, "__irshift__": inplace_binary, "floor_divide_": inplace_binary,
+    "elu": same_dtype_out, "huber_loss": _huber_loss, "im2col": _im2col, "narrow_copy": _narrow_copy_out,
     "linalg_lu": _linalg_lu_out, "batch_norm_backward": _batch_norm_backward, "_fused_sgd_": _fused_sgd,
     "avg_pool2d": _avg_pool2d, "_foreach_abs": _foreach_abs_out, "_ctc_loss": _ctc("ctc_loss_cpu"),
     "_ctc_loss_backward": _ctc("ctc_loss_backward_cpu"), "igamma_": _igamma_inplace("igamma_cpu"),

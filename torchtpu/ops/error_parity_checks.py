@@ -49,8 +49,13 @@ def _max_pool_backward(nd: int) -> Callable[[Bound], None]:
         if grad.dtype != x.dtype:
             raise RuntimeError(f"expected dtype {aten_meta_name(x.dtype)} for `gradOutput` but got dtype "
                                f"{aten_meta_name(grad.dtype)}")
-        pool_checks.params("max", nd, x.shape, a["kernel_size"], a["stride"], a["padding"], a["dilation"],
-                           a["ceil_mode"], backward=True)
+        k, s, p, d = pool_checks.params("max", nd, x.shape, a["kernel_size"], a["stride"], a["padding"],
+                                        a["dilation"], a["ceil_mode"], backward=True)
+        shape = [int(n) for n in x.shape]
+        outs = [pool_checks.output_size(n, *args, a["ceil_mode"]) for n, *args in zip(shape[len(shape) - nd:], k, s,
+                                                                                        p, d)]
+        for t in (grad, a["indices"]):  # max_pool{2,3}d_backward_shape_check (fuzz seed 55)
+            pool_checks.pooled_sizes([int(n) for n in t.shape], shape, nd, outs)
     return check
 
 

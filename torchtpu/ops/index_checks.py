@@ -120,8 +120,8 @@ def check_index_func(func: str, self: Any, dim: int, index: Any, source: Any) ->
     if self.dtype != source.dtype:
         raise RuntimeError(f"{func}_(): self ({aten_type_name(self.dtype)}) and source "
                            f"({aten_type_name(source.dtype)}) must have the same scalar type")
-    if func == "index_reduce" and source.ndim and d >= source.ndim:
-        raise RuntimeError(f"index_reduce_(): Indexing dim {d} is out of bounds of the source tensor with dim "
+    if d != 0 and d >= source.ndim:  # index_add's too, and a 0-d source's (fuzz seeds 55, 59, 62)
+        raise RuntimeError(f"{func}_(): Indexing dim {d} is out of bounds of the source tensor with dim "
                            f"{source.ndim}")
     numel = index.numel()
     if numel != (1 if source.ndim == 0 else dim_size(source.shape, d)):
@@ -216,8 +216,13 @@ def check_scatter(self: Any, dim: int, index: Any, src: Any) -> None:
     if max(index.ndim, 1) != dims:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     wrong = any(i != dim and _nonempty_size(index.shape, i) > _nonempty_size(self.shape, i) for i in range(dims))
-    if not wrong and src is not None:
-        wrong = any(_nonempty_size(index.shape, i) > _nonempty_size(src.shape, i) for i in range(dims))
+    for i in range(dims) if not wrong and src is not None else ():
+        if src.ndim and i >= src.ndim:  # ensure_nonempty_size reads src.size(i) unchecked (fuzz seed 53)
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-src.ndim}, {src.ndim - 1}], but "
+                             f"got {i})")
+        if _nonempty_size(index.shape, i) > _nonempty_size(src.shape, i):
+            wrong = True
+            break
     if wrong:
         tail = f" and to be no larger size than src {sizes_text(src.shape)}" if src is not None else ""
         raise RuntimeError(f"Expected index {sizes_text(index.shape)} to be no larger than self "

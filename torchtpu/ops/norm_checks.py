@@ -159,7 +159,7 @@ def _enforce(ok: bool, condition: str) -> None:
                            "If so, please report an enhancement request to PyTorch.)")
 
 
-def _check_group_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, n: int, c: int,
+def check_group_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, n: int, c: int,
                       hxw: int, group: int) -> None:
     """native_group_norm's checks (check_group_norm_inputs, the mixed-dtype rules, GroupNormKernelImpl's), in
     ATen's order and words; CPU's bias message prints the weight's shape ([0] when there is none)."""
@@ -174,15 +174,15 @@ def _check_group_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.
                                f"but got {name} of shape {list(weight.shape) if weight is not None else [0]} and "
                                f"input of shape {list(x.shape)}")
     _check_dtypes(x, (weight, bias))
-    _enforce(x.numel() == n * c * hxw, "X.numel() == N * C * HxW")
-    if x.dtype not in FLOATS:
+    if x.dtype not in FLOATS:  # GroupNormKernelImpl's dispatch, then its size check (fuzz seed 54)
         raise NotImplementedError(f"\"GroupNormKernelImpl\" not implemented for '{aten_type_name(x.dtype)}'")
+    _enforce(x.numel() == n * c * hxw, "X.numel() == N * C * HxW")
 
 
 def _group_norm(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     def kernel(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, n: int, c: int, hxw: int,
                group: int, eps: float, **out: torch.Tensor) -> Any:
-        _check_group_norm(x, weight, bias, n, c, hxw, group)
+        check_group_norm(x, weight, bias, n, c, hxw, group)
         if out:  # the .out overload: its decomposition writes the given tensors
             return fn(x, weight, bias, n, c, hxw, group, eps, **out)
         first = weight if weight is not None else bias

@@ -173,6 +173,16 @@ def adaptive(kind: str, nd: int, shape: Sequence[int], output_size: Sequence[int
         raise RuntimeError(f"{name}(): internal error: output_size.size() must be {nd}")
 
 
+def pooled_sizes(grad_shape: Sequence[int], shape: Sequence[int], nd: int, outs: Sequence[int]) -> None:
+    """check_dim_size of a pooling backward's gradOutput (or indices), one dim at a time: the input's rank, its
+    planes, then the pooled sizes `outs`."""
+    ndim = len(shape)
+    for dim, want in zip(range(ndim - nd - 1, ndim), (shape[ndim - nd - 1], *outs)):
+        if len(grad_shape) != ndim or grad_shape[dim] != want:
+            raise RuntimeError(f"Expected a tensor of dimension {ndim} and tensor.size[{dim}] == {want} but got: "
+                               f"dimension {len(grad_shape)} and tensor.size[{dim}] = {dim_size(grad_shape, dim)}")
+
+
 def avg_backward(nd: int, grad_shape: Sequence[int], shape: Sequence[int], kernel: Sequence[int],
                  stride: Sequence[int], padding: Sequence[int], ceil_mode: bool) -> None:
     """ATen's avg_pool{2,3}d_backward_shape_check after `params`' checks: grad_output has the input's rank, its
@@ -181,10 +191,7 @@ def avg_backward(nd: int, grad_shape: Sequence[int], shape: Sequence[int], kerne
     (heap corruption): refused here."""
     ndim = len(shape)
     outs = [output_size(n, k, s, p, 1, ceil_mode) for n, k, s, p in zip(shape[ndim - nd:], kernel, stride, padding)]
-    for dim, want in zip(range(ndim - nd - 1, ndim), (shape[ndim - nd - 1], *outs)):
-        if len(grad_shape) != ndim or grad_shape[dim] != want:
-            raise RuntimeError(f"Expected a tensor of dimension {ndim} and tensor.size[{dim}] == {want} but got: "
-                               f"dimension {len(grad_shape)} and tensor.size[{dim}] = {dim_size(grad_shape, dim)}")
+    pooled_sizes(grad_shape, shape, nd, outs)
     if ndim == nd + 2 and grad_shape[0] != shape[0]:
         raise RuntimeError(f"avg_pool{nd}d_backward: grad_output has batch size {grad_shape[0]} but the input "
                            f"{shape[0]} (CPU does not check it and reads past grad_output)")
