@@ -16,6 +16,17 @@ def ones(*shape: int, dtype: torch.dtype = torch.float32, d: str = "cpu") -> tor
     return torch.ones(*shape, dtype=dtype, device=d)
 
 
+def results_in_every_mode(fn: Callable[..., torch.Tensor], *cpu_args: torch.Tensor) -> dict[str, torch.Tensor]:
+    """fn of the arguments moved to tpu, in each eager mode and compiled, brought back to CPU."""
+    results = {}
+    for mode in MODES:
+        with torch.tpu.eager_mode(mode):
+            results[mode] = fn(*(a.to("tpu") for a in cpu_args)).cpu()
+    torch._dynamo.reset()
+    results["compile"] = torch.compile(fn, backend="tpu")(*(a.to("tpu") for a in cpu_args)).cpu()
+    return results
+
+
 def assert_refused_as_cpu(case: Callable[[str], object], mode: str) -> None:
     with pytest.raises(Exception) as cpu:
         case("cpu")

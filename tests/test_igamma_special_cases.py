@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 import torch
-from refusal_cases import MODES
+from refusal_cases import results_in_every_mode
 
 import torchtpu  # noqa: F401
 
@@ -26,12 +26,7 @@ def _grid(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
 def test_special_cases_match_cpu(fn, dtype: torch.dtype) -> None:  # noqa: ANN001 - a torch function
     a, x = _grid(dtype)
     expected = fn(a, x)
-    results = {}
-    for mode in MODES:
-        with torch.tpu.eager_mode(mode):
-            results[mode] = fn(a.to("tpu"), x.to("tpu")).cpu()
-    torch._dynamo.reset()
-    results["compile"] = torch.compile(fn, backend="tpu")(a.to("tpu"), x.to("tpu")).cpu()
+    results = results_in_every_mode(fn, a, x)
     tol = 1e-5 if dtype == torch.float32 else 1e-7  # the fuzzer's tolerances
     torch.testing.assert_close(results["DEFER_NEVER"], expected, rtol=tol, atol=tol, equal_nan=True)
     bits = torch.int32 if dtype == torch.float32 else torch.int64

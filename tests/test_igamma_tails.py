@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from refusal_cases import MODES
+from refusal_cases import results_in_every_mode
 
 import torchtpu  # noqa: F401
 
@@ -34,12 +34,7 @@ def _grid(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
 def test_dense_grid_matches_cpu_in_every_mode(fn, dtype: torch.dtype) -> None:  # noqa: ANN001 - a torch function
     a, x = _grid(dtype)
     want = fn(a, x)
-    results = {}
-    for mode in MODES:
-        with torch.tpu.eager_mode(mode):
-            results[mode] = fn(a.to("tpu"), x.to("tpu")).cpu()
-    torch._dynamo.reset()
-    results["compile"] = torch.compile(fn, backend="tpu")(a.to("tpu"), x.to("tpu")).cpu()
+    results = results_in_every_mode(fn, a, x)
     got = results["DEFER_NEVER"]
     assert torch.equal(got.isnan(), want.isnan())
     fin = ~want.isnan()
