@@ -146,6 +146,10 @@ REFUSED = {
         torch.full((5, 1, 4), -2, dtype=I64, device=d), grad_input=_t(0, dtype=C64, d=d)),
     "index_reduce__dim_past_0d_source": lambda d: aten.index_reduce_(
         _t(5, 1, 1, 2, dtype=C64, d=d), 2, torch.zeros(0, dtype=I64, device=d), _t(dtype=C64, d=d), "prod"),
+    # normal(float mean, Tensor std): at::full({}, mean) in the output's dtype before the kernel's dtype dispatch
+    "normal_mean_out_of_uint8": lambda d: [aten.normal.float_Tensor(-1.0, torch.ones(5, dtype=torch.uint8, device=d))],
+    "normal_nan_mean_into_int8_out": lambda d: [aten.normal.float_Tensor_out(
+        float("nan"), torch.ones(5, device=d), out=torch.empty(5, dtype=torch.int8, device=d))],
 }
 
 COMPILED = ["mean_int_bad_dim", "geqrf_uint8", "pdist_complex", "lcm_bool", "group_norm_zero_groups"]

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from torchtpu import dtypes
 from torchtpu.ops.cpu_raise_checks import broadcast
 
 aten = torch.ops.aten
@@ -39,6 +40,13 @@ def _check_std(std: float) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
 
+def _check_mean_fits(mean: float, dtype: torch.dtype) -> None:
+    """normal(float mean, Tensor std)'s at::full({}, mean, output.options()), before the kernel's dtype dispatch:
+    c10's checked conversion refuses a mean out of an integer output's range (CPU's words)."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        dtypes.checked_scalar(mean, dtype)
+
+
 def check_std_first(op: Any, args: tuple, kwargs: dict[str, Any]) -> None:
     """normal's std check, which CPU makes before its kernel's dtype dispatch (an int16 std with a negative element
     is refused for its sign, not its dtype); a traced std (a compiled graph's node) has no values to read."""
@@ -49,6 +57,9 @@ def check_std_first(op: Any, args: tuple, kwargs: dict[str, Any]) -> None:
     std = args[i] if i < len(args) else kwargs.get("std", 1.0)
     if isinstance(std, torch.Tensor):
         _check_std_tensor(std)
+        mean = args[0] if args else kwargs.get("mean")
+        if isinstance(mean, int | float) and op._overloadname == "float_Tensor":
+            _check_mean_fits(mean, std.dtype)
     elif isinstance(std, int | float):
         _check_std(std)
 
@@ -66,6 +77,7 @@ def _fill_mean_float(output: torch.Tensor, mean: torch.Tensor, std: float, gener
 
 
 def _fill_float_std(output: torch.Tensor, mean: float, std: torch.Tensor, generator: Any) -> torch.Tensor:
+    _check_mean_fits(mean, output.dtype)
     if output.numel():
         output.normal_(0.0, 1.0, generator=generator)
     return output.mul_(std).add_(torch.full((), mean, dtype=output.dtype, device=output.device))
