@@ -139,10 +139,17 @@ def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+# refusals OpInfo's samples never reach, so the miner cannot record them: a backward op in a dtype whose forward is
+# refused first (CPU's and CUDA's mse_backward kernels refuse bool; fuzz seed 57. Complex is not listed: with a real
+# self CPU's iterator raises its cast error before the dispatch, which the promoted-dtype key cannot tell apart)
+_NOT_MINED = {
+    "mse_loss_backward": {"bool": ["NotImplementedError", "\"mse_backward_cpu_out\" not implemented for 'Bool'"]}}
+
+
 @functools.cache
 def table() -> dict[str, dict[str, tuple[type[Exception], str]]]:
     """op packet name -> {checked dtype key: (CPU's exception class, CPU's message)}."""
-    raw = json.loads(_TABLE_PATH.read_text())
+    raw = json.loads(_TABLE_PATH.read_text()) | _NOT_MINED
     return {op: {key: (_CLASSES[cls], msg) for key, (cls, msg) in rules.items()} for op, rules in raw.items()}
 
 
