@@ -35,7 +35,7 @@ from torchtpu.ops import (
     weight_norm_checks,
 )
 from torchtpu.ops.arg_checks import dim_size, legacy_type_name, sizes_text, wrap_dim
-from torchtpu.ops.tracing import aten_meta_name, aten_type_name
+from torchtpu.ops.tracing import aten_meta_name, aten_type_name, dispatch_refusal
 
 Bound = dict[str, Any]
 # the modules whose BOUND_CHECKS run behind this module's own (CPU's checks after those above)
@@ -70,9 +70,6 @@ def _refuse(packet: str, dtype: torch.dtype) -> None:
     if refusal is not None:
         raise refusal[0](refusal[1])
 
-
-def _not_implemented(kernel: str, dtype: torch.dtype) -> NotImplementedError:
-    return NotImplementedError(f'"{kernel}" not implemented for \'{aten_type_name(dtype)}\'')
 
 
 # --- the checks, by op ------------------------------------------------------------------------------------------------
@@ -181,7 +178,7 @@ def _softmax_backward(a: Bound) -> None:  # the kernel's dtype dispatch on grad 
     if grad.dtype not in FLOATS and list(grad.shape) == list(a["output"].shape) and 0 not in grad.shape:
         d = wrap_dim(dim, len(grad.shape))
         last = d == max(len(grad.shape), 1) - 1
-        raise _not_implemented("softmax_backward_lastdim_kernel_impl" if last else "softmax_backward_kernel_impl",
+        raise dispatch_refusal("softmax_backward_lastdim_kernel_impl" if last else "softmax_backward_kernel_impl",
                                grad.dtype)
 
 
@@ -195,7 +192,7 @@ def _log_softmax_backward(a: Bound) -> None:  # the dim, then the dispatch on gr
                            f"{aten_meta_name(out.dtype)} instead")
     if grad.dtype not in FLOATS and 0 not in grad.shape:
         last = d == max(len(grad.shape), 1) - 1
-        raise _not_implemented("log_softmax_backward_lastdim_kernel_impl" if last else
+        raise dispatch_refusal("log_softmax_backward_lastdim_kernel_impl" if last else
                                "log_softmax_backward_kernel_impl", grad.dtype)
 
 
@@ -208,7 +205,7 @@ def _cumulative_(kernel: str) -> Callable[[Bound], None]:
         x, dtype = a["self"], a.get("dtype")  # ATen's early returns for a 0-d self (filled with itself) and an
         wrap_dim(a["dim"], len(x.shape))      # empty one (nothing to write): those keep their values
         if x.dtype == torch.bool and dtype in (None, torch.bool) and len(x.shape) and 0 not in x.shape:
-            raise _not_implemented(kernel, torch.bool)
+            raise dispatch_refusal(kernel, torch.bool)
     return check
 
 
@@ -274,7 +271,7 @@ def _group_norm_backward(a: Bound) -> None:
     if a.get("weight") is None and (mask[1] or mask[2]):  # at::empty_like(gamma) for dgamma/dbeta
         raise RuntimeError("tensor does not have a device")
     if x.dtype not in FLOATS:
-        raise _not_implemented("GroupNormBackwardKernelImpl", x.dtype)
+        raise dispatch_refusal("GroupNormBackwardKernelImpl", x.dtype)
 
 
 def _nll_loss_forward(a: Bound) -> None:  # nll_loss_forward's meta before the kernel's dispatch
@@ -297,7 +294,7 @@ def _smooth_l1_loss(a: Bound) -> None:
                            "(CPU: reduction == Reduction::Mean || reduction == Reduction::Sum INTERNAL ASSERT FAILED)")
     if isinstance(x, torch.Tensor) and isinstance(target, torch.Tensor) and \
             torch.result_type(x, target) == torch.bool:
-        raise _not_implemented("smooth_l1_cpu", torch.bool)
+        raise dispatch_refusal("smooth_l1_cpu", torch.bool)
 
 
 def _rrelu_with_noise(a: Bound) -> None:  # rrelu_with_noise_out_cpu: the noise shape before the dispatch
@@ -372,7 +369,7 @@ def _tri_indices(kernel: str) -> Callable[[Bound], None]:
                 raise RuntimeError(f"{name} must be non-negative, got{a[name]}")
         out = a.get("out")
         if out is not None and out.dtype not in (torch.int32, torch.int64):
-            raise _not_implemented(kernel, out.dtype)
+            raise dispatch_refusal(kernel, out.dtype)
     return check
 
 
@@ -383,7 +380,7 @@ def _cdist_backward(a: Bound) -> None:  # the sizes it reads, then cdist_backwar
     for t in (x1, x2):
         dim_size(t.shape, -2)
     if x1.dtype not in (torch.float32, torch.float64):
-        raise _not_implemented("cdist_backward", x1.dtype)
+        raise dispatch_refusal("cdist_backward", x1.dtype)
     batch = cpu_raise_checks.broadcast(x1.shape[:-2], x2.shape[:-2])
     empty = 0 in (x1.shape[-2], x2.shape[-2], x1.shape[-1]) or 0 in batch
     if not empty and float(a["p"]) != 0:  # the kernel reads grad, cdist, x1, x2 as x1's scalar type (p 0: none)

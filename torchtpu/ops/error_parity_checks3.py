@@ -45,14 +45,11 @@ from torchtpu.ops import backward_checks, error_class_checks, index_checks, norm
 from torchtpu.ops.arg_checks import wrap_dim
 from torchtpu.ops.complex_checks import check_out, check_parts, complex_of
 from torchtpu.ops.cpu_raise_checks import broadcast, cast_to, result_type
-from torchtpu.ops.tracing import aten_meta_name, aten_type_name
+from torchtpu.ops.tracing import aten_meta_name, aten_type_name, dispatch_refusal
 
 Bound = dict[str, Any]
 _LAPACK = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 
-
-def _not_implemented(kernel: str, dtype: torch.dtype) -> NotImplementedError:
-    return NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(dtype)}'")
 
 
 def _mean(a: Bound) -> None:  # mean.dim's meta: get_dtype_from_self before resize_reduction reads the dims
@@ -100,7 +97,7 @@ def _geqrf(a: Bound) -> None:  # geqrf_out: the rank, the outs' dtypes (checkLin
             raise RuntimeError(f"torch.geqrf: Expected {name} to be safely castable from {aten_type_name(x.dtype)} "
                                f"dtype, but got {name} with dtype {aten_type_name(out.dtype)}")
     if x.dtype not in _LAPACK:
-        raise _not_implemented("geqrf_cpu", x.dtype)
+        raise dispatch_refusal("geqrf_cpu", x.dtype)
 
 
 def _lcm(a: Bound) -> None:  # TensorIterator::borrowing_binary_op, then lcm_cpu's AT_DISPATCH_INTEGRAL_TYPES
@@ -110,7 +107,7 @@ def _lcm(a: Bound) -> None:  # TensorIterator::borrowing_binary_op, then lcm_cpu
     if out is not None:
         cast_to(common, out.dtype)
     if common is not None and (common == torch.bool or common.is_floating_point or common.is_complex):
-        raise _not_implemented("lcm_cpu", common)
+        raise dispatch_refusal("lcm_cpu", common)
 
 
 def _lcm_inplace(a: Bound) -> None:  # the in-place iterator: self's overlap, shape and cast, then the dispatch
@@ -121,7 +118,7 @@ def _lcm_inplace(a: Bound) -> None:  # the in-place iterator: self's overlap, sh
 def _hardshrink(a: Bound) -> None:  # hardshrink_cpu: AT_DISPATCH_FLOATING_TYPES_AND2(BFloat16, Half)
     x = a["self"]
     if x.dtype not in FLOATS:
-        raise _not_implemented("hardshrink_cpu", x.dtype)
+        raise dispatch_refusal("hardshrink_cpu", x.dtype)
 
 
 def _pdist_forward(a: Bound) -> None:  # pdist_forward_stub runs for n > 1 rows of m > 0 columns
@@ -130,7 +127,7 @@ def _pdist_forward(a: Bound) -> None:  # pdist_forward_stub runs for n > 1 rows 
     if getattr(x, "is_contiguous", lambda: True)() is False:  # "_pdist_forward requires contiguous input" first
         return
     if len(shape) == 2 and shape[0] > 1 and shape[1] > 0 and x.dtype not in (torch.float32, torch.float64):
-        raise _not_implemented("pdist", x.dtype)
+        raise dispatch_refusal("pdist", x.dtype)
 
 
 def _exact_outs(values: str, indices: str) -> Callable[[Bound], None]:
@@ -207,7 +204,7 @@ def _count_nonzero(a: Bound) -> None:  # every dim wrapped (IndexError) before t
 
 def _unique_dim(a: Bound) -> None:  # unique_dim's dispatch (no complex) before the dim is wrapped
     if a["self"].dtype.is_complex:
-        raise _not_implemented("unique_dim", a["self"].dtype)
+        raise dispatch_refusal("unique_dim", a["self"].dtype)
 
 
 def _cdist_backward_out(a: Bound) -> None:  # the out= wrapper's copy_arg: the result is x1's dtype
@@ -225,7 +222,7 @@ def _lstsq_out(a: Bound) -> None:  # linalg_lstsq.out: linalg_lstsq_cpu's dispat
     broadcast(x.shape[:-2], b.shape[:-2] if not diff else b.shape[:-1])  # the batch dims' broadcast too
     # rcond None: its default, the dtype's epsilon, is read first ("doesn't handle types other than float and double")
     if a.get("solution") is not None and a.get("rcond") is not None and x.dtype == b.dtype and x.dtype not in _LAPACK:
-        raise _not_implemented("linalg_lstsq_cpu", x.dtype)
+        raise dispatch_refusal("linalg_lstsq_cpu", x.dtype)
 
 
 def _is_tensor(v: Any) -> bool:

@@ -29,6 +29,11 @@ def aten_type_name(dtype: torch.dtype) -> str:
     return torch.empty(0, dtype=dtype, device="meta").type().split(".")[-1].replace("Tensor", "")
 
 
+def dispatch_refusal(kernel: str, dtype: torch.dtype) -> NotImplementedError:
+    """An AT_DISPATCH macro's refusal of `dtype` in `kernel`, in ATen's words."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(dtype)}'")
+
+
 # c10's TypeMeta names, which some ATen checks print ("expected dtype float for `grad_output` ...").
 _META_NAMES = {torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half",
                torch.bfloat16: "c10::BFloat16", torch.int64: "long int", torch.int32: "int", torch.int16: "short int",
