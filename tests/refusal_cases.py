@@ -74,3 +74,29 @@ def assert_refused_as_cpu_compiled(case: Callable[[str], object], words: bool = 
         torch.tpu.synchronize()
     first = str(cpu.value).split("\n")[0].strip() if words else ""
     assert any(isinstance(e, type(cpu.value)) and first in str(e) for e in exception_chain(tpu.value)), tpu.value
+
+
+def parity_tests(
+    refused: dict[str, Callable[[str], object]],
+    compiled: list[str],
+    same: dict[str, Callable[[str], list[torch.Tensor]]],
+) -> tuple[Callable[..., None], Callable[..., None], Callable[..., None]]:
+    """The three tests of an error-parity file: each `refused` case raises as CPU in every eager mode, the `compiled`
+    ones also under torch.compile, and each `same` case (valid calls beside the new checks) equals CPU exactly.
+    Bind them to module names starting with test_ for pytest to collect."""
+
+    @pytest.mark.parametrize("mode", MODES)
+    @pytest.mark.parametrize("name", sorted(refused))
+    def refused_as_cpu(name: str, mode: str) -> None:
+        assert_refused_as_cpu(refused[name], mode)
+
+    @pytest.mark.parametrize("name", compiled)
+    def refused_as_cpu_compiled(name: str) -> None:
+        assert_refused_as_cpu_compiled(refused[name])
+
+    @pytest.mark.parametrize("mode", MODES)
+    @pytest.mark.parametrize("name", sorted(same))
+    def same_as_cpu(name: str, mode: str) -> None:
+        assert_exactly_cpu(same[name], mode)
+
+    return refused_as_cpu, refused_as_cpu_compiled, same_as_cpu

@@ -5,9 +5,8 @@ every eager mode (ops/error_parity_checks2.py; lu_unpack's rank in ops/cpu_raise
 
 from __future__ import annotations
 
-import pytest
 import torch
-from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu, assert_refused_as_cpu_compiled
+from refusal_cases import parity_tests
 
 aten = torch.ops.aten
 
@@ -144,18 +143,4 @@ SAME = {  # valid calls next to the new checks still compute as CPU does
 }
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_refused_as_cpu(name: str, mode: str) -> None:
-    assert_refused_as_cpu(REFUSED[name], mode)
-
-
-@pytest.mark.parametrize("name", COMPILED)
-def test_refused_as_cpu_compiled(name: str) -> None:
-    assert_refused_as_cpu_compiled(REFUSED[name])
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", sorted(SAME))
-def test_same_as_cpu(name: str, mode: str) -> None:
-    assert_exactly_cpu(SAME[name], mode)
+test_refused_as_cpu, test_refused_as_cpu_compiled, test_same_as_cpu = parity_tests(REFUSED, COMPILED, SAME)

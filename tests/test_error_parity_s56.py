@@ -7,9 +7,8 @@ floating threshold out of uint8's range)."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu, assert_refused_as_cpu_compiled
+from refusal_cases import assert_refused_as_cpu, parity_tests
 
 aten = torch.ops.aten
 B, U8, I8, I16, I32, I64 = torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64
@@ -169,21 +168,7 @@ SAME = {  # valid calls next to the new checks still compute as CPU does
 }
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_refused_as_cpu(name: str, mode: str) -> None:
-    assert_refused_as_cpu(REFUSED[name], mode)
-
-
-@pytest.mark.parametrize("name", COMPILED)
-def test_refused_as_cpu_compiled(name: str) -> None:
-    assert_refused_as_cpu_compiled(REFUSED[name])
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", sorted(SAME))
-def test_same_as_cpu(name: str, mode: str) -> None:
-    assert_exactly_cpu(SAME[name], mode)
+test_refused_as_cpu, test_refused_as_cpu_compiled, test_same_as_cpu = parity_tests(REFUSED, COMPILED, SAME)
 
 
 def test_log_sigmoid_backward_through_autograd() -> None:
