@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from enum import Enum
 from typing import Any
 
+import numpy as np
 import torch
 
 from torchtpu.execution import out_layout
@@ -66,6 +67,52 @@ def overlap_status(a: torch.Tensor, b: torch.Tensor) -> Overlap:
     return Overlap.NO
 
 
+def self_overlapping(shape: Sequence[int], strides: Sequence[int], exact_limit: int = 1 << 22) -> bool:
+    """Whether two elements of a view with these sizes and strides share a memory location (an `as_strided`
+    window, an expanded dim). With the dims sorted by stride, each stride past the span of the smaller ones proves
+    there is none; where that proof fails the element offsets are counted, up to `exact_limit` elements (beyond
+    it the answer is True: unknown counts as overlapping)."""
+    dims = sorted((abs(s), n) for s, n in zip(strides, shape) if n != 1)
+    if 0 in shape or not dims:
+        return False
+    span = 0
+    for s, n in dims:
+        if s <= span:
+            break
+        span += s * (n - 1)
+    else:
+        return False
+    numel = int(np.prod([n for _, n in dims]))
+    if numel > exact_limit or any(s == 0 for s, _ in dims):
+        return True
+    offsets = np.zeros(1, np.int64)
+    for s, n in dims:
+        offsets = (offsets[:, None] + s * np.arange(n, dtype=np.int64)).reshape(-1)
+    return np.unique(offsets).size < numel
+
+
+# the in-place ops whose every write through an overlapping view stores one value (any order gives CPU's result)
+_ORDER_FREE_WRITES = frozenset({"fill", "zero"})
+LOOP_ORDER_MESSAGE = ("{op}: the written-to tensor is a view whose elements overlap in memory (strides {strides} "
+                      "for sizes {sizes}); CPU writes it element by element, so its result depends on CPU's loop "
+                      "order, which tpu does not reproduce. Please clone() the tensor before performing the "
+                      "operation.")
+
+
+def refuse_loop_order_overlap(op_name: str, written: Sequence[torch.Tensor]) -> None:
+    """Raises where a written tensor overlaps itself in a way ATen's has_internal_overlap does not detect (no
+    stride-0 dim: its TOO_HARD, which CPU lets through and writes in loop order): tpu computes every value before
+    writing any, so its result there would differ from CPU's without a word. fill_ and zero_ store one value and
+    are let through; an expanded (stride-0) view keeps ATen's own checks and handling."""
+    if base_name(op_name) in _ORDER_FREE_WRITES:
+        return
+    for t in written:
+        if t.is_contiguous() or any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride())):
+            continue
+        if self_overlapping(t.shape, t.stride()):
+            raise RuntimeError(LOOP_ORDER_MESSAGE.format(op=op_name, strides=list(t.stride()), sizes=list(t.shape)))
+
+
 def _tensors(values: Iterable[Any]) -> list[torch.Tensor]:
     found = []
     for v in values:
@@ -96,6 +143,7 @@ def refuse_overlap(op_name: str, written: Sequence[torch.Tensor], args: Sequence
     a partial overlap always; any overlap for NO_OVERLAP_OPS. `in_place`: `written` is the first argument's
     tensors (not compared with themselves at their own position)."""
     name = base_name(op_name)
+    refuse_loop_order_overlap(op_name, written)
     if in_place and name in _EXPANDED_WARNINGS and written and overlaps_itself(written[0]):
         op, example = _EXPANDED_WARNINGS[name]
         warnings.warn(f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor before performing "
