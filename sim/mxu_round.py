@@ -46,19 +46,28 @@ def round_bits(src: np.ndarray, dst: np.ndarray) -> None:
     _round_loop(src, dst)
 
 
-_BLOCK = 16  # columns per block of `_gather`'s copy
+_BLOCK = 32  # columns per block of `_gather`'s copy
 _MIN_PITCH = 1024  # bytes: a transposed operand's column stride from which `_gather` copies in blocks
+_MIN_COLUMNS = 128  # columns of a transposed operand from which `_gather` copies in blocks at any pitch
 
 
 def _gather(x: np.ndarray) -> np.ndarray:
-    """`np.ascontiguousarray(x)` (the same values, C order). A transposed operand (unit stride down its rows) whose
-    columns lie >= `_MIN_PITCH` bytes apart is copied in blocks of `_BLOCK` columns: numpy's copy walks
-    each destination row across all columns, one cache line per element at a 1-4 KiB stride (which alias
-    in L1), while a block reads only 16 lines per row. The backward's (128, 512) operands of a 2 KiB pitch
-    copy 3-5x faster; inside a compiled GPT-2 / Llama training step (hidden 128) all operand gathers took
-    1.48 -> 1.19 and 1.95 -> 1.38 ms per step (thread CPU time, ABBA in one process, 18 steps each; blocks of
-    8 or 32 columns, or a 512-byte threshold, measured slower)."""
-    if x.ndim < 2 or x.strides[-2] != x.itemsize or x.strides[-1] < _MIN_PITCH or x.flags.c_contiguous:
+    """`np.ascontiguousarray(x)` (the same values, C order). A transposed operand (unit stride down its rows) of
+    >= `_MIN_COLUMNS` columns, or whose columns lie >= `_MIN_PITCH` bytes apart, is copied in blocks of `_BLOCK`
+    columns: numpy's copy walks each destination row across all columns, one cache line per column, so a row of
+    C columns touches C lines (which alias in L1 at a 1-4 KiB pitch, and outgrow L1 past a few hundred columns
+    at any pitch) and the next 15 rows, which share those lines, read them again from L2; a block re-reads only
+    32 lines per row. Session 24 blocked by pitch alone (16 columns); session perf25 measured the transposed
+    operands of the compiled GPT-2 / Llama training steps one by one (hidden 128 and 256, median of 11, one
+    process at load ~7): (128, 512) at a 512-byte pitch 69 -> 27 us, (128, 1000) 133 -> 53, (8, 64, 256) 99 ->
+    47, (256, 1024) at 1 KiB 204 -> 152; shapes of < 128 columns (the attention's (8, 32, 64)) lose to the
+    per-block calls, and 64-column blocks lose at a 4 KiB pitch (aliasing again)."""
+    if (
+        x.ndim < 2
+        or x.strides[-2] != x.itemsize
+        or x.flags.c_contiguous
+        or (x.shape[-1] < _MIN_COLUMNS and x.strides[-1] < _MIN_PITCH)
+    ):
         return np.ascontiguousarray(x)
     dst = np.empty(x.shape, x.dtype)
     for j in range(0, x.shape[-1], _BLOCK):

@@ -66,19 +66,24 @@ def test_default_fast_matmul_is_blas_on_round_bf16_operands():
     assert np.array_equal(got.view(np.uint32), ref.view(np.uint32))
 
 
-@pytest.mark.parametrize("layout", ["pitch_2k", "pitch_4k_37_cols", "row_sliced", "batched", "batch_strided"])
+@pytest.mark.parametrize("layout", ["pitch_2k", "pitch_4k_37_cols", "row_sliced", "batched", "batch_strided",
+                                    "pitch_512_1000_cols", "pitch_256_batched"])
 def test_blocked_gather_of_long_pitch_transposes_is_numpys_copy(layout):
-    """`_gather` copies a transposed operand of >= _MIN_PITCH bytes between columns in column blocks: the
-    same values in C order as np.ascontiguousarray, also where the column count is no multiple of the block,
-    the base's rows are sliced, or batch dimensions are strided; rounding it gives round_bf16's bits."""
+    """`_gather` copies a transposed operand of >= _MIN_PITCH bytes between columns, or of >= _MIN_COLUMNS
+    columns, in column blocks: the same values in C order as np.ascontiguousarray, also where the column count
+    is no multiple of the block, the base's rows are sliced, or batch dimensions are strided; rounding it gives
+    round_bf16's bits."""
     bits = _patterns()
     base = bits[: 8 * 300 * 1024].view(np.float32)
     x = {"pitch_2k": base[: 128 * 512].reshape(128, 512).T,           # (512, 128), columns 2 KiB apart
          "pitch_4k_37_cols": base[: 37 * 1024].reshape(37, 1024).T,   # 37 columns: a partial last block
          "row_sliced": base[: 300 * 1024].reshape(300, 1024)[5:290:3, 7:200].T,
          "batched": base[: 3 * 128 * 512].reshape(3, 128, 512).transpose(0, 2, 1),
-         "batch_strided": base[: 6 * 300 * 256].reshape(6, 300, 256)[::2, :, 1:].transpose(0, 2, 1)}[layout]
-    assert x.strides[-2] == 4 and x.strides[-1] >= mxu_round._MIN_PITCH and not x.flags.c_contiguous
+         "batch_strided": base[: 6 * 300 * 256].reshape(6, 300, 256)[::2, :, 1:].transpose(0, 2, 1),
+         "pitch_512_1000_cols": base[: 1000 * 128].reshape(1000, 128).T,  # (128, 1000), a 37-column tail
+         "pitch_256_batched": base[: 8 * 250 * 64].reshape(8, 250, 64).transpose(0, 2, 1)}[layout]
+    assert x.strides[-2] == 4 and not x.flags.c_contiguous
+    assert x.strides[-1] >= mxu_round._MIN_PITCH or x.shape[-1] >= mxu_round._MIN_COLUMNS
     got = mxu_round._gather(x)
     assert got.flags.c_contiguous and np.array_equal(got.view(np.uint32), x.view(np.uint32))
     rounded, ref = round_operand(x), round_bf16(x)
