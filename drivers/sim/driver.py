@@ -93,9 +93,9 @@ _IGNORE_ERRORS = _IgnoreErrors()
 # at once) faults every page of them in again on each launch: measured 45 us instead of 16 us per 128k-element
 # multiply, and the GPT-2 (hidden 128) training step's region 60 ms instead of 37 ms (benchmarks/defer_and_fuse.py).
 # Keeping up to this much free memory, and growing the heap by this much more at a time, avoids it. Setting either
-# also freezes the mmap threshold (which rises to the largest block freed, up to 32 MiB) at 128 KiB: each larger
-# array was a fresh mapping faulted in anew (~16,500 faults per compiled GPT-2 hidden-256 training step, 20% of a
-# Llama step's CPU time in the kernel; CPU eager's tensors alike), so it is set to that ceiling as well.
+# also freezes the mmap threshold (which rises to the largest block freed, up to 32 MiB) where it is (128 KiB at
+# start): each larger array was a fresh mapping faulted in anew (~16,500 faults per compiled GPT-2 hidden-256
+# training step, 20% of a Llama step's CPU in the kernel; CPU eager's alike), so it is set to that ceiling too.
 _TRIM_THRESHOLD = 64 << 20
 _TOP_PAD = 16 << 20
 _MMAP_THRESHOLD = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit
