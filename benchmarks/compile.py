@@ -215,7 +215,41 @@ Tried and dropped: per-thread scratch buffers for the rounded operands and gathe
 rounding stayed 1.7-1.8 ms per step, it is the cold read of the operand, not page faults. Checked: the compiled
 backward is one launch per step (plus the two loss graphs and five `zero_` fills), not many tiny programs. Not
 done: the sim's row max/min and exp through torch (drivers/ may not import torch, tests/test_layering.py).
-Goal not met."""
+Goal not met.
+
+Session perf25 (branch `perf25`, load average 2-8). The medium size (hidden 256, 2 x 256 tokens) page-faulted:
+~16,500 minor faults per compiled GPT-2 training step (27 ms of system time in ~145 ms; 20% of a Llama step's CPU
+in the kernel, perf), all inside the sim's launches. The cause: the driver's `mallopt(M_TRIM_THRESHOLD)`
+(`_keep_heap`, 1b26185) also froze glibc's mmap threshold at 128 KiB, so every larger numpy temporary
+(and CPU eager's tensors in the same process) was a fresh mapping, faulted in and unmapped on each launch. It is
+now set to 32 MiB, glibc's dynamic ceiling (drivers/sim/driver.py; tests/test_sim_keep_heap.py): 19,569 -> 283
+faults per step. Also: (1) DEFAULT fast dots round their operands into a per-thread scratch (sim/mxu_round.py:
+round_operand 30 -> 20 ms per medium GPT-2 step, in one process ABBA before the mmap fix); (2) the C-order gather
+of transposed operands copies 32-column blocks from 128 columns at any pitch (medium gathers 10.4 / 13.1 -> 8.8 /
+10.8 ms per GPT-2 / Llama step); (3) after direct writes, copied results are guarded only against the outputs the
+copies write (a saved activation's reshape was copied defensively, 4.5 MB per GPT-2 hidden-256 forward). All
+same bits. Handing BLAS a transposed operand without the copy still changes bits (this OpenBLAS 0.3.31 now
+picks SkylakeX kernels: 3 of 150 random shapes differ, small-matrix and gemv paths), and a fused numba
+gather-and-round (tiled, three loop orders) measured 1.3-3x slower than numpy's blocked copy + the vectorized
+rounding on every benchmark shape, so both stay as they were. Old (780650e's drivers/ and sim/) vs new in
+alternating processes (old, new, new, old; CPU eager and compiled ABBA inside, median of 5 at hidden 256, 7 at
+128), compiled x CPU eager (compiled ms in brackets):
+
+    hidden 256, 2x256  gpt2 fwd   1.20x / 1.12x (28 / 29)    -> 1.33x / 1.35x (29 / 28)
+                       gpt2 train 1.76x / 1.70x (130 / 131)  -> 1.55x / 1.50x (116 / 109)
+                       llama fwd  1.50x / 1.46x (34 / 35)    -> 1.43x / 1.44x (35 / 33)
+                       llama train 2.03x / 1.85x (178 / 159) -> 1.57x / 1.59x (133 / 133)
+    hidden 128, 2x64   gpt2 fwd 1.35x / 1.32x -> 1.36x / 1.46x   train 1.73x / 1.72x -> 1.82x / 1.77x
+                       llama fwd 1.37x / 1.35x -> 1.39x / 1.40x  train 1.78x / 1.72x -> 1.83x / 1.74x
+
+(GPT-2's medium forward ratio rose because CPU eager, in the same process, stopped faulting too: 23-26 -> 21 ms.)
+Left at medium (perf over a Llama training loop after the fix, both threads): the kernel 21% -> 0.4%; OpenBLAS
+40% (sgemm at parity with torch's MKL per shape, 0.9-1.1x, one thread), numpy element-wise and strided copies 26%,
+memmove/memset 8.5%, the fused numba loops 15% (memory-bound: an AdamW pair loop over 18 arrays of 256k elements
+2 ms in-step vs 0.55 ms hot), Python 6.5%. Goal not met (<= 1.0x). The zoo at the
+medium size, compiled (`benchmarks/models.py --compile --size medium --repeats 3`, new only; the full zoo ran past
+10 minutes, so four models): bert fwd 1.8x train 1.9x, t5 1.4x / 1.5x, vit 2.1x / 2.1x, mistral 1.5x / 1.9x
+(goal <= 1.5x: not met)."""
 
 from __future__ import annotations
 

@@ -137,7 +137,8 @@ def _passes(
     """Combine bf16 passes exactly as XLA's rewriter does; `dot` runs one bf16 x bf16 -> f32 dot."""
     with np.errstate(invalid="ignore", over="ignore"):
         if precision == "DEFAULT":
-            return dot(round_operand(a), round_operand(b))  # round_bf16's bits, vectorized (mxu_round.py)
+            # round_bf16's bits, vectorized, into this thread's scratch: only the product reads them (mxu_round.py)
+            return dot(round_operand(a, "lhs"), round_operand(b, "rhs"))
         if precision == "HIGH":
             ah, al = split_bf16x3(a)
             bh, bl = split_bf16x3(b)

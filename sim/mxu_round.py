@@ -19,6 +19,9 @@ inf needs no case: 0x7F800000 + 0x7FFF rounds back down to 0x7F800000.
 
 from __future__ import annotations
 
+import math
+import threading
+
 import numpy as np
 from numba import njit, uint32
 
@@ -46,32 +49,76 @@ def round_bits(src: np.ndarray, dst: np.ndarray) -> None:
     _round_loop(src, dst)
 
 
-_BLOCK = 16  # columns per block of `_gather`'s copy
+_BLOCK = 32  # columns per block of `_gather`'s copy
 _MIN_PITCH = 1024  # bytes: a transposed operand's column stride from which `_gather` copies in blocks
+_MIN_COLUMNS = 128  # columns of a transposed operand from which `_gather` copies in blocks at any pitch
 
 
-def _gather(x: np.ndarray) -> np.ndarray:
-    """`np.ascontiguousarray(x)` (the same values, C order). A transposed operand (unit stride down its rows) whose
-    columns lie >= `_MIN_PITCH` bytes apart is copied in blocks of `_BLOCK` columns: numpy's copy walks
-    each destination row across all columns, one cache line per element at a 1-4 KiB stride (which alias
-    in L1), while a block reads only 16 lines per row. The backward's (128, 512) operands of a 2 KiB pitch
-    copy 3-5x faster; inside a compiled GPT-2 / Llama training step (hidden 128) all operand gathers took
-    1.48 -> 1.19 and 1.95 -> 1.38 ms per step (thread CPU time, ABBA in one process, 18 steps each; blocks of
-    8 or 32 columns, or a 512-byte threshold, measured slower)."""
-    if x.ndim < 2 or x.strides[-2] != x.itemsize or x.strides[-1] < _MIN_PITCH or x.flags.c_contiguous:
-        return np.ascontiguousarray(x)
-    dst = np.empty(x.shape, x.dtype)
+def _gather(x: np.ndarray, dst: np.ndarray | None = None) -> np.ndarray:
+    """`np.ascontiguousarray(x)` (the same values, C order), into `dst` (C-contiguous, x's shape) when given.
+    A transposed operand (unit stride down its rows) of >= `_MIN_COLUMNS` columns, or whose columns lie >=
+    `_MIN_PITCH` bytes apart, is copied in blocks of `_BLOCK` columns: numpy's copy walks each destination row
+    across all columns, one cache line per column, so a row of C columns touches C lines (which alias in L1 at a
+    1-4 KiB pitch, and outgrow L1 past a few hundred columns at any pitch) and the next 15 rows, which share
+    those lines, read them again from L2; a block re-reads only 32 lines per row. Session 24 blocked by pitch
+    alone (16 columns); session perf25 measured the transposed operands of the compiled GPT-2 / Llama training
+    steps one by one (hidden 128 and 256, median of 11, one process at load ~7): (128, 512) at a 512-byte pitch
+    69 -> 27 us, (128, 1000) 133 -> 53, (8, 64, 256) 99 -> 47, (256, 1024) at 1 KiB 204 -> 152; shapes of < 128
+    columns (the attention's (8, 32, 64)) lose to the per-block calls, and 64-column blocks lose at a 4 KiB
+    pitch (aliasing again)."""
+    if (
+        x.ndim < 2
+        or x.strides[-2] != x.itemsize
+        or x.flags.c_contiguous
+        or (x.shape[-1] < _MIN_COLUMNS and x.strides[-1] < _MIN_PITCH)
+    ):
+        if dst is None:
+            return np.ascontiguousarray(x)
+        np.copyto(dst, x)
+        return dst
+    if dst is None:
+        dst = np.empty(x.shape, x.dtype)
     for j in range(0, x.shape[-1], _BLOCK):
         dst[..., j:j + _BLOCK] = x[..., j:j + _BLOCK]
     return dst
 
 
-def round_operand(x: np.ndarray) -> np.ndarray:
-    """`round_bf16(x)`: a new C-contiguous float32 array holding `x`'s values rounded to bf16, for an MXU
-    operand (float32 operands through the vectorized loop, others through `round_bf16`)."""
+_SCRATCH_MAX_BYTES = 1 << 25  # operands up to 32 MiB round into a thread's reused scratch (`round_operand(slot=)`)
+_scratch = threading.local()  # .bufs: {slot: 1-D float32 array}, per thread (the autograd device thread has its own)
+
+
+def _scratch_array(slot: str, shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialized float32 array of `shape` over this thread's scratch for `slot` (grown to the largest size
+    asked so far), or a new array when it would exceed `_SCRATCH_MAX_BYTES`."""
+    n = math.prod(shape)
+    if n * 4 > _SCRATCH_MAX_BYTES:
+        return np.empty(shape, np.float32)
+    bufs = getattr(_scratch, "bufs", None)
+    if bufs is None:
+        bufs = _scratch.bufs = {}
+    buf = bufs.get(slot)
+    if buf is None or buf.size < n:
+        buf = bufs[slot] = np.empty(n, np.float32)
+    return buf[:n].reshape(shape)
+
+
+def round_operand(x: np.ndarray, slot: str | None = None) -> np.ndarray:
+    """`round_bf16(x)`: a C-contiguous float32 array holding `x`'s values rounded to bf16, for an MXU operand
+    (float32 operands through the vectorized loop, others through `round_bf16`).
+
+    With `slot=None` the array is new. With a slot name (the MXU's "lhs"/"rhs") a float32 operand rounds into
+    this thread's scratch for that slot (and a transposed one gathers into the "gather" slot's), valid until
+    the next call for the same slot on this thread: for an operand that only the product reads. The reason is
+    the kernel, not the copy: glibc serves an allocation above its mmap threshold with fresh pages, and a
+    compiled training step at hidden 256 x 2 x 256 tokens (GPT-2) took ~16,500 minor page faults per step,
+    half of them on rounded operands (~27 ms of system time in a ~145 ms step)."""
     if x.dtype != np.float32:
         return round_bf16(x)
-    src = _gather(x)
-    out = np.empty(src.shape, np.float32)
+    if slot is None:
+        src = _gather(x)
+        out = np.empty(src.shape, np.float32)
+    else:
+        src = x if x.flags.c_contiguous else _gather(x, _scratch_array("gather", x.shape))
+        out = _scratch_array(slot, x.shape)
     _round_loop(src.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint32))
     return out

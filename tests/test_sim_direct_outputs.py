@@ -127,3 +127,41 @@ def test_small_outputs_are_copied():
     x = b.input((8, 8), "float32")
     program = b.finish([b.emit("add", [x, x])[0], b.emit("multiply", [x, x])[0]])
     assert SimDriver().compile(program).payload.direct is None  # the check would cost more than the copies
+
+
+def test_a_result_viewing_an_output_the_steps_wrote_is_not_copied_twice(monkeypatch):
+    """y = p * g is written straight into output 0; output 1 is y reshaped (a view of output 0's buffer) and
+    output 2 is p transposed (a view of an input): only outputs 1 and 2 are copied after the steps, and neither
+    write touches output 0, so the reshape is copied from output 0's memory as it is (no defensive copy first,
+    as for a saved activation and its reshape in GPT-2's training forward); the values are the copy path's."""
+    from torchtpu.drivers.sim import driver as sim_driver
+
+    b = Builder()
+    p = b.input((256, 64), "float32")
+    g = b.input((256, 64), "float32")
+    y = b.emit("multiply", [p, g])[0]
+    pt = b.emit("transpose", [p], permutation=(1, 0))[0]
+    drv = SimDriver()
+    exe = drv.compile(b.finish([y, b.emit("reshape", [y], shape=(64, 256))[0], pt]))
+    assert [k for _, k in exe.payload.direct.copies] == [1, 2]
+    rng = np.random.default_rng(2)
+    p0, g0 = rng.standard_normal((256, 64), np.float32), rng.standard_normal((256, 64), np.float32)
+    copied: list[bool] = []
+    real = sim_driver.unshared
+
+    def unshared(results, outputs):
+        out = real(results, outputs)
+        copied.extend(o is not r for o, r in zip(out, results))
+        return out
+
+    for direct in (True, False):
+        # caller memory (not owned by numpy), as a storage's buffer
+        outs = [np.frombuffer(bytearray(256 * 64 * 4), np.float32).reshape(shape)
+                for shape in ((256, 64), (64, 256), (64, 256))]
+        copied.clear()
+        monkeypatch.setattr(sim_driver, "unshared", unshared)
+        assert _launch(drv, exe, [p0, g0], outs, direct, monkeypatch) == [direct]
+        assert np.array_equal(outs[0], p0 * g0) and np.array_equal(outs[1], (p0 * g0).reshape(64, 256))
+        assert np.array_equal(outs[2], p0.T)
+        if direct:
+            assert copied == [False, False]

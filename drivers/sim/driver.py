@@ -92,14 +92,18 @@ _IGNORE_ERRORS = _IgnoreErrors()
 # is free there, so a launch whose temporaries are a few MB (a region replaying a training step keeps many alive
 # at once) faults every page of them in again on each launch: measured 45 us instead of 16 us per 128k-element
 # multiply, and the GPT-2 (hidden 128) training step's region 60 ms instead of 37 ms (benchmarks/defer_and_fuse.py).
-# Keeping up to this much free memory, and growing the heap by this much more at a time, avoids it.
+# Keeping up to this much free memory, and growing the heap by this much more at a time, avoids it. Setting either
+# also freezes the mmap threshold (which rises to the largest block freed, up to 32 MiB) where it is (128 KiB at
+# start): each larger array was a fresh mapping faulted in anew (~16,500 faults per compiled GPT-2 hidden-256
+# training step, 20% of a Llama step's CPU in the kernel; CPU eager's alike), so it is set to that ceiling too.
 _TRIM_THRESHOLD = 64 << 20
 _TOP_PAD = 16 << 20
-_M_TRIM_THRESHOLD, _M_TOP_PAD = -1, -2  # malloc.h
+_MMAP_THRESHOLD = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # malloc.h
 
 
 def _keep_heap() -> None:
-    """Sets glibc's trim threshold and top pad for this process (once; a no-op off glibc)."""
+    """Sets glibc's trim threshold, top pad and mmap threshold for this process (once; a no-op off glibc)."""
     global _keep_heap_done
     if _keep_heap_done:
         return
@@ -111,6 +115,7 @@ def _keep_heap() -> None:
         return
     mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
     mallopt(_M_TOP_PAD, _TOP_PAD)
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
 
 
 _keep_heap_done = False
@@ -541,7 +546,10 @@ class SimDriver(Driver):
         finally:
             _IGNORE_ERRORS.exit(token)
         copies = plan.direct.copies
-        results = unshared([env[slot] for slot, _ in copies], outputs)
+        # only these copies write now (the steps wrote the other outputs already): a result that shares memory
+        # with an output the steps wrote, as a saved activation and its reshape returned as two outputs, needs no
+        # defensive copy (GPT-2 hidden 256's training forward copied 4.5 MB per step for none)
+        results = unshared([env[slot] for slot, _ in copies], [outputs[k] for _, k in copies])
         for result, (_, k) in zip(results, copies):
             out = outputs[k]
             if result.dtype != out.dtype:
