@@ -1,0 +1,69 @@
+"""Issue 17, the fuzzer's findings left open on seeds 53-63 and found on seeds 64-66, each compared with CPU in
+every eager mode and under torch.compile: max/min.unary_out's fill_ conversion of the result into a narrower out=
+(checked where the program runs), and the refusals below."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu, assert_refused_as_cpu_compiled
+
+aten = torch.ops.aten
+F16, F32, F64, BF16, C64 = torch.float16, torch.float32, torch.float64, torch.bfloat16, torch.complex64
+U8, I8, I16, I32, I64 = torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64
+
+# max_unary_out is `out.fill_(self.max())`: the Scalar's checked conversion refuses a value the out dtype cannot
+# hold (float32 and complex64 from a finite double, the integer types; uint8 also takes -255..-1), float16 and
+# bfloat16 are filled unchecked (fuzz seed 62: int64 40000 into int16 wrapped to -25536, CPU raises).
+FILL_OVERFLOWS = [
+    (aten.max.unary_out, [40000, 1], I64, I16),
+    (aten.min.unary_out, [-40000, 1], I64, I16),
+    (aten.max.unary_out, [2**40, 1], I64, I32),
+    (aten.max.unary_out, [300, 1], I32, U8),
+    (aten.min.unary_out, [-300, 1], I16, U8),
+    (aten.max.unary_out, [200, 1], U8, I8),
+    (aten.max.unary_out, [1e300, 1], F64, F32),
+    (aten.min.unary_out, [-1e39, 1], F64, C64),
+]
+FILL_FITS = [
+    (aten.max.unary_out, [32767, 1], I64, I16),
+    (aten.min.unary_out, [-200, 1], I64, U8),  # two's complement: 56
+    (aten.min.unary_out, [-128, 1], I16, I8),
+    (aten.max.unary_out, [float("inf"), 1], F64, F32),
+    (aten.max.unary_out, [float("nan"), 1], F64, F32),
+    (aten.max.unary_out, [1e300, 1], F64, F16),  # unchecked: inf
+    (aten.max.unary_out, [70000.0, 1], F32, BF16),
+    (aten.max.unary_out, [3.0, 1], F64, F32),
+    (aten.max.unary_out, [1, 0], torch.bool, I8),
+    (aten.max.unary_out, [-5, 7], I8, I64),
+]
+
+
+def _fill(op: object, values: list, dtype: torch.dtype, out: torch.dtype):
+    return lambda d: [op(torch.tensor(values, dtype=dtype, device=d), out=torch.empty(0, dtype=out, device=d))]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("op", "values", "dtype", "out"), FILL_OVERFLOWS)
+def test_fill_overflow_refused_as_cpu(mode: str, op: object, values: list, dtype: torch.dtype,
+                                      out: torch.dtype) -> None:
+    assert_refused_as_cpu(_fill(op, values, dtype, out), mode)
+
+
+@pytest.mark.parametrize(("op", "values", "dtype", "out"), FILL_OVERFLOWS[:2])
+def test_fill_overflow_refused_compiled(op: object, values: list, dtype: torch.dtype, out: torch.dtype) -> None:
+    assert_refused_as_cpu_compiled(_fill(op, values, dtype, out))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("op", "values", "dtype", "out"), FILL_FITS)
+def test_fill_that_fits_as_cpu(mode: str, op: object, values: list, dtype: torch.dtype, out: torch.dtype) -> None:
+    assert_exactly_cpu(_fill(op, values, dtype, out), mode)
+
+
+@pytest.mark.parametrize(("op", "values", "dtype", "out"), FILL_FITS[:3])
+def test_fill_that_fits_compiled(op: object, values: list, dtype: torch.dtype, out: torch.dtype) -> None:
+    case = _fill(op, values, dtype, out)
+    torch._dynamo.reset()
+    got = torch.compile(lambda: case("tpu"), backend="tpu")()
+    torch.testing.assert_close(got[0].cpu(), case("cpu")[0], rtol=0, atol=0, equal_nan=True)
