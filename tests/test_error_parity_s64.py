@@ -67,3 +67,51 @@ def test_fill_that_fits_compiled(op: object, values: list, dtype: torch.dtype, o
     torch._dynamo.reset()
     got = torch.compile(lambda: case("tpu"), backend="tpu")()
     torch.testing.assert_close(got[0].cpu(), case("cpu")[0], rtol=0, atol=0, equal_nan=True)
+
+
+# binary_cross_entropy_backward.grad_input with operands of other shapes: CPU's iterator writes grad_input's squeezed
+# view, resized in its storage; an empty grad_input= stays empty, a contiguous one holds the first elements (and
+# keeps the rest of its own values), weight's mul_ and the mean's div_ then act on it (fuzz seeds 62, 64).
+def _bce_backward(grad: list, x: list, target: list, out: list, weight: list | None = None, reduction: int = 1):
+    def call(d: str) -> list[torch.Tensor]:
+        gen = torch.Generator().manual_seed(0)
+        t = [torch.rand(s, generator=gen).clamp(0.1, 0.9).to(d) for s in (grad, x, target)]
+        gi = torch.arange(float(torch.Size(out).numel())).reshape(out).to(d)
+        w = None if weight is None else torch.rand(weight, generator=gen).to(d)
+        return [aten.binary_cross_entropy_backward.grad_input(*t, w, reduction, grad_input=gi)]
+
+    return call
+
+
+BCE_BACKWARD_SQUEEZED = [
+    ([], [1], [], [0]),
+    ([], [5, 4], [], [0]),
+    ([], [5, 4], [], [2, 0]),
+    ([], [5, 4], [], [3]),
+    ([], [2, 2], [], [1, 6]),
+    ([], [5, 4], [], [0], [1]),
+    ([4, 1], [1, 4], [1], [3], [3], 0),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shapes", BCE_BACKWARD_SQUEEZED)
+def test_bce_backward_into_squeezed_grad_input(mode: str, shapes: tuple) -> None:
+    assert_exactly_cpu(_bce_backward(*shapes), mode)
+
+
+def test_bce_backward_into_empty_grad_input_compiled() -> None:
+    """Under torch.compile only the first form: with a self of more than one element Dynamo's own out= handling
+    fails on CPU too (backend="aot_eager": BackendCompilerFailed, an IndexError in its guards)."""
+    def f(g: torch.Tensor, x: torch.Tensor, t: torch.Tensor, gi: torch.Tensor) -> torch.Tensor:
+        return aten.binary_cross_entropy_backward.grad_input(g, x, t, None, 1, grad_input=gi)
+
+    args = [torch.tensor(1.0), torch.full((2,), 0.5)[::2], torch.tensor(0.3), torch.empty(0)]
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="tpu")(*(a.to("tpu") for a in args))
+    torch.testing.assert_close(got.cpu(), f(*args), rtol=0, atol=0)
+
+
+def test_bce_backward_weight_of_another_shape_refused_as_cpu() -> None:
+    for mode in MODES:
+        assert_refused_as_cpu(lambda d: _bce_backward([], [5, 4], [], [0], [5, 4])(d), mode)
