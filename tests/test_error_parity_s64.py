@@ -115,3 +115,58 @@ def test_bce_backward_into_empty_grad_input_compiled() -> None:
 def test_bce_backward_weight_of_another_shape_refused_as_cpu() -> None:
     for mode in MODES:
         assert_refused_as_cpu(lambda d: _bce_backward([], [5, 4], [], [0], [5, 4])(d), mode)
+
+
+# mse_loss_backward / smooth_l1_loss_backward: the iterator's cast of the inputs' common dtype to grad_input's, then
+# the kernel's dispatch on that common dtype (real types only): all-complex operands are refused (fuzz seed 57: tpu
+# computed a complex grad), real operands into a complex grad_input= are computed (tpu refused smooth_l1's).
+def _loss_backward(op: object, dtypes: tuple, out: torch.dtype | None = None, extra: tuple = ()):
+    def call(d: str) -> list[torch.Tensor]:
+        g, x, t = (torch.full((3,), v, dtype=dt, device=d) for v, dt in zip((1.5, 2.0, 0.25), dtypes))
+        if out is None:
+            return [op(g, x, t, 1, *extra)]
+        return [op.grad_input(g, x, t, 1, *extra, grad_input=torch.empty(0, dtype=out, device=d))]
+
+    return call
+
+
+LOSS_BACKWARD_REFUSED = [
+    _loss_backward(aten.mse_loss_backward, (C64, C64, C64)),
+    _loss_backward(aten.mse_loss_backward, (F32, C64, C64)),
+    _loss_backward(aten.mse_loss_backward, (C64, C64, C64), C64),
+    _loss_backward(aten.mse_loss_backward, (C64, F32, F32)),  # the cast to self's float32 first
+    _loss_backward(aten.mse_loss_backward, (torch.bool, torch.bool, torch.bool), F32),
+    _loss_backward(aten.smooth_l1_loss_backward, (C64, C64, C64), None, (1.0,)),
+]
+LOSS_BACKWARD_COMPUTED = [
+    _loss_backward(aten.mse_loss_backward, (F32, F32, F32), C64),
+    _loss_backward(aten.smooth_l1_loss_backward, (F32, F32, F32), C64, (1.0,)),
+    _loss_backward(aten.mse_loss_backward, (I32, I32, I32)),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", range(len(LOSS_BACKWARD_REFUSED)))
+def test_loss_backward_dispatch_refused_as_cpu(mode: str, case: int) -> None:
+    assert_refused_as_cpu(LOSS_BACKWARD_REFUSED[case], mode)
+
+
+@pytest.mark.parametrize("case", range(2))
+def test_loss_backward_dispatch_refused_compiled(case: int) -> None:
+    assert_refused_as_cpu_compiled(LOSS_BACKWARD_REFUSED[case])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", range(len(LOSS_BACKWARD_COMPUTED)))
+def test_loss_backward_real_operands_computed_as_cpu(mode: str, case: int) -> None:
+    assert_exactly_cpu(LOSS_BACKWARD_COMPUTED[case], mode)
+
+
+def test_loss_backward_real_operands_computed_compiled() -> None:
+    def f(g: torch.Tensor, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return aten.mse_loss_backward(g, x, t, 1)
+
+    args = [torch.full((3,), 1.5, dtype=I32), torch.full((3,), 2, dtype=I32), torch.zeros(3, dtype=I32)]
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="tpu")(*(a.to("tpu") for a in args))
+    torch.testing.assert_close(got.cpu(), f(*args), rtol=0, atol=0)
