@@ -190,3 +190,33 @@ def test_hermite_float32_bits_as_cpu(fn: object) -> None:
     assert want.isinf().any()
     for mode, got in results_in_every_mode(fn, x, n).items():
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=mode)
+
+
+# normal(float mean, Tensor std): CPU converts the mean unchecked into float16/bfloat16 (beyond their range: +-inf),
+# checked into float32 (fuzz: a float16 mean of 1e10 was refused by tpu's full()).
+NORMAL_MEANS = [(1e10, F16), (-1e10, F16), (70000.0, F16), (1e300, BF16), (3.5e38, BF16), (1e10, F32), (65519.0, F16)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("mean", "dtype"), NORMAL_MEANS)
+def test_normal_mean_beyond_a_half_precision_range_as_cpu(mode: str, mean: float, dtype: torch.dtype) -> None:
+    def calls(d: str) -> list[torch.Tensor]:
+        std = torch.zeros(3, dtype=dtype, device=d)
+        return [aten.normal.float_Tensor_out(mean, std, out=torch.empty(3, dtype=dtype, device=d)),
+                aten.normal.float_Tensor(mean, std)]
+
+    assert_exactly_cpu(calls, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_normal_mean_beyond_float32_refused_as_cpu(mode: str) -> None:
+    assert_refused_as_cpu(lambda d: aten.normal.float_Tensor(1e300, torch.zeros(3, device=d)), mode)
+
+
+def test_normal_mean_beyond_a_half_precision_range_compiled() -> None:
+    def f(std: torch.Tensor) -> torch.Tensor:
+        return torch.normal(1e10, std)
+
+    std = torch.zeros(3, dtype=F16)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(f, backend="tpu")(std.to("tpu")).cpu(), f(std), rtol=0, atol=0)
