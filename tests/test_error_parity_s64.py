@@ -220,3 +220,57 @@ def test_normal_mean_beyond_a_half_precision_range_compiled() -> None:
     std = torch.zeros(3, dtype=F16)
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(f, backend="tpu")(std.to("tpu")).cpu(), f(std), rtol=0, atol=0)
+
+
+def _t(*shape: int, dtype: torch.dtype = F32, d: str = "cpu") -> torch.Tensor:
+    return torch.ones(shape, dtype=dtype, device=d)
+
+
+def _pivots(values: list, d: str) -> torch.Tensor:
+    return torch.tensor(values, dtype=I32, device=d)
+
+
+# error_class findings of seeds 56-63: CPU's check (or dispatch) that comes first, in CPU's class and words
+REFUSED = {
+    # log_weight = (pos_weight - 1).mul(target).add_(1), then log_sigmoid(input).mul_(log_weight): its cast
+    "bce_with_logits_out_complex_pos_weight": lambda d: aten.binary_cross_entropy_with_logits.out(
+        _t(5, 2, dtype=F16, d=d), _t(5, 2, dtype=F16, d=d), None, _t(5, 2, dtype=C64, d=d),
+        out=_t(5, 2, dtype=F16, d=d)),
+    "bce_with_logits_bool_pos_weight": lambda d: aten.binary_cross_entropy_with_logits(
+        _t(3, d=d), _t(3, d=d), None, _t(3, dtype=torch.bool, d=d)),
+    # native_group_norm: at::empty({N, group}) before the kernel's dispatch
+    "group_norm_negative_n": lambda d: aten.native_group_norm(_t(5, dtype=I8, d=d), None, None, -1, 0, 6, 3, 1e-5),
+    # log_sigmoid_forward.output: the outs resized as they are, the dispatch on the input
+    "log_sigmoid_forward_output_int": lambda d: aten.log_sigmoid_forward.output(
+        _t(0, 4, dtype=I32, d=d), output=_t(0, dtype=torch.bool, d=d), buffer=_t(0, 4, dtype=torch.bool, d=d)),
+    # lu_unpack: unpack_pivots' range check of each pivot read (CPU in its kernel, tpu where the program runs)
+    "lu_unpack_pivot_zero": lambda d: aten.lu_unpack(_t(2, 4, d=d), _pivots([0, 1], d)),
+    "lu_unpack_pivot_above_m": lambda d: aten.lu_unpack(_t(2, 4, d=d), _pivots([3, 1], d)),
+    "lu_unpack_out_pivot_negative": lambda d: aten.lu_unpack.out(
+        _t(3, 2, 2, d=d), _pivots([[1, 2], [2, 2], [-7, 1]], d), P=_t(0, d=d), L=_t(0, d=d), U=_t(0, d=d)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_refused_as_cpu(mode: str, case: str) -> None:
+    assert_refused_as_cpu(REFUSED[case], mode)
+
+
+@pytest.mark.parametrize("case", ["bce_with_logits_bool_pos_weight", "group_norm_negative_n", "lu_unpack_pivot_zero"])
+def test_refused_as_cpu_compiled(case: str) -> None:
+    assert_refused_as_cpu_compiled(REFUSED[case])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lu_unpack_reads_the_first_min_m_n_pivots_as_cpu(mode: str) -> None:
+    def calls(d: str) -> list[torch.Tensor]:
+        lu = torch.arange(16.0, device=d).reshape(2, 2, 4)
+        return [*aten.lu_unpack(lu, _pivots([[2, 2, 1], [1, 2, 2]], d)), *aten.lu_unpack(lu[0], _pivots([2, 1, 7], d))]
+
+    assert_exactly_cpu(calls, mode)
+
+
+def test_lu_unpack_pivots_of_another_batch_refused() -> None:
+    with pytest.raises(RuntimeError, match=r"expected pivots of shape \[3, 2\]"):
+        aten.lu_unpack(_t(3, 2, 2, d="tpu"), _pivots([[1, 2], [2, 1]], "tpu"))

@@ -375,8 +375,15 @@ def _soft_margin_backward(a: Bound) -> None:  # z = exp(-target * input); mul_ou
 def _bce_with_logits(a: Bound) -> None:  # after log_sigmoid's refusal (arg_order_checks)
     x, target, weight, pos_weight = a["self"], a["target"], a.get("weight"), a.get("pos_weight")
     log_sigmoid = [int(s) for s in x.shape]
-    if pos_weight is not None:
-        inplace_shape(log_sigmoid, broadcast(pos_weight.shape, target.shape))
+    if pos_weight is not None:  # log_weight = (pos_weight - 1).mul(target).add_(1); log_sigmoid_input.mul_(it)
+        if pos_weight.dtype == torch.bool:
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        weight_shape = broadcast(pos_weight.shape, target.shape)
+        inplace_shape(log_sigmoid, weight_shape)
+        log_weight = result_type([pos_weight, target])
+        cast_to(result_type([torch.empty(log_sigmoid, dtype=x.dtype, device="meta"),
+                             torch.empty(weight_shape, dtype=log_weight, device="meta")]), x.dtype)
     if target.dtype == torch.bool:  # 1 - target
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                            "`logical_xor()` operator instead.")
