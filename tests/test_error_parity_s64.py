@@ -248,7 +248,23 @@ REFUSED = {
     "lu_unpack_pivot_above_m": lambda d: aten.lu_unpack(_t(2, 4, d=d), _pivots([3, 1], d)),
     "lu_unpack_out_pivot_negative": lambda d: aten.lu_unpack.out(
         _t(3, 2, 2, d=d), _pivots([[1, 2], [2, 2], [-7, 1]], d), P=_t(0, d=d), L=_t(0, d=d), U=_t(0, d=d)),
+    # linspace into bool: the kernel's dispatch (no Bool) before the bounds' conversion (fuzz seed 63)
+    "linspace_bool_out": lambda d: aten.linspace.Scalar_Tensor_out(0, torch.tensor(True, device=d), 3,
+                                                                   out=_t(dtype=torch.bool, d=d)),
+    "linspace_bool_overflowing_end": lambda d: torch.linspace(0, 1e300, 3, dtype=torch.bool, device=d),
+    "logspace_bool": lambda d: torch.logspace(0, 1, 3, dtype=torch.bool, device=d),
 }
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_linspace_logspace_of_one_step_into_bool_as_cpu(mode: str) -> None:
+    def calls(d: str) -> list[torch.Tensor]:
+        return [torch.linspace(0, 1, 1, dtype=torch.bool, device=d),
+                torch.logspace(0, 1, 1, dtype=torch.bool, device=d),
+                torch.logspace(-1000, 1, 1, dtype=torch.bool, device=d),
+                torch.logspace(0, 1, 0, dtype=torch.bool, device=d)]
+
+    assert_exactly_cpu(calls, mode)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -257,7 +273,8 @@ def test_refused_as_cpu(mode: str, case: str) -> None:
     assert_refused_as_cpu(REFUSED[case], mode)
 
 
-@pytest.mark.parametrize("case", ["bce_with_logits_bool_pos_weight", "group_norm_negative_n", "lu_unpack_pivot_zero"])
+@pytest.mark.parametrize("case", ["bce_with_logits_bool_pos_weight", "group_norm_negative_n", "lu_unpack_pivot_zero",
+                                  "linspace_bool_overflowing_end", "logspace_bool"])
 def test_refused_as_cpu_compiled(case: str) -> None:
     assert_refused_as_cpu_compiled(REFUSED[case])
 
