@@ -291,3 +291,27 @@ def test_lu_unpack_reads_the_first_min_m_n_pivots_as_cpu(mode: str) -> None:
 def test_lu_unpack_pivots_of_another_batch_refused() -> None:
     with pytest.raises(RuntimeError, match=r"expected pivots of shape \[3, 2\]"):
         aten.lu_unpack(_t(3, 2, 2, d="tpu"), _pivots([[1, 2], [2, 1]], "tpu"))
+
+
+# in-place foreach ops: CPU's slow kernel runs X_ tensor by tensor, so an earlier tensor's in-place checks fail
+# before a later tensor's dtype refusal, and a later tensor's shape is not read (fuzz seeds 62-64)
+FOREACH_REFUSED = {
+    "lgamma_int_cast_before_complex": lambda d: aten._foreach_lgamma_([_t(1, 5, dtype=I32, d=d),
+                                                                       _t(1, 5, dtype=C64, d=d)]),
+    "minimum_scalar_cast_before_complex": lambda d: aten._foreach_minimum_.Scalar(
+        [_t(dtype=I8, d=d), _t(dtype=C64, d=d)], 0.635),
+    "maximum_list_complex_before_broadcast": lambda d: aten._foreach_maximum_.List(
+        [_t(0, 3, dtype=C64, d=d), _t(3, 1, 4, dtype=C64, d=d)], [_t(0, 3, dtype=C64, d=d), _t(0, 3, d=d)]),
+    "maximum_list_shape_before_complex": lambda d: aten._foreach_maximum_.List(
+        [_t(1, d=d), _t(2, dtype=C64, d=d)], [_t(4, 5, d=d), _t(2, dtype=C64, d=d)]),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(FOREACH_REFUSED))
+def test_foreach_inplace_refused_in_cpus_tensor_order(mode: str, case: str) -> None:
+    assert_refused_as_cpu(FOREACH_REFUSED[case], mode)
+
+
+def test_foreach_inplace_refused_in_cpus_tensor_order_compiled() -> None:
+    assert_refused_as_cpu_compiled(FOREACH_REFUSED["lgamma_int_cast_before_complex"])

@@ -360,9 +360,26 @@ def refuse(op: Any, args: tuple, kwargs: Mapping[str, Any],
     rules = rules_for(op) if rules is None else rules
     refusal = _refusal(rules, op, args, kwargs) if rules else None
     if refusal is not None:
+        if _in_place(op) and packet_name(op).startswith(_FOREACH):  # CPU's loop: X_ per tensor, in order
+            args, kwargs = _foreach_tensors_before(op, args, kwargs, rules)
         if refusal not in _IN_PLACE_REFUSALS:  # those are ATen's first check
             _raise_earlier_check(op, args, kwargs)
         raise refusal[0](refusal[1])
+
+
+def _foreach_tensors_before(op: Any, args: tuple, kwargs: Mapping[str, Any],
+                            rules: Mapping[str, tuple[type[Exception], str]]) -> tuple[tuple, dict[str, Any]]:
+    """The in-place checks of the tensors up to the first refused one (ops/foreach_order.py); the call cut to
+    that tensor, whose own earlier checks come next."""
+    from torchtpu.ops import foreach_order
+
+    keys = checked_keys(op, args, kwargs)
+    j = next((i for i, key in enumerate(keys) if key in rules), None)
+    if j is None or not foreach_order.same_lengths(op, args, kwargs):
+        return args, dict(kwargs)
+    functional, _, _ = _functional_foreach(op, args, kwargs)
+    foreach_order.check_tensors_before(op, functional, args, kwargs, j)
+    return foreach_order.cut(op, args, kwargs, j)
 
 
 def _on_meta(value: Any) -> Any:
