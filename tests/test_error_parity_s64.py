@@ -315,3 +315,24 @@ def test_foreach_inplace_refused_in_cpus_tensor_order(mode: str, case: str) -> N
 
 def test_foreach_inplace_refused_in_cpus_tensor_order_compiled() -> None:
     assert_refused_as_cpu_compiled(FOREACH_REFUSED["lgamma_int_cast_before_complex"])
+
+
+def _per_sample_backward(indices: torch.dtype, offset2bag: torch.dtype):
+    def call(d: str) -> torch.Tensor:
+        return aten._embedding_bag_per_sample_weights_backward(
+            _t(2, 3, d=d), _t(5, 3, d=d), torch.tensor([1, 2, 3], dtype=indices, device=d),
+            torch.tensor([0, 1], dtype=indices, device=d), torch.tensor([0, 1, 1], dtype=offset2bag, device=d), 0)
+
+    return call
+
+
+# _embedding_bag_per_sample_weights_backward: offset2bag's index types, then its type against indices' (seed 66)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("indices", "offset2bag"), [(I64, F32), (I64, I32), (I32, I64)])
+def test_per_sample_weights_backward_offset2bag_refused_as_cpu(mode: str, indices: torch.dtype,
+                                                               offset2bag: torch.dtype) -> None:
+    assert_refused_as_cpu(_per_sample_backward(indices, offset2bag), mode)
+
+
+def test_per_sample_weights_backward_offset2bag_refused_compiled() -> None:
+    assert_refused_as_cpu_compiled(_per_sample_backward(I64, F32))
