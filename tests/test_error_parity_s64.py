@@ -253,6 +253,8 @@ REFUSED = {
                                                                    out=_t(dtype=torch.bool, d=d)),
     "linspace_bool_overflowing_end": lambda d: torch.linspace(0, 1e300, 3, dtype=torch.bool, device=d),
     "logspace_bool": lambda d: torch.logspace(0, 1, 3, dtype=torch.bool, device=d),
+    "linspace_bool_1d_start": lambda d: aten.linspace.Tensor_Scalar_out(_t(3, d=d), 1, 3,
+                                                                      out=_t(dtype=torch.bool, d=d)),  # seed 64
 }
 
 
