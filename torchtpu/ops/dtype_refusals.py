@@ -378,7 +378,7 @@ def _foreach_tensors_before(op: Any, args: tuple, kwargs: Mapping[str, Any],
     if j is None or not foreach_order.same_lengths(op, args, kwargs):
         return args, dict(kwargs)
     functional, _, _ = _functional_foreach(op, args, kwargs)
-    foreach_order.check_tensors_before(op, functional, args, kwargs, j)
+    foreach_order.check_tensors_before(op, functional, args, kwargs, j, _raise_earlier_check)
     return foreach_order.cut(op, args, kwargs, j)
 
 

@@ -6,7 +6,7 @@ int32 cast; _foreach_maximum_ raised a third pair's broadcast error, CPU the fir
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -57,13 +57,17 @@ def same_lengths(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> bool:
     return len({len(bound[name]) for name in _lists(bound)}) <= 1
 
 
-def check_tensors_before(op: Any, functional: Any, args: tuple, kwargs: Mapping[str, Any], j: int) -> None:
-    """Raises the first in-place check CPU's loop fails for tensors 0..j of an in-place foreach call: the
-    broadcast of the i-th operands against self[i]'s shape, then the i-th result type's cast into self[i]."""
+def check_tensors_before(op: Any, functional: Any, args: tuple, kwargs: Mapping[str, Any], j: int,
+                         earlier: Callable[[Any, tuple, Mapping[str, Any]], None]) -> None:
+    """Raises the first check CPU's loop fails for tensors 0..j of an in-place foreach call: before tensor j, the
+    tensor's own earlier checks (`earlier`: X's argument checks and meta function, as for a whole call); then
+    the broadcast of the i-th operands against self[i]'s shape and the i-th result type's cast into self[i]."""
     from torchtpu.ops.cpu_raise_checks import _cpp, broadcast, cast_to
 
     for i in range(j + 1):
         one_args, one_kwargs = cut(op, args, kwargs, i)
+        if i < j:
+            earlier(op, one_args, one_kwargs)
         at = _bound(op, one_args, one_kwargs)
         tensors = [v[0] for v in at.values() if isinstance(v, list | tuple) and v and isinstance(v[0], torch.Tensor)]
         tensors += [v for v in at.values() if isinstance(v, torch.Tensor)]
@@ -77,10 +81,10 @@ def check_tensors_before(op: Any, functional: Any, args: tuple, kwargs: Mapping[
             raise RuntimeError(f"output with shape {sizes_text(self.shape)} doesn't match the broadcast shape "
                                f"{sizes_text(shape)}")
         dtype = _result_dtype(functional, one_args, one_kwargs)
-        if dtype is not None and dtype != self.dtype and not dtype.is_complex:  # a complex result: X's own
-            if _clamp_scalar(op) and not torch.can_cast(dtype, self.dtype):    # complex checks come first
+        if dtype is not None and dtype != self.dtype and not (dtype.is_complex and _clamp_scalar(op)):
+            if _clamp_scalar(op) and not torch.can_cast(dtype, self.dtype):  # (a complex clamp bound: clamp's
                 raise RuntimeError(f"result type {aten_type_name(dtype)} can't be cast to the desired output type "
-                                   f"{_cpp(self.dtype)}")  # clamp's scalar path prints the C++ type
+                                   f"{_cpp(self.dtype)}")  # own check first) clamp's Scalar path: C++ names
             cast_to(dtype, self.dtype)
 
 
