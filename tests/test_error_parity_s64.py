@@ -338,3 +338,16 @@ def test_per_sample_weights_backward_offset2bag_refused_as_cpu(mode: str, indice
 
 def test_per_sample_weights_backward_offset2bag_refused_compiled() -> None:
     assert_refused_as_cpu_compiled(_per_sample_backward(I64, F32))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cumulative_of_empty_bool_into_bool_out_as_cpu(mode: str) -> None:
+    """An empty self never reaches cumsum/cumprod's dispatch (which refuses bool) on CPU (fuzz seed 64)."""
+    def calls(d: str) -> list[torch.Tensor]:
+        b = torch.bool
+        return [aten.cumprod.out(_t(5, 0, 0, 2, dtype=b, d=d), -4, out=_t(0, dtype=b, d=d)),
+                aten.cumsum.out(_t(0, dtype=b, d=d), 0, out=_t(0, dtype=b, d=d))]
+
+    assert_exactly_cpu(calls, mode)
+    assert_refused_as_cpu(lambda d: aten.cumprod.out(_t(2, dtype=torch.bool, d=d), 0, out=_t(0, dtype=torch.bool, d=d)),
+                          mode)

@@ -229,7 +229,7 @@ def checked_keys(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> list[str | 
 # softmax is an empty bool tensor on CPU, fuzz seed 4; the random samplers' TensorIterator never calls the kernel
 # for no elements: normal of an empty uint8 tensor, seed 9)
 _EMPTY_NOT_DISPATCHED = frozenset({"_softmax", "_log_softmax", "normal", "geometric", "exponential", "log_normal",
-                                   "random", "bernoulli"})
+                                   "random", "bernoulli", "cumsum", "cumprod"})  # cumsum/cumprod: seed 64
 
 
 def _all_empty(args: tuple, kwargs: Mapping[str, Any]) -> bool:
