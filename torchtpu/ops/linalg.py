@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution import out_layout
+from torchtpu.ops import lu_pivots
 from torchtpu.ops import prims as P
 from torchtpu.ops.cpu_raise_checks import broadcast
 from torchtpu.ops.linalg_checks import (
@@ -247,29 +248,8 @@ def _unpack(lu: Sym, pivots: Sym, unpack_data: bool, unpack_pivots: bool) -> tup
 @lower(aten.lu_unpack.default)
 def lu_unpack(LU_data: Sym, LU_pivots: Sym, unpack_data: bool = True, unpack_pivots: bool = True  # noqa: N803
               ) -> tuple[Sym, Sym, Sym]:
-    if unpack_pivots:
-        LU_pivots = _checked_pivots(LU_data, LU_pivots)  # noqa: N806
+    LU_pivots = lu_pivots.checked(LU_data, LU_pivots) if unpack_pivots else LU_pivots  # noqa: N806
     return _unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)  # in LU's own dtype, as on CPU
-
-
-def _checked_pivots(lu: Sym, pivots: Sym) -> Sym:
-    """lu_unpack's pivots as CPU's unpack_pivots kernel reads them: the first min(m, n) of each of LU's batch
-    entries (pivots with other batch dims, or fewer per entry, CPU reads past their end or across batches
-    unchecked: refused), each in 1..m, which the kernel checks (asserted where the program runs; fuzz seed 62: tpu
-    computed pivots of 0 and failed in a reshape for others)."""
-    m, n = lu.shape[-2:]
-    k = min(m, n)
-    if pivots.ndim == 0 or tuple(pivots.shape[:-1]) != tuple(lu.shape[:-2]) or pivots.shape[-1] < k:
-        raise RuntimeError(f"lu_unpack: LU_pivots of shape {list(pivots.shape)} with LU_data of shape "
-                           f"{list(lu.shape)} is not supported on tpu: expected pivots of shape "
-                           f"{list((*lu.shape[:-2], k))} (LU_data's batch dims and min(m, n), as "
-                           "torch.linalg.lu_factor returns them)")
-    pivots = P.slice_dim(pivots, pivots.ndim - 1, 0, k)
-    if pivots.numel():
-        flat = P.reshape(P.convert(pivots, torch.int64) - 1, (pivots.numel(),))
-        P.check_index(flat, m, "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you "
-                      "properly pass the result of lu_factor?", error="RuntimeError")
-    return pivots
 
 
 @lower(aten.linalg_lu.default)
