@@ -255,6 +255,13 @@ REFUSED = {
     "logspace_bool": lambda d: torch.logspace(0, 1, 3, dtype=torch.bool, device=d),
     "linspace_bool_1d_start": lambda d: aten.linspace.Tensor_Scalar_out(_t(3, d=d), 1, 3,
                                                                       out=_t(dtype=torch.bool, d=d)),  # seed 64
+    # seed 66: logaddexp2.out's broadcast and cast before its dispatch, polygamma's negative n before its dispatch
+    "logaddexp2_out_complex_into_float": lambda d: aten.logaddexp2.out(_t(2, dtype=C64, d=d), _t(2, dtype=C64, d=d),
+                                                                       out=_t(0, d=d)),
+    "logaddexp_out_complex_into_float": lambda d: aten.logaddexp.out(_t(2, dtype=C64, d=d), _t(2, dtype=C64, d=d),
+                                                                     out=_t(0, d=d)),
+    "polygamma_out_negative_n_complex": lambda d: aten.polygamma.out(-1, _t(2, dtype=C64, d=d), out=_t(0, d=d)),
+    "polygamma_negative_n_bool": lambda d: aten.polygamma(-1, _t(2, dtype=torch.bool, d=d)),
 }
 
 
