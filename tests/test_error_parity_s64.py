@@ -262,6 +262,11 @@ REFUSED = {
                                                                      out=_t(0, d=d)),
     "polygamma_out_negative_n_complex": lambda d: aten.polygamma.out(-1, _t(2, dtype=C64, d=d), out=_t(0, d=d)),
     "polygamma_negative_n_bool": lambda d: aten.polygamma(-1, _t(2, dtype=torch.bool, d=d)),
+    # seed 67: frac.out's same-dtype check before the dispatch; argmax/argmin's complex and bool before the dim
+    "frac_out_bool_into_int8": lambda d: aten.frac.out(_t(2, dtype=torch.bool, d=d), out=_t(0, dtype=I8, d=d)),
+    "frac_out_float_into_double": lambda d: aten.frac.out(_t(2, d=d), out=_t(0, dtype=F64, d=d)),
+    "argmax_complex_bad_dim": lambda d: aten.argmax(_t(2, 2, 2, 2, dtype=C64, d=d), 4),
+    "argmin_bool_bad_dim": lambda d: aten.argmin(_t(2, dtype=torch.bool, d=d), 4),
 }
 
 
