@@ -115,9 +115,9 @@ def polynomial(fn: str, x: _F, nf: _F) -> _F:
         v = where((fabs(x) < 1.0) | fabs(x).eq(1.0), v, _limited(n, v))
     else:
         if fn == "hermite_h":
-            rec = _recurrence(x, n, n >= 1.0, x + x, lambda px, k, p, q: (px + px) * q - 2.0 * k * p)
+            rec = _recurrence(x, n, n >= 1.0, x + x, lambda px, k, p, q: _fma(px + px, q, -(2.0 * k * p)))
         elif fn == "hermite_he":
-            rec = _recurrence(x, n, n >= 1.0, x, lambda px, k, p, q: px * q - k * p)
+            rec = _recurrence(x, n, n >= 1.0, x, lambda px, k, p, q: _fma(px, q, -(k * p)))
         elif fn == "laguerre_l":
             rec = _recurrence(x, n, n >= 1.0, 1.0 - x,
                               lambda px, k, p, q: ((2.0 * k + 1.0 - px) * q - k * p) / (k + 1.0))

@@ -32,9 +32,22 @@ def _call(name: str, seed: int, index: int):  # noqa: ANN202 - a fuzz Call
     ("aten._native_batch_norm_legit_no_training.default", 28, 1),  # running stats of shape [0]: segfault
     ("aten.lcm.default", 41, 2),  # int64 -2^63 with 2^63 - 1: gcd -1, INT_MIN / -1 is SIGFPE
     ("aten.lcm_.default", 44, 0),  # the same in int32
+    ("aten._log_softmax_backward_data.out", 65, 1),  # grad [1, 1, 0], output [2], dim 1: SIGFPE
 ])
 def test_rule_names_the_crashing_call(name: str, seed: int, index: int) -> None:
     assert cpu_crashes(_call(name, seed, index)) is not None
+
+
+def test_softmax_backward_rule_leaves_empty_grads_of_output_shape_to_the_comparison() -> None:
+    backward = {str(o): o for o in registered()}["aten._softmax_backward_data.default"]
+
+    def call(grad: tuple, output: tuple, dim: int) -> Call:
+        return Call(backward, [TensorArg(torch.ones(grad)), TensorArg(torch.ones(output)), dim, torch.float32])
+
+    for grad, output, dim in (((1, 1, 0), (1, 1, 0), 1), ((1, 1, 0), (2,), 2), ((0,), (2,), 0), ((2,), (3,), 0)):
+        assert cpu_crashes(call(grad, output, dim)) is None, (grad, output, dim)
+    for grad, output, dim in (((1, 1, 0), (2,), 1), ((1, 0, 1), (2,), 0), ((1, 0), (3,), 0)):
+        assert cpu_crashes(call(grad, output, dim)) is not None, (grad, output, dim)
 
 
 def test_rule_leaves_valid_pool_indices_to_the_comparison() -> None:

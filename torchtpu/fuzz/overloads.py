@@ -249,6 +249,18 @@ def _lcm_divides_min_by_minus_one(call: Any) -> bool:
     return any(_c_gcd(lo, int(v), lo) in (-1, None) for v in b[a == lo].unique().tolist())
 
 
+def _softmax_backward_empty_grad(call: Any) -> bool:
+    """Whether a (log_)softmax backward's grad_output is empty along a dim other than `dim` while output has another
+    shape: CPU's host_softmax_backward sizes its loop from both and divides by a zero inner size (SIGFPE)."""
+    if len(call.args) < 3 or not all(hasattr(a, "base") for a in call.args[:2]):
+        return False
+    grad, output = (x.materialize("cpu") for x in call.args[:2])
+    if grad.numel() or grad.shape == output.shape or not grad.dim() or not isinstance(call.args[2], int):
+        return False
+    dim = call.args[2]
+    return -grad.dim() <= dim < grad.dim() and grad.shape[dim] != 0
+
+
 def _fused_optim_unchecked(call: Any) -> bool:
     """Whether a fused optimizer step (_fused_sgd_ / _fused_adam_ / _fused_adamw_) whose lists CPU's length checks
     pass holds a grad or state tensor of another shape than its param, or a non-contiguous one: CPU's kernels read
@@ -386,6 +398,11 @@ CPU_CRASHES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "CPU's lcm kernel computes a / gcd(a, b) * b with ATen's calc_gcd, whose abs wraps: gcd(INT_MIN, INT_MAX) is "
         "-1 in C, and INT_MIN / -1 traps (SIGFPE, torch 2.13; fuzz seed 41 call 2: lcm of int64 -2^63 and 2^63 - 1; "
         "seed 44 call 0: lcm_ of int32); tpu computes the wrapped quotient"),
+    "aten::_*softmax_backward_data*": (
+        _softmax_backward_empty_grad,
+        "CPU's softmax backward kernels trap (SIGFPE, torch 2.13; fuzz seed 65 call 1: _log_softmax_backward_data.out "
+        "with grad float16[1, 1, 0], output [2], dim 1): an empty grad_output of another shape than output, not "
+        "empty along dim, gives a zero divisor in the kernel's loop sizes; the shapes are never checked"),
 }
 
 

@@ -395,6 +395,19 @@ def _nonzero_static(a: Bound) -> None:  # its first check, before the out= dtype
         raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
 
 
+def _binary_out_cast(a: Bound) -> None:  # logaddexp(2).out: the iterator's broadcast and cast before the dispatch
+    out = a.get("out")
+    if out is None or not (isinstance(a["self"], torch.Tensor) and isinstance(a["other"], torch.Tensor)):
+        return
+    cpu_raise_checks.broadcast(a["self"].shape, a["other"].shape)
+    cpu_raise_checks.cast_to(cpu_raise_checks.result_type([a["self"], a["other"]]), out.dtype)  # fuzz seed 66
+
+
+def _polygamma(a: Bound) -> None:  # polygamma's meta refuses a negative n before the dispatch (fuzz seed 66)
+    if isinstance(a.get("n"), int) and a["n"] < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+
+
 _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "glu": _glu, "glu_backward": _glu, "clamp": _clamp, "clamp_": _clamp_inplace, "log_normal_": _log_normal,
     "log_normal": _log_normal, "select_scatter": _select_scatter, "histogram": _histogram_bins,
@@ -411,12 +424,14 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "tril_indices": _tri_indices("tril_indices"), "triu_indices": _tri_indices("triu_indices"),
     "_cdist_backward": _cdist_backward, "hypot_": binary_inplace, "nonzero_static": _nonzero_static,
     "baddbmm": error_class_checks.baddbmm_out_dtype,
-    "smooth_l1_loss": _smooth_l1_loss,
+    "smooth_l1_loss": _smooth_l1_loss, "logaddexp": _binary_out_cast, "logaddexp2": _binary_out_cast,
+    "polygamma": _polygamma, "frac": _hardswish_out,  # frac.out: the unary iterator's same dtype (seed 67)
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
 _REFUSAL_BEFORE_OUT = frozenset({"median.out", "nanmedian.out", "igamma.out", "igammac.out",
                                  "bitwise_left_shift.Scalar_Tensor_out",
-                                 "bitwise_right_shift.Scalar_Tensor_out", "div.Scalar_mode_out"})
+                                 "bitwise_right_shift.Scalar_Tensor_out", "div.Scalar_mode_out",
+                                 "log_sigmoid_forward.output"})  # resize_as_ the outs, dispatch on input (seed 62)
 # the median checks that read a dim
 _MEDIAN_DIM = frozenset({"dim", "dim_values"})
 

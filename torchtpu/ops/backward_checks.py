@@ -65,17 +65,41 @@ def check_prelu_backward(grad_output: Any, self: Any, weight: Any) -> None:
     floating_kernel("prelu_backward_cpu", self.dtype)
 
 
-def check_embedding_bag_per_sample_weights_backward(grad: Any, weight: Any, indices: Any, mode: int) -> None:
-    """_embedding_bag_per_sample_weights_backward_cpu_template's checks (the ranks are AT_ASSERTs there)."""
+def check_embedding_bag_per_sample_weights_backward(grad: Any, weight: Any, indices: Any, mode: int,
+                                                    offset2bag: Any = None) -> None:
+    """_embedding_bag_per_sample_weights_backward_cpu_template's checks in its order (the ranks are AT_ASSERTs
+    there): grad's rank, indices' types and rank, weight's, then offset2bag's types, its type against indices',
+    its rank (fuzz seed 66: a float offset2bag failed in tpu's index_select)."""
     if mode != 0:
         raise RuntimeError("embedding_bag_backward: per_sample_weights only supported for mode='sum'")
-    for ok, what in ((grad.ndim == 2, "grad.dim() == 2"), (indices.ndim == 1, "indices.dim() == 1"),
-                     (weight.ndim == 2, "weight.dim() == 2")):
-        if not ok:
-            raise RuntimeError(f"{what} INTERNAL ASSERT FAILED (embedding_bag_backward: per_sample_weights)")
+    _assert(grad.ndim == 2, "grad.dim() == 2")
+    _index_types(indices, "indices")
+    _assert(indices.ndim == 1, "indices.dim() == 1")
+    _assert(weight.ndim == 2, "weight.dim() == 2")
     if weight.shape[1] != grad.shape[1]:
         raise RuntimeError("weight.sizes()[1] == embedding_features INTERNAL ASSERT FAILED (embedding_bag_backward: "
                            "per_sample_weights)")
+    if offset2bag is None:
+        return
+    _index_types(offset2bag, "offset2bag")
+    if offset2bag.dtype != indices.dtype:  # read as indices' index type
+        raise RuntimeError(f"expected scalar type {aten_type_name(indices.dtype)} but found "
+                           f"{aten_type_name(offset2bag.dtype)}")
+    _assert(offset2bag.ndim == 1, "offset2bag.dim() == 1")
+
+
+def _assert(ok: bool, what: str) -> None:
+    if not ok:
+        raise RuntimeError(f"{what} INTERNAL ASSERT FAILED (embedding_bag_backward: per_sample_weights)")
+
+
+def _index_types(t: Any, name: str) -> None:  # checkScalarTypes("embedding_bag", {t, name, 1}, {kLong, kInt})
+    from torchtpu.ops.arg_checks import legacy_type_name
+
+    if t.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the following scalar types: "
+                           f"Long, Int; but got {legacy_type_name(t.dtype)} instead (while checking arguments for "
+                           "embedding_bag)")
 
 
 def _sigmoid_result(dtype: torch.dtype) -> torch.dtype:

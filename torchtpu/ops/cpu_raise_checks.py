@@ -14,7 +14,8 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 - cumsum_ / cumprod_: check_inplace of a dtype= other than self's.
 - binary_cross_entropy, huber_loss_backward, soft_margin_loss.out: TensorIterator's check_all_same_dtype
   (outputs first, then the inputs, against the first input's dtype).
-- smooth_l1_loss_backward: enforce_safe_casting_to_output to grad_input's (or self's) dtype.
+- smooth_l1_loss_backward, mse_loss_backward: enforce_safe_casting_to_output to grad_input's (or self's) dtype,
+  then the kernel's real dispatch on it (no complex, no bool).
 - bucketize: 1-D boundaries (before searchsorted's checks).
 - as_strided_scatter: as_strided's checks on self's clone (strides, offset, storage size and bounds), then src
   of the slice's size.
@@ -270,9 +271,14 @@ def _float_of(dtype: torch.dtype) -> torch.dtype:
     return dtype if dtype.is_floating_point or dtype.is_complex else torch.float32
 
 
-def _smooth_l1_backward(a: Bound) -> None:
+def _real_backward(kernel: str) -> Callable[[Bound], None]:
     """TensorIterator over (grad_input; self, target, grad_output): the broadcast shape, then the common dtype cast
-    safely to grad_input's (or self's), then the kernel's dispatch on that output dtype (real types only)."""
+    safely to grad_input's (or self's), then the kernel's dispatch on the common dtype (real types only):
+    smooth_l1_loss_backward, and mse_loss_backward (fuzz seed 57: tpu computed a complex one)."""
+    return lambda a: _real_iterator_backward(a, kernel)
+
+
+def _real_iterator_backward(a: Bound, kernel: str) -> None:
     x, target, grad = a["self"], a["target"], a["grad_output"]
     tensors = [t for t in (x, target, grad) if _is_tensor(t)]
     shape: Sequence[int] = []
@@ -284,9 +290,9 @@ def _smooth_l1_backward(a: Bound) -> None:
     if common is not None and not _can_cast(common, target_dtype):
         raise RuntimeError(f"result type {aten_type_name(common)} can't be cast to the desired output type "
                            f"{aten_type_name(target_dtype)}")
-    if target_dtype.is_complex or target_dtype == torch.bool:
-        name = aten_type_name(target_dtype)
-        raise NotImplementedError(f"\"smooth_l1_backward_cpu_out\" not implemented for '{name}'")
+    if common is not None and (common.is_complex or common == torch.bool):  # the inputs' common dtype, not the
+        name = aten_type_name(common)                                     # out's: real operands fill a complex out
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 
 def _bucketize(a: Bound) -> None:
@@ -369,8 +375,15 @@ def _soft_margin_backward(a: Bound) -> None:  # z = exp(-target * input); mul_ou
 def _bce_with_logits(a: Bound) -> None:  # after log_sigmoid's refusal (arg_order_checks)
     x, target, weight, pos_weight = a["self"], a["target"], a.get("weight"), a.get("pos_weight")
     log_sigmoid = [int(s) for s in x.shape]
-    if pos_weight is not None:
-        inplace_shape(log_sigmoid, broadcast(pos_weight.shape, target.shape))
+    if pos_weight is not None:  # log_weight = (pos_weight - 1).mul(target).add_(1); log_sigmoid_input.mul_(it)
+        if pos_weight.dtype == torch.bool:
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        weight_shape = broadcast(pos_weight.shape, target.shape)
+        inplace_shape(log_sigmoid, weight_shape)
+        log_weight = result_type([pos_weight, target])
+        cast_to(result_type([torch.empty(log_sigmoid, dtype=x.dtype, device="meta"),
+                             torch.empty(weight_shape, dtype=log_weight, device="meta")]), x.dtype)
     if target.dtype == torch.bool:  # 1 - target
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                            "`logical_xor()` operator instead.")
@@ -443,7 +456,11 @@ def checked_convert(value: Any, dtype: torch.dtype) -> None:
 def _linspace(a: Bound) -> None:  # the kernel's start.to<scalar_t>() and end.to<scalar_t>() (steps > 1)
     out = a.get("out")
     dtype = a.get("dtype") or (out.dtype if out is not None else torch.get_default_dtype())
+    if any(_is_tensor(a.get(k)) and len(a[k].shape) for k in ("start", "end")):
+        return  # the Tensor overloads' 0-dim check comes first (ops/factory.py's _scalars)
     if int(a.get("steps", 0)) > 1:
+        if dtype == torch.bool:  # the kernel's dispatch (all types but bool) comes first (fuzz seed 63)
+            raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
         checked_convert(a["start"], dtype)
         checked_convert(a["end"], dtype)
 
@@ -504,7 +521,8 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "multinomial": _multinomial, "softshrink": _softshrink, "hardtanh": _hardtanh, "hardtanh_": _hardtanh,
     "threshold_backward": _threshold_backward, "cumsum_": _cumulative_inplace, "cumprod_": _cumulative_inplace,
     "binary_cross_entropy": _bce, "huber_loss_backward": _huber_backward, "soft_margin_loss": _soft_margin_out,
-    "smooth_l1_loss_backward": _smooth_l1_backward, "bucketize": _bucketize,
+    "smooth_l1_loss_backward": _real_backward("smooth_l1_backward_cpu_out"), "bucketize": _bucketize,
+    "mse_loss_backward": _real_backward("mse_backward_cpu_out"),
     "as_strided_scatter": _as_strided_scatter, "glu_backward": _glu_backward,
     "soft_margin_loss_backward": _soft_margin_backward, "binary_cross_entropy_with_logits": _bce_with_logits,
 }

@@ -107,15 +107,19 @@ def _bce_backward_weight(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         else:  # CPU's iterator over squeezed views: grad_input (self's shape) holds its first elements
             operands = torch.broadcast_tensors(_squeezed(grad), _squeezed(x), _squeezed(target))
             plain = aten.binary_cross_entropy_backward.default(*operands, None, 0)
-            if out is not None:  # the out= tensor's own squeezed view is the iterator's output
-                if _squeezed(out).shape != plain.shape:
+            if out is not None:  # the out= tensor's own squeezed view is the iterator's output, resized in
+                # out's storage: an empty or contiguous out= keeps its shape and reads the first elements (seed 62)
+                if _squeezed(out).shape != plain.shape and out.numel() and not out.is_contiguous():
                     raise RuntimeError(
-                        f"binary_cross_entropy_backward: a grad_input= of shape {list(out.shape)} with grad_output "
-                        f"{list(grad.shape)}, self {list(x.shape)} and target {list(target.shape)} of other shapes "
-                        "is not supported on tpu (CPU writes a squeezed view of it); pass a grad_input of shape "
-                        f"{list(plain.shape)} or operands of self's shape")
+                        f"binary_cross_entropy_backward: a non-contiguous grad_input= of shape {list(out.shape)} with "
+                        f"grad_output {list(grad.shape)}, self {list(x.shape)} and target {list(target.shape)} of "
+                        "other shapes is not supported on tpu (CPU writes a squeezed view of it); pass a grad_input "
+                        f"of shape {list(plain.shape)} or operands of self's shape")
             holder = x if out is None else out
-            plain = plain.reshape(-1)[:holder.numel()].reshape(holder.shape)
+            flat = plain.reshape(-1)
+            if out is not None and out.numel() > flat.numel():  # the rest of out keeps its values
+                flat = torch.cat([flat, out.reshape(-1)[flat.numel():].to(flat.dtype)])
+            plain = flat[:holder.numel()].reshape(holder.shape)
         result = plain if weight is None else (plain * weight).to(plain.dtype)
         if bound["reduction"] == 1:
             result = result / x.numel()

@@ -139,11 +139,9 @@ def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-# refusals OpInfo's samples never reach, so the miner cannot record them: a backward op in a dtype whose forward is
-# refused first (CPU's and CUDA's mse_backward kernels refuse bool; fuzz seed 57. Complex is not listed: with a real
-# self CPU's iterator raises its cast error before the dispatch, which the promoted-dtype key cannot tell apart)
-_NOT_MINED = {
-    "mse_loss_backward": {"bool": ["NotImplementedError", "\"mse_backward_cpu_out\" not implemented for 'Bool'"]}}
+# refusals OpInfo's samples never reach, so the miner cannot record them (mse_loss_backward's bool and complex:
+# ops/cpu_raise_checks.py, after its iterator's cast check)
+_NOT_MINED: dict[str, dict[str, list[str]]] = {}
 
 
 @functools.cache
@@ -231,7 +229,7 @@ def checked_keys(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> list[str | 
 # softmax is an empty bool tensor on CPU, fuzz seed 4; the random samplers' TensorIterator never calls the kernel
 # for no elements: normal of an empty uint8 tensor, seed 9)
 _EMPTY_NOT_DISPATCHED = frozenset({"_softmax", "_log_softmax", "normal", "geometric", "exponential", "log_normal",
-                                   "random", "bernoulli"})
+                                   "random", "bernoulli", "cumsum", "cumprod"})  # cumsum/cumprod: seed 64
 
 
 def _all_empty(args: tuple, kwargs: Mapping[str, Any]) -> bool:
@@ -362,9 +360,31 @@ def refuse(op: Any, args: tuple, kwargs: Mapping[str, Any],
     rules = rules_for(op) if rules is None else rules
     refusal = _refusal(rules, op, args, kwargs) if rules else None
     if refusal is not None:
-        if refusal not in _IN_PLACE_REFUSALS:  # those are ATen's first check
+        if _in_place(op) and packet_name(op).startswith(_FOREACH):  # CPU's loop: X_ per tensor, in order
+            args, kwargs = _foreach_tensors_before(op, args, kwargs, rules)
+        if refusal not in _IN_PLACE_REFUSALS and packet_name(op) not in _FIRST_CHECK:  # ATen's first check
             _raise_earlier_check(op, args, kwargs)
         raise refusal[0](refusal[1])
+
+
+# ops whose dtype refusal is their meta function's first check (check_argmax_argmin: complex, then bool, then the
+# dim; fuzz seed 67: a complex argmax with dim 4 of a 4-d self raised the dim's IndexError)
+_FIRST_CHECK = frozenset({"argmax", "argmin"})
+
+
+def _foreach_tensors_before(op: Any, args: tuple, kwargs: Mapping[str, Any],
+                            rules: Mapping[str, tuple[type[Exception], str]]) -> tuple[tuple, dict[str, Any]]:
+    """The in-place checks of the tensors up to the first refused one (ops/foreach_order.py); the call cut to
+    that tensor, whose own earlier checks come next."""
+    from torchtpu.ops import foreach_order
+
+    keys = checked_keys(op, args, kwargs)
+    j = next((i for i, key in enumerate(keys) if key in rules), None)
+    if j is None or not foreach_order.same_lengths(op, args, kwargs):
+        return args, dict(kwargs)
+    functional, _, _ = _functional_foreach(op, args, kwargs)
+    foreach_order.check_tensors_before(op, functional, args, kwargs, j, _raise_earlier_check)
+    return foreach_order.cut(op, args, kwargs, j)
 
 
 def _on_meta(value: Any) -> Any:

@@ -182,7 +182,7 @@ def embedding_bag_dense_backward(grad: Sym, indices: Sym, offset2bag: Sym, bag_s
 @lower(aten._embedding_bag_per_sample_weights_backward.default)
 def per_sample_weights_backward(grad: Sym, weight: Sym, indices: Sym, offsets: Sym, offset2bag: Sym, mode: int,
                                 padding_idx: int = -1) -> Sym:
-    backward_checks.check_embedding_bag_per_sample_weights_backward(grad, weight, indices, mode)
+    backward_checks.check_embedding_bag_per_sample_weights_backward(grad, weight, indices, mode, offset2bag)
     idx = P.convert(indices, torch.int64)
     n = idx.shape[0]
     acc = _acc(grad)

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from torchtpu.execution import out_layout
+from torchtpu.ops import lu_pivots
 from torchtpu.ops import prims as P
 from torchtpu.ops.cpu_raise_checks import broadcast
 from torchtpu.ops.linalg_checks import (
@@ -247,6 +248,7 @@ def _unpack(lu: Sym, pivots: Sym, unpack_data: bool, unpack_pivots: bool) -> tup
 @lower(aten.lu_unpack.default)
 def lu_unpack(LU_data: Sym, LU_pivots: Sym, unpack_data: bool = True, unpack_pivots: bool = True  # noqa: N803
               ) -> tuple[Sym, Sym, Sym]:
+    LU_pivots = lu_pivots.checked(LU_data, LU_pivots) if unpack_pivots else LU_pivots  # noqa: N806
     return _unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)  # in LU's own dtype, as on CPU
 
 

@@ -138,6 +138,8 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: tor
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     out = _linspace_dtype(start, end, dtype, "torch.logspace()")
+    if out == torch.bool and steps <= 1:  # no dispatch: an empty result, or pow(base, start) filled (nonzero: True)
+        return P.full(steps == 1 and c_pow(float(base), float(start)) != 0, (steps,), out)
     if out == torch.bool or not (out.is_floating_point or out.is_complex or out in _NUMPY_INT):
         raise NotImplementedError(f'"logspace_cpu" not implemented for \'{str(out).removeprefix("torch.").title()}\'')
     if steps == 0:

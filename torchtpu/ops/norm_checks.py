@@ -174,6 +174,8 @@ def check_group_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.T
                                f"but got {name} of shape {list(weight.shape) if weight is not None else [0]} and "
                                f"input of shape {list(x.shape)}")
     _check_dtypes(x, (weight, bias))
+    if n < 0:  # at::empty({N, group}) for mean and rstd, before the kernel (fuzz seed 57)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}, {group}]")
     if x.dtype not in FLOATS:  # GroupNormKernelImpl's dispatch, then its size check (fuzz seed 54)
         raise NotImplementedError(f"\"GroupNormKernelImpl\" not implemented for '{aten_type_name(x.dtype)}'")
     _enforce(x.numel() == n * c * hxw, "X.numel() == N * C * HxW")

@@ -80,7 +80,16 @@ def _fill_float_std(output: torch.Tensor, mean: float, std: torch.Tensor, genera
     _check_mean_fits(mean, output.dtype)
     if output.numel():
         output.normal_(0.0, 1.0, generator=generator)
-    return output.mul_(std).add_(torch.full((), mean, dtype=output.dtype, device=output.device))
+    return output.mul_(std).add_(_mean_tensor(mean, output.dtype, output.device))
+
+
+def _mean_tensor(mean: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The mean as CPU's kernel converts it: checked into an integer, float32 or complex64 output (full's words),
+    unchecked into float16 and bfloat16, where a mean beyond their range is +-inf (fuzz: a float16 mean of 1e10,
+    CPU inf; tpu's full refused it)."""
+    if dtype in (torch.float16, torch.bfloat16):
+        return torch.full((), mean, dtype=torch.float64, device=device).to(torch.float32).to(dtype)
+    return torch.full((), mean, dtype=dtype, device=device)
 
 
 def _fill_tensors(output: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, generator: Any) -> torch.Tensor:

@@ -69,8 +69,9 @@ ITERATOR_WRITES_OUT: frozenset[str] = frozenset({"mse_loss_backward.grad_input"}
 # Reductions whose out= kernel reads the input in the out tensor's dtype (fuzz seed 22), behind the cast check of
 # the functional's result dtype into it: a float16 input into a float32 out= is not rounded to float16 first (with
 # no dtype= given). The lowering takes the out's dtype as `dtype`, as ITERATOR_WRITES_OUT's.
+# max/min.unary_out (max_unary_out: canCast, then out.fill_(self.max())) take it to check fill_'s conversion.
 READS_IN_OUT_DTYPE: frozenset[str] = frozenset({"logsumexp.out", "mean.dtype_out", "mean.out", "std.correction_out",
-                                                "var.correction_out"})
+                                                "var.correction_out", "max.unary_out", "min.unary_out"})
 
 # Factories whose out= kernel fills the out tensor in its own dtype (no result dtype to cast from): CPU writes
 # eye/full/_efficientzerotensor into a bool or uint8 out= where a float/int64 result "can't be cast" by the

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchtpu.dtypes import checked_scalar
+from torchtpu.dtypes import _C_NAMES, checked_scalar
 from torchtpu.ops import logcumsumexp_complex
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
@@ -129,27 +129,58 @@ def min_all(self: Sym) -> Sym:
     return _extreme(self, "min", tuple(range(self.ndim)), False)
 
 
-def _extreme_all_out(x: Sym, kind: str) -> Sym:
-    """max()/min() of all elements into out=: CPU makes no empty-input check there, and an empty input's result
-    is the reduction's identity (the dtype's lowest value for max, highest for min; fuzz seed 5)."""
+def _extreme_all_out(x: Sym, kind: str, dtype: torch.dtype | None) -> Sym:
+    """max()/min() of all elements into out= (ATen's max_unary_out: canCast checked before, then
+    `out.fill_(self.max())`): CPU makes no empty-input check there, and an empty input's result is the reduction's
+    identity (the dtype's lowest value for max, highest for min; fuzz seed 5). `dtype` is the out tensor's
+    (out_rules.READS_IN_OUT_DTYPE): fill_'s Scalar is converted with c10's overflow check, asserted where the
+    program runs (fuzz seed 62: an int64 max of 40000 into an int16 out= wrapped, CPU raises)."""
     if x.numel() > 0:
-        return _extreme(x, kind, tuple(range(x.ndim)), False)
-    if x.dtype == torch.bool:
-        return P.full(kind == "min", (), torch.bool)
-    if x.dtype.is_floating_point:
-        return P.full(float("inf") if kind == "min" else float("-inf"), (), x.dtype)
-    info = torch.iinfo(x.dtype)
-    return P.full(info.max if kind == "min" else info.min, (), x.dtype)
+        y = _extreme(x, kind, tuple(range(x.ndim)), False)
+    elif x.dtype == torch.bool:
+        y = P.full(kind == "min", (), torch.bool)
+    elif x.dtype.is_floating_point:
+        y = P.full(float("inf") if kind == "min" else float("-inf"), (), x.dtype)
+    else:
+        info = torch.iinfo(x.dtype)
+        y = P.full(info.max if kind == "min" else info.min, (), x.dtype)
+    if dtype is None or dtype == x.dtype:
+        return y
+    if (bad := _fill_overflows(y, dtype)) is not None:
+        P.check_index(P.reshape(P.convert(bad, torch.int64), (1,)), 1,
+                      f"value cannot be converted to type {_C_NAMES[dtype]} without overflow", error="RuntimeError")
+    return P.convert(y, dtype)
+
+
+def _fill_overflows(y: Sym, dtype: torch.dtype) -> Sym | None:
+    """Whether fill_'s Scalar (a double or int64 from `y`'s one element) overflows `dtype` as c10's
+    checked_convert finds it: float32 and complex64 refuse a finite double beyond their range (an infinity or NaN
+    passes), the integer types a value beyond theirs (uint8 also takes -255..-1, two's complement); fill_ casts
+    to float16 and bfloat16 without the check, and float64 holds every value. None where nothing can overflow."""
+    if dtype in (torch.float32, torch.complex64) and y.dtype == torch.float64:
+        big = float(torch.finfo(torch.float32).max)
+        above = P.where(P.compare("GT", y, big), P.compare("LT", y, float("inf")), False)
+        below = P.where(P.compare("LT", y, -big), P.compare("GT", y, float("-inf")), False)
+        return P.where(above, True, below)
+    if dtype.is_floating_point or dtype.is_complex or y.dtype == torch.bool:
+        return None
+    info, held = torch.iinfo(dtype), torch.iinfo(y.dtype)
+    low = -info.max if dtype == torch.uint8 else info.min
+    checks = ([P.compare("GT", y, info.max)] if info.max < held.max else []) + (
+        [P.compare("LT", y, low)] if low > held.min else [])  # bounds y's own dtype holds (a constant must fit)
+    if not checks:
+        return None
+    return checks[0] if len(checks) == 1 else P.where(checks[0], True, checks[1])
 
 
 @lower(aten.max.unary_out)
-def max_all_out(self: Sym) -> Sym:
-    return _extreme_all_out(self, "max")
+def max_all_out(self: Sym, dtype: torch.dtype | None = None) -> Sym:
+    return _extreme_all_out(self, "max", dtype)
 
 
 @lower(aten.min.unary_out)
-def min_all_out(self: Sym) -> Sym:
-    return _extreme_all_out(self, "min")
+def min_all_out(self: Sym, dtype: torch.dtype | None = None) -> Sym:
+    return _extreme_all_out(self, "min", dtype)
 
 
 def _arg(x: Sym, kind: str, dim: int | None, keepdim: bool) -> Sym:
