@@ -64,3 +64,25 @@ def test_scatter_reduce_keeps_cpus_float32_combine(tpu, dtype, reduce):
     cpu = fn(self, full, source)
     for where, got in results_in_every_mode(fn, self, full, source).items():
         assert torch.equal(got, cpu), (where, got, cpu)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("value", [1, -1, 0])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce_of_a_0_dim_self_takes_cpus_index_rule(tpu, mode, value, include_self):
+    """A 0-dim self is the 1-element vector ATen walks: only index 0 is valid (-1 too raises IndexError, where the
+    scatter_reduce path it took raised a RuntimeError naming scatter_reduce, and allowed -1)."""
+    def case(d: str) -> torch.Tensor:
+        return torch.tensor(2.5, device=d).index_reduce(0, torch.tensor(value, device=d), torch.tensor(3.0, device=d),
+                                                        "prod", include_self=include_self)
+
+    if value == 0:
+        with torch.tpu.eager_mode(mode):
+            got = case("tpu").cpu()
+        assert torch.equal(got, case("cpu"))
+        return
+    with pytest.raises(IndexError):
+        case("cpu")
+    with torch.tpu.eager_mode(mode), pytest.raises(IndexError, match="index out of range in self"):
+        case("tpu")
+        torch.tpu.synchronize()

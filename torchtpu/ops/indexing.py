@@ -338,12 +338,6 @@ def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, includ
 
 @lower(aten.scatter_reduce.two, prepare=host_index.INDEX_AT_2)
 def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, include_self: bool = True) -> Sym:
-    return _scatter_reduce_checked(self, dim, index, src, reduce, include_self, "once")
-
-
-def _scatter_reduce_checked(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, include_self: bool,
-                            rounding: str) -> Sym:
-    """scatter_reduce with ATen's checks (also index_reduce's 0-dim self, with its `rounding`)."""
     d = P.canon_dim(dim, self.ndim)
     index_checks.check_scatter(self, d, index, src)
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
@@ -351,9 +345,9 @@ def _scatter_reduce_checked(self: Sym, dim: int, index: Sym, src: Sym, reduce: s
     index = _scatter_check(index, "scatter_reduce", d, self.shape[d] if self.ndim else 1)
     if self.ndim == 0:
         out = _scatter_reduce(P.reshape(self, (1,)), 0, P.reshape(index, (-1,)), P.reshape(src, (-1,)), reduce,
-                              include_self, rounding)
+                              include_self)
         return P.reshape(out, ())
-    return _scatter_reduce(self, d, P.convert(index, torch.int64), src, reduce, include_self, rounding)
+    return _scatter_reduce(self, d, P.convert(index, torch.int64), src, reduce, include_self)
 
 
 @lower(aten.index_reduce.default, prepare=host_index.INDEX_AT_2)
@@ -362,7 +356,10 @@ def index_reduce(self: Sym, dim: int, index: Sym, source: Sym, reduce: str, *, i
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     d = index_checks.check_index_func("index_reduce", self, dim, index, source)
     if self.ndim == 0:
-        return _scatter_reduce_checked(self, 0, index, source, reduce, include_self, "each")
+        # as the 1-element vector ATen's index_reduce_func_impl walks (its index rule: 0 <= i < 1)
+        out = index_reduce(P.reshape(self, (1,)), 0, P.reshape(index, (-1,)), P.reshape(source, (-1,)), reduce,
+                           include_self=include_self)
+        return P.reshape(out, ())
     index = P.check_index(index, self.shape[d], f"index_reduce(): index {{}} is out of range for dimension {d} "
                                                 f"with size {self.shape[d]} (index out of range in self)")
     idx = P.reshape(P.convert(index, torch.int64), tuple(source.shape[d] if i == d else 1
