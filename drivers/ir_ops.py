@@ -27,6 +27,9 @@ BINARY_EUP = frozenset({"divide", "power", "atan2"})  # these and the rest of UN
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or")
 SCATTER_REDUCE = ("replace", "add", "multiply", "amax", "amin")
+# a combining scatter in a narrow float: "once" combines in float32 and rounds at the end (CPU's scatter_reduce),
+# "each" rounds every combine to the dtype, the updates to one element in index order (CPU's index_reduce)
+SCATTER_ROUNDING = ("once", "each")
 PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
 
 
@@ -232,10 +235,13 @@ def _index_select(x: TensorType, index: TensorType, dimension: int) -> list[Tens
 
 
 @define("scatter_axis", 3, "movement", cost=C.MOVEMENT, padding=P.UNSAFE)
-def _scatter_axis(x: TensorType, index: TensorType, src: TensorType, dimension: int, reduce: str
-                  ) -> list[TensorType]:
+def _scatter_axis(x: TensorType, index: TensorType, src: TensorType, dimension: int, reduce: str,
+                  rounding: str = "once") -> list[TensorType]:
     if reduce not in SCATTER_REDUCE:
         raise ValueError(f"scatter reduce {reduce!r}; valid: {SCATTER_REDUCE}")
+    if rounding not in SCATTER_ROUNDING or (rounding == "each" and reduce not in ("add", "multiply")):
+        raise ValueError(f"scatter rounding {rounding!r} with reduce {reduce!r}; valid: {SCATTER_ROUNDING} "
+                         "('each' only with add or multiply)")
     if src.dtype != x.dtype or index.shape != src.shape:
         raise TypeError(f"scatter_axis: src {src} must match index {index} in shape and {x.dtype}")
     return [x]

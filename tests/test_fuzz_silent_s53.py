@@ -3,8 +3,8 @@
 - index_fill_ / masked_fill_ / index_put_ into an expanded `self` (seed 56: index_fill_.int_Scalar of a
   float32[2, 3] expanded along dim 1): ATen writes the value through every selected alias, so a memory location
   holds it when any of its aliases is selected; tpu wrote the logical result back, and an unselected alias put the
-  old value back (the tensor came back unchanged). index_put_ with more than one value or accumulate=True is refused
-  (ops/expanded_fill.py).
+  old value back (the tensor came back unchanged). index_put_ with more than one value or accumulate=True writes each
+  value in turn through its alias, as CPU's kernel (ops/expanded_fill.py; PyTorch's test_index_put_mem_overlap).
 - batch norm in eval mode of an empty input (seed 53: _native_batch_norm_legit_no_training.out, running_var
   [0, 5]): CPU returns empty results before reading the vectors; tpu refused their rank or count (tpu_raises).
 - soft_margin_loss with a reduction other than 0-2 of an empty input: CPU's result is uninitialized memory (seed
@@ -54,6 +54,20 @@ EXPANDED_WRITES = {
                                                 .clone().index_fill_(1, _t([1, 2, 3], x.device.type), False), 9.0),
     "index_put_one_value": lambda x: x.index_put_((_t([0, 2], x.device.type), _t([1], x.device.type)),
                                                   _t(-5.0, x.device.type, torch.float32)),
+    # several values, or accumulate=True: each write in turn through its alias (last value / every value added)
+    "index_put_values_last_alias": lambda x: x.index_put_(
+        (_t([0, 2, 1, 0, 2], x.device.type), _t([1, 3, 0, 2, 0], x.device.type)),
+        torch.linspace(-3.3, 7.7, 10, device=x.device).reshape(5, 2)),
+    "index_put_accumulate": lambda x: x.index_put_(
+        (_t([0, 2, 1, 0, 2], x.device.type), _t([1, 3, 0, 2, 0], x.device.type)),
+        torch.linspace(-3.3, 7.7, 10, device=x.device).reshape(5, 2), accumulate=True),
+    "index_put_accumulate_one_value": lambda x: x.index_put_(
+        (_t([1, 1, 2], x.device.type),), _t(0.1, x.device.type, torch.float32), accumulate=True),
+    "index_put_none_index": lambda x: aten.index_put_(  # an unindexed dim as None (the aten op's index list)
+        x, [None, _t([3, 0, 3], x.device.type)], torch.linspace(1.5, 9.0, 6, device=x.device).reshape(3, 1, 2)),
+    "index_put_mask_values": lambda x: x.__setitem__(
+        _t([[True, False]] * 4, x.device.type, torch.bool).unsqueeze(0).expand(3, 4, 2),
+        torch.arange(12, dtype=torch.float32, device=x.device)),
     "index_put_mask": lambda x: x.__setitem__(_t([[True, False]] * 4, x.device.type, torch.bool).unsqueeze(0)
                                               .expand(3, 4, 2), 4.0),
 }
@@ -78,15 +92,20 @@ def test_index_fill_seed56(mode: str) -> None:
     assert_exactly_cpu(calls, mode)
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_index_put_expanded_many_values_refused(mode: str) -> None:
-    """Each alias written or added in turn: refused rather than the last alias's old value."""
-    base = torch.zeros(2, 1, device="tpu")
-    with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="clone"):
+@pytest.mark.parametrize("case", sorted(c for c in EXPANDED_WRITES if c.startswith("index_put")))
+def test_index_put_into_expanded_self_compiled_as_cpu(case: str) -> None:
+    """Compiled, the write reaches the backend functionalized: tpu's graph gives what CPU's aot_eager gives."""
+    def fn(base: torch.Tensor) -> torch.Tensor:
+        EXPANDED_WRITES[case](base.expand(3, 4, 2))
+        return base * 1
+
+    def run(d: str, backend: str) -> torch.Tensor:
+        torch._dynamo.reset()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            base.expand(2, 3).index_put_((_t([0], "tpu"),), _t([1.0, 2.0, 3.0], "tpu", torch.float32))
-        torch.tpu.synchronize()
+            return torch.compile(fn, backend=backend)(torch.arange(6, dtype=torch.float32).reshape(3, 1, 2).to(d))
+
+    torch.testing.assert_close(run("tpu", "tpu").cpu(), run("cpu", "aot_eager"), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("mode", MODES)

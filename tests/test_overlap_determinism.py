@@ -124,7 +124,7 @@ def test_expanded_writes_warn_as_on_cpu(name: str) -> None:
             elif name == "index_fill":
                 x.index_fill_(0, ind, 1.0)
             else:
-                x.index_put_((ind,), torch.rand(1, device=device))  # more values: refused on tpu (expanded_fill)
+                x.index_put_((ind,), torch.rand(1, device=device))
         # (CPU's TORCH_WARN adds where in ATen it was raised)
         return [str(w.message).split(" (Triggered internally")[0] for w in caught
                 if issubclass(w.category, UserWarning)]

@@ -164,7 +164,8 @@ def _emit_scatter_axis(e: Emitter, op: Op, args: list[V]) -> list[V]:
     r = len(x.shape)
     if 0 in x.shape or 0 in index.shape:
         return [x]
-    xw, sw = e.widen(x), e.widen(src)
+    # rounding "each": the combiner runs in the storage dtype, so every step rounds (CPU's index_reduce)
+    xw, sw = (x, src) if op.attr("rounding", "once") == "each" else (e.widen(x), e.widen(src))
     coords = _full_indices(e, _wrap_index(e, index, x.shape[dim], "scatter"), dim)
     y = _scatter(e, xw, coords, sw, op.attr("reduce"), [], list(range(r)), list(range(r)), r)
     return [e.convert(y, x.dtype)]

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 from torchtpu.drivers.ir import Op
-from torchtpu.drivers.sim import index_add_rows
+from torchtpu.drivers.sim import index_add_rows, scatter_steps
 from torchtpu.drivers.sim.kernels import NP_DTYPES, kernel, load, store
 from torchtpu.sim import mxu
 
@@ -213,8 +213,10 @@ def _scatter_axis(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     dim = op.attr("dimension")
     reduce = op.attr("reduce")
     index = _check_index(index, x.shape[dim], "scatter")
-    out = load(x).copy()
     idx = _full_index(index, dim)
+    if op.attr("rounding", "once") == "each" and scatter_steps.widened(x.dtype):
+        return [scatter_steps.scatter_rounded(x, idx, src, reduce, op.outputs[0].dtype)]
+    out = load(x).copy()
     if reduce == "replace":
         out[idx] = load(src)
     else:

@@ -345,6 +345,12 @@ def _build_cases() -> dict[str, list[Case]]:
                Variant([i((5, 3), -5, 5), idx.T[:3, :3].copy() if red == "replace" else i((4, 3), 0, 4, np.int64),
                         i((3, 3) if red == "replace" else (4, 3), -5, 5)], {"dimension": 0, "reduce": red}),
                Variant([f((4, 5), dtype=BF16), idx, f(idx.shape, dtype=BF16)], {"dimension": 1, "reduce": red})]
+    for red in ("add", "multiply"):  # every combine rounded to bf16, in index order (CPU's index_reduce)
+        sc.append(Variant([f((4, 5), dtype=BF16), i((4, 9), 0, 4, np.int64), f((4, 9), dtype=BF16)],
+                          {"dimension": 1, "reduce": red, "rounding": "each"}))
+    # 256 + 1 rounds back to 256 in bf16 at each step (264 when rounded once): beyond the tolerance of an ulp
+    sc.append(Variant([np.full((2, 3), 256, BF16), np.zeros((2, 8), np.int64), np.ones((2, 8), BF16)],
+                      {"dimension": 1, "reduce": "add", "rounding": "each"}))
     c["scatter_axis"] = [Case("scatter_axis", sc, 1e-6, 1e-6)]
     c["index_add"] = [Case("index_add", [
         Variant([f((5, 3)), i((6,), -5, 4, np.int64), f((6, 3))], {"dimension": 0}),

@@ -297,7 +297,10 @@ def index_put_impl_(self: Sym, indices: list[Sym | None], values: Sym, accumulat
 _IDENTITY = {"sum": 0, "prod": 1, "mean": 0}
 
 
-def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, include_self: bool) -> Sym:
+def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, include_self: bool,
+                    rounding: str = "once") -> Sym:
+    """scatter_reduce's combine (`rounding` "once": CPU's scatter_reduce, float32 then one rounding of a half
+    dtype; "each": CPU's index_reduce, every sum or product rounded to the dtype in index order)."""
     if index.numel() == 0:
         return self
     if src.shape != index.shape:
@@ -320,7 +323,8 @@ def _scatter_reduce(self: Sym, d: int, index: Sym, src: Sym, reduce: str, includ
         else:
             ident = _IDENTITY[reduce]
         base = P.where(P.compare("GT", hit, 0), P.full(ident, self.shape, self.dtype), self)
-    out = P.emit1("scatter_axis", [base, index, src], dimension=d, reduce=kind)
+    rounded = {"rounding": rounding} if rounding != "once" and kind in ("add", "multiply") else {}
+    out = P.emit1("scatter_axis", [base, index, src], dimension=d, reduce=kind, **rounded)
     if reduce == "mean":
         count = hit + 1 if include_self else hit
         safe = P.emit1("maximum", [count, P.full(1, count.shape, torch.int64)])
@@ -352,10 +356,13 @@ def index_reduce(self: Sym, dim: int, index: Sym, source: Sym, reduce: str, *, i
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     d = index_checks.check_index_func("index_reduce", self, dim, index, source)
     if self.ndim == 0:
-        return scatter_reduce(self, 0, index, source, reduce, include_self=include_self)
+        # as the 1-element vector ATen's index_reduce_func_impl walks (its index rule: 0 <= i < 1)
+        out = index_reduce(P.reshape(self, (1,)), 0, P.reshape(index, (-1,)), P.reshape(source, (-1,)), reduce,
+                           include_self=include_self)
+        return P.reshape(out, ())
     index = P.check_index(index, self.shape[d], f"index_reduce(): index {{}} is out of range for dimension {d} "
                                                 f"with size {self.shape[d]} (index out of range in self)")
     idx = P.reshape(P.convert(index, torch.int64), tuple(source.shape[d] if i == d else 1
                                                           for i in range(source.ndim)))
     idx = P.where(P.compare("LT", idx, 0), idx + self.shape[d], idx)
-    return _scatter_reduce(self, d, P.broadcast_to(idx, source.shape), source, reduce, include_self)
+    return _scatter_reduce(self, d, P.broadcast_to(idx, source.shape), source, reduce, include_self, "each")

@@ -29,7 +29,9 @@ def _acc_dtype(x: Sym, dtype: torch.dtype | None) -> torch.dtype:
 def _sum(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | None) -> Sym:
     out = _acc_dtype(x, dtype)
     compute = torch.float32 if out in (torch.bfloat16, torch.float16) else out
-    y = P.reduce(P.convert(x, compute), "sum", dims, keepdim)
+    # ATen's make_reduction_from_out_ty: the input is cast to the result dtype first (sum(float64, dtype=half)
+    # rounds each element to half), then a half dtype is accumulated in float32
+    y = P.reduce(P.convert(P.convert(x, out), compute), "sum", dims, keepdim)
     return P.convert(y, out)
 
 
