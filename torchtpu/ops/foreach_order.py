@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from torchtpu.ops.arg_checks import sizes_text
+from torchtpu.ops.out_checks import as_meta
 from torchtpu.ops.tracing import aten_type_name
 
 
@@ -35,17 +36,9 @@ def cut(op: Any, args: tuple, kwargs: Mapping[str, Any], i: int) -> tuple[tuple,
     return tuple(bound[k] for k in positional[:n]), {k: v for k, v in bound.items() if k not in positional[:n]}
 
 
-def _meta(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
-    if isinstance(value, list | tuple):
-        return type(value)(_meta(v) for v in value)
-    return value
-
-
 def _result_dtype(functional: Any, args: tuple, kwargs: Mapping[str, Any]) -> torch.dtype | None:
     try:
-        result = functional(*_meta(args), **{k: _meta(v) for k, v in kwargs.items()})
+        result = functional(*as_meta(args), **{k: as_meta(v) for k, v in kwargs.items()})
     except Exception:  # noqa: BLE001 - the tensor's own refusal or check: raised where CPU meets it
         return None
     return result[0].dtype if isinstance(result, list | tuple) and result else None

@@ -173,11 +173,12 @@ def _functional(op: Any) -> Any | None:
     return None
 
 
-def _to_meta(value: Any) -> Any:
+def as_meta(value: Any) -> Any:
+    """`value` with each tensor (also in a list or tuple) as a meta tensor of its sizes, strides and dtype."""
     if isinstance(value, torch.Tensor):
         return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
     if isinstance(value, list | tuple):
-        return type(value)(_to_meta(v) for v in value)
+        return type(value)(as_meta(v) for v in value)
     return value
 
 
@@ -213,7 +214,7 @@ def exact_out(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
                 t.copy_(r)
             return targets[0] if len(targets) == 1 else tuple(targets)
         try:
-            result = functional(**{n: _to_meta(v) for n, v in call.items()})
+            result = functional(**{n: as_meta(v) for n, v in call.items()})
         except Exception:  # noqa: BLE001 - the decomposition raises the op's own refusal
             result = None
         flat = list(result) if isinstance(result, tuple | list) else [] if result is None else [result]
