@@ -347,6 +347,9 @@ def scatter_reduce(self: Sym, dim: int, index: Sym, src: Sym, reduce: str, *, in
         out = _scatter_reduce(P.reshape(self, (1,)), 0, P.reshape(index, (-1,)), P.reshape(src, (-1,)), reduce,
                               include_self)
         return P.reshape(out, ())
+    rank = (1,) * self.ndim  # a 0-d index or src is one element of self's rank, as ATen reads it
+    index = P.reshape(index, rank) if index.ndim == 0 else index
+    src = P.reshape(src, rank) if src.ndim == 0 else src
     return _scatter_reduce(self, d, P.convert(index, torch.int64), src, reduce, include_self)
 
 
