@@ -139,15 +139,10 @@ def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-# refusals OpInfo's samples never reach, so the miner cannot record them (mse_loss_backward's bool and complex:
-# ops/cpu_raise_checks.py, after its iterator's cast check)
-_NOT_MINED: dict[str, dict[str, list[str]]] = {}
-
-
 @functools.cache
 def table() -> dict[str, dict[str, tuple[type[Exception], str]]]:
     """op packet name -> {checked dtype key: (CPU's exception class, CPU's message)}."""
-    raw = json.loads(_TABLE_PATH.read_text()) | _NOT_MINED
+    raw = json.loads(_TABLE_PATH.read_text())
     return {op: {key: (_CLASSES[cls], msg) for key, (cls, msg) in rules.items()} for op, rules in raw.items()}
 
 

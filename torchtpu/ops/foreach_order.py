@@ -11,7 +11,6 @@ from typing import Any
 
 import torch
 
-from torchtpu.ops.arg_checks import sizes_text
 from torchtpu.ops.out_checks import as_meta
 from torchtpu.ops.tracing import aten_type_name
 
@@ -55,7 +54,7 @@ def check_tensors_before(op: Any, functional: Any, args: tuple, kwargs: Mapping[
     """Raises the first check CPU's loop fails for tensors 0..j of an in-place foreach call: before tensor j, the
     tensor's own earlier checks (`earlier`: X's argument checks and meta function, as for a whole call); then
     the broadcast of the i-th operands against self[i]'s shape and the i-th result type's cast into self[i]."""
-    from torchtpu.ops.cpu_raise_checks import _cpp, broadcast, cast_to
+    from torchtpu.ops.cpu_raise_checks import _cpp, cast_to, inplace_shape
 
     for i in range(j + 1):
         one_args, one_kwargs = cut(op, args, kwargs, i)
@@ -67,12 +66,8 @@ def check_tensors_before(op: Any, functional: Any, args: tuple, kwargs: Mapping[
         if not tensors:
             continue
         self = tensors[0]
-        shape = [int(s) for s in self.shape]
         for t in tensors[1:]:
-            shape = broadcast(shape, t.shape)
-        if shape != [int(s) for s in self.shape]:
-            raise RuntimeError(f"output with shape {sizes_text(self.shape)} doesn't match the broadcast shape "
-                               f"{sizes_text(shape)}")
+            inplace_shape(self.shape, t.shape)
         dtype = _result_dtype(functional, one_args, one_kwargs)
         if dtype is not None and dtype != self.dtype and not (dtype.is_complex and _clamp_scalar(op)):
             if _clamp_scalar(op) and not torch.can_cast(dtype, self.dtype):  # (a complex clamp bound: clamp's

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from torchtpu.dtypes import _C_NAMES, checked_scalar
-from torchtpu.ops import logcumsumexp_complex
+from torchtpu.ops import logcumsumexp_complex, operand_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
@@ -149,8 +149,7 @@ def _extreme_all_out(x: Sym, kind: str, dtype: torch.dtype | None) -> Sym:
     if dtype is None or dtype == x.dtype:
         return y
     if (bad := _fill_overflows(y, dtype)) is not None:
-        P.check_index(P.reshape(P.convert(bad, torch.int64), (1,)), 1,
-                      f"value cannot be converted to type {_C_NAMES[dtype]} without overflow", error="RuntimeError")
+        operand_checks.data_check(bad, f"value cannot be converted to type {_C_NAMES[dtype]} without overflow")
     return P.convert(y, dtype)
 
 
