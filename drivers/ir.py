@@ -14,14 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DTYPES = ("float32", "bfloat16", "float16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
-          "complex64", "complex128", "float8_e4m3fn", "float8_e5m2")
+          "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "complex32")
 # fp8 (StableHLO f8E4M3FN, f8E5M2): converts and MXU operands (dot_general) only; never VPU math
 FLOAT8_DTYPES = frozenset({"float8_e4m3fn", "float8_e5m2"})
+# complex32 (torch's ComplexHalf: two float16, real part first, held as one 32-bit word per element): moved and
+# converted only; any math converts it to complex64 first (as c10::complex<Half> widens to complex<float>) and
+# rounds the result back. COMPLEX32_OPS are the IR ops that may read or produce it; the Builder refuses any other.
+COMPLEX32_OPS = frozenset({"convert", "broadcast_in_dim", "reshape", "transpose", "slice", "reverse", "concatenate",
+                           "pad", "gather_axis", "index_select", "select"})
 FLOAT_DTYPES = frozenset({"float32", "bfloat16", "float16", "float64"})
 INT_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8"})
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
             "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1,
-            "complex128": 16}
+            "complex128": 16, "complex32": 4}
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +306,11 @@ class Builder:
             raise TypeError(f"IR op {name} takes {opdef.arity} inputs, got {len(inputs)}")
         frozen = tuple(sorted((k, _freeze(v)) for k, v in attrs.items()))
         out_types = opdef.shape_rule(*[v.type for v in inputs], **dict(frozen))
+        if name not in COMPLEX32_OPS and not (name == "scatter_axis" and attrs.get("reduce") == "replace") and (
+                any(v.dtype == "complex32" for v in inputs) or any(t.dtype == "complex32" for t in out_types)):
+            raise NotImplementedError(f"IR op {name} does not take complex32 (moved and converted only; valid: "
+                                      f"{', '.join(sorted(COMPLEX32_OPS))}, scatter_axis with reduce='replace'): "
+                                      "convert to complex64 first")
         if opdef.lowering is not None:
             outs_lowered = opdef.lowering(self, *inputs, **dict(frozen))
             if [v.type for v in outs_lowered] != list(out_types):

@@ -38,7 +38,7 @@ HOP_LATENCY_S = 1e-6  # T_min per ICI hop [SB-shard]
 EUP_ELEMS_PER_CYCLE_PER_CORE = 8 * 128 / 2  # derived: one 8x128 vreg every 2 cycles ([AYK] EUP interval 2)
 
 _DTYPE_BYTES = {
-    "float64": 8, "f64": 8, "int64": 8, "s64": 8, "uint64": 8, "complex64": 8, "complex128": 16,
+    "float64": 8, "f64": 8, "int64": 8, "s64": 8, "uint64": 8, "complex64": 8, "complex128": 16, "complex32": 4,
     "float32": 4, "f32": 4, "int32": 4, "s32": 4, "uint32": 4, "u32": 4,
     "bfloat16": 2, "bf16": 2, "float16": 2, "f16": 2, "int16": 2, "uint16": 2,
     "int8": 1, "s8": 1, "uint8": 1, "u8": 1, "bool": 1, "pred": 1,

@@ -1,8 +1,8 @@
 """Tensor-creation ops as CPU makes them, in every eager mode: torch.normal's tensor forms (result dtype and shape,
 a tensor std's checks, complex noise in both parts, out=), normal_ on complex and integer tensors, arange's out=
 into a non-contiguous tensor (kept in its shape and strides) and its refused dtypes; random_ on the dtypes the
-device stores as bytes only and torch.complex/polar of float16 parts (complex32) refused as torchtpu.dtypes refuses
-them."""
+device stores as bytes only refused as torchtpu.dtypes refuses them, and torch.complex of float16 parts
+(complex32) as CPU."""
 
 from __future__ import annotations
 
@@ -182,17 +182,15 @@ def test_compiled_normal_and_arange() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_complex32_results_refused_as_dtypes_refuses_them(mode: str) -> None:
-    """torch.complex of float16 parts makes complex32, which no tpu storage holds: torchtpu.dtypes' refusal (a
-    TypeError naming the dtype, the op and the supported set), as a complex32 factory gets. torch.polar of float16
-    parts is refused by CPU's and CUDA's kernels themselves: CPU's words (ops/dtype_refusals.py)."""
-    half = torch.ones(2, dtype=torch.float16, device="tpu")
+def test_complex32_results_as_cpu(mode: str) -> None:
+    """torch.complex of float16 parts makes complex32 (CPU's ComplexHalf, held since issue 17: exact parts).
+    torch.polar of float16 parts is refused by CPU's and CUDA's kernels themselves: CPU's words."""
+    half = torch.tensor([1.5, -0.0], dtype=torch.float16)
     with torch.tpu.eager_mode(mode):
-        with pytest.raises(TypeError, match=r"dtype torch.complex32 is not supported on the tpu device .*"
-                                            r"supported: float32") as info:
-            torch.complex(half, half)
-        assert "aten::complex" in str(info.value)
+        got = torch.complex(half.to("tpu"), -half.to("tpu")).cpu()
+        assert got.dtype == torch.complex32
+        assert torch.equal(torch.view_as_real(got), torch.view_as_real(torch.complex(half, -half)))
         with pytest.raises(NotImplementedError) as cpu:
-            torch.polar(half.cpu(), half.cpu())
-        with pytest.raises(NotImplementedError, match="^" + str(cpu.value) + "$"):
             torch.polar(half, half)
+        with pytest.raises(NotImplementedError, match="^" + str(cpu.value) + "$"):
+            torch.polar(half.to("tpu"), half.to("tpu"))

@@ -11,11 +11,12 @@ import torch
 from torchtpu import dtypes
 from torchtpu.ops.tracing import TORCH_TO_IR
 
-UNHELD = [torch.complex32, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz, torch.float8_e8m0fnu, torch.bits8]
+UNHELD = [torch.float8_e4m3fnuz, torch.float8_e5m2fnuz, torch.float8_e8m0fnu, torch.bits8]
 
 
 def test_the_compute_set_is_the_ir_dtype_table():
-    assert set(dtypes.COMPUTE) | set(dtypes.FLOAT8) == set(TORCH_TO_IR)  # fp8: converts and the MXU only
+    # fp8: converts and the MXU only; complex32: CPU's ComplexHalf op set
+    assert set(dtypes.COMPUTE) | set(dtypes.FLOAT8) | {torch.complex32} == set(TORCH_TO_IR)
     assert not set(dtypes.STORAGE_ONLY) & set(dtypes.COMPUTE) and not set(dtypes.FLOAT8) & set(dtypes.COMPUTE)
     for family, members in dtypes.FAMILIES.items():
         assert set(members) <= set(dtypes.STORAGE), family
@@ -44,25 +45,24 @@ def test_an_op_asked_for_an_unsupported_dtype_names_the_op(tpu):
     x = torch.ones(3, device=tpu)
     with pytest.raises(NotImplementedError, match=r"aten.sum.*dtype torch.uint32 is not supported"):
         x.sum(dtype=torch.uint32)
-    with pytest.raises(TypeError, match=r"dtype torch.complex32"):
-        x.to(torch.complex32)
     with pytest.raises(TypeError, match=r"dtype torch.float8_e4m3fnuz"):
         x.to(torch.float8_e4m3fnuz)
     assert torch.equal(x.cpu(), torch.ones(3))
     assert x.to(torch.float8_e4m3fn).dtype == torch.float8_e4m3fn  # a storage dtype since issue 24 (converts)
     assert x.to(torch.complex128).dtype == torch.complex128  # a compute dtype since issue 17
+    assert x.to(torch.complex32).dtype == torch.complex32  # CPU's ComplexHalf op set (tests/test_complex32.py)
 
 
 def test_a_factory_or_view_of_an_unheld_dtype_is_refused_where_it_is_made(tpu):
     # The C++ factories check the dtype against dtypes.STORAGE, as `.to` does: no tensor of an unheld dtype exists
     # on the device to be read later.
-    for make in (lambda: torch.empty(3, dtype=torch.complex32, device=tpu),
+    for make in (lambda: torch.empty(3, dtype=torch.float8_e8m0fnu, device=tpu),
                  lambda: torch.zeros(3, dtype=torch.float8_e5m2fnuz, device=tpu),
                  lambda: torch.empty_strided((2, 2), (1, 2), dtype=torch.float8_e4m3fnuz, device=tpu),
-                 lambda: torch.empty_like(torch.ones(2, dtype=torch.complex32), device=tpu)):
+                 lambda: torch.empty_like(torch.ones(2, dtype=torch.float8_e5m2fnuz), device=tpu)):
         with pytest.raises(TypeError, match=r"a new tpu tensor .*: dtype torch.(float8_e5m2fnuz|float8_e4m3fnuz|"
-                                            r"complex32) is not supported on the tpu device .*supported: float32, "
-                                            r".*complex64, complex128"):
+                                            r"float8_e8m0fnu) is not supported on the tpu device .*supported: "
+                                            r"float32, .*complex64, complex128"):
             make()
     assert torch.empty(3, dtype=torch.uint16, device=tpu).dtype == torch.uint16
     assert torch.equal(torch.zeros(3, dtype=torch.float8_e5m2, device=tpu).cpu().float(), torch.zeros(3))
@@ -85,11 +85,9 @@ def test_float64_is_exact_elementwise(tpu):
     assert torch.equal((x.to(tpu) * 3 + 1).cpu(), x * 3 + 1)
 
 
-def test_complex128_is_exact_elementwise_and_complex32_stays_refused(tpu):
+def test_complex128_is_exact_elementwise(tpu):
     x = torch.tensor([1.0 + 2**-40 - 1j, 1e300j, -3.25 + 2**-45j], dtype=torch.complex128)
     assert torch.equal((x.to(tpu) * 3 + 1j).cpu(), x * 3 + 1j)
-    with pytest.raises(TypeError, match=r"dtype torch.complex32 is not supported .*complex128"):
-        torch.zeros(2, dtype=torch.complex32).to(tpu)
 
 
 def test_docs_show_the_same_table():

@@ -36,7 +36,51 @@ FLOAT8_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "slice", "select", "unsqueeze",
     "squeeze", "as_strided", "alias", "detach", "split", "split_with_sizes", "unbind", "narrow", "view_as",
 })
-STORAGE: tuple[torch.dtype, ...] = COMPUTE + STORAGE_ONLY + FLOAT8
+# complex32 (ComplexHalf): two float16, real part first (c10::complex<Half>), taking CPU torch's ComplexHalf op set
+# (COMPLEX32_OPS) and computing in complex64 with each part rounded to float16 once per op, as CPU does.
+# COMPLEX32_REFUSED: CPU's NotImplementedError for the ops it lacks, in its words (its kernel's name); an op in
+# neither set is refused naming COMPLEX32_OPS.
+COMPLEX32_OPS = frozenset({
+    "_to_copy", "_copy_from", "_copy_from_and_resize", "copy_", "copy", "clone", "contiguous", "empty_like",
+    "zeros_like", "ones_like", "full_like", "fill_", "zero_", "fill", "zero", "normal_", "uniform_", "normal",
+    "empty", "empty_strided", "zeros", "ones", "full", "scalar_tensor", "new_empty", "new_zeros", "new_ones",
+    "new_full", "new_empty_strided",
+    "uniform", "_local_scalar_dense", "cat", "stack", "index_select", "index", "index_put_", "index_put",
+    "_index_put_impl_", "_unsafe_index_put", "_unsafe_index", "where", "masked_fill_", "masked_fill",
+    "masked_select", "nonzero", "eq", "ne", "isnan", "isfinite", "abs", "sgn", "add", "add_", "sub", "sub_",
+    "rsub", "mul", "mul_", "neg", "neg_", "addcmul", "addcmul_", "triu", "tril", "triu_", "tril_", "roll",
+    "repeat", "narrow_copy", "complex", "isclose", "allclose", "conj_physical", "_conj_physical", "resolve_conj",
+    "lift_fresh_copy", "constant_pad_nd", "slice_scatter", "select_scatter", "expand_copy", "view_as_real",
+    "view_as_complex", "_conj", "conj", "real", "imag", "_foreach_add", "_foreach_sub", "_foreach_mul",
+    "_foreach_add_", "_foreach_sub_", "_foreach_mul_",
+    # views, which compiled graphs lower (eager mode aliases with ATen's own kernels)
+    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "slice", "select", "unsqueeze",
+    "squeeze", "as_strided", "alias", "detach", "split", "split_with_sizes", "unbind", "narrow", "view_as",
+})
+# op -> the kernel CPU torch 2.13 names refusing ComplexHalf (probed: '"div_cpu" not implemented for 'ComplexHalf'')
+COMPLEX32_REFUSED: dict[str, str] = {
+    "div": "div_cpu", "div_": "div_cpu", "true_divide": "div_cpu", "sum": "sum_cpu", "mean": "sum_cpu",
+    "prod": "prod_out_cpu", "cumsum": "cumsum_out_cpu", "cumprod": "cumprod_out_cpu", "exp": "exp_vml_cpu",
+    "sqrt": "sqrt_vml_cpu", "log": "log_vml_cpu", "log1p": "log1p_vml_cpu", "sin": "sin_vml_cpu",
+    "tanh": "tanh_vml_cpu", "sinh": "sinh_cpu", "rsqrt": "rsqrt_cpu", "exp2": "exp2", "pow": "pow",
+    "flip": "flip_cpu", "gather": "scatter_gather_tensor_cpu", "scatter": "scatter_gather_tensor_cpu",
+    "scatter_add": "scatter_gather_tensor_cpu", "take": "take_cpu", "put": "take_put_cpu", "put_": "take_put_cpu",
+    "mm": "addmm_impl_cpu_", "addmm": "addmm_impl_cpu_", "bmm": "bmm", "mv": "addmv_impl_cpu", "dot": "dot",
+    "vdot": "vdot", "sigmoid": "sigmoid_cpu", "reciprocal": "reciprocal_cpu", "lerp": "lerp_kernel_scalar",
+    "arange": "arange_cpu", "linspace": "linspace_cpu", "eye": "eye", "unique": "unique",
+    "_unique2": "unique", "angle": "angle_cpu", "max": "max_all", "min": "min_all", "masked_scatter":
+    "masked_scatter", "nan_to_num": "nan_to_num", "equal": "equal_notnan_cpu", "logical_not": "logical_not_cpu",
+    "logical_and": "logical_and_cpu", "fmod": "fmod_cpu", "trace": "trace", "addcdiv": "addcdiv_cpu_out",
+    "cross": "cross", "linalg_cross": "cross",
+}
+# CPU's own words for the few ComplexHalf refusals that are no dispatch macro's
+_COMPLEX32_WORDS: dict[str, tuple[type[Exception], str]] = {
+    "sort": (RuntimeError, "Sort does not support complex dtypes on CPU"),
+    "clamp": (NotImplementedError, "clamp is not supported for complex types"),
+    "sign": (NotImplementedError, "Unlike NumPy, torch.sign is not intended to support complex numbers. Please "
+                                  "use torch.sgn instead."),
+}
+STORAGE: tuple[torch.dtype, ...] = COMPUTE + STORAGE_ONLY + FLOAT8 + (torch.complex32,)
 
 FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 FAMILIES: dict[str, tuple[torch.dtype, ...]] = {
@@ -47,6 +91,7 @@ FAMILIES: dict[str, tuple[torch.dtype, ...]] = {
     "grouped_mm": (torch.float32, torch.bfloat16, torch.float16),
     "autocast": (torch.bfloat16, torch.float16),
     "float8: converts, copies, cat, _scaled_mm": FLOAT8,
+    "complex32: CPU's ComplexHalf op set (dtypes.COMPLEX32_OPS)": (torch.complex32,),
 }
 NOTES: dict[torch.dtype, str] = {
     torch.float64: "exact on the simulator (host float64); a real TPU has no float64 units and emulates it",
@@ -55,11 +100,14 @@ NOTES: dict[torch.dtype, str] = {
     torch.float32: "MXU products as 1, 3 or 6 bf16 passes (torch.tpu.Precision)",
     torch.float8_e4m3fn: "storage, converts (saturating at +-448, as c10), _scaled_mm on the MXU of v7x",
     torch.float8_e5m2: "storage, converts, _scaled_mm on the MXU of v5p, v6e, v7x",
+    torch.complex32: "two float16 (c10::complex<Half>); CPU's ComplexHalf op set, computed in complex64 and "
+                     "rounded to float16 per part once per op, as CPU; other ops raise CPU's NotImplementedError",
 }
 
 _COMPUTE = frozenset(COMPUTE)
 _STORAGE = frozenset(STORAGE)
 _FLOAT8 = frozenset(FLOAT8)
+_NARROW_HELD = _FLOAT8 | {torch.complex32}
 
 
 class UnsupportedDtypeError(TypeError):
@@ -97,11 +145,34 @@ def check_storage(dtype: torch.dtype, op: str) -> None:
         raise _refuse(dtype, op, STORAGE, "no device storage for it", UnsupportedDtypeError)
 
 
+def _base(op: str) -> str:
+    """"add" of "aten::add.Tensor" or "aten.add.Tensor"."""
+    return op.replace("::", ".").removeprefix("aten.").split(".")[0]
+
+
+def complex32_refusal(op: str) -> Exception:
+    """The error for ATen op `op` on a complex32 tensor that is none of COMPLEX32_OPS: CPU's, in its class and
+    words, where CPU refuses it too (COMPLEX32_REFUSED); else a DtypeNotImplementedError naming COMPLEX32_OPS."""
+    base = _base(op)
+    kernel = COMPLEX32_REFUSED.get(base) or COMPLEX32_REFUSED.get(base.rstrip("_"))
+    if kernel is not None:
+        return DtypeNotImplementedError(f"\"{kernel}\" not implemented for 'ComplexHalf'")
+    if base in _COMPLEX32_WORDS:
+        cls, words = _COMPLEX32_WORDS[base]
+        return cls(words)
+    return _refuse(torch.complex32, op, (torch.complex32,),
+                   f"complex32 tensors take only CPU's ComplexHalf ops: {', '.join(sorted(COMPLEX32_OPS))}")
+
+
 def check_compute(dtype: torch.dtype, op: str) -> None:
     """Raises unless lowered ops compute on `dtype` (`op` is the ATen op name, e.g. "aten::add.Tensor")."""
     if dtype not in _COMPUTE:
+        if dtype == torch.complex32:
+            if _base(op) not in COMPLEX32_OPS:
+                raise complex32_refusal(op)
+            return
         if dtype in _FLOAT8:
-            if op.replace("::", ".").removeprefix("aten.").split(".")[0] in FLOAT8_OPS:
+            if _base(op) in FLOAT8_OPS:
                 return
             raise _refuse(dtype, op, COMPUTE, f"float8 tensors take only {', '.join(sorted(FLOAT8_OPS))}")
         what = "stored as bytes only, no op computes on it" if dtype in _STORAGE else "the IR has no such type"
@@ -109,13 +180,24 @@ def check_compute(dtype: torch.dtype, op: str) -> None:
 
 
 def check_fp8_operands(values: Any, op: str) -> None:
-    """Raises as `check_compute` does where a compiled graph's node `op` takes a float8 value (`values`: its
-    arguments, Syms among them) and is not one of FLOAT8_OPS; eager mode checks every traced tensor instead."""
+    """Raises as `check_compute` does where a compiled graph's node `op` takes a float8 or complex32 value
+    (`values`: its arguments, Syms among them) and is not one of FLOAT8_OPS / COMPLEX32_OPS; eager mode checks
+    every traced tensor instead."""
     for v in values:
         if isinstance(v, list | tuple):
             check_fp8_operands(v, op)
-        elif getattr(v, "dtype", None) in _FLOAT8 and not isinstance(v, torch.Tensor):
+        elif getattr(v, "dtype", None) in _NARROW_HELD and not isinstance(v, torch.Tensor):
             check_compute(v.dtype, op)
+
+
+def check_complex32_results(results: Any, op: str) -> None:
+    """Raises as `check_compute` does where op `op` (none of COMPLEX32_OPS) made a complex32 result from operands
+    of other dtypes (float16 with a complex Scalar: CPU's pow and sigmoid_backward refuse ComplexHalf there)."""
+    for r in results if isinstance(results, list | tuple) else (results,):
+        if isinstance(r, list | tuple):
+            check_complex32_results(r, op)
+        elif getattr(r, "dtype", None) == torch.complex32 and not isinstance(r, torch.Tensor):
+            check_compute(torch.complex32, op)
 
 
 def check_family(dtype: torch.dtype, op: str, family: str) -> None:
@@ -150,6 +232,7 @@ _C_NAMES: dict[torch.dtype, str] = {
     torch.int64: "int64_t", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", torch.float32: "float",
     torch.float64: "double", torch.complex64: "c10::complex<float>", torch.complex128: "c10::complex<double>",
     torch.float8_e4m3fn: "c10::Float8_e4m3fn", torch.float8_e5m2: "c10::Float8_e5m2",
+    torch.complex32: "c10::complex<c10::Half>",
 }
 
 
@@ -169,19 +252,22 @@ def _real_overflows(v: float | int, dtype: torch.dtype) -> bool:
     return v < info.min or v > info.max
 
 
+_COMPLEX_PART = {torch.complex64: torch.float32, torch.complex32: torch.float16}
+
+
 def scalar_overflows(value: object, dtype: torch.dtype) -> bool:
     """True where c10's checked Scalar conversion (c10::overflows) refuses `value` for `dtype`."""
     if isinstance(value, bool) or dtype == torch.bool or not isinstance(value, (int, float, complex)):
         return False
     if isinstance(value, complex):
         if dtype.is_complex:
-            part = torch.float32 if dtype == torch.complex64 else torch.float64
+            part = _COMPLEX_PART.get(dtype, torch.float64)
             return _real_overflows(value.real, part) or _real_overflows(value.imag, part)
         if value.imag != 0:
             return True
         value = value.real
     if dtype.is_complex:
-        dtype = torch.float32 if dtype == torch.complex64 else torch.float64
+        dtype = _COMPLEX_PART.get(dtype, torch.float64)
     return _real_overflows(value, dtype)
 
 

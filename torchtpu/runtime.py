@@ -72,6 +72,7 @@ _ML_DTYPES: dict[torch.dtype, tuple[np.dtype, torch.dtype]] = {
     torch.bfloat16: (_BF16, torch.int16),
     torch.float8_e4m3fn: (np.dtype(ml_dtypes.float8_e4m3fn), torch.uint8),
     torch.float8_e5m2: (np.dtype(ml_dtypes.float8_e5m2), torch.uint8),
+    torch.complex32: (np.dtype(np.uint32), torch.int32),  # the IR's complex32 words (drivers/ir.py)
 }
 
 
@@ -128,8 +129,8 @@ def numpy_dtypes() -> list[tuple[torch.dtype, np.dtype]]:
 
 
 def _ir_dtype(dtype: torch.dtype) -> str:
-    """The IR name of a storage dtype; refuses (UnsupportedDtypeError) one the device cannot hold, e.g. the
-    complex32 tensor `torch.empty(..., dtype=torch.complex32, device="tpu")` makes, when it is read or written."""
+    """The IR name of a storage dtype; refuses (UnsupportedDtypeError) one the device cannot hold, e.g. a
+    float8_e4m3fnuz tensor, when it is read or written."""
     from torchtpu import dtypes
     from torchtpu.ops.tracing import TORCH_TO_IR
 

@@ -31,13 +31,15 @@ from torchtpu.drivers.ir import FLOAT_DTYPES, INT_DTYPES, Op
 MLIR_TYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int64": "i64",
               "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "ui8", "bool": "i1",
               "complex64": "complex<f32>", "complex128": "complex<f64>", "uint32": "ui32", "uint64": "ui64",
-              "float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2"}
+              "float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2", "uint16": "ui16",
+              "complex32": "ui32"}  # complex32: XLA has none; its words, real part's float16 bits low
 NP_DTYPES = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16),
              "float16": np.dtype(np.float16), "float64": np.dtype(np.float64), "int64": np.dtype(np.int64),
              "int32": np.dtype(np.int32), "int16": np.dtype(np.int16), "int8": np.dtype(np.int8),
              "uint8": np.dtype(np.uint8), "bool": np.dtype(np.bool_), "complex64": np.dtype(np.complex64),
              "complex128": np.dtype(np.complex128), "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64),
-             "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2)}
+             "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+             "uint16": np.dtype(np.uint16), "complex32": np.dtype(np.uint32)}
 NARROW = ("bfloat16", "float16")
 SIGNED = ("int64", "int32", "int16", "int8")
 BITS_INT = {"float32": "int32", "float64": "int64", "bfloat16": "int16", "float16": "int16"}
@@ -271,6 +273,10 @@ class Emitter:
         """x as `dtype`, rounded as the sim's `store`/`convert` do (via f32 where the sim goes through f32)."""
         if x.dtype == dtype:
             return x
+        if x.dtype == "complex32":
+            return self.convert(self._complex32_values(x), dtype)
+        if dtype == "complex32":
+            return self._complex32_bits(self.convert(x, "complex64"))
         if dtype == "bool":
             return self.compare("NE", x, self.like(0, x))
         if x.dtype in ("bfloat16", *ir.FLOAT8_DTYPES) and dtype != "float32":
@@ -280,6 +286,23 @@ class Emitter:
         elif dtype in ("bfloat16", *ir.FLOAT8_DTYPES) and x.dtype not in ("float32", "bool"):
             x = self.unary("stablehlo.convert", x, "float32")
         return self.unary("stablehlo.convert", x, dtype)  # float -> int truncates, as the sim's store
+
+    def _complex32_values(self, x: V) -> V:
+        """complex32 words (ui32) as complex<f32>: each 16-bit half bitcast to f16 and widened (exact)."""
+        words = V(x.name, x.shape, "uint32")  # the same SSA value: complex32's MLIR type is ui32
+        halves = [self.binary("stablehlo.and", words, self.like(0xFFFF, words)),
+                  self.binary("stablehlo.shift_right_logical", words, self.like(16, words))]
+        re, im = (self.unary("stablehlo.convert", self.bitcast(self.unary("stablehlo.convert", h, "uint16"),
+                                                               "float16"), "float32") for h in halves)
+        return self.op("stablehlo.complex", [re, im], x.shape, "complex64")
+
+    def _complex32_bits(self, x: V) -> V:
+        """complex<f32> as complex32 words: each part rounded to f16 once (RNE), its bits packed real-low."""
+        re, im = (self.unary(f"stablehlo.{part}", x, "float32") for part in ("real", "imag"))
+        lo, hi = (self.unary("stablehlo.convert", self.bitcast(self.unary("stablehlo.convert", p, "float16"),
+                                                               "uint16"), "uint32") for p in (re, im))
+        words = self.binary("stablehlo.or", lo, self.binary("stablehlo.shift_left", hi, self.like(16, hi)))
+        return V(words.name, words.shape, "complex32")
 
     def is_splat(self, x: V) -> bool:
         """Whether `x` is a constant or a broadcast, possibly converted: what XLA's simplifier rewrites a

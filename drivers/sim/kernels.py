@@ -25,6 +25,7 @@ NP_DTYPES: dict[str, np.dtype] = {
     "bool": np.dtype(np.bool_), "complex64": np.dtype(np.complex64),
     "complex128": np.dtype(np.complex128),
     "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "complex32": np.dtype(np.uint32),  # two float16 bit patterns, the real part in the low half (c10's layout)
 }
 _NARROW = ("bfloat16", "float16")
 
@@ -32,11 +33,31 @@ Kernel = Callable[[Op, list[np.ndarray]], list[np.ndarray]]
 KERNELS: dict[str, Kernel] = ir.impls("sim")  # IR op name -> kernel, filled by `kernel` (ir.implements)
 
 
+def complex32_bits(x: np.ndarray) -> np.ndarray:
+    """complex32 words of a complex or real array: each part rounded to float16 once (from float32: c10's
+    complex<Half>(complex<float>)), the real part's bits low."""
+    c = x.astype(np.complex64) if x.dtype != np.complex64 else x
+    with np.errstate(over="ignore"):
+        re = np.ascontiguousarray(c.real).astype(np.float16).view(np.uint16).astype(np.uint32)
+        im = np.ascontiguousarray(c.imag).astype(np.float16).view(np.uint16).astype(np.uint32)
+    return re | (im << np.uint32(16))
+
+
+def complex32_values(bits: np.ndarray) -> np.ndarray:
+    """complex32 words as complex64 values (exact)."""
+    out = np.empty(bits.shape, np.complex64)
+    out.real = (bits & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
+    out.imag = (bits >> np.uint32(16)).astype(np.uint16).view(np.float16)
+    return out
+
+
 def store(x: np.ndarray, dtype: str) -> np.ndarray:
     """Converts a computed array to the storage dtype `dtype` as the chip would (bf16: RNE, subnormals flushed)."""
     target = NP_DTYPES[dtype]
     if x.dtype == target:
         return x
+    if dtype == "complex32":
+        return complex32_bits(x)
     if x.dtype.kind == "c" and np.dtype(target).kind != "c":  # a complex value into a real dtype: its real part
         x = x.real
     if dtype == "bfloat16":
@@ -244,6 +265,10 @@ def _clamp(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 def _convert(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x = args[0]
     dtype = op.attr("dtype")
+    if op.inputs[0].dtype == "complex32":
+        if dtype == "complex32":
+            return [x]
+        x = complex32_values(x)
     if dtype == "bool":
         return [load(x) != 0]
     if x.dtype in _NARROW_NP and dtype != "float32":

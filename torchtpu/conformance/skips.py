@@ -50,7 +50,6 @@ SKIP_ALL: dict[str, str] = {
     "pca_lowrank": "random projection (torch.randn on CPU-generator state): outputs depend on the RNG stream",
     "as_strided.partial_views": "reads storage outside the viewed elements; a device copy of a view carries only "
                                 "the view, not its base's storage",
-    "chalf": "complex32 has no tpu dtype",
 }
 
 # Positional arguments (by index into sample.args) that the op requires on CPU.

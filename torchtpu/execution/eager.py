@@ -99,6 +99,7 @@ def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs
             raise refusal from None
         outs: list[Sym] = []
         structure = _flatten_out(result, outs)
+        dtypes.check_complex32_results(outs, name)
         if out_dtypes is not None:  # in-place results: the result type must cast to the target's, as in ATen
             for i, (s, d) in enumerate(zip(outs, out_dtypes)):
                 if i < len(out_shapes) and tuple(s.shape) != tuple(out_shapes[i]):

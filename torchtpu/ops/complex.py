@@ -26,10 +26,14 @@ aten = torch.ops.aten
 
 
 def real(x: Sym) -> Sym:
+    if x.dtype == torch.complex32:  # its float16 parts, exact
+        return P.convert(real(P.convert(x, torch.complex64)), torch.float16)
     return P.emit1("real", [x]) if x.dtype.is_complex else x
 
 
 def imag(x: Sym) -> Sym:
+    if x.dtype == torch.complex32:
+        return P.convert(imag(P.convert(x, torch.complex64)), torch.float16)
     return P.emit1("imag", [x]) if x.dtype.is_complex else P.zeros_like(x)
 
 
@@ -41,6 +45,8 @@ def make_complex(re: Sym, im: Sym) -> Sym:
 
 
 def conj(x: Sym) -> Sym:
+    if x.dtype == torch.complex32:
+        return P.via_complex64(conj, x)
     return make_complex(real(x), -imag(x)) if x.dtype.is_complex else x
 
 
@@ -52,16 +58,16 @@ def conj_physical(self: Sym) -> Sym:
 @lower(aten.complex.default)
 def complex_(real: Sym, imag: Sym) -> Sym:  # noqa: A002 - ATen's names
     check_parts(real, imag)
-    if real.dtype not in (torch.float32, torch.float64):  # float16 parts: complex32, which no tpu storage holds
-        dtypes.check_storage(torch.complex32, "aten::complex")
+    if real.dtype == torch.float16:  # complex32, exact
+        return P.convert(make_complex(real, imag), torch.complex32)
     return make_complex(real, imag)
 
 
 @lower(aten.polar.default)
 def polar(abs: Sym, angle: Sym) -> Sym:  # noqa: A002
     check_parts(abs, angle)
-    if abs.dtype not in (torch.float32, torch.float64):  # float16 parts: complex32, which no tpu storage holds
-        dtypes.check_storage(torch.complex32, "aten::polar")
+    if abs.dtype not in (torch.float32, torch.float64):  # float16 parts: CPU has no ComplexHalf polar
+        raise NotImplementedError(f"\"polar_cpu\" not implemented for '{aten_type_name(abs.dtype)}'")
     return make_complex(abs * P.emit1("cosine", [angle]), abs * P.emit1("sine", [angle]))
 
 
@@ -76,9 +82,22 @@ def complex_sgn(x: Sym) -> Sym:
     return make_complex(P.where(zero, P.zeros_like(a), real(x) / safe), P.where(zero, P.zeros_like(a), imag(x) / safe))
 
 
+def complex32_sgn(x: Sym) -> Sym:
+    """sgn of complex32 as CPU's ComplexHalf kernel computes it: z / |z| by c10's complex division in float
+    (rat = 0 / |z|, scl = 1 / |z|: an infinite |z| gives NaN parts), each part rounded to float16; 0 for 0."""
+    z = P.convert(x, torch.complex64)
+    a, b = real(z), imag(z)
+    c = complex_abs(z)
+    rat = 0.0 / c
+    scl = 1.0 / (c + 0.0 * rat)
+    q = make_complex((a + b * rat) * scl, (b - a * rat) * scl)
+    zero = P.binary("and", P.compare("EQ", a, 0.0), P.compare("EQ", b, 0.0))
+    return P.convert(P.where(zero, P.zeros_like(q), q), torch.complex32)
+
+
 # --- views --------------------------------------------------------------------------------------------------------
 
-_PART = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+_PART = {torch.complex64: torch.float32, torch.complex128: torch.float64, torch.complex32: torch.float16}
 _WHOLE = {v: k for k, v in _PART.items()}
 
 
@@ -95,8 +114,8 @@ def view_as_real(self: torch.Tensor) -> torch.Tensor:
 
 def view_as_complex(self: torch.Tensor) -> torch.Tensor:
     if self.dtype not in _WHOLE:
-        raise RuntimeError(f"view_as_complex is only supported for float and double tensors, but got a tensor "
-                           f"of scalar type: {self.dtype}")
+        raise RuntimeError(f"view_as_complex is only supported for half, float and double tensors, but got a "
+                           f"tensor of scalar type: {aten_type_name(self.dtype)}")
     # ATen's checks in its order and words (a test matches each message).
     if self.ndim == 0:
         raise RuntimeError("Input tensor must have one or more dimensions")

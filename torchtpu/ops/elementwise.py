@@ -12,7 +12,7 @@ from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops import host_index, operand_checks, scalar_args, value_fits
 from torchtpu.ops import prims as P
 from torchtpu.ops.complex_pow import complex_pow
-from torchtpu.ops.prims import Kind
+from torchtpu.ops.prims import Kind, via_complex64
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
 from torchtpu.ops.tracing import Sym, aten_type_name
@@ -27,6 +27,14 @@ def _scaled(other: Any, alpha: Any) -> Any:
         compute, _ = P.result_dtype(other, alpha)
         return P.binary("multiply", P.convert(other, compute), alpha)
     return other * alpha
+
+
+def _times_alpha(other: Sym, alpha: Any, compute: torch.dtype, result: torch.dtype) -> Sym:
+    """add/sub's alpha * other in `compute`; for a complex32 result, as CPU's ComplexHalf kernel computes it: the
+    product rounded to complex32 (alpha cast to it first) before the sum."""
+    if result == torch.complex32:
+        return P.convert(P.binary("multiply", P.convert(other, result), alpha), compute)
+    return P.binary("multiply", other, alpha)
 
 
 def check_alpha(alpha: Any, dtype: torch.dtype) -> None:
@@ -58,7 +66,7 @@ def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     other = P.via_common(other, compute, result)
     if _scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "add(): alpha")
-        other = P.binary("multiply", other, alpha)
+        other = _times_alpha(other, alpha, compute, result)
     return P.convert(P.binary("add", P.via_common(self, compute, result), other), result)
 
 
@@ -78,7 +86,7 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
     other = P.via_common(other, compute, result)
     if _scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "sub(): alpha")
-        other = P.binary("multiply", other, alpha)
+        other = _times_alpha(other, alpha, compute, result)
     return P.convert(P.binary("subtract", P.via_common(self, compute, result), other), result)
 
 
@@ -264,6 +272,8 @@ def refuse_complex_unary(name: str, self: Sym) -> None:
 def _same_unary(name: str) -> Any:
     def lowering(self: Sym) -> Sym:
         refuse_complex_unary(name, self)
+        if self.dtype == torch.complex32:
+            return via_complex64(lowering, self)
         if self.dtype == torch.bool and name in ("sign", "abs"):
             return self
         if self.dtype.is_complex and name in ("abs", "sign"):
@@ -294,6 +304,10 @@ for _op, _name in _SAME_UNARY.items():
 def sgn(self: Sym) -> Sym:
     if self.dtype == torch.bool:
         return self
+    if self.dtype == torch.complex32:
+        from torchtpu.ops.complex import complex32_sgn
+
+        return complex32_sgn(self)
     if self.dtype.is_complex:
         from torchtpu.ops.complex import complex_sgn
 

@@ -218,12 +218,20 @@ def _check_uniform_bounds(dtype: torch.dtype, from_: float, to: float) -> None:
                            f"found to={to:g} and from={from_:g} which result in to-from to exceed the limit")
 
 
+_PART = {torch.complex64: torch.float32, torch.complex32: torch.float16}  # a complex draw's real view
+
+
+def _wide(v: Sym) -> Sym:
+    """A complex draw's parts as the IR's `complex` takes them (complex32's float16 parts in float32, exact)."""
+    return P.convert(v, torch.float32) if v.dtype == torch.float16 else v
+
+
 @lower(aten.uniform_.default, random=True, static=("from", "to"))
 def uniform_(self: Sym, from_: float = 0.0, to: float = 1.0, *, generator: Any = None, rng: Sym) -> Sym:
     if self.dtype.is_complex:  # ATen draws the real view: both parts, the bounds checked in the part's dtype
-        part = torch.float32 if self.dtype == torch.complex64 else torch.float64
+        part = _PART.get(self.dtype, torch.float64)
         shape = (*self.shape, 2)
-        v = _uniform_of(shape, part, from_, to, rng)
+        v = _wide(_uniform_of(shape, part, from_, to, rng))
         re = P.reshape(P.slice_dim(v, len(shape) - 1, 0, 1), self.shape)
         im = P.reshape(P.slice_dim(v, len(shape) - 1, 1, 2), self.shape)
         return P.convert(P.emit1("complex", [re, im]), self.dtype)
@@ -247,10 +255,10 @@ def normal_(self: Sym, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
     if not (self.dtype.is_floating_point or self.dtype.is_complex):  # ATen dispatches over floating types only
         raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{aten_type_name(self.dtype)}\'')
     if self.dtype.is_complex:  # ATen draws the real view: both parts with std / sqrt(2), each shifted by mean
-        part = torch.float32 if self.dtype == torch.complex64 else torch.float64
+        part = _PART.get(self.dtype, torch.float64)
         shape = (*self.shape, 2)
         z = P.emit1("rng", [rng], shape=shape, dtype="float32", distribution="normal")
-        v = P.convert(z * float(std / math.sqrt(2.0)) + float(mean), part)
+        v = _wide(P.convert(z * float(std / math.sqrt(2.0)) + float(mean), part))
         re = P.reshape(P.slice_dim(v, len(shape) - 1, 0, 1), self.shape)
         im = P.reshape(P.slice_dim(v, len(shape) - 1, 1, 2), self.shape)
         return P.convert(P.emit1("complex", [re, im]), self.dtype)

@@ -78,6 +78,8 @@ _INT_BITS = {torch.int64: 64, torch.int32: 32, torch.int16: 16, torch.int8: 8, t
 
 
 def const(value: Number, dtype: torch.dtype, shape: Sequence[int] = ()) -> Sym:
+    if dtype == torch.complex32:  # the IR moves complex32 only: the value in complex64, rounded once
+        return convert(const(value, torch.complex64, shape), dtype)
     if isinstance(value, Placeholder):  # a scalar argument: a 0-d program input of this dtype (scalar_args.py)
         return broadcast_to(_placeholder_input(value, dtype), tuple(shape))
     if dtype in _INT_BITS and value.__class__ is not bool:
@@ -116,6 +118,8 @@ def dense(values: Any, dtype: torch.dtype) -> Sym:
     arr = np.asarray(values)
     if arr.ndim == 0:
         return const(arr.item(), dtype)
+    if dtype == torch.complex32:
+        return convert(dense(values, torch.complex64), dtype)
     if dtype.is_complex:
         part = dtype.to_real()
         return emit1("complex", [dense(arr.real, part), dense(arr.imag, part)])
@@ -168,6 +172,16 @@ def convert(x: Sym | Number, dtype: torch.dtype) -> Sym:
     return emit1("convert", [x], dtype=TORCH_TO_IR[dtype])
 
 
+_HALF_OF = {torch.complex64: torch.complex32, torch.float32: torch.float16}
+
+
+def via_complex64(fn: Any, x: Sym) -> Sym:
+    """`fn` of a complex32 `x` as CPU's ComplexHalf kernels compute it: in complex64, each part of the result
+    rounded to float16 once (a complex64 result to complex32, a float32 one, abs's, to float16)."""
+    y = fn(convert(x, torch.complex64))
+    return convert(y, _HALF_OF.get(y.dtype, y.dtype))
+
+
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     first = tuple(shapes[0])
     if all(tuple(s) == first for s in shapes[1:]):
@@ -204,6 +218,10 @@ def prepare(args: Sequence[Any], dtype: torch.dtype, scalar_other_exact: bool = 
         common = result_dtype(*args, kind=Kind.NO_OPMATH)[1]
         return broadcast(*[convert(a, dtype) if scalar_other_exact and k == 1 and _is_scalar(a)
                            else via_common(a, dtype, common) for k, a in enumerate(args)])
+    if dtype == torch.complex64 and result_dtype(*args, kind=Kind.NO_OPMATH)[1] == torch.complex32:
+        # ComplexHalf: every operand cast to complex32 first (a Python scalar too: CPU's mul reads no scalar in
+        # opmath for ComplexHalf), then widened
+        return broadcast(*[via_common(a, dtype, torch.complex32) for a in args])
     return broadcast(*[convert(a, dtype) for a in args])
 
 
@@ -213,7 +231,9 @@ def _is_scalar(x: Any) -> bool:
 
 def via_common(x: Sym | Number, compute: torch.dtype, common: torch.dtype) -> Sym:
     """`x` in `compute`, through a float16/bfloat16 `common` dtype first where `compute` is its float32 (`prepare`)."""
-    if common in _NARROW_FLOATS and compute == torch.float32 and not (isinstance(x, Sym) and x.dtype == common):
+    if ((common in _NARROW_FLOATS and compute == torch.float32) or (common == torch.complex32 and
+                                                                   compute == torch.complex64)) \
+            and not (isinstance(x, Sym) and x.dtype == common):
         x = convert(x, common)
     return convert(x, compute)
 

@@ -20,6 +20,7 @@ TORCH_TO_IR = {
     torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
     torch.bool: "bool", torch.complex64: "complex64",
     torch.complex128: "complex128", torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2",
+    torch.complex32: "complex32",
 }
 IR_TO_TORCH = {v: k for k, v in TORCH_TO_IR.items()}
 
@@ -38,7 +39,8 @@ def dispatch_refusal(kernel: str, dtype: torch.dtype) -> NotImplementedError:
 _META_NAMES = {torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half",
                torch.bfloat16: "c10::BFloat16", torch.int64: "long int", torch.int32: "int", torch.int16: "short int",
                torch.int8: "signed char", torch.uint8: "unsigned char", torch.bool: "bool",
-               torch.complex64: "c10::complex<float>", torch.complex128: "c10::complex<double>"}
+               torch.complex64: "c10::complex<float>", torch.complex128: "c10::complex<double>",
+               torch.complex32: "c10::complex<c10::Half>"}
 
 
 def aten_meta_name(dtype: torch.dtype) -> str:
