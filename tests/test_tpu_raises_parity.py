@@ -6,6 +6,8 @@ float16's range is no error (the result overflows to inf) and only a value past 
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from refusal_cases import MODES, assert_close_to_cpu, assert_exactly_cpu, assert_refused_as_cpu
@@ -94,12 +96,17 @@ def test_max_min_binary_out(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_foreach_complex_scalar_on_half_refused_naming_complex32(mode: str) -> None:
-    # CPU computes a complex32 list; the tpu has no complex32 storage, so it refuses (kept in known.json), clearly
-    half = [torch.ones(2, dtype=torch.float16, device="tpu")]
-    with torch.tpu.eager_mode(mode), pytest.raises(NotImplementedError, match="complex32.*supported: "):
-        torch._foreach_add(half, 1 + 1j)
-        torch.tpu.synchronize()
+def test_foreach_complex_scalar_on_half_is_complex32_as_cpu(mode: str) -> None:
+    # CPU computes a complex32 list (ComplexHalf, held on tpu since issue 17): the same bits
+    half = [torch.tensor([1.5, -2.25, 0.1], dtype=torch.float16)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for fn in (lambda t: torch._foreach_add(t, 0.1 + 1j), lambda t: torch._foreach_mul(t, [2 - 0.3j])):
+            want = fn(half)[0]
+            with torch.tpu.eager_mode(mode):
+                got = fn([half[0].to("tpu")])[0].cpu()
+            assert got.dtype == want.dtype == torch.complex32
+            assert torch.equal(torch.view_as_real(got).view(torch.int16), torch.view_as_real(want).view(torch.int16))
 
 
 CHOLESKY_EMPTY = [((3, 5, 0, 3), torch.int16), ((4, 0), torch.int32), ((0, 3), torch.float32),

@@ -190,14 +190,15 @@ def check_fp8_operands(values: Any, op: str) -> None:
             check_compute(v.dtype, op)
 
 
-def check_complex32_results(results: Any, op: str) -> None:
-    """Raises as `check_compute` does where op `op` (none of COMPLEX32_OPS) made a complex32 result from operands
-    of other dtypes (float16 with a complex Scalar: CPU's pow and sigmoid_backward refuse ComplexHalf there)."""
+def check_complex32_results(results: Any, op: str) -> Any:
+    """`results`; raises as `check_compute` does where op `op` (none of COMPLEX32_OPS) made a complex32 result from
+    operands of other dtypes (float16 with a complex Scalar: CPU's pow and sigmoid_backward refuse ComplexHalf)."""
     for r in results if isinstance(results, list | tuple) else (results,):
         if isinstance(r, list | tuple):
             check_complex32_results(r, op)
         elif getattr(r, "dtype", None) == torch.complex32 and not isinstance(r, torch.Tensor):
             check_compute(torch.complex32, op)
+    return results
 
 
 def check_family(dtype: torch.dtype, op: str, family: str) -> None:

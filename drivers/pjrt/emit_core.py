@@ -67,6 +67,11 @@ def literal(value: object, dtype: str) -> str:
         if v.dtype.kind == "f":
             v = np.trunc(v)
         return str(int(v.astype(NP_DTYPES[dtype])))
+    if dtype == "complex32":  # its word: each part rounded to f16 through f32 (the sim's `store`), real part low
+        c = complex(value)  # type: ignore[arg-type]
+        with np.errstate(over="ignore"):
+            re, im = (int(np.float32(p).astype(np.float16).view(np.uint16)) for p in (c.real, c.imag))
+        return str(re | im << 16)
     if dtype in ("complex64", "complex128"):
         c = complex(value)  # type: ignore[arg-type]
         part = "float32" if dtype == "complex64" else "float64"

@@ -28,7 +28,8 @@ SCRIPT = textwrap.dedent('''
     for name, fn in calls.items():
         want, got = fn(a, b), fn(a.to("tpu"), b.to("tpu")).cpu()
         parts = lambda t: torch.view_as_real(t) if t.is_complex() else t
-        bits = lambda t: torch.where(parts(t).isnan(), -1, parts(t).view(torch.int16)).tolist()  # NaNs alike
+        ints = lambda p: p.view(torch.int16 if p.element_size() == 2 else torch.int32)
+        bits = lambda t: torch.where(parts(t).isnan(), -1, ints(parts(t))).tolist()  # NaNs alike
         out[name] = [str(got.dtype), str(want.dtype), bits(got), bits(want)]
     out["fallbacks"] = torchtpu.fallback_counts()
     print(json.dumps(out))

@@ -11,6 +11,7 @@ from torchtpu import dtypes
 from torchtpu.dtypes import check_scalar_fits, checked_scalar
 from torchtpu.ops import host_index, operand_checks, scalar_args, value_fits
 from torchtpu.ops import prims as P
+from torchtpu.ops.add_alpha import check_alpha, scales_other, times_alpha
 from torchtpu.ops.complex_pow import complex_pow
 from torchtpu.ops.prims import Kind, via_complex64
 from torchtpu.ops.registry import lower
@@ -20,53 +21,18 @@ from torchtpu.ops.tracing import Sym, aten_type_name
 aten = torch.ops.aten
 
 
-def _scaled(other: Any, alpha: Any) -> Any:
-    if alpha is None or alpha == 1:
-        return other
-    if isinstance(other, Sym):
-        compute, _ = P.result_dtype(other, alpha)
-        return P.binary("multiply", P.convert(other, compute), alpha)
-    return other * alpha
-
-
-def _times_alpha(other: Sym, alpha: Any, compute: torch.dtype, result: torch.dtype) -> Sym:
-    """add/sub's alpha * other in `compute`; for a complex32 result, as CPU's ComplexHalf kernel computes it: the
-    product rounded to complex32 (alpha cast to it first) before the sum."""
-    if result == torch.complex32:
-        return P.convert(P.binary("multiply", P.convert(other, result), alpha), compute)
-    return P.binary("multiply", other, alpha)
-
-
-def check_alpha(alpha: Any, dtype: torch.dtype) -> None:
-    """ATen's alpha_check of add/sub, on the common dtype and the alpha's Python type (a runtime alpha's too)."""
-    kind = alpha.kind if isinstance(alpha, scalar_args.Placeholder) else type(alpha)
-    if kind is bool and dtype != torch.bool:
-        raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    if not (dtype.is_floating_point or dtype.is_complex or issubclass(kind, int)):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    if not dtype.is_complex and issubclass(kind, complex):
-        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
-
-
-def _scales_other(alpha: Any, compute: torch.dtype) -> bool:
-    """Whether add/sub multiply `other` by alpha: ATen's kernel computes self + alpha * other, where a real alpha of
-    1 is exact but a complex one is a complex product, so an infinite part of other gives a NaN part, (1 + 0j) *
-    (inf + 0.5j) = inf + nanj (CPU and CUDA alike)."""
-    return compute.is_complex or not known(alpha) or alpha != 1
-
-
 @lower(aten.add.Tensor, aten.add.Scalar)
 def add(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
     check_alpha(alpha, result)
-    if compute == torch.bool and _scales_other(alpha, compute):
+    if compute == torch.bool and scales_other(alpha, compute):
         # ATen's bool kernel: alpha converted to bool first (-1 is true), self + alpha * other nonzero
         scaled = P.compare("NE", P.binary("multiply", P.convert(other, torch.int64), alpha), 0)
         return P.binary("or", P.convert(self, torch.bool), scaled)
     other = P.via_common(other, compute, result)
-    if _scales_other(alpha, compute):
+    if scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "add(): alpha")
-        other = _times_alpha(other, alpha, compute, result)
+        other = times_alpha(other, alpha, compute, result)
     return P.convert(P.binary("add", P.via_common(self, compute, result), other), result)
 
 
@@ -84,9 +50,9 @@ def sub(self: Any, other: Any, alpha: Any = 1) -> Sym:
     compute, result = P.result_dtype(self, other)
     check_alpha(alpha, result)
     other = P.via_common(other, compute, result)
-    if _scales_other(alpha, compute):
+    if scales_other(alpha, compute):
         check_scalar_fits(alpha, result, "sub(): alpha")
-        other = _times_alpha(other, alpha, compute, result)
+        other = times_alpha(other, alpha, compute, result)
     return P.convert(P.binary("subtract", P.via_common(self, compute, result), other), result)
 
 

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import torch
 from torch._ops import OpOverload
 
+from torchtpu import dtypes
 from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
 from torchtpu.ops import arg_order_checks, complex_to_float_out, dtype_refusals, expanded_fill, out_checks, out_rules
 from torchtpu.ops.out_rules import (
@@ -285,7 +286,7 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
             kwargs = {**kwargs, **graph.static_kwargs(record.prepare)}
         if record.random:
             kwargs = {**kwargs, "rng": graph.rng_state(args)}
-        return record.graph(*args, **kwargs)
+        return dtypes.check_complex32_results(record.graph(*args, **kwargs), record.name)
     determinism.alert(record.name, args, kwargs)
     if write_into is not None or out is not None:  # ATen's input/output overlap checks, before anything else
         overlap.refuse_overlap(record.name, write_into if out is None else out, args, kwargs, out is None)
