@@ -71,7 +71,7 @@ COMPLEX32_REFUSED: dict[str, str] = {
     "_unique2": "unique", "angle": "angle_cpu", "max": "max_all", "min": "min_all", "masked_scatter":
     "masked_scatter", "nan_to_num": "nan_to_num", "equal": "equal_notnan_cpu", "logical_not": "logical_not_cpu",
     "logical_and": "logical_and_cpu", "fmod": "fmod_cpu", "trace": "trace", "addcdiv": "addcdiv_cpu_out",
-    "cross": "cross", "linalg_cross": "cross",
+    "cross": "cross", "linalg_cross": "cross", "sigmoid_backward": "sigmoid_backward_cpu",
 }
 # CPU's own words for the few ComplexHalf refusals that are no dispatch macro's
 _COMPLEX32_WORDS: dict[str, tuple[type[Exception], str]] = {

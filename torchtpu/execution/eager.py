@@ -99,7 +99,6 @@ def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs
             raise refusal from None
         outs: list[Sym] = []
         structure = _flatten_out(result, outs)
-        dtypes.check_complex32_results(outs, name)
         if out_dtypes is not None:  # in-place results: the result type must cast to the target's, as in ATen
             for i, (s, d) in enumerate(zip(outs, out_dtypes)):
                 if i < len(out_shapes) and tuple(s.shape) != tuple(out_shapes[i]):
@@ -107,6 +106,8 @@ def trace(lowering: LoweringFn, tensors: list[torch.Tensor], args: tuple, kwargs
                 if not torch.can_cast(s.dtype, d) and name.removeprefix("aten.") not in out_rules.COPIES_INTO_OUT:
                     raise RuntimeError(f"result type {aten_type_name(s.dtype)} can't be cast to the desired "
                                        f"output type {aten_type_name(d)}")
+        dtypes.check_complex32_results(outs, name)  # after the cast check, which CPU makes first
+        if out_dtypes is not None:
             outs = [convert(s, d) for s, d in zip(outs, out_dtypes)]
         bindings = inputs.finish(builder)
     return builder.finish([s.value for s in outs], name=name), structure, outs, bindings

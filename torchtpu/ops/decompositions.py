@@ -148,17 +148,22 @@ def _by_parts(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _complex32_guarded(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn`, refusing a complex32 operand as CPU does where `op` is none of CPU's ComplexHalf ops (take, trace,
-    cumsum...): the decomposition's own ops would take it."""
+    """`fn`, refusing a complex32 operand or result as CPU does where `op` is none of CPU's ComplexHalf ops (take,
+    trace, cumsum, sigmoid_backward...): the decomposition's own ops would take it."""
     if op.overloadpacket.__name__ in dtypes.COMPLEX32_OPS:
         return fn
 
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        for a in (*args, *kwargs.values()):
+    def refuse(values: Any) -> None:
+        for a in values:
             for t in (a if isinstance(a, list | tuple) else (a,)):
                 if isinstance(t, torch.Tensor) and t.dtype == torch.complex32:
                     raise dtypes.complex32_refusal(str(op))
-        return fn(*args, **kwargs)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        refuse((*args, *kwargs.values()))
+        result = fn(*args, **kwargs)
+        refuse(result if isinstance(result, list | tuple) else (result,))  # float16 with a complex Scalar
+        return result
 
     return kernel
 

@@ -173,7 +173,7 @@ _CPP_NAMES = {
     torch.bool: "bool", torch.uint8: "unsigned char", torch.int8: "signed char", torch.int16: "short int",
     torch.int32: "int", torch.int64: "long int", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16",
     torch.float32: "float", torch.float64: "double", torch.complex64: "c10::complex<float>",
-    torch.complex128: "c10::complex<double>",
+    torch.complex128: "c10::complex<double>", torch.complex32: "c10::complex<c10::Half>",
 }
 
 
