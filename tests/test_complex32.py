@@ -10,11 +10,12 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from refusal_cases import assert_refused_as_cpu_compiled
 
 from torchtpu import dtypes
 
 C32 = torch.complex32
-MODES = ["DEFER_NEVER", "DEFER_AND_FUSE"]
+MODES = ["DEFER_NEVER", "LAUNCH_BLOCKING", "DEFER_AND_FUSE"]
 INF, NAN = float("inf"), float("nan")
 
 
@@ -198,6 +199,14 @@ def test_refused_as_cpu(name: str, mode: str) -> None:
             fn(X.to("tpu"))
             torch.tpu.synchronize()
     assert str(cpu.value).split("\n")[0].strip() in str(tpu.value)
+
+
+@pytest.mark.parametrize("name", ["div", "sum", "exp", "mm", "take"])
+def test_refused_as_cpu_compiled(name: str) -> None:
+    fn = REFUSED[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_refused_as_cpu_compiled(lambda d: fn(X.to(d)))
 
 
 def test_an_op_outside_both_sets_names_the_supported_ops(tpu) -> None:

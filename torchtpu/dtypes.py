@@ -56,6 +56,10 @@ COMPLEX32_OPS = frozenset({
     # views, which compiled graphs lower (eager mode aliases with ATen's own kernels)
     "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "slice", "select", "unsqueeze",
     "squeeze", "as_strided", "alias", "detach", "split", "split_with_sizes", "unbind", "narrow", "view_as",
+    "_reshape_alias", "view_copy", "unsqueeze_copy", "permute_copy", "slice_copy", "select_copy", "squeeze_copy",
+    "transpose_copy", "t_copy", "alias_copy", "detach_copy", "as_strided_copy", "unbind_copy", "split_copy",
+    "split_with_sizes_copy", "view_as_real_copy", "view_as_complex_copy", "diagonal", "diagonal_copy", "unfold",
+    "unfold_copy", "movedim", "flatten",
 })
 # op -> the kernel CPU torch 2.13 names refusing ComplexHalf (probed: '"div_cpu" not implemented for 'ComplexHalf'')
 COMPLEX32_REFUSED: dict[str, str] = {

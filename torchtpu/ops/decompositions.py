@@ -10,7 +10,6 @@ from typing import Any
 import torch
 from torch._decomp import get_decompositions
 
-from torchtpu import dtypes
 from torchtpu.ops import checked_decompositions, linalg_checks, out_checks
 
 aten = torch.ops.aten
@@ -147,27 +146,6 @@ def _by_parts(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
-def _complex32_guarded(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn`, refusing a complex32 operand or result as CPU does where `op` is none of CPU's ComplexHalf ops (take,
-    trace, cumsum, sigmoid_backward...): the decomposition's own ops would take it."""
-    if op.overloadpacket.__name__ in dtypes.COMPLEX32_OPS:
-        return fn
-
-    def refuse(values: Any) -> None:
-        for a in values:
-            for t in (a if isinstance(a, list | tuple) else (a,)):
-                if isinstance(t, torch.Tensor) and t.dtype == torch.complex32:
-                    raise dtypes.complex32_refusal(str(op))
-
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        refuse((*args, *kwargs.values()))
-        result = fn(*args, **kwargs)
-        refuse(result if isinstance(result, list | tuple) else (result,))  # float16 with a complex Scalar
-        return result
-
-    return kernel
-
-
 def define_all(define: Callable[..., Any]) -> None:
     """Makes a "decomposition" record for each overload of an ACCEPTED packet that upstream decomposes and that
     has no eager record of its own (a lowering of the overload, or its derived in-place / out= sibling, is the
@@ -185,7 +163,7 @@ def define_all(define: Callable[..., Any]) -> None:
             fn = out_checks.exact_out(op, fn)
         if op.overloadpacket in BY_PARTS:
             fn = _by_parts(op, fn)
-        fn = _complex32_guarded(op, checked_decompositions.guarded(op, fn, checked_decompositions.EAGER))
+        fn = checked_decompositions.guarded(op, fn, checked_decompositions.EAGER)
         if op.overloadpacket in linalg_checks.CROSS_WRAPPED:
             fn = linalg_checks.wrap_cross(op, fn)
         record = TABLE.get(op)
