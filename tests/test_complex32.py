@@ -103,6 +103,9 @@ MOVEMENT: dict[str, Callable[..., object]] = {
     "from_int": lambda x, y: x.real.nan_to_num().int().to(C32),
     "view_as_real": lambda x, y: torch.view_as_real(x.clone()) * 1,
     "complex": lambda x, y: torch.complex(x.real.clone(), x.imag.clone()),
+    "isinf": lambda x, y: x.isinf(), "index_fill": lambda x, y: x.index_fill(0, IDX[:2].to(x.device), 1 - 2j),
+    "any_all": lambda x, y: (x.any(), x[:, :2].all(1)), "count_nonzero": lambda x, y: x.count_nonzero(1),
+    "diag": lambda x, y: (torch.diag(x[0]), torch.diag(x, 1)), "diag_embed": lambda x, y: torch.diag_embed(x),
 }
 
 

@@ -59,7 +59,8 @@ COMPLEX32_OPS = frozenset({
     "_reshape_alias", "view_copy", "unsqueeze_copy", "permute_copy", "slice_copy", "select_copy", "squeeze_copy",
     "transpose_copy", "t_copy", "alias_copy", "detach_copy", "as_strided_copy", "unbind_copy", "split_copy",
     "split_with_sizes_copy", "view_as_real_copy", "view_as_complex_copy", "diagonal", "diagonal_copy", "unfold",
-    "unfold_copy", "movedim", "flatten",
+    "unfold_copy", "movedim", "flatten", "isinf", "index_fill", "index_fill_", "any", "all", "count_nonzero",
+    "diag", "diag_embed",
 })
 # op -> the kernel CPU torch 2.13 names refusing ComplexHalf (probed: '"div_cpu" not implemented for 'ComplexHalf'')
 COMPLEX32_REFUSED: dict[str, str] = {

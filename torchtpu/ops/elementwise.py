@@ -328,6 +328,8 @@ def isnan(self: Sym) -> Sym:
 
 @lower(aten.isinf.default)
 def isinf(self: Sym) -> Sym:
+    if self.dtype == torch.complex32:  # its parts, exactly
+        self = P.convert(self, torch.complex64)
     if self.dtype.is_complex:  # ATen: isinf(real) | isinf(imag)
         parts = [P.compare("EQ", P.emit1("abs", [P.emit1(n, [self])]), math.inf) for n in ("real", "imag")]
         return P.emit1("or", parts)
