@@ -249,7 +249,37 @@ memmove/memset 8.5%, the fused numba loops 15% (memory-bound: an AdamW pair loop
 2 ms in-step vs 0.55 ms hot), Python 6.5%. Goal not met (<= 1.0x). The zoo at the
 medium size, compiled (`benchmarks/models.py --compile --size medium --repeats 3`, new only; the full zoo ran past
 10 minutes, so four models): bert fwd 1.8x train 1.9x, t5 1.4x / 1.5x, vit 2.1x / 2.1x, mistral 1.5x / 1.9x
-(goal <= 1.5x: not met)."""
+(goal <= 1.5x: not met).
+
+Session perf26 (branch `perf26`, load average 5-14 on 2 cores). Where a medium compiled Llama training step goes
+(each plan's straight-line run timed step by step, thread CPU time, 3 steps; CPU eager 85 ms in the same
+process): the sim launches 143 of ~150 ms; dot_general 82-85 ms (BLAS 53, operand rounding 11, the C-order
+gather of transposed operands 11: aten::mm is 45 ms of CPU eager's step, BLAS is at parity); the AdamW graph
+10-12 ms (CPU eager's foreach AdamW 10.4 ms: at parity); element-wise steps ~30 ms, none over 1.2 ms (logistic
+of (2, 256, 1024) 1.1 ms x 4, exp/subtract/select over the (512, 1000) logits); outside the steps ~12 ms, most
+of it the training forward copying 44 MB of results into its outputs (saved activations: 15 MB ufunc results
+returned through a reshape, 10 MB dot results through a reshape, 9.4 MB weight transposes). Changes, same bits
+(old and new equal byte for byte on compiled and DEFER_NEVER training steps of both models at hidden 128):
+(1) a fast DEFAULT dot's transposed operand rounds in its own memory order and goes to BLAS transposed when a
+per-shape probe of random bf16 operands gives the C-order product's bits (sim/mxu_layout.py; products under
+2^21 multiply-adds keep the gather, and so would any shape this OpenBLAS sums differently); (2) a ufunc step
+whose result reaches an output only through a reshape writes into the output viewed at its shape
+(drivers/sim/direct_outputs.py `IntoView`). (1) alone, in one process (CPU eager, gather, no gather, ABBA,
+median of 5): llama train 1.59x -> 1.50x, fwd 1.38x -> 1.28x; gpt2 train 1.55x -> 1.45x, fwd 1.29x -> 1.30x
+(GPT-2's Conv1D weights are not transposed in the forward). Both, processes base, new, new, base (ABBA inside,
+median of 5; compiled ms in brackets):
+
+    hidden 256, 2x256  llama train 1.60x / 1.56x (132 / 140) -> 1.56x / 1.50x (130 / 128)
+                       llama fwd   1.40x / 1.51x             -> 1.42x / 1.35x
+                       gpt2 train  1.46x / 1.51x (117 / 115) -> 1.47x / 1.47x (109 / 110)
+                       gpt2 fwd    1.31x / 1.38x             -> 1.26x / 1.27x
+
+Goal not met (<= 1.0x): BLAS alone is ~0.6x of CPU eager's whole step, the operand rounding another ~0.15x.
+The zoo's worst at medium size: vit has 2 x 17 tokens, so its (34, 1024) @ (1024, 256) products round a weight
+as large as the product's work (rounding 3.2 of 10 ms of dots) and its AdamW graph is 10.6 of a 28 ms step (CPU
+eager's whole step 14 ms); bert's exact GELU costs ~10 ms of a 122 ms step (CPU 67 ms): erf is numba's
+scalar libm erff at ~3-9 ns per element (four (2, 256, 1024) passes per step) against CPU's vectorized gelu.
+Not done: a vectorized erf with the same bits would have to follow glibc's erff (2.36 here) step by step."""
 
 from __future__ import annotations
 

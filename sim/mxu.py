@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .mxu_kernel import dot_exact, dot_exact_bf16_rounded
+from .mxu_layout import same_bits, transposed
 from .mxu_round import round_operand
 from .numerics import BF16, split_bf16x3, split_bf16x6, to_bf16
 
@@ -105,8 +106,7 @@ def blas_matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     that count also waits in a sleep loop whenever another process holds a core: measured on the shared 2-core
     machine, a (1600, 320) @ (320, 1) product took 8 ms on two BLAS threads and 32 us on one."""
     global _blas, _blas_threads
-    torch = sys.modules.get("torch")
-    threads = torch.get_num_threads() if torch is not None and hasattr(torch, "get_num_threads") else None
+    threads = _torch_threads()
     if threads is not None and threads != _blas_threads:
         if _blas is None:
             from threadpoolctl import ThreadpoolController
@@ -115,6 +115,12 @@ def blas_matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         _blas.limit(limits=threads)  # kept, not restored: it follows torch's setting
         _blas_threads = threads
     return np.matmul(x, y)
+
+
+def _torch_threads() -> int | None:
+    """PyTorch's intra-op thread count when torch is loaded (what `blas_matmul` gives BLAS), else None."""
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None and hasattr(torch, "get_num_threads") else None
 
 
 def _check_shapes(a: np.ndarray, b: np.ndarray) -> None:
@@ -137,7 +143,11 @@ def _passes(
     """Combine bf16 passes exactly as XLA's rewriter does; `dot` runs one bf16 x bf16 -> f32 dot."""
     with np.errstate(invalid="ignore", over="ignore"):
         if precision == "DEFAULT":
-            # round_bf16's bits, vectorized, into this thread's scratch: only the product reads them (mxu_round.py)
+            # round_bf16's bits, vectorized, into this thread's scratch: only the product reads them (mxu_round.py);
+            # transposed operands stay transposed where BLAS sums them with the C-order bits (mxu_layout.py)
+            ta, tb = transposed(a), transposed(b)
+            if (ta or tb) and dot is blas_matmul and same_bits(a.shape, b.shape, ta, tb, _torch_threads(), dot):
+                return dot(round_operand(a, "lhs", ta), round_operand(b, "rhs", tb))
             return dot(round_operand(a, "lhs"), round_operand(b, "rhs"))
         if precision == "HIGH":
             ah, al = split_bf16x3(a)

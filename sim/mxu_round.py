@@ -102,7 +102,7 @@ def _scratch_array(slot: str, shape: tuple[int, ...]) -> np.ndarray:
     return buf[:n].reshape(shape)
 
 
-def round_operand(x: np.ndarray, slot: str | None = None) -> np.ndarray:
+def round_operand(x: np.ndarray, slot: str | None = None, keep_transposed: bool = False) -> np.ndarray:
     """`round_bf16(x)`: a C-contiguous float32 array holding `x`'s values rounded to bf16, for an MXU operand
     (float32 operands through the vectorized loop, others through `round_bf16`).
 
@@ -111,9 +111,18 @@ def round_operand(x: np.ndarray, slot: str | None = None) -> np.ndarray:
     the next call for the same slot on this thread: for an operand that only the product reads. The reason is
     the kernel, not the copy: glibc serves an allocation above its mmap threshold with fresh pages, and a
     compiled training step at hidden 256 x 2 x 256 tokens (GPT-2) took ~16,500 minor page faults per step,
-    half of them on rounded operands (~27 ms of system time in a ~145 ms step)."""
+    half of them on rounded operands (~27 ms of system time in a ~145 ms step).
+
+    With `keep_transposed` a float32 operand that is a transposed C-order array (mxu_layout.transposed) rounds
+    in its own memory order, one contiguous pass, and comes back transposed the same way (no C-order gather):
+    for a product whose BLAS bits were found layout-independent (mxu_layout.same_bits)."""
     if x.dtype != np.float32:
         return round_bf16(x)
+    if keep_transposed:
+        src = x.swapaxes(-1, -2)  # C-contiguous (the caller checked `transposed(x)`)
+        out = np.empty(src.shape, np.float32) if slot is None else _scratch_array(slot, src.shape)
+        _round_loop(src.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint32))
+        return out.swapaxes(-1, -2)
     if slot is None:
         src = _gather(x)
         out = np.empty(src.shape, np.float32)

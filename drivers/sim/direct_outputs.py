@@ -104,16 +104,29 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
+class IntoView:
+    """A ufunc step's `DirectPlan.direct` entry when its result reaches the program output only through one
+    reshape (a saved activation of a training forward: (2, 256, 1024) computed, (512, 1024) returned): the step
+    writes into the output buffer viewed at its own shape (`outs[index].reshape(shape)`, a view: the launch
+    requires the buffer C-contiguous), and the reshape, reading it, is the output's value (`slot`)."""
+
+    __slots__ = ("index", "shape", "slot")
+
+    def __init__(self, index: int, shape: tuple[int, ...], slot: int) -> None:
+        self.index, self.shape, self.slot = index, shape, slot
+
+
 class DirectPlan:
     """The direct writes of one plan: `direct` maps a step's position to the output index it writes;
     `copies`: (slot, output index) of the outputs still copied after the steps."""
 
-    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact")
+    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact", "_contiguous")
 
     def __init__(self, direct: dict[int, Any], copies: list[tuple[int, int]],
                  checks: dict[int, tuple[frozenset[int], bool, tuple[int, ...], np.dtype]],
-                 exact: dict[int, frozenset[int]] | None = None) -> None:
+                 exact: dict[int, frozenset[int]] | None = None, contiguous: frozenset[int] = frozenset()) -> None:
         self.direct, self.copies = direct, copies
+        self._contiguous = contiguous  # output indices written through a reshaped view (IntoView): C order only
         self._checks = checks  # output index -> (inputs read after its write, a later step may raise, shape, dtype)
         # output index -> the inputs its fused step (fusion.py) reads element by element as it writes: such an
         # input may share the output's memory only exactly (same bytes, both C-contiguous: element i read before
@@ -144,6 +157,8 @@ class DirectPlan:
         for k, (_, _, shape, dtype) in checks.items():
             if outputs[k].shape != shape or outputs[k].dtype != dtype:
                 return False
+        if any(not outputs[k].flags.c_contiguous for k in self._contiguous):
+            return False
         out_bounds = sorted((*_bounds(o), k) for k, o in enumerate(outputs) if o.size)
         for (_, hi, _), (lo, _, _) in zip(out_bounds, out_bounds[1:]):
             if lo < hi:  # output buffers overlap each other: their order of writing would matter
@@ -199,6 +214,7 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
         and s.op.outputs[0].type.numel >= MIN_ELEMENTS}
     if last is not None:
         direct = {n: k for n, k in direct.items() if steps[n].out != last.out}
+    direct.update(_through_reshape(steps, position, count, last))
     # a fused group (fusion.py) writes each of its results that is one program output into that output's buffer
     fused_into = {}
     for n, s in enumerate(steps):
@@ -231,11 +247,16 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
         for slot in last.inputs:
             tail |= roots.get(slot, empty)
     raises = last is not None and not _pure(last)
+    steps_by_slot = {slot: step for step in steps for slot in step.outputs}
     checks = {}
     exact: dict[int, frozenset[int]] = {}
     for n in range(len(steps) - 1, -1, -1):
         step = steps[n]
-        if n in direct and not isinstance(direct[n], tuple):
+        if n in direct and isinstance(direct[n], IntoView):
+            op_out = step.op.outputs[0]
+            checks[direct[n].index] = (frozenset(tail), raises, tuple(steps_by_slot[direct[n].slot].op.outputs[0]
+                                                                       .shape), np.dtype(NP_DTYPES[op_out.dtype]))
+        elif n in direct and not isinstance(direct[n], tuple):
             op_out = step.op.outputs[0]
             checks[direct[n]] = (frozenset(tail), raises, tuple(op_out.shape), np.dtype(NP_DTYPES[op_out.dtype]))
         elif n in direct:  # a fused loop: its own program-input operands exactly, any other operand's not at all
@@ -248,7 +269,29 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
         for slot in step.inputs:
             tail |= roots.get(slot, empty)
         raises = raises or not _pure(step)
-    return DirectPlan(direct, copies, checks, exact)
+    contiguous = frozenset(into.index for into in direct.values() if isinstance(into, IntoView))
+    return DirectPlan(direct, copies, checks, exact, contiguous)
+
+
+def _through_reshape(steps: Sequence[Any], position: dict[int, int], count: dict[int, int],
+                     last: Any) -> dict[int, IntoView]:
+    """The ufunc steps whose result (no program output itself) is read by one step only, a reshape whose result
+    is one program output (not the last step's): each writes into that output's buffer at its own shape."""
+    readers: dict[int, list[Any]] = {}
+    for step in steps:
+        for slot in set(step.inputs):
+            readers.setdefault(slot, []).append(step)
+    found = {}
+    for n, s in enumerate(steps):
+        if not isinstance(s.fast, np.ufunc) or len(s.outputs) != 1 or s.out in count:
+            continue
+        after = readers.get(s.out, ())
+        if len(after) != 1 or after[0].op.name != "reshape" or after[0].fast is None \
+                or len(after[0].outputs) != 1 or count.get(after[0].out) != 1 \
+                or (last is not None and after[0].out == last.out) or s.op.outputs[0].type.numel < MIN_ELEMENTS:
+            continue
+        found[n] = IntoView(position[after[0].out], tuple(s.op.outputs[0].shape), after[0].out)
+    return found
 
 
 def _written(step: Any, into: Any) -> list[tuple[int, int]]:
@@ -256,4 +299,6 @@ def _written(step: Any, into: Any) -> list[tuple[int, int]]:
     `DirectPlan.direct`, an output index or, for a fused step, one per result or None)."""
     if isinstance(into, tuple):
         return [(slot, k) for slot, k in zip(step.outputs, into) if k is not None]
+    if isinstance(into, IntoView):
+        return [(into.slot, into.index)]
     return [(step.out, into)]

@@ -24,7 +24,8 @@ def compile_steps(steps: Sequence[Any], needed: Sequence[int], name: str = "plan
     value list `env`, stores the slots in `needed` back into it and returns the values of the slots in `returns`
     as a tuple. With `direct` (step position -> output index; those steps are ufuncs), `run(env, outs)` computes
     those steps into `outs[index]` (`out=`, direct_outputs.py); a fused step's entry is one output index (or
-    None) per result, passed to its kernel as the buffers to write (fusion.py)."""
+    None) per result, passed to its kernel as the buffers to write (fusion.py); an `IntoView` entry
+    (direct_outputs.py) writes into that output viewed at the step's shape."""
     namespace: dict[str, Any] = {}
     loads: list[str] = []
     body: list[str] = []
@@ -44,6 +45,9 @@ def compile_steps(steps: Sequence[Any], needed: Sequence[int], name: str = "plan
         if step.fast is not None:
             namespace[f"f{n}"] = step.fast
             into = f", out=outs[{direct[n]}]" if direct and n in direct else ""
+            view = getattr(direct.get(n), "shape", None) if direct else None  # direct_outputs.IntoView
+            if view is not None:
+                into = f", out=outs[{direct[n].index}].reshape({view!r})"
             body.append(f"    s{step.out} = f{n}({operands}{into})")
             at.append(n)
             local.add(step.out)
