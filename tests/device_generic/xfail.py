@@ -8,8 +8,8 @@ from typing import Any
 
 # "GenericClass.test_name" (the tpu instance: test_name + "_tpu") -> cause
 TPU_XFAIL: dict[str, str] = {
-    "TestShapeOps.test_many_dims": ("more than 64 dims: the simulator refuses them (NotImplementedError naming "
-                                    "numpy's limit; CPU computes them)"),
+    "TestShapeOps.test_many_dims": ("more than 64 dims: the simulator refuses an elementwise op of them "
+                                    "(NotImplementedError naming numpy's limit; CPU computes them)"),
 }
 
 

@@ -31,7 +31,15 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
-from torchtpu.ops import arg_order_checks, complex_to_float_out, dtype_refusals, expanded_fill, out_checks, out_rules
+from torchtpu.ops import (
+    arg_order_checks,
+    complex_to_float_out,
+    dtype_refusals,
+    expanded_fill,
+    many_dims,
+    out_checks,
+    out_rules,
+)
 from torchtpu.ops.out_rules import (
     check_out_count,
     check_out_devices,
@@ -286,6 +294,9 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
         if record.random:
             kwargs = {**kwargs, "rng": graph.rng_state(args)}
         return record.graph(*args, **kwargs)
+    if many_dims.past_limit(args, kwargs, out) and (done := many_dims.run(
+            record.op, args, kwargs, write_into=write_into, out=out)) is not NotImplemented:
+        return done  # more dims than the driver's programs hold
     determinism.alert(record.name, args, kwargs)
     if write_into is not None or out is not None:  # ATen's input/output overlap checks, before anything else
         overlap.refuse_overlap(record.name, write_into if out is None else out, args, kwargs, out is None)
@@ -409,7 +420,9 @@ def make_kernel(record: Lowering) -> Callable[..., Any]:
 
 def _schema_kernel(record: Lowering) -> Callable[..., Any]:
     """The kernel by the record's schema kind; host kernels and decompositions as they are."""
-    if record.how in ("kernel", "decomposition"):
+    if record.how == "decomposition":
+        return _many_dims_guard(record)
+    if record.how == "kernel":
         return record.fn
     kind = schema_kind(record.op)
     if kind == "functional":
@@ -443,6 +456,21 @@ def _schema_kernel(record: Lowering) -> Callable[..., Any]:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     return out
+
+
+def _many_dims_guard(record: Lowering) -> Callable[..., Any]:
+    """A decomposition's kernel behind many_dims (as `apply` is): a tensor past the driver's rank limit is computed
+    on fewer dims or refused as the op, not as the first op of its decomposition."""
+    fn, inplace = record.fn, schema_kind(record.op) == "inplace"
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if many_dims.past_limit(args, kwargs) and (done := many_dims.run(
+                record.op, args, kwargs, write_into=args[:1] if inplace else None, decomposed=True)) \
+                is not NotImplemented:
+            return args[0] if inplace else done
+        return fn(*args, **kwargs)
+
+    return guarded
 
 
 # --- registration ----------------------------------------------------------------------------------------------------
