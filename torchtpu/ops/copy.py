@@ -79,7 +79,8 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
             overlap.refuse_overlap("copy_", [dst], (src,), {}, False)
             if many_dims.past_limit((src, dst), {}) and \
                     (views := many_dims.collapsed_views([dst, src.expand(dst.shape)])) is not None:
-                copy_from(views[1], views[0], non_blocking)  # the same elements, fewer dims
+                with fast_launch.not_stored():  # (not under this call's key: its tensors have more dims)
+                    copy_from(views[1], views[0], non_blocking)  # the same elements, fewer dims
                 return dst
             key = (dst.dtype, tuple(dst.shape))
             lowering = _device_copies.setdefault(key, _device_copy(*key))

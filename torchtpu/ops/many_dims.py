@@ -3,7 +3,8 @@
 torch holds tensors of any rank, and what does not need an N-d view computes on one of fewer dimensions: runs of
 dims that are contiguous in memory (or of size 1) are collapsed into one, in order, so element i in row-major order
 of the collapsed view is element i of the tensor (never a different element): fills, the random fills, a copy
-between tensors whose layouts collapse alike (ops/copy.py), reductions over every element. Anything else is first
+between tensors whose layouts collapse alike (ops/copy.py), reductions over every element, pointwise ops of
+contiguous same-shaped tensors (and scalars). Anything else is first
 given to ATen's own meta kernel, so that ATen's checks raise first in CPU's class and words (a reduction over a dim
 of a tensor of more than 64 dims: "only tensors with up to 64 dims are supported"), then refused naming the limit
 (drivers/sim/rank_limit.py's words)."""
@@ -17,8 +18,6 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.drivers.sim.rank_limit import check_rank
-
-aten = torch.ops.aten
 
 # In-place ops that write every element of self from self's own element (or none) and scalar arguments only:
 # their result does not depend on the shape, only on the row-major order of the elements.
@@ -50,6 +49,7 @@ _DIM_REDUCTIONS = frozenset({
     "aten::max", "aten::min",
 })
 _ATEN_DIMS = 64
+
 
 def _name(op: torch._ops.OpOverload) -> str:
     overload = op._overloadname
@@ -126,8 +126,8 @@ def run(op: torch._ops.OpOverload, args: tuple, kwargs: dict[str, Any], *, write
     names = [a.name for a in op._schema.arguments]
     bound = {**dict(zip(names, args)), **kwargs}
     size = bound.get("size")
-    if out is None and isinstance(size, list | tuple) and len(size) > (limit() or len(size)):
-        return _factory(op, names, bound, [int(n) for n in size])
+    if out is None and "stride" not in names and isinstance(size, list | tuple) and len(size) > (limit() or len(size)):
+        return _factory(op, bound, [int(n) for n in size])  # (a strided factory's layout is its own: not here)
     if not _tensors(args, kwargs, out) or max(t.dim() for t in _tensors(args, kwargs, out)) <= (limit() or 0):
         return NotImplemented  # an int list past the limit that is no factory's size: computed as any call
     name = _name(op)
@@ -152,6 +152,9 @@ def run(op: torch._ops.OpOverload, args: tuple, kwargs: dict[str, Any], *, write
     if op._schema.name in _DIM_REDUCTIONS and self is not None and self.dim() > _ATEN_DIMS and \
             (form == "named" or not keepdim):
         raise RuntimeError(f"only tensors with up to {_ATEN_DIMS} dims are supported")  # ATen's dim bitset
+    if out is None and torch.Tag.pointwise in op.tags and len(op._schema.returns) == 1 and \
+            (done := _pointwise(op, args, kwargs, write_into)) is not NotImplemented:
+        return done
     if decomposed:
         return NotImplemented  # its decomposition's ops compute it or refuse, each as itself
     if out is not None:
@@ -161,7 +164,7 @@ def run(op: torch._ops.OpOverload, args: tuple, kwargs: dict[str, Any], *, write
     raise AssertionError(f"{name}: past the rank limit, not refused")  # check_rank raised
 
 
-def _factory(op: torch._ops.OpOverload, names: list[str], bound: dict[str, Any], size: list[int]) -> torch.Tensor:
+def _factory(op: torch._ops.OpOverload, bound: dict[str, Any], size: list[int]) -> torch.Tensor:
     """A factory's result of more dims than the driver holds: made as one dim of as many elements (the same values
     in row-major order: fills and the random draws, by element index), then that storage as a fresh tensor (not a
     view) of `size`, contiguous as the factory's own result."""
@@ -171,11 +174,38 @@ def _factory(op: torch._ops.OpOverload, names: list[str], bound: dict[str, Any],
     for n in size:
         numel *= n
     flat = op(**{**bound, "size": [numel]})
+    return torch.empty(0, dtype=flat.dtype, device=flat.device).set_(flat.untyped_storage(), 0, size,
+                                                                     _contiguous_strides(size))
+
+
+def _contiguous_strides(size: Sequence[int]) -> list[int]:
     strides, step = [0] * len(size), 1
     for i in range(len(size) - 1, -1, -1):
         strides[i] = step
         step *= max(size[i], 1)
-    return torch.empty(0, dtype=flat.dtype, device=flat.device).set_(flat.untyped_storage(), 0, size, strides)
+    return strides
+
+
+def _pointwise(op: torch._ops.OpOverload, args: tuple, kwargs: dict[str, Any], write_into: Any) -> Any:
+    """A pointwise op whose tensors of more than 0 dims all have one shape and are contiguous: computed on their
+    flat views (element i with element i: no broadcast, no layout to follow), its result contiguous as
+    TensorIterator lays out a result of contiguous operands. NotImplemented for anything else."""
+    tensors = [t for t in _tensors(args, kwargs, None) if t.dim() > 0]
+    if not tensors or any(t.shape != tensors[0].shape or not t.is_contiguous() for t in tensors):
+        return NotImplemented
+    if any(isinstance(x, list | tuple) and any(isinstance(y, torch.Tensor) for y in x)
+           for x in (*args, *kwargs.values())):
+        return NotImplemented
+
+    def flat(x: Any) -> Any:
+        return x.view(-1) if isinstance(x, torch.Tensor) and x.dim() > 0 else x
+
+    result = op(*(flat(a) for a in args), **{k: flat(v) for k, v in kwargs.items()})
+    if write_into is not None:
+        return write_into
+    size = list(tensors[0].shape)
+    return torch.empty(0, dtype=result.dtype, device=result.device).set_(
+        result.untyped_storage(), result.storage_offset(), size, _contiguous_strides(size))
 
 
 def _tensors(args: tuple, kwargs: dict[str, Any], out: list[torch.Tensor] | None) -> list[torch.Tensor]:

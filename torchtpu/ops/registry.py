@@ -294,9 +294,11 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
         if record.random:
             kwargs = {**kwargs, "rng": graph.rng_state(args)}
         return record.graph(*args, **kwargs)
-    if many_dims.past_limit(args, kwargs, out) and (done := many_dims.run(
-            record.op, args, kwargs, write_into=write_into, out=out)) is not NotImplemented:
-        return done  # more dims than the driver's programs hold
+    if many_dims.past_limit(args, kwargs, out):  # more dims than the driver's programs hold
+        with fast_launch.not_stored():
+            done = many_dims.run(record.op, args, kwargs, write_into=write_into, out=out)
+        if done is not NotImplemented:
+            return done
     determinism.alert(record.name, args, kwargs)
     if write_into is not None or out is not None:  # ATen's input/output overlap checks, before anything else
         overlap.refuse_overlap(record.name, write_into if out is None else out, args, kwargs, out is None)
@@ -464,10 +466,12 @@ def _many_dims_guard(record: Lowering) -> Callable[..., Any]:
     fn, inplace = record.fn, schema_kind(record.op) == "inplace"
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        if many_dims.past_limit(args, kwargs) and (done := many_dims.run(
-                record.op, args, kwargs, write_into=args[:1] if inplace else None, decomposed=True)) \
-                is not NotImplemented:
-            return args[0] if inplace else done
+        if many_dims.past_limit(args, kwargs):
+            with fast_launch.not_stored():
+                done = many_dims.run(record.op, args, kwargs, write_into=args[:1] if inplace else None,
+                                     decomposed=True)
+            if done is not NotImplemented:
+                return args[0] if inplace else done
         return fn(*args, **kwargs)
 
     return guarded
