@@ -99,6 +99,9 @@ class Driver(ABC):
     # (byte array, its first address) over the process's address space where the buffers are host memory and
     # strided views by address are valid operands (the simulator, drivers/sim/host_memory.py); else None.
     host_memory: tuple[Any, int] | None = None
+    # The most dims a program's value may have (the simulator: numpy's 64); None: no limit. torchtpu/ops/many_dims.py
+    # computes what it can of a tensor past it on views with fewer dims and refuses the rest naming the limit.
+    max_rank: int | None = None
 
     def __init__(self, cache_size: int | None = None) -> None:
         self._cache: OrderedDict[tuple, Executable] = OrderedDict()

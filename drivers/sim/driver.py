@@ -31,7 +31,7 @@ from torchtpu.drivers.sim.kernels import KERNELS, NP_DTYPES, Kernel
 from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it registers the movement/MXU kernels)
 from torchtpu.drivers.sim.launcher import launcher
 from torchtpu.drivers.sim.output_overlap import unshared
-from torchtpu.drivers.sim.rank_limit import check_program, check_rank
+from torchtpu.drivers.sim.rank_limit import MAX_DIMS, check_program, check_rank
 from torchtpu.drivers.sim.straight_line import compile_steps, failed_step
 from torchtpu.drivers.sim.streams import StreamTimeline
 from torchtpu.sim import mxu
@@ -361,7 +361,7 @@ class SimDriver(Driver):
     generations; `topology` (default TORCHTPU_TOPOLOGY) makes this process's host of a simulated slice, its
     devices the host's chips; otherwise `devices` (TORCHTPU_NUM_DEVICES) devices of `chip` (TORCHTPU_CHIP)."""
 
-    name = "sim"
+    name, max_rank = "sim", MAX_DIMS
     strided_operands = True
     wants_frees = False  # storage views are keyed by address, size and dtype: a reused address maps the same memory
     host_memory = (_memory.SPACE, _memory.BASE)  # buffers are host memory: a view of it by address

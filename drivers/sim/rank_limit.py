@@ -10,11 +10,14 @@ from torchtpu.drivers.ir import Program
 MAX_DIMS = 64
 
 
-def check_rank(ndim: int) -> None:
-    """Refuses a tensor of more than MAX_DIMS dimensions (NotImplementedError, naming the limit)."""
+def check_rank(ndim: int, what: str = "") -> None:
+    """Refuses a tensor of more than MAX_DIMS dimensions (NotImplementedError, naming the limit and `what` was
+    asked, an op's name, where given)."""
     if ndim > MAX_DIMS:
+        where = f" ({what})" if what else ""
         raise NotImplementedError(f"only tensors with up to {MAX_DIMS} dims are supported on the tpu simulator "
-                                  f"(numpy's limit: its tensors are numpy arrays); got a tensor of {ndim} dims")
+                                  f"(numpy's limit: its tensors are numpy arrays); got a tensor of {ndim} dims"
+                                  f"{where}")
 
 
 def check_program(program: Program) -> None:

@@ -7,10 +7,7 @@ import unittest
 from typing import Any
 
 # "GenericClass.test_name" (the tpu instance: test_name + "_tpu") -> cause
-TPU_XFAIL: dict[str, str] = {
-    "TestShapeOps.test_many_dims": ("more than 64 dims: the simulator refuses them (NotImplementedError naming "
-                                    "numpy's limit; CPU computes them)"),
-}
+TPU_XFAIL: dict[str, str] = {}
 
 
 def apply_expected_failures(scope: dict[str, Any]) -> None:

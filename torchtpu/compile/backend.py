@@ -19,7 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.registry import register_backend
 
 from torchtpu import dtypes, runtime
-from torchtpu.compile import fake_checks, fake_rules, native_autograd, out_resize, views  # noqa: F401 - views: the graph roles of view ops' records
+from torchtpu.compile import fake_checks, fake_rules, native_autograd, out_resize, rank_limit, views  # noqa: F401 - views: the graph roles of view ops' records
 from torchtpu.compile import padded as _padded
 from torchtpu.compile.buckets import order_products, pad_args, spec_of, upper_bound
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
@@ -518,8 +518,8 @@ def bounded(buckets: str | Sequence[int] = "max") -> Callable[..., Any]:
         raise ValueError(f"bounded(buckets={buckets!r}): valid: {', '.join(POLICIES)} or a list of positive sizes")
     policy = buckets if isinstance(buckets, str) else sorted(buckets)
     boxed = make_boxed_compiler(lambda gm, ex: _compiler(gm, ex, policy))
-    return out_resize.guarded(aot_autograd(fw_compiler=boxed, bw_compiler=boxed, decompositions=_decompositions(),
-                                           keep_inference_input_mutations=True))
+    return out_resize.guarded(rank_limit.guarded(aot_autograd(
+        fw_compiler=boxed, bw_compiler=boxed, decompositions=_decompositions(), keep_inference_input_mutations=True)))
 
 
 def _decompositions() -> dict:
@@ -550,7 +550,7 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Call
         # input back with its own eager launch (a compiled AdamW step on 42 parameters: 210 copy_ launches)
         _backend = aot_autograd(fw_compiler=boxed, bw_compiler=boxed, decompositions=_decompositions(),
                                 keep_inference_input_mutations=True)
-    return out_resize.eager_if_out_resized(gm, example_inputs) or _backend(gm, example_inputs)
+    return out_resize.eager_if_out_resized(gm, example_inputs) or rank_limit.guarded(_backend)(gm, example_inputs)
 
 
 # The backend's own Python (kernels, runtime, drivers, simulator) must never be traced by Dynamo: eager ops

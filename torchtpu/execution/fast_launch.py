@@ -27,8 +27,10 @@ TORCHTPU_FAST_LAUNCH=0 turns it off (every call takes the Python kernel, as befo
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from torchtpu import config, runtime
@@ -41,6 +43,7 @@ def enabled_by_env() -> bool:
 
 
 _active = False  # set by `register_kernel` once the C++ kernels are in place
+_unstored = threading.local()  # .depth > 0: `not_stored` is active on this thread
 _synced = False  # the C++ side has been told the state at least once since the driver came up
 
 
@@ -104,6 +107,18 @@ def sync() -> None:
     one_op_streak.reset()  # (the C++ side dropped its budget)
 
 
+@contextlib.contextmanager
+def not_stored() -> Iterator[None]:
+    """Ops run inside store nothing: a Python kernel that computes its call through other calls of the same op
+    (ops/many_dims.py: views of fewer dims) must not have their launches stored under its own call's key (the
+    miss in progress is the outer call's, whose tensors the stored launch does not fit)."""
+    _unstored.depth = getattr(_unstored, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _unstored.depth -= 1
+
+
 def launch_of(drv: Any, exe: Any) -> Any:
     """How a cached launch runs `exe`: the driver's `launcher` of it (the sim: a one-kernel plan's direct launch),
     else the driver's `execute`."""
@@ -117,7 +132,7 @@ def store(op_name: str, exe: Any, n_tensors: int, bindings: tuple, out_types: Se
     per binding (source: the index of the call's float, or a function of the floats; IR dtype); `out_types` for
     fresh outputs, `out_strides` their strides (eager.Traced.out_strides: None, or None per contiguous one; the
     key holds every input's non-default strides, so a hit allocates the layout made for its own inputs')."""
-    if not _active:
+    if not _active or getattr(_unstored, "depth", 0):
         return
     if not _synced:  # the path starts off: the driver did not exist when the kernels were registered
         sync()
@@ -136,7 +151,7 @@ def store_record(op_name: str, program: Any, structure: int, n_tensors: int, bin
     """DEFER_AND_FUSE: stores how to record the op whose miss (recorded into the pending region) is in progress:
     a hit calls `record_fast.record_cached` (its common case; else `deferred.record_cached`) with the tensors and
     the 0-d buffers of its scalars, no Python kernel."""
-    if not _active:
+    if not _active or getattr(_unstored, "depth", 0):
         return
     if not _synced:
         sync()

@@ -17,6 +17,7 @@ import torch
 
 from torchtpu import dtypes, runtime
 from torchtpu.execution import deferred, eager, fast_launch, overlap
+from torchtpu.ops import many_dims
 from torchtpu.ops.arg_checks import sizes_text
 from torchtpu.ops.cpu_raise_checks import broadcast
 from torchtpu.ops.prims import broadcast_to, convert
@@ -76,6 +77,11 @@ def copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) 
     if src.device.type == "tpu" and dst.device.type == "tpu":
         if src.device == dst.device:
             overlap.refuse_overlap("copy_", [dst], (src,), {}, False)
+            if many_dims.past_limit((src, dst), {}) and \
+                    (views := many_dims.collapsed_views([dst, src.expand(dst.shape)])) is not None:
+                with fast_launch.not_stored():  # (not under this call's key: its tensors have more dims)
+                    copy_from(views[1], views[0], non_blocking)  # the same elements, fewer dims
+                return dst
             key = (dst.dtype, tuple(dst.shape))
             lowering = _device_copies.setdefault(key, _device_copy(*key))
             eager.run("aten::copy_", lowering, (src,), {}, write_into=[dst], fast_kind=fast_launch.COPY_FROM)

@@ -233,15 +233,17 @@ def _log_in_reduced_type(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     log = torch.log1p if op.overloadpacket is aten.special_xlog1py else torch.log
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        result = fn(*args, **kwargs)
         bound = {**dict(zip(names, args)), **kwargs}
         x, y = bound.get("self"), bound.get("other")
         tensor = x if isinstance(x, torch.Tensor) else y
         if not isinstance(tensor, torch.Tensor) or isinstance(x, bool) or isinstance(y, bool):
-            return result
+            return fn(*args, **kwargs)
         common = torch.result_type(x, y)
         if common not in (torch.float16, torch.bfloat16):
-            return result
+            return fn(*args, **kwargs)
+        if out_name is not None and bound.get(out_name) is not None:  # out= may be an input, written by fn first
+            x, y = (v.clone() if isinstance(v, torch.Tensor) else v for v in (x, y))  # (xlogy_ is xlogy.out(.., self))
+        result = fn(*args, **kwargs)
 
         xs = x.to(common) if isinstance(x, torch.Tensor) else x  # a number: rounded to common already
         if isinstance(y, torch.Tensor):

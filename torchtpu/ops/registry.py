@@ -32,7 +32,15 @@ from torch._ops import OpOverload
 
 from torchtpu import dtypes
 from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
-from torchtpu.ops import arg_order_checks, complex_to_float_out, dtype_refusals, expanded_fill, out_checks, out_rules
+from torchtpu.ops import (
+    arg_order_checks,
+    complex_to_float_out,
+    dtype_refusals,
+    expanded_fill,
+    many_dims,
+    out_checks,
+    out_rules,
+)
 from torchtpu.ops.out_rules import (
     check_out_count,
     check_out_devices,
@@ -287,6 +295,11 @@ def apply(record: Lowering, args: tuple, kwargs: dict[str, Any], *, write_into: 
         if record.random:
             kwargs = {**kwargs, "rng": graph.rng_state(args)}
         return dtypes.check_complex32_results(record.graph(*args, **kwargs), record.name)
+    if many_dims.past_limit(args, kwargs, out):  # more dims than the driver's programs hold
+        with fast_launch.not_stored():
+            done = many_dims.run(record.op, args, kwargs, write_into=write_into, out=out)
+        if done is not NotImplemented:
+            return done
     determinism.alert(record.name, args, kwargs)
     if write_into is not None or out is not None:  # ATen's input/output overlap checks, before anything else
         overlap.refuse_overlap(record.name, write_into if out is None else out, args, kwargs, out is None)
@@ -410,7 +423,9 @@ def make_kernel(record: Lowering) -> Callable[..., Any]:
 
 def _schema_kernel(record: Lowering) -> Callable[..., Any]:
     """The kernel by the record's schema kind; host kernels and decompositions as they are."""
-    if record.how in ("kernel", "decomposition"):
+    if record.how == "decomposition":
+        return _many_dims_guard(record)
+    if record.how == "kernel":
         return record.fn
     kind = schema_kind(record.op)
     if kind == "functional":
@@ -444,6 +459,23 @@ def _schema_kernel(record: Lowering) -> Callable[..., Any]:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     return out
+
+
+def _many_dims_guard(record: Lowering) -> Callable[..., Any]:
+    """A decomposition's kernel behind many_dims (as `apply` is): a tensor past the driver's rank limit is computed
+    on fewer dims or refused as the op, not as the first op of its decomposition."""
+    fn, inplace = record.fn, schema_kind(record.op) == "inplace"
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if many_dims.past_limit(args, kwargs):
+            with fast_launch.not_stored():
+                done = many_dims.run(record.op, args, kwargs, write_into=args[:1] if inplace else None,
+                                     decomposed=True)
+            if done is not NotImplemented:
+                return args[0] if inplace else done
+        return fn(*args, **kwargs)
+
+    return guarded
 
 
 # --- registration ----------------------------------------------------------------------------------------------------
