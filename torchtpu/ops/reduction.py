@@ -26,8 +26,27 @@ def _acc_dtype(x: Sym, dtype: torch.dtype | None) -> torch.dtype:
     return x.dtype
 
 
+def _reduced_groups(shape: tuple[int, ...], dims: tuple[int, ...]) -> int:
+    """How many iteration dims CPU's TensorIterator keeps for the reduced dims `dims` of a dense row-major input:
+    reduced dims are moved first and two of them coalesce only where no kept dim of size > 1 lies between them
+    (size-1 dims always coalesce away)."""
+    groups, in_group = 0, False
+    for d, n in enumerate(shape):
+        if n == 1:
+            continue
+        if d in dims and not in_group:
+            groups += 1
+        in_group = d in dims
+    return groups
+
+
 def _sum(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | None) -> Sym:
     out = _acc_dtype(x, dtype)
+    if out in (torch.bfloat16, torch.float16) and x.numel() and _reduced_groups(x.shape, dims) >= 2:
+        # ATen's sum_out, should_use_acc_buffer: a float16/bfloat16 result whose iterator has two reduced dims
+        # innermost (dims (0, 2) of a 3-d input) is summed as self.to(float32) into a float32 buffer, then cast:
+        # no element is rounded to the result dtype first (pytorch#83149)
+        return P.convert(P.reduce(P.convert(x, torch.float32), "sum", dims, keepdim), out)
     compute = torch.float32 if out in (torch.bfloat16, torch.float16) else out
     # ATen's make_reduction_from_out_ty: the input is cast to the result dtype first (sum(float64, dtype=half)
     # rounds each element to half), then a half dtype is accumulated in float32
@@ -58,7 +77,9 @@ def _mean(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | Non
         z = P.convert(x, P.complex_for(x.dtype, out))
         a, b = (P.reduce(P.emit1(part, [z]), "sum", dims, keepdim) for part in ("real", "imag"))
         return P.convert(_complex_div_real(a, b, count), out)
-    acc = torch.float64 if torch.float64 in (out, x.dtype) else torch.float32
+    # ATen's mean_out on CPU: sum_out(self, dtype=float32 for a float16/bfloat16 result, else the result dtype),
+    # which casts each element to that dtype first (a float64 input with dtype=half is summed in float32), div_(n)
+    acc = torch.float32 if out in (torch.float16, torch.bfloat16) else out
     total = P.reduce(P.convert(x, acc), "sum", dims, keepdim)
     return P.convert(total / float(count) if count else total * float("nan"), out)
 
