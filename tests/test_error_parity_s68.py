@@ -1,0 +1,146 @@
+"""Issue 17, the fuzzer's findings left open after seed 67, each compared with CPU exactly in every eager mode and
+under torch.compile: sum's float16/bfloat16 result over two reduced dims that do not coalesce (ATen's
+should_use_acc_buffer: summed from float32, no element rounded to the result first), mean's float16/bfloat16
+result summed in float32 for a float64 input (ATen's mean_out), linspace/logspace out= with a complex bound into a
+real out (c10's checked conversion to the real part, no dtype inference)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu, assert_refused_as_cpu_compiled
+
+aten = torch.ops.aten
+F16, F32, F64, BF16, I8 = torch.float16, torch.float32, torch.float64, torch.bfloat16, torch.int8
+TIE = 1 + 2**-11  # exact in float32, a tie in float16 (rounds to 1.0 when each element is cast first)
+
+
+def _alternating(shape: tuple[int, ...], big: float, dtype: torch.dtype, d: str) -> torch.Tensor:
+    x = torch.full(shape, big, dtype=dtype)
+    x.view(-1)[::2] = 3 - big
+    return x.to(d)
+
+
+# (input shape, value, input dtype, dims, result dtype): CPU sums from float32 where the reduced dims stay two
+# iteration dims (dims (0, 2) of a 3-d input: a kept dim of size > 1 between them), else casts each element first
+SUMS = {
+    "tie_dims02_f32_half": ((3, 4, 5), TIE, F32, (0, 2), F16),  # 15.0078 (from float32), not 15.0
+    "tie_dims02_f64_half": ((3, 4, 5), TIE, F64, (0, 2), F16),
+    "tie_dims13_4d_half": ((2, 3, 4, 5), TIE, F32, (1, 3), F16),
+    "tie_dims012_4d_bf16": ((2, 3, 4, 2), 1 + 2**-8, F32, (0, 1, 3), BF16),
+    "tie_dims02_bf16_in_half": ((3, 4, 5), 1 + 2**-8, BF16, (0, 2), F16),
+    "tie_dims12_one_group": ((3, 4, 5), TIE, F32, (1, 2), F16),  # coalesced: each element cast first, 20.0
+    "tie_dims02_size1_between": ((3, 1, 5), TIE, F32, (0, 2), F16),  # the size-1 dim coalesces away
+    "tie_all_dims": ((3, 4, 5), TIE, F32, (0, 1, 2), F16),
+}
+
+
+def _sum_case(shape: tuple[int, ...], value: float, dtype: torch.dtype, dims: tuple[int, ...],
+              out: torch.dtype):
+    return lambda d: [torch.full(shape, value, dtype=dtype, device=d).sum(dims, dtype=out),
+                      torch.full(shape, value, dtype=dtype, device=d).sum(dims, keepdim=True, dtype=out),
+                      _alternating(shape, 7e4, dtype if dtype != BF16 else F32, d).sum(dims, dtype=out)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(SUMS))
+def test_sum_reduced_dtype_as_cpu(name: str, mode: str) -> None:
+    assert_exactly_cpu(_sum_case(*SUMS[name]), mode)
+
+
+def test_sum_reduced_dtype_differs_by_layout_on_cpu() -> None:  # the rule the cases above pin is CPU's
+    x = torch.full((3, 4, 5), TIE)
+    assert x.sum((0, 2), dtype=F16).tolist() == [15.0078125] * 4
+    assert x.sum((1, 2), dtype=F16).tolist() == [20.0] * 3
+
+
+@pytest.mark.parametrize("name", ["tie_dims02_f32_half", "tie_dims12_one_group", "tie_dims02_bf16_in_half"])
+def test_sum_reduced_dtype_compiled(name: str) -> None:
+    shape, value, dtype, dims, out = SUMS[name]
+    x = torch.full(shape, value, dtype=dtype)
+    torch._dynamo.reset()
+    got = torch.compile(lambda t: t.sum(dims, dtype=out), backend="tpu")(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), x.sum(dims, dtype=out), rtol=0, atol=0)
+
+
+# a float64 mean 1 + 2^-11 + 2^-30 is above float16's tie (rounds up) in float64, the tie itself in float32
+# (round to even: 1.0); CPU sums in float32 (mean_out's sum_out(dtype=float32)), then divides, then casts
+MEANS = {
+    "f64_to_half": (F64, F16, (2, 3), (1,)),
+    "f64_to_half_all": (F64, F16, (4,), None),
+    "f64_to_bf16": (F64, BF16, (2, 3), (0, 1)),
+    "f32_to_half": (F32, F16, (2, 3), (1,)),
+    "f32_to_f64": (F32, F64, (2, 3), (1,)),
+    "f64_to_f32": (F64, F32, (2, 3), (1,)),
+}
+
+
+def _mean_case(dtype: torch.dtype, out: torch.dtype, shape: tuple[int, ...], dims: tuple[int, ...] | None):
+    value = 1 + 2**-11 + 2**-30 if out != BF16 else 1 + 2**-8 + 2**-30
+
+    def calls(d: str) -> list[torch.Tensor]:
+        x = torch.full(shape, value, dtype=dtype, device=d)
+        y = torch.linspace(-3, 5, x.numel(), dtype=dtype).reshape(shape).to(d) / 7
+        return ([x.mean(dtype=out), y.mean(dtype=out)] if dims is None
+                else [x.mean(dims, dtype=out), y.mean(dims, dtype=out), x.mean(dims, keepdim=True, dtype=out)])
+
+    return calls
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(MEANS))
+def test_mean_dtype_as_cpu(name: str, mode: str) -> None:
+    assert_exactly_cpu(_mean_case(*MEANS[name]), mode)
+
+
+def test_mean_dtype_compiled() -> None:
+    x = torch.full((2, 3), 1 + 2**-11 + 2**-30, dtype=F64)
+    assert x.mean(1, dtype=F16).tolist() == [1.0, 1.0]  # CPU's float32 sum: the tie, rounded to even
+    torch._dynamo.reset()
+    got = torch.compile(lambda t: t.mean(1, dtype=F16), backend="tpu")(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), x.mean(1, dtype=F16), rtol=0, atol=0)
+
+
+def _linspace_out(op: object, start: complex, end: object, steps: int, out: torch.dtype, tensor_start: bool):
+    def calls(d: str) -> list[torch.Tensor]:
+        first = torch.tensor(start, device=d) if tensor_start else start
+        target = torch.empty(0, dtype=out, device=d)
+        op(first, end, steps, out=target)
+        return [target]
+
+    return calls
+
+
+LINSPACE_COMPUTES = {
+    "tensor_scalar_int8": (aten.linspace.Tensor_Scalar_out, 2 + 0j, 10, 5, I8, True),
+    "tensor_scalar_int8_steps1": (aten.linspace.Tensor_Scalar_out, -3 + 0j, 10, 1, I8, True),
+    "tensor_scalar_int8_steps0_imag": (aten.linspace.Tensor_Scalar_out, 2 + 1j, 10, 0, I8, True),
+    "scalar_float32": (aten.linspace.out, 1 + 0j, 3.5, 4, F32, False),
+    "scalar_half": (aten.linspace.out, 1 + 0j, 3.5, 7, F16, False),
+}
+LINSPACE_REFUSED = {
+    "tensor_scalar_int8_imag": (aten.linspace.Tensor_Scalar_out, 2 + 1j, 10, 5, I8, True),
+    "tensor_scalar_int8_imag_steps1": (aten.linspace.Tensor_Scalar_out, 2 + 1j, 10, 1, I8, True),
+    "scalar_int8_too_big": (aten.linspace.out, 300 + 0j, 10, 3, I8, False),
+    "scalar_float32_imag": (aten.linspace.out, 1 + 0.5j, 3.5, 4, F32, False),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(LINSPACE_COMPUTES))
+def test_linspace_out_complex_bound_as_cpu(name: str, mode: str) -> None:
+    assert_exactly_cpu(_linspace_out(*LINSPACE_COMPUTES[name]), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(LINSPACE_REFUSED))
+def test_linspace_out_complex_bound_refused_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(_linspace_out(*LINSPACE_REFUSED[name]), mode)
+
+
+def test_linspace_out_complex_bound_compiled() -> None:
+    calls = _linspace_out(*LINSPACE_COMPUTES["tensor_scalar_int8"])
+    torch._dynamo.reset()
+    got = torch.compile(lambda: calls("tpu"), backend="tpu")()
+    torch.testing.assert_close(got[0].cpu(), calls("cpu")[0], rtol=0, atol=0)
+    assert_refused_as_cpu_compiled(_linspace_out(*LINSPACE_REFUSED["tensor_scalar_int8_imag"]))
