@@ -39,7 +39,9 @@ def _sum_case(shape: tuple[int, ...], value: float, dtype: torch.dtype, dims: tu
               out: torch.dtype):
     return lambda d: [torch.full(shape, value, dtype=dtype, device=d).sum(dims, dtype=out),
                       torch.full(shape, value, dtype=dtype, device=d).sum(dims, keepdim=True, dtype=out),
-                      _alternating(shape, 7e4, dtype if dtype != BF16 else F32, d).sum(dims, dtype=out)]
+                      _alternating(shape, 7e4, dtype if dtype != BF16 else F32, d).sum(dims, dtype=out),
+                      torch.sum(torch.full(shape, value, dtype=dtype, device=d), dims,
+                                out=torch.empty(0, dtype=out, device=d))]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -52,6 +54,40 @@ def test_sum_reduced_dtype_differs_by_layout_on_cpu() -> None:  # the rule the c
     x = torch.full((3, 4, 5), TIE)
     assert x.sum((0, 2), dtype=F16).tolist() == [15.0078125] * 4
     assert x.sum((1, 2), dtype=F16).tolist() == [20.0] * 3
+
+
+# the iterator sees the input's strides (or dense ones in its order where it casts): a layout moves the split
+LAYOUTS = {
+    "transposed_coalesces": ((4, 3, 5), lambda t: t.transpose(0, 1), (0, 2), F32),  # strides (5, 15, 1): one dim
+    "transposed_splits": ((3, 5, 4), lambda t: t.transpose(1, 2), (0, 1), F32),  # strides (20, 1, 4): two dims
+    "transposed_splits_half_in": ((3, 5, 4), lambda t: t.transpose(1, 2), (0, 1), F16),
+    "permuted_4d": ((2, 3, 4, 5), lambda t: t.permute(3, 1, 0, 2), (1, 2), F32),
+    "stepped_cast_dense": ((3, 4, 10), lambda t: t[:, :, ::2], (0, 2), F32),
+    "stepped_half_in": ((3, 4, 10), lambda t: t[:, :, ::2], (1, 2), F16),
+    "expanded": ((3, 1, 5), lambda t: t.expand(3, 4, 5), (0, 2), F32),
+    "expanded_reduced": ((1, 4, 5), lambda t: t.expand(3, 4, 5), (0, 2), F32),
+}
+
+
+def _layout_case(shape: tuple[int, ...], view: object, dims: tuple[int, ...], dtype: torch.dtype):
+    tie = TIE if dtype != F16 else 1 + 2**-10
+    return lambda d: [view(torch.full(shape, tie, dtype=dtype, device=d)).sum(dims, dtype=F16),
+                      view(torch.full(shape, tie, dtype=dtype, device=d)).sum(dims, keepdim=True, dtype=BF16)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_sum_reduced_dtype_layout_as_cpu(name: str, mode: str) -> None:
+    assert_exactly_cpu(_layout_case(*LAYOUTS[name]), mode)
+
+
+@pytest.mark.parametrize("name", ["transposed_coalesces", "transposed_splits"])
+def test_sum_reduced_dtype_layout_compiled(name: str) -> None:
+    shape, view, dims, dtype = LAYOUTS[name]
+    x = torch.full(shape, TIE, dtype=dtype)
+    torch._dynamo.reset()
+    got = torch.compile(lambda t: view(t).sum(dims, dtype=F16), backend="tpu")(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), view(x).sum(dims, dtype=F16), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("name", ["tie_dims02_f32_half", "tie_dims12_one_group", "tie_dims02_bf16_in_half"])
