@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from refusal_cases import MODES, assert_exactly_cpu, assert_refused_as_cpu, assert_refused_as_cpu_compiled
+from refusal_cases import (
+    MODES,
+    assert_exactly_cpu,
+    assert_refused_as_cpu,
+    assert_refused_as_cpu_compiled,
+    exception_chain,
+)
 
 aten = torch.ops.aten
 F16, F32, F64, BF16, I8 = torch.float16, torch.float32, torch.float64, torch.bfloat16, torch.int8
@@ -180,3 +186,94 @@ def test_linspace_out_complex_bound_compiled() -> None:
     got = torch.compile(lambda: calls("tpu"), backend="tpu")()
     torch.testing.assert_close(got[0].cpu(), calls("cpu")[0], rtol=0, atol=0)
     assert_refused_as_cpu_compiled(_linspace_out(*LINSPACE_REFUSED["tensor_scalar_int8_imag"]))
+
+
+# _native_batch_norm_legit(_no_training) and the other batch norm forwards: in eval mode the mixed-type check
+# precedes the channel dim's read (a 1-d float64 input with float32 statistics is "mixed dtype", not IndexError);
+# where the input or a vector is not contiguous CPU's strided path views each vector as_nd, an internal assert of
+# t.dim() == 1 (a RuntimeError, before the channel dim's read in eval mode; weight and bias in training): tpu
+# raises RuntimeError in its own words (fuzz seed 63: a stepped float64[2, 1, 1] running_var, a 1-d input)
+def _bn(op: str, x: tuple, weight: tuple | None, mean: tuple, var: tuple, dtype: torch.dtype = F64,
+        stat_dtype: torch.dtype = F64, out: bool = False):
+    def make(spec: tuple | None, dt: torch.dtype, d: str) -> torch.Tensor | None:
+        if spec is None:
+            return None
+        shape, step = spec
+        t = torch.ones(shape, dtype=dt, device=d)
+        return t[..., ::2] if step else t
+
+    def call(d: str) -> object:
+        args = (make(x, dtype, d), make(weight, stat_dtype, d), None, make(mean, stat_dtype, d),
+                make(var, stat_dtype, d))
+        if op == "legit":
+            return aten._native_batch_norm_legit(*args, False, 0.1, 1e-5)
+        if op == "train":
+            return aten._native_batch_norm_legit(*args, True, 0.1, 1e-5)
+        if out:
+            outs = {f"out{i}": torch.empty(0, dtype=dtype, device=d) for i in range(3)}
+            return aten._native_batch_norm_legit_no_training.out(*args, 0.1, 1e-5, **outs)
+        return aten._native_batch_norm_legit_no_training(*args, 0.1, 1e-5)
+
+    return call
+
+
+BN_REFUSED = {
+    "mixed_1d_input": ("no_training", ((3,), False), None, ((3,), False), ((3,), False), F64, F32),
+    "mixed_1d_input_out": ("no_training", ((3,), False), None, ((3,), False), ((3,), False), F64, F32, True),
+    "mixed_1d_input_legit": ("legit", ((3,), False), None, ((3,), False), ((3,), False), F64, F32),
+    "stepped_2d_var_1d_input": ("no_training", ((1,), False), None, ((1,), False), ((2, 1, 2), True)),
+    "stepped_2d_var_1d_input_out": ("no_training", ((1,), False), None, ((1,), False), ((2, 1, 2), True), F64, F64,
+                                    True),
+    "stepped_2d_mean_legit": ("legit", ((1,), False), None, ((4, 2), True), ((1,), False)),
+    "stepped_2d_mean_2d_input": ("no_training", ((2, 3), False), None, ((3, 2), True), ((3,), False)),
+    "stepped_input_2d_weight": ("no_training", ((2, 6), True), ((3, 1), False), ((3,), False), ((3,), False)),
+    "stepped_input_2d_weight_train": ("train", ((2, 6), True), ((3, 1), False), ((3,), False), ((3,), False)),
+    "contiguous_2d_mean_1d_input": ("no_training", ((1,), False), None, ((4, 1), False), ((1,), False)),
+}
+
+
+def _raise_class(case: object, mode: str) -> type:
+    try:
+        with torch.tpu.eager_mode(mode):
+            case("tpu")
+            torch.tpu.synchronize()
+    except Exception as e:  # noqa: BLE001 - the class is what is compared
+        return type(e)
+    return type(None)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(BN_REFUSED))
+def test_batch_norm_check_order_as_cpu(name: str, mode: str) -> None:
+    case = _bn(*BN_REFUSED[name])
+    with pytest.raises(Exception) as cpu:
+        case("cpu")
+    assert _raise_class(case, mode) is type(cpu.value), cpu.value
+    if "mixed" in name:  # CPU's own words where CPU makes the check
+        with torch.tpu.eager_mode(mode), pytest.raises(RuntimeError, match="mixed dtype"):
+            case("tpu")
+
+
+@pytest.mark.parametrize("name", ["stepped_2d_mean_2d_input", "stepped_input_2d_weight", "mixed_1d_input"])
+def test_batch_norm_check_order_compiled(name: str) -> None:  # CPU's class somewhere in Dynamo's chain
+    case = _bn(*BN_REFUSED[name])
+    with pytest.raises(Exception) as cpu:
+        case("cpu")
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as tpu:
+        torch.compile(lambda: case("tpu"), backend="tpu")()
+        torch.tpu.synchronize()
+    assert any(type(e) is type(cpu.value) for e in exception_chain(tpu.value)), tpu.value
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_batch_norm_stepped_computes_as_cpu(mode: str) -> None:  # 1-d vectors, a stepped input: computed
+    def calls(d: str) -> list[torch.Tensor]:
+        x = torch.linspace(-2, 3, 24, device=d).reshape(2, 12)[:, ::2]
+        w = torch.full((6,), 1.5, device=d)
+        return list(aten._native_batch_norm_legit_no_training(x, w, None, torch.zeros(6, device=d),
+                                                              torch.ones(6, device=d), 0.1, 1e-5)[:1])
+
+    with torch.tpu.eager_mode(mode):
+        got = calls("tpu")[0].cpu()
+    torch.testing.assert_close(got, calls("cpu")[0])
