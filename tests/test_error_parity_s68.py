@@ -277,3 +277,51 @@ def test_batch_norm_stepped_computes_as_cpu(mode: str) -> None:  # 1-d vectors, 
     with torch.tpu.eager_mode(mode):
         got = calls("tpu")[0].cpu()
     torch.testing.assert_close(got, calls("cpu")[0])
+
+
+def _hardtanh(dtype: torch.dtype, low: object, high: object):
+    return lambda d: aten.hardtanh(torch.arange(3, dtype=dtype, device=d), low, high)
+
+
+def _hardsigmoid_backward(dtype: torch.dtype, shapes: tuple = ((2,), (2,)), out: bool = False):
+    def call(d: str) -> object:
+        g, x = (torch.ones(s, dtype=dtype, device=d) for s in shapes)
+        if out:
+            return aten.hardsigmoid_backward.grad_input(g, x, grad_input=torch.empty(0, dtype=dtype, device=d))
+        return aten.hardsigmoid_backward(g, x)
+
+    return call
+
+
+# hardtanh of an integral self: min.toLong() and max.toLong() (checked) before the unsigned check (seed 68: uint8
+# with -inf raised Python's OverflowError); hardsigmoid_backward: the broadcast, then the floating dispatch (seed
+# 68: complex refused in its decomposition's words before the shape check; integers and bools were computed)
+REFUSED = {
+    "hardtanh_uint8_neg_inf": _hardtanh(torch.uint8, -float("inf"), -0.0),
+    "hardtanh_int16_nan_max": _hardtanh(torch.int16, 0, float("nan")),
+    "hardtanh_int64_huge_min": _hardtanh(torch.int64, -1e30, 3),
+    "hardtanh_int8_complex": _hardtanh(I8, 1 + 1j, 3),
+    "hardtanh_uint8_negative": _hardtanh(torch.uint8, -300.0, 5),
+    "hardsigmoid_backward_int64": _hardsigmoid_backward(torch.int64),
+    "hardsigmoid_backward_bool": _hardsigmoid_backward(torch.bool),
+    "hardsigmoid_backward_complex": _hardsigmoid_backward(torch.complex64),
+    "hardsigmoid_backward_complex_shapes": _hardsigmoid_backward(torch.complex64, ((1, 5), (1, 3, 2)), True),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(REFUSED[name], mode)
+
+
+@pytest.mark.parametrize("name", ["hardtanh_uint8_neg_inf", "hardsigmoid_backward_int64"])
+def test_refused_as_cpu_compiled(name: str) -> None:
+    assert_refused_as_cpu_compiled(REFUSED[name])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hardtanh_integral_bounds_as_cpu(mode: str) -> None:  # toLong truncates a fractional bound
+    assert_exactly_cpu(lambda d: [aten.hardtanh(torch.arange(-4, 5, dtype=dt, device=d), -1.5, 2.7)
+                                  for dt in (I8, torch.int32, torch.int64)]
+                       + [aten.hardtanh(torch.arange(0, 9, dtype=torch.uint8, device=d), 2.5, 7.5)], mode)
