@@ -325,3 +325,25 @@ def test_hardtanh_integral_bounds_as_cpu(mode: str) -> None:  # toLong truncates
     assert_exactly_cpu(lambda d: [aten.hardtanh(torch.arange(-4, 5, dtype=dt, device=d), -1.5, 2.7)
                                   for dt in (I8, torch.int32, torch.int64)]
                        + [aten.hardtanh(torch.arange(0, 9, dtype=torch.uint8, device=d), 2.5, 7.5)], mode)
+
+
+# arange into an integer type: the bounds and step truncated for the values (a step that truncates to 0 repeats
+# start where the size comes from the doubles: every integer type but int64, fuzz seed 70), int64's size from the
+# truncated values (a zero truncated step: the kernel's ValueError)
+ARANGES = [(4.024, -0.341, -0.931, torch.int16), (4.024, -0.341, -0.931, torch.uint8), (0, 5, 0.5, torch.int32),
+           (0, 5, 1.5, I8), (5.7, 0, -1.2, torch.int16)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_arange_truncated_step_as_cpu(mode: str) -> None:
+    assert_exactly_cpu(lambda d: [aten.arange.start_out(s, e, st, out=torch.empty(0, dtype=dt, device=d))
+                                  for s, e, st, dt in ARANGES]
+                       + [torch.arange(s, e, st, dtype=dt, device=d) for s, e, st, dt in ARANGES], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_arange_int64_zero_truncated_step_as_cpu(mode: str) -> None:
+    assert_refused_as_cpu(lambda d: torch.arange(4.024, -0.341, -0.931, dtype=torch.int64, device=d), mode)
+    assert_refused_as_cpu(lambda d: aten.arange.start_out(4.024, -0.341, -0.931, out=torch.empty(
+        0, dtype=torch.int64, device=d)), mode)
+# (no compiled case: Dynamo's fake arange raises 'step must be nonzero' before any backend, aot_eager on CPU alike)
