@@ -17,7 +17,7 @@ from refusal_cases import (
 )
 
 aten = torch.ops.aten
-F16, F32, F64, BF16, I8 = torch.float16, torch.float32, torch.float64, torch.bfloat16, torch.int8
+F16, F32, F64, BF16, I8, C64 = torch.float16, torch.float32, torch.float64, torch.bfloat16, torch.int8, torch.complex64
 TIE = 1 + 2**-11  # exact in float32, a tie in float16 (rounds to 1.0 when each element is cast first)
 
 
@@ -347,3 +347,17 @@ def test_arange_int64_zero_truncated_step_as_cpu(mode: str) -> None:
     assert_refused_as_cpu(lambda d: aten.arange.start_out(4.024, -0.341, -0.931, out=torch.empty(
         0, dtype=torch.int64, device=d)), mode)
 # (no compiled case: Dynamo's fake arange raises 'step must be nonzero' before any backend, aot_eager on CPU alike)
+
+
+# floor_divide.out: TensorIterator::binary_op's broadcast and cast to the out before div_floor's dispatch (seed 70:
+# a complex self into an int16 out was refused by the dispatch first)
+def _floor_divide_out(dtype: torch.dtype, shape: tuple, other: torch.dtype, out: torch.dtype):
+    return lambda d: aten.floor_divide.out(torch.ones(shape, dtype=dtype, device=d), torch.full(
+        (1, 2, 2), 2, dtype=other, device=d), out=torch.empty(1, dtype=out, device=d))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", [(C64, (), torch.int16, torch.int16), (torch.bool, (2,), torch.bool, torch.bool),
+                                  (C64, (3,), torch.int16, torch.int16)])
+def test_floor_divide_out_order_as_cpu(case: tuple, mode: str) -> None:
+    assert_refused_as_cpu(_floor_divide_out(*case), mode)

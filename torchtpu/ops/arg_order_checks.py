@@ -425,6 +425,7 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_cdist_backward": _cdist_backward, "hypot_": binary_inplace, "nonzero_static": _nonzero_static,
     "baddbmm": error_class_checks.baddbmm_out_dtype,
     "smooth_l1_loss": _smooth_l1_loss, "logaddexp": _binary_out_cast, "logaddexp2": _binary_out_cast,
+    "floor_divide": _binary_out_cast,  # floor_divide.out: TensorIterator::binary_op before div_floor (seed 70)
     "polygamma": _polygamma, "frac": _hardswish_out,  # frac.out: the unary iterator's same dtype (seed 67)
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
