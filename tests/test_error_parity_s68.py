@@ -361,3 +361,37 @@ def _floor_divide_out(dtype: torch.dtype, shape: tuple, other: torch.dtype, out:
                                   (C64, (3,), torch.int16, torch.int16)])
 def test_floor_divide_out_order_as_cpu(case: tuple, mode: str) -> None:
     assert_refused_as_cpu(_floor_divide_out(*case), mode)
+
+
+# max_unpool's kernel runs for a non-empty output only: its dtype dispatch (bool, complex) and the out's typed
+# pointer (another dtype) before its index range check (fuzz seed 69: a bool self met the index check first)
+def _unpool(dtype: torch.dtype, index: int, out: torch.dtype | None, size: tuple = (1, 2)):
+    def call(d: str) -> torch.Tensor:
+        x = torch.ones(2, 1, 3, 2, dtype=dtype, device=d)
+        idx = torch.full((2, 1, 3, 2), index, dtype=torch.int64, device=d)
+        if out is None:
+            return aten.max_unpool2d(x, idx, list(size))
+        return aten.max_unpool2d.out(x, idx, list(size), out=torch.empty(0, dtype=out, device=d))
+
+    return call
+
+
+UNPOOL_REFUSED = {
+    "bool_bad_index_out": _unpool(torch.bool, -2, F32),
+    "bool_bad_index": _unpool(torch.bool, -2, None),
+    "complex_bad_index": _unpool(C64, -2, None),
+    "complex_out": _unpool(C64, 0, C64),
+    "half_into_float_out": _unpool(F16, 0, F32),
+    "half_into_float_out_bad_index": _unpool(F16, -2, F32),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(UNPOOL_REFUSED))
+def test_max_unpool_order_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(UNPOOL_REFUSED[name], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_max_unpool_empty_output_as_cpu(mode: str) -> None:  # no kernel: no dispatch, no index check
+    assert_exactly_cpu(lambda d: [_unpool(dt, -2, None, (0, 2))(d) for dt in (F32, torch.bool, C64)], mode)
