@@ -395,3 +395,30 @@ def test_max_unpool_order_as_cpu(name: str, mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_max_unpool_empty_output_as_cpu(mode: str) -> None:  # no kernel: no dispatch, no index check
     assert_exactly_cpu(lambda d: [_unpool(dt, -2, None, (0, 2))(d) for dt in (F32, torch.bool, C64)], mode)
+
+
+# a functional or out= foreach op: CPU's slow path calls the op per tensor, so the first refused tensor's dtype
+# refusal comes before a later pair's broadcast error, after an earlier one's (fuzz seed 69)
+def _foreach_clamp(op: object, shapes: tuple, dtypes: tuple, out: bool = False):
+    def call(d: str) -> object:
+        selfs = [torch.ones(shapes[0], dtype=dtypes[0], device=d), torch.ones(shapes[1], dtype=dtypes[1], device=d)]
+        others = [torch.ones(shapes[2], dtype=dtypes[0], device=d), torch.ones(shapes[3], dtype=dtypes[1], device=d)]
+        if out:
+            return op(selfs, others, out=[torch.empty(0, dtype=C64, device=d) for _ in range(2)])
+        return op(selfs, others)
+
+    return call
+
+
+FOREACH_REFUSED = {
+    "clamp_max_list_out": _foreach_clamp(aten._foreach_clamp_max.List_out, ((3,), (3,), (3,), (4, 4)), (C64, C64),
+                                         True),
+    "clamp_max_list": _foreach_clamp(aten._foreach_clamp_max.List, ((3,), (3,), (3,), (4, 4)), (C64, C64)),
+    "maximum_list": _foreach_clamp(aten._foreach_maximum.List, ((3,), (3,), (3,), (4, 4)), (C64, C64)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(FOREACH_REFUSED))
+def test_foreach_functional_order_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(FOREACH_REFUSED[name], mode)

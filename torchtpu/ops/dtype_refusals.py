@@ -355,8 +355,8 @@ def refuse(op: Any, args: tuple, kwargs: Mapping[str, Any],
     rules = rules_for(op) if rules is None else rules
     refusal = _refusal(rules, op, args, kwargs) if rules else None
     if refusal is not None:
-        if _in_place(op) and packet_name(op).startswith(_FOREACH):  # CPU's loop: X_ per tensor, in order
-            args, kwargs = _foreach_tensors_before(op, args, kwargs, rules)
+        if packet_name(op).startswith(_FOREACH):  # CPU's loop: X_ (or X) per tensor, in order
+            args, kwargs = (_foreach_tensors_before if _in_place(op) else _foreach_prefix)(op, args, kwargs, rules)
         if refusal not in _IN_PLACE_REFUSALS and packet_name(op) not in _FIRST_CHECK:  # ATen's first check
             _raise_earlier_check(op, args, kwargs)
         raise refusal[0](refusal[1])
@@ -380,6 +380,20 @@ def _foreach_tensors_before(op: Any, args: tuple, kwargs: Mapping[str, Any],
     functional, _, _ = _functional_foreach(op, args, kwargs)
     foreach_order.check_tensors_before(op, functional, args, kwargs, j, _raise_earlier_check)
     return foreach_order.cut(op, args, kwargs, j)
+
+
+def _foreach_prefix(op: Any, args: tuple, kwargs: Mapping[str, Any],
+                    rules: Mapping[str, tuple[type[Exception], str]]) -> tuple[tuple, dict[str, Any]]:
+    """A functional (or out=) foreach call cut to the tensors up to the first refused one: CPU's slow path calls
+    X per tensor, so an earlier tensor's checks, then that tensor's own, come before its refusal (fuzz seed 69:
+    _foreach_clamp_max.List_out of complex tensors, the second pair not broadcastable)."""
+    from torchtpu.ops import foreach_order
+
+    keys = checked_keys(op, args, kwargs)
+    j = next((i for i, key in enumerate(keys) if key in rules), None)
+    if j is None or not foreach_order.same_lengths(op, args, kwargs):
+        return args, dict(kwargs)
+    return foreach_order.cut(op, args, kwargs, j, prefix=True)
 
 
 def _on_meta(value: Any) -> Any:
