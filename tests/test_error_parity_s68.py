@@ -422,3 +422,30 @@ FOREACH_REFUSED = {
 @pytest.mark.parametrize("name", sorted(FOREACH_REFUSED))
 def test_foreach_functional_order_as_cpu(name: str, mode: str) -> None:
     assert_refused_as_cpu(FOREACH_REFUSED[name], mode)
+
+
+# embedding_dense_backward of a complex grad: the imaginary part was dropped (widened to float32; fuzz seed 71)
+def _embedding_backward(pad: int, scale: bool, out: bool = False):
+    def call(d: str) -> list[torch.Tensor]:
+        g = (torch.arange(18.0).reshape(6, 3) + 1j * torch.arange(18.0).reshape(6, 3).flip(0)).to(C64).to(d)
+        i = torch.tensor([0, 2, 2, 1, 4, 2], device=d)
+        if out:
+            return [aten.embedding_dense_backward.out(g, i, 5, pad, scale, out=torch.empty(0, dtype=C64, device=d))]
+        return [aten.embedding_dense_backward(g, i, 5, pad, scale)]
+
+    return call
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", [(-1, False), (2, False), (-1, True), (2, True), (-1, False, True)])
+def test_embedding_dense_backward_complex_as_cpu(case: tuple, mode: str) -> None:
+    assert_exactly_cpu(_embedding_backward(*case), mode)
+
+
+def test_embedding_dense_backward_complex_compiled() -> None:
+    g = torch.tensor([[0.5 + 0.25j, -1 + 2j]], dtype=C64)
+    i = torch.tensor([1])
+    torch._dynamo.reset()
+    got = torch.compile(lambda a, b: aten.embedding_dense_backward(a, b, 3, -1, False), backend="tpu")(
+        g.to("tpu"), i.to("tpu"))
+    torch.testing.assert_close(got.cpu(), aten.embedding_dense_backward(g, i, 3, -1, False), rtol=0, atol=0)
