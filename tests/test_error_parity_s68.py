@@ -449,3 +449,10 @@ def test_embedding_dense_backward_complex_compiled() -> None:
     got = torch.compile(lambda a, b: aten.embedding_dense_backward(a, b, 3, -1, False), backend="tpu")(
         g.to("tpu"), i.to("tpu"))
     torch.testing.assert_close(got.cpu(), aten.embedding_dense_backward(g, i, 3, -1, False), rtol=0, atol=0)
+
+
+# uniform_ of a non-floating expanded self: check_uniform_bounds' dispatch before the overlap check (seed 71)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.bool])
+def test_uniform_dtype_before_overlap_as_cpu(dtype: torch.dtype, mode: str) -> None:
+    assert_refused_as_cpu(lambda d: aten.uniform_(torch.ones(1, dtype=dtype, device=d).expand(3), to=-1.0), mode)
