@@ -463,3 +463,13 @@ def test_embedding_dense_backward_complex_compiled() -> None:
 @pytest.mark.parametrize("dtype", [torch.int32, torch.bool])
 def test_uniform_dtype_before_overlap_as_cpu(dtype: torch.dtype, mode: str) -> None:
     assert_refused_as_cpu(lambda d: aten.uniform_(torch.ones(1, dtype=dtype, device=d).expand(3), to=-1.0), mode)
+
+
+# max_pool3d_with_indices_backward: the template reads gradOutput.size(-3) before its shape check (seed 69)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("grad_shape", [(1,), (), (3, 2)])
+def test_max_pool3d_backward_grad_rank_as_cpu(grad_shape: tuple, mode: str) -> None:
+    assert_refused_as_cpu(lambda d: aten.max_pool3d_with_indices_backward.grad_input(
+        torch.ones(grad_shape, device=d), torch.ones(5, 5, 1, 2, device=d), [2, 1, 1], [1, 3, 3], [3, 1, 1],
+        [3, 1, 1], False, torch.zeros(5, 5, 1, 2, dtype=torch.int64, device=d),
+        grad_input=torch.empty(5, 5, 1, 2, device=d)), mode)
