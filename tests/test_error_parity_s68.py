@@ -473,3 +473,19 @@ def test_max_pool3d_backward_grad_rank_as_cpu(grad_shape: tuple, mode: str) -> N
         torch.ones(grad_shape, device=d), torch.ones(5, 5, 1, 2, device=d), [2, 1, 1], [1, 3, 3], [3, 1, 1],
         [3, 1, 1], False, torch.zeros(5, 5, 1, 2, dtype=torch.int64, device=d),
         grad_input=torch.empty(5, 5, 1, 2, device=d)), mode)
+
+
+# geometric_: p in (0, 1) before the dtype dispatch; hardtanh.out of a complex self: clamp's complex refusal before
+# the out's cast (fuzz seed 72)
+SEED72_REFUSED = {
+    "geometric_bool_bad_p": lambda d: aten.geometric_(torch.ones(3, dtype=torch.bool, device=d), -1.0),
+    "geometric_int_nan_p": lambda d: aten.geometric(torch.ones(3, dtype=torch.int64, device=d), float("nan")),
+    "hardtanh_out_complex_into_float": lambda d: aten.hardtanh.out(
+        torch.ones(3, dtype=C64, device=d), -1, 1, out=torch.empty(0, dtype=F32, device=d)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(SEED72_REFUSED))
+def test_seed72_order_as_cpu(name: str, mode: str) -> None:
+    assert_refused_as_cpu(SEED72_REFUSED[name], mode)

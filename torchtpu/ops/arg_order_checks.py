@@ -409,6 +409,13 @@ def _uniform_(a: Bound) -> None:  # uniform_impl_: check_uniform_bounds' floatin
         raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{aten_type_name(x.dtype)}'")
 
 
+def _geometric(a: Bound) -> None:  # geometric_impl_: p in (0, 1) before the dtype dispatch (fuzz seed 72: bool)
+    from torchtpu.ops import sampler_checks
+
+    if isinstance(a.get("p"), int | float):
+        sampler_checks.check_geometric(a["p"])
+
+
 def _polygamma(a: Bound) -> None:  # polygamma's meta refuses a negative n before the dispatch (fuzz seed 66)
     if isinstance(a.get("n"), int) and a["n"] < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
@@ -432,7 +439,7 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "baddbmm": error_class_checks.baddbmm_out_dtype,
     "smooth_l1_loss": _smooth_l1_loss, "logaddexp": _binary_out_cast, "logaddexp2": _binary_out_cast,
     "floor_divide": _binary_out_cast,  # floor_divide.out: TensorIterator::binary_op before div_floor (seed 70)
-    "uniform_": _uniform_,
+    "uniform_": _uniform_, "geometric_": _geometric, "geometric": _geometric,
     "polygamma": _polygamma, "frac": _hardswish_out,  # frac.out: the unary iterator's same dtype (seed 67)
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU
