@@ -403,6 +403,19 @@ def _binary_out_cast(a: Bound) -> None:  # logaddexp(2).out: the iterator's broa
     cpu_raise_checks.cast_to(cpu_raise_checks.result_type([a["self"], a["other"]]), out.dtype)  # fuzz seed 66
 
 
+def _uniform_(a: Bound) -> None:  # uniform_impl_: check_uniform_bounds' floating dispatch before the iterator's
+    x = a["self"]                   # overlap check of an expanded self (fuzz seed 71: int32 [1] expanded)
+    if isinstance(x, torch.Tensor) and not (x.dtype.is_floating_point or x.dtype.is_complex):  # complex: as real
+        raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{aten_type_name(x.dtype)}'")
+
+
+def _geometric(a: Bound) -> None:  # geometric_impl_: p in (0, 1) before the dtype dispatch (fuzz seed 72: bool)
+    from torchtpu.ops import sampler_checks
+
+    if isinstance(a.get("p"), int | float):
+        sampler_checks.check_geometric(a["p"])
+
+
 def _polygamma(a: Bound) -> None:  # polygamma's meta refuses a negative n before the dispatch (fuzz seed 66)
     if isinstance(a.get("n"), int) and a["n"] < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
@@ -425,6 +438,8 @@ _BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "_cdist_backward": _cdist_backward, "hypot_": binary_inplace, "nonzero_static": _nonzero_static,
     "baddbmm": error_class_checks.baddbmm_out_dtype,
     "smooth_l1_loss": _smooth_l1_loss, "logaddexp": _binary_out_cast, "logaddexp2": _binary_out_cast,
+    "floor_divide": _binary_out_cast,  # floor_divide.out: TensorIterator::binary_op before div_floor (seed 70)
+    "uniform_": _uniform_, "geometric_": _geometric, "geometric": _geometric,
     "polygamma": _polygamma, "frac": _hardswish_out,  # frac.out: the unary iterator's same dtype (seed 67)
 }
 # overloads whose functional result (or common-dtype dispatch) comes before the out= dtype check on CPU

@@ -22,7 +22,8 @@ by packet name and runs them in eager mode and for a compiled graph's node: only
 - glu_backward, soft_margin_loss_backward, binary_cross_entropy_with_logits: the shape of an in-place step's
   result (TensorIterator's "output with shape ... doesn't match the broadcast shape ...").
 - gelu_backward, hardswish_backward: grad_output and self broadcast (TensorIterator), before the dispatch.
-- hardswish_backward: a floating common dtype (the kernel's dispatch; tpu computed integers and bools).
+- hardswish_backward, hardsigmoid_backward: a floating common dtype (the kernel's dispatch; tpu computed integers
+  and bools).
 - linalg_matrix_exp: batches of square matrices. histogram: a range with min <= max (from the call's
   arguments, never the data; histogramdd's own: ops/operand_checks.py). masked_scatter: source of self's dtype
   (log_sigmoid_backward's buffer: ops/backward_checks.py). _adaptive_avg_pool2d/3d_backward: ops/pool_checks.py.
@@ -188,9 +189,13 @@ def _hardtanh(a: Bound) -> None:
     x = a["self"]
     if x.dtype == torch.bool:
         raise RuntimeError("Bool inputs not supported for hardtanh")
-    if x.dtype == torch.uint8:
-        low, high = a.get("min_val", -1), a.get("max_val", 1)
-        if any(not isinstance(v, bool | complex) and int(v) < 0 for v in (low, high)):
+    if x.dtype.is_complex:  # hardtanh_out's clamp_out: clamp's meta refuses complex before the out's cast (seed 72)
+        raise NotImplementedError("clamp is not supported for complex types")
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        # hardtanh_out: an integral self takes min.toLong() and max.toLong() (c10's checked conversion: NaN, an
+        # infinity or a value outside int64 overflows; fuzz seed 68), then the unsigned check on those
+        low, high = (checked_scalar(v, torch.int64) for v in (a.get("min_val", -1), a.get("max_val", 1)))
+        if x.dtype == torch.uint8 and any(not isinstance(v, complex) and int(v) < 0 for v in (low, high)):
             raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
 
 
@@ -400,12 +405,19 @@ def _binary_shapes(a: Bound) -> None:  # a binary backward's TensorIterator: the
         broadcast(grad.shape, x.shape)
 
 
-def _hardswish_backward(a: Bound) -> None:  # the kernel's AT_DISPATCH_FLOATING_TYPES_AND2 on the common dtype
-    _binary_shapes(a)
-    grad, x = a["grad_output"], a["self"]
-    dtype = result_type([t for t in (grad, x) if _is_tensor(t)])
-    if dtype is not None and not dtype.is_floating_point:
-        raise NotImplementedError(f"\"hardswish_backward_cpu\" not implemented for '{aten_type_name(dtype)}'")
+def _floating_backward(kernel: str) -> Callable[[Bound], None]:
+    """A binary backward's iterator (the broadcast), then its kernel's AT_DISPATCH_FLOATING_TYPES_AND2 on the
+    common dtype (hardswish_backward; hardsigmoid_backward: tpu computed integers and bools, and refused complex
+    in its decomposition's words, after the broadcast CPU checks first: fuzz seed 68)."""
+
+    def check(a: Bound) -> None:
+        _binary_shapes(a)
+        grad, x = a["grad_output"], a["self"]
+        dtype = result_type([t for t in (grad, x) if _is_tensor(t)])
+        if dtype is not None and not dtype.is_floating_point:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{aten_type_name(dtype)}'")
+
+    return check
 
 
 def _matrix_exp(a: Bound) -> None:  # squareCheckInputs(self, "linalg.matrix_exp")
@@ -513,7 +525,8 @@ BOUND_CHECKS: dict[str, Callable[[Bound], None]] = {
     "hash_tensor": _hash_tensor, "linspace": _linspace, "softshrink_backward": _softshrink_backward,
     "hardshrink": _hardshrink, "hardshrink_backward": _hardshrink,
     "_linalg_solve_ex": _linalg_solve,
-    "cumsum": _cumsum_dim, "hardswish_backward": _hardswish_backward, "gelu_backward": _binary_shapes,
+    "cumsum": _cumsum_dim, "hardswish_backward": _floating_backward("hardswish_backward_cpu"),
+    "hardsigmoid_backward": _floating_backward("hardsigmoid_backward"), "gelu_backward": _binary_shapes,
     "linalg_matrix_exp": _matrix_exp,
     "histogram": _histogram_range,
     "masked_scatter": _masked_scatter, "masked_scatter_": _masked_scatter,

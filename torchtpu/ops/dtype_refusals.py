@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
 _TABLE_PATH = pathlib.Path(__file__).with_name("dtype_refusals.json")
 _CLASSES: dict[str, type[Exception]] = {"RuntimeError": RuntimeError, "NotImplementedError": NotImplementedError,
@@ -208,10 +209,9 @@ def checked_keys(op: Any, args: tuple, kwargs: Mapping[str, Any]) -> list[str | 
     for i in range(len(lists[0]) if lists else 0):
         at = {k: v[i] if isinstance(v, list | tuple) and len(v) > i else v for k, v in bound.items()}
         data = [v for v in at.values() if isinstance(v, torch.Tensor)]
-        ranked = [v for v in data if v.ndim > 0] or data
-        dtype = ranked[0].dtype
-        for v in ranked[1:]:
-            dtype = torch.promote_types(dtype, v.dtype)
+        # TensorIterator's promotion: a 0-dim tensor of a higher category counts (complex 0-dim with a float32
+        # tensor is complex64: fuzz seed 71, _foreach_maximum.List_out)
+        dtype = elementwise_dtypes(*data, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)[1]
         for name in _FOREACH_SCALARS:
             value = at.get(name)
             if isinstance(value, int | float | complex) and not isinstance(value, bool):
@@ -355,8 +355,10 @@ def refuse(op: Any, args: tuple, kwargs: Mapping[str, Any],
     rules = rules_for(op) if rules is None else rules
     refusal = _refusal(rules, op, args, kwargs) if rules else None
     if refusal is not None:
-        if _in_place(op) and packet_name(op).startswith(_FOREACH):  # CPU's loop: X_ per tensor, in order
+        if packet_name(op).startswith(_FOREACH) and _in_place(op):  # CPU's loop: X_ per tensor, in order
             args, kwargs = _foreach_tensors_before(op, args, kwargs, rules)
+        elif packet_name(op).startswith(_FOREACH):  # the functional's loop (an out= list's length checked after)
+            op, args, kwargs = _foreach_prefix(op, args, kwargs, rules)
         if refusal not in _IN_PLACE_REFUSALS and packet_name(op) not in _FIRST_CHECK:  # ATen's first check
             _raise_earlier_check(op, args, kwargs)
         raise refusal[0](refusal[1])
@@ -380,6 +382,22 @@ def _foreach_tensors_before(op: Any, args: tuple, kwargs: Mapping[str, Any],
     functional, _, _ = _functional_foreach(op, args, kwargs)
     foreach_order.check_tensors_before(op, functional, args, kwargs, j, _raise_earlier_check)
     return foreach_order.cut(op, args, kwargs, j)
+
+
+def _foreach_prefix(op: Any, args: tuple, kwargs: Mapping[str, Any],
+                    rules: Mapping[str, tuple[type[Exception], str]]) -> tuple[Any, tuple, dict[str, Any]]:
+    """A functional (or out=, as its functional) foreach call cut to the tensors up to the first refused one: CPU's
+    slow path calls X per tensor, so an earlier tensor's checks, then that tensor's own, come before its refusal,
+    and an out= list's length after (fuzz seed 69: _foreach_clamp_max.List_out of complex tensors, the second pair
+    not broadcastable; seed 71: _foreach_maximum.List_out with an out list of another length)."""
+    from torchtpu.ops import foreach_order
+
+    keys = checked_keys(op, args, kwargs)
+    j = next((i for i, key in enumerate(keys) if key in rules), None)
+    op, args, kwargs = _functional_foreach(op, args, kwargs)
+    if j is None or not foreach_order.same_lengths(op, args, kwargs):
+        return op, args, dict(kwargs)
+    return op, *foreach_order.cut(op, args, kwargs, j, prefix=True)
 
 
 def _on_meta(value: Any) -> Any:

@@ -49,6 +49,10 @@ def _max_pool_backward(nd: int) -> Callable[[Bound], None]:
         if grad.dtype != x.dtype:
             raise RuntimeError(f"expected dtype {aten_meta_name(x.dtype)} for `gradOutput` but got dtype "
                                f"{aten_meta_name(grad.dtype)}")
+        if nd == 3 and len(x.shape) in (4, 5) and grad.dim() < 3:  # the template reads gradOutput.size(-3) before
+            n = grad.dim()                                            # its shape check (fuzz seed 69)
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got -3)" if n
+                             else "Dimension specified as -3 but tensor has no dimensions")
         k, s, p, d = pool_checks.params("max", nd, x.shape, a["kernel_size"], a["stride"], a["padding"],
                                         a["dilation"], a["ceil_mode"], backward=True)
         shape = [int(n) for n in x.shape]

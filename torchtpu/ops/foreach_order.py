@@ -25,11 +25,11 @@ def _lists(bound: Mapping[str, Any]) -> list[str]:
     return [k for k, v in bound.items() if isinstance(v, list | tuple)]
 
 
-def cut(op: Any, args: tuple, kwargs: Mapping[str, Any], i: int) -> tuple[tuple, dict[str, Any]]:
-    """The call on the i-th entry of each list only (a one-tensor foreach call)."""
+def cut(op: Any, args: tuple, kwargs: Mapping[str, Any], i: int, prefix: bool = False) -> tuple[tuple, dict[str, Any]]:
+    """The call on the i-th entry of each list only (a one-tensor foreach call), or on entries 0..i (`prefix`)."""
     bound = _bound(op, args, kwargs)
     for name in _lists(bound):
-        bound[name] = type(bound[name])(bound[name][i:i + 1])
+        bound[name] = type(bound[name])(bound[name][0 if prefix else i:i + 1])
     positional = [a.name for a in op._schema.arguments if not a.kwarg_only]
     n = len(args)
     return tuple(bound[k] for k in positional[:n]), {k: v for k, v in bound.items() if k not in positional[:n]}

@@ -200,13 +200,15 @@ def embedding_dense_backward(grad_output: Sym, indices: Sym, num_weights: int, p
     flat_idx = P.check_index(P.reshape(indices, (indices.numel(),)), num_weights,
                              f"embedding_dense_backward(): index {{}} is out of range for {num_weights} weight rows "
                              "(index out of range in self)")
-    grads = _f32(P.reshape(grad_output, (indices.numel(), dim)))
+    grads = P.reshape(grad_output, (indices.numel(), dim))
+    grads = grads if grads.dtype.is_complex else _f32(grads)  # a complex grad keeps its imaginary part (seed 71)
     if padding_idx >= 0:
         keep = P.broadcast_to(P.reshape(P.compare("NE", flat_idx, padding_idx), (-1, 1)), grads.shape)
         grads = P.where(keep, grads, P.zeros_like(grads))
     if scale_grad_by_freq:
-        ones = P.full(1.0, (indices.numel(),), grads.dtype)
-        counts = P.emit1("index_add", [P.full(0.0, (num_weights,), grads.dtype), flat_idx, ones], dimension=0)
+        count_dtype = grads.dtype.to_real() if grads.dtype.is_complex else grads.dtype
+        ones = P.full(1.0, (indices.numel(),), count_dtype)
+        counts = P.emit1("index_add", [P.full(0.0, (num_weights,), count_dtype), flat_idx, ones], dimension=0)
         per_row = P.emit1("index_select", [counts, flat_idx], dimension=0)
         if grad_output.dtype.is_floating_point or grad_output.dtype.is_complex:
             grads = grads / P.broadcast_to(P.reshape(per_row, (-1, 1)), grads.shape)

@@ -77,35 +77,39 @@ def _forward(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym
     return P.convert(y, input.dtype), save_mean, save_invstd, new_rm, new_rv
 
 
-@lower(aten._native_batch_norm_legit_functional.default)
+@lower(aten._native_batch_norm_legit_functional.default, prepare=norm_checks.strided)
 def batch_norm_functional(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym,  # noqa: A002
-                          running_var: Sym, training: bool, momentum: float, eps: float) -> tuple[Sym, ...]:
+                          running_var: Sym, training: bool, momentum: float, eps: float, *,
+                          _strided: bool = False) -> tuple[Sym, ...]:
     norm_checks.check_forward("_native_batch_norm_legit_functional", input, weight, bias, running_mean,
-                              running_var, training)
+                              running_var, training, _strided)
     y, m, s, rm, rv = _forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
     return y, m, s, rm if rm is not None else running_mean, rv if rv is not None else running_var
 
 
-@lower(aten._native_batch_norm_legit_no_training.default)
+@lower(aten._native_batch_norm_legit_no_training.default, prepare=norm_checks.strided)
 def batch_norm_no_training(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym,  # noqa: A002
-                           running_var: Sym, momentum: float, eps: float) -> tuple[Sym, Sym, Sym]:
+                           running_var: Sym, momentum: float, eps: float, *,
+                           _strided: bool = False) -> tuple[Sym, Sym, Sym]:
     norm_checks.check_forward("_native_batch_norm_legit_no_training", input, weight, bias, running_mean,
-                              running_var, False)
+                              running_var, False, _strided)
     return _forward(input, weight, bias, running_mean, running_var, False, momentum, eps)[:3]
 
 
-@lower(aten._native_batch_norm_legit.no_stats)
+@lower(aten._native_batch_norm_legit.no_stats, prepare=norm_checks.strided)
 def batch_norm_no_stats(input: Sym, weight: Sym | None, bias: Sym | None, training: bool,  # noqa: A002
-                        momentum: float, eps: float) -> tuple[Sym, Sym, Sym]:
-    norm_checks.check_forward("_native_batch_norm_legit", input, weight, bias, None, None, training)
+                        momentum: float, eps: float, *, _strided: bool = False) -> tuple[Sym, Sym, Sym]:
+    norm_checks.check_forward("_native_batch_norm_legit", input, weight, bias, None, None, training, _strided)
     return _forward(input, weight, bias, None, None, True, momentum, eps)[:3]
 
 
-@lower(aten._batch_norm_no_update.default)
+@lower(aten._batch_norm_no_update.default, prepare=norm_checks.strided)
 def batch_norm_no_update(input: Sym, weight: Sym | None, bias: Sym | None, running_mean: Sym | None,  # noqa: A002
-                         running_var: Sym | None, momentum: float, eps: float) -> tuple[Sym, Sym, Sym, Sym]:
+                         running_var: Sym | None, momentum: float, eps: float, *,
+                         _strided: bool = False) -> tuple[Sym, Sym, Sym, Sym]:
     training = running_mean is None or running_var is None
-    norm_checks.check_forward("_batch_norm_no_update", input, weight, bias, running_mean, running_var, training)
+    norm_checks.check_forward("_batch_norm_no_update", input, weight, bias, running_mean, running_var, training,
+                              _strided)
     y, m, s, _, _ = _forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
     return y, m, s, P.full(0, (0,), torch.uint8)
 
@@ -117,7 +121,9 @@ def _stats_kernel(name: str, training_arg: bool, reserve: bool) -> Any:
     def kernel(input: torch.Tensor, weight: Any, bias: Any, running_mean: Any, running_var: Any,  # noqa: A002
                *rest: Any) -> Any:
         training, momentum, eps = rest if training_arg else (True, *rest)
-        norm_checks.check_forward(op, input, weight, bias, running_mean, running_var, training)
+        norm_checks.check_forward(op, input, weight, bias, running_mean, running_var, training, any(
+            isinstance(t, torch.Tensor) and not t.is_contiguous() for t in (input, weight, bias, running_mean,
+                                                                            running_var)))
         if not training or running_mean is None:
             outs = eager.run(name, _forward_3, (input, weight, bias, running_mean, running_var), {
                 "training": training or running_mean is None, "momentum": momentum, "eps": eps},

@@ -41,6 +41,28 @@ def _check_input(op: str, input: Sym, pair: tuple[Sym | None, Sym | None] = (Non
     return input.shape[1]
 
 
+def _check_input_dtype_first(input: Sym, pair: tuple[Sym | None, Sym | None]) -> None:  # noqa: A002
+    _check_pair(pair)
+    _check_dtype(input)
+
+
+def _check_as_nd(op: str, named: Sequence[tuple[str, Sym | None]]) -> None:
+    """CPU's strided path views each vector as_nd, an internal assert of `t.dim() == 1` (a RuntimeError); refused
+    in CPU's class, in our words."""
+    for name, t in named:
+        if t is not None and t.ndim != 1:
+            raise RuntimeError(f"{op}: {name} should be a 1-d tensor of one element per channel, but got a "
+                               f"{t.ndim}-d tensor of shape {list(t.shape)}")
+
+
+def strided(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """A batch norm lowering's prepare step: `_strided` where the input or a vector (the first five arguments) is
+    not contiguous (see check_forward); arguments unchanged otherwise."""
+    if all(not isinstance(t, torch.Tensor) or t.is_contiguous() for t in args[:5]):
+        return args, kwargs
+    return args, {**kwargs, "_strided": True}
+
+
 def _check_pair(pair: tuple[Sym | None, Sym | None]) -> None:
     if (pair[0] is None) != (pair[1] is None):
         raise ValueError("running_mean and running_var must either both be None or neither be None")
@@ -78,15 +100,28 @@ def _check_channels(op: str, channels: int, named: Sequence[tuple[str, Sym | Non
 
 
 def check_forward(op: str, input: Sym, weight: Sym | None, bias: Sym | None,  # noqa: A002
-                  running_mean: Sym | None, running_var: Sym | None, training: bool) -> None:
+                  running_mean: Sym | None, running_var: Sym | None, training: bool, strided: bool = False) -> None:
     """A batch norm forward: input rank and dtype, the parameters' dtypes, one element per channel in each given
-    vector, and running statistics present in eval mode."""
-    c = _check_input(op, input, (running_mean, running_var), not training or op == "_batch_norm_no_update")
-    _check_dtypes(input, (weight, bias, running_mean, running_var))
+    vector, and running statistics present in eval mode. `strided`: input or a vector is not contiguous, so
+    CPU's batch_norm_cpu_transform_input_template views each vector it reads as_nd (asserting it 1-d): in eval
+    mode the running statistics, weight and bias before the channel dim's read, in training weight and bias."""
+    eval_mode = not training or op == "_batch_norm_no_update"
+    params = (weight, bias, running_mean, running_var)
+    if eval_mode and input.ndim:  # the mixed-type check precedes the channel dim's read in eval mode
+        _check_input_dtype_first(input, (running_mean, running_var))
+        _check_dtypes(input, params)
+        if strided:
+            _check_as_nd(op, (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                              ("bias", bias)))
+    c = _check_input(op, input, (running_mean, running_var), eval_mode)
+    _check_dtypes(input, params)
     if training or input.numel():  # eval of an empty input: batch_norm_cpu returns before reading any vector
         for stat in (running_mean, running_var):  # batch_norm_cpu reads them through 1-d TensorAccessors
             if stat is not None and stat.ndim != 1:
                 raise RuntimeError(f"TensorAccessor expected 1 dims but tensor has {stat.ndim}")
+    if strided and not eval_mode:
+        _check_as_nd(op, (("weight", weight), ("bias", bias)))
+    if training or input.numel():
         _check_channels(op, c, (("weight", weight), ("bias", bias), ("running_mean", running_mean),
                                 ("running_var", running_var)))
     if not training and (running_mean is None or running_var is None):

@@ -13,7 +13,8 @@ skipped (issue 17, fuzzer seed 2): each was a castable out= dtype written silent
 - signbit.out, isposinf(.out), isneginf(.out) (UnaryOps.cpp metas): a real self, a bool out.
   nonzero_static.out (TensorAdvancedIndexing.cpp): an int64 out (after its size check, ops/arg_order_checks.py).
   take / take.out (TensorAdvancedIndexing.cpp take_out): an int64 index, out of self's dtype.
-- max_pool3d_with_indices.out: ops/pool_checks.py (the call's checks, then the kernel's typed pointers).
+- max_pool3d_with_indices.out, max_unpool2d.out, max_unpool3d.out: ops/pool_checks.py (the call's checks, then the
+  kernel's dispatch and typed pointers).
 
 `check` is called by the out= kernel of every eager record (ops/registry.py) with the out= tensors by name;
 `wrap` guards the decompositions (decompositions.define_all).
@@ -137,7 +138,8 @@ _OUT_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "mode.values": check_mode_outs, "median.dim_values": _median, "nanmedian.dim_values": _median,
     "searchsorted.Tensor_out": _searchsorted, "searchsorted.Scalar_out": _searchsorted,
     "signbit.out": _signbit, "nonzero_static.out": _nonzero_static, "take.out": _take,
-    "max_pool3d_with_indices.out": pool_checks.max_pool3d_out,
+    "max_pool3d_with_indices.out": pool_checks.max_pool3d_out, "max_unpool2d.out": pool_checks.unpool_out(2),
+    "max_unpool3d.out": pool_checks.unpool_out(3),
     "bucketize.Tensor_out": _searchsorted, "bucketize.Scalar_out": _searchsorted,
 }
 

@@ -9,7 +9,7 @@ CPU. `params` returns the per-dimension kernel, stride, padding and dilation the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -317,3 +317,30 @@ def unpool(nd: int, shape: Sequence[int], indices: Any, output_size: Sequence[in
                                f"non-batch dimensions, but got {_sizes(shape)} with dimension {i} being empty.")
     if nd == 3 and any(s <= 0 for s in stride):
         raise RuntimeError(f"strides should be greater than zero, but got stride: {_sizes(stride)}")
+
+
+def unpool_kernel(nd: int, dtype: torch.dtype, out_numel: int, out_dtype: torch.dtype | None = None) -> None:
+    """max_unpool's kernel, run for a non-empty output only: AT_DISPATCH_FLOATING_TYPES_AND2 on the input's dtype
+    (bool and complex too: fuzz seed 69), then the output's data_ptr<scalar_t>() (an out= of another dtype), both
+    before the kernel's index range check."""
+    if not out_numel:
+        return
+    if dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        raise NotImplementedError(f"\"max_unpool{nd}d\" not implemented for '{aten_type_name(dtype)}'")
+    if out_dtype is not None and out_dtype != dtype:
+        raise RuntimeError(f"expected scalar type {aten_type_name(dtype)} but found {aten_type_name(out_dtype)}")
+
+
+def unpool_out(nd: int) -> Callable[[dict[str, Any]], None]:
+    """max_unpool2d.out / max_unpool3d.out: the call's checks, then the kernel's (unpool_kernel)."""
+
+    def check(b: dict[str, Any]) -> None:
+        self, size = b["self"], list(b["output_size"])
+        unpool(nd, self.shape, b["indices"], size, b.get("stride", ()), b.get("padding", ()))
+        numel = 1
+        for n in (*self.shape[:self.dim() - len(size)], *size):
+            numel *= n
+        unpool_kernel(nd, self.dtype, numel, b["out"].dtype)
+
+    return check
+

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from torchtpu.dtypes import _C_NAMES, checked_scalar
-from torchtpu.ops import logcumsumexp_complex, operand_checks
+from torchtpu.ops import logcumsumexp_complex, operand_checks, reduce_layout
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym, aten_type_name
@@ -26,8 +26,15 @@ def _acc_dtype(x: Sym, dtype: torch.dtype | None) -> torch.dtype:
     return x.dtype
 
 
-def _sum(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | None) -> Sym:
+def _sum(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | None,
+         strides: tuple[int, ...] | None = None) -> Sym:
     out = _acc_dtype(x, dtype)
+    if out in (torch.bfloat16, torch.float16) and x.numel() and reduce_layout.two_reduced_innermost(
+            x.shape, reduce_layout.iterated_strides(x.shape, strides, x.dtype, out), dims):
+        # ATen's sum_out, should_use_acc_buffer: a float16/bfloat16 result whose iterator has two reduced dims
+        # innermost (dims (0, 2) of a contiguous 3-d input) is summed as self.to(float32) into a float32 buffer,
+        # then cast: no element is rounded to the result dtype first (pytorch#83149; ops/reduce_layout.py)
+        return P.convert(P.reduce(P.convert(x, torch.float32), "sum", dims, keepdim), out)
     compute = torch.float32 if out in (torch.bfloat16, torch.float16) else out
     # ATen's make_reduction_from_out_ty: the input is cast to the result dtype first (sum(float64, dtype=half)
     # rounds each element to half), then a half dtype is accumulated in float32
@@ -35,15 +42,16 @@ def _sum(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | None
     return P.convert(y, out)
 
 
-@lower(aten.sum.dim_IntList)
-def sum_dim(self: Sym, dim: list[int] | None, keepdim: bool = False, dtype: torch.dtype | None = None) -> Sym:
+@lower(aten.sum.dim_IntList, prepare=reduce_layout.self_strides)
+def sum_dim(self: Sym, dim: list[int] | None, keepdim: bool = False, dtype: torch.dtype | None = None, *,
+            _strides: tuple[int, ...] | None = None) -> Sym:
     dims = P.canon_dims(dim if dim else None, self.ndim)
-    return _sum(self, dims, keepdim, dtype)
+    return _sum(self, dims, keepdim, dtype, _strides)
 
 
-@lower(aten.sum.default)
-def sum_all(self: Sym, dtype: torch.dtype | None = None) -> Sym:
-    return _sum(self, tuple(range(self.ndim)), False, dtype)
+@lower(aten.sum.default, prepare=reduce_layout.self_strides)
+def sum_all(self: Sym, dtype: torch.dtype | None = None, *, _strides: tuple[int, ...] | None = None) -> Sym:
+    return _sum(self, tuple(range(self.ndim)), False, dtype, _strides)
 
 
 def _mean(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | None) -> Sym:
@@ -58,7 +66,9 @@ def _mean(x: Sym, dims: tuple[int, ...], keepdim: bool, dtype: torch.dtype | Non
         z = P.convert(x, P.complex_for(x.dtype, out))
         a, b = (P.reduce(P.emit1(part, [z]), "sum", dims, keepdim) for part in ("real", "imag"))
         return P.convert(_complex_div_real(a, b, count), out)
-    acc = torch.float64 if torch.float64 in (out, x.dtype) else torch.float32
+    # ATen's mean_out on CPU: sum_out(self, dtype=float32 for a float16/bfloat16 result, else the result dtype),
+    # which casts each element to that dtype first (a float64 input with dtype=half is summed in float32), div_(n)
+    acc = torch.float32 if out in (torch.float16, torch.bfloat16) else out
     total = P.reduce(P.convert(x, acc), "sum", dims, keepdim)
     return P.convert(total / float(count) if count else total * float("nan"), out)
 

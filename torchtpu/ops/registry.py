@@ -31,6 +31,7 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu import dtypes
+from torchtpu.dtypes import checked_scalar
 from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
 from torchtpu.ops import (
     arg_order_checks,
@@ -371,6 +372,12 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
     if takes_out_dtype(record.op):  # linspace_out: computed in the out tensor's dtype, resized only if its numel
         target = targets[0]          # differs, written in its own shape (a (2, 2) view takes 4 steps row by row)
         eager.refuse_internal_overlap(name, target)
+        if not target.dtype.is_complex and len(args) > 2:
+            # linspace_out/logspace_out infer no dtype: a complex bound into a real out= is the kernel's (or
+            # fill_'s) Scalar::to<scalar_t>(), c10's checked conversion to its real part (imaginary part 0); no
+            # steps read neither bound
+            convert = checked_scalar if args[2] != 0 else lambda a, _: a.real
+            args = (*(convert(a, target.dtype) if isinstance(a, complex) else a for a in args[:2]), *args[2:])
         result = eager.run(name, fn, args, {**kwargs, "dtype": target.dtype}, device=device,
                            static=record.static_spec)
         if target.numel() != result.numel():
