@@ -31,7 +31,6 @@ import torch
 from torch._ops import OpOverload
 
 from torchtpu import dtypes
-from torchtpu.dtypes import checked_scalar
 from torchtpu.execution import determinism, eager, fast_launch, out_layout, overlap
 from torchtpu.ops import (
     arg_order_checks,
@@ -376,7 +375,7 @@ def _write_out(record: Lowering, args: tuple, kwargs: dict[str, Any], targets: l
             # linspace_out/logspace_out infer no dtype: a complex bound into a real out= is the kernel's (or
             # fill_'s) Scalar::to<scalar_t>(), c10's checked conversion to its real part (imaginary part 0); no
             # steps read neither bound
-            convert = checked_scalar if args[2] != 0 else lambda a, _: a.real
+            convert = dtypes.checked_scalar if args[2] != 0 else lambda a, _: a.real
             args = (*(convert(a, target.dtype) if isinstance(a, complex) else a for a in args[:2]), *args[2:])
         result = eager.run(name, fn, args, {**kwargs, "dtype": target.dtype}, device=device,
                            static=record.static_spec)
