@@ -18,6 +18,7 @@ import torch
 
 from torchtpu import runtime
 from torchtpu.drivers.sim.rank_limit import check_rank
+from torchtpu.ops.out_checks import as_meta
 
 # In-place ops that write every element of self from self's own element (or none) and scalar arguments only:
 # their result does not depend on the shape, only on the row-major order of the elements.
@@ -110,14 +111,6 @@ def collapsed_views(tensors: Sequence[torch.Tensor]) -> list[torch.Tensor] | Non
     return [t.as_strided(sizes, st, t.storage_offset()) for t, st in zip(tensors, steps)]
 
 
-def _meta(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
-    if isinstance(x, list | tuple):
-        return type(x)(_meta(y) for y in x)
-    return x
-
-
 def run(op: torch._ops.OpOverload, args: tuple, kwargs: dict[str, Any], *, write_into: Any = None,
         out: list[torch.Tensor] | None = None, decomposed: bool = False) -> Any:
     """`op` on arguments with a tensor past the driver's rank limit (`past_limit`): computed on collapsed views
@@ -159,7 +152,7 @@ def run(op: torch._ops.OpOverload, args: tuple, kwargs: dict[str, Any], *, write
         return NotImplemented  # its decomposition's ops compute it or refuse, each as itself
     if out is not None:
         kwargs = {**kwargs, **dict(zip((a.name for a in op._schema.arguments if a.is_out), out))}
-    op(*_meta(args), **_meta(kwargs))  # ATen's checks first (CPU's class and words)
+    op(*as_meta(args), **as_meta(kwargs))  # ATen's checks first (CPU's class and words)
     check_rank(max(t.dim() for t in _tensors(args, kwargs, out)), name)
     raise AssertionError(f"{name}: past the rank limit, not refused")  # check_rank raised
 
