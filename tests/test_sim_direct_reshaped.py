@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_sim_direct_outputs import _launch  # the launch that records each direct-write decision
 from torchtpu.drivers.ir import Builder
 from torchtpu.drivers.sim import direct_outputs
 from torchtpu.drivers.sim.driver import SimDriver
@@ -23,22 +24,6 @@ def _program(read_again: bool):
     return b.finish([y, z])
 
 
-def _run(drv, exe, x, g, y, z, monkeypatch, direct: bool) -> list[bool]:
-    seen: list[bool] = []
-    real = direct_outputs.DirectPlan.allowed
-
-    def allowed(self, i, o):
-        seen.append(real(self, i, o) if direct else False)
-        return seen[-1]
-
-    monkeypatch.setattr(direct_outputs.DirectPlan, "allowed", allowed)
-    try:
-        drv.execute(exe, [x, g], [y, z])
-    finally:
-        monkeypatch.undo()
-    return seen
-
-
 @pytest.mark.parametrize("read_again", [False, True])
 def test_reshaped_result_is_written_into_the_output(monkeypatch, read_again):
     drv = SimDriver()
@@ -51,7 +36,7 @@ def test_reshaped_result_is_written_into_the_output(monkeypatch, read_again):
     results = []
     for direct in (True, False):
         y, z = np.full((512, 128), np.nan, np.float32), np.full((2, 256, 128), np.nan, np.float32)
-        assert _run(drv, exe, x, g, y, z, monkeypatch, direct) == [direct]
+        assert _launch(drv, exe, [x, g], [y, z], direct, monkeypatch) == [direct]
         assert y.tobytes() == want.tobytes()
         results.append((y.tobytes(), z.tobytes()))
     assert results[0] == results[1]
@@ -64,5 +49,5 @@ def test_a_strided_output_buffer_takes_the_copy_path(monkeypatch):
     x, g = rng.standard_normal((2, 256, 128), np.float32), rng.standard_normal((2, 256, 128), np.float32)
     y = np.full((128, 512), np.nan, np.float32).T  # (512, 128), not C-contiguous: no (2, 256, 128) view
     z = np.empty((2, 256, 128), np.float32)
-    assert _run(drv, exe, x, g, y, z, monkeypatch, True) == [False]
+    assert _launch(drv, exe, [x, g], [y, z], True, monkeypatch) == [False]
     assert np.array_equal(y, (x * g).reshape(512, 128))
