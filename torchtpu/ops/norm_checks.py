@@ -252,9 +252,12 @@ def _batch_norm(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     _batch_norm_with_update with a 3-d running_var computed a [3, 4, 4] result under compile)."""
     name = op._schema.name.split("::")[1]
     names = [a.name for a in op._schema.arguments]
+    out = any(a.is_out for a in op._schema.arguments)  # batch_norm_cpu_out: its dispatch before any read
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         b = {**dict(zip(names, args)), **kwargs}
+        if out and b["input"].ndim:
+            _check_dtype(b["input"])
         rm, rv = b.get("running_mean"), b.get("running_var")
         if "training" in b:
             training = b["training"]
