@@ -148,6 +148,22 @@ def test_native_batch_norm_pair_before_dispatch() -> None:
         assert_refused_as_cpu(case, mode)
 
 
+def _bn_out_0d_mixed(d: str) -> object:  # fuzz seed 66: the dispatch, then the mixed type, before the rank
+    empty = {k: torch.empty(0, dtype=C64, device=d) for k in ("out", "save_mean", "save_invstd")}
+    return aten._native_batch_norm_legit.no_stats_out(torch.tensor(1.0, dtype=F16, device=d),
+                                                      torch.ones(1, 2, 3, dtype=C64, device=d), None, True, 2.0,
+                                                      1e-5, **empty)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_batch_norm_out_mixed_before_rank(mode: str) -> None:
+    assert_refused_as_cpu(_bn_out_0d_mixed, mode)
+
+
+def test_batch_norm_out_mixed_before_rank_compiled() -> None:
+    assert_refused_as_cpu_compiled(_bn_out_0d_mixed)
+
+
 @pytest.mark.parametrize("name", ["fn_contiguous_1d", "out_stepped_1d_f16_bias_seed69"])
 def test_batch_norm_int_input_compiled(name: str) -> None:
     assert_refused_as_cpu_compiled(BN_REFUSED[name])

@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar, opmath
-from torchtpu.ops import pad_backward_checks
+from torchtpu.ops import norm_checks, pad_backward_checks
 from torchtpu.ops.arg_checks import dim_size, sizes_text
 from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, broadcast, cast_to, inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
@@ -181,10 +181,14 @@ def _batch_norm_before_dispatch(a: Bound, training: bool) -> None:
     saved mean is `empty({input.size(1)})` for an input contiguous in some memory format, else `at::mean` over all
     dims but 1 (in float32 where a parameter's dtype differs from the input's, the mixed type), then save_var's
     `empty({input.size(1)})`; then running_mean and running_var both given or neither. Which error an integral
-    input gets depends on its layout (fuzz seed 69); an out= overload (batch_norm_cpu_out) dispatches first. A
+    input gets depends on its layout (fuzz seed 69); an out= overload (batch_norm_cpu_out) dispatches first, then
+    checks the mixed type (norm_checks.check_out_first). A
     compiled graph's node (no strides) gets no layout rule."""
     x = a["input"]
-    if any(a.get(n) is not None for n in ("out", "save_mean", "save_invstd")) or x.ndim == 0:
+    if any(a.get(n) is not None for n in ("out", "save_mean", "save_invstd")):
+        norm_checks.check_out_first(x, [a.get(n) for n in ("weight", "bias", "running_mean", "running_var")])
+        return
+    if x.ndim == 0:
         return
     contiguous = getattr(x, "is_contiguous", None)
     if training and contiguous is not None and x.dtype not in _BATCH_NORM_TYPES and not x.dtype.is_complex:

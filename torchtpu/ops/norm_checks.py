@@ -92,6 +92,16 @@ def _check_dtypes(input: Sym, params: Sequence[Sym | None]) -> None:  # noqa: A0
                                f"{aten_type_name(p.dtype)}")
 
 
+def check_out_first(input: Sym, params: Sequence[Sym | None]) -> None:  # noqa: A002
+    """batch_norm_cpu_out (the out= forwards): the dispatch on the input, then, where the first given parameter's
+    dtype differs from the input's, the mixed type's check, before any read of the input's dims (fuzz seed 66: a
+    0-d float16 input with a complex64 weight is "mixed dtype", not the rank's error)."""
+    _check_dtype(input)
+    given = [p for p in params if p is not None]
+    if given and given[0].dtype != input.dtype:
+        _check_dtypes(input, params)
+
+
 def _check_channels(op: str, channels: int, named: Sequence[tuple[str, Sym | None]]) -> None:
     for name, t in named:
         if t is not None and t.numel() != channels:
@@ -256,8 +266,8 @@ def _batch_norm(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         b = {**dict(zip(names, args)), **kwargs}
-        if out and b["input"].ndim:
-            _check_dtype(b["input"])
+        if out:
+            check_out_first(b["input"], [b.get(n) for n in ("weight", "bias", "running_mean", "running_var")])
         rm, rv = b.get("running_mean"), b.get("running_var")
         if "training" in b:
             training = b["training"]
