@@ -4,7 +4,8 @@ _histogramdd_from_bin_cts' linspace (bool) and histogram_cpu dispatch after the 
 input with a range was computed; its .out overload's dtype check came first), index_put_ with masks' columns and
 Nones past self's dims (ATen's make_info: the value's shape, then the iterator's broadcast; a masked fill computes),
 the batch norm forwards' dispatch on the input alone and the functional's layout-dependent reads before it
-(size(1) of a contiguous input, mean() of a strided one; an out= overload dispatches first)."""
+(size(1) of a contiguous input, mean() of a strided one; an out= overload dispatches first, then checks the
+mixed type and, in training, a 0-d input's size(1)); seed 75: histogramdd's 0-d weight counts as [1]."""
 
 from __future__ import annotations
 
@@ -45,6 +46,16 @@ def test_histogramdd_bin_cts_refused_as_cpu(name: str, mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_histogramdd_bin_cts_float_computes_as_cpu(mode: str) -> None:  # the dispatch's types compute
     assert_exactly_cpu(lambda d: [_hist(t, [2], [0.0, 2.0])(d) for t in (F16, torch.bfloat16, torch.float64)], mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_histogramdd_0d_weight_computes_as_cpu(mode: str) -> None:  # a 0-d weight counts as [1] (fuzz seed 75)
+    def calls(d: str) -> list[torch.Tensor]:
+        x, w = torch.tensor([[1.5]], device=d), torch.tensor(3.0, device=d)
+        return [aten._histogramdd_from_bin_cts(x, [2], weight=w),
+                aten._histogramdd_from_bin_cts.out(x, [2], range=[0.0, 2.0], weight=w, out=torch.empty(0, device=d)),
+                aten._histogramdd_from_bin_cts(x, [2], weight=w, density=True)]
+    assert_exactly_cpu(calls, mode)
 
 
 def test_histogramdd_bin_cts_compiled() -> None:
@@ -155,13 +166,21 @@ def _bn_out_0d_mixed(d: str) -> object:  # fuzz seed 66: the dispatch, then the 
                                                       1e-5, **empty)
 
 
+def _bn_out_0d(d: str) -> object:  # fuzz seeds 74, 76: save_mean's resize to size(1), not the functional's rank
+    empty = {k: torch.empty(0, device=d) for k in ("out", "save_mean", "save_invstd")}
+    return aten._native_batch_norm_legit.no_stats_out(torch.tensor(1.5, device=d), None, None, True, 0.1, 1e-5,
+                                                      **empty)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_batch_norm_out_mixed_before_rank(mode: str) -> None:
     assert_refused_as_cpu(_bn_out_0d_mixed, mode)
+    assert_refused_as_cpu(_bn_out_0d, mode)
 
 
 def test_batch_norm_out_mixed_before_rank_compiled() -> None:
     assert_refused_as_cpu_compiled(_bn_out_0d_mixed)
+    assert_refused_as_cpu_compiled(_bn_out_0d)
 
 
 @pytest.mark.parametrize("name", ["fn_contiguous_1d", "out_stepped_1d_f16_bias_seed69"])

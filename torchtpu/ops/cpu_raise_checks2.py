@@ -186,7 +186,8 @@ def _batch_norm_before_dispatch(a: Bound, training: bool) -> None:
     compiled graph's node (no strides) gets no layout rule."""
     x = a["input"]
     if any(a.get(n) is not None for n in ("out", "save_mean", "save_invstd")):
-        norm_checks.check_out_first(x, [a.get(n) for n in ("weight", "bias", "running_mean", "running_var")])
+        norm_checks.check_out_first(x, [a.get(n) for n in ("weight", "bias", "running_mean", "running_var")],
+                                    training)
         return
     if x.ndim == 0:
         return
