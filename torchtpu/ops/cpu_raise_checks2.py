@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from torchtpu.dtypes import check_scalar_fits, checked_scalar, opmath
-from torchtpu.ops import pad_backward_checks
+from torchtpu.ops import norm_checks, pad_backward_checks
 from torchtpu.ops.arg_checks import dim_size, sizes_text
 from torchtpu.ops.cpu_raise_checks import _cumsum_dim, _is_tensor, broadcast, cast_to, inplace_shape, result_type
 from torchtpu.ops.tracing import aten_type_name
@@ -173,9 +173,44 @@ def _pad_backward(kind: str, n: int) -> Callable[[Bound], None]:
     return check
 
 
+_BATCH_NORM_TYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _batch_norm_before_dispatch(a: Bound, training: bool) -> None:
+    """batch_norm_cpu (the functional forwards) before batch_norm_cpu_out's dispatch on the input: in training the
+    saved mean is `empty({input.size(1)})` for an input contiguous in some memory format, else `at::mean` over all
+    dims but 1 (in float32 where a parameter's dtype differs from the input's, the mixed type), then save_var's
+    `empty({input.size(1)})`; then running_mean and running_var both given or neither. Which error an integral
+    input gets depends on its layout (fuzz seed 69); an out= overload (batch_norm_cpu_out) dispatches first, then
+    checks the mixed type (norm_checks.check_out_first). A
+    compiled graph's node (no strides) gets no layout rule."""
+    x = a["input"]
+    if any(a.get(n) is not None for n in ("out", "save_mean", "save_invstd")):
+        norm_checks.check_out_first(x, [a.get(n) for n in ("weight", "bias", "running_mean", "running_var")],
+                                    training)
+        return
+    if x.ndim == 0:
+        return
+    contiguous = getattr(x, "is_contiguous", None)
+    if training and contiguous is not None and x.dtype not in _BATCH_NORM_TYPES and not x.dtype.is_complex:
+        formats = [torch.contiguous_format, *{4: [torch.channels_last], 5: [torch.channels_last_3d]}.get(x.ndim, [])]
+        params = [a.get(n) for n in ("weight", "bias", "running_mean", "running_var")]
+        first = next((p for p in params if p is not None), None)
+        if not any(contiguous(memory_format=f) for f in formats) and (first is None or first.dtype == x.dtype):
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                               f"complex dtype. Got: {aten_type_name(x.dtype)}")
+    if training:
+        dim_size(x.shape, 1)
+    if (a.get("running_mean") is None) != (a.get("running_var") is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+
+
 def _batch_norm_empty(training: bool | None) -> Callable[[Bound], None]:
-    def check(a: Bound) -> None:  # batch_norm_cpu_update_stats_template (training only)
+    def check(a: Bound) -> None:  # batch_norm_cpu_update_stats_template (training only), after the dispatch
         x = a["input"]
+        _batch_norm_before_dispatch(a, a["training"] if training is None else training)
+        if x.dtype not in _BATCH_NORM_TYPES:
+            return  # the dtype refusal comes first
         if (a["training"] if training is None else training) and math.prod(x.shape) == 0:
             raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = "
                                f"{[int(v) for v in x.shape]}")

@@ -12,7 +12,8 @@ ATen's next step reads the data or is already the refusal table's or the lowerin
   checkInputsSolver before the LAPACK kernel's dispatch.
 - _cholesky_solve_helper: the kernel's dispatch on self (after its two column-major clones, which need matrices).
 - _histogramdd_bin_edges / _from_bin_cts / _from_bin_tensors: the input's rank, then the bin edges' checks where
-  CPU makes them before its dtype dispatch (a given range or no elements; the bin tensors' form always).
+  CPU makes them before its dtype dispatch (a given range or no elements; the bin tensors' form always); with
+  those, _from_bin_cts' linspace (bool) and histogram_cpu dispatch too.
 - _embedding_bag_per_sample_weights_backward: the kernel's dispatch on grad (before its rank assert).
 - grid_sampler_2d / 3d and their backwards: check_grid_sampler_common and the rank rule, then the kernel's
   dispatch on input (ops/grid_checks.py's shape rules; the modes' refusal stays the lowering's, after).
@@ -110,12 +111,20 @@ def _histogramdd_bin_edges(a: Bound) -> None:  # allocate_bin_edges_tensors, his
     _edges_before_dispatch(a)
 
 
-def _histogramdd_bin_cts(a: Bound) -> None:  # then the edges' linspace (refuses bool), histogramdd_check_inputs
+def _histogramdd_bin_cts(a: Bound) -> None:
+    """Then the edges' linspace_out (refuses bool), histogramdd_check_inputs, histogramdd_prepare_out's bin counts
+    and histogramdd_stub's dispatch, AT_DISPATCH_FLOATING_TYPES_AND2(BFloat16, Half) "histogram_cpu" (an integer
+    or complex input with a range was computed; fuzz seed 69: the .out overload's dtype check came first)."""
     x = a["self"]
-    if _edges_before_dispatch(a) and x.dtype != torch.bool:
-        counts = list(a["bins"])
-        operand_checks._histogramdd_inputs(x, [(x.dtype, 1, ct + 1) for ct in counts], a.get("weight"))
-        operand_checks._histogramdd_bin_counts(counts)
+    if not _edges_before_dispatch(a):
+        return
+    counts = list(a["bins"])
+    if x.dtype == torch.bool and any(ct >= 1 for ct in counts):  # linspace of 1 step fills, of 0 does nothing
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    operand_checks._histogramdd_inputs(x, [(x.dtype, 1, ct + 1) for ct in counts], a.get("weight"))
+    operand_checks._histogramdd_bin_counts(counts)
+    if x.dtype not in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{aten_type_name(x.dtype)}'")
 
 
 def _histogramdd_bin_tensors(a: Bound) -> None:  # histogramdd_check_inputs before the "histogram_cpu" dispatch

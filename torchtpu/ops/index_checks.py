@@ -15,6 +15,7 @@ import torch
 
 from torchtpu.execution.user_frames import PACKAGE_DIRS  # torchtpu's and torch's own files: not the user's line
 from torchtpu.ops.arg_checks import dim_size, sizes_text, wrap_dim
+from torchtpu.ops.cpu_raise_checks import broadcast
 from torchtpu.ops.tracing import aten_type_name
 
 _INDEX_DTYPES = (torch.int64, torch.int32, torch.uint8, torch.bool)
@@ -96,6 +97,30 @@ def check_value_dtype(self_dtype: torch.dtype, value_dtype: torch.dtype) -> None
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{aten_type_name(self_dtype)} for the destination and {aten_type_name(value_dtype)} "
                            "for the source.")
+
+
+def put_past_rank(self_shape: Sequence[int], indices: Sequence[Any], value_shape: Sequence[int],
+                  self_dtype: torch.dtype, value_dtype: torch.dtype) -> list[Any]:
+    """index_put_ whose masks' nonzero() columns and the Nones after them are more entries than self has dims
+    (`[mask, None]`, the mask over every dim; fuzz seed 72: "too many indices" where CPU checks the value's
+    shape). ATen's make_info: a non-contiguous set of indices moves to the front over self's dims only
+    (transposeToFront; the entries past them dropped): returns those. A contiguous set keeps them: AdvancedIndex
+    reads src.size(d) of each index (past the dims: IndexError), the indexing result replaces the indexed dims
+    (the extra Nones have none), the value must expand to it, then TensorIterator broadcasts that result with the
+    indices, viewed with a 1 for each None after them, which never gives the result's shape: ATen's error."""
+    ndim = len(self_shape)
+    dims = [i for i, idx in enumerate(indices) if idx is not None]
+    bshape = broadcast_indices([indices[i].shape for i in dims])
+    if dims != list(range(dims[0], dims[-1] + 1)):
+        return list(indices[:ndim])
+    for d in dims:
+        wrap_dim(d, ndim)
+    result = (*self_shape[:dims[0]], *bshape, *self_shape[dims[-1] + 1:])
+    check_value_shape(value_shape, result)
+    check_value_dtype(self_dtype, value_dtype)
+    viewed = (1,) * dims[0] + bshape + (1,) * (len(indices) - dims[-1] - 1)
+    shape = broadcast(broadcast(result, value_shape), viewed)
+    raise RuntimeError(f"output with shape {list(result)} doesn't match the broadcast shape {list(shape)}")
 
 
 def dispatches_to_masked_fill(indices: Sequence[Any], value: Any) -> bool:

@@ -204,6 +204,8 @@ def index(self: Sym, indices: list[Sym | None]) -> Sym:
 
 @lower(aten.index_put.default, prepare=lambda a, k: indices_as_device_long(a, k))
 def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: bool = False) -> Sym:
+    if len(indices) > self.ndim:  # masks' columns and Nones past self's dims
+        indices = index_checks.put_past_rank(self.shape, indices, values.shape, self.dtype, values.dtype)
     indices = list(indices) + [None] * (self.ndim - len(indices))
     if all(i is None for i in indices):  # `x.index_put([], v)`: nothing indexed, v must broadcast to all of x
         index_checks.check_value_shape(values.shape, self.shape)
@@ -267,11 +269,14 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
         return args, kwargs
     index_checks.check_masks(self.shape, indices)
+    fill = False
     if len(rest) and index_checks.dispatches_to_masked_fill(indices, rest[0]):
-        rest = [rest[0].to(self.dtype), *rest[1:]]  # masked_fill_ casts its one value (no dtype check)
         accumulate = rest[1] if len(rest) > 1 else kwargs.get("accumulate", False)
+        fill = not accumulate
+        if fill:  # masked_fill_(mask, value.item()): cast (no dtype check), of any shape
+            rest = [rest[0].to(self.dtype).reshape(()), *rest[1:]]
         mask = next(i for i in indices if i is not None)
-        if mask.ndim == 0 and mask.dtype == torch.bool and not accumulate:
+        if mask.ndim == 0 and mask.dtype == torch.bool and fill:
             # masked_fill_ with a 0-d mask: all of self or none of it (fuzz seed 52: a False mask wrote the value
             # everywhere, its nonzero() columns being no index at all)
             filled = torch.where(mask, rest[0], self)
@@ -285,6 +290,8 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
             out.extend(nz.unbind(1) if idx.ndim else [None])
         else:
             out.append(idx)
+    if fill and len(out) > self.ndim:  # masked_fill_ unsqueezes the mask over the dims after it: the Nones past
+        out = out[:self.ndim]          # self's dims index nothing
     return (self, out, *rest), kwargs
 
 

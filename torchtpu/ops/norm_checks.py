@@ -92,6 +92,19 @@ def _check_dtypes(input: Sym, params: Sequence[Sym | None]) -> None:  # noqa: A0
                                f"{aten_type_name(p.dtype)}")
 
 
+def check_out_first(input: Sym, params: Sequence[Sym | None], training: bool) -> None:  # noqa: A002
+    """batch_norm_cpu_out (the out= forwards): the dispatch on the input, then, where the first given parameter's
+    dtype differs from the input's, the mixed type's check, before any read of the input's dims (fuzz seed 66: a
+    0-d float16 input with a complex64 weight is "mixed dtype", not the rank's error); in training then the saved
+    statistics' resize to size(1) (seeds 74, 76: a 0-d input's IndexError, not the functional's ValueError)."""
+    _check_dtype(input)
+    given = [p for p in params if p is not None]
+    if given and given[0].dtype != input.dtype:
+        _check_dtypes(input, params)
+    if training and input.ndim == 0:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+
+
 def _check_channels(op: str, channels: int, named: Sequence[tuple[str, Sym | None]]) -> None:
     for name, t in named:
         if t is not None and t.numel() != channels:
@@ -252,6 +265,7 @@ def _batch_norm(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     _batch_norm_with_update with a 3-d running_var computed a [3, 4, 4] result under compile)."""
     name = op._schema.name.split("::")[1]
     names = [a.name for a in op._schema.arguments]
+    out = any(a.is_out for a in op._schema.arguments)  # batch_norm_cpu_out: its dispatch before any read
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         b = {**dict(zip(names, args)), **kwargs}
@@ -261,6 +275,9 @@ def _batch_norm(op: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         else:  # with_update trains; no_training does not; no_update trains without both statistics
             training = name == "_batch_norm_with_update" or (name == "_batch_norm_no_update" and (rm is None or
                                                                                                rv is None))
+        if out:
+            check_out_first(b["input"], [b.get(n) for n in ("weight", "bias", "running_mean", "running_var")],
+                            training)
         check_forward(name, b["input"], b.get("weight"), b.get("bias"), rm, rv, training)
         return fn(*args, **kwargs)
 

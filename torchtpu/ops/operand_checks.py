@@ -167,7 +167,7 @@ def _histogramdd_inputs(self: Sym, edges: Sequence[tuple[torch.dtype, int, int]]
         raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should "
                            f"have the same dtype, but got input({aten_meta_name(self.dtype)}), and "
                            f"weight({aten_meta_name(weight.dtype)})")
-    if list(weight.shape) != list(self.shape[:-1]):
+    if (list(weight.shape) or [1]) != list(self.shape[:-1]):  # a 0-d weight counts as [1] (fuzz seed 75)
         raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the same shape as the "
                            f"input tensor excluding its innermost dimension, but got input with shape "
                            f"{list(self.shape)} and weight with shape {list(weight.shape)}")
