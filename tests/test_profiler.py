@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import time
 
 import pytest
 import torch
@@ -151,3 +152,24 @@ def test_timeline_records_keep_cost_and_program():
     record = next(r for r in timeline.records if "mm" in r.name)
     assert record.source is not None and record.source.ops[0].name == "dot_general"
     assert record.cost.seconds == pytest.approx(record.seconds)
+
+
+def test_a_launch_stamped_just_past_its_ops_end_still_finds_it():
+    """The host clock is mapped onto kineto's with an error of the order of the gap between a launch and its op's
+    return (about a microsecond): a launch no op contains goes to the op it just left, an exact one to its op."""
+    from torch.autograd.profiler_util import FunctionEvent
+
+    from torchtpu.profiler.torch_profiler import _clock_pair, _launching_op
+
+    def op(name: str, start: float, end: float) -> FunctionEvent:
+        return FunctionEvent(id=0, name=name, thread=0, start_us=start, end_us=end)
+
+    cpu = [op("aten::linear", 0.0, 40.0), op("aten::addmm", 5.0, 30.0), op("aten::item", 45.0, 60.0)]
+    starts = [fe.time_range.start for fe in cpu]
+    assert _launching_op(cpu, starts, 29.5, 0.0).name == "aten::addmm"
+    assert _launching_op(cpu, starts, 35.0, 0.0).name == "aten::linear"
+    assert _launching_op(cpu, starts, 60.8, 0.0) is None
+    assert _launching_op(cpu, starts, 60.8, 2.0).name == "aten::item"
+    assert _launching_op(cpu, starts, 70.0, 2.0) is None
+    perf, epoch = _clock_pair()
+    assert abs((time.perf_counter_ns() - perf + epoch) - time.time_ns()) < 1_000_000

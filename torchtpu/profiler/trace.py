@@ -182,8 +182,8 @@ def _wrap_issue(timeline: Any) -> None:
     want_lines = any(lines is not None for _, lines in targets)
 
     def issue(host_seconds: float, charge: tuple) -> None:
+        now = clock()  # before the timeline's bookkeeping: the stamp lies well inside the launching op
         original(host_seconds, charge)
-        now = clock()
         line = events.user_line() if want_lines else ""
         for stamps, lines in targets:
             stamps.append(now)
