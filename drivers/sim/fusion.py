@@ -52,6 +52,7 @@ from torchtpu.drivers.sim import fusion_lanes as lanes
 MIN_ELEMENTS = 1 << 16  # a group over fewer elements stays step by step
 MIN_OPS = 4  # a group of fewer ops (a while counts its regions' ops) stays step by step
 WRITE_INTO = True  # False: results given buffers are computed apart and copied in (the old path, for measuring)
+IN_PLACE = True  # False: a result written over an operand goes through its own argument (the old path, for measuring)
 
 _DTYPES = ("float32", "float64", "bool")
 _FLOATS = frozenset({"float32", "float64"})
@@ -330,7 +331,7 @@ class FusedStep:
     original steps instead."""
 
     __slots__ = ("kernel", "op", "inputs", "outputs", "index", "fast", "out", "steps", "source", "weight",
-                 "writes_into", "numel", "result_values")
+                 "writes_into", "numel", "result_values", "head", "loop", "in_place")
 
     def __init__(self, steps: list[Any], shape: tuple[int, ...], read: set[int],
                  folded: dict[int, np.ndarray]) -> None:
@@ -371,14 +372,17 @@ class FusedStep:
         if lanes.LANES > 1 and any(isinstance(st, _While) for st in src.body):  # blocks of lanes (fusion_lanes.py)
             loop = lanes.lane_lines(src.body, [(f"v{j}", f"a{j}") for j in elements],
                                     [(env[slot], f"r{j}") for j, (slot, _) in enumerate(results)], src.dtypes)
+            self.in_place = None
         else:
             loop = ["    for i in range(n):", *(f"        v{j} = a{j}[i]" for j in elements),
                     *lines(src.body, "        "),
                     *(f"        r{j}[i] = {env[slot]}" for j, (slot, _) in enumerate(results))]
-        self.source = "\n".join([
-            "import math", "import numpy as np", "import numba", "", "",
-            "@numba.njit(cache=True, error_model='numpy', nogil=True)", f"def fused({', '.join(params)}):",
-            *src.head, *loop, ""])
+            self.in_place = (len(loop) - len(results), [env[slot] for slot, _ in results], elements)
+        self.head = ["import math", "import numpy as np", "import numba", "", "",
+                     "@numba.njit(cache=True, error_model='numpy', nogil=True)", f"def fused({', '.join(params)}):",
+                     *src.head]
+        self.loop = loop
+        self.source = "\n".join([*self.head, *loop, ""])
         self.weight = len(loop)
         self.inputs, self.outputs = tuple(arrays), tuple(slot for slot, _ in results)
         self.out = self.outputs[0] if self.outputs else -1
@@ -387,12 +391,44 @@ class FusedStep:
                                 [np.dtype(d) for _, d in results], consts, fixed)
 
 
+    def source_in_place(self, into_input: tuple[int, ...]) -> str:
+        """The loop's source with result j stored through operand `into_input[j]`'s own argument where that is
+        not -1 (the result's buffer is that operand's memory exactly): one array seen under one name, so the
+        compiler knows the element-i load precedes the element-i store and may vectorize the loop (through two
+        names that alias, its runtime overlap check fails and the scalar loop runs). The statements and their
+        order are the plain loop's, so the values are too (`()`: the plain source)."""
+        if not into_input:
+            return self.source
+        if self.in_place is None:  # pragma: no cover - the launcher asks only for a plain loop
+            raise AssertionError("fusion: an in-place store asked of a lane loop")
+        first, names, _ = self.in_place
+        stores = [f"        {f'a{k}' if k >= 0 else f'r{j}'}[i] = {name}"
+                  for j, (k, name) in enumerate(zip(into_input, names))]
+        return "\n".join([*self.head, *self.loop[:first], *stores, ""])
+
+
+def _in_place(fused: FusedStep, flat: list[np.ndarray], outs: list[np.ndarray], direct: list[int]
+              ) -> tuple[int, ...]:
+    """For each result, the element-wise operand whose memory its output buffer is exactly (-1: none), or () when
+    no result's is (both are one-dimensional, C-contiguous, `numel` long and of one dtype: one data address
+    means one memory)."""
+    if fused.in_place is None:
+        return ()
+    at = {flat[k].__array_interface__["data"][0]: k for k in fused.in_place[2]}
+    key = [-1] * len(outs)
+    for j in direct:
+        k = at.get(outs[j].__array_interface__["data"][0], -1)
+        if k >= 0 and flat[k].dtype == outs[j].dtype and flat[k].size == outs[j].size:
+            key[j] = k
+    return tuple(key) if any(k >= 0 for k in key) else ()
+
+
 def _launcher(fused: FusedStep, shape: tuple[int, ...], in_shapes: list[tuple[int, ...]],
               in_dtypes: list[np.dtype], out_dtypes: list[np.dtype], consts: tuple[np.ndarray, ...],
               fixed: dict[int, np.ndarray]) -> Callable[[Op, list], list]:
     n = _numel(shape)
-    source, steps, slots, results = fused.source, fused.steps, fused.inputs, fused.outputs
-    compiled: list[Callable[..., None]] = []
+    steps, slots, results = fused.steps, fused.inputs, fused.outputs
+    compiled: dict[tuple[int, ...], Callable[..., None]] = {}  # in-place stores (`_in_place`) -> loop
 
     def run(op: Op, args: list[np.ndarray], into: Sequence[np.ndarray | None] = ()) -> list[np.ndarray]:
         """The group's results; `into` (one per result, or None): buffers of the result's shape and dtype that
@@ -411,9 +447,11 @@ def _launcher(fused: FusedStep, shape: tuple[int, ...], in_shapes: list[tuple[in
                     and buffer.shape == shape:
                 outs[j] = buffer.reshape(-1)
                 direct.append(j)
-        if not compiled:
-            compiled.append(compile_source(source))
-        compiled[0](n, *flat, *outs, *consts)
+        key = _in_place(fused, flat, outs, direct) if IN_PLACE and direct else ()
+        loop = compiled.get(key)
+        if loop is None:
+            loop = compiled[key] = compile_source(fused.source_in_place(key))
+        loop(n, *flat, *outs, *consts)
         values = [into[j] if j in direct else r.reshape(shape) for j, r in enumerate(outs)]
         return _into(values, [None if j in direct else b for j, b in enumerate(into)]) if into else values
 
