@@ -17,14 +17,23 @@ LR, BETA1, BETA2, EPS, DECAY = 1e-3, 0.9, 0.999, 1e-8, 0.99  # DECAY: 1 - lr * w
 _BITS = {4: np.uint32, 8: np.uint64}
 
 
-def _adamw(shape: tuple[int, ...], dtype: str) -> Program:
-    """AdamW's update of one parameter over runtime bias corrections bc1, sqrt(bc2) (broadcast scalars):
-    p = p * DECAY - (m' / (sqrt(v') / bc2 + EPS)) * LR / bc1, m' = m + (g - m) * (1 - BETA1),
-    v' = v * BETA2 + g * g * (1 - BETA2); outputs [p', m', v']."""
+def _adamw(shape: tuple[int, ...], dtype: str, params: int = 1, shared: bool = False) -> Program:
+    """AdamW's update of `params` parameters over runtime bias corrections bc1, sqrt(bc2) (broadcast scalars, one
+    pair per parameter or `shared`): p = p * DECAY - (m' / (sqrt(v') / bc2 + EPS)) * LR / bc1,
+    m' = m + (g - m) * (1 - BETA1), v' = v * BETA2 + g * g * (1 - BETA2); inputs p, g, m, v of each parameter,
+    then the scalars; outputs [p', m', v'] of each."""
     b = Builder()
-    p, g, m, v = (b.input(shape, dtype) for _ in range(4))
-    bc1, bc2 = (b.emit("broadcast_in_dim", [b.input((), dtype)], shape=shape, broadcast_dimensions=())[0]
-                for _ in range(2))
+    tensors = [[b.input(shape, dtype) for _ in range(4)] for _ in range(params)]
+    scalars = [b.input((), dtype) for _ in range(2 if shared else 2 * params)]
+    outs = []
+    for i, (p, g, m, v) in enumerate(tensors):
+        pair = scalars[:2] if shared else scalars[2 * i:2 * i + 2]
+        bc1, bc2 = (b.emit("broadcast_in_dim", [x], shape=shape, broadcast_dimensions=())[0] for x in pair)
+        outs += _update(b, shape, dtype, p, g, m, v, bc1, bc2)
+    return b.finish(outs)
+
+
+def _update(b: Builder, shape, dtype, p, g, m, v, bc1, bc2) -> list:
 
     def k(x: float) -> object:
         return b.emit("broadcast_in_dim", [b.emit("constant", [], value=x, shape=(), dtype=dtype)[0]], shape=shape,
@@ -37,7 +46,7 @@ def _adamw(shape: tuple[int, ...], dtype: str) -> Program:
     v2 = op("add", op("multiply", v, k(BETA2)), op("multiply", op("multiply", g, g), k(1 - BETA2)))
     denom = op("add", op("divide", op("sqrt", v2), bc2), k(EPS))
     p2 = op("subtract", op("multiply", p, k(DECAY)), op("divide", op("multiply", op("divide", m2, denom), k(LR)), bc1))
-    return b.finish([p2, m2, v2])
+    return [p2, m2, v2]
 
 
 def _reference(p, g, m, v, bc1, bc2) -> list[np.ndarray]:
@@ -138,3 +147,56 @@ def test_result_over_an_operand_it_does_not_read(monkeypatch):
         fresh = [np.empty(shape, np.float32) for _ in range(2)]
         _step(exe, drv, [a0, b0], [], fresh, monkeypatch)
         assert all(np.array_equal(f, e) for f, e in zip(fresh, expected))
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_independent_chains_of_one_shape_run_as_one_loop_each(shared, monkeypatch):
+    """Three parameters of one shape: one loop per parameter's chain (fusion.SPLIT), each stored in place, with
+    the bits of the one loop over all three and of the formula; bias corrections shared or per parameter."""
+    shape, params = (257, 259), 3
+    program = _adamw(shape, "float32", params, shared)
+    data = [_data(shape, "float32", seed=i) for i in range(params)]
+    scalars = [np.array(1 - BETA1**(i + 2), np.float32) for i in range(2 if shared else 2 * params)]
+    with np.errstate(all="ignore"):
+        expected = [r for i, d in enumerate(data) for r in _reference(*d, *scalars[0 if shared else 2 * i:][:2])]
+    results = {}
+    for split in (True, False):
+        monkeypatch.setattr(fusion, "SPLIT", split)
+        drv = SimDriver()
+        exe = drv.compile(program)
+        fused = [s for s in exe.payload.steps if isinstance(s, fusion.FusedStep)]
+        assert len(fused) == (params if split else 1)
+        state = [x.copy() for d in data for x in d]
+        targets = [state[4 * i + j] for i in range(params) for j in (0, 2, 3)]
+        assert all(_step(exe, drv, state, scalars, targets, monkeypatch))
+        results[split] = targets
+    for new, old, ref in zip(results[True], results[False], expected):
+        assert _same(new, old) and _same(new, ref)
+
+
+def test_short_chains_stay_together(monkeypatch):
+    """Two long chains and two of 2 ops (under MIN_OPS) in one shape: a loop per long chain, one for both short."""
+    shape = (300, 300)
+    b = Builder()
+    x, y, u, w = (b.input(shape, "float32") for _ in range(4))
+    outs = []
+    for a in (x, y):
+        t = a
+        for _ in range(5):
+            t = b.emit("multiply", [b.emit("add", [t, a])[0], a])[0]
+        outs.append(t)
+    outs += [b.emit("add", [b.emit("multiply", [a, a])[0], a])[0] for a in (u, w)]
+    drv = SimDriver()
+    exe = drv.compile(b.finish(outs))
+    fused = [s for s in exe.payload.steps if isinstance(s, fusion.FusedStep)]
+    assert sorted(len(f.steps) for f in fused) == [4, 10, 10]
+    rng = np.random.default_rng(9)
+    ins = [rng.standard_normal(shape, np.float32) for _ in range(4)]
+    got = [np.empty(shape, np.float32) for _ in range(4)]
+    _step(exe, drv, ins, [], got, monkeypatch)
+    for a, o in zip(ins[:2], got[:2]):
+        t = a
+        for _ in range(5):
+            t = (t + a) * a
+        assert np.array_equal(o, t)
+    assert all(np.array_equal(o, a * a + a) for a, o in zip(ins[2:], got[2:]))

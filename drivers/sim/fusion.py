@@ -52,6 +52,7 @@ from torchtpu.drivers.sim import fusion_lanes as lanes
 MIN_ELEMENTS = 1 << 16  # a group over fewer elements stays step by step
 MIN_OPS = 4  # a group of fewer ops (a while counts its regions' ops) stays step by step
 WRITE_INTO = True  # False: results given buffers are computed apart and copied in (the old path, for measuring)
+SPLIT = True  # False: a group's independent chains share one loop (the old path, for measuring)
 IN_PLACE = True  # False: a result written over an operand goes through its own argument (the old path, for measuring)
 
 _DTYPES = ("float32", "float64", "bool")
@@ -295,8 +296,14 @@ def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dic
     for (at, shape), members in groups.items():  # dicts keep insertion order: groups in order of first step
         if weights[(at, shape)] >= MIN_OPS:
             inside = {id(m) for m in members}
-            read = {slot for m in members for slot in m.outputs if readers.get(slot, set()) - inside}
-            by_barrier.setdefault(at, []).append(FusedStep(members, shape, read, folded))
+            plain: set[int] = set()  # the steps of short chains, each run once as it is
+            for part in _chains(members, readers, inside) if SPLIT else [members]:
+                if SPLIT and sum(_weight(m.op) or 0 for m in part) < MIN_OPS:
+                    by_barrier.setdefault(at, []).extend(m for m in part if id(m) not in plain)
+                    plain.update(id(m) for m in part)
+                    continue
+                read = {slot for m in part for slot in m.outputs if readers.get(slot, set()) - inside}
+                by_barrier.setdefault(at, []).append(FusedStep(part, shape, read, folded))
         else:
             by_barrier.setdefault(at, []).extend(members)
     placed = {id(m) for members in groups.values() for m in members}
@@ -309,6 +316,53 @@ def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dic
             out.append(step)
             out.extend(floating.get(rigid, ()))
             out.extend(by_barrier.get(rigid, ()))
+    return out
+
+
+def _chains(members: list[Any], readers: dict[int, set[int]], inside: set[int]) -> list[list[Any]]:
+    """A group's independent chains (steps joined where one reads another's result), each a group of its own, in
+    order of first step: one loop per chain reads and writes only its own arrays, few enough for the compiler to
+    check their overlap at run time and vectorize (an AdamW step's chain over one parameter: p, g, m, v), where one
+    loop over every parameter of a shape stays scalar. A scalar's broadcast is no link: each chain reading it
+    reads it itself. The whole group when a broadcast's value is read after it (it would be written more than
+    once), or holds a `while` (its lanes' loop writes no operand).
+    Chains under MIN_OPS ops stay together in one more group."""
+    broadcasts = {slot: m for m in members if _scalar_broadcast(m.op) for slot in m.outputs}
+    if any(readers.get(slot, set()) - inside for slot in broadcasts) or any(m.op.name == "while" for m in members):
+        return [members]
+    root: dict[int, int] = {}  # id(step) -> id(a step of its chain), for the steps that are not broadcasts
+
+    def find(k: int) -> int:
+        while root[k] != k:
+            root[k] = root[root[k]]
+            k = root[k]
+        return k
+
+    made: dict[int, int] = {}  # slot -> id(its producer) in the group, broadcasts aside
+    for m in members:
+        if _scalar_broadcast(m.op):
+            continue
+        root[id(m)] = id(m)
+        for slot in m.inputs:
+            if slot in made:
+                root[find(made[slot])] = find(id(m))
+        made.update((slot, id(m)) for slot in m.outputs)
+    chains: dict[int, list[Any]] = {}
+    for m in members:
+        if not _scalar_broadcast(m.op):
+            chains.setdefault(find(id(m)), []).append(m)
+    long = [c for c in chains.values() if sum(_weight(m.op) or 0 for m in c) >= MIN_OPS]
+    if len(long) < 2:
+        return [members]
+    parts = long
+    short = {id(m) for m in members if not _scalar_broadcast(m.op)} - {id(m) for c in long for m in c}
+    if short:  # the short chains stay together, as they were (one loop, or the steps when still short)
+        parts.append([m for m in members if id(m) in short])
+    out = []
+    for chain in parts:
+        used = {slot for m in chain for slot in m.inputs}
+        first = [b for slot, b in broadcasts.items() if slot in used]  # the broadcasts it reads, before its steps
+        out.append(list(dict.fromkeys(first)) + chain)
     return out
 
 
