@@ -200,3 +200,41 @@ def test_short_chains_stay_together(monkeypatch):
             t = (t + a) * a
         assert np.array_equal(o, t)
     assert all(np.array_equal(o, a * a + a) for a, o in zip(ins[2:], got[2:]))
+
+
+@pytest.mark.parametrize("kind", ["compiled", "DEFER_AND_FUSE", "fused"])
+def test_adamw_steps_over_big_parameters_equal_eager_defer_never(kind, tpu):
+    """AdamW (capturable, as Dynamo traces it; or fused=True) over parameters big enough to fuse (three of one
+    shape, one of another, odd sizes): compiled and DEFER_AND_FUSE give DEFER_NEVER's bits (its foreach ops unfused),
+    and fused=True's one program those of its steps run one by one, step after step."""
+    import torch
+
+    import torchtpu
+
+    def run(mode: str, compiled: bool, fused: bool) -> list[torch.Tensor]:
+        torch._dynamo.reset()
+        gen = torch.Generator().manual_seed(0)
+        shapes = [(257, 259)] * 3 + [(255, 513)]
+        params = [torch.nn.Parameter(torch.randn(s, generator=gen).to(tpu)) for s in shapes]
+        opt = torch.optim.AdamW(params, lr=3e-3, weight_decay=0.1, fused=True) if fused else \
+            torch.optim.AdamW(params, lr=3e-3, weight_decay=0.1, capturable=True, foreach=True)
+        step = torch.compile(opt.step, backend="tpu") if compiled else opt.step
+        out = []
+        with torchtpu.eager_mode(mode):
+            for _ in range(3):
+                for p in params:
+                    p.grad = torch.randn(p.shape, generator=gen).to(tpu)
+                step()
+                out += [p.detach().cpu().clone() for p in params]
+                out += [opt.state[p][k].cpu().clone() for p in params for k in ("exp_avg", "exp_avg_sq")]
+        return out
+
+    fused = kind == "fused"
+    if fused:  # one program per step whatever the mode: the reference runs it step by step (nothing fused)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fusion, "MIN_ELEMENTS", 1 << 62)
+            reference = run("DEFER_NEVER", False, True)
+    else:
+        reference = run("DEFER_NEVER", False, False)
+    got = run("DEFER_NEVER" if kind != "DEFER_AND_FUSE" else kind, kind == "compiled", fused)
+    assert all(torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in zip(got, reference))
