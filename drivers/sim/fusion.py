@@ -32,6 +32,15 @@ each parameter is then one loop where it was split at every correction. A group 
 `MIN_OPS` ops over at least `MIN_ELEMENTS` elements; below that (every ordinary eager op) the steps stay as they
 are, with no compile cost. Compiled loops are cached in process by their source, and on disk (numba
 `cache=True`, the source file in TORCHTPU_CACHE_DIR).
+
+Vectorizing: LLVM vectorizes a loop only where it can check at run time that its arrays do not overlap, which
+it gives up on past a few pairs of arrays, and a check fails where a result is written over an operand through
+a second name. So a group's independent chains run as one loop each (`_chains`: an AdamW step's parameters of
+one shape, each loop reading p, g, m, v once and writing p, m, v once), and a result whose buffer is an
+operand's memory exactly is stored through that operand's argument (`FusedStep.source_in_place`). Both keep
+every statement and its order, so every value (tests/test_sim_fused_in_place.py); on a 4.2M-parameter compiled
+AdamW step they took the sim from 1.45x to 0.45x CPU eager's foreach step (ABBA in one process, SPLIT and
+IN_PLACE off for the old side).
 """
 
 from __future__ import annotations
