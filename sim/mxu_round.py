@@ -27,7 +27,7 @@ from numba import njit, uint32
 
 from .numerics import round_bf16
 
-__all__ = ["round_operand"]
+__all__ = ["LAST", "STORE", "USE", "RoundMemo", "round_operand"]
 
 
 @njit(cache=True, nogil=True)
@@ -118,6 +118,10 @@ def round_operand(x: np.ndarray, slot: str | None = None, keep_transposed: bool 
     for a product whose BLAS bits were found layout-independent (mxu_layout.same_bits)."""
     if x.dtype != np.float32:
         return round_bf16(x)
+    if slot is not None and getattr(_request, "current", None) is not None:
+        shared = _memo_round(x, slot, keep_transposed)
+        if shared is not None:
+            return shared
     if keep_transposed:
         src = x.swapaxes(-1, -2)  # C-contiguous (the caller checked `transposed(x)`)
         out = np.empty(src.shape, np.float32) if slot is None else _scratch_array(slot, src.shape)
@@ -131,3 +135,79 @@ def round_operand(x: np.ndarray, slot: str | None = None, keep_transposed: bool 
         out = _scratch_array(slot, x.shape)
     _round_loop(src.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint32))
     return out
+
+
+# One program run's shared rounded operands (`RoundMemo`): a plan whose value is read by several DEFAULT dots
+# rounds it once. `_request.current` is (memo, roles) while such a dot runs on this thread (`RoundMemo.call`).
+_request = threading.local()
+
+STORE, USE, LAST = "store", "use", "last"  # a dot's role for an operand slot (see `RoundMemo.call`)
+
+
+class RoundMemo:
+    """The bf16-rounded forms of the operands that several dots of one program run read (the same value slot).
+
+    The plan gives each such dot, for each shared operand, a role under a key (the value's slot, through views):
+    the first reader in the plan's order STOREs (it first drops whatever this thread's memo held for the key,
+    then keeps the memory owner of the operand it was given, the geometry of the view it rounds and the rounded
+    array), a later reader USEs it, the last one also drops it (LAST). A reader is served the kept array only if
+    its operand has the same memory owner (`ndarray.base`, or the array itself) and it rounds a view of the same
+    data pointer, shape, strides and layout choice; otherwise it rounds as usual (fail closed). A plan runs its
+    steps in order, every one, so a USE follows its run's STORE; a value is not written while the run still
+    reads it (the plan's value semantics), and the memo keeps the owner alive, so its memory is not reused;
+    entries are per thread (a plan may run on two threads). The kept arrays are `round_operand(..., slot=None)`'s
+    fresh arrays: the same bits as the scratch ones."""
+
+    __slots__ = ("_local",)
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _entries(self) -> dict:
+        entries = getattr(self._local, "entries", None)
+        if entries is None:
+            entries = self._local.entries = {}
+        return entries
+
+    def call(self, fn: object, roles: tuple, args: tuple, kwargs: dict) -> np.ndarray:
+        """`fn(*args, **kwargs)` (a dot kernel) with `roles`: per operand side (lhs, rhs), None or (slot key,
+        role); the side's `round_operand(x, "lhs"/"rhs")` call then goes through this memo."""
+        entries = self._entries()
+        for role in roles:
+            if role is not None and role[1] == STORE:
+                entries.pop(role[0], None)
+        previous = getattr(_request, "current", None)
+        _request.current = (self, entries, roles, args)
+        try:
+            return fn(*args, **kwargs)  # type: ignore[operator]
+        finally:
+            _request.current = previous
+            for role in roles:
+                if role is not None and role[1] == LAST:
+                    entries.pop(role[0], None)
+
+    def kept(self) -> int:
+        """How many rounded operands this thread's memo holds now (tests: none once a run is over)."""
+        return len(self._entries())
+
+
+def _geometry(x: np.ndarray, keep_transposed: bool) -> tuple:
+    return x.__array_interface__["data"][0], x.shape, x.strides, x.dtype.str, keep_transposed
+
+
+def _memo_round(x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray | None:
+    """The rounded `x` through the active memo request, or None when this call is not one it serves."""
+    _, entries, roles, args = _request.current
+    side = 0 if slot == "lhs" else 1 if slot == "rhs" else -1
+    if side < 0 or side >= len(roles) or roles[side] is None or x.dtype != np.float32:
+        return None
+    key, role = roles[side]
+    source = args[side] if args[side].base is None else args[side].base
+    if role == STORE:
+        rounded = round_operand(x, None, keep_transposed)
+        entries[key] = (source, _geometry(x, keep_transposed), rounded)
+        return rounded
+    entry = entries.get(key)
+    if entry is None or entry[0] is not source or entry[1] != _geometry(x, keep_transposed):
+        return None
+    return entry[2]
