@@ -23,7 +23,9 @@ __all__ = ["ENABLED", "share_rounding"]
 # fast.py's kernels of these ops return a view of their operand where numpy can (a reshape that must copy gives
 # new memory, which the memo's geometry check then tells apart)
 _VIEWS = frozenset({"reshape", "transpose"})
-ENABLED = True  # False: plans built from now on round every operand at every dot (benchmarks compare both)
+# False: plans built from now on are not wrapped, and wrapped ones round every operand at every dot (benchmarks
+# compare both in one process)
+ENABLED = True
 
 
 def _shares(step: Any) -> bool:
@@ -64,8 +66,11 @@ def share_rounding(steps: Sequence[Any]) -> int:
 
 def _wrapped(fast: Callable[..., Any], memo: RoundMemo, roles: tuple) -> Callable[..., Any]:
     call = memo.call
+    module = globals()
 
     def dot(*args: Any, **kwargs: Any) -> Any:
+        if not module["ENABLED"]:
+            return fast(*args, **kwargs)
         return call(fast, roles, args, kwargs)
 
     dot.__dict__.update(getattr(fast, "__dict__", {}))  # markers such as `writes_out` stay as they were
