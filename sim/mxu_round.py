@@ -149,14 +149,14 @@ class RoundMemo:
 
     The plan gives each such dot, for each shared operand, a role under a key (the value's slot, through views):
     the first reader in the plan's order STOREs (it first drops whatever this thread's memo held for the key,
-    then keeps the memory owner of the operand it was given, the geometry of the view it rounds and the rounded
-    array), a later reader USEs it, the last one also drops it (LAST). A reader is served the kept array only if
-    its operand has the same memory owner (`ndarray.base`, or the array itself) and it rounds a view of the same
-    data pointer, shape, strides and layout choice; otherwise it rounds as usual (fail closed). A plan runs its
-    steps in order, every one, so a USE follows its run's STORE; a value is not written while the run still
-    reads it (the plan's value semantics), and the memo keeps the owner alive, so its memory is not reused;
-    entries are per thread (a plan may run on two threads). The kept arrays are `round_operand(..., slot=None)`'s
-    fresh arrays: the same bits as the scratch ones."""
+    then keeps the memory owner of its operand and a rounded copy of the C-order memory the operand views:
+    `_memo_round`), a later reader USEs it, the last one also drops it (LAST). A reader is served from the copy
+    only if its operand has the same memory owner (`ndarray.base`, or the array itself) and is C-order or
+    transposed C-order memory from the same start address within the copied block; otherwise it rounds as
+    usual (fail closed). A plan runs its steps in order, every one, so a USE follows its run's STORE; a value is
+    not written while the run still reads it (the plan's value semantics), and the memo keeps the owner alive,
+    so its memory is not reused; entries are per thread (a plan may run on two threads). A served operand has
+    `round_operand`'s values and layout, so the product has the same bits."""
 
     __slots__ = ("_local",)
 
@@ -191,12 +191,42 @@ class RoundMemo:
         return len(self._entries())
 
 
-def _geometry(x: np.ndarray, keep_transposed: bool) -> tuple:
-    return x.__array_interface__["data"][0], x.shape, x.strides, x.dtype.str, keep_transposed
+def _c_order(x: np.ndarray) -> tuple[np.ndarray, bool] | None:
+    """(c, swapped): `x` itself when C-contiguous (swapped False), else its last two axes swapped when that is
+    C-contiguous (a transposed C-order array, swapped True); None for any other layout."""
+    if x.flags.c_contiguous:
+        return x, False
+    if x.ndim >= 2:
+        t = x.swapaxes(-1, -2)
+        if t.flags.c_contiguous:
+            return t, True
+    return None
+
+
+def _serve(entry: tuple, x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray | None:
+    """`round_operand(x, slot, keep_transposed)` (its values and layout) from the entry's rounded copy of a
+    block of memory, when `x` is C-order or transposed C-order memory starting where the block starts and
+    within it; else None."""
+    _, start, nbytes, mirror = entry
+    order = _c_order(x)
+    if order is None or x.__array_interface__["data"][0] != start or x.nbytes > nbytes:
+        return None
+    c, swapped = order
+    rounded = mirror[: c.size].reshape(c.shape)  # the block's first c.size elements are c's, rounded
+    if not swapped:
+        return rounded
+    if keep_transposed:
+        return rounded.swapaxes(-1, -2)
+    return _gather(rounded.swapaxes(-1, -2), _scratch_array(slot, x.shape))
 
 
 def _memo_round(x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray | None:
-    """The rounded `x` through the active memo request, or None when this call is not one it serves."""
+    """The rounded `x` through the active memo request, or None when this call is not one it serves.
+
+    An entry is (memory owner, start address, bytes, rounded copy): the reader that STOREs rounds the C-order
+    memory its operand views (its operand, or its transpose) in one contiguous pass, and every reader, that one
+    included, takes its operand's view of that copy, gathered into C order where `round_operand` would gather
+    (rounding commutes with the copy: the same values either way, in the layout `round_operand` returns)."""
     _, entries, roles, args = _request.current
     side = 0 if slot == "lhs" else 1 if slot == "rhs" else -1
     if side < 0 or side >= len(roles) or roles[side] is None or x.dtype != np.float32:
@@ -204,10 +234,14 @@ def _memo_round(x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray |
     key, role = roles[side]
     source = args[side] if args[side].base is None else args[side].base
     if role == STORE:
-        rounded = round_operand(x, None, keep_transposed)
-        entries[key] = (source, _geometry(x, keep_transposed), rounded)
-        return rounded
+        order = _c_order(x)
+        if order is None:
+            return None
+        c = order[0]
+        mirror = np.empty(c.size, np.float32)
+        _round_loop(c.reshape(-1).view(np.uint32), mirror.view(np.uint32))
+        entries[key] = (source, c.__array_interface__["data"][0], c.nbytes, mirror)
     entry = entries.get(key)
-    if entry is None or entry[0] is not source or entry[1] != _geometry(x, keep_transposed):
+    if entry is None or entry[0] is not source:
         return None
-    return entry[2]
+    return _serve(entry, x, slot, keep_transposed)

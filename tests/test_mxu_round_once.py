@@ -84,10 +84,11 @@ def test_shared_operand_rounds_once_with_the_same_bits(monkeypatch, mode, precis
             assert wrapped[0].fast.shared_rounding[0].kept() == 0  # the last reader dropped it
     finally:
         mxu.set_mode(None)
-    # fast (and "auto": every product here is over its exact limit): x @ w2, x @ w3^T and the lhs of x @ x^T
-    # take x's rounding kept by x @ w1 (x^T @ g and the rhs x^T are other layouts, rounded again), in each of
-    # the two runs; exact mode and HIGH/HIGHEST do not round so
-    assert served == ([(1, M, K)] * 6 if mode != "exact" and precision == "DEFAULT" else [])
+    # fast (and "auto": every product here is over its exact limit): x @ w2, x @ w3^T, x^T @ g and both sides of
+    # x @ x^T take x's rounding kept by x @ w1 (x^T, transposed memory of x, too), in each of the two runs;
+    # exact mode and HIGH/HIGHEST do not round so
+    want = sorted([(1, M, K)] * 3 + [(1, K, M)] * 2) * 2 if mode != "exact" and precision == "DEFAULT" else []
+    assert sorted(served) == sorted(want)
 
 
 def test_each_product_equals_the_unshared_matmul():
@@ -126,6 +127,22 @@ def test_memo_serves_only_the_same_memory_owner_in_the_same_geometry():
     kept = _memo_matmul(memo, ((0, LAST), None), a.reshape(M, K), b2)  # a view of the same owner is served
     assert kept.tobytes() == mxu.matmul(a, b2, mode="fast").tobytes()
     assert memo.kept() == 0
+
+
+@pytest.mark.parametrize("keep_transposed", [False, True])
+def test_memo_serves_the_transposed_memory_in_round_operands_layout(keep_transposed):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 61, 257), dtype=np.float32)
+    a[0, 0, :3] = [np.nan, -np.inf, -1e-40]
+    memo = RoundMemo()
+    memo.call(lambda x, y: None, ((0, STORE), None), (a, None), {})  # nothing rounded: nothing kept
+    assert memo.kept() == 0
+    memo.call(lambda x, y: mxu_round.round_operand(x, "lhs"), ((0, STORE), None), (a, None), {})
+    t = a.swapaxes(-1, -2)
+    got = memo.call(lambda x, y: mxu_round.round_operand(x, "lhs", keep_transposed), ((0, LAST), None), (t, None), {})
+    want = mxu_round.round_operand(t, None, keep_transposed)
+    assert got.shape == want.shape and got.strides == want.strides and got.tobytes() == want.tobytes()
+    assert got.flags.c_contiguous != keep_transposed and memo.kept() == 0
 
 
 def test_memo_request_ends_with_the_call_even_when_it_raises():
