@@ -232,7 +232,8 @@ def _memo_round(x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray |
     if side < 0 or side >= len(roles) or roles[side] is None or x.dtype != np.float32:
         return None
     key, role = roles[side]
-    source = args[side] if args[side].base is None else args[side].base
+    owner = getattr(args[side], "base", None)
+    source = args[side] if owner is None else owner
     if role == STORE:
         order = _c_order(x)
         if order is None:
