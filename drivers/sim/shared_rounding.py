@@ -9,6 +9,13 @@ value (each projection of a compiled model reshapes its input) count as readers 
 path's `round_operand` calls go through the memo: the exact mode, HIGH and HIGHEST precision and other dtypes
 compute as before. A rounded array is the same bits whether kept or made again (tests/test_mxu_round_once.py
 compares every mode).
+
+Measured (session p27a, medium compiled steps, hidden 256 x 2 x 256 tokens, thread CPU time inside
+`round_operand`, old and new in one process, median of 3): Llama train 19.1 -> 16.4 ms per step, fwd 5.5 -> 5.2;
+GPT-2 train 16.0 -> 14.0, fwd 3.4 -> 3.4; zoo vit medium unchanged (its repeats are across programs). The rest
+of the repeated rounding is across programs: 36 of a Llama backward's operands (5.9 ms of rounding) hold the
+same values as forward ones, in other memory (saved tensors are the forward's output copies), which no
+buffer-identity cache can reach.
 """
 
 from __future__ import annotations
