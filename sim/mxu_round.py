@@ -27,7 +27,7 @@ from numba import njit, uint32
 
 from .numerics import round_bf16
 
-__all__ = ["round_operand"]
+__all__ = ["LAST", "STORE", "USE", "RoundMemo", "round_operand"]
 
 
 @njit(cache=True, nogil=True)
@@ -118,6 +118,10 @@ def round_operand(x: np.ndarray, slot: str | None = None, keep_transposed: bool 
     for a product whose BLAS bits were found layout-independent (mxu_layout.same_bits)."""
     if x.dtype != np.float32:
         return round_bf16(x)
+    if slot is not None and getattr(_request, "current", None) is not None:
+        shared = _memo_round(x, slot, keep_transposed)
+        if shared is not None:
+            return shared
     if keep_transposed:
         src = x.swapaxes(-1, -2)  # C-contiguous (the caller checked `transposed(x)`)
         out = np.empty(src.shape, np.float32) if slot is None else _scratch_array(slot, src.shape)
@@ -131,3 +135,114 @@ def round_operand(x: np.ndarray, slot: str | None = None, keep_transposed: bool 
         out = _scratch_array(slot, x.shape)
     _round_loop(src.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint32))
     return out
+
+
+# One program run's shared rounded operands (`RoundMemo`): a plan whose value is read by several DEFAULT dots
+# rounds it once. `_request.current` is (memo, roles) while such a dot runs on this thread (`RoundMemo.call`).
+_request = threading.local()
+
+STORE, USE, LAST = "store", "use", "last"  # a dot's role for an operand slot (see `RoundMemo.call`)
+
+
+class RoundMemo:
+    """The bf16-rounded forms of the operands that several dots of one program run read (the same value slot).
+
+    The plan gives each such dot, for each shared operand, a role under a key (the value's slot, through views):
+    the first reader in the plan's order STOREs (it first drops whatever this thread's memo held for the key,
+    then keeps the memory owner of its operand and a rounded copy of the C-order memory the operand views:
+    `_memo_round`), a later reader USEs it, the last one also drops it (LAST). A reader is served from the copy
+    only if its operand has the same memory owner (`ndarray.base`, or the array itself) and is C-order or
+    transposed C-order memory from the same start address within the copied block; otherwise it rounds as
+    usual (fail closed). A plan runs its steps in order, every one, so a USE follows its run's STORE; a value is
+    not written while the run still reads it (the plan's value semantics), and the memo keeps the owner alive,
+    so its memory is not reused; entries are per thread (a plan may run on two threads). A served operand has
+    `round_operand`'s values and layout, so the product has the same bits."""
+
+    __slots__ = ("_local",)
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _entries(self) -> dict:
+        entries = getattr(self._local, "entries", None)
+        if entries is None:
+            entries = self._local.entries = {}
+        return entries
+
+    def call(self, fn: object, roles: tuple, args: tuple, kwargs: dict) -> np.ndarray:
+        """`fn(*args, **kwargs)` (a dot kernel) with `roles`: per operand side (lhs, rhs), None or (slot key,
+        role); the side's `round_operand(x, "lhs"/"rhs")` call then goes through this memo."""
+        entries = self._entries()
+        for role in roles:
+            if role is not None and role[1] == STORE:
+                entries.pop(role[0], None)
+        previous = getattr(_request, "current", None)
+        _request.current = (self, entries, roles, args)
+        try:
+            return fn(*args, **kwargs)  # type: ignore[operator]
+        finally:
+            _request.current = previous
+            for role in roles:
+                if role is not None and role[1] == LAST:
+                    entries.pop(role[0], None)
+
+    def kept(self) -> int:
+        """How many rounded operands this thread's memo holds now (tests: none once a run is over)."""
+        return len(self._entries())
+
+
+def _c_order(x: np.ndarray) -> tuple[np.ndarray, bool] | None:
+    """(c, swapped): `x` itself when C-contiguous (swapped False), else its last two axes swapped when that is
+    C-contiguous (a transposed C-order array, swapped True); None for any other layout."""
+    if x.flags.c_contiguous:
+        return x, False
+    if x.ndim >= 2:
+        t = x.swapaxes(-1, -2)
+        if t.flags.c_contiguous:
+            return t, True
+    return None
+
+
+def _serve(entry: tuple, x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray | None:
+    """`round_operand(x, slot, keep_transposed)` (its values and layout) from the entry's rounded copy of a
+    block of memory, when `x` is C-order or transposed C-order memory starting where the block starts and
+    within it; else None."""
+    _, start, nbytes, mirror = entry
+    order = _c_order(x)
+    if order is None or x.__array_interface__["data"][0] != start or x.nbytes > nbytes:
+        return None
+    c, swapped = order
+    rounded = mirror[: c.size].reshape(c.shape)  # the block's first c.size elements are c's, rounded
+    if not swapped:
+        return rounded
+    if keep_transposed:
+        return rounded.swapaxes(-1, -2)
+    return _gather(rounded.swapaxes(-1, -2), _scratch_array(slot, x.shape))
+
+
+def _memo_round(x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray | None:
+    """The rounded `x` through the active memo request, or None when this call is not one it serves.
+
+    An entry is (memory owner, start address, bytes, rounded copy): the reader that STOREs rounds the C-order
+    memory its operand views (its operand, or its transpose) in one contiguous pass, and every reader, that one
+    included, takes its operand's view of that copy, gathered into C order where `round_operand` would gather
+    (rounding commutes with the copy: the same values either way, in the layout `round_operand` returns)."""
+    _, entries, roles, args = _request.current
+    side = 0 if slot == "lhs" else 1 if slot == "rhs" else -1
+    if side < 0 or side >= len(roles) or roles[side] is None or x.dtype != np.float32:
+        return None
+    key, role = roles[side]
+    owner = getattr(args[side], "base", None)
+    source = args[side] if owner is None else owner
+    if role == STORE:
+        order = _c_order(x)
+        if order is None:
+            return None
+        c = order[0]
+        mirror = np.empty(c.size, np.float32)
+        _round_loop(c.reshape(-1).view(np.uint32), mirror.view(np.uint32))
+        entries[key] = (source, c.__array_interface__["data"][0], c.nbytes, mirror)
+    entry = entries.get(key)
+    if entry is None or entry[0] is not source:
+        return None
+    return _serve(entry, x, slot, keep_transposed)

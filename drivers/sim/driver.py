@@ -32,6 +32,7 @@ from torchtpu.drivers.sim.kernels_data import MXU_ARRAY_KERNELS  # (importing it
 from torchtpu.drivers.sim.launcher import launcher
 from torchtpu.drivers.sim.output_overlap import unshared
 from torchtpu.drivers.sim.rank_limit import MAX_DIMS, check_program, check_rank
+from torchtpu.drivers.sim.shared_rounding import share_rounding
 from torchtpu.drivers.sim.straight_line import compile_steps, failed_step
 from torchtpu.drivers.sim.streams import StreamTimeline
 from torchtpu.sim import mxu
@@ -96,8 +97,7 @@ _IGNORE_ERRORS = _IgnoreErrors()
 # also freezes the mmap threshold (which rises to the largest block freed, up to 32 MiB) where it is (128 KiB at
 # start): each larger array was a fresh mapping faulted in anew (~16,500 faults per compiled GPT-2 hidden-256
 # training step, 20% of a Llama step's CPU in the kernel; CPU eager's alike), so it is set to that ceiling too.
-_TRIM_THRESHOLD = 64 << 20
-_TOP_PAD = 16 << 20
+_TRIM_THRESHOLD, _TOP_PAD = 64 << 20, 16 << 20
 _MMAP_THRESHOLD = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # malloc.h
 
@@ -288,7 +288,6 @@ def program_cost(model: CostModel, program: Program) -> CostRecord:
 _mxu_mode = config.reader("TORCHTPU_MXU_MODE")
 
 
-
 def build_steps(program: Program, array: int) -> tuple[list[Any], tuple[Any, ...], tuple[int, ...]]:
     """A program's plan (a whole program's, or a `while_array` region's: regions.py): its steps over value slots
     (constants folded once, long element-wise chains fused, broadcasts elided), the folded values of the slots
@@ -326,6 +325,7 @@ def _build_steps(program: Program, array: int, limit: int) -> tuple[list[Any], t
     outputs = tuple(slot[v.id] for v in program.outputs)
     steps = fuse_steps(steps, outputs, folded)  # long element-wise chains as one numba loop (fusion.py)
     elide_broadcasts(steps, outputs)
+    share_rounding(steps)
     read = {i for s in steps for i in s.inputs if i in folded}
     if limit > FOLD_MAX_BYTES:
         if any(_root_of(folded[i]).nbytes > FOLD_MAX_BYTES for i in outputs if i in folded):
