@@ -42,12 +42,37 @@ def test_reshaped_result_is_written_into_the_output(monkeypatch, read_again):
     assert results[0] == results[1]
 
 
-def test_a_strided_output_buffer_takes_the_copy_path(monkeypatch):
+def test_a_strided_output_buffer_with_a_view_is_written_into(monkeypatch):
+    """A compiled graph's output may have a transposed layout (an attention output); where the buffer has a view
+    at the step's shape, the step writes through it (before: the whole launch took the copy path)."""
     drv = SimDriver()
     exe = drv.compile(_program(False))
     rng = np.random.default_rng(1)
     x, g = rng.standard_normal((2, 256, 128), np.float32), rng.standard_normal((2, 256, 128), np.float32)
-    y = np.full((128, 512), np.nan, np.float32).T  # (512, 128), not C-contiguous: no (2, 256, 128) view
+    y = np.full((128, 512), np.nan, np.float32).T  # (512, 128), not C-contiguous; viewed at (2, 256, 128)
     z = np.empty((2, 256, 128), np.float32)
+    assert _launch(drv, exe, [x, g], [y, z], True, monkeypatch) == [True]
+    assert np.array_equal(y, (x * g).reshape(512, 128)) and np.array_equal(z, x + g)
+
+
+def _merging_program():
+    """y = reshape(x * g, (2, 256, 128)) from (512, 128) operands: a view at (512, 128) merges y's first dims."""
+    b = Builder()
+    x = b.input((512, 128), "float32")
+    g = b.input((512, 128), "float32")
+    t = b.emit("multiply", [x, g])[0]
+    y = b.emit("reshape", [t], shape=(2, 256, 128))[0]
+    z = b.emit("add", [x, g])[0]
+    return b.finish([y, z])
+
+
+def test_a_strided_output_buffer_without_a_view_takes_the_copy_path(monkeypatch):
+    drv = SimDriver()
+    exe = drv.compile(_merging_program())
+    assert any(isinstance(k, direct_outputs.IntoView) for k in exe.payload.direct.direct.values())
+    rng = np.random.default_rng(1)
+    x, g = rng.standard_normal((512, 128), np.float32), rng.standard_normal((512, 128), np.float32)
+    y = np.full((2, 128, 256), np.nan, np.float32).transpose(0, 2, 1)  # no (512, 128) view
+    z = np.empty((512, 128), np.float32)
     assert _launch(drv, exe, [x, g], [y, z], True, monkeypatch) == [False]
-    assert np.array_equal(y, (x * g).reshape(512, 128))
+    assert np.array_equal(y, (x * g).reshape(2, 256, 128)) and np.array_equal(z, x + g)

@@ -5,7 +5,10 @@ buffer the caller passed (`np.copyto`): for a compiled AdamW step that is every 
 about 11 ms of a GPT-2 (hidden 128) training step, and for a backward graph every gradient. A ufunc step whose
 result is a program output can instead take the output buffer as `out=`; the value is the same bit for bit (the
 same ufunc loop in the same dtype, elementwise, so the buffer's layout does not matter, and numpy buffers any
-overlap between an operand and `out`).
+overlap between an operand and `out`). A product (fast.py's `dot`, `writes_out`) takes `out=` the same way: BLAS
+writes a C-contiguous float32 buffer of its result's shape itself, the same call and so the same bits as into a
+new array (its operands are rounded into scratch first, so an overlap cannot change what it reads); any other
+buffer, or the exact order, gets the computed result copied in.
 
 The write happens at that step instead of after the last one, so it is only allowed where no one can tell:
 
@@ -45,6 +48,13 @@ _CACHE_MAX = 16  # decisions kept per plan (steady state needs one or two)
 MIN_ELEMENTS = 4096  # per output written directly
 MIN_TOTAL = 1 << 14  # over the plan's direct writes
 ENABLED = True  # False: every launch takes the copy path (benchmarks/compile.py measures both in one run)
+
+
+def _writes_into(step: Any) -> bool:
+    """Whether the step's kernel takes the buffer to write as `out=`, any layout, and reads its operands before
+    writing (overlap allowed): a ufunc, or a product (fast.py's `writes_out` kernels: `dot` from BLAS itself into
+    a C-contiguous buffer of its result's shape, or computed and copied in)."""
+    return isinstance(step.fast, np.ufunc) or getattr(step.fast, "writes_out", False) is True
 
 
 def _pure(step: Any) -> bool:
@@ -108,7 +118,9 @@ class IntoView:
     """A ufunc step's `DirectPlan.direct` entry when its result reaches the program output only through one
     reshape (a saved activation of a training forward: (2, 256, 1024) computed, (512, 1024) returned): the step
     writes into the output buffer viewed at its own shape (`outs[index].reshape(shape)`, a view: the launch
-    requires the buffer C-contiguous), and the reshape, reading it, is the output's value (`slot`)."""
+    requires that one exists, as for a C-contiguous buffer or the transposed layout a compiled graph gives an
+    attention output, (8, 64, 256) at strides (65536, 4, 256) viewed at (2, 4, 64, 256)), and the reshape,
+    reading it, is the output's value (`slot`)."""
 
     __slots__ = ("index", "shape", "slot")
 
@@ -120,13 +132,14 @@ class DirectPlan:
     """The direct writes of one plan: `direct` maps a step's position to the output index it writes;
     `copies`: (slot, output index) of the outputs still copied after the steps."""
 
-    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact", "_contiguous")
+    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact", "_views")
 
     def __init__(self, direct: dict[int, Any], copies: list[tuple[int, int]],
                  checks: dict[int, tuple[frozenset[int], bool, tuple[int, ...], np.dtype]],
-                 exact: dict[int, frozenset[int]] | None = None, contiguous: frozenset[int] = frozenset()) -> None:
+                 exact: dict[int, frozenset[int]] | None = None, views: dict[int, tuple[int, ...]] | None = None
+                 ) -> None:
         self.direct, self.copies = direct, copies
-        self._contiguous = contiguous  # output indices written through a reshaped view (IntoView): C order only
+        self._views = views or {}  # output index -> the shape it is written at through a view (IntoView)
         self._checks = checks  # output index -> (inputs read after its write, a later step may raise, shape, dtype)
         # output index -> the inputs its fused step (fusion.py) reads element by element as it writes: such an
         # input may share the output's memory only exactly (same bytes, both C-contiguous: element i read before
@@ -157,7 +170,7 @@ class DirectPlan:
         for k, (_, _, shape, dtype) in checks.items():
             if outputs[k].shape != shape or outputs[k].dtype != dtype:
                 return False
-        if any(not outputs[k].flags.c_contiguous for k in self._contiguous):
+        if any(not _has_view(outputs[k], shape) for k, shape in self._views.items()):
             return False
         out_bounds = sorted((*_bounds(o), k) for k, o in enumerate(outputs) if o.size)
         for (_, hi, _), (lo, _, _) in zip(out_bounds, out_bounds[1:]):
@@ -178,6 +191,17 @@ class DirectPlan:
                     return False
                 j += 1
         return True
+
+
+def _has_view(a: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """Whether `a.reshape(shape)` is a view of `a` (no copy): a write into it is a write into `a`."""
+    if a.flags.c_contiguous:
+        return True
+    try:
+        np.reshape(a, shape, copy=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _same_elements(a: np.ndarray, o: np.ndarray) -> bool:
@@ -210,7 +234,7 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
     position = {slot: k for k, slot in enumerate(outputs)}
     direct: dict[int, Any] = {
         n: position[s.out] for n, s in enumerate(steps)
-        if isinstance(s.fast, np.ufunc) and len(s.outputs) == 1 and count.get(s.out) == 1
+        if _writes_into(s) and len(s.outputs) == 1 and count.get(s.out) == 1
         and s.op.outputs[0].type.numel >= MIN_ELEMENTS}
     if last is not None:
         direct = {n: k for n, k in direct.items() if steps[n].out != last.out}
@@ -269,8 +293,8 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
         for slot in step.inputs:
             tail |= roots.get(slot, empty)
         raises = raises or not _pure(step)
-    contiguous = frozenset(into.index for into in direct.values() if isinstance(into, IntoView))
-    return DirectPlan(direct, copies, checks, exact, contiguous)
+    views = {into.index: into.shape for into in direct.values() if isinstance(into, IntoView)}
+    return DirectPlan(direct, copies, checks, exact, views)
 
 
 def _through_reshape(steps: Sequence[Any], position: dict[int, int], count: dict[int, int],
@@ -283,7 +307,7 @@ def _through_reshape(steps: Sequence[Any], position: dict[int, int], count: dict
             readers.setdefault(slot, []).append(step)
     found = {}
     for n, s in enumerate(steps):
-        if not isinstance(s.fast, np.ufunc) or len(s.outputs) != 1 or s.out in count:
+        if not _writes_into(s) or len(s.outputs) != 1 or s.out in count:
             continue
         after = readers.get(s.out, ())
         if len(after) != 1 or after[0].op.name != "reshape" or after[0].fast is None \
