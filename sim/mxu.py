@@ -100,11 +100,13 @@ _blas: Any = None  # threadpoolctl's controller of numpy's BLAS libraries, made 
 _blas_threads: int | None = None  # the thread count last given to them
 
 
-def blas_matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def blas_matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """`np.matmul` with numpy's BLAS on as many threads as PyTorch's intra-op pool (`torch.get_num_threads()`,
     when torch is loaded), so that the simulator uses this CPU as the user told PyTorch to. A BLAS thread beyond
     that count also waits in a sleep loop whenever another process holds a core: measured on the shared 2-core
-    machine, a (1600, 320) @ (320, 1) product took 8 ms on two BLAS threads and 32 us on one."""
+    machine, a (1600, 320) @ (320, 1) product took 8 ms on two BLAS threads and 32 us on one. With `out` (the
+    result's shape, float32, C-contiguous) numpy makes the same BLAS call writing there: the same bits, no new array
+    (tests/test_sim_direct_dots.py)."""
     global _blas, _blas_threads
     threads = _torch_threads()
     if threads is not None and threads != _blas_threads:
@@ -114,7 +116,7 @@ def blas_matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             _blas = ThreadpoolController().select(user_api="blas")
         _blas.limit(limits=threads)  # kept, not restored: it follows torch's setting
         _blas_threads = threads
-    return np.matmul(x, y)
+    return np.matmul(x, y, out=out)
 
 
 def _torch_threads() -> int | None:
@@ -138,17 +140,19 @@ def _guard(s: np.ndarray) -> np.ndarray:
 
 
 def _passes(
-    a: np.ndarray, b: np.ndarray, precision: str, dot: Callable[[Any, Any], np.ndarray]
+    a: np.ndarray, b: np.ndarray, precision: str, dot: Callable[..., np.ndarray], out: np.ndarray | None = None
 ) -> np.ndarray:
-    """Combine bf16 passes exactly as XLA's rewriter does; `dot` runs one bf16 x bf16 -> f32 dot."""
+    """Combine bf16 passes exactly as XLA's rewriter does; `dot` runs one bf16 x bf16 -> f32 dot. `out`: where the
+    one DEFAULT pass writes (`dot`'s `out=`: blas_matmul), None for a new array."""
+    kw = {} if out is None else {"out": out}
     with np.errstate(invalid="ignore", over="ignore"):
         if precision == "DEFAULT":
             # round_bf16's bits, vectorized, into this thread's scratch: only the product reads them (mxu_round.py);
             # transposed operands stay transposed where BLAS sums them with the C-order bits (mxu_layout.py)
             ta, tb = transposed(a), transposed(b)
             if (ta or tb) and dot is blas_matmul and same_bits(a.shape, b.shape, ta, tb, _torch_threads(), dot):
-                return dot(round_operand(a, "lhs", ta), round_operand(b, "rhs", tb))
-            return dot(round_operand(a, "lhs"), round_operand(b, "rhs"))
+                return dot(round_operand(a, "lhs", ta), round_operand(b, "rhs", tb), **kw)
+            return dot(round_operand(a, "lhs"), round_operand(b, "rhs"), **kw)
         if precision == "HIGH":
             ah, al = split_bf16x3(a)
             bh, bl = split_bf16x3(b)
@@ -183,11 +187,14 @@ def matmul(
     out_dtype: Any = None,
     mode: str | None = None,
     array: int = DEFAULT_ARRAY,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """MXU matmul of a (..., M, K) and b (..., K, N) with identical batch dims (see module docstring).
 
     Returns float32 (int32 for integer operands) converted to `out_dtype` (None keeps it; bfloat16 output is
     rounded with `round_bf16` semantics). `array` is the K tile of the exact order (128, 256 on v6e/v7x).
+    `out` (the result's shape and dtype): the result is written there and `out` returned, the same bits; a fast
+    DEFAULT float32 product writes it from BLAS itself (no result array, no copy), any other is copied in.
     """
     a = np.asarray(a)
     b = np.asarray(b)
@@ -200,7 +207,7 @@ def matmul(
             raise TypeError(f"integer matmul supports int8/uint8 operands, got {a.dtype} and {b.dtype}")
         # exact: products <= 2^16 and sums far below 2^53 in float64, so order does not matter
         res = blas_matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64).astype(np.int32)
-        return convert_out(res, out_dtype)
+        return _copied(convert_out(res, out_dtype), out)
     both_bf16 = a.dtype == BF16 and b.dtype == BF16
     a = a.astype(np.float32) if a.dtype != np.float32 else a
     b = b.astype(np.float32) if b.dtype != np.float32 else b
@@ -211,14 +218,25 @@ def matmul(
     batch = math.prod(a.shape[:-2])
     how = resolve_mode(mode, batch * m * n * k)
     if how == "exact" and prec == "DEFAULT":
-        return convert_out(dot_exact_bf16_rounded(a, b, array), out_dtype)
+        return _copied(convert_out(dot_exact_bf16_rounded(a, b, array), out_dtype), out)
     if how == "exact":
         def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             return dot_exact(x, y, array)
     else:
         dot = blas_matmul
-    res = _passes(a, b, prec, dot)
-    return convert_out(res, out_dtype)
+    if out is not None and dot is blas_matmul and prec == "DEFAULT" and out.dtype == np.float32 \
+            and (out_dtype is None or np.dtype(out_dtype) == np.float32) and out.flags.c_contiguous:
+        _passes(a, b, prec, dot, out)
+        return out
+    return _copied(convert_out(_passes(a, b, prec, dot), out_dtype), out)
+
+
+def _copied(res: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """`res`, or `out` with `res` copied in (`matmul`'s result when BLAS did not write `out` itself)."""
+    if out is None:
+        return res
+    np.copyto(out, res)
+    return out
 
 
 def conv(*args: Any, **kwargs: Any) -> np.ndarray:

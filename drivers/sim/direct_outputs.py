@@ -5,7 +5,10 @@ buffer the caller passed (`np.copyto`): for a compiled AdamW step that is every 
 about 11 ms of a GPT-2 (hidden 128) training step, and for a backward graph every gradient. A ufunc step whose
 result is a program output can instead take the output buffer as `out=`; the value is the same bit for bit (the
 same ufunc loop in the same dtype, elementwise, so the buffer's layout does not matter, and numpy buffers any
-overlap between an operand and `out`).
+overlap between an operand and `out`). A product (fast.py's `dot`, `writes_out`) takes `out=` the same way: BLAS
+writes a C-contiguous float32 buffer of its result's shape itself, the same call and so the same bits as into a
+new array (its operands are rounded into scratch first, so an overlap cannot change what it reads); any other
+buffer, or the exact order, gets the computed result copied in.
 
 The write happens at that step instead of after the last one, so it is only allowed where no one can tell:
 
@@ -44,7 +47,15 @@ _CACHE_MAX = 16  # decisions kept per plan (steady state needs one or two)
 # cached, as for an eager op's new outputs) would cost more than copying them (measured: a 64 KiB np.copyto ~5 us).
 MIN_ELEMENTS = 4096  # per output written directly
 MIN_TOTAL = 1 << 14  # over the plan's direct writes
+_CHAIN_MAX = 4  # reshapes and transposes between a step and the output it writes through a view (IntoView)
 ENABLED = True  # False: every launch takes the copy path (benchmarks/compile.py measures both in one run)
+
+
+def _writes_into(step: Any) -> bool:
+    """Whether the step's kernel takes the buffer to write as `out=`, any layout, and reads its operands before
+    writing (overlap allowed): a ufunc, or a product (fast.py's `writes_out` kernels: `dot` from BLAS itself into
+    a C-contiguous buffer of its result's shape, or computed and copied in)."""
+    return isinstance(step.fast, np.ufunc) or getattr(step.fast, "writes_out", False) is True
 
 
 def _pure(step: Any) -> bool:
@@ -105,28 +116,48 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 class IntoView:
-    """A ufunc step's `DirectPlan.direct` entry when its result reaches the program output only through one
-    reshape (a saved activation of a training forward: (2, 256, 1024) computed, (512, 1024) returned): the step
-    writes into the output buffer viewed at its own shape (`outs[index].reshape(shape)`, a view: the launch
-    requires the buffer C-contiguous), and the reshape, reading it, is the output's value (`slot`)."""
+    """A writing step's `DirectPlan.direct` entry when its result reaches the program output only through a chain
+    of reshapes and transposes, each the one reader of the last (a saved activation of a training forward:
+    (2, 256, 1024) computed, (512, 1024) returned; a backward's weight gradient, transpose(transpose(dot))): the
+    step writes into the output buffer viewed at its own shape (`path`: the chain undone from the output, each a
+    ("reshape", shape) or ("transpose", permutation) of `outs[index]`; a view: the launch requires that one
+    exists, as for a C-contiguous buffer or the transposed layout a compiled graph gives an attention output,
+    (8, 64, 256) at strides (65536, 4, 256) viewed at (2, 4, 64, 256)), and the chain, reading it, gives the
+    output's value (`slot`)."""
 
-    __slots__ = ("index", "shape", "slot")
+    __slots__ = ("index", "path", "slot")
 
-    def __init__(self, index: int, shape: tuple[int, ...], slot: int) -> None:
-        self.index, self.shape, self.slot = index, shape, slot
+    def __init__(self, index: int, path: tuple[tuple[str, tuple[int, ...]], ...], slot: int) -> None:
+        self.index, self.path, self.slot = index, path, slot
+
+    def source(self, buffer: str) -> str:
+        """Python source of the view of `buffer` (an expression) that the step writes (straight_line.py)."""
+        return buffer + "".join(f".{name}({arg!r})" for name, arg in self.path)
+
+    def view(self, out: np.ndarray) -> np.ndarray | None:
+        """`out` viewed at the step's shape, None where a reshape of the chain has no view."""
+        for name, arg in self.path:
+            if name == "transpose":
+                out = out.transpose(arg)
+                continue
+            try:
+                out = np.reshape(out, arg, copy=False)
+            except ValueError:
+                return None
+        return out
 
 
 class DirectPlan:
     """The direct writes of one plan: `direct` maps a step's position to the output index it writes;
     `copies`: (slot, output index) of the outputs still copied after the steps."""
 
-    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact", "_contiguous")
+    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact", "_views")
 
     def __init__(self, direct: dict[int, Any], copies: list[tuple[int, int]],
                  checks: dict[int, tuple[frozenset[int], bool, tuple[int, ...], np.dtype]],
-                 exact: dict[int, frozenset[int]] | None = None, contiguous: frozenset[int] = frozenset()) -> None:
+                 exact: dict[int, frozenset[int]] | None = None, views: dict[int, IntoView] | None = None) -> None:
         self.direct, self.copies = direct, copies
-        self._contiguous = contiguous  # output indices written through a reshaped view (IntoView): C order only
+        self._views = views or {}  # output index -> its IntoView (written through a view)
         self._checks = checks  # output index -> (inputs read after its write, a later step may raise, shape, dtype)
         # output index -> the inputs its fused step (fusion.py) reads element by element as it writes: such an
         # input may share the output's memory only exactly (same bytes, both C-contiguous: element i read before
@@ -157,7 +188,7 @@ class DirectPlan:
         for k, (_, _, shape, dtype) in checks.items():
             if outputs[k].shape != shape or outputs[k].dtype != dtype:
                 return False
-        if any(not outputs[k].flags.c_contiguous for k in self._contiguous):
+        if any(into.view(outputs[k]) is None for k, into in self._views.items()):
             return False
         out_bounds = sorted((*_bounds(o), k) for k, o in enumerate(outputs) if o.size)
         for (_, hi, _), (lo, _, _) in zip(out_bounds, out_bounds[1:]):
@@ -178,6 +209,15 @@ class DirectPlan:
                     return False
                 j += 1
         return True
+
+
+def same_view(a: Any, o: np.ndarray) -> bool:
+    """Whether array `a` is `o`'s elements at `o`'s geometry (same address, shape, strides and dtype): copying
+    `a` into `o` would change nothing. `SimDriver._execute_direct` skips such a copy (a compiled forward's weight
+    transpose, returned as a view of the weight: compile/launch_layout.py): `allowed` checked that no other
+    output overlaps `o`, so no write of the launch changed those elements."""
+    return isinstance(a, np.ndarray) and a.shape == o.shape and a.strides == o.strides and a.dtype == o.dtype \
+        and a.__array_interface__["data"][0] == o.__array_interface__["data"][0]
 
 
 def _same_elements(a: np.ndarray, o: np.ndarray) -> bool:
@@ -210,7 +250,7 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
     position = {slot: k for k, slot in enumerate(outputs)}
     direct: dict[int, Any] = {
         n: position[s.out] for n, s in enumerate(steps)
-        if isinstance(s.fast, np.ufunc) and len(s.outputs) == 1 and count.get(s.out) == 1
+        if _writes_into(s) and len(s.outputs) == 1 and count.get(s.out) == 1
         and s.op.outputs[0].type.numel >= MIN_ELEMENTS}
     if last is not None:
         direct = {n: k for n, k in direct.items() if steps[n].out != last.out}
@@ -269,29 +309,67 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
         for slot in step.inputs:
             tail |= roots.get(slot, empty)
         raises = raises or not _pure(step)
-    contiguous = frozenset(into.index for into in direct.values() if isinstance(into, IntoView))
-    return DirectPlan(direct, copies, checks, exact, contiguous)
+    views = {into.index: into for into in direct.values() if isinstance(into, IntoView)}
+    return DirectPlan(direct, copies, checks, exact, views)
 
 
 def _through_reshape(steps: Sequence[Any], position: dict[int, int], count: dict[int, int],
                      last: Any) -> dict[int, IntoView]:
-    """The ufunc steps whose result (no program output itself) is read by one step only, a reshape whose result
-    is one program output (not the last step's): each writes into that output's buffer at its own shape."""
+    """The writing steps whose result (no program output itself) reaches one program output (not the last
+    step's) through up to `_CHAIN_MAX` reshapes and transposes, each result read by the next only and no output
+    before the last: each writes into that output's buffer viewed at its own shape (`IntoView`)."""
     readers: dict[int, list[Any]] = {}
     for step in steps:
         for slot in set(step.inputs):
             readers.setdefault(slot, []).append(step)
     found = {}
     for n, s in enumerate(steps):
-        if not isinstance(s.fast, np.ufunc) or len(s.outputs) != 1 or s.out in count:
+        if not _writes_into(s) or len(s.outputs) != 1 or s.out in count or s.op.outputs[0].type.numel < MIN_ELEMENTS:
             continue
-        after = readers.get(s.out, ())
-        if len(after) != 1 or after[0].op.name != "reshape" or after[0].fast is None \
-                or len(after[0].outputs) != 1 or count.get(after[0].out) != 1 \
-                or (last is not None and after[0].out == last.out) or s.op.outputs[0].type.numel < MIN_ELEMENTS:
+        chain, slot = [], s.out
+        while len(chain) < _CHAIN_MAX and slot not in count:
+            after = readers.get(slot, ())
+            if len(after) != 1 or after[0].op.name not in ("reshape", "transpose") or after[0].fast is None \
+                    or len(after[0].outputs) != 1:
+                break
+            chain.append(after[0])
+            slot = after[0].out
+        if not chain or count.get(slot) != 1 or (last is not None and slot == last.out):
             continue
-        found[n] = IntoView(position[after[0].out], tuple(s.op.outputs[0].shape), after[0].out)
+        path = tuple(("reshape", tuple(r.op.inputs[0].shape)) if r.op.name == "reshape"
+                     else ("transpose", tuple(int(i) for i in np.argsort(r.op.attr("permutation"))))
+                     for r in reversed(chain))
+        into = IntoView(position[slot], path, slot)
+        if _likely_viewed(into, s, chain):
+            found[n] = into
     return found
+
+
+def _likely_viewed(into: IntoView, step: Any, chain: list[Any]) -> bool:
+    """Whether the output has a view at `step`'s shape both when C-contiguous and when laid out as the chain of
+    views would lay out `step`'s C-order result (the layouts a compiled graph's outputs take): a launch whose
+    output has none takes the copy path for every output, so a chain that would often refuse is left out (an
+    attention's heads merged after a transpose: (2, 4, 256, 64) -> (2, 256, 256))."""
+    natural = _layout(tuple(step.op.outputs[0].shape))
+    for r in chain:
+        if r.op.name == "transpose":
+            natural = natural.transpose(tuple(r.op.attr("permutation")))
+            continue
+        try:
+            natural = np.reshape(natural, tuple(r.op.attr("shape")), copy=False)
+        except ValueError:  # the reshape copies: its result is C-contiguous
+            natural = _layout(tuple(r.op.attr("shape")))
+    return into.view(_layout(natural.shape)) is not None and into.view(natural) is not None
+
+
+def _layout(shape: tuple[int, ...]) -> np.ndarray:
+    """A C-contiguous float32 array of `shape` over no memory of its own, for shape and stride arithmetic only
+    (never read or written)."""
+    strides, step = [], 4
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return np.lib.stride_tricks.as_strided(np.empty(1, np.float32), shape, tuple(reversed(strides)), writeable=False)
 
 
 def _written(step: Any, into: Any) -> list[tuple[int, int]]:

@@ -22,7 +22,7 @@ from torchtpu.drivers.ir import Op, Program, unsupported_error
 from torchtpu.drivers.sim import direct_outputs, in_place
 from torchtpu.drivers.sim import host_memory as _memory
 from torchtpu.drivers.sim.costs import COSTS
-from torchtpu.drivers.sim.direct_outputs import plan_direct
+from torchtpu.drivers.sim.direct_outputs import plan_direct, same_view
 from torchtpu.drivers.sim.fast import elide_broadcasts, reshaped_into, specialize
 from torchtpu.drivers.sim.folding import fold as _fold
 from torchtpu.drivers.sim.folding import root_of as _root_of
@@ -545,7 +545,7 @@ class SimDriver(Driver):
                 raise ExecutionError(step.index, step.op.name, exc) from exc
         finally:
             _IGNORE_ERRORS.exit(token)
-        copies = plan.direct.copies
+        copies = [(slot, k) for slot, k in plan.direct.copies if not same_view(env[slot], outputs[k])]
         # only these copies write now (the steps wrote the other outputs already): a result that shares memory
         # with an output the steps wrote, as a saved activation and its reshape returned as two outputs, needs no
         # defensive copy (GPT-2 hidden 256's training forward copied 4.5 MB per step for none)

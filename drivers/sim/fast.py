@@ -34,6 +34,9 @@ FastKernel = Callable[..., np.ndarray]
 # A plain exact mm up to this many multiply-adds writes the output buffer itself (`mm_into`, native entry too):
 # the loop nest up to SMALL_INTO_MAX_MACS, the register-blocked kernel above (sim/mxu_kernel.py `_mm_into`).
 INTO_MAX_MACS = PARALLEL_MIN_MACS - 1
+# A fast product given `out=` has BLAS write it (False: computed into a new array and copied in, the path before;
+# benchmarks toggle it to measure both in one process)
+INTO = True
 
 _PLAIN = frozenset({"float32", "float64", "int64", "int32"})  # computed as stored: no widening, no rounding
 _FLOATS = frozenset({"float32", "float64"})
@@ -144,6 +147,7 @@ def _dot(op: Op, array: int) -> FastKernel:
     eager `mm`) its 2-D twin, with the mode test inlined (`mxu.resolve_mode`)."""
     lperm, rperm, a_shape, b_shape = dot_layout(op, op.inputs[0].shape, op.inputs[1].shape)
     (b, m, k), n = a_shape, b_shape[2]
+    c_shape = (b, m, n)
     macs = b * m * n * k
     out_shape = tuple(op.outputs[0].shape)
     precision = op.attr("precision")
@@ -154,15 +158,31 @@ def _dot(op: Op, array: int) -> FastKernel:
     auto_exact = macs <= mxu.AUTO_EXACT_MAX_MACS  # what resolve_mode(None, macs) picks under "auto"
     get_mode = mxu.get_mode
 
-    def dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def dot(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The product; with `out` (the driver's last step, or a direct write: direct_outputs.py) written there,
+        from BLAS itself where `out` is a C-contiguous float32 buffer of the result's shape (viewed at (batch,
+        m, n)), else copied in."""
         a3 = (x if lperm is None else x.transpose(lperm)).reshape(a_shape)
         b3 = (y if rperm is None else y.transpose(rperm)).reshape(b_shape)
         mode = get_mode()
         if default and (mode == "exact" or (mode == "auto" and auto_exact)):
             if small:
-                return dot_small_bf16_rounded3(a3, b3, array).reshape(out_shape)
-            return dot_exact_bf16_rounded(a3, b3, array).reshape(out_shape)
-        return mxu.matmul(a3, b3, precision=precision, out_dtype=np.float32, array=array).reshape(out_shape)
+                result = dot_small_bf16_rounded3(a3, b3, array).reshape(out_shape)
+            else:
+                result = dot_exact_bf16_rounded(a3, b3, array).reshape(out_shape)
+        elif INTO and out is not None and out.shape == out_shape and out.dtype == np.float32 \
+                and out.flags.c_contiguous:
+            mxu.matmul(a3, b3, precision=precision, out_dtype=np.float32, array=array, out=out.reshape(c_shape))
+            return out
+        else:
+            result = mxu.matmul(a3, b3, precision=precision, out_dtype=np.float32, array=array).reshape(out_shape)
+        if out is None:
+            return result
+        np.copyto(out, result)
+        return out
+
+    dot.writes_out = True  # type: ignore[attr-defined]  # the driver may pass `out=` (driver._Plan, direct_outputs)
+    dot.result_shape = out_shape  # type: ignore[attr-defined]
 
     plain = (small and b == 1 and lperm is None and rperm is None and len(op.inputs[0].shape) == 2
              and len(op.inputs[1].shape) == 2 and out_shape == (m, n) and not _transposed_is_cheaper(m, n))

@@ -45,9 +45,9 @@ def compile_steps(steps: Sequence[Any], needed: Sequence[int], name: str = "plan
         if step.fast is not None:
             namespace[f"f{n}"] = step.fast
             into = f", out=outs[{direct[n]}]" if direct and n in direct else ""
-            view = getattr(direct.get(n), "shape", None) if direct else None  # direct_outputs.IntoView
-            if view is not None:
-                into = f", out=outs[{direct[n].index}].reshape({view!r})"
+            view = direct.get(n) if direct else None
+            if hasattr(view, "source"):  # direct_outputs.IntoView
+                into = f", out={view.source(f'outs[{view.index}]')}"
             body.append(f"    s{step.out} = f{n}({operands}{into})")
             at.append(n)
             local.add(step.out)

@@ -28,7 +28,6 @@ from torchtpu.compile.literals import spell_complex_literals
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
 from torchtpu.execution import launch
-from torchtpu.execution.out_layout import allocate
 from torchtpu.ops import graph_forms, ldexp  # noqa: F401 - graph_forms: the graph roles ops graphs spell their way
 from torchtpu.ops.checked_decompositions import COMPILE, guarded
 from torchtpu.ops.registry import HOPS, TABLE, Lowering, Prepare, apply
@@ -462,7 +461,7 @@ class CompiledGraph:
         # gets a device output, reused across launches (launch_layout.py), copied back after the launch
         mutated = [tensors[i] for i in traced.mutated]
         dev = torch.device("tpu", device)
-        outputs = allocate(layout.fresh, layout.strides, dev)  # as the graph's fake outputs are laid out
+        outputs = layout.allocate(tensors, dev)  # as the graph's fake outputs are laid out; views of inputs
         pooled = layout.host_outputs(dev, mutated, outputs) if mutated else None
         inputs = [a if a.device.type == "tpu" else a.to(dev) for a in map(tensors.__getitem__, layout.on_device)]
         scalar_buffer = runtime.scalar_buffer

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from torchtpu.drivers.ir import Program
-from torchtpu.execution.out_layout import contiguous_strides, dense
+from torchtpu.execution.out_layout import allocate, contiguous_strides, dense
 from torchtpu.ops.copy import ScalarGather, copy_to_host_many
 from torchtpu.ops.tracing import IR_TO_TORCH
 
@@ -38,7 +38,7 @@ class LaunchLayout:
     concurrent launch serves every launch (stable buffers keep the runtime's view and the sim's decisions
     cached; tests/test_compile_launch_fast.py), and their copy-back is one gather (`copy_back`)."""
 
-    __slots__ = ("fresh", "strides", "mutated", "on_device", "host", "_free")
+    __slots__ = ("fresh", "strides", "mutated", "on_device", "host", "views", "_free")
 
     def __init__(self, program: Program, mutated: Sequence[int], host_scalars: Sequence[int], n_tensors: int,
                  n_extra: int, strides: dict[int, tuple] | None = None) -> None:
@@ -54,6 +54,25 @@ class LaunchLayout:
         first = len(program.inputs) - len(host_scalars) - n_extra  # then the host scalars, then `extra`
         self.host = [(i, v.dtype) for i, v in zip(host_scalars, program.inputs[first:])]
         self._free: dict[torch.device, list[_Pool]] = {}
+        # (fresh output index, tensor input index, permutations): outputs returned as views of inputs
+        self.views = [] if mutated else [(k, self.on_device[p], perms) for k, p, perms in
+                                         input_transposes(program, n_fresh, len(self.on_device))]
+
+    def allocate(self, tensors: Sequence[torch.Tensor], dev: torch.device) -> list[torch.Tensor]:
+        """The fresh outputs of a launch with `tensors` (the graph's tensor arguments): new tensors laid out as
+        the graph's fake outputs, except each output that is a transpose of an input on `dev` (`views`) where
+        that view has the same layout: the view itself (module docstring)."""
+        outputs = allocate(self.fresh, self.strides, dev)
+        for k, i, perms in self.views:
+            view = tensors[i]
+            if view.device != dev:
+                continue
+            for perm in perms:
+                view = view.permute(perm)
+            out = outputs[k]
+            if view.shape == out.shape and view.stride() == out.stride() and view.dtype == out.dtype:
+                outputs[k] = view
+        return outputs
 
     def host_outputs(self, dev: torch.device, mutated: list[torch.Tensor], outputs: list[Any]) -> _Pool:
         """Appends the in-place outputs to `outputs`: a tpu input itself, a 0-d host one's pooled device tensor,
@@ -108,4 +127,25 @@ def graph_strides(gm: torch.fx.GraphModule, output_map: Sequence[tuple[str, int]
             continue
         if strides != contiguous_strides(shape) and dense(shape, strides):
             found[index] = (shape, strides)
+    return found
+
+
+def input_transposes(program: Program, n_fresh: int, n_device: int) -> list[tuple[int, int, tuple]]:
+    """(output index, input position, permutations in order) of each of the first `n_fresh` outputs of `program`
+    that is one or more transposes of one of its first `n_device` inputs, and no other output."""
+    producer = {v.id: op for op in program.ops for v in op.outputs}
+    position = {v.id: p for p, v in enumerate(program.inputs[:n_device])}
+    count: dict[int, int] = {}
+    for v in program.outputs:
+        count[v.id] = count.get(v.id, 0) + 1
+    found: list[tuple[int, int, tuple]] = []
+    for k, value in enumerate(program.outputs[:n_fresh]):
+        if count[value.id] != 1:
+            continue
+        perms = []
+        while (op := producer.get(value.id)) is not None and op.name == "transpose":
+            perms.append(tuple(op.attr("permutation")))
+            value = op.inputs[0]
+        if perms and value.id in position and all(p != position[value.id] for _, p, _ in found):  # one per input
+            found.append((k, position[value.id], tuple(reversed(perms))))
     return found
