@@ -5,6 +5,7 @@ and words; the storage is the float16 pairs view_as_real shows."""
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable
 
@@ -106,6 +107,8 @@ MOVEMENT: dict[str, Callable[..., object]] = {
     "isinf": lambda x, y: x.isinf(), "index_fill": lambda x, y: x.index_fill(0, IDX[:2].to(x.device), 1 - 2j),
     "any_all": lambda x, y: (x.any(), x[:, :2].all(1)), "count_nonzero": lambda x, y: x.count_nonzero(1),
     "diag": lambda x, y: (torch.diag(x[0]), torch.diag(x, 1)), "diag_embed": lambda x, y: torch.diag_embed(x),
+    "flip_rows": lambda x, y: x.flip(0), "flipud": lambda x, y: x.flipud(),
+    "flip_3d": lambda x, y: x.reshape(2, 2, 6).flip(0, 1), "flip_transposed": lambda x, y: x.t().flip(1),
 }
 
 
@@ -226,3 +229,40 @@ def test_the_ir_moves_complex32_only() -> None:
     with pytest.raises(NotImplementedError, match="IR op add does not take complex32"):
         b.emit("add", [x, x])
     assert b.emit("reshape", [x], shape=(1, 3))[0].dtype == "complex32"
+
+
+def _flip_layouts() -> dict[str, torch.Tensor]:
+    base = _data(4, 2, 3, 4, 5)
+    return {"contiguous": base, "transposed": base.transpose(1, 3), "permuted": base.permute(3, 1, 0, 2),
+            "strided": base[:, :, ::2], "strided_last": base[..., ::2], "expanded": base[:, :1].expand(2, 3, 4, 5),
+            "size1_last": base[..., :1], "unsqueezed": base.reshape(6, 4, 5)[:, None]}
+
+
+@pytest.mark.parametrize("layout", list(_flip_layouts()))
+def test_flip_computes_where_cpu_copies_bytes(layout: str) -> None:
+    """CPU flips complex32 only where its kernel copies bytes (the innermost dim not flipped and contiguous),
+    else raises "flip_cpu" not implemented: the tpu device computes and refuses the same layouts and dims."""
+    x = _flip_layouts()[layout]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for r in range(x.ndim + 1):
+            for dims in itertools.combinations(range(x.ndim), r):
+                try:
+                    want: object = x.flip(dims)
+                except NotImplementedError as exc:
+                    want = exc
+                try:
+                    got: object = _same_layout(x).flip(dims).cpu()
+                except NotImplementedError as exc:
+                    got = exc
+                if isinstance(want, Exception):
+                    assert isinstance(got, NotImplementedError) and str(want) in str(got), (layout, dims, got)
+                else:
+                    _same(got, want)
+
+
+def _same_layout(x: torch.Tensor) -> torch.Tensor:
+    """`x` on the tpu device with x's sizes and strides (a view of a copy of its whole storage)."""
+    n = x.untyped_storage().nbytes() // x.element_size()
+    whole = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), 0, (n,), (1,))
+    return whole.to("tpu").as_strided(x.shape, x.stride(), x.storage_offset())
