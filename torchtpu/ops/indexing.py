@@ -287,9 +287,11 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
             if idx.dtype == torch.uint8:  # once per uint8 index, as ATen's expandTensors warns
                 index_checks.warn_uint8_index()
             nz = nonzero(idx)
-            out.extend(nz.unbind(1) if idx.ndim else [None])
+            out.extend(nz.unbind(1) if idx.ndim else [])  # a 0-d mask: no entry (its nonzero() has no column)
         else:
             out.append(idx)
+    if all(i is None for i in out):
+        index_checks.refuse_no_index_tensor()
     if fill and len(out) > self.ndim:  # masked_fill_ unsqueezes the mask over the dims after it: the Nones past
         out = out[:self.ndim]          # self's dims index nothing
     return (self, out, *rest), kwargs
