@@ -231,6 +231,26 @@ def test_the_ir_moves_complex32_only() -> None:
     assert b.emit("reshape", [x], shape=(1, 3))[0].dtype == "complex32"
 
 
+Z = _data(5, 3, 40)
+REDUCTIONS: dict[str, Callable[[torch.Tensor], object]] = {
+    "var": lambda x: x.var(), "std": lambda x: x.std(), "var_dim": lambda x: x.var(1),
+    "std_keepdim": lambda x: x.std(0, keepdim=True), "var_correction0": lambda x: x.var(1, correction=0),
+    "std_correction5": lambda x: x.std(1, correction=5), "var_mean": lambda x: torch.var_mean(x, 1),
+    "std_mean": lambda x: torch.std_mean(x, 0), "var_mean_all": lambda x: torch.var_mean(x),
+    "var_finite_rows": lambda x: x[1:].var(1), "std_mean_finite_rows": lambda x: torch.std_mean(x[2:], 1),
+    "isclose_equal_nan": lambda x: torch.isclose(x, x.flip(0), equal_nan=True),
+    "isclose_equal_nan_tol": lambda x: torch.isclose(x, x * 1.01, rtol=0.5, atol=1.0, equal_nan=True),
+}
+
+
+@pytest.mark.parametrize("data", ["X", "Z"])
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reduction_as_cpu(name: str, data: str) -> None:
+    """std/var (and their _mean forms) as CPU's std_var_out of a complex tensor: each part's in float16, their
+    float16 sum and root; the mean's parts each a float16 mean."""
+    _check(REDUCTIONS[name], {"X": X, "Z": Z}[data])
+
+
 def _flip_layouts() -> dict[str, torch.Tensor]:
     base = _data(4, 2, 3, 4, 5)
     return {"contiguous": base, "transposed": base.transpose(1, 3), "permuted": base.permute(3, 1, 0, 2),

@@ -63,6 +63,8 @@ COMPLEX32_OPS = frozenset({
     "diag", "diag_embed",
     # where CPU's kernel only copies bytes (its layout rule: ops.shape.complex32_flip_computes; else "flip_cpu")
     "flip",
+    # each part's in float16, then their float16 sum (and root), as CPU's std_var_out of a complex tensor
+    "var", "std", "var_mean", "std_mean",
 })
 # op -> the kernel CPU torch 2.13 names refusing ComplexHalf (probed: '"div_cpu" not implemented for 'ComplexHalf'')
 COMPLEX32_REFUSED: dict[str, str] = {
