@@ -251,6 +251,34 @@ def test_reduction_as_cpu(name: str, data: str) -> None:
     _check(REDUCTIONS[name], {"X": X, "Z": Z}[data])
 
 
+W = _data(6, 3, 40)
+NORMS: dict[str, Callable[[torch.Tensor, torch.Tensor], object]] = {
+    "norm": lambda x, y: x.norm(), "norm_1": lambda x, y: x.norm(1), "norm_inf": lambda x, y: x.norm(float("inf")),
+    "norm_dim": lambda x, y: x.norm(dim=1), "norm_3": lambda x, y: x.norm(3, dim=1), "norm_0": lambda x, y: x.norm(0),
+    "norm_neg_inf": lambda x, y: x.norm(float("-inf")), "vector_norm": lambda x, y: torch.linalg.vector_norm(x, 2, 0),
+    "vector_norm_neg1": lambda x, y: torch.linalg.vector_norm(x, -1, 1),
+    "vector_norm_half": lambda x, y: torch.linalg.vector_norm(x, 0.5, 1, keepdim=True),
+    "linalg_norm": lambda x, y: torch.linalg.norm(x), "fro": lambda x, y: torch.norm(x, "fro"),
+    "matrix_norm": lambda x, y: torch.linalg.matrix_norm(x), "dist": lambda x, y: torch.dist(x, y),
+    "dist_1": lambda x, y: torch.dist(x, y, 1), "dist_inf": lambda x, y: torch.dist(x, y, float("inf")),
+    "norm_finite_rows": lambda x, y: x[1:].norm(dim=1),
+}
+
+
+@pytest.mark.parametrize("data", ["XY", "ZW"])
+@pytest.mark.parametrize("name", list(NORMS))
+def test_norm_as_cpu(name: str, data: str) -> None:
+    """norm / dist / vector_norm as CPU's ComplexHalf norm: complex64's, rounded to float16 once."""
+    _check(NORMS[name], *({"XY": (X, Y), "ZW": (Z, W)}[data]))
+
+
+def test_nuclear_norm_refused_as_cpu(tpu) -> None:
+    with pytest.raises(RuntimeError, match="Low precision dtypes not supported. Got ComplexHalf"):
+        torch.norm(X, "nuc")
+    with pytest.raises(RuntimeError, match="Low precision dtypes not supported. Got ComplexHalf"):
+        torch.norm(X.to(tpu), "nuc")
+
+
 def _flip_layouts() -> dict[str, torch.Tensor]:
     base = _data(4, 2, 3, 4, 5)
     return {"contiguous": base, "transposed": base.transpose(1, 3), "permuted": base.permute(3, 1, 0, 2),

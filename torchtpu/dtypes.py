@@ -65,6 +65,8 @@ COMPLEX32_OPS = frozenset({
     "flip",
     # each part's in float16, then their float16 sum (and root), as CPU's std_var_out of a complex tensor
     "var", "std", "var_mean", "std_mean",
+    # complex64's norm rounded to float16 once, as CPU's
+    "linalg_vector_norm", "norm", "dist",
 })
 # op -> the kernel CPU torch 2.13 names refusing ComplexHalf (probed: '"div_cpu" not implemented for 'ComplexHalf'')
 COMPLEX32_REFUSED: dict[str, str] = {

@@ -464,6 +464,8 @@ def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = Fals
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {aten_type_name(self.dtype)}")
+    if self.dtype == torch.complex32 and dtype is None:  # CPU's ComplexHalf: complex64's norm, rounded once
+        return P.convert(vector_norm(P.convert(self, torch.complex64), ord, dim, keepdim), torch.float16)
     if self.dtype.is_complex:  # |x| of the (complex) computation dtype, the result of its parts' dtype
         from torchtpu.ops.complex import complex_abs
 
