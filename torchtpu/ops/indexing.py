@@ -10,6 +10,7 @@ import torch
 from torchtpu.dtypes import check_scalar_fits, checked_scalar, rounded_scalar
 from torchtpu.ops import arg_checks, host_index, index_checks
 from torchtpu.ops import prims as P
+from torchtpu.ops.cpu_raise_checks import broadcast
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
 from torchtpu.ops.tracing import Sym
@@ -187,6 +188,8 @@ def index(self: Sym, indices: list[Sym | None]) -> Sym:
     for idx in indices:
         if idx is not None and idx.dtype in (torch.bool, torch.uint8):
             raise TypeError("boolean indices reach the lowering only after nonzero; see index_kernel")
+    if len(indices) > self.ndim:  # a mask's nonzero() columns and the Nones after them past self's dims
+        return _index_past_rank(self, indices)
     moved, bshape, dims, adjacent = _advanced_index(self, indices)
     nidx = 1
     for i in dims:
@@ -200,6 +203,39 @@ def index(self: Sym, indices: list[Sym | None]) -> Sym:
         perm = list(range(nb, nb + dims[0])) + list(range(nb)) + list(range(nb + dims[0], out.ndim))
         out = P.transpose(out, perm)
     return out
+
+
+def _index_past_rank(self: Sym, indices: list[Sym | None]) -> Sym:
+    """aten.index with more entries than self has dims (`[mask, None]`, the mask over every dim), as ATen's
+    make_info and AdvancedIndex compute it (index_checks.put_past_rank is index_put_'s side). Non-adjacent index
+    tensors move to the front over self's dims only (transposeToFront: the entries past them dropped). Adjacent
+    ones each read src.size(d) (past the dims: IndexError); ATen then restrides self with the indexed dims replaced
+    by the indices' shape B and broadcasts it with the indices viewed as [1] * before + B + [1] * after, both
+    aligned from the right: where the trailing Nones outnumber self's dims after B, B lands on other output dims
+    than self's, and each output element is self's at the positions that its two alignments read (CPU's broadcast
+    [k, k] result of x[[mask2d, None]])."""
+    dims = [i for i, idx in enumerate(indices) if idx is not None]
+    index_checks.broadcast_indices([indices[i].shape for i in dims])  # every index, a dropped one's too
+    if dims != list(range(dims[0], dims[-1] + 1)):
+        return index(self, indices[:self.ndim])
+    for d in dims:
+        index_checks.wrap_dim(d, self.ndim)
+    gathered = index(self, indices[:self.ndim])  # self's shape with B in place of the indexed dims
+    before, nb = dims[0], gathered.ndim - (self.ndim - len(dims))
+    src = gathered.shape
+    viewed = (1,) * before + src[before:before + nb] + (1,) * (len(indices) - dims[-1] - 1)
+    shape = tuple(broadcast(src, viewed))
+    at_src, at_idx = len(shape) - len(src), len(shape) - len(viewed)
+    lin, step = None, 1
+    for j in reversed(range(len(src))):  # each of gathered's dims read at its output dim, a size 1 at 0
+        out_dim = at_idx + j if before <= j < before + nb else at_src + j
+        if src[j] > 1:
+            term = P.iota(shape, out_dim) * step
+            lin = term if lin is None else lin + term
+        step *= src[j]
+    lin = P.full(0, shape, torch.int64) if lin is None else lin
+    flat = P.reshape(gathered, (gathered.numel(),))
+    return P.reshape(P.emit1("index_select", [flat, P.reshape(lin, (-1,))], dimension=0), shape)
 
 
 @lower(aten.index_put.default, prepare=lambda a, k: indices_as_device_long(a, k))
