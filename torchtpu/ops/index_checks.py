@@ -138,9 +138,8 @@ def refuse_no_index_tensor() -> None:
     index_put_ with accumulate=True or a value that masked_fill_ cannot take): the masks expand to no index tensor,
     and CPU's index kernel then fails its internal assert (its TensorIterator has no index operand). Raised here in
     CPU's class, naming the problem, rather than computing what CPU never does."""
-    raise RuntimeError("ntensor >= 3 INTERNAL ASSERT FAILED: indexing with 0-dim boolean masks (and None) only "
-                       "leaves no index tensor, which CPU's index kernel refuses; index with a mask of the "
-                       "indexed dims' shape, or use torch.where(mask, value, x)")
+    raise RuntimeError(f"{_NO_INDEX_ASSERT}: 0-dim boolean masks (and None) only expand to no index tensor; index "
+                       "with a mask of the indexed dims' shape, or use torch.where(mask, value, x)")
 
 
 def check_index_func(func: str, self: Any, dim: int, index: Any, source: Any) -> int:

@@ -11,6 +11,7 @@ from torchtpu.dtypes import check_scalar_fits, checked_scalar, rounded_scalar
 from torchtpu.ops import arg_checks, host_index, index_checks
 from torchtpu.ops import prims as P
 from torchtpu.ops.cpu_raise_checks import broadcast
+from torchtpu.ops.operand_checks import check_masked_fill_mask
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
 from torchtpu.ops.tracing import Sym
@@ -309,7 +310,8 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     if len(rest) and index_checks.dispatches_to_masked_fill(indices, rest[0]):
         accumulate = rest[1] if len(rest) > 1 else kwargs.get("accumulate", False)
         fill = not accumulate
-        if fill:  # masked_fill_(mask, value.item()): cast (no dtype check), of any shape
+        if fill:  # masked_fill_(mask, value.item()): cast (no dtype check), of any shape; a bool mask only
+            check_masked_fill_mask(next(i for i in indices if i is not None))
             rest = [rest[0].to(self.dtype).reshape(()), *rest[1:]]
         mask = next(i for i in indices if i is not None)
         if mask.ndim == 0 and mask.dtype == torch.bool and fill:
