@@ -107,6 +107,11 @@ MOVEMENT: dict[str, Callable[..., object]] = {
     "isinf": lambda x, y: x.isinf(), "index_fill": lambda x, y: x.index_fill(0, IDX[:2].to(x.device), 1 - 2j),
     "any_all": lambda x, y: (x.any(), x[:, :2].all(1)), "count_nonzero": lambda x, y: x.count_nonzero(1),
     "diag": lambda x, y: (torch.diag(x[0]), torch.diag(x, 1)), "diag_embed": lambda x, y: torch.diag_embed(x),
+    "index_put_accumulate": lambda x, y: x.clone().index_put_((IDX.to(x.device),), y[0], accumulate=True),
+    "index_put_accumulate_2d": lambda x, y: x.clone().index_put_((IDX.to(x.device), IDX.to(x.device)), y[0, :4],
+                                                                 accumulate=True),
+    "index_put_accumulate_mask": lambda x, y: x.clone().index_put_((MASK.to(x.device),), y[MASK.to(x.device)],
+                                                                   accumulate=True),
     "flip_rows": lambda x, y: x.flip(0), "flipud": lambda x, y: x.flipud(),
     "flip_3d": lambda x, y: x.reshape(2, 2, 6).flip(0, 1), "flip_transposed": lambda x, y: x.t().flip(1),
 }

@@ -272,16 +272,31 @@ def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: boo
         perm = list(range(len(pre), len(pre) + nb)) + pre + list(range(len(pre) + nb, len(view_shape)))
         vals = P.transpose(vals, perm)
     vals = P.reshape(P.broadcast_to(vals, target_shape), (lin.shape[0], *rest_shape))
+    idx = P.broadcast_to(P.reshape(lin, (lin.shape[0],) + (1,) * len(rest_shape)), vals.shape)
     if accumulate:
-        updated = P.emit1("index_add", [flat, lin, vals], dimension=0)
+        updated = _accumulate(flat, lin, idx, vals)
     else:
-        idx = P.broadcast_to(P.reshape(lin, (lin.shape[0],) + (1,) * len(rest_shape)), vals.shape)
         updated = P.emit1("scatter_axis", [flat, idx, vals], dimension=0, reduce="replace")
     back = P.reshape(updated, moved.shape)
     inverse = [0] * self.ndim
     for pos, d in enumerate(dims + [i for i in range(self.ndim) if i not in dims]):
         inverse[d] = pos
     return P.transpose(back, inverse)
+
+
+def _accumulate(flat: Sym, lin: Sym, idx: Sym, vals: Sym) -> Sym:
+    """index_put_(accumulate=True)'s adds of `vals` rows at `lin` (`idx`: lin broadcast to vals), in index order as
+    CPU's serial kernel: `*dst += *src` of the dtype, so float16 and bfloat16 round every addition (scatter's
+    "each" rounding; a duplicate index's sum in float32 rounded once differed: 1 + 2**-11 + 2**-11 gave
+    1.0009765625 for CPU's 1.0), complex32 each float16 part so (c10::complex<Half>'s +=)."""
+    if flat.dtype == torch.complex32:
+        from torchtpu.ops.complex import imag, make_complex, real
+
+        parts = [_accumulate(f(flat), lin, idx, f(vals)) for f in (real, imag)]
+        return P.convert(make_complex(*parts), torch.complex32)
+    if flat.dtype in (torch.float16, torch.bfloat16):
+        return P.emit1("scatter_axis", [flat, idx, vals], dimension=0, reduce="add", rounding="each")
+    return P.emit1("index_add", [flat, lin, vals], dimension=0)
 
 
 def nonzero(self: torch.Tensor) -> torch.Tensor:
