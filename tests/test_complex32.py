@@ -112,6 +112,13 @@ MOVEMENT: dict[str, Callable[..., object]] = {
                                                                  accumulate=True),
     "index_put_accumulate_mask": lambda x, y: x.clone().index_put_((MASK.to(x.device),), y[MASK.to(x.device)],
                                                                    accumulate=True),
+    "index_add": lambda x, y: x.index_add(0, IDX.to(x.device), y),
+    "index_add_last": lambda x, y: x.index_add(1, IDX.to(x.device), y[:, :4]),
+    "index_add_alpha": lambda x, y: x.index_add(0, IDX.to(x.device), y, alpha=2),
+    "index_add_complex_alpha": lambda x, y: x.index_add(1, IDX.to(x.device), y[:, :4], alpha=0.5 - 1j),
+    "index_add_int32": lambda x, y: x.index_add(1, IDX.int().to(x.device), y[:, :4]),
+    "index_add_1d": lambda x, y: x[0].index_add(0, IDX.to(x.device), y[1, :4]),
+    "index_add_3d": lambda x, y: x.reshape(2, 3, 4).index_add(1, IDX[:3].to(x.device) % 3, y.reshape(2, 3, 4)),
     "flip_rows": lambda x, y: x.flip(0), "flipud": lambda x, y: x.flipud(),
     "flip_3d": lambda x, y: x.reshape(2, 2, 6).flip(0, 1), "flip_transposed": lambda x, y: x.t().flip(1),
 }

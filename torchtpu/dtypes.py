@@ -67,6 +67,8 @@ COMPLEX32_OPS = frozenset({
     "var", "std", "var_mean", "std_mean",
     # complex64's norm rounded to float16 once, as CPU's
     "linalg_vector_norm", "norm", "dist",
+    # each index's slice added as CPU's add_(alpha) of ComplexHalf, every addition rounded
+    "index_add", "index_add_",
 })
 # op -> the kernel CPU torch 2.13 names refusing ComplexHalf (probed: '"div_cpu" not implemented for 'ComplexHalf'')
 COMPLEX32_REFUSED: dict[str, str] = {

@@ -10,6 +10,7 @@ import torch
 from torchtpu.dtypes import check_scalar_fits, checked_scalar, rounded_scalar
 from torchtpu.ops import arg_checks, host_index, index_checks
 from torchtpu.ops import prims as P
+from torchtpu.ops.add_alpha import times_alpha
 from torchtpu.ops.cpu_raise_checks import broadcast
 from torchtpu.ops.operand_checks import check_masked_fill_mask
 from torchtpu.ops.registry import lower
@@ -126,7 +127,10 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
         # CPU: alpha.to<scalar_t>(), checked (an integer's truncated: fuzz seed 28, int32 by -3.522 gave -9 for -7)
         alpha = checked_scalar(alpha, self.dtype)
         alpha = rounded_scalar(float(alpha), self.dtype) if self.dtype.is_floating_point else int(alpha)
-    src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
+    if self.dtype == torch.complex32:  # CPU's add_(alpha) per index: the product rounded to complex32 first, an
+        src = times_alpha(source, alpha, self.dtype, self.dtype)  # alpha of 1 too ((1 + 0j) * (inf + 0j) has NaN)
+    else:
+        src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
     size = self.shape[d] if self.ndim else 1
     # CPU (index_add_cpu_) takes index_put's accumulate path, whose check is a RuntimeError, for an int64 index
     # with alpha 1 along the first or last dim of a 2-D+ tensor; its slice loop's TORCH_CHECK_INDEX otherwise.
@@ -135,6 +139,12 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
                                         if put else f"index_add(): index {{}} is out of range for dimension {d} "
                                                     f"with size {size} (index out of range in self)"),
                           error="RuntimeError" if put else "IndexError")
+    if self.dtype == torch.complex32:  # each addition rounded, as CPU's ComplexHalf add_ of each index's slice
+        x = self if self.ndim else P.reshape(self, (1,))
+        src = src if self.ndim else P.reshape(src, (index.numel(),))
+        flat = P.reshape(index, (index.numel(),))
+        idx = P.broadcast_to(P.reshape(flat, tuple(flat.shape[0] if i == d else 1 for i in range(x.ndim))), src.shape)
+        return P.reshape(_accumulate(x, flat, idx, src, d), self.shape)
     if self.ndim == 0:
         out = P.emit1("index_add", [P.reshape(self, (1,)), P.reshape(index, (index.numel(),)),
                                     P.reshape(src, (index.numel(),))], dimension=0)
@@ -284,19 +294,19 @@ def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: boo
     return P.transpose(back, inverse)
 
 
-def _accumulate(flat: Sym, lin: Sym, idx: Sym, vals: Sym) -> Sym:
-    """index_put_(accumulate=True)'s adds of `vals` rows at `lin` (`idx`: lin broadcast to vals), in index order as
-    CPU's serial kernel: `*dst += *src` of the dtype, so float16 and bfloat16 round every addition (scatter's
-    "each" rounding; a duplicate index's sum in float32 rounded once differed: 1 + 2**-11 + 2**-11 gave
+def _accumulate(x: Sym, lin: Sym, idx: Sym, vals: Sym, dim: int = 0) -> Sym:
+    """index_put_(accumulate=True)'s adds of `vals` slices at `lin` along `dim` (`idx`: lin broadcast to vals), in
+    index order as CPU's serial kernel: `*dst += *src` of the dtype, so float16 and bfloat16 round every addition
+    (scatter's "each" rounding; a duplicate index's sum in float32 rounded once differed: 1 + 2**-11 + 2**-11 gave
     1.0009765625 for CPU's 1.0), complex32 each float16 part so (c10::complex<Half>'s +=)."""
-    if flat.dtype == torch.complex32:
+    if x.dtype == torch.complex32:
         from torchtpu.ops.complex import imag, make_complex, real
 
-        parts = [_accumulate(f(flat), lin, idx, f(vals)) for f in (real, imag)]
+        parts = [_accumulate(f(x), lin, idx, f(vals), dim) for f in (real, imag)]
         return P.convert(make_complex(*parts), torch.complex32)
-    if flat.dtype in (torch.float16, torch.bfloat16):
-        return P.emit1("scatter_axis", [flat, idx, vals], dimension=0, reduce="add", rounding="each")
-    return P.emit1("index_add", [flat, lin, vals], dimension=0)
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return P.emit1("scatter_axis", [x, idx, vals], dimension=dim, reduce="add", rounding="each")
+    return P.emit1("index_add", [x, lin, vals], dimension=dim)
 
 
 def nonzero(self: torch.Tensor) -> torch.Tensor:
