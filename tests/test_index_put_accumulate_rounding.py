@@ -1,7 +1,8 @@
 """index_put_(accumulate=True) of float16, bfloat16 and complex32 with duplicate indices: CPU's serial kernel adds
 `*dst += *src` in the dtype, rounding every addition (complex32: each float16 part), where one float32 sum rounded
 once gave other bits (1 + 2**-11 + 2**-11: CPU 1.0, tpu 1.0009765625). Compared bit for bit in every mode and
-compiled, on random data with infinities, NaN and signed zeros."""
+compiled, on random data with infinities, NaN and signed zeros. index_add of a 1-D or 0-d self likewise (CPU's
+`*self_ip += *source_ip * alpha` loop); a 2-D self's adds, summed in float32 by CPU, stay rounded once."""
 
 from __future__ import annotations
 
@@ -60,3 +61,17 @@ def test_as_cpu(dtype: torch.dtype, case: str) -> None:
         torch._dynamo.reset()
         got = torch.compile(lambda a, b: _put(a, index, b), backend="tpu")(x.to("tpu"), v.to("tpu")).cpu()
         assert torch.equal(_bits(got), _bits(want)), ("compile", got, want)
+
+
+@pytest.mark.parametrize("alpha", [1, 0.3])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_index_add_1d_as_cpu(dtype: torch.dtype, alpha: float) -> None:
+    x, v = _data(3, dtype, 6), _data(4, dtype, 10)
+    v[5:] = 2.0**-11
+    for self, index, src in ((x, INDEX.abs() % 6, v), (x[0].clone(), torch.zeros(1, dtype=torch.long), v[0])):
+        want = self.index_add(0, index, src, alpha=alpha)
+        for mode in MODES:
+            with torch.tpu.eager_mode(mode):
+                got = self.to("tpu").index_add(0, index.to("tpu"), src.to("tpu"), alpha=alpha).cpu()
+            assert torch.equal(_bits(got.reshape(-1)), _bits(want.reshape(-1))), (mode, got, want)
+

@@ -139,7 +139,9 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
                                         if put else f"index_add(): index {{}} is out of range for dimension {d} "
                                                     f"with size {size} (index out of range in self)"),
                           error="RuntimeError" if put else "IndexError")
-    if self.dtype == torch.complex32:  # each addition rounded, as CPU's ComplexHalf add_ of each index's slice
+    # each addition rounded: CPU's ComplexHalf add_ of each index's slice, and its 1-D loop `*self_ip += *source_ip
+    # * alpha` of float16 / bfloat16 (a 2-D+ self's slices are summed in float32 there, rounded once)
+    if self.dtype == torch.complex32 or (self.ndim <= 1 and self.dtype in (torch.float16, torch.bfloat16)):
         x = self if self.ndim else P.reshape(self, (1,))
         src = src if self.ndim else P.reshape(src, (index.numel(),))
         flat = P.reshape(index, (index.numel(),))
