@@ -2,7 +2,8 @@
 `*dst += *src` in the dtype, rounding every addition (complex32: each float16 part), where one float32 sum rounded
 once gave other bits (1 + 2**-11 + 2**-11: CPU 1.0, tpu 1.0009765625). Compared bit for bit in every mode and
 compiled, on random data with infinities, NaN and signed zeros. index_add of a 1-D or 0-d self likewise (CPU's
-`*self_ip += *source_ip * alpha` loop); a 2-D self's adds, summed in float32 by CPU, stay rounded once."""
+`*self_ip += *source_ip * alpha` loop) and of a 2-D self with an alpha (its slice add_, the product rounded first);
+a 2-D self's adds with alpha 1, summed in float32 by CPU, stay rounded once."""
 
 from __future__ import annotations
 
@@ -74,4 +75,18 @@ def test_index_add_1d_as_cpu(dtype: torch.dtype, alpha: float) -> None:
             with torch.tpu.eager_mode(mode):
                 got = self.to("tpu").index_add(0, index.to("tpu"), src.to("tpu"), alpha=alpha).cpu()
             assert torch.equal(_bits(got.reshape(-1)), _bits(want.reshape(-1))), (mode, got, want)
+
+
+@pytest.mark.parametrize("alpha", [1, 0.3, -2.7])
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_index_add_2d_as_cpu(dtype: torch.dtype, dim: int, alpha: float) -> None:
+    x = _data(5, dtype, 4, 6)
+    index = INDEX.abs() % x.shape[dim]
+    src = _data(6, dtype, *(10 if d == dim else s for d, s in enumerate(x.shape)))
+    want = x.index_add(dim, index, src, alpha=alpha)
+    for mode in MODES:
+        with torch.tpu.eager_mode(mode):
+            got = x.to("tpu").index_add(dim, index.to("tpu"), src.to("tpu"), alpha=alpha).cpu()
+        assert torch.equal(_bits(got), _bits(want)), (mode, got, want)
 

@@ -139,9 +139,11 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
                                         if put else f"index_add(): index {{}} is out of range for dimension {d} "
                                                     f"with size {size} (index out of range in self)"),
                           error="RuntimeError" if put else "IndexError")
-    # each addition rounded: CPU's ComplexHalf add_ of each index's slice, and its 1-D loop `*self_ip += *source_ip
-    # * alpha` of float16 / bfloat16 (a 2-D+ self's slices are summed in float32 there, rounded once)
-    if self.dtype == torch.complex32 or (self.ndim <= 1 and self.dtype in (torch.float16, torch.bfloat16)):
+    # each addition rounded: CPU's ComplexHalf add_ of each index's slice; of float16 / bfloat16, its 1-D loop
+    # `*self_ip += *source_ip * alpha` and a 2-D+ self's slice add_ with an alpha (the product rounded first); a 2-D+
+    # self with alpha 1 takes its index_put_ path, summed in float32 and rounded once
+    narrow = self.dtype in (torch.float16, torch.bfloat16) and (self.ndim <= 1 or not (known(alpha) and alpha == 1))
+    if self.dtype == torch.complex32 or narrow:
         x = self if self.ndim else P.reshape(self, (1,))
         src = src if self.ndim else P.reshape(src, (index.numel(),))
         flat = P.reshape(index, (index.numel(),))
