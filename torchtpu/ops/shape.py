@@ -1,5 +1,6 @@
-"""Lowerings of data movement that is not a view: flip, roll, as_strided_scatter. Views themselves (view,
-transpose, as_strided, ...) are the C++ shim's (ATen's generic kernels)."""
+"""Lowerings of data movement that is not a view: flip (and the layouts CPU flips complex32 in), roll,
+as_strided_scatter. Views themselves (view, transpose, as_strided, ...) are the C++ shim's (ATen's generic
+kernels)."""
 
 from __future__ import annotations
 
