@@ -5,6 +5,7 @@ and words; the storage is the float16 pairs view_as_real shows."""
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable
 
@@ -106,6 +107,20 @@ MOVEMENT: dict[str, Callable[..., object]] = {
     "isinf": lambda x, y: x.isinf(), "index_fill": lambda x, y: x.index_fill(0, IDX[:2].to(x.device), 1 - 2j),
     "any_all": lambda x, y: (x.any(), x[:, :2].all(1)), "count_nonzero": lambda x, y: x.count_nonzero(1),
     "diag": lambda x, y: (torch.diag(x[0]), torch.diag(x, 1)), "diag_embed": lambda x, y: torch.diag_embed(x),
+    "index_put_accumulate": lambda x, y: x.clone().index_put_((IDX.to(x.device),), y[0], accumulate=True),
+    "index_put_accumulate_2d": lambda x, y: x.clone().index_put_((IDX.to(x.device), IDX.to(x.device)), y[0, :4],
+                                                                 accumulate=True),
+    "index_put_accumulate_mask": lambda x, y: x.clone().index_put_((MASK.to(x.device),), y[MASK.to(x.device)],
+                                                                   accumulate=True),
+    "index_add": lambda x, y: x.index_add(0, IDX.to(x.device), y),
+    "index_add_last": lambda x, y: x.index_add(1, IDX.to(x.device), y[:, :4]),
+    "index_add_alpha": lambda x, y: x.index_add(0, IDX.to(x.device), y, alpha=2),
+    "index_add_complex_alpha": lambda x, y: x.index_add(1, IDX.to(x.device), y[:, :4], alpha=0.5 - 1j),
+    "index_add_int32": lambda x, y: x.index_add(1, IDX.int().to(x.device), y[:, :4]),
+    "index_add_1d": lambda x, y: x[0].index_add(0, IDX.to(x.device), y[1, :4]),
+    "index_add_3d": lambda x, y: x.reshape(2, 3, 4).index_add(1, IDX[:3].to(x.device) % 3, y.reshape(2, 3, 4)),
+    "flip_rows": lambda x, y: x.flip(0), "flipud": lambda x, y: x.flipud(),
+    "flip_3d": lambda x, y: x.reshape(2, 2, 6).flip(0, 1), "flip_transposed": lambda x, y: x.t().flip(1),
 }
 
 
@@ -226,3 +241,88 @@ def test_the_ir_moves_complex32_only() -> None:
     with pytest.raises(NotImplementedError, match="IR op add does not take complex32"):
         b.emit("add", [x, x])
     assert b.emit("reshape", [x], shape=(1, 3))[0].dtype == "complex32"
+
+
+Z = _data(5, 3, 40)
+REDUCTIONS: dict[str, Callable[[torch.Tensor], object]] = {
+    "var": lambda x: x.var(), "std": lambda x: x.std(), "var_dim": lambda x: x.var(1),
+    "std_keepdim": lambda x: x.std(0, keepdim=True), "var_correction0": lambda x: x.var(1, correction=0),
+    "std_correction5": lambda x: x.std(1, correction=5), "var_mean": lambda x: torch.var_mean(x, 1),
+    "std_mean": lambda x: torch.std_mean(x, 0), "var_mean_all": lambda x: torch.var_mean(x),
+    "var_finite_rows": lambda x: x[1:].var(1), "std_mean_finite_rows": lambda x: torch.std_mean(x[2:], 1),
+    "isclose_equal_nan": lambda x: torch.isclose(x, x.flip(0), equal_nan=True),
+    "isclose_equal_nan_tol": lambda x: torch.isclose(x, x * 1.01, rtol=0.5, atol=1.0, equal_nan=True),
+}
+
+
+@pytest.mark.parametrize("data", ["X", "Z"])
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reduction_as_cpu(name: str, data: str) -> None:
+    """std/var (and their _mean forms) as CPU's std_var_out of a complex tensor: each part's in float16, their
+    float16 sum and root; the mean's parts each a float16 mean."""
+    _check(REDUCTIONS[name], {"X": X, "Z": Z}[data])
+
+
+W = _data(6, 3, 40)
+NORMS: dict[str, Callable[[torch.Tensor, torch.Tensor], object]] = {
+    "norm": lambda x, y: x.norm(), "norm_1": lambda x, y: x.norm(1), "norm_inf": lambda x, y: x.norm(float("inf")),
+    "norm_dim": lambda x, y: x.norm(dim=1), "norm_3": lambda x, y: x.norm(3, dim=1), "norm_0": lambda x, y: x.norm(0),
+    "norm_neg_inf": lambda x, y: x.norm(float("-inf")), "vector_norm": lambda x, y: torch.linalg.vector_norm(x, 2, 0),
+    "vector_norm_neg1": lambda x, y: torch.linalg.vector_norm(x, -1, 1),
+    "vector_norm_half": lambda x, y: torch.linalg.vector_norm(x, 0.5, 1, keepdim=True),
+    "linalg_norm": lambda x, y: torch.linalg.norm(x), "fro": lambda x, y: torch.norm(x, "fro"),
+    "matrix_norm": lambda x, y: torch.linalg.matrix_norm(x), "dist": lambda x, y: torch.dist(x, y),
+    "dist_1": lambda x, y: torch.dist(x, y, 1), "dist_inf": lambda x, y: torch.dist(x, y, float("inf")),
+    "norm_finite_rows": lambda x, y: x[1:].norm(dim=1),
+}
+
+
+@pytest.mark.parametrize("data", ["XY", "ZW"])
+@pytest.mark.parametrize("name", list(NORMS))
+def test_norm_as_cpu(name: str, data: str) -> None:
+    """norm / dist / vector_norm as CPU's ComplexHalf norm: complex64's, rounded to float16 once."""
+    _check(NORMS[name], *({"XY": (X, Y), "ZW": (Z, W)}[data]))
+
+
+def test_nuclear_norm_refused_as_cpu(tpu) -> None:
+    with pytest.raises(RuntimeError, match="Low precision dtypes not supported. Got ComplexHalf"):
+        torch.norm(X, "nuc")
+    with pytest.raises(RuntimeError, match="Low precision dtypes not supported. Got ComplexHalf"):
+        torch.norm(X.to(tpu), "nuc")
+
+
+def _flip_layouts() -> dict[str, torch.Tensor]:
+    base = _data(4, 2, 3, 4, 5)
+    return {"contiguous": base, "transposed": base.transpose(1, 3), "permuted": base.permute(3, 1, 0, 2),
+            "strided": base[:, :, ::2], "strided_last": base[..., ::2], "expanded": base[:, :1].expand(2, 3, 4, 5),
+            "size1_last": base[..., :1], "unsqueezed": base.reshape(6, 4, 5)[:, None]}
+
+
+@pytest.mark.parametrize("layout", list(_flip_layouts()))
+def test_flip_computes_where_cpu_copies_bytes(layout: str) -> None:
+    """CPU flips complex32 only where its kernel copies bytes (the innermost dim not flipped and contiguous),
+    else raises "flip_cpu" not implemented: the tpu device computes and refuses the same layouts and dims."""
+    x = _flip_layouts()[layout]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for r in range(x.ndim + 1):
+            for dims in itertools.combinations(range(x.ndim), r):
+                try:
+                    want: object = x.flip(dims)
+                except NotImplementedError as exc:
+                    want = exc
+                try:
+                    got: object = _same_layout(x).flip(dims).cpu()
+                except NotImplementedError as exc:
+                    got = exc
+                if isinstance(want, Exception):
+                    assert isinstance(got, NotImplementedError) and str(want) in str(got), (layout, dims, got)
+                else:
+                    _same(got, want)
+
+
+def _same_layout(x: torch.Tensor) -> torch.Tensor:
+    """`x` on the tpu device with x's sizes and strides (a view of a copy of its whole storage)."""
+    n = x.untyped_storage().nbytes() // x.element_size()
+    whole = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), 0, (n,), (1,))
+    return whole.to("tpu").as_strided(x.shape, x.stride(), x.storage_offset())

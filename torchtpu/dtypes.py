@@ -61,6 +61,14 @@ COMPLEX32_OPS = frozenset({
     "split_with_sizes_copy", "view_as_real_copy", "view_as_complex_copy", "diagonal", "diagonal_copy", "unfold",
     "unfold_copy", "movedim", "flatten", "isinf", "index_fill", "index_fill_", "any", "all", "count_nonzero",
     "diag", "diag_embed",
+    # where CPU's kernel only copies bytes (its layout rule: ops.shape.complex32_flip_computes; else "flip_cpu")
+    "flip",
+    # each part's in float16, then their float16 sum (and root), as CPU's std_var_out of a complex tensor
+    "var", "std", "var_mean", "std_mean",
+    # complex64's norm rounded to float16 once, as CPU's
+    "linalg_vector_norm", "norm", "dist",
+    # each index's slice added as CPU's add_(alpha) of ComplexHalf, every addition rounded
+    "index_add", "index_add_",
 })
 # op -> the kernel CPU torch 2.13 names refusing ComplexHalf (probed: '"div_cpu" not implemented for 'ComplexHalf'')
 COMPLEX32_REFUSED: dict[str, str] = {
@@ -68,7 +76,7 @@ COMPLEX32_REFUSED: dict[str, str] = {
     "prod": "prod_out_cpu", "cumsum": "cumsum_out_cpu", "cumprod": "cumprod_out_cpu", "exp": "exp_vml_cpu",
     "sqrt": "sqrt_vml_cpu", "log": "log_vml_cpu", "log1p": "log1p_vml_cpu", "sin": "sin_vml_cpu",
     "tanh": "tanh_vml_cpu", "sinh": "sinh_cpu", "rsqrt": "rsqrt_cpu", "exp2": "exp2", "pow": "pow",
-    "flip": "flip_cpu", "gather": "scatter_gather_tensor_cpu", "scatter": "scatter_gather_tensor_cpu",
+    "gather": "scatter_gather_tensor_cpu", "scatter": "scatter_gather_tensor_cpu",
     "scatter_add": "scatter_gather_tensor_cpu", "take": "take_cpu", "put": "take_put_cpu", "put_": "take_put_cpu",
     "mm": "addmm_impl_cpu_", "addmm": "addmm_impl_cpu_", "bmm": "bmm", "mv": "addmv_impl_cpu", "dot": "dot",
     "vdot": "vdot", "sigmoid": "sigmoid_cpu", "reciprocal": "reciprocal_cpu", "lerp": "lerp_kernel_scalar",

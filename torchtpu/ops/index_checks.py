@@ -133,6 +133,15 @@ def dispatches_to_masked_fill(indices: Sequence[Any], value: Any) -> bool:
 
 
 
+def refuse_no_index_tensor() -> None:
+    """index / index_put_ whose only index tensors were 0-d boolean masks (`x[[tensor(True)]]` as ATen's op, or
+    index_put_ with accumulate=True or a value that masked_fill_ cannot take): the masks expand to no index tensor,
+    and CPU's index kernel then fails its internal assert (its TensorIterator has no index operand). Raised here in
+    CPU's class, naming the problem, rather than computing what CPU never does."""
+    raise RuntimeError(f"{_NO_INDEX_ASSERT}: 0-dim boolean masks (and None) only expand to no index tensor; index "
+                       "with a mask of the indexed dims' shape, or use torch.where(mask, value, x)")
+
+
 def check_index_func(func: str, self: Any, dim: int, index: Any, source: Any) -> int:
     """index_add / index_reduce (`func`): ATen's index_func_meta_impl checks, in its order; returns the wrapped
     dim."""

@@ -10,6 +10,9 @@ import torch
 from torchtpu.dtypes import check_scalar_fits, checked_scalar, rounded_scalar
 from torchtpu.ops import arg_checks, host_index, index_checks
 from torchtpu.ops import prims as P
+from torchtpu.ops.add_alpha import times_alpha
+from torchtpu.ops.cpu_raise_checks import broadcast
+from torchtpu.ops.operand_checks import check_masked_fill_mask
 from torchtpu.ops.registry import lower
 from torchtpu.ops.scalar_args import known
 from torchtpu.ops.tracing import Sym
@@ -124,7 +127,10 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
         # CPU: alpha.to<scalar_t>(), checked (an integer's truncated: fuzz seed 28, int32 by -3.522 gave -9 for -7)
         alpha = checked_scalar(alpha, self.dtype)
         alpha = rounded_scalar(float(alpha), self.dtype) if self.dtype.is_floating_point else int(alpha)
-    src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
+    if self.dtype == torch.complex32:  # CPU's add_(alpha) per index: the product rounded to complex32 first, an
+        src = times_alpha(source, alpha, self.dtype, self.dtype)  # alpha of 1 too ((1 + 0j) * (inf + 0j) has NaN)
+    else:
+        src = P.convert(source if known(alpha) and alpha == 1 else source * alpha, self.dtype)
     size = self.shape[d] if self.ndim else 1
     # CPU (index_add_cpu_) takes index_put's accumulate path, whose check is a RuntimeError, for an int64 index
     # with alpha 1 along the first or last dim of a 2-D+ tensor; its slice loop's TORCH_CHECK_INDEX otherwise.
@@ -133,6 +139,16 @@ def index_add(self: Sym, dim: int, index: Sym, source: Sym, *, alpha: Any = 1) -
                                         if put else f"index_add(): index {{}} is out of range for dimension {d} "
                                                     f"with size {size} (index out of range in self)"),
                           error="RuntimeError" if put else "IndexError")
+    # each addition rounded: CPU's ComplexHalf add_ of each index's slice; of float16 / bfloat16, its 1-D loop
+    # `*self_ip += *source_ip * alpha` and a 2-D+ self's slice add_ with an alpha (the product rounded first); a 2-D+
+    # self with alpha 1 takes its index_put_ path, summed in float32 and rounded once
+    narrow = self.dtype in (torch.float16, torch.bfloat16) and (self.ndim <= 1 or not (known(alpha) and alpha == 1))
+    if self.dtype == torch.complex32 or narrow:
+        x = self if self.ndim else P.reshape(self, (1,))
+        src = src if self.ndim else P.reshape(src, (index.numel(),))
+        flat = P.reshape(index, (index.numel(),))
+        idx = P.broadcast_to(P.reshape(flat, tuple(flat.shape[0] if i == d else 1 for i in range(x.ndim))), src.shape)
+        return P.reshape(_accumulate(x, flat, idx, src, d), self.shape)
     if self.ndim == 0:
         out = P.emit1("index_add", [P.reshape(self, (1,)), P.reshape(index, (index.numel(),)),
                                     P.reshape(src, (index.numel(),))], dimension=0)
@@ -187,6 +203,8 @@ def index(self: Sym, indices: list[Sym | None]) -> Sym:
     for idx in indices:
         if idx is not None and idx.dtype in (torch.bool, torch.uint8):
             raise TypeError("boolean indices reach the lowering only after nonzero; see index_kernel")
+    if len(indices) > self.ndim:  # a mask's nonzero() columns and the Nones after them past self's dims
+        return _index_past_rank(self, indices)
     moved, bshape, dims, adjacent = _advanced_index(self, indices)
     nidx = 1
     for i in dims:
@@ -200,6 +218,39 @@ def index(self: Sym, indices: list[Sym | None]) -> Sym:
         perm = list(range(nb, nb + dims[0])) + list(range(nb)) + list(range(nb + dims[0], out.ndim))
         out = P.transpose(out, perm)
     return out
+
+
+def _index_past_rank(self: Sym, indices: list[Sym | None]) -> Sym:
+    """aten.index with more entries than self has dims (`[mask, None]`, the mask over every dim), as ATen's
+    make_info and AdvancedIndex compute it (index_checks.put_past_rank is index_put_'s side). Non-adjacent index
+    tensors move to the front over self's dims only (transposeToFront: the entries past them dropped). Adjacent
+    ones each read src.size(d) (past the dims: IndexError); ATen then restrides self with the indexed dims replaced
+    by the indices' shape B and broadcasts it with the indices viewed as [1] * before + B + [1] * after, both
+    aligned from the right: where the trailing Nones outnumber self's dims after B, B lands on other output dims
+    than self's, and each output element is self's at the positions that its two alignments read (CPU's broadcast
+    [k, k] result of x[[mask2d, None]])."""
+    dims = [i for i, idx in enumerate(indices) if idx is not None]
+    index_checks.broadcast_indices([indices[i].shape for i in dims])  # every index, a dropped one's too
+    if dims != list(range(dims[0], dims[-1] + 1)):
+        return index(self, indices[:self.ndim])
+    for d in dims:
+        index_checks.wrap_dim(d, self.ndim)
+    gathered = index(self, indices[:self.ndim])  # self's shape with B in place of the indexed dims
+    before, nb = dims[0], gathered.ndim - (self.ndim - len(dims))
+    src = gathered.shape
+    viewed = (1,) * before + src[before:before + nb] + (1,) * (len(indices) - dims[-1] - 1)
+    shape = tuple(broadcast(src, viewed))
+    at_src, at_idx = len(shape) - len(src), len(shape) - len(viewed)
+    lin, step = None, 1
+    for j in reversed(range(len(src))):  # each of gathered's dims read at its output dim, a size 1 at 0
+        out_dim = at_idx + j if before <= j < before + nb else at_src + j
+        if src[j] > 1:
+            term = P.iota(shape, out_dim) * step
+            lin = term if lin is None else lin + term
+        step *= src[j]
+    lin = P.full(0, shape, torch.int64) if lin is None else lin
+    flat = P.reshape(gathered, (gathered.numel(),))
+    return P.reshape(P.emit1("index_select", [flat, P.reshape(lin, (-1,))], dimension=0), shape)
 
 
 @lower(aten.index_put.default, prepare=lambda a, k: indices_as_device_long(a, k))
@@ -235,16 +286,31 @@ def index_put(self: Sym, indices: list[Sym | None], values: Sym, accumulate: boo
         perm = list(range(len(pre), len(pre) + nb)) + pre + list(range(len(pre) + nb, len(view_shape)))
         vals = P.transpose(vals, perm)
     vals = P.reshape(P.broadcast_to(vals, target_shape), (lin.shape[0], *rest_shape))
+    idx = P.broadcast_to(P.reshape(lin, (lin.shape[0],) + (1,) * len(rest_shape)), vals.shape)
     if accumulate:
-        updated = P.emit1("index_add", [flat, lin, vals], dimension=0)
+        updated = _accumulate(flat, lin, idx, vals)
     else:
-        idx = P.broadcast_to(P.reshape(lin, (lin.shape[0],) + (1,) * len(rest_shape)), vals.shape)
         updated = P.emit1("scatter_axis", [flat, idx, vals], dimension=0, reduce="replace")
     back = P.reshape(updated, moved.shape)
     inverse = [0] * self.ndim
     for pos, d in enumerate(dims + [i for i in range(self.ndim) if i not in dims]):
         inverse[d] = pos
     return P.transpose(back, inverse)
+
+
+def _accumulate(x: Sym, lin: Sym, idx: Sym, vals: Sym, dim: int = 0) -> Sym:
+    """index_put_(accumulate=True)'s adds of `vals` slices at `lin` along `dim` (`idx`: lin broadcast to vals), in
+    index order as CPU's serial kernel: `*dst += *src` of the dtype, so float16 and bfloat16 round every addition
+    (scatter's "each" rounding; a duplicate index's sum in float32 rounded once differed: 1 + 2**-11 + 2**-11 gave
+    1.0009765625 for CPU's 1.0), complex32 each float16 part so (c10::complex<Half>'s +=)."""
+    if x.dtype == torch.complex32:
+        from torchtpu.ops.complex import imag, make_complex, real
+
+        parts = [_accumulate(f(x), lin, idx, f(vals), dim) for f in (real, imag)]
+        return P.convert(make_complex(*parts), torch.complex32)
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return P.emit1("scatter_axis", [x, idx, vals], dimension=dim, reduce="add", rounding="each")
+    return P.emit1("index_add", [x, lin, vals], dimension=dim)
 
 
 def nonzero(self: torch.Tensor) -> torch.Tensor:
@@ -273,7 +339,8 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     if len(rest) and index_checks.dispatches_to_masked_fill(indices, rest[0]):
         accumulate = rest[1] if len(rest) > 1 else kwargs.get("accumulate", False)
         fill = not accumulate
-        if fill:  # masked_fill_(mask, value.item()): cast (no dtype check), of any shape
+        if fill:  # masked_fill_(mask, value.item()): cast (no dtype check), of any shape; a bool mask only
+            check_masked_fill_mask(next(i for i in indices if i is not None))
             rest = [rest[0].to(self.dtype).reshape(()), *rest[1:]]
         mask = next(i for i in indices if i is not None)
         if mask.ndim == 0 and mask.dtype == torch.bool and fill:
@@ -287,9 +354,11 @@ def indices_as_device_long(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
             if idx.dtype == torch.uint8:  # once per uint8 index, as ATen's expandTensors warns
                 index_checks.warn_uint8_index()
             nz = nonzero(idx)
-            out.extend(nz.unbind(1) if idx.ndim else [None])
+            out.extend(nz.unbind(1) if idx.ndim else [])  # a 0-d mask: no entry (its nonzero() has no column)
         else:
             out.append(idx)
+    if all(i is None for i in out):
+        index_checks.refuse_no_index_tensor()
     if fill and len(out) > self.ndim:  # masked_fill_ unsqueezes the mask over the dims after it: the Nones past
         out = out[:self.ndim]          # self's dims index nothing
     return (self, out, *rest), kwargs

@@ -251,6 +251,11 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype:
          take_sqrt: bool = False) -> Sym:
     """`dtype`: an out= tensor's (out_rules.ITERATOR_WRITES_OUT): ATen's reduction reads the input in it.
     `take_sqrt`: std, the root taken before the result's rounding (a complex x's after the parts' sum)."""
+    if x.dtype == torch.complex32 and dtype is None:  # CPU's ComplexHalf: each part's var in float16, their
+        re, im = _half_parts(x)                         # float16 sum, its float16 root
+        total = P.convert(P.convert(_var(re, dims, correction, keepdim), torch.float32) +
+                          P.convert(_var(im, dims, correction, keepdim), torch.float32), torch.float16)
+        return P.convert(P.emit1("sqrt", [P.convert(total, torch.float32)]), torch.float16) if take_sqrt else total
     if x.dtype.is_complex:  # E|x - mean|^2 = var(re) + var(im), a real result as on CPU
         z = P.convert(x, P.complex_for(x.dtype))
         part = None if dtype is None else P.COMPLEX_PART.get(dtype, dtype)
@@ -285,6 +290,12 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype:
         s = scale if keepdim else P.reshape(scale, result.shape)
         result = result * s if take_sqrt else result * s * s
     return P.convert(result, out)
+
+
+def _half_parts(x: Sym) -> tuple[Sym, Sym]:
+    """A complex32 x's real and imaginary parts, float16 (exact), as CPU's at::real / at::imag views read them."""
+    z = P.convert(x, torch.complex64)
+    return P.convert(P.emit1("real", [z]), torch.float16), P.convert(P.emit1("imag", [z]), torch.float16)
 
 
 def _correction(correction: Any) -> float:
@@ -330,7 +341,8 @@ def _welford_mean(x: Sym, dims: tuple[int, ...], keepdim: bool) -> Sym:
     steps alike. A complex x: each part on its own, as ATen's var_mean of its real and imaginary parts."""
     if x.dtype.is_complex:
         z = P.convert(x, P.complex_for(x.dtype))
-        re, im = (_welford_mean(P.emit1(part, [z]), dims, keepdim) for part in ("real", "imag"))
+        parts = _half_parts(x) if x.dtype == torch.complex32 else (P.emit1("real", [z]), P.emit1("imag", [z]))
+        re, im = (P.convert(_welford_mean(part, dims, keepdim), P.COMPLEX_PART[z.dtype]) for part in parts)
         return P.convert(P.emit1("complex", [re, im]), x.dtype)
     mean = _mean(x, dims, keepdim, None)
     if not dims or any(x.shape[d] == 0 for d in dims) or not x.dtype.is_floating_point:
@@ -452,6 +464,8 @@ def vector_norm(self: Sym, ord: float = 2, dim: Any = None, keepdim: bool = Fals
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {aten_type_name(self.dtype)}")
+    if self.dtype == torch.complex32 and dtype is None:  # CPU's ComplexHalf: complex64's norm, rounded once
+        return P.convert(vector_norm(P.convert(self, torch.complex64), ord, dim, keepdim), torch.float16)
     if self.dtype.is_complex:  # |x| of the (complex) computation dtype, the result of its parts' dtype
         from torchtpu.ops.complex import complex_abs
 

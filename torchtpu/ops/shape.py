@@ -1,12 +1,16 @@
-"""Lowerings of data movement that is not a view: flip, roll, as_strided_scatter. Views themselves (view,
-transpose, as_strided, ...) are the C++ shim's (ATen's generic kernels)."""
+"""Lowerings of data movement that is not a view: flip (and the layouts CPU flips complex32 in), roll,
+as_strided_scatter. Views themselves (view, transpose, as_strided, ...) are the C++ shim's (ATen's generic
+kernels)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from torchtpu.dtypes import DtypeNotImplementedError
 from torchtpu.ops import prims as P
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
@@ -14,7 +18,74 @@ from torchtpu.ops.tracing import Sym
 aten = torch.ops.aten
 
 
-@lower(aten.flip.default)
+def _dense_strides(sizes: Sequence[int], strides: Sequence[int]) -> list[int]:
+    """empty_like(x, preserve_format)'s strides: x's own where x is non-overlapping and dense, else c10's
+    infer_dense_strides (x's dims ordered as TensorIterator orders them, a 0 stride ambiguous)."""
+    live = sorted((i for i in range(len(sizes)) if sizes[i] > 1), key=lambda i: strides[i])
+    expected, dense = 1, True
+    for i in live:
+        dense = dense and strides[i] == expected
+        expected *= sizes[i]
+    if dense:
+        return list(strides)
+    perm = _order(sizes, [strides])
+    out, step = [0] * len(sizes), 1
+    for i in perm:
+        out[i] = step
+        step *= max(sizes[i], 1)
+    return out
+
+
+def _order(sizes: Sequence[int], operands: Sequence[Sequence[int]]) -> list[int]:
+    """TensorIterator's reorder_dimensions: dims innermost first, by each operand's strides in turn (a 0 stride
+    ambiguous, equal strides broken by the smaller size), an insertion sort from the reversed dims."""
+    def should_swap(d0: int, d1: int) -> int:
+        for st in operands:
+            if st[d0] == 0 or st[d1] == 0:
+                continue
+            if st[d0] != st[d1]:
+                return -1 if st[d0] < st[d1] else 1
+            if sizes[d0] > sizes[d1]:
+                return 1
+        return 0
+
+    perm = list(range(len(sizes)))[::-1]
+    for i in range(1, len(perm)):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm
+
+
+def complex32_flip_computes(sizes: Sequence[int], strides: Sequence[int], dims: Sequence[int]) -> bool:
+    """Whether CPU torch flips a complex32 tensor of this layout: its flip_cpu kernel has no ComplexHalf, but a
+    flip with nothing to reverse is a copy, and one whose TensorIterator's innermost dim is contiguous in the
+    output, `x` and its 0-strided twin (so not flipped) is cpu_vflip_memcpy's, which copies bytes of any dtype."""
+    flipped = [d for d in dims if sizes[d] > 1 and strides[d] != 0]
+    if not flipped or math.prod(sizes) <= 1:
+        return True
+    twin = [0 if d in flipped else s for d, s in enumerate(strides)]
+    operands = [_dense_strides(sizes, strides), list(strides), twin]
+    inner = next(d for d in _order(sizes, operands) if sizes[d] > 1)
+    return inner not in flipped and all(st[inner] == 1 for st in operands)
+
+
+def _flip_layout(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """flip's complex32 rule (complex32_flip_computes), read from the strides: CPU's refusal where it refuses."""
+    self, dims = args[0], args[1] if len(args) > 1 else kwargs["dims"]
+    if isinstance(self, torch.Tensor) and self.dtype == torch.complex32:
+        d = P.canon_dims(dims, self.ndim)
+        if not complex32_flip_computes(tuple(self.shape), tuple(self.stride()), d):
+            raise DtypeNotImplementedError("\"flip_cpu\" not implemented for 'ComplexHalf'")
+    return args, kwargs
+
+
+@lower(aten.flip.default, prepare=_flip_layout)
 def flip(self: Sym, dims: list[int]) -> Sym:
     d = P.canon_dims(dims, self.ndim)  # ATen's dim_list_to_bitset: no dim named twice
     return P.emit1("reverse", [self], dimensions=d) if d else self
