@@ -63,5 +63,22 @@ def _program(mutate: bool):
 def test_only_transposes_of_inputs_in_programs_that_mutate_none_are_views():
     program = _program(False)
     assert launch_layout.input_transposes(program, 2, 1) == [(0, 0, ((1, 0), (1, 0), (1, 0)))]
-    assert launch_layout.LaunchLayout(program, [], [], 1, 0).views == [(0, 0, ((1, 0), (1, 0), (1, 0)))]
-    assert launch_layout.LaunchLayout(_program(True), [0], [], 1, 0).views == []
+    views = frozenset({0})  # the graph's output 0 is transposes of its input (graph_layout)
+    assert launch_layout.LaunchLayout(program, [], [], 1, 0, graph_views=views).views == \
+        [(0, 0, ((1, 0), (1, 0), (1, 0)))]
+    assert launch_layout.LaunchLayout(program, [], [], 1, 0).views == []
+    assert launch_layout.LaunchLayout(_program(True), [0], [], 1, 0, graph_views=views).views == []
+
+
+def test_a_cloned_transpose_is_a_tensor_of_its_own(tpu):
+    """The IR has no clone: `w.t().clone()` is a transpose of an input there too, but the graph says it is a new
+    tensor, so writing to it leaves `w` as it was."""
+    torch._dynamo.reset()
+    w = torch.randn(4, 3, device=tpu)
+    kept = w.cpu()
+    for fn in (lambda w: w.t().clone(), lambda w: (w.t().clone(), w.sum())):
+        out = torch.compile(fn, backend="tpu")(w)
+        out = out[0] if isinstance(out, tuple) else out
+        assert out.untyped_storage().data_ptr() != w.untyped_storage().data_ptr()
+        out.add_(1)
+        assert torch.equal(w.cpu(), kept) and torch.equal(out.cpu(), kept.t() + 1)

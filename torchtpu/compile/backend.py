@@ -23,7 +23,7 @@ from torchtpu.compile import fake_checks, fake_rules, native_autograd, out_resiz
 from torchtpu.compile import padded as _padded
 from torchtpu.compile.buckets import order_products, pad_args, spec_of, upper_bound
 from torchtpu.compile.collective_split import split_at_collectives, unbox_call_args
-from torchtpu.compile.launch_layout import LaunchLayout, graph_strides
+from torchtpu.compile.launch_layout import LaunchLayout, graph_layout
 from torchtpu.compile.literals import spell_complex_literals
 from torchtpu.drivers.base import ExecutionError
 from torchtpu.drivers.ir import Builder, Program
@@ -450,7 +450,7 @@ class CompiledGraph:
         layout = traced.layout
         if layout is None:
             layout = traced.layout = LaunchLayout(traced.program, traced.mutated, traced.host_scalars, len(tensors),
-                                                  len(extra), graph_strides(self.gm, traced.output_map))
+                                                  len(extra), *graph_layout(self.gm, traced.output_map))
         device = next((t.device.index or 0 for t in tensors if t.device.type == "tpu"), 0)
         states = []
         if traced.random_nodes:

@@ -41,7 +41,8 @@ class LaunchLayout:
     __slots__ = ("fresh", "strides", "mutated", "on_device", "host", "views", "_free")
 
     def __init__(self, program: Program, mutated: Sequence[int], host_scalars: Sequence[int], n_tensors: int,
-                 n_extra: int, strides: dict[int, tuple] | None = None) -> None:
+                 n_extra: int, strides: dict[int, tuple] | None = None, graph_views: frozenset[int] = frozenset()
+                 ) -> None:
         n_fresh = len(program.outputs) - len(mutated)
         self.fresh = [(tuple(v.shape), IR_TO_TORCH[v.dtype]) for v in program.outputs[:n_fresh]]
         # the fresh outputs' strides where the graph's fake outputs are not contiguous (graph_strides); None: all are
@@ -54,9 +55,11 @@ class LaunchLayout:
         first = len(program.inputs) - len(host_scalars) - n_extra  # then the host scalars, then `extra`
         self.host = [(i, v.dtype) for i, v in zip(host_scalars, program.inputs[first:])]
         self._free: dict[torch.device, list[_Pool]] = {}
-        # (fresh output index, tensor input index, permutations): outputs returned as views of inputs
+        # (fresh output index, tensor input index, permutations): outputs returned as views of inputs, where the
+        # graph says the output is a view of an input (`graph_views`): the IR has no clone, so a program output
+        # that is a transpose of an input may be the graph's `w.t().clone()`, a tensor of its own
         self.views = [] if mutated else [(k, self.on_device[p], perms) for k, p, perms in
-                                         input_transposes(program, n_fresh, len(self.on_device))]
+                                         input_transposes(program, n_fresh, len(self.on_device)) if k in graph_views]
 
     def allocate(self, tensors: Sequence[torch.Tensor], dev: torch.device) -> list[torch.Tensor]:
         """The fresh outputs of a launch with `tensors` (the graph's tensor arguments): new tensors laid out as
@@ -128,6 +131,25 @@ def graph_strides(gm: torch.fx.GraphModule, output_map: Sequence[tuple[str, int]
         if strides != contiguous_strides(shape) and dense(shape, strides):
             found[index] = (shape, strides)
     return found
+
+
+_VIEW_TARGETS = ("aten.t.default", "aten.transpose.int", "aten.permute.default")
+
+
+def graph_layout(gm: torch.fx.GraphModule, output_map: Sequence[tuple[str, int]]
+                 ) -> tuple[dict[int, tuple], frozenset[int]]:
+    """`graph_strides`, and the fresh output indices whose graph node is transposes of a graph input and nothing
+    else (no clone between): the outputs `LaunchLayout.allocate` may return as views of that input."""
+    output = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    values = output.args[0] if output is not None and output.args else ()
+    views: set[int] = set()
+    if isinstance(values, list | tuple) and len(values) == len(output_map):
+        for (kind, index), node in zip(output_map, values):
+            while isinstance(node, torch.fx.Node) and node.op == "call_function" and str(node.target) in _VIEW_TARGETS:
+                node = node.args[0]
+            if kind == "value" and isinstance(node, torch.fx.Node) and node.op == "placeholder":
+                views.add(index)
+    return graph_strides(gm, output_map), frozenset(views)
 
 
 def input_transposes(program: Program, n_fresh: int, n_device: int) -> list[tuple[int, int, tuple]]:
