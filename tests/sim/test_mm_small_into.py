@@ -1,7 +1,8 @@
 """A small DEFAULT-precision eager `mm` written straight into its output buffer (sim/mxu_kernel.py
 `mm_small_bf16_rounded_into`, the driver's last-step path for fast.py's `writes_out` kernel): the same values as
 the packed kernel and as the old path (result array copied into the buffer), special values and any layout
-included, in every MXU mode; HIGH/HIGHEST precision and products above fast.INTO_MAX_MACS keep the old path.
+included, in every MXU mode; products above fast.INTO_MAX_MACS keep the old path, and HIGH/HIGHEST products take
+fast.py's generic dot, which is given the buffer too (its result copied in; BLAS writes only a DEFAULT pass there).
 
 NaN results are compared as NaN, not by bits: the packed kernel's NaN sign (0x7fc00000 or 0xffc00000 where a +NaN
 product meets the -NaN of inf * 0) depends on LLVM's operand order for `+`, which differs between a freshly
@@ -109,10 +110,10 @@ def test_driver_last_step_matches_the_old_path(monkeypatch, precision, mode, res
             m, k, n = shape
             exe = new.compile(program(m, k, n))
             shape_out = _out_shape(m, n, reshaped)
-            takes_out = precision == "DEFAULT" and m * k * n <= fast.INTO_MAX_MACS and not \
-                mk._transposed_is_cheaper(m, n)
+            takes_out = precision != "DEFAULT" or (m * k * n <= fast.INTO_MAX_MACS and not
+                                                   mk._transposed_is_cheaper(m, n))
             assert (exe.payload.last is not None) == takes_out, shape
-            assert old_exes[shape].payload.last is None
+            assert (old_exes[shape].payload.last is None) == (precision == "DEFAULT")
             for special in (False, True):
                 a, b = _operands(rng, m, k, n, special)
                 for layout in ("C", "F", "strided"):
