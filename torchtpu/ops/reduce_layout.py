@@ -11,35 +11,7 @@ from typing import Any
 
 import torch
 
-
-def _reordered(shape: tuple[int, ...], ops: list[list[int]]) -> list[int]:
-    """TensorIteratorBase::reorder_dimensions for a reduction (ops[0] the output, reduced dims stride 0): the
-    permutation, fastest dim first (an insertion sort with ambiguous comparisons, as ATen's)."""
-
-    def should_swap(d0: int, d1: int) -> int:
-        for k, st in enumerate(ops):
-            s0, s1 = st[d0], st[d1]
-            if k == 0 and (s0 == 0) != (s1 == 0):  # reduced dims to the front
-                return 1 if s1 == 0 else -1
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 != s1:
-                return -1 if s0 < s1 else 1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-
-    perm = list(reversed(range(len(shape))))
-    for i in range(1, len(shape)):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    return perm
+from torchtpu.ops.iterator_order import reorder_dimensions
 
 
 def two_reduced_innermost(shape: tuple[int, ...], strides: tuple[int, ...], dims: tuple[int, ...]) -> bool:
@@ -52,7 +24,7 @@ def two_reduced_innermost(shape: tuple[int, ...], strides: tuple[int, ...], dims
         out[d] = 0 if d in dims else size
         size *= 1 if d in dims else shape[d]
     ops = [out, list(strides)]
-    perm = _reordered(shape, ops)
+    perm = reorder_dimensions(shape, ops, reduction=True)
     sh = [shape[p] for p in perm]
     st = [[s[p] for p in perm] for s in ops]
     count = nd

@@ -12,6 +12,7 @@ import torch
 
 from torchtpu.dtypes import DtypeNotImplementedError
 from torchtpu.ops import prims as P
+from torchtpu.ops.iterator_order import reorder_dimensions
 from torchtpu.ops.registry import lower
 from torchtpu.ops.tracing import Sym
 
@@ -28,38 +29,12 @@ def _dense_strides(sizes: Sequence[int], strides: Sequence[int]) -> list[int]:
         expected *= sizes[i]
     if dense:
         return list(strides)
-    perm = _order(sizes, [strides])
+    perm = reorder_dimensions(sizes, [strides])
     out, step = [0] * len(sizes), 1
     for i in perm:
         out[i] = step
         step *= max(sizes[i], 1)
     return out
-
-
-def _order(sizes: Sequence[int], operands: Sequence[Sequence[int]]) -> list[int]:
-    """TensorIterator's reorder_dimensions: dims innermost first, by each operand's strides in turn (a 0 stride
-    ambiguous, equal strides broken by the smaller size), an insertion sort from the reversed dims."""
-    def should_swap(d0: int, d1: int) -> int:
-        for st in operands:
-            if st[d0] == 0 or st[d1] == 0:
-                continue
-            if st[d0] != st[d1]:
-                return -1 if st[d0] < st[d1] else 1
-            if sizes[d0] > sizes[d1]:
-                return 1
-        return 0
-
-    perm = list(range(len(sizes)))[::-1]
-    for i in range(1, len(perm)):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    return perm
 
 
 def complex32_flip_computes(sizes: Sequence[int], strides: Sequence[int], dims: Sequence[int]) -> bool:
@@ -71,7 +46,7 @@ def complex32_flip_computes(sizes: Sequence[int], strides: Sequence[int], dims: 
         return True
     twin = [0 if d in flipped else s for d, s in enumerate(strides)]
     operands = [_dense_strides(sizes, strides), list(strides), twin]
-    inner = next(d for d in _order(sizes, operands) if sizes[d] > 1)
+    inner = next(d for d in reorder_dimensions(sizes, operands) if sizes[d] > 1)
     return inner not in flipped and all(st[inner] == 1 for st in operands)
 
 
