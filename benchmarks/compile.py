@@ -279,7 +279,27 @@ The zoo's worst at medium size: vit has 2 x 17 tokens, so its (34, 1024) @ (1024
 as large as the product's work (rounding 3.2 of 10 ms of dots) and its AdamW graph is 10.6 of a 28 ms step (CPU
 eager's whole step 14 ms); bert's exact GELU costs ~10 ms of a 122 ms step (CPU 67 ms): erf is numba's
 scalar libm erff at ~3-9 ns per element (four (2, 256, 1024) passes per step) against CPU's vectorized gelu.
-Not done: a vectorized erf with the same bits would have to follow glibc's erff (2.36 here) step by step."""
+Not done: a vectorized erf with the same bits would have to follow glibc's erff (2.36 here) step by step.
+
+Session 27 (helpers p27a-c; quiet machine, load ~1-2), all same bits: (1) a fast dot writes its program output
+from BLAS itself (also through a reshape), a reshaped direct write needs only a view of the output (a compiled
+forward's transposed attention outputs had sent every output of the launch down the copy path), writes follow
+chains of reshapes and transposes, and a compiled forward returns the weight transposes it saves for backward as
+views of the weights where the graph says they are views (bytes copied per medium Llama step 72.9 -> 22.7 MB,
+GPT-2 58.2 -> 16.3 MB); (2) a fused group's independent chains run as one loop each and a result written over an
+operand is stored through that operand's argument, so the loops vectorize (a compiled 4.2M-parameter AdamW step
+1.45x -> 0.45x CPU eager's foreach); (3) dots of one plan that read the same value round it once per run (Llama
+train's operand rounding 19.1 -> 16.4 ms per step). Processes main (a955abe), new, new, main (ABBA inside, median
+of 5), compiled x CPU eager at hidden 256, 2x256 (compiled ms in brackets):
+
+    llama train 1.42x / 1.50x (165 / 176) -> 1.22x / 1.30x (144 / 155)
+    llama fwd   1.47x / 1.33x             -> 1.43x / 1.41x (noise: compiled 42 / 43 -> 43 / 40 ms)
+    gpt2 train  1.45x / 1.42x (144 / 149) -> 1.31x / 1.35x (127 / 128)
+    gpt2 fwd    1.43x / 1.27x             -> 1.34x / 1.32x
+
+Goal not met (<= 1.0x); left: 23 MB a Llama step still copied (an eager zero_ fill, results with several
+readers, divide/subtract outputs), operand rounding repeated across the forward and backward programs (the
+backward reads the forward's saved copies, other memory), erf as above."""
 
 from __future__ import annotations
 
