@@ -297,6 +297,10 @@ of 5), compiled x CPU eager at hidden 256, 2x256 (compiled ms in brackets):
     gpt2 train  1.45x / 1.42x (144 / 149) -> 1.31x / 1.35x (127 / 128)
     gpt2 fwd    1.43x / 1.27x             -> 1.34x / 1.32x
 
+Zoo at medium size (`benchmarks/models.py --compile --size medium --repeats 5`, processes main, new, new, main),
+compiled x CPU eager, training step: bert 1.9x / 1.7x -> 1.7x / 1.7x, vit 2.1x / 2.2x -> 1.8x / 1.6x, t5 1.5x /
+1.4x -> 1.4x / 1.4x, mistral 1.6x / 1.6x -> 1.4x / 1.4x, llama 1.7x / 1.6x -> 1.5x / 1.6x, gpt2 1.6x / 1.5x ->
+1.3x / 1.3x; forward unchanged (bert 1.6-1.7x, vit 2.0-2.2x, t5 1.5-1.6x, mistral, llama, gpt2 1.4-1.5x).
 Goal not met (<= 1.0x); left: 23 MB a Llama step still copied (an eager zero_ fill, results with several
 readers, divide/subtract outputs), operand rounding repeated across the forward and backward programs (the
 backward reads the forward's saved copies, other memory), erf as above."""
