@@ -252,7 +252,7 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype:
     """`dtype`: an out= tensor's (out_rules.ITERATOR_WRITES_OUT): ATen's reduction reads the input in it.
     `take_sqrt`: std, the root taken before the result's rounding (a complex x's after the parts' sum)."""
     if x.dtype == torch.complex32 and dtype is None:  # CPU's ComplexHalf: each part's var in float16, their
-        re, im = _half_parts(x)                         # float16 sum, its float16 root
+        re, im = _parts(x)                              # float16 sum, its float16 root
         total = P.convert(P.convert(_var(re, dims, correction, keepdim), torch.float32) +
                           P.convert(_var(im, dims, correction, keepdim), torch.float32), torch.float16)
         return P.convert(P.emit1("sqrt", [P.convert(total, torch.float32)]), torch.float16) if take_sqrt else total
@@ -292,10 +292,11 @@ def _var(x: Sym, dims: tuple[int, ...], correction: float, keepdim: bool, dtype:
     return P.convert(result, out)
 
 
-def _half_parts(x: Sym) -> tuple[Sym, Sym]:
-    """A complex32 x's real and imaginary parts, float16 (exact), as CPU's at::real / at::imag views read them."""
-    z = P.convert(x, torch.complex64)
-    return P.convert(P.emit1("real", [z]), torch.float16), P.convert(P.emit1("imag", [z]), torch.float16)
+def _parts(x: Sym) -> tuple[Sym, Sym]:
+    """A complex x's real and imaginary parts (a complex32's float16, exact, as CPU's at::real / at::imag views)."""
+    from torchtpu.ops.complex import imag, real
+
+    return real(x), imag(x)
 
 
 def _correction(correction: Any) -> float:
@@ -341,8 +342,7 @@ def _welford_mean(x: Sym, dims: tuple[int, ...], keepdim: bool) -> Sym:
     steps alike. A complex x: each part on its own, as ATen's var_mean of its real and imaginary parts."""
     if x.dtype.is_complex:
         z = P.convert(x, P.complex_for(x.dtype))
-        parts = _half_parts(x) if x.dtype == torch.complex32 else (P.emit1("real", [z]), P.emit1("imag", [z]))
-        re, im = (P.convert(_welford_mean(part, dims, keepdim), P.COMPLEX_PART[z.dtype]) for part in parts)
+        re, im = (P.convert(_welford_mean(part, dims, keepdim), P.COMPLEX_PART[z.dtype]) for part in _parts(x))
         return P.convert(P.emit1("complex", [re, im]), x.dtype)
     mean = _mean(x, dims, keepdim, None)
     if not dims or any(x.shape[d] == 0 for d in dims) or not x.dtype.is_floating_point:
