@@ -1,7 +1,9 @@
 """ABBA in one process: medium Llama / GPT-2 compiled steps with the sim's in-place logistic and rsqrt
 (drivers/sim/kernels.py `IN_PLACE`) on and off, ratios to CPU eager; and the kernels alone on a SiLU's operand.
+With `np.where`, every plan's select steps run np.where (drivers/sim/fast.py `SELECT_UFUNC` off: it is read when
+a plan is built, so the select ufunc is measured in alternating processes, with and without).
 
-usage: benchmarks/unary_in_place.py [repeats]   (run from the repository root, TORCHTPU_CACHE_DIR set)"""
+usage: benchmarks/unary_in_place.py [repeats] [np.where]   (from the repository root, TORCHTPU_CACHE_DIR set)"""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 import compile as cb  # noqa: E402  (benchmarks/compile.py: the models, the step functions, ABBA timing)
-from torchtpu.drivers.sim import kernels  # noqa: E402
+from torchtpu.drivers.sim import fast, kernels  # noqa: E402
 
 import torchtpu  # noqa: E402
 
@@ -72,4 +74,7 @@ def main(repeats: int) -> None:
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
+    if sys.argv[2:] == ["np.where"]:
+        fast.SELECT_UFUNC = False
+    print(f"select steps: {'np.where' if not fast.SELECT_UFUNC else 'kernels.SELECT'}")
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 7)

@@ -6,7 +6,9 @@ of eager ops is most of a step's cost. When a step's operands and result need no
 int64/int32 in and out, plain `astype` conversions, no zero-size max/min), `specialize` returns the numpy
 function (or a closure over the step's fixed shapes) that the generic kernel would end up calling, so the value
 is the same bit for bit (tests/sim/test_fast_kernels.py checks each against the generic kernel); a 0-d result
-is returned as a 0-d array, as the generic kernel returns it. Indexing steps are in fast_index.py.
+is returned as a 0-d array, as the generic kernel returns it. A select of a dtype in kernels.SELECT_DTYPES is
+the branch-free ufunc kernels.SELECT instead of np.where (the same copy of the picked bits,
+tests/test_sim_select_ufunc.py). Indexing steps are in fast_index.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import numpy as np
 from torchtpu.drivers.ir import Op
 from torchtpu.drivers.sim.fast_index import SPECIALIZERS
-from torchtpu.drivers.sim.kernels import _BINARY, _COMPARE, _UNARY_ANY, _UNARY_FLOAT, NP_DTYPES
+from torchtpu.drivers.sim.kernels import _BINARY, _COMPARE, _UNARY_ANY, _UNARY_FLOAT, NP_DTYPES, SELECT, SELECT_DTYPES
 from torchtpu.drivers.sim.kernels_data import _CUMULATIVE, _broadcast_plan, dot_layout
 from torchtpu.sim import mxu
 from torchtpu.sim.mxu_kernel import (
@@ -37,6 +39,9 @@ INTO_MAX_MACS = PARALLEL_MIN_MACS - 1
 # A fast product given `out=` has BLAS write it (False: computed into a new array and copied in, the path before;
 # benchmarks toggle it to measure both in one process)
 INTO = True
+# A select step of a dtype in kernels.SELECT_DTYPES runs the branch-free ufunc kernels.SELECT (False: np.where, the
+# path before; read when a plan is built, so benchmarks compare the two in separate processes)
+SELECT_UFUNC = True
 
 _PLAIN = frozenset({"float32", "float64", "int64", "int32"})  # computed as stored: no widening, no rounding
 _FLOATS = frozenset({"float32", "float64"})
@@ -78,7 +83,7 @@ def _specialize(op: Op, mxu_array: int) -> FastKernel | None:
     if name == "compare" and len(set(ins)) == 1 and ins[0] in _PLAIN:
         return _COMPARE[op.attr("direction")]
     if name == "select" and ins[1] == ins[2] == out:
-        return np.where
+        return SELECT if SELECT_UFUNC and ins[0] == "bool" and out in SELECT_DTYPES else np.where
     if name == "reshape":
         shape = tuple(op.attr("shape"))
         return lambda x: x.reshape(shape)
