@@ -179,6 +179,8 @@ def fast_default(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) ->
     dispatch: for a caller that fixed the shapes, dtypes, precision and mode beforehand (drivers/sim/fast.py's
     dot kernels, once per plan step). The same calls in the same order, so the same bits
     (tests/test_mxu_fast_default.py)."""
+    if a.dtype != np.float32 or b.dtype != np.float32:
+        raise TypeError(f"fast_default takes float32 operands, got {a.dtype} and {b.dtype} (matmul takes others)")
     with np.errstate(invalid="ignore", over="ignore"):
         return _default(a, b, blas_matmul, out)
 

@@ -135,6 +135,8 @@ def test_fast_default_is_matmul():
     want = mxu.matmul(x, y, precision="DEFAULT", mode="fast")
     assert mxu.fast_default(x, y).tobytes() == want.tobytes()
     assert mxu.fast_default(x, y, out) is out and out.tobytes() == want.tobytes()
+    with pytest.raises(TypeError, match="float32 operands"):  # matmul would convert first: not this path's job
+        mxu.fast_default(x.astype(np.float64), y)
 
 
 def _program(precision: str):
