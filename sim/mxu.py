@@ -44,6 +44,7 @@ __all__ = [
     "PASSES",
     "conv",
     "convert_out",
+    "fast_default",
     "get_mode",
     "matmul",
     "resolve_mode",
@@ -144,15 +145,9 @@ def _passes(
 ) -> np.ndarray:
     """Combine bf16 passes exactly as XLA's rewriter does; `dot` runs one bf16 x bf16 -> f32 dot. `out`: where the
     one DEFAULT pass writes (`dot`'s `out=`: blas_matmul), None for a new array."""
-    kw = {} if out is None else {"out": out}
     with np.errstate(invalid="ignore", over="ignore"):
         if precision == "DEFAULT":
-            # round_bf16's bits, vectorized, into this thread's scratch: only the product reads them (mxu_round.py);
-            # transposed operands stay transposed where BLAS sums them with the C-order bits (mxu_layout.py)
-            ta, tb = transposed(a), transposed(b)
-            if (ta or tb) and dot is blas_matmul and same_bits(a.shape, b.shape, ta, tb, _torch_threads(), dot):
-                return dot(round_operand(a, "lhs", ta), round_operand(b, "rhs", tb), **kw)
-            return dot(round_operand(a, "lhs"), round_operand(b, "rhs"), **kw)
+            return _default(a, b, dot, out)
         if precision == "HIGH":
             ah, al = split_bf16x3(a)
             bh, bl = split_bf16x3(b)
@@ -165,6 +160,29 @@ def _passes(
         r = r + dot(ah, bm)
         r = r + dot(am, bh)
         return _guard(r) + dot(ah, bh)
+
+
+def _default(a: np.ndarray, b: np.ndarray, dot: Callable[..., np.ndarray], out: np.ndarray | None) -> np.ndarray:
+    """The one DEFAULT pass: `dot` of the operands rounded to bf16 values (round_bf16's bits, vectorized, into this
+    thread's scratch: only the product reads them, mxu_round.py); transposed operands stay transposed where BLAS
+    sums them with the C-order bits (mxu_layout.py). The caller holds the errstate."""
+    kw = {} if out is None else {"out": out}
+    ta, tb = transposed(a), transposed(b)
+    if (ta or tb) and dot is blas_matmul and same_bits(a.shape, b.shape, ta, tb, _torch_threads(), dot):
+        return dot(round_operand(a, "lhs", ta), round_operand(b, "rhs", tb), **kw)
+    return dot(round_operand(a, "lhs"), round_operand(b, "rhs"), **kw)
+
+
+def fast_default(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """`matmul(a, b, precision="DEFAULT", mode="fast", out=out)` for float32 arrays a (batch, M, K) and b (batch,
+    K, N), `out` None or a C-contiguous float32 (batch, M, N) array, without `matmul`'s argument checks and
+    dispatch: for a caller that fixed the shapes, dtypes, precision and mode beforehand (drivers/sim/fast.py's
+    dot kernels, once per plan step). The same calls in the same order, so the same bits
+    (tests/test_mxu_fast_default.py)."""
+    if a.dtype != np.float32 or b.dtype != np.float32:
+        raise TypeError(f"fast_default takes float32 operands, got {a.dtype} and {b.dtype} (matmul takes others)")
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _default(a, b, blas_matmul, out)
 
 
 def convert_out(res: np.ndarray, out_dtype: Any) -> np.ndarray:

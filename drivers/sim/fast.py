@@ -42,6 +42,10 @@ INTO = True
 # A select step of a dtype in kernels.SELECT_DTYPES runs the branch-free ufunc kernels.SELECT (False: np.where, the
 # path before; read when a plan is built, so benchmarks compare the two in separate processes)
 SELECT_UFUNC = True
+# A fast DEFAULT product calls `mxu.fast_default` (the one DEFAULT pass, without `mxu.matmul`'s argument checks and
+# dispatch, which this step fixed at compile time); False: through `mxu.matmul`, the path before (benchmarks and
+# tests/test_mxu_fast_default.py toggle it to compare both in one process)
+LEAN = True
 
 _PLAIN = frozenset({"float32", "float64", "int64", "int32"})  # computed as stored: no widening, no rounding
 _FLOATS = frozenset({"float32", "float64"})
@@ -177,8 +181,13 @@ def _dot(op: Op, array: int) -> FastKernel:
                 result = dot_exact_bf16_rounded(a3, b3, array).reshape(out_shape)
         elif INTO and out is not None and out.shape == out_shape and out.dtype == np.float32 \
                 and out.flags.c_contiguous:
-            mxu.matmul(a3, b3, precision=precision, out_dtype=np.float32, array=array, out=out.reshape(c_shape))
+            if default and LEAN:
+                mxu.fast_default(a3, b3, out.reshape(c_shape))
+            else:
+                mxu.matmul(a3, b3, precision=precision, out_dtype=np.float32, array=array, out=out.reshape(c_shape))
             return out
+        elif default and LEAN:
+            result = mxu.fast_default(a3, b3).reshape(out_shape)
         else:
             result = mxu.matmul(a3, b3, precision=precision, out_dtype=np.float32, array=array).reshape(out_shape)
         if out is None:

@@ -13,9 +13,11 @@ compares every mode).
 Measured (session p27a, medium compiled steps, hidden 256 x 2 x 256 tokens, thread CPU time inside
 `round_operand`, old and new in one process, median of 3): Llama train 19.1 -> 16.4 ms per step, fwd 5.5 -> 5.2;
 GPT-2 train 16.0 -> 14.0, fwd 3.4 -> 3.4; zoo vit medium unchanged (its repeats are across programs). The rest
-of the repeated rounding is across programs: 36 of a Llama backward's operands (5.9 ms of rounding) hold the
-same values as forward ones, in other memory (saved tensors are the forward's output copies), which no
-buffer-identity cache can reach.
+of the repeated rounding is across programs (session p28b, benchmarks/dot_repeats.py, one medium train step):
+Llama rounds 92.9 MiB of operands, 26.5 MiB of them values a dot of an earlier program (the forward) rounded
+already, 15.5 MiB of those at the same address (weights read by the forward and the backward, activations the
+forward saved as they are) and 11 MiB in other memory (saved copies); GPT-2 74.9, 21.5 and 15.0 MiB. No memo
+serves those: nothing here proves a buffer unchanged between two launches (the caller may write it in between).
 """
 
 from __future__ import annotations
