@@ -49,6 +49,10 @@ MIN_ELEMENTS = 4096  # per output written directly
 MIN_TOTAL = 1 << 14  # over the plan's direct writes
 _CHAIN_MAX = 4  # reshapes and transposes between a step and the output it writes through a view (IntoView)
 ENABLED = True  # False: every launch takes the copy path (benchmarks/compile.py measures both in one run)
+# Read at plan time (compile): a result with other readers too is written through a chain of views (`IntoView`),
+# and a result that is several program outputs is written into the first and copied from there into the rest
+# (False: both copied after the steps, as before; session 28 measured the two in one process)
+SHARED = True
 
 
 def _writes_into(step: Any) -> bool:
@@ -125,10 +129,15 @@ class IntoView:
     (8, 64, 256) at strides (65536, 4, 256) viewed at (2, 4, 64, 256)), and the chain, reading it, gives the
     output's value (`slot`)."""
 
-    __slots__ = ("index", "path", "slot")
+    __slots__ = ("index", "path", "slot", "shared")
 
-    def __init__(self, index: int, path: tuple[tuple[str, tuple[int, ...]], ...], slot: int) -> None:
+    def __init__(self, index: int, path: tuple[tuple[str, tuple[int, ...]], ...], slot: int,
+                 shared: bool = False) -> None:
         self.index, self.path, self.slot = index, path, slot
+        # other steps read the step's result (or a view in the chain) too: they then read the output buffer, so
+        # the launch requires the view to be C-contiguous, the layout of the new array they read otherwise (a
+        # reduction's summation order follows its operand's layout)
+        self.shared = shared
 
     def source(self, buffer: str) -> str:
         """Python source of the view of `buffer` (an expression) that the step writes (straight_line.py)."""
@@ -151,12 +160,16 @@ class DirectPlan:
     """The direct writes of one plan: `direct` maps a step's position to the output index it writes;
     `copies`: (slot, output index) of the outputs still copied after the steps."""
 
-    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact", "_views")
+    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact", "_views", "_contiguous")
 
     def __init__(self, direct: dict[int, Any], copies: list[tuple[int, int]],
                  checks: dict[int, tuple[frozenset[int], bool, tuple[int, ...], np.dtype]],
-                 exact: dict[int, frozenset[int]] | None = None, views: dict[int, IntoView] | None = None) -> None:
+                 exact: dict[int, frozenset[int]] | None = None, views: dict[int, IntoView] | None = None,
+                 contiguous: frozenset[int] = frozenset()) -> None:
         self.direct, self.copies = direct, copies
+        # output indices whose buffer (or its IntoView) must be C-contiguous: other steps, or the copies into the
+        # slot's other outputs, read it where they read a new array before
+        self._contiguous = contiguous
         self._views = views or {}  # output index -> its IntoView (written through a view)
         self._checks = checks  # output index -> (inputs read after its write, a later step may raise, shape, dtype)
         # output index -> the inputs its fused step (fusion.py) reads element by element as it writes: such an
@@ -190,6 +203,10 @@ class DirectPlan:
                 return False
         if any(into.view(outputs[k]) is None for k, into in self._views.items()):
             return False
+        for k in self._contiguous:
+            into = self._views.get(k)
+            if not (outputs[k] if into is None else into.view(outputs[k])).flags.c_contiguous:
+                return False
         out_bounds = sorted((*_bounds(o), k) for k, o in enumerate(outputs) if o.size)
         for (_, hi, _), (lo, _, _) in zip(out_bounds, out_bounds[1:]):
             if lo < hi:  # output buffers overlap each other: their order of writing would matter
@@ -244,13 +261,15 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
     """The direct writes for `steps` (the driver's steps over value slots, program inputs first) producing the
     program output slots `outputs`; `last`: a final step the driver runs itself after them (it reads after every
     step). None when no step qualifies."""
-    count = {}
-    for slot in outputs:
+    count: dict[int, int] = {}
+    position: dict[int, int] = {}  # slot -> its first output index
+    for k, slot in enumerate(outputs):
         count[slot] = count.get(slot, 0) + 1
-    position = {slot: k for k, slot in enumerate(outputs)}
+        position.setdefault(slot, k)
+    most = 1 << 30 if SHARED else 1  # outputs a writing step's result may be (the first written, others copied)
     direct: dict[int, Any] = {
         n: position[s.out] for n, s in enumerate(steps)
-        if _writes_into(s) and len(s.outputs) == 1 and count.get(s.out) == 1
+        if _writes_into(s) and len(s.outputs) == 1 and 1 <= count.get(s.out, 0) <= most
         and s.op.outputs[0].type.numel >= MIN_ELEMENTS}
     if last is not None:
         direct = {n: k for n, k in direct.items() if steps[n].out != last.out}
@@ -277,8 +296,12 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
             made = empty.union(*(roots.get(i, empty) for i in step.inputs))
         for slot in step.outputs:
             roots[slot] = made
-    direct_slots = {slot for n, k in direct.items() for slot, into in _written(steps[n], k)}
-    copies = [(slot, k) for k, slot in enumerate(outputs) if slot not in direct_slots]
+    written = {pair for n, k in direct.items() for pair in _written(steps[n], k)}
+    copies = [(slot, k) for k, slot in enumerate(outputs) if (slot, k) not in written]
+    # a written slot copied into its other outputs too: the copies read the first output's buffer
+    repeated = {slot for slot, _ in copies} & {slot for slot, _ in written}
+    contiguous = frozenset(k for slot, k in written if slot in repeated)
+    contiguous |= frozenset(into.index for into in direct.values() if isinstance(into, IntoView) and into.shared)
     # read after position n: later steps' operands, the last step's, and the copied outputs
     tail: set[int] = set()
     for slot, _ in copies:
@@ -310,14 +333,17 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
             tail |= roots.get(slot, empty)
         raises = raises or not _pure(step)
     views = {into.index: into for into in direct.values() if isinstance(into, IntoView)}
-    return DirectPlan(direct, copies, checks, exact, views)
+    return DirectPlan(direct, copies, checks, exact, views, contiguous)
 
 
 def _through_reshape(steps: Sequence[Any], position: dict[int, int], count: dict[int, int],
                      last: Any) -> dict[int, IntoView]:
     """The writing steps whose result (no program output itself) reaches one program output (not the last
-    step's) through up to `_CHAIN_MAX` reshapes and transposes, each result read by the next only and no output
-    before the last: each writes into that output's buffer viewed at its own shape (`IntoView`)."""
+    step's) through up to `_CHAIN_MAX` reshapes and transposes, no output before the last: each writes into that
+    output's buffer viewed at its own shape (`IntoView`). With `SHARED`, a result in the chain may have other
+    readers too (a training forward's activation, reshaped both for the next product and as the saved output),
+    and the first of several chains that reach outputs is written (a normed activation reshaped for each of q, k
+    and v, each reshape saved: the others are copied from the written buffer's views after the steps)."""
     readers: dict[int, list[Any]] = {}
     for step in steps:
         for slot in set(step.inputs):
@@ -326,22 +352,35 @@ def _through_reshape(steps: Sequence[Any], position: dict[int, int], count: dict
     for n, s in enumerate(steps):
         if not _writes_into(s) or len(s.outputs) != 1 or s.out in count or s.op.outputs[0].type.numel < MIN_ELEMENTS:
             continue
-        chain, slot = [], s.out
-        while len(chain) < _CHAIN_MAX and slot not in count:
-            after = readers.get(slot, ())
-            if len(after) != 1 or after[0].op.name not in ("reshape", "transpose") or after[0].fast is None \
-                    or len(after[0].outputs) != 1:
-                break
-            chain.append(after[0])
-            slot = after[0].out
-        if not chain or count.get(slot) != 1 or (last is not None and slot == last.out):
+        chains = _chains(s.out, readers, count, _CHAIN_MAX)
+        if not chains or (chains[0][1] and not SHARED):
+            continue
+        chain, shared = chains[0]
+        slot = chain[-1].out
+        if count.get(slot) != 1 or (last is not None and slot == last.out):
             continue
         path = tuple(("reshape", tuple(r.op.inputs[0].shape)) if r.op.name == "reshape"
                      else ("transpose", tuple(int(i) for i in np.argsort(r.op.attr("permutation"))))
                      for r in reversed(chain))
-        into = IntoView(position[slot], path, slot)
+        into = IntoView(position[slot], path, slot, shared)
         if _likely_viewed(into, s, chain):
             found[n] = into
+    return found
+
+
+def _chains(slot: int, readers: dict[int, list[Any]], count: dict[int, int], depth: int) -> list[tuple[list, bool]]:
+    """The chains of up to `depth` reshape and transpose steps from `slot` (no output) to a program output slot,
+    each with whether a slot along it (the first included, the output excluded) has other readers too."""
+    after = readers.get(slot, ())
+    found = []
+    for r in after:
+        if r.op.name not in ("reshape", "transpose") or r.fast is None or len(r.outputs) != 1:
+            continue
+        if r.out in count:
+            found.append(([r], len(after) != 1))
+        elif depth > 1:
+            found += [([r, *chain], shared or len(after) != 1)
+                      for chain, shared in _chains(r.out, readers, count, depth - 1)]
     return found
 
 
@@ -359,7 +398,8 @@ def _likely_viewed(into: IntoView, step: Any, chain: list[Any]) -> bool:
             natural = np.reshape(natural, tuple(r.op.attr("shape")), copy=False)
         except ValueError:  # the reshape copies: its result is C-contiguous
             natural = _layout(tuple(r.op.attr("shape")))
-    return into.view(_layout(natural.shape)) is not None and into.view(natural) is not None
+    views = into.view(_layout(natural.shape)), into.view(natural)
+    return all(v is not None and (v.flags.c_contiguous or not into.shared) for v in views)
 
 
 def _layout(shape: tuple[int, ...]) -> np.ndarray:
