@@ -2,7 +2,7 @@
 (drivers/sim/direct_outputs.py `SHARED`): the step computes into the output buffer, the other readers read it
 there and the slot's other outputs are copied from it. Bit for bit what the copy path and the plans without them
 give, with odd sizes, NaN, inf and -0.0 in the operands; no output is visible through another or through an
-input; a buffer layout the other readers would see differently (not C-contiguous) takes the copy path."""
+input; a buffer whose layout a layout-dependent reader (a sum) would see takes the copy path."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_a_result_read_again_is_written_through_its_reshape(monkeypatch, reader)
     program = _shared_program(reader)
     new, old = _compiled(program, True), _compiled(program, False)
     views = [k for k in new.payload.direct.direct.values() if isinstance(k, direct_outputs.IntoView)]
-    assert len(views) == 1 and views[0].shared
+    assert len(views) == 1 and views[0].shared and views[0].layout == (reader == "sum")
     assert old.payload.direct is None or not any(
         isinstance(k, direct_outputs.IntoView) for k in old.payload.direct.direct.values())
     x, g = _operands(0)
@@ -134,12 +134,31 @@ def test_two_outputs_in_one_buffer_or_in_an_input_take_a_safe_path(monkeypatch):
     assert not np.shares_memory(first, x)
 
 
-def test_a_strided_first_buffer_of_a_repeated_result_takes_the_copy_path(monkeypatch):
-    """The copies into the slot's other outputs read the first buffer: it must be C-contiguous (else they
-    would read another layout than the new array they read before)."""
+def test_a_strided_first_buffer_of_a_repeated_result_is_written_and_copied(monkeypatch):
+    """The copies into the slot's other outputs read the first buffer in its layout: element by element, the same
+    values as from the new array they read before."""
     exe = _compiled(_repeated_program(), True)
     x, g = _operands(4)
     first = np.full(SHAPE[::-1], np.nan, np.float32).T
     outs = [first, np.empty(SHAPE, np.float32), np.empty(SHAPE, np.float32)]
     seen, got = _run(exe, [x, g], outs, True, monkeypatch)
-    assert seen == [False] and got == [(x * g).tobytes(), (x + g).tobytes(), (x * g).tobytes()]
+    assert seen == [True] and got == [(x * g).tobytes(), (x + g).tobytes(), (x * g).tobytes()]
+
+
+def test_a_strided_buffer_that_a_later_sum_reads_takes_the_copy_path(monkeypatch):
+    """t = x * g is an output and read by a sum: written into a transposed buffer, the sum would read t in that
+    layout and add in another order (different bits, found in session 28); the launch copies instead."""
+    b = Builder()
+    x, g = b.input(SHAPE, "float32"), b.input(SHAPE, "float32")
+    t = b.emit("multiply", [x, g])[0]
+    exe = SimDriver().compile(b.finish([t, b.emit("reduce", [t], kind="sum", dimensions=(2,))[0]]))
+    x, g = _operands(5)
+    x *= 1e3
+    results = []
+    for direct, layout in ((True, "c"), (True, "f"), (False, "f")):
+        t_out = np.full(SHAPE, np.nan, np.float32) if layout == "c" else np.full(SHAPE[::-1], np.nan, np.float32).T
+        seen, got = _run(exe, [x, g], [t_out, np.empty(SHAPE[:2], np.float32)], direct, monkeypatch)
+        assert seen == [direct and layout == "c"]
+        results.append(got)
+    assert results[0] == results[1] == results[2]
+    assert results[0][1] == np.add.reduce(x * g, axis=2).tobytes()

@@ -12,17 +12,21 @@ buffer, or the exact order, gets the computed result copied in.
 
 The write happens at that step instead of after the last one, so it is only allowed where no one can tell:
 
-* at compile time (`plan_direct`): the step is a ufunc whose result is one program output (a slot that is no
-  other output), and for it the set of program inputs whose memory may still be read afterwards: by later
-  steps, by the copies of the other outputs, through views (a step that is not a ufunc may return a view of its
-  operands, so its result is taken to alias all of them); and whether a later step may raise (an index check,
+* at compile time (`plan_direct`): the step is a ufunc whose result is a program output, and for it the set of
+  program inputs whose memory may still be read afterwards: by later steps, by the copies of the other outputs,
+  through views (a step that is not a ufunc may return a view of its operands, so its result is taken to alias
+  all of them); and whether a later step may raise (an index check,
   an integer division), which must leave the caller's buffers as they were;
 * at launch (`DirectPlan.allowed`): the buffers' byte ranges: every candidate's buffer has the program output's
   shape and dtype, overlaps no other output buffer, and overlaps no input in its set (an input updated in place,
   such as a parameter, is fine once it is no longer read); a buffer that overlaps any input (written in place)
-  is written early only when no later step may raise. If any check fails the launch takes the ordinary path
-  (all results computed, then copied). The decision is cached per combination of buffer objects (the
-  runtime caches a tensor's buffer view by address and geometry, so steady-state launches hit).
+  is written early only when no later step may raise; a buffer (or its view) that a later step reads with bits
+  that may depend on the layout (a sum: `_layout_read`) must be C-contiguous, as the new array it read before
+  (without this check a transposed output buffer changed a later sum's bits). If any check fails the launch takes
+  the ordinary path (all results computed, then copied). The decision is cached per combination of buffer
+  objects (the runtime caches a tensor's buffer view by address and geometry, so steady-state launches hit).
+* a result that is several program outputs is written into the first and copied from there into the others; one
+  that other steps read too reaches its output through a view chain as well (`SHARED`, `IntoView.shared`).
 """
 
 from __future__ import annotations
@@ -129,15 +133,16 @@ class IntoView:
     (8, 64, 256) at strides (65536, 4, 256) viewed at (2, 4, 64, 256)), and the chain, reading it, gives the
     output's value (`slot`)."""
 
-    __slots__ = ("index", "path", "slot", "shared")
+    __slots__ = ("index", "path", "slot", "shared", "layout")
 
     def __init__(self, index: int, path: tuple[tuple[str, tuple[int, ...]], ...], slot: int,
-                 shared: bool = False) -> None:
+                 shared: bool = False, layout: bool = False) -> None:
         self.index, self.path, self.slot = index, path, slot
-        # other steps read the step's result (or a view in the chain) too: they then read the output buffer, so
-        # the launch requires the view to be C-contiguous, the layout of the new array they read otherwise (a
-        # reduction's summation order follows its operand's layout)
-        self.shared = shared
+        self.shared = shared  # other steps read the step's result or a view in the chain too (`SHARED`)
+        # and one of them may give other bits for another layout (`_layout_read`): the launch requires the view to
+        # be C-contiguous, the new array's layout, and the plan takes the chain only where both layouts that
+        # `_likely_viewed` expects give one
+        self.layout = layout
 
     def source(self, buffer: str) -> str:
         """Python source of the view of `buffer` (an expression) that the step writes (straight_line.py)."""
@@ -298,10 +303,11 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
             roots[slot] = made
     written = {pair for n, k in direct.items() for pair in _written(steps[n], k)}
     copies = [(slot, k) for k, slot in enumerate(outputs) if (slot, k) not in written]
-    # a written slot copied into its other outputs too: the copies read the first output's buffer
-    repeated = {slot for slot, _ in copies} & {slot for slot, _ in written}
-    contiguous = frozenset(k for slot, k in written if slot in repeated)
-    contiguous |= frozenset(into.index for into in direct.values() if isinstance(into, IntoView) and into.shared)
+    # a written result that a later step (or the last) reads is read from the output buffer, in its layout: where
+    # a reader's bits may depend on the layout (a sum's order), the launch requires the new array's, C-contiguous
+    readers = _readers(steps, last)
+    contiguous = frozenset(k for n, into in direct.items() for slot, k in _written(steps[n], into)
+                           if _layout_read(steps[n].out if isinstance(into, IntoView) else slot, readers))
     # read after position n: later steps' operands, the last step's, and the copied outputs
     tail: set[int] = set()
     for slot, _ in copies:
@@ -344,10 +350,7 @@ def _through_reshape(steps: Sequence[Any], position: dict[int, int], count: dict
     readers too (a training forward's activation, reshaped both for the next product and as the saved output),
     and the first of several chains that reach outputs is written (a normed activation reshaped for each of q, k
     and v, each reshape saved: the others are copied from the written buffer's views after the steps)."""
-    readers: dict[int, list[Any]] = {}
-    for step in steps:
-        for slot in set(step.inputs):
-            readers.setdefault(slot, []).append(step)
+    readers = _readers(steps, last)
     found = {}
     for n, s in enumerate(steps):
         if not _writes_into(s) or len(s.outputs) != 1 or s.out in count or s.op.outputs[0].type.numel < MIN_ELEMENTS:
@@ -362,7 +365,7 @@ def _through_reshape(steps: Sequence[Any], position: dict[int, int], count: dict
         path = tuple(("reshape", tuple(r.op.inputs[0].shape)) if r.op.name == "reshape"
                      else ("transpose", tuple(int(i) for i in np.argsort(r.op.attr("permutation"))))
                      for r in reversed(chain))
-        into = IntoView(position[slot], path, slot, shared)
+        into = IntoView(position[slot], path, slot, shared, _layout_read(s.out, readers))
         if _likely_viewed(into, s, chain):
             found[n] = into
     return found
@@ -384,6 +387,37 @@ def _chains(slot: int, readers: dict[int, list[Any]], count: dict[int, int], dep
     return found
 
 
+def _readers(steps: Sequence[Any], last: Any) -> dict[int, list[Any]]:
+    """slot -> the steps (and the last step) that read it."""
+    readers: dict[int, list[Any]] = {}
+    for step in (*steps, *([last] if last is not None else [])):
+        for slot in set(step.inputs):
+            readers.setdefault(slot, []).append(step)
+    return readers
+
+
+# Steps whose results carry their operand's layout on to their own readers (views, or a new array in the
+# operand's layout, as astype keeps it)
+_CARRY = frozenset({"reshape", "transpose", "broadcast_in_dim", "slice", "convert"})
+
+
+def _layout_read(slot: int, readers: dict[int, list[Any]], depth: int = 8) -> bool:
+    """Whether a step may read `slot` (or a view of it) with bits that depend on its memory layout. Ufuncs and
+    np.where are element-wise, a fused loop gathers its operands into C order first (fusion.py), and a product
+    (fast.py's `dot`) gives the same bits for any operand layout (sim/mxu_layout.py); a view step passes the
+    question on to its readers; any other step may depend on it (a reduction sums in its operand's memory order)."""
+    for r in readers.get(slot, ()):
+        if isinstance(r.fast, np.ufunc) or r.fast is np.where or hasattr(r, "source") \
+                or getattr(r.fast, "writes_out", False) is True:
+            continue
+        if r.op.name in _CARRY and depth > 0 and len(r.outputs) == 1:
+            if _layout_read(r.outputs[0], readers, depth - 1):
+                return True
+            continue
+        return True
+    return False
+
+
 def _likely_viewed(into: IntoView, step: Any, chain: list[Any]) -> bool:
     """Whether the output has a view at `step`'s shape both when C-contiguous and when laid out as the chain of
     views would lay out `step`'s C-order result (the layouts a compiled graph's outputs take): a launch whose
@@ -399,7 +433,7 @@ def _likely_viewed(into: IntoView, step: Any, chain: list[Any]) -> bool:
         except ValueError:  # the reshape copies: its result is C-contiguous
             natural = _layout(tuple(r.op.attr("shape")))
     views = into.view(_layout(natural.shape)), into.view(natural)
-    return all(v is not None and (v.flags.c_contiguous or not into.shared) for v in views)
+    return all(v is not None and (v.flags.c_contiguous or not into.layout) for v in views)
 
 
 def _layout(shape: tuple[int, ...]) -> np.ndarray:
