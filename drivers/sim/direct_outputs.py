@@ -206,11 +206,13 @@ class DirectPlan:
         for k, (_, _, shape, dtype) in checks.items():
             if outputs[k].shape != shape or outputs[k].dtype != dtype:
                 return False
-        if any(into.view(outputs[k]) is None for k, into in self._views.items()):
-            return False
-        for k in self._contiguous:
-            into = self._views.get(k)
-            if not (outputs[k] if into is None else into.view(outputs[k])).flags.c_contiguous:
+        contiguous = self._contiguous
+        for k, into in self._views.items():
+            view = into.view(outputs[k])
+            if view is None or (k in contiguous and not view.flags.c_contiguous):
+                return False
+        for k in contiguous:
+            if k not in self._views and not outputs[k].flags.c_contiguous:
                 return False
         out_bounds = sorted((*_bounds(o), k) for k, o in enumerate(outputs) if o.size)
         for (_, hi, _), (lo, _, _) in zip(out_bounds, out_bounds[1:]):
