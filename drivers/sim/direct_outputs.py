@@ -12,17 +12,21 @@ buffer, or the exact order, gets the computed result copied in.
 
 The write happens at that step instead of after the last one, so it is only allowed where no one can tell:
 
-* at compile time (`plan_direct`): the step is a ufunc whose result is one program output (a slot that is no
-  other output), and for it the set of program inputs whose memory may still be read afterwards: by later
-  steps, by the copies of the other outputs, through views (a step that is not a ufunc may return a view of its
-  operands, so its result is taken to alias all of them); and whether a later step may raise (an index check,
+* at compile time (`plan_direct`): the step is a ufunc whose result is a program output, and for it the set of
+  program inputs whose memory may still be read afterwards: by later steps, by the copies of the other outputs,
+  through views (a step that is not a ufunc may return a view of its operands, so its result is taken to alias
+  all of them); and whether a later step may raise (an index check,
   an integer division), which must leave the caller's buffers as they were;
 * at launch (`DirectPlan.allowed`): the buffers' byte ranges: every candidate's buffer has the program output's
   shape and dtype, overlaps no other output buffer, and overlaps no input in its set (an input updated in place,
   such as a parameter, is fine once it is no longer read); a buffer that overlaps any input (written in place)
-  is written early only when no later step may raise. If any check fails the launch takes the ordinary path
-  (all results computed, then copied). The decision is cached per combination of buffer objects (the
-  runtime caches a tensor's buffer view by address and geometry, so steady-state launches hit).
+  is written early only when no later step may raise; a buffer (or its view) that a later step reads with bits
+  that may depend on the layout (a sum: `_layout_read`) must be C-contiguous, as the new array it read before
+  (without this check a transposed output buffer changed a later sum's bits). If any check fails the launch takes
+  the ordinary path (all results computed, then copied). The decision is cached per combination of buffer
+  objects (the runtime caches a tensor's buffer view by address and geometry, so steady-state launches hit).
+* a result that is several program outputs is written into the first and copied from there into the others; one
+  that other steps read too reaches its output through a view chain as well (`SHARED`, `IntoView.shared`).
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ MIN_ELEMENTS = 4096  # per output written directly
 MIN_TOTAL = 1 << 14  # over the plan's direct writes
 _CHAIN_MAX = 4  # reshapes and transposes between a step and the output it writes through a view (IntoView)
 ENABLED = True  # False: every launch takes the copy path (benchmarks/compile.py measures both in one run)
+# Read at plan time (compile): a result with other readers too is written through a chain of views (`IntoView`),
+# and a result that is several program outputs is written into the first and copied from there into the rest
+# (False: both copied after the steps, as before; session 28 measured the two in one process)
+SHARED = True
 
 
 def _writes_into(step: Any) -> bool:
@@ -125,10 +133,16 @@ class IntoView:
     (8, 64, 256) at strides (65536, 4, 256) viewed at (2, 4, 64, 256)), and the chain, reading it, gives the
     output's value (`slot`)."""
 
-    __slots__ = ("index", "path", "slot")
+    __slots__ = ("index", "path", "slot", "shared", "layout")
 
-    def __init__(self, index: int, path: tuple[tuple[str, tuple[int, ...]], ...], slot: int) -> None:
+    def __init__(self, index: int, path: tuple[tuple[str, tuple[int, ...]], ...], slot: int,
+                 shared: bool = False, layout: bool = False) -> None:
         self.index, self.path, self.slot = index, path, slot
+        self.shared = shared  # other steps read the step's result or a view in the chain too (`SHARED`)
+        # and one of them may give other bits for another layout (`_layout_read`): the launch requires the view to
+        # be C-contiguous, the new array's layout, and the plan takes the chain only where both layouts that
+        # `_likely_viewed` expects give one
+        self.layout = layout
 
     def source(self, buffer: str) -> str:
         """Python source of the view of `buffer` (an expression) that the step writes (straight_line.py)."""
@@ -151,12 +165,16 @@ class DirectPlan:
     """The direct writes of one plan: `direct` maps a step's position to the output index it writes;
     `copies`: (slot, output index) of the outputs still copied after the steps."""
 
-    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact", "_views")
+    __slots__ = ("direct", "copies", "_checks", "_cache", "_exact", "_views", "_contiguous")
 
     def __init__(self, direct: dict[int, Any], copies: list[tuple[int, int]],
                  checks: dict[int, tuple[frozenset[int], bool, tuple[int, ...], np.dtype]],
-                 exact: dict[int, frozenset[int]] | None = None, views: dict[int, IntoView] | None = None) -> None:
+                 exact: dict[int, frozenset[int]] | None = None, views: dict[int, IntoView] | None = None,
+                 contiguous: frozenset[int] = frozenset()) -> None:
         self.direct, self.copies = direct, copies
+        # output indices whose buffer (or its IntoView) must be C-contiguous: other steps, or the copies into the
+        # slot's other outputs, read it where they read a new array before
+        self._contiguous = contiguous
         self._views = views or {}  # output index -> its IntoView (written through a view)
         self._checks = checks  # output index -> (inputs read after its write, a later step may raise, shape, dtype)
         # output index -> the inputs its fused step (fusion.py) reads element by element as it writes: such an
@@ -188,8 +206,14 @@ class DirectPlan:
         for k, (_, _, shape, dtype) in checks.items():
             if outputs[k].shape != shape or outputs[k].dtype != dtype:
                 return False
-        if any(into.view(outputs[k]) is None for k, into in self._views.items()):
-            return False
+        contiguous = self._contiguous
+        for k, into in self._views.items():
+            view = into.view(outputs[k])
+            if view is None or (k in contiguous and not view.flags.c_contiguous):
+                return False
+        for k in contiguous:
+            if k not in self._views and not outputs[k].flags.c_contiguous:
+                return False
         out_bounds = sorted((*_bounds(o), k) for k, o in enumerate(outputs) if o.size)
         for (_, hi, _), (lo, _, _) in zip(out_bounds, out_bounds[1:]):
             if lo < hi:  # output buffers overlap each other: their order of writing would matter
@@ -244,13 +268,15 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
     """The direct writes for `steps` (the driver's steps over value slots, program inputs first) producing the
     program output slots `outputs`; `last`: a final step the driver runs itself after them (it reads after every
     step). None when no step qualifies."""
-    count = {}
-    for slot in outputs:
+    count: dict[int, int] = {}
+    position: dict[int, int] = {}  # slot -> its first output index
+    for k, slot in enumerate(outputs):
         count[slot] = count.get(slot, 0) + 1
-    position = {slot: k for k, slot in enumerate(outputs)}
+        position.setdefault(slot, k)
+    most = 1 << 30 if SHARED else 1  # outputs a writing step's result may be (the first written, others copied)
     direct: dict[int, Any] = {
         n: position[s.out] for n, s in enumerate(steps)
-        if _writes_into(s) and len(s.outputs) == 1 and count.get(s.out) == 1
+        if _writes_into(s) and len(s.outputs) == 1 and 1 <= count.get(s.out, 0) <= most
         and s.op.outputs[0].type.numel >= MIN_ELEMENTS}
     if last is not None:
         direct = {n: k for n, k in direct.items() if steps[n].out != last.out}
@@ -277,8 +303,13 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
             made = empty.union(*(roots.get(i, empty) for i in step.inputs))
         for slot in step.outputs:
             roots[slot] = made
-    direct_slots = {slot for n, k in direct.items() for slot, into in _written(steps[n], k)}
-    copies = [(slot, k) for k, slot in enumerate(outputs) if slot not in direct_slots]
+    written = {pair for n, k in direct.items() for pair in _written(steps[n], k)}
+    copies = [(slot, k) for k, slot in enumerate(outputs) if (slot, k) not in written]
+    # a written result that a later step (or the last) reads is read from the output buffer, in its layout: where
+    # a reader's bits may depend on the layout (a sum's order), the launch requires the new array's, C-contiguous
+    readers = _readers(steps, last)
+    contiguous = frozenset(k for n, into in direct.items() for slot, k in _written(steps[n], into)
+                           if _layout_read(steps[n].out if isinstance(into, IntoView) else slot, readers))
     # read after position n: later steps' operands, the last step's, and the copied outputs
     tail: set[int] = set()
     for slot, _ in copies:
@@ -310,39 +341,83 @@ def plan_direct(steps: Sequence[Any], outputs: Sequence[int], n_inputs: int,
             tail |= roots.get(slot, empty)
         raises = raises or not _pure(step)
     views = {into.index: into for into in direct.values() if isinstance(into, IntoView)}
-    return DirectPlan(direct, copies, checks, exact, views)
+    return DirectPlan(direct, copies, checks, exact, views, contiguous)
 
 
 def _through_reshape(steps: Sequence[Any], position: dict[int, int], count: dict[int, int],
                      last: Any) -> dict[int, IntoView]:
     """The writing steps whose result (no program output itself) reaches one program output (not the last
-    step's) through up to `_CHAIN_MAX` reshapes and transposes, each result read by the next only and no output
-    before the last: each writes into that output's buffer viewed at its own shape (`IntoView`)."""
-    readers: dict[int, list[Any]] = {}
-    for step in steps:
-        for slot in set(step.inputs):
-            readers.setdefault(slot, []).append(step)
+    step's) through up to `_CHAIN_MAX` reshapes and transposes, no output before the last: each writes into that
+    output's buffer viewed at its own shape (`IntoView`). With `SHARED`, a result in the chain may have other
+    readers too (a training forward's activation, reshaped both for the next product and as the saved output),
+    and the first of several chains that reach outputs is written (a normed activation reshaped for each of q, k
+    and v, each reshape saved: the others are copied from the written buffer's views after the steps)."""
+    readers = _readers(steps, last)
     found = {}
     for n, s in enumerate(steps):
         if not _writes_into(s) or len(s.outputs) != 1 or s.out in count or s.op.outputs[0].type.numel < MIN_ELEMENTS:
             continue
-        chain, slot = [], s.out
-        while len(chain) < _CHAIN_MAX and slot not in count:
-            after = readers.get(slot, ())
-            if len(after) != 1 or after[0].op.name not in ("reshape", "transpose") or after[0].fast is None \
-                    or len(after[0].outputs) != 1:
-                break
-            chain.append(after[0])
-            slot = after[0].out
-        if not chain or count.get(slot) != 1 or (last is not None and slot == last.out):
+        chains = _chains(s.out, readers, count, _CHAIN_MAX)
+        if not chains or (chains[0][1] and not SHARED):
+            continue
+        chain, shared = chains[0]
+        slot = chain[-1].out
+        if count.get(slot) != 1 or (last is not None and slot == last.out):
             continue
         path = tuple(("reshape", tuple(r.op.inputs[0].shape)) if r.op.name == "reshape"
                      else ("transpose", tuple(int(i) for i in np.argsort(r.op.attr("permutation"))))
                      for r in reversed(chain))
-        into = IntoView(position[slot], path, slot)
+        into = IntoView(position[slot], path, slot, shared, _layout_read(s.out, readers))
         if _likely_viewed(into, s, chain):
             found[n] = into
     return found
+
+
+def _chains(slot: int, readers: dict[int, list[Any]], count: dict[int, int], depth: int) -> list[tuple[list, bool]]:
+    """The chains of up to `depth` reshape and transpose steps from `slot` (no output) to a program output slot,
+    each with whether a slot along it (the first included, the output excluded) has other readers too."""
+    after = readers.get(slot, ())
+    found = []
+    for r in after:
+        if r.op.name not in ("reshape", "transpose") or r.fast is None or len(r.outputs) != 1:
+            continue
+        if r.out in count:
+            found.append(([r], len(after) != 1))
+        elif depth > 1:
+            found += [([r, *chain], shared or len(after) != 1)
+                      for chain, shared in _chains(r.out, readers, count, depth - 1)]
+    return found
+
+
+def _readers(steps: Sequence[Any], last: Any) -> dict[int, list[Any]]:
+    """slot -> the steps (and the last step) that read it."""
+    readers: dict[int, list[Any]] = {}
+    for step in (*steps, *([last] if last is not None else [])):
+        for slot in set(step.inputs):
+            readers.setdefault(slot, []).append(step)
+    return readers
+
+
+# Steps whose results carry their operand's layout on to their own readers (views, or a new array in the
+# operand's layout, as astype keeps it)
+_CARRY = frozenset({"reshape", "transpose", "broadcast_in_dim", "slice", "convert"})
+
+
+def _layout_read(slot: int, readers: dict[int, list[Any]], depth: int = 8) -> bool:
+    """Whether a step may read `slot` (or a view of it) with bits that depend on its memory layout. Ufuncs and
+    np.where are element-wise, a fused loop gathers its operands into C order first (fusion.py), and a product
+    (fast.py's `dot`) gives the same bits for any operand layout (sim/mxu_layout.py); a view step passes the
+    question on to its readers; any other step may depend on it (a reduction sums in its operand's memory order)."""
+    for r in readers.get(slot, ()):
+        if isinstance(r.fast, np.ufunc) or r.fast is np.where or hasattr(r, "source") \
+                or getattr(r.fast, "writes_out", False) is True:
+            continue
+        if r.op.name in _CARRY and depth > 0 and len(r.outputs) == 1:
+            if _layout_read(r.outputs[0], readers, depth - 1):
+                return True
+            continue
+        return True
+    return False
 
 
 def _likely_viewed(into: IntoView, step: Any, chain: list[Any]) -> bool:
@@ -359,7 +434,8 @@ def _likely_viewed(into: IntoView, step: Any, chain: list[Any]) -> bool:
             natural = np.reshape(natural, tuple(r.op.attr("shape")), copy=False)
         except ValueError:  # the reshape copies: its result is C-contiguous
             natural = _layout(tuple(r.op.attr("shape")))
-    return into.view(_layout(natural.shape)) is not None and into.view(natural) is not None
+    views = into.view(_layout(natural.shape)), into.view(natural)
+    return all(v is not None and (v.flags.c_contiguous or not into.layout) for v in views)
 
 
 def _layout(shape: tuple[int, ...]) -> np.ndarray:
