@@ -18,8 +18,9 @@ import compile as cb  # noqa: E402 - benchmarks/compile.py
 
 
 def main() -> None:
-    import torchtpu
     from torchtpu.drivers.sim import fusion
+
+    import torchtpu
     from torchtpu.runtime import driver
 
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 6
