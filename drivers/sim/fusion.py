@@ -22,6 +22,10 @@ the machine code decides; numpy's own loops differ there between layouts). tests
 fused values against the steps'. Simulated costs come from the Program (driver.py `program_cost`), never from
 the steps, so fusing changes no cost.
 
+The exception is float32 exp and logistic (1 / (1 + exp(-x)), as the kernel): exp_numpy.expf ports numpy's float32
+SIMD exp operation by operation (bit-equal on all 2^32 inputs), and fuses only where exp_numpy.AVAILABLE says the
+running numpy's np.exp is that routine (`FUSE_EXP`); elsewhere exp stays a numpy step.
+
 Steps are grouped by dependency, not adjacency: a fusable step joins the group after the last non-fusable step
 it depends on, so non-fusable steps (which may raise) keep their order and fused ones, pure and never raising,
 only move earlier. A small step that is pure and never raises (a fusable op, float power, reshape: an
@@ -56,6 +60,7 @@ from typing import Any
 
 import numpy as np
 from torchtpu.drivers.ir import Op
+from torchtpu.drivers.sim import exp_numpy
 from torchtpu.drivers.sim import fusion_lanes as lanes
 
 MIN_ELEMENTS = 1 << 16  # a group over fewer elements stays step by step
@@ -63,6 +68,8 @@ MIN_OPS = 4  # a group of fewer ops (a while counts its regions' ops) stays step
 WRITE_INTO = True  # False: results given buffers are computed apart and copied in (the old path, for measuring)
 SPLIT = True  # False: a group's independent chains share one loop (the old path, for measuring)
 IN_PLACE = True  # False: a result written over an operand goes through its own argument (the old path, for measuring)
+
+FUSE_EXP = exp_numpy.AVAILABLE  # float32 exp/logistic fused: only where np.exp is exp_numpy's routine
 
 _DTYPES = ("float32", "float64", "bool")
 _FLOATS = frozenset({"float32", "float64"})
@@ -81,6 +88,10 @@ _BINARY = {"add": "({0} + {1})", "subtract": "({0} - {1})", "multiply": "({0} * 
            "maximum": "({0} if ({0} > {1} or {0} != {0}) else {1})",
            "minimum": "({0} if ({0} < {1} or {0} != {0}) else {1})",
            "copysign": "np.copysign({0}, {1})"}
+# float32 exp and logistic through exp_numpy.expf (when FUSE_EXP); a loop calling it imports it, the source digest in
+# the line, so an edit of exp_numpy.py is a new loop source, never a stale disk cache
+_EXP = {"exponential": "exp_numpy.expf({0})", "logistic": "({1} / ({1} + exp_numpy.expf(-{0})))"}
+_EXP_IMPORT = f"from torchtpu.drivers.sim import exp_numpy  # {exp_numpy.SOURCE_DIGEST}"
 _BOOL = {"and": "({0} & {1})", "or": "({0} | {1})", "xor": "({0} ^ {1})"}
 
 
@@ -94,6 +105,8 @@ def _expr(op: Op, args: list[str], const: Callable[[Any, str], str]) -> str | No
         return None
     if name in _UNARY and ins == [out] and out in _FLOATS:
         return _UNARY[name].format(*args)
+    if name in _EXP and ins == [out] == ["float32"] and FUSE_EXP:
+        return _EXP[name].format(args[0], const(1, out))
     if name in ("reciprocal", "rsqrt") and ins == [out] and out in _FLOATS:  # np.float32(1) / x (/ sqrt(x))
         return f"({const(1, out)} / {args[0] if name == 'reciprocal' else f'np.sqrt({args[0]})'})"
     if name in _BINARY and ins == [out, out] and out in _FLOATS:
@@ -441,7 +454,8 @@ class FusedStep:
                     *lines(src.body, "        "),
                     *(f"        r{j}[i] = {env[slot]}" for j, (slot, _) in enumerate(results))]
             self.in_place = (len(loop) - len(results), [env[slot] for slot, _ in results], elements)
-        self.head = ["import math", "import numpy as np", "import numba", "", "",
+        self.head = ["import math", "import numpy as np", "import numba",
+                     *([_EXP_IMPORT] if any("exp_numpy." in line for line in (*src.head, *loop)) else []), "", "",
                      "@numba.njit(cache=True, error_model='numpy', nogil=True)", f"def fused({', '.join(params)}):",
                      *src.head]
         self.loop = loop
