@@ -361,6 +361,41 @@ def _fns(model, ids, device: str, compiled: bool):
     return forward, train
 
 
+def medium_step(arch: str, kind: str, device: str = "tpu"):
+    """One step function of the medium `arch` ("llama" or "gpt2": hidden 256, 2 x 256 tokens, vocab 1000), `kind`
+    "fwd" or "train", on `device` (compiled on the tpu): what the per-step profiling benchmarks run."""
+    model = _hf(arch, 256, 1000)
+    ids = torch.randint(0, 1000, (2, 256), generator=torch.Generator().manual_seed(0))
+    return _fns(model, ids, device, device == "tpu")[0 if kind == "fwd" else 1]
+
+
+def toggled(repeats: int, wrap, names: tuple[str, str] = ("old", "new")) -> None:
+    """Medium compiled Llama and GPT-2 steps (forward, training) with a change off and on, against CPU eager, ABBA
+    in one process: `wrap(fn, on)` runs `fn` with the change on or off. Each side compiles its own graphs, so a
+    flag read when a plan is built is measured too. Prints process CPU ms per call (medians), ratios to CPU eager
+    and new/old."""
+    import torchtpu
+
+    old, new = names
+    print(f"steady state, process CPU ms per call (ABBA, median of {repeats}), hidden 256, 2 x 256 tokens; ratios "
+          "to CPU eager")
+    for arch in ("llama", "gpt2"):
+        torch._dynamo.reset()
+        model = _hf(arch, 256, 1000)
+        ids = torch.randint(0, 1000, (2, 256), generator=torch.Generator().manual_seed(0))
+        cpu, off, on = _fns(model, ids, "cpu", False), _fns(model, ids, "tpu", True), _fns(model, ids, "tpu", True)
+        with torchtpu.eager_mode("DEFER_NEVER"):
+            for k, kind in enumerate(("fwd", "train")):
+                fns = {"cpu": cpu[k], old: wrap(off[k], False), new: wrap(on[k], True)}
+                for fn in fns.values():  # warm-up: compiles
+                    fn()
+                    fn()
+                t = _abba(fns, repeats)
+                print(f"{arch:6} {kind:5} cpu {t['cpu'] * 1e3:7.2f}  {old} {t[old] * 1e3:7.2f} "
+                      f"({t[old] / t['cpu']:.3f}x)  {new} {t[new] * 1e3:7.2f} ({t[new] / t['cpu']:.3f}x)  "
+                      f"{new}/{old} {t[new] / t[old]:.3f}", flush=True)
+
+
 def _abba(fns: dict, repeats: int) -> dict[str, float]:
     """Median process CPU seconds per call of each function, sides in ABBA order."""
     names = list(fns)

@@ -107,9 +107,7 @@ fast._dot = _dot
 
 arch, kind, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 top = int(sys.argv[4]) if len(sys.argv) > 4 else 30
-model = cb._hf(arch, 256, 1000)
-ids = torch.randint(0, 1000, (2, 256), generator=torch.Generator().manual_seed(0))
-f = cb._fns(model, ids, "tpu", True)[0 if kind == "fwd" else 1]
+f = cb.medium_step(arch, kind)
 with torchtpu.eager_mode("DEFER_NEVER"):
     f()
     f()

@@ -51,9 +51,7 @@ def memo_round(x, slot, keep_transposed):
 
 mxu_round._memo_round = memo_round
 arch, kind = sys.argv[1], sys.argv[2]
-model = cb._hf(arch, 256, 1000)
-ids = torch.randint(0, 1000, (2, 256), generator=torch.Generator().manual_seed(0))
-f = cb._fns(model, ids, "tpu", True)[0 if kind == "fwd" else 1]
+f = cb.medium_step(arch, kind)
 with torchtpu.eager_mode("DEFER_NEVER"):
     f()
     f()

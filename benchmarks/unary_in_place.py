@@ -19,8 +19,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import compile as cb  # noqa: E402  (benchmarks/compile.py: the models, the step functions, ABBA timing)
 from torchtpu.drivers.sim import fast, kernels  # noqa: E402
 
-import torchtpu  # noqa: E402
-
 
 def _flagged(fn, on: bool):
     def run() -> None:
@@ -53,23 +51,7 @@ def main(repeats: int) -> None:
     for name, shape in (("logistic", (2, 256, 1024)), ("rsqrt", (2, 256, 1))):
         t = _kernel_ms(name, shape, 3 * repeats)
         print(f"kernel {name} {shape}: old {t[False]:.3f} ms, new {t[True]:.3f} ms (thread time, median)")
-    print(f"steady state, process CPU ms per call (ABBA, median of {repeats}), medium; ratios to CPU eager")
-    for arch in ("llama", "gpt2"):
-        torch._dynamo.reset()
-        model = cb._hf(arch, 256, 1000)
-        ids = torch.randint(0, 1000, (2, 256), generator=torch.Generator().manual_seed(0))
-        cpu = cb._fns(model, ids, "cpu", False)
-        compiled = cb._fns(model, ids, "tpu", True)
-        with torchtpu.eager_mode("DEFER_NEVER"):
-            for k, kind in enumerate(("fwd", "train")):
-                fns = {"cpu": cpu[k], "old": _flagged(compiled[k], False), "new": _flagged(compiled[k], True)}
-                for fn in fns.values():
-                    fn()
-                    fn()
-                t = cb._abba(fns, repeats)
-                print(f"{arch:6} {kind:5} cpu {t['cpu'] * 1e3:7.1f}  old {t['old'] * 1e3:7.1f} "
-                      f"({t['old'] / t['cpu']:.3f}x)  new {t['new'] * 1e3:7.1f} ({t['new'] / t['cpu']:.3f}x)  "
-                      f"new/old {t['new'] / t['old']:.3f}", flush=True)
+    cb.toggled(repeats, _flagged)
 
 
 if __name__ == "__main__":
