@@ -24,7 +24,8 @@ the steps, so fusing changes no cost.
 
 The exception is float32 exp and logistic (1 / (1 + exp(-x)), as the kernel): exp_numpy.expf ports numpy's float32
 SIMD exp operation by operation (bit-equal on all 2^32 inputs), and fuses only where exp_numpy.AVAILABLE says the
-running numpy's np.exp is that routine (`FUSE_EXP`); elsewhere exp stays a numpy step.
+running numpy's np.exp is that routine (`FUSE_EXP`); elsewhere exp stays a numpy step. int64 compares and selects
+fuse too (`FUSE_INT64`: exact, as RoPE's slice-gradient masks need); no other int64 op does.
 
 Steps are grouped by dependency, not adjacency: a fusable step joins the group after the last non-fusable step
 it depends on, so non-fusable steps (which may raise) keep their order and fused ones, pure and never raising,
@@ -33,9 +34,9 @@ optimizer's bias corrections from its step counts) is no such barrier either: it
 barrier it depends on, before the groups there; and a broadcast of one element (such a correction) is part of
 a group, its value read once before the loop (tests/test_sim_fusion_scalars.py). An AdamW step's chain over
 each parameter is then one loop where it was split at every correction. A group runs fused when it has at least
-`MIN_OPS` ops over at least `MIN_ELEMENTS` elements; below that (every ordinary eager op) the steps stay as they
-are, with no compile cost. Compiled loops are cached in process by their source, and on disk (numba
-`cache=True`, the source file in TORCHTPU_CACHE_DIR).
+`MIN_OPS` ops (`MIN_OPS_EXP` when one is a fused exp/logistic, `SHORT_EXP`) over at least `MIN_ELEMENTS`
+elements; below that (every ordinary eager op) the steps stay as they
+are, with no compile cost. Compiled loops are cached in process by their source, and on disk (fusion_cache.py).
 
 Vectorizing: LLVM vectorizes a loop only where it can check at run time that its arrays do not overlap, which
 it gives up on past a few pairs of arrays, and a check fails where a result is written over an operand through
@@ -49,12 +50,7 @@ IN_PLACE off for the old side).
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import itertools
-import os
-import sys
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,6 +58,7 @@ import numpy as np
 from torchtpu.drivers.ir import Op
 from torchtpu.drivers.sim import exp_numpy
 from torchtpu.drivers.sim import fusion_lanes as lanes
+from torchtpu.drivers.sim.fusion_cache import compile_source
 
 MIN_ELEMENTS = 1 << 16  # a group over fewer elements stays step by step
 MIN_OPS = 4  # a group of fewer ops (a while counts its regions' ops) stays step by step
@@ -70,8 +67,12 @@ SPLIT = True  # False: a group's independent chains share one loop (the old path
 IN_PLACE = True  # False: a result written over an operand goes through its own argument (the old path, for measuring)
 
 FUSE_EXP = exp_numpy.AVAILABLE  # float32 exp/logistic fused: only where np.exp is exp_numpy's routine
+SHORT_EXP = True  # False: a group holding exp/logistic needs MIN_OPS ops too (the old path, for measuring)
+MIN_OPS_EXP = 2  # with SHORT_EXP, a group holding a fused exp/logistic runs fused from this many ops
+FUSE_INT64 = True  # False: int64 compares and selects stay steps (the old path, for measuring)
 
 _DTYPES = ("float32", "float64", "bool")
+_CONST_DTYPES = (*_DTYPES, "int64")  # a loop's constant arrays; int64 ones only in a loop that has an int64 constant
 _FLOATS = frozenset({"float32", "float64"})
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
 
@@ -101,6 +102,14 @@ def _expr(op: Op, args: list[str], const: Callable[[Any, str], str]) -> str | No
     name = op.name
     ins = [v.dtype for v in op.inputs]
     out = op.outputs[0].dtype if len(op.outputs) == 1 else None
+    if FUSE_INT64 and "int64" in (out, *ins) and name in ("compare", "select"):
+        # integers compare exactly, and a select copies its operand: numba's int64 `<` and `a if c else b` are
+        # numpy's (RoPE's slice-gradient masks: compares of iotas, and/or, select)
+        if name == "compare" and ins == ["int64", "int64"] and out == "bool":
+            return f"({args[0]} {_COMPARE[op.attr('direction')]} {args[1]})"
+        if name == "select" and ins == ["bool", "int64", "int64"] and out == "int64":
+            return f"({args[1]} if {args[0]} else {args[2]})"
+        return None
     if out not in _DTYPES or any(d not in _DTYPES for d in ins):
         return None
     if name in _UNARY and ins == [out] and out in _FLOATS:
@@ -166,7 +175,7 @@ def _scalar_broadcast(op: Op) -> bool:
     """A broadcast of one element (a 0-d or all-ones-shaped value) in a fused dtype: the loop reads it once."""
     return op.name == "broadcast_in_dim" and len(op.inputs) == 1 and len(op.outputs) == 1 \
         and _numel(op.inputs[0].shape) == 1 and op.inputs[0].dtype == op.outputs[0].dtype \
-        and op.outputs[0].dtype in _DTYPES
+        and (op.outputs[0].dtype in _DTYPES or (FUSE_INT64 and op.outputs[0].dtype == "int64"))
 
 
 # small steps that may run anywhere after their operands (pure, never raising) besides the fusable ones: float
@@ -190,7 +199,7 @@ class _Source:
     (`_While`), from which `lines` writes the per-element code and fusion_lanes.py the lane-parallel one."""
 
     def __init__(self) -> None:
-        self.consts: dict[str, list[Any]] = {d: [] for d in _DTYPES}
+        self.consts: dict[str, list[Any]] = {d: [] for d in _CONST_DTYPES}
         self.head: list[str] = []
         self.body: list[Any] = []
         self.dtypes: dict[str, str] = {}  # name -> dtype, for every name a statement defines
@@ -284,12 +293,12 @@ def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dic
     MIN_OPS fusable ops over at least MIN_ELEMENTS elements replaced by one `FusedStep`; `folded`: the slots
     whose values are fixed at compile time (scalar ones become constants of the loop)."""
     big = [s for s in steps if s.op.outputs and s.op.outputs[0].type.numel >= MIN_ELEMENTS]
-    if len(big) < MIN_OPS and not any(s.op.name == "while" for s in big):  # every ordinary eager program
+    least = min(MIN_OPS, MIN_OPS_EXP) if SHORT_EXP else MIN_OPS
+    if len(big) < least and not any(s.op.name == "while" for s in big):  # every ordinary eager program
         return list(steps)
     producer: dict[int, Any] = {slot: step for step in steps for slot in step.outputs}
     barrier: dict[int, int] = {}  # id(step) -> how many non-fusable steps must run before it
     groups: dict[tuple[int, tuple[int, ...]], list[Any]] = {}  # (barrier, shape) -> fusable steps, in order
-    weights: dict[tuple[int, tuple[int, ...]], int] = {}
     floating: dict[int, list[Any]] = {}  # barrier -> the small pure steps that run right after it, in order
     rigid = 0
     for step in steps:
@@ -307,8 +316,7 @@ def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dic
             continue
         barrier[id(step)] = at
         groups.setdefault((at, shape), []).append(step)
-        weights[(at, shape)] = weights.get((at, shape), 0) + weight
-    if all(w < MIN_OPS for w in weights.values()):
+    if not any(_enough(members) for members in groups.values()):
         return list(steps)
     readers: dict[int, set[int]] = {slot: {-1} for slot in program_outputs}  # slot -> ids of the steps reading it
     for step in steps:
@@ -316,11 +324,11 @@ def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dic
             readers.setdefault(slot, set()).add(id(step))
     by_barrier: dict[int, list[Any]] = {}
     for (at, shape), members in groups.items():  # dicts keep insertion order: groups in order of first step
-        if weights[(at, shape)] >= MIN_OPS:
+        if _enough(members):
             inside = {id(m) for m in members}
             plain: set[int] = set()  # the steps of short chains, each run once as it is
             for part in _chains(members, readers, inside) if SPLIT else [members]:
-                if SPLIT and sum(_weight(m.op) or 0 for m in part) < MIN_OPS:
+                if SPLIT and not _enough(part):
                     by_barrier.setdefault(at, []).extend(m for m in part if id(m) not in plain)
                     plain.update(id(m) for m in part)
                     continue
@@ -339,6 +347,16 @@ def fuse_steps(steps: Sequence[Any], program_outputs: Sequence[int], folded: dic
             out.extend(floating.get(rigid, ()))
             out.extend(by_barrier.get(rigid, ()))
     return out
+
+
+def _enough(members: Sequence[Any]) -> bool:
+    """Whether a group (or chain) of fusable steps runs fused: MIN_OPS ops, or with SHORT_EXP MIN_OPS_EXP when
+    one is a fused exp/logistic (a pass over memory saved beside a transcendental outweighs the loop's call:
+    SiLU's `x * logistic(x)`, softmax's `exp(x - max)`)."""
+    weight = sum(_weight(m.op) or 0 for m in members)
+    if weight >= MIN_OPS:
+        return True
+    return SHORT_EXP and weight >= MIN_OPS_EXP and any(m.op.name in _EXP for m in members)
 
 
 def _chains(members: list[Any], readers: dict[int, set[int]], inside: set[int]) -> list[list[Any]]:
@@ -373,7 +391,7 @@ def _chains(members: list[Any], readers: dict[int, set[int]], inside: set[int]) 
     for m in members:
         if not _scalar_broadcast(m.op):
             chains.setdefault(find(id(m)), []).append(m)
-    long = [c for c in chains.values() if sum(_weight(m.op) or 0 for m in c) >= MIN_OPS]
+    long = [c for c in chains.values() if _enough(c)]
     if len(long) < 2:
         return [members]
     parts = long
@@ -440,8 +458,9 @@ class FusedStep:
         # a plain loop reads every operand's element i before it writes any result's element i, so it may write
         # its results into output buffers (`kernel(op, operands, into)`; direct_outputs.py decides where)
         self.writes_into = not any(isinstance(st, _While) for st in src.body)
+        kinds = [d for d in _CONST_DTYPES if d in _DTYPES or src.consts[d]]  # no int64 array where unused
         params = ["n", *(f"a{j}" for j in range(len(arrays))), *(f"r{j}" for j in range(len(results))),
-                  *(f"c_{d}" for d in _DTYPES)]
+                  *(f"c_{d}" for d in kinds)]
         scalars = [j for j, s in enumerate(in_shapes) if s != tuple(shape)]  # read once, before the loop
         src.head.extend(f"    v{j} = a{j}[0]" for j in scalars)
         elements = [j for j in range(len(arrays)) if j not in scalars]
@@ -463,7 +482,7 @@ class FusedStep:
         self.weight = len(loop)
         self.inputs, self.outputs = tuple(arrays), tuple(slot for slot, _ in results)
         self.out = self.outputs[0] if self.outputs else -1
-        consts = tuple(np.array(src.consts[d], dtype=np.dtype(d)) for d in _DTYPES)
+        consts = tuple(np.array(src.consts[d], dtype=np.dtype(d)) for d in kinds)
         self.kernel = _launcher(self, shape, in_shapes, [np.dtype(d) for d in in_dtypes],
                                 [np.dtype(d) for _, d in results], consts, fixed)
 
@@ -553,40 +572,3 @@ def unfused(steps: Sequence[Any], env: dict[int, Any], results: Sequence[int]) -
         else:
             env.update(zip(step.outputs, step.kernel(step.op, operands)))
     return [env[i] for i in results]
-
-
-_CACHE: dict[str, Callable[..., None]] = {}
-_LOCK = threading.Lock()
-
-
-def compile_source(source: str) -> Callable[..., None]:
-    """The numba function `fused` of `source`, from the in-process cache, else imported from a file named by the
-    source's hash under TORCHTPU_CACHE_DIR/sim_fusion (numba caches its machine code beside it)."""
-    fn = _CACHE.get(source)
-    if fn is not None:
-        return fn
-    with _LOCK:
-        fn = _CACHE.get(source)
-        if fn is None:
-            fn = _CACHE[source] = _import(source)
-    return fn
-
-
-def _import(source: str) -> Callable[..., None]:
-    from torchtpu.drivers import config
-
-    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
-    folder = os.path.join(config.get("TORCHTPU_CACHE_DIR"), "sim_fusion")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"fused_{digest}.py")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)  # atomic: another process sees the whole file or none
-    name = f"_torchtpu_sim_fused_{digest}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module.fused
