@@ -47,25 +47,60 @@ def main() -> None:
         return run
 
     torch.set_num_threads(1)
+    _own_graphs()
+    changed = {True: collections.Counter(), False: collections.Counter()}
+    _record(fusion, flag, changed)
     cb.toggled(repeats, flagged, (f"{flag} off", f"{flag} on"))
-    both = caches[True].keys() & caches[False].keys()  # the plans both sides compiled (and still hold)
-    groups = {on: _groups(fusion, [caches[on][k] for k in both]) for on in (False, True)}
-    print(f"{len(both)} plans on both sides; fused groups (ops in order: count) only with {flag} on:")
-    for key in sorted(groups[True] - groups[False]):
-        print(f"  {(groups[True] - groups[False])[key]:3d} x {' '.join(key)}")
-    print(f"only with {flag} off:")
-    for key in sorted(groups[False] - groups[True]):
-        print(f"  {(groups[False] - groups[True])[key]:3d} x {' '.join(key)}")
+    print(f"fused groups that differ when plans are built with {flag} on (ops in order, shape: count):")
+    for on in (True, False):
+        print(f"  only with {flag} {'on' if on else 'off'}:")
+        for key, count in sorted(changed[on].items()):
+            print(f"    {count:3d} x {key}")
 
 
-def _groups(fusion, executables) -> collections.Counter:
-    """The fused groups of the plans of `executables`, by their ops' names."""
-    found: collections.Counter = collections.Counter()
-    for exe in executables:
-        for step in getattr(getattr(exe, "payload", None), "steps", ()):
-            if isinstance(step, fusion.FusedStep):
-                found[tuple(s.op.name for s in step.steps)] += 1
-    return found
+def _own_graphs() -> None:
+    """Each torch.compile(backend="tpu") gets a backend object of its own: dynamo keeps compiled graphs on the code
+    object, per backend, so the two compiled sides (deep copies of one model) would otherwise share the graphs (and
+    executables) the first side built, and run the plans of one flag setting."""
+    real_compile = torch.compile
+    tpu = torch._dynamo.lookup_backend("tpu")
+
+    def compile_own(fn=None, *args, backend="inductor", **kwargs):
+        if backend == "tpu":
+            backend = lambda gm, example: tpu(gm, example)  # noqa: E731 - a fresh object per call
+        return real_compile(fn, *args, backend=backend, **kwargs)
+
+    torch.compile = compile_own
+
+
+def _record(fusion, flag: str, changed: dict) -> None:
+    """Wraps the sim driver's fuse_steps: each plan built with `flag` on is fused with it off too, and the groups
+    only one side forms are counted in `changed[side]` (building a FusedStep compiles nothing)."""
+    from torchtpu.drivers.sim import driver as sim_driver
+
+    real = sim_driver.fuse_steps
+
+    def groups(steps) -> collections.Counter:
+        return collections.Counter(
+            f"{' '.join(s.op.name for s in st.steps)} {'x'.join(map(str, st.op.outputs[0].shape))}"
+            for st in steps
+            if isinstance(st, fusion.FusedStep)
+        )
+
+    def both(steps, outputs, folded):
+        out = real(steps, outputs, folded)
+        if getattr(fusion, flag):
+            setattr(fusion, flag, False)
+            try:
+                old = groups(real(steps, outputs, folded))
+            finally:
+                setattr(fusion, flag, True)
+            new = groups(out)
+            changed[True].update(new - old)
+            changed[False].update(old - new)
+        return out
+
+    sim_driver.fuse_steps = both
 
 
 if __name__ == "__main__":
