@@ -337,14 +337,14 @@ def _hf(arch: str, hidden: int, vocab: int):
     return cls(cfg).eval()
 
 
-def _fns(model, ids, device: str, compiled: bool):
+def _fns(model, ids, device: str, compiled: bool, backend="tpu"):
     import copy
 
     model = copy.deepcopy(model).to(device)
     ids = ids.to(device)
-    run = torch.compile(model, backend="tpu") if compiled else model
+    run = torch.compile(model, backend=backend) if compiled else model
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    step = torch.compile(opt.step, backend="tpu") if compiled else opt.step
+    step = torch.compile(opt.step, backend=backend) if compiled else opt.step
 
     def forward():
         with torch.no_grad():
@@ -369,11 +369,17 @@ def medium_step(arch: str, kind: str, device: str = "tpu"):
     return _fns(model, ids, device, device == "tpu")[0 if kind == "fwd" else 1]
 
 
+def _own_backend():
+    """The "tpu" backend as a new object (see `toggled`)."""
+    tpu = torch._dynamo.lookup_backend("tpu")
+    return lambda gm, example_inputs: tpu(gm, example_inputs)
+
+
 def toggled(repeats: int, wrap, names: tuple[str, str] = ("old", "new")) -> None:
     """Medium compiled Llama and GPT-2 steps (forward, training) with a change off and on, against CPU eager, ABBA
-    in one process: `wrap(fn, on)` runs `fn` with the change on or off. Each side compiles its own graphs, so a
-    flag read when a plan is built is measured too. Prints process CPU ms per call (medians), ratios to CPU eager
-    and new/old."""
+    in one process: `wrap(fn, on)` runs `fn` with the change on or off. Each side compiles its own graphs (a flag
+    read when a plan is built needs the sim driver's executable cache swapped per side too:
+    benchmarks/fusion_flags.py). Prints process CPU ms per call (medians), ratios to CPU eager and new/old."""
     import torchtpu
 
     old, new = names
@@ -383,7 +389,10 @@ def toggled(repeats: int, wrap, names: tuple[str, str] = ("old", "new")) -> None
         torch._dynamo.reset()
         model = _hf(arch, 256, 1000)
         ids = torch.randint(0, 1000, (2, 256), generator=torch.Generator().manual_seed(0))
-        cpu, off, on = _fns(model, ids, "cpu", False), _fns(model, ids, "tpu", True), _fns(model, ids, "tpu", True)
+        # each side a backend object of its own: Dynamo keeps compiled graphs on the code object per backend, so
+        # two deep copies of one model compiled with backend="tpu" would share the graphs (and plans) the first built
+        cpu, off, on = (_fns(model, ids, "cpu", False), _fns(model, ids, "tpu", True, _own_backend()),
+                        _fns(model, ids, "tpu", True, _own_backend()))
         with torchtpu.eager_mode("DEFER_NEVER"):
             for k, kind in enumerate(("fwd", "train")):
                 fns = {"cpu": cpu[k], old: wrap(off[k], False), new: wrap(on[k], True)}

@@ -1,7 +1,8 @@
 """ABBA in one process: medium compiled Llama/GPT-2 steps with one of fusion.py's plan-time flags off or on.
 
-Run: `.venv/bin/python benchmarks/short_fusion_abba.py FLAG [repeats]`, FLAG one of SHORT_EXP (2-op groups holding
-exp/logistic fuse) or FUSE_INT64 (int64 compares and selects fuse). Sides: CPU eager, compiled with the flag off,
+Run: `.venv/bin/python benchmarks/fusion_flags.py FLAG [repeats]`, FLAG one of FUSE_EXP (float32 exp and logistic
+fuse through drivers/sim/exp_numpy.py), SHORT_EXP (2-op groups holding exp/logistic fuse) or FUSE_INT64 (int64
+compares and selects fuse). Sides: CPU eager, compiled with the flag off,
 compiled with it on. Each side has its own executable cache in the sim driver (swapped in around each call, with
 the flag), so each runs the plans compiled under its flag. Prints process CPU ms per call (median) and the ratios
 to CPU eager.
@@ -18,7 +19,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compile as cb  # noqa: E402 - benchmarks/compile.py
 
-FLAGS = ("SHORT_EXP", "FUSE_INT64")
+FLAGS = ("FUSE_EXP", "SHORT_EXP", "FUSE_INT64")
 
 
 def main() -> None:
@@ -27,7 +28,7 @@ def main() -> None:
     from torchtpu.runtime import driver
 
     if len(sys.argv) < 2 or sys.argv[1] not in FLAGS:
-        raise SystemExit(f"usage: short_fusion_abba.py FLAG [repeats], FLAG one of {', '.join(FLAGS)}")
+        raise SystemExit(f"usage: fusion_flags.py FLAG [repeats], FLAG one of {', '.join(FLAGS)}")
     flag = sys.argv[1]
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 6
     drv = driver()
@@ -47,7 +48,6 @@ def main() -> None:
         return run
 
     torch.set_num_threads(1)
-    _own_graphs()
     changed = {True: collections.Counter(), False: collections.Counter()}
     _record(fusion, flag, changed)
     cb.toggled(repeats, flagged, (f"{flag} off", f"{flag} on"))
@@ -56,21 +56,6 @@ def main() -> None:
         print(f"  only with {flag} {'on' if on else 'off'}:")
         for key, count in sorted(changed[on].items()):
             print(f"    {count:3d} x {key}")
-
-
-def _own_graphs() -> None:
-    """Each torch.compile(backend="tpu") gets a backend object of its own: dynamo keeps compiled graphs on the code
-    object, per backend, so the two compiled sides (deep copies of one model) would otherwise share the graphs (and
-    executables) the first side built, and run the plans of one flag setting."""
-    real_compile = torch.compile
-    tpu = torch._dynamo.lookup_backend("tpu")
-
-    def compile_own(fn=None, *args, backend="inductor", **kwargs):
-        if backend == "tpu":
-            backend = lambda gm, example: tpu(gm, example)  # noqa: E731 - a fresh object per call
-        return real_compile(fn, *args, backend=backend, **kwargs)
-
-    torch.compile = compile_own
 
 
 def _record(fusion, flag: str, changed: dict) -> None:
