@@ -50,8 +50,10 @@ def _silu_softmax() -> Program:
     return b.finish([silu, e], name="short_exp")
 
 
-@pytest.mark.skipif(not fusion.FUSE_EXP, reason="this numpy's np.exp is not exp_numpy's routine: exp is not fused")
+@pytest.mark.skipif(not fusion.exp_numpy.AVAILABLE,
+                    reason="this numpy's np.exp is not exp_numpy's routine: exp is not fused")
 def test_short_exp_groups_fuse_with_the_steps_bits(monkeypatch):
+    monkeypatch.setattr(fusion, "FUSE_EXP", True)  # off by default (slower than np.exp)
     rng = np.random.default_rng(3)
     inputs = [_floats(rng), np.append(_floats(rng), [-0.0, np.nan]), np.append(_floats(rng), [0.0, 1.0])]
     plain, none = _run(_silu_softmax(), inputs, False, monkeypatch)
@@ -132,6 +134,7 @@ def test_training_through_slices_and_silu_is_defer_never_bits(mode, monkeypatch)
     from torchtpu.runtime import driver
 
     monkeypatch.setattr(fusion, "MIN_ELEMENTS", 1)
+    monkeypatch.setattr(fusion, "FUSE_EXP", True)  # off by default (slower); fuses where exp_numpy.AVAILABLE
     torch.manual_seed(0)
     w = torch.randn(24, 38) * 0.3
     x = torch.randn(3, 53, 24) * 3

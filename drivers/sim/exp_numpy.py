@@ -153,5 +153,11 @@ def self_check() -> str | None:
     return None
 
 
-REASON = self_check()  # None, or why exp stays np.exp
-AVAILABLE = REASON is None
+def __getattr__(name: str) -> object:
+    """`REASON` (None, or why exp stays np.exp) and `AVAILABLE` (REASON is None), checked on first use: the check
+    compiles and runs the port, which only a fused exp needs (fusion.FUSE_EXP, off by default)."""
+    if name in ("REASON", "AVAILABLE"):
+        reason = self_check()
+        globals().update(REASON=reason, AVAILABLE=reason is None)
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,9 +23,11 @@ fused values against the steps'. Simulated costs come from the Program (driver.p
 the steps, so fusing changes no cost.
 
 The exception is float32 exp and logistic (1 / (1 + exp(-x)), as the kernel): exp_numpy.expf ports numpy's float32
-SIMD exp operation by operation (bit-equal on all 2^32 inputs), and fuses only where exp_numpy.AVAILABLE says the
-running numpy's np.exp is that routine (`FUSE_EXP`); elsewhere exp stays a numpy step. int64 compares and selects
-fuse too (`FUSE_INT64`: exact, as RoPE's slice-gradient masks need); no other int64 op does.
+SIMD exp operation by operation (bit-equal on all 2^32 inputs), and can fuse only where exp_numpy.AVAILABLE says
+the running numpy's np.exp is that routine; elsewhere exp stays a numpy step. `FUSE_EXP` is off: the port runs
+1.7-4 ns an element against np.exp's ~0.45 (AVX-512, 16 lanes), so a fused softmax or SiLU loop costs more than the
+memory pass it saves (medium compiled Llama / GPT-2 steps, on / off: 0.995-1.037, benchmarks/fusion_flags.py).
+int64 compares and selects fuse too (`FUSE_INT64`: exact, as RoPE's slice-gradient masks need); no other int64 op does.
 
 Steps are grouped by dependency, not adjacency: a fusable step joins the group after the last non-fusable step
 it depends on, so non-fusable steps (which may raise) keep their order and fused ones, pure and never raising,
@@ -66,7 +68,7 @@ WRITE_INTO = True  # False: results given buffers are computed apart and copied 
 SPLIT = True  # False: a group's independent chains share one loop (the old path, for measuring)
 IN_PLACE = True  # False: a result written over an operand goes through its own argument (the old path, for measuring)
 
-FUSE_EXP = exp_numpy.AVAILABLE  # float32 exp/logistic fused: only where np.exp is exp_numpy's routine
+FUSE_EXP = False  # True: float32 exp/logistic fused where np.exp is exp_numpy's routine (slower: see above)
 SHORT_EXP = True  # False: a group holding exp/logistic needs MIN_OPS ops too (the old path, for measuring)
 MIN_OPS_EXP = 2  # with SHORT_EXP, a group holding a fused exp/logistic runs fused from this many ops
 FUSE_INT64 = True  # False: int64 compares and selects stay steps (the old path, for measuring)
@@ -114,7 +116,7 @@ def _expr(op: Op, args: list[str], const: Callable[[Any, str], str]) -> str | No
         return None
     if name in _UNARY and ins == [out] and out in _FLOATS:
         return _UNARY[name].format(*args)
-    if name in _EXP and ins == [out] == ["float32"] and FUSE_EXP:
+    if name in _EXP and ins == [out] == ["float32"] and FUSE_EXP and exp_numpy.AVAILABLE:
         return _EXP[name].format(args[0], const(1, out))
     if name in ("reciprocal", "rsqrt") and ins == [out] and out in _FLOATS:  # np.float32(1) / x (/ sqrt(x))
         return f"({const(1, out)} / {args[0] if name == 'reciprocal' else f'np.sqrt({args[0]})'})"
