@@ -1,15 +1,25 @@
 """MXU simulator speed: exact-mode and fast-mode GFLOP/s for float32 n^3 matmuls (precision DEFAULT), each as a
 ratio to numpy.matmul (BLAS) on the same inputs in the same run. Medians of interleaved runs; warm-ups excluded.
+Second table (issue #22 goal 6): the fast mode through MKL's bf16 GEMM (sim/mxu_gemm.py, the default where it
+loads) and through numpy's float32 BLAS (the old path), each as a ratio to `torch.matmul` in float32 (CPU eager's
+product) on the same operands, at n^3 and at the medium models' product shapes.
 
 Threads are pinned before numpy is imported: numba and BLAS get the same count (default: the CPUs this process
 may use). OPENBLAS_CORETYPE is never touched. Goals (issue #3): fast >= 0.8x BLAS, exact >= 0.25x BLAS.
 
 Usage: python benchmarks/mxu.py [--threads N] [--sizes 512 1024 2048] [--repeats 5]
+
+Figures (2-core machine, one thread, medians of 5, `--threads 1`, session 29; `vs torch` = torch.matmul time /
+the fast product's time, so > 1 is faster than CPU eager's product):
+
+    shape (batch, M, K, N)   MKL bf16 vs torch   numpy BLAS vs torch   MKL bf16 / numpy BLAS
+    FILL
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -81,7 +91,50 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
         results[n] = r
         print(f"{n:>6} {r['blas_gflops']:>10.1f} {r['fast_gflops']:>10.1f} {r['fast_ratio']:>10.2f} "
               f"{r['exact_gflops']:>11.1f} {r['exact_ratio']:>11.2f}")
+    _backends(args, timed)
     return results
+
+
+# (batch, M, K, N): 1024^3, and the products of the medium (hidden 256, 2 x 256 tokens) Llama and GPT-2 compiled
+# training steps (captured at mxu_gemm's call, session 29)
+BACKEND_SHAPES = [(1, 1024, 1024, 1024), (1, 512, 256, 256), (1, 256, 512, 256), (1, 512, 256, 1024),
+                  (1, 512, 1024, 256), (1, 1024, 512, 256), (1, 256, 512, 1024), (1, 512, 256, 1000),
+                  (1, 1000, 512, 256), (8, 256, 256, 64), (8, 256, 64, 256), (8, 64, 256, 256)]
+
+
+def _fast(mxu, mxu_gemm, timed, a, b, mkl: bool) -> float:  # noqa: ANN001 - modules, the timer, arrays
+    """One timed fast-mode product of a and b through MKL's bf16 GEMM (mkl) or numpy's BLAS."""
+    mxu_gemm.ENABLED = mkl
+    mxu_gemm.reset()
+    mxu.matmul(a, b, mode="fast")
+    return timed(functools.partial(mxu.matmul, a, b, mode="fast"))
+
+
+def _backends(args: argparse.Namespace, timed) -> None:  # noqa: ANN001 - the timer above
+    import numpy as np
+    import torch
+    from torchtpu.sim import mxu, mxu_gemm
+
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(1)
+    print(f"\nfast mode by library, ratios to torch.matmul float32 ({torch.get_num_threads()} torch threads)")
+    print(f"{'shape':>22} {'torch ms':>9} {'mkl ms':>8} {'numpy ms':>9} {'mkl x':>7} {'numpy x':>8} {'mkl/numpy':>10}")
+    for batch, m, k, n in BACKEND_SHAPES:
+        a = rng.standard_normal((batch, m, k), dtype=np.float32)
+        b = rng.standard_normal((batch, k, n), dtype=np.float32)
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+
+        torch.matmul(ta, tb)
+        times: dict[str, list[float]] = {"torch": [], "mkl": [], "numpy": []}
+        for _ in range(args.repeats):
+            times["torch"].append(timed(functools.partial(torch.matmul, ta, tb)))
+            times["mkl"].append(_fast(mxu, mxu_gemm, timed, a, b, True))
+            times["numpy"].append(_fast(mxu, mxu_gemm, timed, a, b, False))
+        t = {k: statistics.median(v) for k, v in times.items()}
+        print(f"{str((batch, m, k, n)):>22} {t['torch'] * 1e3:>9.3f} {t['mkl'] * 1e3:>8.3f} {t['numpy'] * 1e3:>9.3f} "
+              f"{t['torch'] / t['mkl']:>7.2f} {t['torch'] / t['numpy']:>8.2f} {t['numpy'] / t['mkl']:>10.2f}")
+    mxu_gemm.ENABLED = True
+    mxu_gemm.reset()
 
 
 if __name__ == "__main__":

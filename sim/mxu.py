@@ -16,7 +16,9 @@ int8/uint8 x int8/uint8 -> int32 exactly (precision ignored; wraps like int32 on
 Modes (how each dot sums):
 * "exact": the systolic order of `torchtpu.sim.mxu_kernel` (sequential float32 sums within K tiles of `array`
   rows, tiles accumulated in order), in numba.
-* "fast": BLAS (np.matmul in float32) on the same bf16-valued operands; only the summation order differs.
+* "fast": a BLAS bf16 x bf16 -> float32 GEMM (MKL's, from PyTorch's library: `mxu_gemm`; numpy's float32
+  BLAS where that is missing) on the same bf16 operands. The summation order differs from exact's, and MKL's
+  bf16 kernel flushes float32 subnormal products and partial sums to zero (mxu_gemm.py's docstring).
 * "auto" (default): exact when batch*M*N*K <= AUTO_EXACT_MAX_MACS, else fast.
 Set with `set_mode()`, or by the mode source the driver layer installs (`set_mode_source`: the sim driver routes
 TORCHTPU_MXU_MODE=auto|exact|fast through its config module); an explicit `mode=` argument wins. This package
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from . import mxu_gemm
 from .mxu_kernel import dot_exact, dot_exact_bf16_rounded
 from .mxu_layout import same_bits, transposed
 from .mxu_round import round_operand
@@ -102,13 +105,18 @@ _blas_threads: int | None = None  # the thread count last given to them
 
 
 def blas_matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """`np.matmul` with numpy's BLAS on as many threads as PyTorch's intra-op pool (`torch.get_num_threads()`,
-    when torch is loaded), so that the simulator uses this CPU as the user told PyTorch to. A BLAS thread beyond
-    that count also waits in a sleep loop whenever another process holds a core: measured on the shared 2-core
-    machine, a (1600, 320) @ (320, 1) product took 8 ms on two BLAS threads and 32 us on one. With `out` (the
-    result's shape, float32, C-contiguous) numpy makes the same BLAS call writing there: the same bits, no new array
-    (tests/test_sim_direct_dots.py)."""
+    """The fast mode's product. Float32 operands (bf16 values) with equal batch dims go through MKL's bf16 GEMM
+    (mxu_gemm.py: one thread, bits decided by the shapes) where this process has it. Others, and every product in
+    a process without it, through `np.matmul` with numpy's BLAS on as many threads as PyTorch's intra-op pool
+    (`torch.get_num_threads()`, when torch is loaded), so that the simulator uses this CPU as the user told
+    PyTorch to. A BLAS thread beyond that count also waits in a sleep loop whenever another process holds a core:
+    measured on the shared 2-core machine, a (1600, 320) @ (320, 1) product took 8 ms on two BLAS threads and
+    32 us on one. With `out` (the result's shape, float32, C-contiguous) either writes there: the same bits, no
+    new array (tests/test_sim_direct_dots.py)."""
     global _blas, _blas_threads
+    if x.dtype == np.float32 and y.dtype == np.float32 and min(x.ndim, y.ndim) >= 2 \
+            and x.shape[:-2] == y.shape[:-2] and mxu_gemm.available():
+        return mxu_gemm.gemm(x, y, out)
     threads = _torch_threads()
     if threads is not None and threads != _blas_threads:
         if _blas is None:
@@ -168,7 +176,11 @@ def _default(a: np.ndarray, b: np.ndarray, dot: Callable[..., np.ndarray], out: 
     sums them with the C-order bits (mxu_layout.py). The caller holds the errstate."""
     kw = {} if out is None else {"out": out}
     ta, tb = transposed(a), transposed(b)
-    if (ta or tb) and dot is blas_matmul and same_bits(a.shape, b.shape, ta, tb, _torch_threads(), dot):
+    keep = (ta or tb) and dot is blas_matmul and same_bits(a.shape, b.shape, ta, tb, _torch_threads(), dot)
+    if dot is blas_matmul and a.dtype == b.dtype == np.float32 and a.shape[:-2] == b.shape[:-2] \
+            and mxu_gemm.available():
+        return mxu_gemm.gemm(a, b, out, rounding=(ta and keep, tb and keep))
+    if keep:
         return dot(round_operand(a, "lhs", ta), round_operand(b, "rhs", tb), **kw)
     return dot(round_operand(a, "lhs"), round_operand(b, "rhs"), **kw)
 

@@ -23,25 +23,35 @@ import math
 import threading
 
 import numpy as np
-from numba import njit, uint32
+from numba import njit, uint16, uint32
 
 from .numerics import round_bf16
 
-__all__ = ["LAST", "STORE", "USE", "RoundMemo", "round_operand"]
+__all__ = ["LAST", "STORE", "USE", "RoundMemo", "memo_active", "round_loop16", "round_operand"]
+
+
+@njit(cache=True, nogil=True)
+def _rounded(u: uint32) -> uint32:  # pragma: no cover - compiled (inlined into the loops below)
+    mag = u & uint32(0x7FFFFFFF)
+    r = uint32(uint32(mag + uint32(0x7FFF)) + uint32(uint32(mag >> uint32(16)) & uint32(1))) & uint32(0xFFFF0000)
+    # all ones unless r < 0x00800000 (r - 0x00800000 wraps, setting the top bit, only then)
+    keep = uint32(uint32(uint32(r - uint32(0x00800000)) >> uint32(31)) - uint32(1))
+    # all ones when mag > 0x7F800000 (a NaN: 0x7F800000 - mag wraps only then)
+    nan = uint32(uint32(0) - uint32(uint32(uint32(0x7F800000) - mag) >> uint32(31)))
+    return (u & uint32(0x80000000)) | (r & keep & ~nan) | (uint32(0x7FC00000) & nan)
 
 
 @njit(cache=True, nogil=True)
 def _round_loop(src: np.ndarray, dst: np.ndarray) -> None:  # pragma: no cover - compiled
     for i in range(src.shape[0]):
-        u = src[i]
-        mag = u & uint32(0x7FFFFFFF)
-        r = uint32(uint32(mag + uint32(0x7FFF)) + uint32(uint32(mag >> uint32(16)) & uint32(1))) \
-            & uint32(0xFFFF0000)
-        # all ones unless r < 0x00800000 (r - 0x00800000 wraps, setting the top bit, only then)
-        keep = uint32(uint32(uint32(r - uint32(0x00800000)) >> uint32(31)) - uint32(1))
-        # all ones when mag > 0x7F800000 (a NaN: 0x7F800000 - mag wraps only then)
-        nan = uint32(uint32(0) - uint32(uint32(uint32(0x7F800000) - mag) >> uint32(31)))
-        dst[i] = (u & uint32(0x80000000)) | (r & keep & ~nan) | (uint32(0x7FC00000) & nan)
+        dst[i] = _rounded(src[i])
+
+
+@njit(cache=True, nogil=True)
+def round_loop16(src: np.ndarray, dst: np.ndarray) -> None:  # pragma: no cover - compiled
+    """dst[i] = the bf16 bits (uint16) of src[i] rounded: the high half of `_round_loop`'s result."""
+    for i in range(src.shape[0]):
+        dst[i] = uint16(_rounded(src[i]) >> uint32(16))
 
 
 def round_bits(src: np.ndarray, dst: np.ndarray) -> None:
@@ -135,6 +145,11 @@ def round_operand(x: np.ndarray, slot: str | None = None, keep_transposed: bool 
         out = _scratch_array(slot, x.shape)
     _round_loop(src.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint32))
     return out
+
+
+def memo_active() -> bool:
+    """Whether a `RoundMemo` request is in force on this thread (its dot's `round_operand` calls go through it)."""
+    return getattr(_request, "current", None) is not None
 
 
 # One program run's shared rounded operands (`RoundMemo`): a plan whose value is read by several DEFAULT dots

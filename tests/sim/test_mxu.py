@@ -108,15 +108,16 @@ def test_narrow_products_run_transposed_with_the_same_bits(m, n, k, specials, se
 
 
 def test_fast_matmuls_use_torchs_thread_count():
-    """numpy's BLAS follows torch.set_num_threads (an extra BLAS thread stalls when another process holds a
-    core: 8 ms instead of 32 us for one product on the shared 2-core machine)."""
+    """numpy's BLAS (the integer products; every product where mxu_gemm's MKL GEMM is missing) follows
+    torch.set_num_threads (an extra BLAS thread stalls when another process holds a core: 8 ms instead of 32 us
+    for one product on the shared 2-core machine)."""
     torch = pytest.importorskip("torch")
     from threadpoolctl import threadpool_info
 
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        mxu.matmul(np.ones((128, 128), F32), np.ones((128, 128), F32), mode="fast")
+        mxu.matmul(np.ones((128, 128), np.int8), np.ones((128, 128), np.int8), mode="fast")
         assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {1}
     finally:
         torch.set_num_threads(before)
