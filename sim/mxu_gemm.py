@@ -139,17 +139,25 @@ _scratch_bufs = threading.local()  # .bufs: {slot: 1-D uint16 array}, per thread
 _SCRATCH_MAX_ELEMENTS = 1 << 24
 
 
+def _aligned(n: int) -> np.ndarray:
+    """A new 1-D uint16 array of n elements starting on a 64-byte boundary."""
+    raw = np.empty(n + 32, np.uint16)
+    skip = (-raw.ctypes.data % 64) // 2
+    return raw[skip:skip + n]
+
+
 def _scratch(slot: str, n: int) -> np.ndarray:
     """An uninitialized 1-D uint16 array of n elements over this thread's scratch for `slot` (a new array past
-    `_SCRATCH_MAX_ELEMENTS`): valid until this thread's next product."""
+    `_SCRATCH_MAX_ELEMENTS`), starting on a 64-byte boundary like every operand MKL reads here: valid until this
+    thread's next product."""
     if n > _SCRATCH_MAX_ELEMENTS:
-        return np.empty(n, np.uint16)
+        return _aligned(n)
     bufs = getattr(_scratch_bufs, "bufs", None)
     if bufs is None:
         bufs = _scratch_bufs.bufs = {}
     buf = bufs.get(slot)
     if buf is None or buf.size < n:
-        buf = bufs[slot] = np.empty(n, np.uint16)
+        buf = bufs[slot] = _aligned(n)
     return buf[:n]
 
 
