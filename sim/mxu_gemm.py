@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from numba import njit, uint16, uint32
 
-from .mxu_round import memo_active, round_loop16, round_operand
+from .mxu_round import memo_round16, round_loop16
 
 __all__ = ["ENABLED", "available", "backend", "gemm", "reset"]
 
@@ -182,10 +182,11 @@ def _narrow(x: np.ndarray, slot: str) -> tuple[np.ndarray, bool]:
 
 
 def _round(x: np.ndarray, slot: str, keep_transposed: bool) -> tuple[np.ndarray, bool]:
-    """(bf16 bits of x rounded (`round_operand`'s values), C-contiguous uint16, transposed) in one pass; through
-    the active rounding memo where one serves this thread (its float32 copy, narrowed)."""
-    if memo_active():
-        return _narrow(round_operand(x, slot, keep_transposed), slot)
+    """(bf16 bits of x rounded (`round_operand`'s values), C-contiguous uint16, transposed) in one pass, or the
+    active rounding memo's copy (mxu_round.RoundMemo, kept as bf16 bits) where it serves x."""
+    served = memo_round16(x, slot, keep_transposed)
+    if served is not None:
+        return _layout(served, keep_transposed)
     src, transposed = _layout(x, keep_transposed)
     dst = _scratch(slot, src.size)
     round_loop16(src.reshape(-1).view(np.uint32), dst)

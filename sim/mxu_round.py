@@ -27,7 +27,7 @@ from numba import njit, uint16, uint32
 
 from .numerics import round_bf16
 
-__all__ = ["LAST", "STORE", "USE", "RoundMemo", "memo_active", "round_loop16", "round_operand"]
+__all__ = ["LAST", "STORE", "USE", "RoundMemo", "memo_round16", "round_loop16", "round_operand"]
 
 
 @njit(cache=True, nogil=True)
@@ -147,11 +147,6 @@ def round_operand(x: np.ndarray, slot: str | None = None, keep_transposed: bool 
     return out
 
 
-def memo_active() -> bool:
-    """Whether a `RoundMemo` request is in force on this thread (its dot's `round_operand` calls go through it)."""
-    return getattr(_request, "current", None) is not None
-
-
 # One program run's shared rounded operands (`RoundMemo`): a plan whose value is read by several DEFAULT dots
 # rounds it once. `_request.current` is (memo, roles) while such a dot runs on this thread (`RoundMemo.call`).
 _request = threading.local()
@@ -232,16 +227,26 @@ def _serve(entry: tuple, x: np.ndarray, slot: str, keep_transposed: bool) -> np.
         return rounded
     if keep_transposed:
         return rounded.swapaxes(-1, -2)
-    return _gather(rounded.swapaxes(-1, -2), _scratch_array(slot, x.shape))
+    dst = _scratch_array(slot, x.shape) if mirror.dtype == np.float32 else None
+    return _gather(rounded.swapaxes(-1, -2), dst)
 
 
-def _memo_round(x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray | None:
+def memo_round16(x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray | None:
+    """`_memo_round` for a product that reads bf16 bits (sim/mxu_gemm.py): x's rounded bf16 bits as uint16, in
+    the layout `round_operand(x, slot, keep_transposed)` returns; None where the active memo does not serve x."""
+    if getattr(_request, "current", None) is None:
+        return None
+    return _memo_round(x, slot, keep_transposed, np.uint16)
+
+
+def _memo_round(x: np.ndarray, slot: str, keep_transposed: bool, kind: type = np.float32) -> np.ndarray | None:
     """The rounded `x` through the active memo request, or None when this call is not one it serves.
 
     An entry is (memory owner, start address, bytes, rounded copy): the reader that STOREs rounds the C-order
     memory its operand views (its operand, or its transpose) in one contiguous pass, and every reader, that one
     included, takes its operand's view of that copy, gathered into C order where `round_operand` would gather
-    (rounding commutes with the copy: the same values either way, in the layout `round_operand` returns)."""
+    (rounding commutes with the copy: the same values either way, in the layout `round_operand` returns). `kind`:
+    float32 (bf16 values) or uint16 (their bf16 bits); an entry of the other kind serves nothing."""
     _, entries, roles, args = _request.current
     side = 0 if slot == "lhs" else 1 if slot == "rhs" else -1
     if side < 0 or side >= len(roles) or roles[side] is None or x.dtype != np.float32:
@@ -254,10 +259,13 @@ def _memo_round(x: np.ndarray, slot: str, keep_transposed: bool) -> np.ndarray |
         if order is None:
             return None
         c = order[0]
-        mirror = np.empty(c.size, np.float32)
-        _round_loop(c.reshape(-1).view(np.uint32), mirror.view(np.uint32))
+        mirror = np.empty(c.size, kind)
+        if kind is np.float32:
+            _round_loop(c.reshape(-1).view(np.uint32), mirror.view(np.uint32))
+        else:
+            round_loop16(c.reshape(-1).view(np.uint32), mirror)
         entries[key] = (source, c.__array_interface__["data"][0], c.nbytes, mirror)
     entry = entries.get(key)
-    if entry is None or entry[0] is not source:
+    if entry is None or entry[0] is not source or entry[3].dtype != kind:
         return None
     return _serve(entry, x, slot, keep_transposed)

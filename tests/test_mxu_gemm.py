@@ -9,8 +9,8 @@ import sys
 
 import numpy as np
 import pytest
-from torchtpu.sim import mxu, mxu_gemm
-from torchtpu.sim.mxu_round import RoundMemo
+from torchtpu.sim import mxu, mxu_gemm, mxu_round
+from torchtpu.sim.mxu_round import LAST, STORE, USE, RoundMemo
 from torchtpu.sim.numerics import round_bf16
 
 SPECIALS = np.array([np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-39, -1e-39, 1e-45, 3.0e38, -3.3e38,
@@ -98,6 +98,30 @@ def test_rounding_pass_equals_round_bf16_then_the_product() -> None:
             np.testing.assert_array_equal(got, want)
         got = RoundMemo().call(mxu_gemm.gemm, (None, None), (a, b), {"rounding": (False, False)})
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_kept_rounding_serves_bf16_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RoundMemo keeps x's rounding as bf16 bits: x @ w stores it, x^T @ g takes it transposed (MKL's flag) and
+    again gathered into C order; each product has the bits of the unshared one, and the last reader drops it."""
+    served = []
+    memo_round = mxu_round._memo_round
+
+    def counting(*args):  # noqa: ANN002, ANN202
+        out = memo_round(*args)
+        if args[1] == "lhs":  # the rhs has no role here
+            served.append(None if out is None else out.dtype)
+        return out
+
+    monkeypatch.setattr(mxu_round, "_memo_round", counting)
+    x, w, g = _bf16((97, 300), 10) * np.float32(1 + 2.0**-10), _bf16((300, 131), 11), _bf16((97, 45), 12)
+    memo = RoundMemo()
+    got = [memo.call(mxu_gemm.gemm, (("x", role), None), args, {"rounding": keep})
+           for role, args, keep in ((STORE, (x, w), (False, False)), (USE, (x.T, g), (True, False)),
+                                    (LAST, (x.T, g), (False, False)))]
+    assert served == [np.uint16] * 3 and memo.kept() == 0
+    np.testing.assert_array_equal(got[0], mxu_gemm.gemm(round_bf16(x), w))
+    np.testing.assert_array_equal(got[1], mxu_gemm.gemm(round_bf16(x).T, g))
+    np.testing.assert_array_equal(got[2], got[1])
 
 
 def test_fast_matmul_goes_through_it() -> None:

@@ -51,8 +51,8 @@ def _count_served(monkeypatch) -> list:
     served = []
     memo_round = mxu_round._memo_round
 
-    def counting(x, slot, keep_transposed):
-        out = memo_round(x, slot, keep_transposed)
+    def counting(x, slot, keep_transposed, *kind):  # kind: uint16 where mxu_gemm reads bf16 bits
+        out = memo_round(x, slot, keep_transposed, *kind)
         roles = mxu_round._request.current[2]
         side = 0 if slot == "lhs" else 1
         if out is not None and roles[side][1] != STORE:
