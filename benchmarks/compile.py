@@ -303,7 +303,17 @@ compiled x CPU eager, training step: bert 1.9x / 1.7x -> 1.7x / 1.7x, vit 2.1x /
 1.3x / 1.3x; forward unchanged (bert 1.6-1.7x, vit 2.0-2.2x, t5 1.5-1.6x, mistral, llama, gpt2 1.4-1.5x).
 Goal not met (<= 1.0x); left: 23 MB a Llama step still copied (an eager zero_ fill, results with several
 readers, divide/subtract outputs), operand rounding repeated across the forward and backward programs (the
-backward reads the forward's saved copies, other memory), erf as above."""
+backward reads the forward's saved copies, other memory), erf as above.
+
+Session 29: the fast MXU product goes through MKL's bf16 x bf16 -> f32 GEMM (sim/mxu_gemm.py; AVX512_BF16, half
+the operand bytes, rounding folded into the 16-bit copy). Processes 314bb0a, new, new, 314bb0a (ABBA inside,
+median of 5), compiled x CPU eager: hidden 256, 2x256: llama train 1.35x / 1.30x -> 0.98x / 1.03x, fwd 1.41x /
+1.38x -> 0.81x / 0.91x; gpt2 train 1.27x / 1.36x -> 1.01x / 0.95x, fwd 1.33x / 1.35x -> 0.85x / 0.89x. Hidden
+128, 2x64 (launch-bound, products small): unchanged, llama train 1.49-1.58x, fwd 1.17-1.34x, gpt2 train
+1.68-1.79x, fwd 1.32-1.39x. Zoo at medium (`models.py --compile --size medium --repeats 3`, same alternation),
+fwd then train, old -> new: bert 1.6-1.7x -> 1.1x, 1.5-1.6x -> 1.2x; vit 1.8-1.9x -> 1.4-1.5x, 1.5-1.6x ->
+1.4-1.5x; t5 1.5-1.6x -> 1.1x, 1.3-1.4x -> 1.0-1.1x; mistral 1.4x -> 0.9x, 1.5-1.6x -> 1.0x; llama 1.5-1.6x ->
+0.9x, 1.4x -> 1.0-1.1x; gpt2 1.3x -> 0.8x, 1.3x -> 1.0x."""
 
 from __future__ import annotations
 
