@@ -9,22 +9,22 @@ may use). OPENBLAS_CORETYPE is never touched. Goals (issue #3): fast >= 0.8x BLA
 
 Usage: python benchmarks/mxu.py [--threads N] [--sizes 512 1024 2048] [--repeats 5]
 
-Figures (2-core machine, `--threads 1 --sizes 1024`, medians of 5, session 29, while another benchmark held the
-other core; `x` = torch.matmul's time / the fast product's, so > 1 is faster than CPU eager's product): 1024^3
-fast 324.5 GF/s = 2.41x numpy's float32 BLAS (134.6), exact 0.41x. By library:
+Figures (2-core machine, quiet, `--threads 1 --sizes 1024`, medians of 5, session 29; `x` = torch.matmul's time /
+the fast product's, so > 1 is faster than CPU eager's product; each sample ~10 ms of back-to-back products):
+1024^3 fast 323.1 GF/s = 2.33x numpy's float32 BLAS (138.9), exact 0.38x. By library:
 
     shape (batch, M, K, N)   MKL bf16 x   numpy BLAS x   MKL / numpy
-    (1, 1024, 1024, 1024)       2.48          0.90           2.77
-    (1, 512, 256, 256)          0.99          0.77           1.29
-    (1, 512, 1024, 256)         1.23          0.72           1.71
-    (1, 256, 512, 1024)         1.31          0.73           1.79
-    (1, 1000, 512, 256)         1.14          0.76           1.49
-    (1, 512, 256, 1000)         0.95          1.04           0.92
-    (8, 256, 256, 64)           0.95          0.67           1.41
-    (8, 256, 64, 256)           0.45          0.64           0.71
-    (8, 64, 256, 256)           0.59          0.45           1.32
+    (1, 1024, 1024, 1024)       2.55          0.90           2.85
+    (1, 512, 256, 256)          1.21          0.79           1.54
+    (1, 512, 1024, 256)         1.45          0.66           2.19
+    (1, 256, 512, 1024)         1.27          0.71           1.80
+    (1, 1000, 512, 256)         1.25          0.67           1.86
+    (1, 512, 256, 1000)         1.09          0.77           1.41
+    (8, 256, 256, 64)           0.90          0.58           1.55
+    (8, 256, 64, 256)           0.79          0.76           1.05
+    (8, 64, 256, 256)           0.61          0.41           1.50
 
-One timed call per sample, so single small shapes move by +-20%; MKL loses on K = 64 (attention's scores).
+The batched attention products stay below torch.matmul: one MKL call per batch item (torch's bmm batches them).
 """
 
 from __future__ import annotations
@@ -113,12 +113,18 @@ BACKEND_SHAPES = [(1, 1024, 1024, 1024), (1, 512, 256, 256), (1, 256, 512, 256),
                   (1, 1000, 512, 256), (8, 256, 256, 64), (8, 256, 64, 256), (8, 64, 256, 256)]
 
 
-def _fast(mxu, mxu_gemm, timed, a, b, mkl: bool) -> float:  # noqa: ANN001 - modules, the timer, arrays
-    """One timed fast-mode product of a and b through MKL's bf16 GEMM (mkl) or numpy's BLAS."""
+def _per_call(timed, fn, calls: int) -> float:  # noqa: ANN001 - the timer, a callable
+    """Seconds per call of `fn`, timed over `calls` back-to-back calls (a single small product is too short to
+    time alone on a shared machine)."""
+    return timed(lambda: [fn() for _ in range(calls)]) / calls
+
+
+def _fast(mxu, mxu_gemm, timed, a, b, mkl: bool, calls: int) -> float:  # noqa: ANN001 - modules, timer, arrays
+    """Seconds per fast-mode product of a and b through MKL's bf16 GEMM (mkl) or numpy's BLAS."""
     mxu_gemm.ENABLED = mkl
     mxu_gemm.reset()
     mxu.matmul(a, b, mode="fast")
-    return timed(functools.partial(mxu.matmul, a, b, mode="fast"))
+    return _per_call(timed, functools.partial(mxu.matmul, a, b, mode="fast"), calls)
 
 
 def _backends(args: argparse.Namespace, timed) -> None:  # noqa: ANN001 - the timer above
@@ -136,11 +142,12 @@ def _backends(args: argparse.Namespace, timed) -> None:  # noqa: ANN001 - the ti
         ta, tb = torch.from_numpy(a), torch.from_numpy(b)
 
         torch.matmul(ta, tb)
+        calls = max(1, int(2e8 // (batch * m * k * n)))  # ~10 ms of products per sample
         times: dict[str, list[float]] = {"torch": [], "mkl": [], "numpy": []}
         for _ in range(args.repeats):
-            times["torch"].append(timed(functools.partial(torch.matmul, ta, tb)))
-            times["mkl"].append(_fast(mxu, mxu_gemm, timed, a, b, True))
-            times["numpy"].append(_fast(mxu, mxu_gemm, timed, a, b, False))
+            times["torch"].append(_per_call(timed, functools.partial(torch.matmul, ta, tb), calls))
+            times["mkl"].append(_fast(mxu, mxu_gemm, timed, a, b, True, calls))
+            times["numpy"].append(_fast(mxu, mxu_gemm, timed, a, b, False, calls))
         t = {k: statistics.median(v) for k, v in times.items()}
         print(f"{str((batch, m, k, n)):>22} {t['torch'] * 1e3:>9.3f} {t['mkl'] * 1e3:>8.3f} {t['numpy'] * 1e3:>9.3f} "
               f"{t['torch'] / t['mkl']:>7.2f} {t['torch'] / t['numpy']:>8.2f} {t['numpy'] / t['mkl']:>10.2f}")
