@@ -114,8 +114,7 @@ def blas_matmul(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> 
     32 us on one. With `out` (the result's shape, float32, C-contiguous) either writes there: the same bits, no
     new array (tests/test_sim_direct_dots.py)."""
     global _blas, _blas_threads
-    if x.dtype == np.float32 and y.dtype == np.float32 and min(x.ndim, y.ndim) >= 2 \
-            and x.shape[:-2] == y.shape[:-2] and mxu_gemm.available():
+    if mxu_gemm.takes(x, y):
         return mxu_gemm.gemm(x, y, out)
     threads = _torch_threads()
     if threads is not None and threads != _blas_threads:
@@ -177,8 +176,7 @@ def _default(a: np.ndarray, b: np.ndarray, dot: Callable[..., np.ndarray], out: 
     kw = {} if out is None else {"out": out}
     ta, tb = transposed(a), transposed(b)
     keep = (ta or tb) and dot is blas_matmul and same_bits(a.shape, b.shape, ta, tb, _torch_threads(), dot)
-    if dot is blas_matmul and a.dtype == b.dtype == np.float32 and a.shape[:-2] == b.shape[:-2] \
-            and mxu_gemm.available():
+    if dot is blas_matmul and mxu_gemm.takes(a, b):
         return mxu_gemm.gemm(a, b, out, rounding=(ta and keep, tb and keep))
     if keep:
         return dot(round_operand(a, "lhs", ta), round_operand(b, "rhs", tb), **kw)

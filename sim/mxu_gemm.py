@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 from numba import njit, uint16, uint32
 
+from .mxu_layout import transposed
 from .mxu_round import memo_round16, round_loop16
 
-__all__ = ["ENABLED", "available", "backend", "gemm", "reset"]
+__all__ = ["ENABLED", "available", "backend", "gemm", "reset", "takes"]
 
 ENABLED = True  # False before the first fast product: numpy's BLAS for this process (benchmarks and tests)
 REASON = ""  # why MKL's GEMM is not in use, once decided
@@ -94,8 +95,8 @@ def _load() -> Any:
 
 
 def _self_check() -> str:
-    """'' when MKL's GEMM computes products whose every partial sum is exact (small integers, an inf * 0, a
-    -0.0 operands) to their exact values; else what differed."""
+    """'' when MKL's GEMM computes products whose every partial sum is exact (small integers, an inf * 0, a -0.0
+    operand) to their exact values; else what differed."""
     a = np.array([[1, 2, 3, -4, 5], [0, -0.0, 7, 8, -9], [np.inf, 1, 0, 2, 1]], np.float32)
     b = np.array([[1, 0, -1, 2], [3, 1, 0, 0], [0, 2, 1, -1], [1, 0, 1, 1], [2, 2, 2, -2]], np.float32)
     with np.errstate(invalid="ignore"):
@@ -121,6 +122,13 @@ def available() -> bool:
                 if problem:
                     REASON, _lib = problem, None
     return _lib is not None
+
+
+def takes(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether `gemm` computes x @ y in this process: float32 operands of rank >= 2 with equal batch dims, and
+    MKL's GEMM in use."""
+    return x.dtype == np.float32 and y.dtype == np.float32 and min(x.ndim, y.ndim) >= 2 \
+        and x.shape[:-2] == y.shape[:-2] and available()
 
 
 def reset() -> None:
@@ -164,7 +172,7 @@ def _scratch(slot: str, n: int) -> np.ndarray:
 def _layout(x: np.ndarray, keep_transposed: bool) -> tuple[np.ndarray, bool]:
     """(C-contiguous memory of x, transposed): x's transpose when x is a transposed C-order array and the caller
     keeps that layout, else x in C order."""
-    if keep_transposed and not x.flags.c_contiguous and x.ndim >= 2 and x.swapaxes(-1, -2).flags.c_contiguous:
+    if keep_transposed and transposed(x):
         return x.swapaxes(-1, -2), True
     return np.ascontiguousarray(x), False
 
