@@ -8,6 +8,7 @@ from torchtpu.drivers import ir_costs as C
 from torchtpu.drivers import ir_lowerings as L
 from torchtpu.drivers import ir_padding as P
 from torchtpu.drivers import ir_ragged_attention as RA
+from torchtpu.drivers import ir_ragged_dot as RD
 from torchtpu.drivers.ir import DTYPES, OPS, Region, TensorType, define
 
 UNARY = (
@@ -531,3 +532,15 @@ def _ragged_paged_attention(q: TensorType, kv: TensorType, pages: TensorType, q_
     against its own KV pages; the per-request lengths are static attributes its cost rule needs."""
     RA.check(q, kv, pages, q_lens, ctx_lens, page_tokens, sliding_window, precision)
     return [q]
+
+
+@define(RD.NAME, 3, "matmul", cost=RD.cost, padding=P.UNSAFE)
+def _ragged_dot(lhs: TensorType, rhs: TensorType, ends: TensorType, mode: str, precision: str, out_dtype: str
+                ) -> list[TensorType]:
+    """Grouped matmul over runtime group ends (drivers/ir_ragged_dot.py): MoE experts' rows, or a contraction
+    split by group (their weight gradients)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"{RD.NAME} precision {precision!r}; valid: {PRECISIONS}")
+    if out_dtype not in RD.DTYPES:
+        raise TypeError(f"{RD.NAME}: out_dtype {out_dtype!r}; valid: {RD.DTYPES}")
+    return [TensorType(RD.result_shape(lhs, rhs, ends, mode), out_dtype)]

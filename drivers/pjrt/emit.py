@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from torchtpu.drivers import ir
 from torchtpu.drivers.ir import Program
 from torchtpu.drivers.pjrt import (  # noqa: F401 - imported to register their emitters
-    emit_attention,
     emit_control,
     emit_dot,
     emit_elementwise,
+    emit_expansions,
     emit_linalg,
     emit_reduce,
     emit_shape,

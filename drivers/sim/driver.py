@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from torchtpu.drivers import config
 from torchtpu.drivers.base import Driver, Executable, ExecutionError
-from torchtpu.drivers.ir import Op, Program, unsupported_error
+from torchtpu.drivers.ir import OPS, Op, Program, unsupported_error
 from torchtpu.drivers.sim import direct_outputs, in_place
 from torchtpu.drivers.sim import host_memory as _memory
 from torchtpu.drivers.sim.costs import COSTS
@@ -274,7 +274,7 @@ def program_cost(model: CostModel, program: Program) -> CostRecord:
         if op.name == "constant" or op.name == "iota":
             continue
         record = COSTS[op.name](model, op)
-        (mxu_records if op.name in ("dot_general", "convolution") else vpu_records).append(record)
+        (mxu_records if OPS[op.name].kind == "matmul" else vpu_records).append(record)
     external = in_place.external_bytes(program)  # an in-place scatter: the elements it writes
     records = list(mxu_records)
     if vpu_records:

@@ -10,7 +10,8 @@ from torchtpu.drivers.sim import index_add_rows, scatter_steps
 from torchtpu.drivers.sim.kernels import NP_DTYPES, kernel, load, store
 from torchtpu.sim import mxu
 
-MXU_ARRAY_KERNELS = frozenset({"dot_general"})  # kernels taking `array=`, the chip's MXU width (from the executable)
+# kernels taking `array=`, the chip's MXU width (from the executable)
+MXU_ARRAY_KERNELS = frozenset({"dot_general", "ragged_dot"})
 
 
 _BCAST_PLANS: dict[tuple, tuple] = {}
@@ -237,7 +238,9 @@ def _index_add(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [store(np.moveaxis(out, 0, dim), op.outputs[0].dtype)]
 
 
-def _mxu_dtype(x: np.ndarray) -> np.ndarray:
+def mxu_operand(x: np.ndarray) -> np.ndarray:
+    """A dot's float operand as the MXU model takes it: float32, bfloat16 and int8 as they are, fp8 as bfloat16
+    (exact), anything else (float16) as float32."""
     if x.dtype in (np.float32, NP_DTYPES["bfloat16"], np.int8):
         return x
     if x.dtype in (NP_DTYPES["float8_e4m3fn"], NP_DTYPES["float8_e5m2"]):
@@ -293,7 +296,7 @@ def _dot_general(op: Op, args: list[np.ndarray], array: int = mxu.DEFAULT_ARRAY)
     elif lhs.dtype == np.float64 or rhs.dtype == np.float64:  # float64 is exact (host numpy), never the MXU
         y = np.matmul(a3.astype(np.float64), b3.astype(np.float64))
     else:
-        y = mxu.matmul(_mxu_dtype(a3), _mxu_dtype(b3), precision=precision, out_dtype=np.float32,
+        y = mxu.matmul(mxu_operand(a3), mxu_operand(b3), precision=precision, out_dtype=np.float32,
                        array=array)
     return [store(y.reshape(out_t.shape), out_t.dtype)]
 
@@ -301,7 +304,7 @@ def _dot_general(op: Op, args: list[np.ndarray], array: int = mxu.DEFAULT_ARRAY)
 @kernel("convolution")
 def _convolution(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     f64 = any(a.dtype == np.float64 for a in args)  # float64 is exact (host numpy), never the MXU, as dot_general
-    lhs, rhs = (a.astype(np.float64) if f64 else _mxu_dtype(a) for a in args)
+    lhs, rhs = (a.astype(np.float64) if f64 else mxu_operand(a) for a in args)
     out_t = op.outputs[0]
     y = mxu.conv(lhs, rhs, window_strides=op.attr("window_strides"), padding=op.attr("padding"),
                  lhs_dilation=op.attr("lhs_dilation"), rhs_dilation=op.attr("rhs_dilation"),
@@ -430,5 +433,5 @@ def _eig(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(w, whole), np.asarray(v, whole)]
 
 
-# registers the control-flow and paged attention kernels
-from torchtpu.drivers.sim import kernels_attention, kernels_control  # noqa: E402,F401
+# registers the control-flow, paged attention and grouped matmul kernels
+from torchtpu.drivers.sim import kernels_attention, kernels_control, kernels_ragged_dot  # noqa: E402,F401

@@ -464,6 +464,7 @@ def _build_cases() -> dict[str, list[Case]]:
     _add_complex128_cases(c)
     _add_empty_cases(c)
     c["ragged_paged_attention"] = _ragged_attention_cases()
+    c["ragged_dot"] = _ragged_dot_cases()
     return c
 
 
@@ -573,6 +574,17 @@ def _ragged_attention_cases() -> list[Case]:
         Case("ragged_paged_attention", [  # one bf16 rounding of the probabilities apart at most
             Variant([q[:4].astype(BF16), kv.astype(BF16), page_table[:2].astype(np.int64)],
                     {**base, "q_lens": (3, 1), "ctx_lens": (3, 20)})], 1e-2, 1e-2)]
+
+
+def _ragged_dot_cases() -> list[Case]:
+    """Both modes, with an empty group and positions past the last end (zeros); bf16 operands at DEFAULT."""
+    ends = np.array([3, 3, 7, 12], np.int32)
+    rows, contract = {"mode": "rows", "precision": "HIGHEST", "out_dtype": "float32"}, {
+        "mode": "contract", "precision": "HIGHEST", "out_dtype": "float32"}
+    return [Case("ragged_dot", [Variant([f((14, 8)), f((4, 8, 16)), ends], rows),
+                                Variant([f((5, 14)), f((14, 6)), ends], contract)], 1e-5, 1e-5),
+            Case("ragged_dot", [Variant([f((14, 8)).astype(BF16), f((4, 8, 16)).astype(BF16), ends],
+                                        {**rows, "precision": "DEFAULT", "out_dtype": "bfloat16"})], 1e-2, 1e-2)]
 
 
 def _dot(lb: tuple, rb: tuple, lc: tuple, rc: tuple, precision: str = "HIGHEST", out: str = "float32") -> dict:

@@ -191,24 +191,13 @@ def dot(self: Sym, tensor: Sym) -> Sym:
 _GROUPED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
-def _group_mask(offs: Sym, length: int) -> Sym:
-    """(groups, length) bool: position i belongs to group g when offs[g-1] <= i < offs[g] (offs[-1] = 0); positions
-    past the last offset belong to no group (their results are zero)."""
-    groups = offs.shape[0]
-    ends = P.convert(P.reshape(offs, (groups, 1)), torch.int64)
-    starts = P.concat([P.const(0, torch.int64, (1, 1)), P.slice_dim(ends, 0, 0, groups - 1)], 0)
-    position = P.iota((groups, length), 1)
-    return P.emit1("and", [P.compare("GE", position, P.broadcast_to(starts, (groups, length))),
-                           P.compare("LT", position, P.broadcast_to(ends, (groups, length)))])
-
-
 @lower(aten._grouped_mm.default)
 def grouped_mm(self: Sym, mat2: Sym, offs: Sym | None = None, bias: Sym | None = None,
                out_dtype: torch.dtype | None = None) -> Sym:
     """Grouped matmul (MoE experts): 3D x 3D is bmm; 2D x 3D multiplies the rows of each group (split by the
     cumulative `offs`) by that group's matrix; 2D x 2D splits the contraction by `offs`, one product per group.
-    Each group's product is an exact dot over its own elements: every group is computed for all rows and the
-    rows' own group selected (the simulated MXU charges all groups' flops; a real grouped kernel skips them)."""
+    The 2D forms are IR op ragged_dot (drivers/ir_ragged_dot.py): each group's product over its own rows or
+    positions only, as a grouped kernel computes and the simulator charges it."""
     if bias is not None:
         raise RuntimeError("_grouped_mm: bias is not supported (as in PyTorch)")
     if self.dtype not in _GROUPED_DTYPES or mat2.dtype != self.dtype:
@@ -228,17 +217,8 @@ def grouped_mm(self: Sym, mat2: Sym, offs: Sym | None = None, bias: Sym | None =
     if self.ndim == 2 and mat2.ndim == 3:  # (rows, K) x (groups, K, N) -> (rows, N)
         if mat2.shape[0] != groups:
             raise RuntimeError(f"_grouped_mm: {groups} offsets for {mat2.shape[0]} matrices")
-        rows, k = self.shape
-        per_group = P.dot_general(P.broadcast_to(P.reshape(self, (1, rows, k)), (groups, rows, k)), mat2,
-                                  (0,), (0,), (2,), (1,), out)
-        mask = P.broadcast_to(P.reshape(_group_mask(offs, rows), (groups, rows, 1)), per_group.shape)
-        return P.reduce(P.where(mask, per_group, P.zeros_like(per_group)), "sum", (0,))
+        return P.ragged_dot(self, mat2, offs, "rows", out)
     if self.ndim == 2 and mat2.ndim == 2:  # (M, K) x (K, N), K split by offs -> (groups, M, N)
-        m, k = self.shape
-        mask = P.broadcast_to(P.reshape(_group_mask(offs, k), (groups, 1, k)), (groups, m, k))
-        lhs = P.broadcast_to(P.reshape(self, (1, m, k)), (groups, m, k))
-        lhs = P.where(mask, lhs, P.zeros_like(lhs))
-        rhs = P.broadcast_to(P.reshape(mat2, (1, *mat2.shape)), (groups, *mat2.shape))
-        return P.dot_general(lhs, rhs, (0,), (0,), (2,), (1,), out)
+        return P.ragged_dot(self, mat2, offs, "contract", out)
     raise NotImplementedError(f"_grouped_mm: {self.ndim}D x {mat2.ndim}D is not supported on tpu; supported: "
                               "3D x 3D, 2D x 3D and 2D x 2D with offs")

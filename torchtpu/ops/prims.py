@@ -356,6 +356,16 @@ def dot_general(a: Sym, b: Sym, lhs_batch: Sequence[int], rhs_batch: Sequence[in
                  precision=current_precision().name, out_dtype=TORCH_TO_IR[out_dtype])
 
 
+def ragged_dot(a: Sym, b: Sym, ends: Sym, mode: str, out_dtype: torch.dtype) -> Sym:
+    """Grouped matmul over runtime group ends (IR op ragged_dot, drivers/ir_ragged_dot.py) at the current
+    precision: "rows" multiplies each group's rows of a [M, K] by its matrix of b [G, K, N]; "contract" gives
+    [G, M, N], each group's product over its own positions of the contraction."""
+    from torchtpu.precision import current_precision
+
+    return emit1("ragged_dot", [a, b, ends], mode=mode, precision=current_precision().name,
+                 out_dtype=TORCH_TO_IR[out_dtype])
+
+
 def matmul(a: Sym, b: Sym) -> Sym:
     """Batched matmul of (..., M, K) x (..., K, N) with equal batch dims (callers broadcast)."""
     if a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
