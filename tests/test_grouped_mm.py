@@ -144,3 +144,15 @@ def test_the_cost_charges_each_row_once_not_every_group():
     contract = cost("contract", (1024, 4096), (4096, 2048))
     assert contract.flops == dense.flops
     assert contract.hbm_bytes == (1024 * 4096 + 4096 * 2048 + 8 * 1024 * 2048) * 2 + 8 * 4
+
+
+def test_the_profiler_lists_a_ragged_dot_among_the_mxu_ops(tpu):
+    from torchtpu.drivers.ir import Builder
+
+    from torchtpu.profiler.costs import mxu_ops
+
+    bld = Builder()
+    ins = [bld.input((256, 64), "bfloat16"), bld.input((4, 64, 128), "bfloat16"), bld.input((4,), "int32")]
+    out = bld.emit("ragged_dot", ins, mode="rows", precision="DEFAULT", out_dtype="bfloat16")
+    (row,) = mxu_ops(bld.finish(out))
+    assert row["op"] == "ragged_dot" and row["flops"] == 2 * 256 * 64 * 128 and row["out_shape"] == (256, 128)

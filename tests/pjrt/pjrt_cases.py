@@ -14,6 +14,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from pjrt_case_regions import array_halvings, halvings
 from torchtpu.drivers import ir_ops
 from torchtpu.drivers.ir import Builder, Program
 
@@ -49,45 +50,6 @@ class Case:
             inputs += v.inputs
             outs += b.emit(self.op, vals, **v.attrs)
         return b.finish(outs, name=f"case_{self.op}"), inputs
-
-
-def _array_halvings(shape: tuple[int, ...], limit: int) -> dict[str, Any]:
-    """`while_array` attributes: halve the whole of x and count the halvings while its largest element is >= 1."""
-    from torchtpu.drivers.ir import Region
-
-    def region(fn: Any) -> Region:
-        b = Builder()
-        return Region(b.finish(fn(b, b.input(shape, "float32"), b.input((), "float32"))))
-
-    def c(b: Builder, v: float, sh: tuple[int, ...]) -> Any:
-        return b.emit("constant", [], value=v, shape=sh, dtype="float32")[0]
-
-    def cond(b: Builder, x: Any, k: Any) -> list[Any]:
-        top = b.emit("reduce", [x], kind="max", dimensions=tuple(range(len(shape))))[0]
-        return b.emit("compare", [top, c(b, 1.0, ())], direction="GE")
-
-    def body(b: Builder, x: Any, k: Any) -> list[Any]:
-        return [b.emit("multiply", [x, c(b, 0.5, shape)])[0], b.emit("add", [k, c(b, 1.0, ())])[0]]
-
-    return {"cond": region(cond), "body": region(body), "limit": limit}
-
-
-def _halvings(limit: int, dtype: str = "float32") -> dict[str, Any]:
-    """`while` attributes: halve x and count the halvings while x >= 1 (at most `limit` trips)."""
-    from torchtpu.drivers.ir import Region
-
-    def region(fn: Any) -> Region:
-        b = Builder()
-        x, k = b.input((), dtype), b.input((), dtype)
-
-        def const(v: float) -> Any:
-            return b.emit("constant", [], value=v, shape=(), dtype=dtype)[0]
-
-        return Region(b.finish(fn(b, x, k, const)))
-
-    cond = region(lambda b, x, k, c: b.emit("compare", [x, c(1.0)], direction="GE"))
-    body = region(lambda b, x, k, c: [b.emit("multiply", [x, c(0.5)])[0], b.emit("add", [k, c(1.0)])[0]])
-    return {"cond": cond, "body": body, "limit": limit}
 
 
 def f(shape: Sequence[int], lo: float = -3, hi: float = 3, dtype: Any = np.float32) -> np.ndarray:
@@ -423,13 +385,13 @@ def _build_cases() -> dict[str, list[Case]]:
                       {"left_side": True, "lower": True, "unit_diagonal": False, "transpose_a": "ADJOINT"}))
     c["triangular_solve"] = [Case("triangular_solve", ts, 1e-5, 1e-5)]
     c["while_array"] = [Case("while_array", [Variant([f((2, 3), 0.1, 50), np.zeros((), np.float32)],
-                                                     _array_halvings((2, 3), 100)),
+                                                     array_halvings((2, 3), 100)),
                                              Variant([f((4,), 0.1, 50), np.zeros((), np.float32)],
-                                                     _array_halvings((4,), 3))], 0, 0)]
+                                                     array_halvings((4,), 3))], 0, 0)]
     c["while"] = [Case("while", [
-        Variant([f((6,), 0.1, 50), np.zeros(6, np.float32)], _halvings(100)),
-        Variant([f((2, 3), 0.1, 50), np.zeros((2, 3), np.float32)], _halvings(3)),  # the limit stops some
-        Variant([f((4,), 0.1, 50).astype(np.float64), np.zeros(4, np.float64)], _halvings(100, "float64"))], 0, 0)]
+        Variant([f((6,), 0.1, 50), np.zeros(6, np.float32)], halvings(100)),
+        Variant([f((2, 3), 0.1, 50), np.zeros((2, 3), np.float32)], halvings(3)),  # the limit stops some
+        Variant([f((4,), 0.1, 50).astype(np.float64), np.zeros(4, np.float64)], halvings(100, "float64"))], 0, 0)]
     c["special_unary"] = [Case("special_unary", [
         Variant([f((7,), -4, 4)], {"function": "bessel_i1e"}), Variant([f((7,), -4, 4)], {"function": "bessel_i1"}),
         Variant([np.array([0, 0.5, -2, 3, 10], np.float32)], {"function": "spherical_bessel_j0"}),

@@ -12,7 +12,7 @@ from torchtpu.profiler import events
 
 _cache: dict[int, tuple[Any, dict[str, Any]]] = {}
 _lock = threading.Lock()
-_MXU = ("dot_general", "convolution")
+_MXU = ("dot_general", "convolution", "ragged_dot")  # the IR ops of kind "matmul"
 
 
 def _model() -> Any:
@@ -22,7 +22,7 @@ def _model() -> Any:
 
 
 def mxu_ops(program: Any) -> list[dict[str, Any]]:
-    """Each dot_general / convolution of `program`: shapes, precision, FLOPs, padded FLOPs (the MXU's work
+    """Each dot_general / convolution / ragged_dot of `program`: shapes, precision, FLOPs, padded FLOPs (the MXU's work
     including tile padding and passes), passes and seconds, from the sim's cost rules."""
     model = _model()
     if program is None or model is None:
