@@ -10,8 +10,10 @@ ends[g-1] <= i < ends[g], with ends[-1] = 0). Two modes, as jax.lax.ragged_dot_g
 
 The group sizes are runtime data (the router's choice), so the cost rule charges the kernel's work with the rows
 (or contraction) split evenly over the groups: every row streams through the MXU once against its own group's
-weights, every group's weights are loaded once. Uneven groups pad at most one MXU tile per group boundary more;
-that padding is data-dependent and not charged.
+weights, every group's weights are loaded once, and each group's last partial tile is padded as the MXU schedule
+pads it (a grouped kernel visits tiles_m + groups - 1 row tiles at most: perfmodel/kernels.py `gmm_visit_factor`,
+whose tiling the pod model uses). Where uneven groups put more boundaries inside tiles the padding differs; the
+FLOPs and bytes do not.
 
 `expand` writes the same result over primitive IR ops (each group's product over every row, masked): what the
 pjrt driver emits (a real chip's grouped kernel, megablox's, would replace it). The sim's value rule,
