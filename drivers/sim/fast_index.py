@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 from torchtpu.drivers.ir import Op
+from torchtpu.drivers.sim import axis_index_loops
 from torchtpu.drivers.sim.kernels import KERNELS
 
 FastKernel = Callable[..., np.ndarray]
@@ -53,6 +54,9 @@ def gather_axis(op: Op) -> FastKernel | None:
     generic = _generic(op)
 
     def gather(x: np.ndarray, index: np.ndarray) -> np.ndarray:
+        looped = axis_index_loops.gather(x, index, dim)  # C order, as below; None for an index out of range
+        if looped is not None:
+            return looped
         if index.flags.c_contiguous:  # what the generic kernel's `where` makes: the same result layout
             try:
                 return x[(*before, index, *after)]

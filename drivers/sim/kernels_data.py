@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 from torchtpu.drivers.ir import Op
-from torchtpu.drivers.sim import index_add_rows, scatter_steps
+from torchtpu.drivers.sim import axis_index_loops, index_add_rows, scatter_steps
 from torchtpu.drivers.sim.kernels import NP_DTYPES, kernel, load, store
 from torchtpu.sim import mxu
 
@@ -187,8 +187,10 @@ def _check_index_op(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
 def _gather_axis(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x, index = args
     dim = op.attr("dimension")
-    index = _check_index(index, x.shape[dim], "gather")
-    return [np.take_along_axis(x, index, dim)]
+    looped = axis_index_loops.gather(x, index, dim)  # None where an index is out of range: raised below
+    if looped is not None:
+        return [looped]
+    return [np.take_along_axis(x, _check_index(index, x.shape[dim], "gather"), dim)]
 
 
 @kernel("index_select")
@@ -213,9 +215,13 @@ def _scatter_axis(op: Op, args: list[np.ndarray]) -> list[np.ndarray]:
     x, index, src = args
     dim = op.attr("dimension")
     reduce = op.attr("reduce")
-    index = _check_index(index, x.shape[dim], "scatter")
-    idx = _full_index(index, dim)
-    if op.attr("rounding", "once") == "each" and scatter_steps.widened(x.dtype):
+    each = op.attr("rounding", "once") == "each" and scatter_steps.widened(x.dtype)
+    if reduce == "add" and not each:  # np.add.at's bits in one loop; None where an index is out of range
+        added = axis_index_loops.scatter_add(load(x), index, load(src), dim)
+        if added is not None:
+            return [store(added, op.outputs[0].dtype)]
+    idx = _full_index(_check_index(index, x.shape[dim], "scatter"), dim)
+    if each:
         return [scatter_steps.scatter_rounded(x, idx, src, reduce, op.outputs[0].dtype)]
     out = load(x).copy()
     if reduce == "replace":
