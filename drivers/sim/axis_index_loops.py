@@ -27,11 +27,8 @@ _GATHER_DTYPES = _DTYPES | {np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.u
 
 
 @njit(cache=True, nogil=True)
-def _along(table: np.ndarray, index: np.ndarray, rows: np.ndarray, add: bool) -> bool:  # pragma: no cover
-    """table (pre, n, post) indexed along axis 1 by index (pre, m, post), negatives wrapped: `add` adds rows into
-    table (the scatter), else copies table's elements into rows (the gather). False at an index out of range
-    (what was written so far is the caller's private array: dropped)."""
-    size = table.shape[1]
+def _gather(x: np.ndarray, index: np.ndarray, out: np.ndarray) -> bool:  # pragma: no cover - compiled
+    size = x.shape[1]
     for p in range(index.shape[0]):
         for i in range(index.shape[1]):
             for q in range(index.shape[2]):
@@ -40,10 +37,22 @@ def _along(table: np.ndarray, index: np.ndarray, rows: np.ndarray, add: bool) ->
                     r += size
                 if r < 0 or r >= size:
                     return False
-                if add:
-                    table[p, r, q] = rows[p, i, q] + table[p, r, q]
-                else:
-                    rows[p, i, q] = table[p, r, q]
+                out[p, i, q] = x[p, r, q]
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _scatter_add(out: np.ndarray, index: np.ndarray, src: np.ndarray) -> bool:  # pragma: no cover - compiled
+    size = out.shape[1]
+    for p in range(index.shape[0]):
+        for i in range(index.shape[1]):
+            for q in range(index.shape[2]):
+                r = index[p, i, q]
+                if r < 0:
+                    r += size
+                if r < 0 or r >= size:
+                    return False  # `out` is the caller's private copy: dropped
+                out[p, r, q] = src[p, i, q] + out[p, r, q]
     return True
 
 
@@ -64,8 +73,8 @@ def gather(x: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray | None:
     if views is None or x.dtype not in _GATHER_DTYPES or index.dtype.kind != "i" or not index.size:
         return None
     out = np.empty(index.shape, x.dtype)
-    ok = _along(np.ascontiguousarray(x).reshape(views[0]), np.ascontiguousarray(index).reshape(views[1]),
-                out.reshape(views[1]), False)
+    ok = _gather(np.ascontiguousarray(x).reshape(views[0]), np.ascontiguousarray(index).reshape(views[1]),
+                 out.reshape(views[1]))
     return out if ok else None
 
 
@@ -78,6 +87,6 @@ def scatter_add(x: np.ndarray, index: np.ndarray, src: np.ndarray, dim: int) -> 
             or index.dtype.kind != "i" or not index.size:
         return None
     out = np.array(x, order="C")  # a copy
-    ok = _along(out.reshape(views[0]), np.ascontiguousarray(index).reshape(views[1]),
-                np.ascontiguousarray(src).reshape(views[1]), True)
+    ok = _scatter_add(out.reshape(views[0]), np.ascontiguousarray(index).reshape(views[1]),
+                      np.ascontiguousarray(src).reshape(views[1]))
     return out if ok else None
