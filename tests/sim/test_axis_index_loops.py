@@ -85,3 +85,11 @@ def test_gather_and_its_backward_match_cpu_in_eager_and_compiled_runs(tpu) -> No
         torch.testing.assert_close(loss, want.detach())
         assert torch.equal(grad, xc.grad)  # sums of small integers (the arange): exact in any order
     assert torch.equal(results[0][1], results[1][1])
+
+
+def test_gather_reads_a_read_only_source() -> None:
+    """A plan's folded constants and some views are read-only: the gather only reads its source."""
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    x.flags.writeable = False
+    got = gather(x, np.array([[3, 0, 1]]), 0)
+    assert got is not None and got.tolist() == [[9.0, 1.0, 5.0]]
