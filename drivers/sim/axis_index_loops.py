@@ -26,6 +26,8 @@ _DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int
 _GATHER_DTYPES = _DTYPES | {np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16)}
 
 
+# two loops, not one with a mode flag: numba types every branch, and a loop that may write its table cannot take
+# a read-only gather source (a folded constant; tests/sim/test_axis_index_loops.py)
 @njit(cache=True, nogil=True)
 def _gather(x: np.ndarray, index: np.ndarray, out: np.ndarray) -> bool:  # pragma: no cover - compiled
     size = x.shape[1]
