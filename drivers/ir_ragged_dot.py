@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from torchtpu.drivers.ir_ragged_attention import _const, _one  # the expansions' emit helpers, written once
+
 if TYPE_CHECKING:
     from torchtpu.drivers.ir import Builder, Op, TensorType, Value
     from torchtpu.sim.cost import CostModel, CostRecord
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
 NAME = "ragged_dot"
 MODES = ("rows", "contract")
 DTYPES = ("float32", "bfloat16", "float16")
-PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
 
 
 def result_shape(lhs: TensorType, rhs: TensorType, ends: TensorType, mode: str) -> tuple[int, ...]:
@@ -106,14 +107,6 @@ def _group_mask(b: Builder, ends: Value, length: int) -> Value:
     after_start = _one(b, "compare", position, _one(b, "broadcast_in_dim", start, **wide), direction="GE")
     before_stop = _one(b, "compare", position, _one(b, "broadcast_in_dim", stop, **wide), direction="LT")
     return _one(b, "and", after_start, before_stop)
-
-
-def _one(b: Builder, name: str, *inputs: Value, **attrs: Any) -> Value:
-    return b.emit(name, list(inputs), **attrs)[0]
-
-
-def _const(b: Builder, value: float, shape: tuple[int, ...], dtype: str) -> Value:
-    return _one(b, "constant", value=value, shape=shape, dtype=dtype)
 
 
 def _dot(b: Builder, lhs: Value, rhs: Value, precision: str) -> Value:
